@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { startServices } from './services/index.mjs';
 
 const root = join(fileURLToPath(new URL('.', import.meta.url)), '..');
-const testsDir = join(root, 'dist', 'tests');
+const testsDir = join(root, process.env.NDIF_DIST ?? 'dist', 'tests');
 
 function listTests(dir) {
   const out = [];
