@@ -1,0 +1,351 @@
+// Embedded event store: one SQLite file in WAL mode (better-sqlite3, synchronous). Appends take SQLite's single
+// write lock (BEGIN IMMEDIATE), so any number of processes may append to the same file; subscriptions in this
+// process wake on every append, subscriptions in other processes notice by polling the head position.
+import Database from 'better-sqlite3';
+import { resolve } from 'node:path';
+import { planAppend, type StoredIdentity } from '../append-plan.js';
+import { storeClosed } from '../errors.js';
+import type {
+  AppendOptions,
+  AppendResult,
+  EventStore,
+  EventStoreCapabilities,
+  ExpectedRevision,
+  MetadataQuery,
+  NewEvent,
+  ReadAllOptions,
+  ReadStreamOptions,
+  StoredEvent,
+  SubscribeOptions,
+  Subscription,
+  SubscriptionHandler,
+} from '../port.js';
+import { ALL_QUERY_FILTERS, normalizeQuery, prefixUpperBound } from '../query.js';
+import { AppendSignal, startSubscription } from '../subscription.js';
+import { type CheckedEvent, checkExpectedRevision, checkNewEvents, checkStreamId, DEFAULT_PAGE, joinMetadata, normalizeReadAll, normalizeReadStream } from '../validate.js';
+import { migrate } from './schema.js';
+
+export interface SqliteEventStoreOptions {
+  /** Path of the database file (created when missing), or ':memory:' for a private in-memory store. */
+  path: string;
+  /**
+   * 'normal' (default): a commit survives a crash or kill of the process; the last commits before a power loss or
+   * OS crash can be lost. 'full': also survives power loss, at the cost measured in docs/event-store.md.
+   */
+  synchronous?: 'normal' | 'full';
+  /** How often an idle subscription checks for appends made by other processes. Default 100 ms. */
+  pollIntervalMs?: number;
+  /** How long an append waits for another process's write lock. Default 5000 ms. */
+  busyTimeoutMs?: number;
+  /** WAL pages between automatic checkpoints. Default 4000 (≈16 MiB of WAL); SQLite's own default is 1000. */
+  walAutocheckpointPages?: number;
+}
+
+interface PendingAppend {
+  streamId: string;
+  events: CheckedEvent[];
+  expected: ExpectedRevision;
+  resolve(r: AppendResult): void;
+  reject(e: unknown): void;
+}
+
+/** Events flagged into the audit indexes per step when appends run ahead of them. */
+const AUDIT_BATCH = 2048;
+const AUDIT_IDLE_MS = 200;
+
+const COLUMNS = 'position, stream_id, revision, event_id, type, version, data, correlation_id, causation_id, actor, at, metadata_extra';
+type Row = [number, string, number, string, string, number, string, string, string, string, string, string | null];
+
+function toStored(r: Row): StoredEvent {
+  return {
+    id: r[3],
+    type: r[4],
+    version: r[5],
+    data: JSON.parse(r[6]),
+    metadata: joinMetadata(r[7], r[8], r[9], r[10], r[11]),
+    streamId: r[1],
+    revision: r[2],
+    position: r[0],
+  };
+}
+
+// Subscriptions of every store instance opened on the same file in this process wake on each other's appends.
+const signals = new Map<string, { signal: AppendSignal; users: number }>();
+
+function acquireSignal(key: string): AppendSignal {
+  let entry = signals.get(key);
+  if (entry === undefined) signals.set(key, (entry = { signal: new AppendSignal(), users: 0 }));
+  entry.users++;
+  return entry.signal;
+}
+
+function releaseSignal(key: string): void {
+  const entry = signals.get(key);
+  if (entry !== undefined && --entry.users === 0) signals.delete(key);
+}
+
+let memoryCounter = 0;
+
+export class SqliteEventStore implements EventStore {
+  readonly adapter = 'sqlite' as const;
+  readonly capabilities: EventStoreCapabilities = { queryFilters: ALL_QUERY_FILTERS, contiguousPositions: true, globalEventIds: true };
+  /** The underlying connection; projections/runner keeps its checkpoints in the same file through it. */
+  readonly db: Database.Database;
+  private readonly signalKey: string;
+  private readonly signal: AppendSignal;
+  private readonly pollIntervalMs: number;
+  private readonly subscriptions = new Set<Subscription>();
+  private closed = false;
+  private readonly stmt: ReturnType<SqliteEventStore['prepare']>;
+  private readonly appendTx: Database.Transaction<(streamId: string, events: CheckedEvent[], expected: ExpectedRevision) => AppendResult>;
+  private readonly groupTx: Database.Transaction<(batch: PendingAppend[]) => (AppendResult | { error: unknown })[]>;
+  private readonly auditTx: Database.Transaction<() => void>;
+  private pending: PendingAppend[] = [];
+  private auditLag = 0;
+  private auditTimer: NodeJS.Timeout | undefined;
+
+  constructor(options: SqliteEventStoreOptions) {
+    const memory = options.path === ':memory:';
+    this.db = new Database(options.path);
+    this.db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
+    if (!memory) this.db.pragma('journal_mode = WAL');
+    this.db.pragma(`synchronous = ${options.synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
+    this.db.pragma('cache_size = -65536');
+    this.db.pragma(`wal_autocheckpoint = ${options.walAutocheckpointPages ?? 4000}`);
+    migrate(this.db);
+    this.pollIntervalMs = options.pollIntervalMs ?? 100;
+    this.signalKey = memory ? `:memory:${++memoryCounter}` : resolve(options.path);
+    this.signal = acquireSignal(this.signalKey);
+    this.stmt = this.prepare();
+    this.appendTx = this.db.transaction((streamId: string, events: CheckedEvent[], expected: ExpectedRevision) => this.appendLocked(streamId, events, expected));
+    // Appends that arrive in the same tick share one transaction (group commit); each runs in its own savepoint
+    // (a nested better-sqlite3 transaction), so a refused append rolls back alone.
+    this.groupTx = this.db.transaction((batch: PendingAppend[]) =>
+      batch.map((a) => {
+        try {
+          return this.appendTx.default(a.streamId, a.events, a.expected);
+        } catch (error) {
+          return { error };
+        }
+      }),
+    );
+    this.auditTx = this.db.transaction(() => {
+      const from = Number(this.stmt.auditPosition.get());
+      const head = (this.stmt.head.get() as number | null) ?? 0;
+      if (head > from) {
+        this.stmt.flagAudit.run(from, head);
+        this.stmt.setAuditPosition.run(String(head));
+      }
+    });
+  }
+
+  private prepare() {
+    const db = this.db;
+    const raw = (sql: string) => db.prepare(sql).raw(true);
+    return {
+      findId: db.prepare(`SELECT event_id AS eventId, stream_id AS streamId, revision, position FROM es_events WHERE event_id = ?`),
+      streamRevision: db.prepare(`SELECT max(revision) AS r FROM es_events WHERE stream_id = ?`).pluck(true),
+      insert: db.prepare(
+        `INSERT INTO es_events (stream_id, revision, event_id, type, version, data, correlation_id, causation_id, actor, at, at_ms, metadata_extra)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      ),
+      readStream: raw(`SELECT ${COLUMNS} FROM es_events WHERE stream_id = ? AND revision >= ? ORDER BY revision LIMIT ?`),
+      readAll: raw(`SELECT ${COLUMNS} FROM es_events WHERE position > ? ORDER BY position LIMIT ?`),
+      head: db.prepare(`SELECT max(position) FROM es_events`).pluck(true),
+      auditPosition: db.prepare(`SELECT value FROM es_meta WHERE key = 'audit_position'`).pluck(true),
+      setAuditPosition: db.prepare(`UPDATE es_meta SET value = ? WHERE key = 'audit_position'`),
+      flagAudit: db.prepare(`UPDATE es_events SET audit = 1 WHERE position > ? AND position <= ?`),
+    };
+  }
+
+  private appendLocked(streamId: string, events: CheckedEvent[], expected: ExpectedRevision): AppendResult {
+    const s = this.stmt;
+    const existing: StoredIdentity[] = [];
+    for (const e of events) {
+      const row = s.findId.get(e.event.id) as StoredIdentity | undefined;
+      if (row !== undefined) existing.push(row);
+    }
+    const current = (s.streamRevision.get(streamId) as number | null) ?? -1;
+    const plan = planAppend(streamId, events.map((e) => e.event.id), expected, existing, current);
+    if (plan !== 'write') return plan;
+    let position = 0;
+    for (let i = 0; i < events.length; i++) {
+      const { event: e, dataJson, extraJson, atMs } = events[i];
+      const m = e.metadata;
+      const r = s.insert.run(streamId, current + 1 + i, e.id, e.type, e.version, dataJson, m.correlationId, m.causationId, m.actor, m.at, atMs, extraJson);
+      position = Number(r.lastInsertRowid);
+    }
+    return { nextRevision: current + events.length, position };
+  }
+
+  private open(): void {
+    if (this.closed) throw storeClosed('sqlite');
+  }
+
+  /** Appends; appends issued in the same tick commit together (one transaction, one WAL sync). */
+  append(streamId: string, events: readonly NewEvent[], options: AppendOptions): Promise<AppendResult> {
+    let checked: CheckedEvent[];
+    try {
+      this.open();
+      checkStreamId(streamId);
+      checkExpectedRevision(options?.expectedRevision);
+      checked = checkNewEvents(events);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return new Promise<AppendResult>((resolve, reject) => {
+      if (this.pending.push({ streamId, events: checked, expected: options.expectedRevision, resolve, reject }) === 1) {
+        queueMicrotask(() => this.flush());
+      }
+    });
+  }
+
+  private flush(): void {
+    const batch = this.pending;
+    this.pending = [];
+    if (this.closed) {
+      for (const a of batch) a.reject(storeClosed('sqlite'));
+      return;
+    }
+    let results: (AppendResult | { error: unknown })[];
+    try {
+      results = this.groupTx.immediate(batch);
+    } catch (error) {
+      // The transaction itself failed (lock timeout, disk full): none of the batch was written.
+      for (const a of batch) a.reject(error);
+      return;
+    }
+    let written = 0;
+    for (let i = 0; i < batch.length; i++) {
+      const r = results[i];
+      if ('error' in r) batch[i].reject(r.error);
+      else {
+        written += batch[i].events.length;
+        batch[i].resolve(r);
+      }
+    }
+    this.afterCommit(written);
+  }
+
+  /** The synchronous form of `append` (no group commit): one transaction per call. */
+  appendSync(streamId: string, events: readonly NewEvent[], options: AppendOptions): AppendResult {
+    this.open();
+    checkStreamId(streamId);
+    checkExpectedRevision(options?.expectedRevision);
+    const checked = checkNewEvents(events);
+    const result = this.appendTx.immediate(streamId, checked, options.expectedRevision);
+    this.afterCommit(checked.length);
+    return result;
+  }
+
+  private afterCommit(written: number): void {
+    if (written === 0) return;
+    this.signal.notify();
+    this.auditLag += written;
+    if (this.auditLag >= AUDIT_BATCH) this.indexAudit();
+    else if (this.auditTimer === undefined) {
+      this.auditTimer = setTimeout(() => {
+        this.auditTimer = undefined;
+        if (!this.closed) this.indexAudit();
+      }, AUDIT_IDLE_MS);
+      this.auditTimer.unref();
+    }
+  }
+
+  /** Brings the audit indexes up to the head (also run by appends in batches and when idle). */
+  indexAudit(): void {
+    this.open();
+    this.auditTx.immediate();
+    this.auditLag = 0;
+  }
+
+  async readStream(streamId: string, options?: ReadStreamOptions): Promise<StoredEvent[]> {
+    this.open();
+    checkStreamId(streamId);
+    const { fromRevision, limit } = normalizeReadStream(options);
+    return (this.stmt.readStream.all(streamId, fromRevision, limit) as Row[]).map(toStored);
+  }
+
+  async streamRevision(streamId: string): Promise<number> {
+    this.open();
+    checkStreamId(streamId);
+    return (this.stmt.streamRevision.get(streamId) as number | null) ?? -1;
+  }
+
+  async readAll(options?: ReadAllOptions): Promise<StoredEvent[]> {
+    this.open();
+    const { afterPosition, limit } = normalizeReadAll(options);
+    return this.readPageSync(afterPosition, limit);
+  }
+
+  /** Synchronous page read (used by subscriptions and replays on the embedded store). */
+  readPageSync(afterPosition: number, limit: number): StoredEvent[] {
+    return (this.stmt.readAll.all(afterPosition, limit) as Row[]).map(toStored);
+  }
+
+  subscribeAll(options: SubscribeOptions, handler: SubscriptionHandler): Subscription {
+    this.open();
+    const { afterPosition, limit } = normalizeReadAll({ afterPosition: options?.afterPosition, limit: options?.batchSize ?? DEFAULT_PAGE });
+    const source = {
+      // The sleep between empty pages is the poll that notices appends made by other processes.
+      pollIntervalMs: this.pollIntervalMs,
+      readPage: async (after: number, n: number) => (this.closed ? [] : this.readPageSync(after, n)),
+      onAppend: (listener: () => void) => this.signal.listen(listener),
+    };
+    const sub = startSubscription(source, afterPosition, limit, handler, (s) => this.subscriptions.delete(s));
+    this.subscriptions.add(sub);
+    return sub;
+  }
+
+  async headPosition(): Promise<number> {
+    this.open();
+    return (this.stmt.head.get() as number | null) ?? 0;
+  }
+
+  async query(filter: MetadataQuery): Promise<StoredEvent[]> {
+    this.open();
+    const q = normalizeQuery(filter, this.capabilities.queryFilters, 'sqlite');
+    this.indexAudit();
+    const where: string[] = ['audit = 1', 'position > ?'];
+    const params: unknown[] = [q.afterPosition];
+    const eq = (column: string, v: string | undefined) => {
+      if (v !== undefined) {
+        where.push(`${column} = ?`);
+        params.push(v);
+      }
+    };
+    eq('actor', q.actor);
+    eq('correlation_id', q.correlationId);
+    eq('causation_id', q.causationId);
+    eq('type', q.type);
+    if (q.streamPrefix !== undefined) {
+      where.push('stream_id >= ? AND stream_id < ?');
+      params.push(q.streamPrefix, prefixUpperBound(q.streamPrefix));
+    }
+    if (q.fromAtMs !== undefined) {
+      where.push('at_ms >= ?');
+      params.push(q.fromAtMs);
+    }
+    if (q.toAtMs !== undefined) {
+      where.push('at_ms < ?');
+      params.push(q.toAtMs);
+    }
+    params.push(q.limit);
+    const rows = this.db.prepare(`SELECT ${COLUMNS} FROM es_events WHERE ${where.join(' AND ')} ORDER BY position LIMIT ?`).raw(true).all(...params) as Row[];
+    return rows.map(toStored);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    if (this.auditTimer !== undefined) clearTimeout(this.auditTimer);
+    if (this.pending.length > 0) this.flush();
+    this.closed = true;
+    await Promise.all([...this.subscriptions].map((s) => s.stop()));
+    releaseSignal(this.signalKey);
+    this.db.close();
+  }
+}
+
+export function openSqliteEventStore(options: SqliteEventStoreOptions): SqliteEventStore {
+  return new SqliteEventStore(options);
+}

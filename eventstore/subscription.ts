@@ -1,0 +1,115 @@
+// Catch-up-then-live subscription over any store that can read pages of the global log and signal appends.
+// One loop per subscription: read a page after the cursor, hand each event to the handler and await it
+// (backpressure), move the cursor; when a page is empty, sleep until an append signal or the poll timer.
+// The next page is read before the current page's last event is delivered, so `caughtUp` is exact.
+import type { StoredEvent, Subscription, SubscriptionEnd, SubscriptionHandler } from './port.js';
+
+export interface PageSource {
+  readPage(afterPosition: number, limit: number): Promise<StoredEvent[]>;
+  /** Registers a listener called when new events may be visible; returns a function that unregisters it. */
+  onAppend(listener: () => void): () => void;
+  /** Upper bound on how long the loop sleeps without a signal (the fallback for appends in other processes). */
+  pollIntervalMs: number;
+}
+
+export function startSubscription(
+  source: PageSource,
+  afterPosition: number,
+  batchSize: number,
+  handler: SubscriptionHandler,
+  onEnd: (s: Subscription) => void,
+): Subscription {
+  let stopped = false;
+  let signalled = false;
+  let wake: (() => void) | undefined;
+  let lastPosition = afterPosition;
+  let current: StoredEvent | undefined;
+
+  const unlisten = source.onAppend(() => {
+    signalled = true;
+    wake?.();
+  });
+
+  const sleep = (): Promise<void> =>
+    new Promise<void>((resolve) => {
+      if (signalled || stopped) return resolve();
+      const timer = setTimeout(done, source.pollIntervalMs);
+      function done(): void {
+        clearTimeout(timer);
+        wake = undefined;
+        resolve();
+      }
+      wake = done;
+    });
+
+  const read = (after: number): Promise<StoredEvent[]> => {
+    signalled = false;
+    return source.readPage(after, batchSize);
+  };
+
+  const deliver = async (e: StoredEvent, caughtUp: boolean): Promise<void> => {
+    current = e;
+    const r = handler(e, { caughtUp });
+    if (r !== undefined && typeof (r as Promise<void>).then === 'function') await r;
+    lastPosition = e.position;
+    current = undefined;
+  };
+
+  const loop = async (): Promise<SubscriptionEnd> => {
+    try {
+      let page = await read(lastPosition);
+      while (!stopped) {
+        if (page.length === 0) {
+          await sleep();
+          if (stopped) break;
+          page = await read(lastPosition);
+          continue;
+        }
+        const last = page[page.length - 1];
+        const next = read(last.position);
+        // A rejected prefetch is awaited below; mark it handled so an early stop leaves no unhandled rejection.
+        next.catch(() => undefined);
+        for (let i = 0; i < page.length - 1 && !stopped; i++) await deliver(page[i], false);
+        if (stopped) break;
+        const following = await next;
+        if (stopped) break;
+        await deliver(last, following.length === 0);
+        page = following;
+      }
+      return { reason: 'stopped', lastPosition };
+    } catch (error) {
+      return { reason: 'failed', lastPosition, error, event: current };
+    } finally {
+      unlisten();
+    }
+  };
+
+  const done = loop();
+  const subscription: Subscription = {
+    async stop() {
+      stopped = true;
+      wake?.();
+      await done;
+    },
+    done,
+    get lastPosition() {
+      return lastPosition;
+    },
+  };
+  void done.then(() => onEnd(subscription));
+  return subscription;
+}
+
+/** In-process append signal shared by the subscriptions of one store instance. */
+export class AppendSignal {
+  private readonly listeners = new Set<() => void>();
+
+  listen(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  notify(): void {
+    for (const l of this.listeners) l();
+  }
+}
