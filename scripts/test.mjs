@@ -1,5 +1,6 @@
 // Runs the whole test suite (or the files matching the given substrings) on node's test runner.
-// Starts the local PostgreSQL and Kafka the integration tests need unless DATABASE_URL / KAFKA_BROKERS are given.
+// Starts the local PostgreSQL and Kafka (and, when a test names them, Chromium and a Compose CLI) the
+// tests need unless DATABASE_URL / KAFKA_BROKERS / ... are given; see scripts/services/index.mjs.
 import { spawn } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -28,11 +29,28 @@ if (files.length === 0) {
   process.exit(1);
 }
 
-const services = await startServices({ root });
+let services;
+try {
+  services = await startServices({ root, files, fullRun: filters.length === 0 });
+} catch (e) {
+  console.error(`could not start the test services:\n${e instanceof Error ? e.message : e}`);
+  process.exit(1);
+}
+
+let child;
+let signalled;
+const onSignal = (sig) => {
+  signalled ??= sig;
+  child?.kill(sig);
+  setTimeout(() => child?.kill('SIGKILL'), 10_000).unref();
+};
+process.on('SIGINT', onSignal);
+process.on('SIGTERM', onSignal);
+
 let code = 1;
 try {
   code = await new Promise((resolve) => {
-    const child = spawn(
+    child = spawn(
       process.execPath,
       ['--enable-source-maps', '--test', '--test-concurrency=2', '--test-timeout=240000', ...files],
       { cwd: root, stdio: 'inherit', env: { ...process.env, ...services.env, NDIF_TEST: '1' } },
@@ -42,4 +60,5 @@ try {
 } finally {
   await services.stop();
 }
+if (signalled) code = signalled === 'SIGINT' ? 130 : 143;
 process.exit(code);

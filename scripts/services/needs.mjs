@@ -1,0 +1,29 @@
+// Which services a set of compiled test files needs: a test needs a service when it, or a module it
+// imports through a relative path (transitively), names the service's environment variable.
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+
+export const SERVICE_VARS = {
+  postgres: 'DATABASE_URL',
+  kafka: 'KAFKA_BROKERS',
+  chromium: 'CHROMIUM_PATH',
+  compose: 'DOCKER_COMPOSE',
+};
+
+const IMPORT = /(?:import|export)\s[^'"]*?from\s*['"](\.{1,2}\/[^'"]+)['"]|import\(\s*['"](\.{1,2}\/[^'"]+)['"]\s*\)/g;
+
+/** Returns the set of service names (keys of SERVICE_VARS) the files reference. */
+export function servicesNeeded(files) {
+  const seen = new Set();
+  const needed = new Set();
+  const stack = [...files];
+  while (stack.length > 0) {
+    const file = stack.pop();
+    if (seen.has(file) || !existsSync(file)) continue;
+    seen.add(file);
+    const text = readFileSync(file, 'utf8');
+    for (const [service, name] of Object.entries(SERVICE_VARS)) if (text.includes(name)) needed.add(service);
+    for (const m of text.matchAll(IMPORT)) stack.push(resolve(dirname(file), m[1] ?? m[2]));
+  }
+  return needed;
+}

@@ -1,0 +1,48 @@
+// Which transport a process uses, read from its environment:
+//   NDIF_TRANSPORT        inprocess (default) | kafka
+//   KAFKA_BROKERS         host:port[,host:port...]   (required for kafka)
+//   KAFKA_CLIENT_ID       default "ndif"
+//   NDIF_KAFKA_PARTITIONS partitions of the topics the transport creates, default 4
+//   NDIF_KAFKA_LINGER_MS  wait before sending a batch, default 0
+import { configInvalid } from './errors.js';
+import { InProcessBroker } from './inprocess/broker.js';
+import { InProcessTransport } from './inprocess/transport.js';
+import { KafkaTransport } from './kafka/transport.js';
+import type { KafkaTransportOptions } from './kafka/options.js';
+import type { Transport } from './port.js';
+
+export type TransportConfig = { kind: 'inprocess' } | { kind: 'kafka'; kafka: KafkaTransportOptions };
+
+function nonNegativeInt(env: NodeJS.ProcessEnv, name: string, min: number): number | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return undefined;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min) {
+    throw configInvalid(`${name}=${JSON.stringify(raw)} is not an integer >= ${min}`, `set ${name} to an integer >= ${min} or unset it`, { [name]: raw });
+  }
+  return n;
+}
+
+export function transportConfigFromEnv(env: NodeJS.ProcessEnv = process.env): TransportConfig {
+  const kind = env.NDIF_TRANSPORT || 'inprocess';
+  if (kind === 'inprocess') return { kind };
+  if (kind !== 'kafka') {
+    throw configInvalid(`NDIF_TRANSPORT=${JSON.stringify(kind)} is not a transport`, 'use NDIF_TRANSPORT=inprocess or NDIF_TRANSPORT=kafka', { NDIF_TRANSPORT: kind });
+  }
+  const brokers = (env.KAFKA_BROKERS ?? '').split(',').map((b) => b.trim()).filter(Boolean);
+  if (brokers.length === 0) {
+    throw configInvalid('NDIF_TRANSPORT=kafka needs KAFKA_BROKERS', 'set KAFKA_BROKERS=host:port[,host:port...]');
+  }
+  const kafka: KafkaTransportOptions = { brokers, clientId: env.KAFKA_CLIENT_ID || 'ndif' };
+  const partitions = nonNegativeInt(env, 'NDIF_KAFKA_PARTITIONS', 1);
+  if (partitions !== undefined) kafka.partitions = partitions;
+  const linger = nonNegativeInt(env, 'NDIF_KAFKA_LINGER_MS', 0);
+  if (linger !== undefined) kafka.lingerMs = linger;
+  return { kind: 'kafka', kafka };
+}
+
+/** Opens the configured transport. In-process transports opened with the same broker see each other. */
+export async function openTransport(config: TransportConfig, inprocess: { broker?: InProcessBroker } = {}): Promise<Transport> {
+  if (config.kind === 'inprocess') return new InProcessTransport({ broker: inprocess.broker });
+  return KafkaTransport.connect(config.kafka);
+}

@@ -1,0 +1,45 @@
+// Routes kafkajs's log lines to the transport's `log` option.
+import kafkajs from 'kafkajs';
+import type { logCreator as LogCreator, logLevel as LogLevel } from 'kafkajs';
+import type { KafkaLog, KafkaLogLevel } from './options.js';
+
+const { logLevel } = kafkajs;
+
+const LEVELS: Record<number, KafkaLogLevel> = {
+  [logLevel.ERROR]: 'error',
+  [logLevel.WARN]: 'warn',
+  [logLevel.INFO]: 'info',
+  [logLevel.DEBUG]: 'debug',
+};
+
+/** Marks the error a closing subscription throws out of a handler so kafkajs leaves it uncommitted. */
+export const STOPPING_MESSAGE = 'ndif: subscription closing, message left uncommitted';
+
+/** kafkajs logs every retriable error response at ERROR before retrying it; those are not failures. */
+function isNoise(message: string, extra: Record<string, unknown>): boolean {
+  if (/^(\[?Connection\]?:? )?Response /.test(message)) return true;
+  const error = extra.error;
+  return typeof error === 'string' ? error.includes(STOPPING_MESSAGE) : String(extra.stack ?? '').includes(STOPPING_MESSAGE);
+}
+
+export const defaultLog: KafkaLog = (level, message, extra) => {
+  if (level !== 'error' || isNoise(message, extra)) return;
+  process.stderr.write(`kafka transport: ${message} ${JSON.stringify(extra)}\n`);
+};
+
+export function logCreator(log: KafkaLog): LogCreator {
+  return () => (entry) => {
+    const { message, ...extra } = entry.log;
+    const level = LEVELS[entry.level] ?? 'debug';
+    if (isNoise(String(message), extra) && level === 'error') {
+      log('debug', `${entry.namespace} ${message}`, extra);
+      return;
+    }
+    log(level, `${entry.namespace ? `${entry.namespace}: ` : ''}${message}`, extra);
+  };
+}
+
+/** The kafkajs level to ask for: nothing below what `log` can show is worth producing. */
+export function kafkajsLevel(custom: boolean): LogLevel {
+  return custom ? logLevel.DEBUG : logLevel.ERROR;
+}
