@@ -1,15 +1,17 @@
-// PostgreSQL event store (pg). Every append takes one transaction-scoped advisory lock per store, reads the head
-// and the stream revision under it, inserts at head + 1…, and NOTIFYs in the same transaction. Appends therefore
+// PostgreSQL event store (pg). Every append runs in es_append (schema.ts), which takes one transaction-scoped
+// advisory lock per store, reads the head and the stream revision under it, inserts at head + 1…, and NOTIFYs in
+// the same transaction. Appends therefore
 // commit in position order: a reader that sees position p has already been able to see every position below p,
 // so a subscription that reads "after my cursor" never skips an event that commits later with a lower position.
 import pg from 'pg';
-import { planAppend, type StoredIdentity } from '../append-plan.js';
+import { checkExpected, planAppend, type StoredIdentity } from '../append-plan.js';
 import { storeClosed } from '../errors.js';
 import type {
   AppendOptions,
   AppendResult,
   EventStore,
   EventStoreCapabilities,
+  ExpectedRevision,
   MetadataQuery,
   NewEvent,
   ReadAllOptions,
@@ -21,9 +23,9 @@ import type {
 } from '../port.js';
 import { ALL_QUERY_FILTERS, normalizeQuery, prefixUpperBound } from '../query.js';
 import { AppendSignal, startSubscription } from '../subscription.js';
-import { checkExpectedRevision, checkNewEvents, checkStreamId, DEFAULT_PAGE, joinMetadata, normalizeReadAll, normalizeReadStream } from '../validate.js';
+import { type CheckedEvent, checkExpectedRevision, checkNewEvents, checkStreamId, DEFAULT_PAGE, joinMetadata, normalizeReadAll, normalizeReadStream } from '../validate.js';
 import { NotificationListener } from './listener.js';
-import { appendLockKey, ident, migrate } from './schema.js';
+import { channelName, ident, migrate } from './schema.js';
 
 export interface PostgresEventStoreOptions {
   /** e.g. postgres://user@127.0.0.1:5432/db. Either this or `pool`. */
@@ -36,6 +38,33 @@ export interface PostgresEventStoreOptions {
   poolSize?: number;
   /** Fallback poll of idle subscriptions when a notification is missed. Default 500 ms. */
   pollIntervalMs?: number;
+}
+
+/** Appends sent in one es_append call at most. */
+const MAX_BATCH = 256;
+
+interface PendingAppend {
+  streamId: string;
+  expected: ExpectedRevision;
+  ids: string[];
+  request: string;
+  resolve(r: AppendResult): void;
+  reject(e: unknown): void;
+}
+
+type BatchResult =
+  | { s: 'written'; c: number; p: number }
+  | { s: 'wrong'; c: number }
+  | { s: 'existing'; c: number; e: StoredIdentity[] };
+
+/** One append as es_append reads it; data and extra metadata are spliced in as the JSON text already checked. */
+function encodeAppend(streamId: string, expected: ExpectedRevision, events: CheckedEvent[]): string {
+  const parts = events.map(({ event: e, dataJson, extraJson, atMs }) => {
+    const m = e.metadata;
+    const extra = extraJson === null ? '' : `,"extra":${extraJson}`;
+    return `{"id":"${e.id}","type":${JSON.stringify(e.type)},"version":${e.version},"data":${dataJson},"correlationId":${JSON.stringify(m.correlationId)},"causationId":${JSON.stringify(m.causationId)},"actor":${JSON.stringify(m.actor)},"at":${JSON.stringify(m.at)},"atMs":${atMs}${extra}}`;
+  });
+  return `{"stream":${JSON.stringify(streamId)},"expected":${JSON.stringify(String(expected))},"events":[${parts.join(',')}]}`;
 }
 
 const COLUMNS = 'position, stream_id, revision, event_id, type, version, data, correlation_id, causation_id, actor, at, metadata_extra';
@@ -55,8 +84,9 @@ export class PostgresEventStore implements EventStore {
   readonly pool: pg.Pool;
   private readonly ownsPool: boolean;
   private readonly table: string;
-  private readonly lockSql: string;
   private readonly channel: string;
+  private readonly queue: PendingAppend[] = [];
+  private flushing = false;
   private readonly signal = new AppendSignal();
   private readonly listener: NotificationListener;
   private readonly pollIntervalMs: number;
@@ -68,9 +98,7 @@ export class PostgresEventStore implements EventStore {
     this.pool = pool;
     this.ownsPool = ownsPool;
     this.table = `${ident(this.schema)}.es_events`;
-    const [a, b] = appendLockKey(this.schema);
-    this.lockSql = `BEGIN; SELECT pg_advisory_xact_lock(${a}, ${b})`;
-    this.channel = `es_${this.schema}`.slice(0, 63);
+    this.channel = channelName(this.schema);
     this.pollIntervalMs = options.pollIntervalMs ?? 500;
     const config: pg.ClientConfig = options.connectionString !== undefined ? { connectionString: options.connectionString } : (pool as unknown as { options: pg.ClientConfig }).options;
     this.listener = new NotificationListener(config, this.channel, this.signal);
@@ -102,70 +130,68 @@ export class PostgresEventStore implements EventStore {
     if (this.closed) throw storeClosed('postgres');
   }
 
-  async append(streamId: string, events: readonly NewEvent[], options: AppendOptions): Promise<AppendResult> {
-    this.open();
-    checkStreamId(streamId);
-    checkExpectedRevision(options?.expectedRevision);
-    const checked = checkNewEvents(events);
-    const ids = checked.map((c) => c.event.id);
-    const client = await this.pool.connect();
-    let result: AppendResult;
+  /**
+   * Appends. Appends issued while another batch is in flight go together in the next call of es_append: one
+   * transaction, one WAL flush, in arrival order (group commit within this process).
+   */
+  append(streamId: string, events: readonly NewEvent[], options: AppendOptions): Promise<AppendResult> {
+    let request: string;
+    let ids: string[];
     try {
-      await client.query(this.lockSql);
-      try {
-        const state = await client.query<{ existing: StoredIdentity[] | null; current: string | null; head: string | null }>(
-          `SELECT
-             (SELECT json_agg(json_build_object('eventId', event_id, 'streamId', stream_id, 'revision', revision, 'position', position))
-                FROM ${this.table} WHERE event_id = ANY($1::uuid[])) AS existing,
-             (SELECT max(revision) FROM ${this.table} WHERE stream_id = $2) AS current,
-             (SELECT max(position) FROM ${this.table}) AS head`,
-          [ids, streamId],
-        );
-        const row = state.rows[0];
-        const current = row.current === null ? -1 : Number(row.current);
-        const plan = planAppend(streamId, ids, options.expectedRevision, row.existing ?? [], current);
-        if (plan !== 'write') {
-          await client.query('COMMIT');
-          return plan;
+      this.open();
+      checkStreamId(streamId);
+      checkExpectedRevision(options?.expectedRevision);
+      const checked = checkNewEvents(events);
+      ids = checked.map((c) => c.event.id);
+      request = encodeAppend(streamId, options.expectedRevision, checked);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return new Promise<AppendResult>((resolve, reject) => {
+      this.queue.push({ streamId, expected: options.expectedRevision, ids, request, resolve, reject });
+      if (!this.flushing) void this.flush();
+    });
+  }
+
+  private async flush(): Promise<void> {
+    this.flushing = true;
+    try {
+      while (this.queue.length > 0) {
+        const batch = this.queue.splice(0, MAX_BATCH);
+        let results: BatchResult[];
+        try {
+          const r = await this.pool.query<{ r: BatchResult[] }>(`SELECT ${ident(this.schema)}.es_append($1::json) AS r`, [`[${batch.map((a) => a.request).join(',')}]`]);
+          results = r.rows[0].r;
+        } catch (error) {
+          // The transaction failed as a whole (connection lost, server down): none of the batch was written.
+          for (const a of batch) a.reject(error);
+          continue;
         }
-        const head = row.head === null ? 0 : Number(row.head);
-        const n = checked.length;
-        await client.query(
-          `WITH ins AS (
-             INSERT INTO ${this.table} (position, stream_id, revision, event_id, type, version, data, correlation_id, causation_id, actor, at, at_ms, metadata_extra)
-             SELECT $1::bigint + o, $2, $3::bigint + o, e.id, e.type, e.version, e.data, e.corr, e.cause, e.actor, e.at, e.at_ms, e.extra
-               FROM unnest($4::uuid[], $5::text[], $6::int[], $7::json[], $8::text[], $9::text[], $10::text[], $11::text[], $12::bigint[], $13::json[])
-                    WITH ORDINALITY AS e(id, type, version, data, corr, cause, actor, at, at_ms, extra, o)
-             RETURNING position)
-           SELECT pg_notify($14, max(position)::text) FROM ins`,
-          [
-            head,
-            streamId,
-            current,
-            ids,
-            checked.map((c) => c.event.type),
-            checked.map((c) => c.event.version),
-            checked.map((c) => c.dataJson),
-            checked.map((c) => c.event.metadata.correlationId),
-            checked.map((c) => c.event.metadata.causationId),
-            checked.map((c) => c.event.metadata.actor),
-            checked.map((c) => c.event.metadata.at),
-            checked.map((c) => c.atMs),
-            checked.map((c) => c.extraJson),
-            this.channel,
-          ],
-        );
-        await client.query('COMMIT');
-        result = { nextRevision: current + n, position: head + n };
-      } catch (e) {
-        await client.query('ROLLBACK').catch(() => undefined);
-        throw e;
+        let written = false;
+        for (let i = 0; i < batch.length; i++) {
+          const a = batch[i];
+          const r = results[i];
+          try {
+            if (r.s === 'written') {
+              written = true;
+              a.resolve({ nextRevision: r.c + a.ids.length, position: r.p });
+            } else if (r.s === 'wrong') {
+              checkExpected(a.streamId, a.expected, r.c);
+              throw new Error(`es_append refused an append whose expected revision holds (${a.streamId})`);
+            } else {
+              const plan = planAppend(a.streamId, a.ids, a.expected, r.e, r.c);
+              if (plan === 'write') throw new Error(`es_append found stored ids the plan does not (${a.streamId})`);
+              a.resolve(plan);
+            }
+          } catch (e) {
+            a.reject(e);
+          }
+        }
+        if (written) this.signal.notify();
       }
     } finally {
-      client.release();
+      this.flushing = false;
     }
-    this.signal.notify();
-    return result;
   }
 
   async readStream(streamId: string, options?: ReadStreamOptions): Promise<StoredEvent[]> {
