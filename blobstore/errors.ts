@@ -1,0 +1,47 @@
+// Errors of the blob store; codes are listed in docs/errors.md ("Transport and distributed mode").
+import { FabricError } from '../protocol/errors.js';
+
+export const BlobErrorCode = {
+  NotFound: 'BLOB_NOT_FOUND',
+  RefInvalid: 'BLOB_REF_INVALID',
+  Invalid: 'BLOB_INVALID',
+  TooLarge: 'BLOB_TOO_LARGE',
+  Corrupt: 'BLOB_CORRUPT',
+  ConfigInvalid: 'BLOB_CONFIG_INVALID',
+} as const;
+
+export function blobNotFound(ref: string): FabricError {
+  return new FabricError(BlobErrorCode.NotFound, 404, `no blob ${ref}`, {
+    hint: 'the blob was deleted or the reference comes from another store',
+    details: { ref },
+  });
+}
+
+export function refInvalid(ref: unknown): FabricError {
+  return new FabricError(BlobErrorCode.RefInvalid, 400, `${JSON.stringify(ref)} is not a blob reference`, {
+    hint: 'use the ref a put() returned (blob_ followed by 32 hex digits)',
+    details: { ref },
+  });
+}
+
+export function blobInvalid(what: string): FabricError {
+  return new FabricError(BlobErrorCode.Invalid, 400, what, { hint: 'put takes a Uint8Array and an optional contentType such as application/octet-stream' });
+}
+
+export function blobTooLarge(size: number, limit: number): FabricError {
+  return new FabricError(BlobErrorCode.TooLarge, 413, `a blob of ${size} bytes is over this store's limit of ${limit}`, {
+    hint: 'split the result, or raise maxBytes where the store is configured',
+    details: { size, limit },
+  });
+}
+
+export function blobCorrupt(ref: string, expected: { size: number; sha256: string }, actual: { size: number; sha256: string }): FabricError {
+  return new FabricError(BlobErrorCode.Corrupt, 500, `blob ${ref} does not match what was stored`, {
+    hint: 'the stored bytes were changed or truncated outside the store; the result must be produced again',
+    details: { ref, expected, actual },
+  });
+}
+
+export function configInvalid(message: string, hint: string): FabricError {
+  return new FabricError(BlobErrorCode.ConfigInvalid, 500, message, { hint });
+}

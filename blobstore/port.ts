@@ -1,0 +1,32 @@
+// The blob store: large results live here, events carry only { ref, size, sha256 }. Blobs are
+// immutable: put returns a new reference every time, get returns exactly the bytes that were put.
+
+export interface BlobInfo {
+  /** Opaque reference, safe to put in URLs and events. */
+  ref: string;
+  size: number;
+  /** Lower-case hex SHA-256 of the bytes. */
+  sha256: string;
+  contentType: string;
+}
+
+export interface StoredBlob extends BlobInfo {
+  bytes: Buffer;
+}
+
+export interface PutOptions {
+  /** Default application/octet-stream. */
+  contentType?: string;
+}
+
+export interface BlobStore {
+  readonly kind: 'files' | 'postgres';
+  put(bytes: Uint8Array, options?: PutOptions): Promise<BlobInfo>;
+  /** The bytes, checked against the stored size and sha256; BLOB_NOT_FOUND when absent. */
+  get(ref: string): Promise<StoredBlob>;
+  /** The metadata without the bytes; undefined when absent. */
+  head(ref: string): Promise<BlobInfo | undefined>;
+  /** True when a blob was removed, false when there was none. */
+  delete(ref: string): Promise<boolean>;
+  close(): Promise<void>;
+}
