@@ -4,3 +4,4 @@ export { BlobErrorCode } from './errors.js';
 export { DEFAULT_CONTENT_TYPE, DEFAULT_MAX_BLOB_BYTES } from './checks.js';
 export { FileBlobStore, type FileBlobStoreOptions } from './files.js';
 export { PgBlobStore, type PgBlobStoreOptions } from './postgres.js';
+export { blobStoreConfigFromEnv, openBlobStore, type BlobStoreConfig } from './config.js';

@@ -1,6 +1,6 @@
 // Starts the test services by hand: `node scripts/services/cli.mjs [name,...] [-- command args...]`.
 // With a command: runs it with the services' environment and stops them when it exits (its exit code
-// is ours). Without one: prints the environment as one JSON line and keeps them up until
+// is ours). Without one: prints {env, info} as one JSON line and keeps them up until
 // Ctrl-C, SIGTERM or the end of stdin. Names: postgres, kafka, chromium, compose (default: postgres,kafka).
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
@@ -39,7 +39,7 @@ if (command.length > 0) {
   child = spawn(command[0], command.slice(1), { stdio: 'inherit', env: { ...process.env, ...services.env } });
   child.on('exit', (c, sig) => finish(c ?? (sig ? 1 : 0)));
 } else {
-  process.stdout.write(`${JSON.stringify(services.env)}\n`);
+  process.stdout.write(`${JSON.stringify({ env: services.env, info: services.info })}\n`);
   process.stdin.resume();
   process.stdin.on('end', () => finish(0));
 }

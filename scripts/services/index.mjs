@@ -38,12 +38,13 @@ function say(line) {
 }
 
 /**
- * Starts what `selectServices` picks. Returns { env, stop }: env holds the variables to pass to the
- * tests; stop() ends everything that was started here (idempotent).
+ * Starts what `selectServices` picks. Returns { env, info, stop }: env holds the variables to pass to
+ * the tests, info each started service's folder and pid; stop() ends everything started here (idempotent).
  */
 export async function startServices({ root, files = [], fullRun = true } = {}) {
   const wanted = selectServices({ files, fullRun });
   const env = {};
+  const info = {};
   const running = [];
   let reaper;
   const starters = {
@@ -63,6 +64,7 @@ export async function startServices({ root, files = [], fullRun = true } = {}) {
     const service = await starters[name]();
     if (service.stop) running.push(service);
     Object.assign(env, service.env);
+    if (service.info) info[name] = service.info;
     say(`${name}: ready in ${((performance.now() - t0) / 1000).toFixed(1)} s (${variable}=${service.env[variable]})`);
   });
   let stopped;
@@ -78,5 +80,5 @@ export async function startServices({ root, files = [], fullRun = true } = {}) {
     const err = new Error(failures.map((f) => (f instanceof Error ? f.message : String(f))).join('\n\n'));
     throw err;
   }
-  return { env, stop };
+  return { env, info, stop };
 }
