@@ -1,0 +1,81 @@
+// Status and "wait until the projection has reached position p" for both runners.
+import { FabricError } from '../../protocol/errors.js';
+import { failedError, ProjectionErrorCode, type ProjectionStatus } from './projection.js';
+
+interface Waiter {
+  position: number;
+  resolve(): void;
+  reject(e: unknown): void;
+  timer: NodeJS.Timeout | undefined;
+}
+
+export class Progress {
+  readonly status: ProjectionStatus;
+  private waiters: Waiter[] = [];
+
+  constructor(name: string, version: number) {
+    this.status = { name, version, phase: 'starting', position: 0, checkpointPosition: 0, headAtStart: 0, eventsApplied: 0 };
+  }
+
+  snapshot(): ProjectionStatus {
+    return structuredClone(this.status);
+  }
+
+  applied(position: number): void {
+    this.status.position = position;
+    this.status.eventsApplied++;
+    if (this.status.phase === 'rebuilding' && position >= this.status.headAtStart) this.status.phase = 'live';
+    this.settle();
+  }
+
+  /** Marks the runner live once it has seen no more events (covers a head that was 0 or events it skipped past). */
+  caughtUp(): void {
+    if (this.status.phase === 'rebuilding' || this.status.phase === 'starting') this.status.phase = 'live';
+  }
+
+  private settle(): void {
+    if (this.waiters.length === 0) return;
+    const still: Waiter[] = [];
+    for (const w of this.waiters) {
+      if (this.status.position >= w.position) {
+        if (w.timer) clearTimeout(w.timer);
+        w.resolve();
+      } else still.push(w);
+    }
+    this.waiters = still;
+  }
+
+  end(phase: 'failed' | 'stopped'): void {
+    this.status.phase = phase;
+    const error =
+      phase === 'failed'
+        ? failedError(this.status)
+        : new FabricError(ProjectionErrorCode.notRunning, 503, `projection ${this.status.name} stopped at position ${this.status.position} before reaching the awaited position`);
+    for (const w of this.waiters) {
+      if (w.timer) clearTimeout(w.timer);
+      w.reject(error);
+    }
+    this.waiters = [];
+  }
+
+  /** Resolves once the projection has applied every event up to `position`; rejects if it fails or stops first. */
+  waitFor(position: number, timeoutMs: number): Promise<void> {
+    if (this.status.position >= position) return Promise.resolve();
+    if (this.status.phase === 'failed') return Promise.reject(failedError(this.status));
+    if (this.status.phase === 'stopped') {
+      return Promise.reject(new FabricError(ProjectionErrorCode.notRunning, 503, `projection ${this.status.name} is stopped at position ${this.status.position}`));
+    }
+    return new Promise((resolve, reject) => {
+      const w: Waiter = { position, resolve, reject, timer: undefined };
+      w.timer = setTimeout(() => {
+        this.waiters = this.waiters.filter((x) => x !== w);
+        reject(
+          new FabricError(ProjectionErrorCode.waitTimeout, 504, `projection ${this.status.name} did not reach position ${position} within ${timeoutMs} ms (at ${this.status.position})`, {
+            details: { awaited: position, position: this.status.position },
+          }),
+        );
+      }, timeoutMs);
+      this.waiters.push(w);
+    });
+  }
+}
