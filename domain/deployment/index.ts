@@ -1,0 +1,4 @@
+export * from './commands.js';
+export * from './settings.js';
+export * from './state.js';
+export * from './decide.js';

@@ -1,0 +1,97 @@
+// Events of the request aggregate, stream `request-<requestId>`.
+import { z } from 'zod';
+import { agentReportIgnored, because, bytes, count, id, isoTime } from './common.js';
+
+export const requeueReason = z.enum(['PREEMPTED', 'AGENT_LOST', 'AGENT_RESTARTED', 'REPLICA_FAILED']);
+export type RequeueReason = z.infer<typeof requeueReason>;
+
+export const requestOptions = z.object({
+  /** Execution limit from dispatch to completion; null: the deployment's limit, else none. */
+  timeoutMs: z.number().int().positive().nullable(),
+  /** Longest wait in the queue before the request fails; null: no limit. */
+  queueTimeoutMs: z.number().int().positive().nullable(),
+  /** Generation steps (1 for a single forward pass). */
+  steps: z.number().int().positive(),
+  /** Requeues after which the request fails instead of returning to the queue again. */
+  maxAttempts: z.number().int().positive(),
+});
+export type RequestOptions = z.infer<typeof requestOptions>;
+
+export const requestEventSchemas = {
+  RequestReceived: z.object({
+    requestId: id,
+    modelKey: id,
+    /** API key id of the submitter (or `anonymous` with auth off). */
+    submitter: id,
+    priority: z.boolean(),
+    trusted: z.boolean(),
+    /** What the agent runs: inputs, invokes, the block's source. Opaque to the control plane. */
+    payload: z.unknown(),
+    options: requestOptions,
+  }),
+  RequestQueued: z.object({
+    requestId: id,
+    modelKey: id,
+    rank: z.number().int().min(0).max(3),
+    enqueuedAt: isoTime,
+  }),
+  RequestDispatched: z.object({
+    requestId: id,
+    modelKey: id,
+    attempt: z.number().int().positive(),
+    replicaId: id,
+    agentId: id,
+    dispatchedAt: isoTime,
+    because,
+  }),
+  RequestStarted: z.object({ requestId: id, attempt: z.number().int().positive(), agentId: id, startedAt: isoTime }),
+  RequestLogged: z.object({
+    requestId: id,
+    attempt: z.number().int().positive(),
+    stream: z.enum(['stdout', 'stderr']),
+    line: z.string().max(65536),
+  }),
+  RequestCompleted: z.object({
+    requestId: id,
+    attempt: z.number().int().positive(),
+    agentId: id,
+    resultRef: z.string().min(1).max(1000),
+    bytes,
+    sha256: z.string().regex(/^[0-9a-f]{64}$/),
+    completedAt: isoTime,
+    agentMessageId: id,
+  }),
+  RequestFailed: z.object({
+    requestId: id,
+    /** 0 when the request never ran. */
+    attempt: count,
+    phase: z.enum(['validation', 'queue', 'placement', 'deployment', 'load', 'execution', 'result', 'scheduling']),
+    errorType: z.string().min(1).max(200),
+    message: z.string().max(20000),
+    stack: z.string().max(65536).nullable(),
+    reportedBy: z.enum(['agent', 'scheduler']),
+    failedAt: isoTime,
+    because: because.nullable(),
+  }),
+  RequestRequeued: z.object({
+    requestId: id,
+    modelKey: id,
+    /** The attempt that was interrupted. */
+    attempt: z.number().int().positive(),
+    reason: requeueReason,
+    rank: z.number().int().min(0).max(3),
+    /** The original enqueue time: a requeued request keeps its place in time. */
+    enqueuedAt: isoTime,
+    requeuedAt: isoTime,
+    because,
+  }),
+  RequestCancelled: z.object({
+    requestId: id,
+    by: z.enum(['user', 'operator']),
+    actor: id,
+    previousStatus: z.string(),
+    attempt: count,
+    cancelledAt: isoTime,
+  }),
+  AgentReportIgnored: agentReportIgnored,
+} as const;

@@ -1,0 +1,3 @@
+export * from './size.js';
+export * from './types.js';
+export * from './evaluate.js';

@@ -1,0 +1,2 @@
+export * from './order-key.js';
+export * from './ordered-queue.js';

@@ -1,0 +1,103 @@
+// Commands of the request aggregate. `at` is the time the command was accepted (passed in, never read here).
+import type { Because, RequeueReason } from '../events/index.js';
+
+export interface SubmitRequest {
+  type: 'SubmitRequest';
+  requestId: string;
+  modelKey: string;
+  submitter: string;
+  priority: boolean;
+  trusted: boolean;
+  payload: unknown;
+  options?: { timeoutMs?: number | null; queueTimeoutMs?: number | null; steps?: number; maxAttempts?: number };
+  at: string;
+}
+
+export interface CancelRequest {
+  type: 'CancelRequest';
+  requestId: string;
+  actor: string;
+  /** Operators may cancel any request (a kill); users only their own. */
+  operator: boolean;
+  at: string;
+}
+
+/** Scheduler: the queue head goes to a replica. `attempt` is the attempt this dispatch starts (previous + 1). */
+export interface DispatchRequest {
+  type: 'DispatchRequest';
+  requestId: string;
+  attempt: number;
+  replicaId: string;
+  agentId: string;
+  at: string;
+  because: Because;
+}
+
+/** Scheduler: the attempt in flight was interrupted (preemption, agent loss or restart); back to the queue. */
+export interface RequeueRequest {
+  type: 'RequeueRequest';
+  requestId: string;
+  attempt: number;
+  reason: RequeueReason;
+  at: string;
+  because: Because;
+}
+
+/** Scheduler: the request fails for a reason of the control plane (timeout, placement refused, …). */
+export interface FailRequest {
+  type: 'FailRequest';
+  requestId: string;
+  /** Applies only while the request is still queued (QUEUED) or still in flight at `attempt` (IN_FLIGHT). */
+  when: 'QUEUED' | 'IN_FLIGHT';
+  attempt: number;
+  phase: 'queue' | 'placement' | 'deployment' | 'execution' | 'scheduling';
+  errorType: string;
+  message: string;
+  at: string;
+  because: Because;
+}
+
+interface AgentReport {
+  requestId: string;
+  attempt: number;
+  agentId: string;
+  /** Unique per message of the agent; a redelivered message has the same id (its events are stored once). */
+  agentMessageId: string;
+  at: string;
+}
+
+export interface ReportRequestStarted extends AgentReport {
+  type: 'ReportRequestStarted';
+}
+
+export interface ReportRequestLog extends AgentReport {
+  type: 'ReportRequestLog';
+  stream: 'stdout' | 'stderr';
+  line: string;
+}
+
+export interface ReportRequestCompleted extends AgentReport {
+  type: 'ReportRequestCompleted';
+  resultRef: string;
+  bytes: number;
+  sha256: string;
+}
+
+export interface ReportRequestFailed extends AgentReport {
+  type: 'ReportRequestFailed';
+  phase: 'validation' | 'load' | 'execution' | 'result';
+  errorType: string;
+  message: string;
+  stack: string | null;
+}
+
+export type RequestCommand =
+  | SubmitRequest
+  | CancelRequest
+  | DispatchRequest
+  | RequeueRequest
+  | FailRequest
+  | ReportRequestStarted
+  | ReportRequestLog
+  | ReportRequestCompleted
+  | ReportRequestFailed;

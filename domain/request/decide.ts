@@ -1,0 +1,251 @@
+// The request decider: submit, cancel, dispatch, requeue, fail, and the agent's reports, decided against the
+// request's own history. Reports of a stale attempt or a finished request are recorded as ignored, so a
+// requeued request never completes twice and a cancelled one is never re-run.
+import type { AgentReportIgnoredData, RequestEvent } from '../events/index.js';
+import { rankOf } from '../queue/order-key.js';
+import type { Decider } from '../shared/decider.js';
+import { DomainErrorCode as C, refuse } from '../shared/errors.js';
+import type {
+  CancelRequest,
+  DispatchRequest,
+  FailRequest,
+  ReportRequestCompleted,
+  ReportRequestFailed,
+  ReportRequestLog,
+  ReportRequestStarted,
+  RequestCommand,
+  RequeueRequest,
+  SubmitRequest,
+} from './commands.js';
+import { evolveRequest, initialRequestState, TERMINAL, type RequestState } from './state.js';
+
+export const DEFAULT_MAX_ATTEMPTS = 5;
+
+export function decideRequest(c: RequestCommand, s: RequestState): RequestEvent[] {
+  switch (c.type) {
+    case 'SubmitRequest':
+      return submit(c, s);
+    case 'CancelRequest':
+      return cancel(c, s);
+    case 'DispatchRequest':
+      return dispatch(c, s);
+    case 'RequeueRequest':
+      return requeue(c, s);
+    case 'FailRequest':
+      return fail(c, s);
+    case 'ReportRequestStarted':
+    case 'ReportRequestLog':
+    case 'ReportRequestCompleted':
+    case 'ReportRequestFailed':
+      return report(c, s);
+  }
+}
+
+function mustExist(s: RequestState, requestId: string): void {
+  if (s.status === 'NONE') refuse(C.requestNotFound, `request ${requestId} does not exist`, 'check the request id returned when it was submitted');
+}
+
+function submit(c: SubmitRequest, s: RequestState): RequestEvent[] {
+  if (s.status !== 'NONE') {
+    if (s.submitter === c.submitter && s.modelKey === c.modelKey) return [];
+    refuse(C.requestExists, `request id ${c.requestId} is already taken`, 'submit with a new request id (or let the API pick one)');
+  }
+  const o = c.options ?? {};
+  const options = {
+    timeoutMs: o.timeoutMs ?? null,
+    queueTimeoutMs: o.queueTimeoutMs ?? null,
+    steps: o.steps ?? 1,
+    maxAttempts: o.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
+  };
+  return [
+    {
+      type: 'RequestReceived',
+      data: { requestId: c.requestId, modelKey: c.modelKey, submitter: c.submitter, priority: c.priority, trusted: c.trusted, payload: c.payload, options },
+    },
+    { type: 'RequestQueued', data: { requestId: c.requestId, modelKey: c.modelKey, rank: rankOf(c.priority, false), enqueuedAt: c.at } },
+  ];
+}
+
+function cancel(c: CancelRequest, s: RequestState): RequestEvent[] {
+  mustExist(s, c.requestId);
+  if (s.status === 'CANCELLED') return [];
+  if (TERMINAL.has(s.status)) {
+    refuse(C.requestFinished, `request ${c.requestId} already finished (${s.status}); there is nothing to cancel`, undefined, { status: s.status });
+  }
+  if (!c.operator && c.actor !== s.submitter) {
+    refuse(C.cancelForbidden, `request ${c.requestId} belongs to another key; only its submitter or an operator may cancel it`, 'cancel with the API key that submitted it, or ask an operator to kill it');
+  }
+  return [
+    {
+      type: 'RequestCancelled',
+      data: { requestId: c.requestId, by: c.operator ? 'operator' : 'user', actor: c.actor, previousStatus: s.status, attempt: s.attempt, cancelledAt: c.at },
+    },
+  ];
+}
+
+function dispatch(c: DispatchRequest, s: RequestState): RequestEvent[] {
+  mustExist(s, c.requestId);
+  if ((s.status === 'DISPATCHED' || s.status === 'RUNNING') && s.attempt === c.attempt && s.replicaId === c.replicaId) return [];
+  if (s.status !== 'QUEUED') {
+    refuse(C.requestNotQueued, `request ${c.requestId} is ${s.status}, not QUEUED; it cannot be dispatched`, undefined, { status: s.status });
+  }
+  if (c.attempt !== s.attempt + 1) {
+    refuse(C.attemptMismatch, `request ${c.requestId} has had ${s.attempt} attempt(s); the next dispatch is attempt ${s.attempt + 1}, not ${c.attempt}`, 'decide again from a fresh view');
+  }
+  return [
+    {
+      type: 'RequestDispatched',
+      data: { requestId: c.requestId, modelKey: s.modelKey, attempt: c.attempt, replicaId: c.replicaId, agentId: c.agentId, dispatchedAt: c.at, because: c.because },
+    },
+  ];
+}
+
+const inFlight = (s: RequestState) => s.status === 'DISPATCHED' || s.status === 'RUNNING';
+
+function requeue(c: RequeueRequest, s: RequestState): RequestEvent[] {
+  mustExist(s, c.requestId);
+  // Finished, cancelled, or already requeued (a later attempt may be in flight): nothing to do.
+  if (!inFlight(s) || s.attempt !== c.attempt) return [];
+  const max = s.options?.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
+  if (s.attempt >= max) {
+    const history = [...s.requeues, c.reason].join(', ');
+    return [
+      {
+        type: 'RequestFailed',
+        data: {
+          requestId: c.requestId,
+          attempt: s.attempt,
+          phase: 'scheduling',
+          errorType: 'TooManyAttempts',
+          message: `attempt ${s.attempt} of ${max} was interrupted (${c.reason}); the request is not requeued again (interruptions: ${history})`,
+          stack: null,
+          reportedBy: 'scheduler',
+          failedAt: c.at,
+          because: c.because,
+        },
+      },
+    ];
+  }
+  return [
+    {
+      type: 'RequestRequeued',
+      data: {
+        requestId: c.requestId,
+        modelKey: s.modelKey,
+        attempt: s.attempt,
+        reason: c.reason,
+        rank: rankOf(s.priority, true),
+        enqueuedAt: s.enqueuedAt!,
+        requeuedAt: c.at,
+        because: c.because,
+      },
+    },
+  ];
+}
+
+function fail(c: FailRequest, s: RequestState): RequestEvent[] {
+  mustExist(s, c.requestId);
+  if (TERMINAL.has(s.status)) return [];
+  if (c.when === 'QUEUED' && s.status !== 'QUEUED') return [];
+  if (c.when === 'IN_FLIGHT' && (!inFlight(s) || s.attempt !== c.attempt)) return [];
+  return [
+    {
+      type: 'RequestFailed',
+      data: {
+        requestId: c.requestId,
+        attempt: s.attempt,
+        phase: c.phase,
+        errorType: c.errorType,
+        message: c.message,
+        stack: null,
+        reportedBy: 'scheduler',
+        failedAt: c.at,
+        because: c.because,
+      },
+    },
+  ];
+}
+
+type Report = ReportRequestStarted | ReportRequestLog | ReportRequestCompleted | ReportRequestFailed;
+
+const REPORT_EVENT = {
+  ReportRequestStarted: 'RequestStarted',
+  ReportRequestLog: 'RequestLogged',
+  ReportRequestCompleted: 'RequestCompleted',
+  ReportRequestFailed: 'RequestFailed',
+} as const;
+
+function report(c: Report, s: RequestState): RequestEvent[] {
+  mustExist(s, c.requestId);
+  const kind = REPORT_EVENT[c.type];
+  const ignore = (reason: AgentReportIgnoredData['reason'], text: string): RequestEvent[] => {
+    if (kind === 'RequestLogged' && s.ignoredLogAttempts.includes(c.attempt)) return [];
+    return [
+      {
+        type: 'AgentReportIgnored',
+        data: {
+          report: kind,
+          agentId: c.agentId,
+          agentMessageId: c.agentMessageId,
+          requestId: c.requestId,
+          attempt: c.attempt,
+          reason,
+          text,
+          current: { status: s.status, attempt: s.attempt, agentId: s.agentId },
+        },
+      },
+    ];
+  };
+  if (TERMINAL.has(s.status)) {
+    if (c.type === 'ReportRequestCompleted' && s.completedBy === c.agentMessageId) return [];
+    return ignore('FINISHED', `request ${c.requestId} is already ${s.status}; ${kind} of attempt ${c.attempt} changes nothing`);
+  }
+  if (c.attempt !== s.attempt || !inFlight(s)) {
+    const last = s.requeues[s.requeues.length - 1];
+    return ignore(
+      c.attempt > s.attempt ? 'NOT_DISPATCHED' : 'STALE_ATTEMPT',
+      c.attempt === s.attempt
+        ? `attempt ${c.attempt} was requeued (${last ?? 'unknown'}); the request is ${s.status} waiting for attempt ${s.attempt + 1}`
+        : `the request is at attempt ${s.attempt} (${s.status}), the report is for attempt ${c.attempt}`,
+    );
+  }
+  if (c.agentId !== s.agentId) {
+    return ignore('WRONG_AGENT', `attempt ${c.attempt} runs on agent ${s.agentId}, not ${c.agentId}`);
+  }
+  switch (c.type) {
+    case 'ReportRequestStarted':
+      return s.status === 'RUNNING' ? [] : [{ type: 'RequestStarted', data: { requestId: c.requestId, attempt: c.attempt, agentId: c.agentId, startedAt: c.at } }];
+    case 'ReportRequestLog':
+      return [{ type: 'RequestLogged', data: { requestId: c.requestId, attempt: c.attempt, stream: c.stream, line: c.line } }];
+    case 'ReportRequestCompleted':
+      return [
+        {
+          type: 'RequestCompleted',
+          data: { requestId: c.requestId, attempt: c.attempt, agentId: c.agentId, resultRef: c.resultRef, bytes: c.bytes, sha256: c.sha256, completedAt: c.at, agentMessageId: c.agentMessageId },
+        },
+      ];
+    case 'ReportRequestFailed':
+      return [
+        {
+          type: 'RequestFailed',
+          data: {
+            requestId: c.requestId,
+            attempt: c.attempt,
+            phase: c.phase,
+            errorType: c.errorType,
+            message: c.message,
+            stack: c.stack,
+            reportedBy: 'agent',
+            failedAt: c.at,
+            because: null,
+          },
+        },
+      ];
+  }
+}
+
+export const requestDecider: Decider<RequestCommand, RequestState, RequestEvent> = {
+  initialState: initialRequestState,
+  evolve: evolveRequest,
+  decide: decideRequest,
+};
