@@ -86,7 +86,7 @@ export class PostgresEventStore implements EventStore {
   private readonly table: string;
   private readonly channel: string;
   private readonly queue: PendingAppend[] = [];
-  private flushing = false;
+  private flushing: Promise<void> | undefined;
   private readonly signal = new AppendSignal();
   private readonly listener: NotificationListener;
   private readonly pollIntervalMs: number;
@@ -149,12 +149,11 @@ export class PostgresEventStore implements EventStore {
     }
     return new Promise<AppendResult>((resolve, reject) => {
       this.queue.push({ streamId, expected: options.expectedRevision, ids, request, resolve, reject });
-      if (!this.flushing) void this.flush();
+      this.flushing ??= this.flush();
     });
   }
 
   private async flush(): Promise<void> {
-    this.flushing = true;
     try {
       while (this.queue.length > 0) {
         const batch = this.queue.splice(0, MAX_BATCH);
@@ -190,7 +189,7 @@ export class PostgresEventStore implements EventStore {
         if (written) this.signal.notify();
       }
     } finally {
-      this.flushing = false;
+      this.flushing = undefined;
     }
   }
 
@@ -278,6 +277,7 @@ export class PostgresEventStore implements EventStore {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    await this.flushing;
     await Promise.all([...this.subscriptions].map((s) => s.stop()));
     await this.listener.stop();
     if (this.ownsPool) await this.pool.end();
