@@ -16,12 +16,11 @@ import { SqliteEventStore } from '../../eventstore/sqlite/store.js';
 import { databaseUrl, dropSchema, freshSchema, postgresAvailable } from './pg-env.js';
 
 const child = fileURLToPath(new URL('./fixtures/append-burst-child.js', import.meta.url));
-const BURST = 3000;
 
 /** Runs the burst child; with `killAfter`, SIGKILLs it once that many acks arrived. Returns the acks (i → position). */
-function burst(target: string, killAfter?: number): Promise<{ acks: Map<number, number>; killed: boolean }> {
+function burst(target: string, size: number, killAfter?: number): Promise<{ acks: Map<number, number>; killed: boolean }> {
   return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, [child, target, String(BURST)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const p = spawn(process.execPath, [child, target, String(size)], { stdio: ['ignore', 'pipe', 'pipe'] });
     const acks = new Map<number, number>();
     let err = '';
     p.stderr.on('data', (d) => (err += d));
@@ -49,8 +48,9 @@ async function readEverything(store: EventStore): Promise<StoredEvent[]> {
   }
 }
 
-async function checkAfterKill(open: () => Promise<EventStore>, target: string): Promise<void> {
-  const first = await burst(target, 400);
+// The burst is long enough that the child is still appending when the kill lands (SQLite appends ~10x faster).
+async function checkAfterKill(open: () => Promise<EventStore>, target: string, BURST: number): Promise<void> {
+  const first = await burst(target, BURST, 400);
   assert.ok(first.killed, 'the child was killed mid-burst');
   let store = await open();
   let all = await readEverything(store);
@@ -65,7 +65,7 @@ async function checkAfterKill(open: () => Promise<EventStore>, target: string): 
   }
   await store.close();
 
-  const second = await burst(target);
+  const second = await burst(target, BURST);
   assert.equal(second.killed, false);
   store = await open();
   all = await readEverything(store);
@@ -81,7 +81,7 @@ describe('kill -9 during a burst of appends', () => {
     const dir = mkdtempSync(join(tmpdir(), 'ndif-kill-'));
     const path = join(dir, 'events.db');
     try {
-      await checkAfterKill(async () => new SqliteEventStore({ path }), `sqlite:${path}`);
+      await checkAfterKill(async () => new SqliteEventStore({ path }), `sqlite:${path}`, 20_000);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -92,7 +92,7 @@ describe('kill -9 during a burst of appends', () => {
       const schema = freshSchema('kill');
       await (await PostgresEventStore.open({ connectionString: databaseUrl, schema })).close();
       try {
-        await checkAfterKill(() => PostgresEventStore.open({ connectionString: databaseUrl, schema }), `postgres:${schema}`);
+        await checkAfterKill(() => PostgresEventStore.open({ connectionString: databaseUrl, schema }), `postgres:${schema}`, 3000);
       } finally {
         await dropSchema(schema);
       }
