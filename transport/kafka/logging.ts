@@ -35,6 +35,11 @@ export function logCreator(log: KafkaLog): LogCreator {
       log('debug', `${entry.namespace} ${message}`, extra);
       return;
     }
+    // kafkajs logs a failed attempt it is about to retry at ERROR; a final failure reaches the caller
+    if (level === 'error' && 'retryCount' in extra) {
+      log('warn', `${entry.namespace ? `${entry.namespace}: ` : ''}${message}`, extra);
+      return;
+    }
     log(level, `${entry.namespace ? `${entry.namespace}: ` : ''}${message}`, extra);
   };
 }

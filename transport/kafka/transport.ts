@@ -7,6 +7,7 @@ import { checkGroup, checkMessages, checkTopic, DEFAULT_MAX_MESSAGE_BYTES } from
 import { defaultLog, kafkajsLevel, logCreator } from './logging.js';
 import { KAFKA_DEFAULTS, type KafkaLog, type KafkaTransportOptions } from './options.js';
 import { BatchingSender } from './sender.js';
+import { noDelaySocketFactory } from './socket.js';
 import { openSubscription, type SubscriptionSpec } from './subscription.js';
 import type {
   BatchHandler,
@@ -50,6 +51,7 @@ export class KafkaTransport implements Transport {
       retry: { initialRetryTime: 100, maxRetryTime: 2000, retries: options.retries ?? 8 },
       logLevel: kafkajsLevel(options.log !== undefined),
       logCreator: logCreator(log),
+      socketFactory: noDelaySocketFactory,
     });
     const admin = kafka.admin();
     // Idempotence makes the broker drop a retried batch it already has; kafkajs then needs an
