@@ -64,7 +64,10 @@ export interface StartRequest {
   requestId: string;
   /** The block sources, one per invoke (already defaulted from the request's shared block). */
   invokes: Array<{ invoke: number; source: string; tokens: number[]; batchStart: number; batchSize: number }>;
-  /** Number of forward passes: 1 for a single forward, 1 + N for N generated tokens. */
+  /**
+   * Number of forward passes, numbered 0 … steps-1: 1 for a single forward; N to generate N tokens (each pass
+   * appends one greedy token and the next pass re-runs the whole sequence; there is no KV cache).
+   */
   steps: number;
 }
 
@@ -93,5 +96,16 @@ export interface BlockChannel {
   send(msg: HostToBlock): void;
   /** Resolves with the next message from the blocks; rejects when the channel breaks. */
   receive(): Promise<BlockToHost>;
+  close(): void;
+}
+
+/**
+ * The blocks' end of the same conversation (added with the block side, gpu-agent/block): what a block runner
+ * reads and writes, in-process or in a sandbox process. Mirror image of BlockChannel.
+ */
+export interface BlockEndpoint {
+  send(msg: BlockToHost): void;
+  /** Resolves with the next message from the host; rejects when the channel breaks. */
+  receive(): Promise<HostToBlock>;
   close(): void;
 }

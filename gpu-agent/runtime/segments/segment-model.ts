@@ -22,6 +22,8 @@ export interface SegmentSpec {
   end: number;
   extraOutputs?: string[];
   aliases?: InputAlias[];
+  /** Compute only these tensors: the segment keeps just the nodes they depend on (a skipped module's shape arithmetic). */
+  only?: string[];
 }
 
 export interface SegmentPlan {
@@ -37,7 +39,8 @@ export interface SegmentPlan {
 export function segmentKey(spec: SegmentSpec): string {
   const extra = [...(spec.extraOutputs ?? [])].sort().join(',');
   const aliases = (spec.aliases ?? []).map((a) => `${a.tensor}>${a.alias}@${a.from}-${a.to}`).sort().join(',');
-  return `${spec.start}:${spec.end}|${extra}|${aliases}`;
+  const only = spec.only ? `|only:${[...spec.only].sort().join(',')}` : '';
+  return `${spec.start}:${spec.end}|${extra}|${aliases}${only}`;
 }
 
 export function planSegment(g: ModelGraph, spec: SegmentSpec): SegmentPlan {
@@ -53,15 +56,17 @@ export function planSegment(g: ModelGraph, spec: SegmentSpec): SegmentPlan {
   const readsOf = (k: number): string[] =>
     g.reads[k]!.map((t) => aliases.find((a) => a.tensor === t && k >= a.from && k < a.to)?.alias ?? t);
 
+  const keep = spec.only ? backwardSlice(g, start, end, spec.only) : null;
   const constantsRead = new Set<number>();
   for (let k = start; k < end; k++) {
-    if (g.constants.has(k)) continue;
+    if (g.constants.has(k) || (keep && !keep.has(k))) continue;
     for (const t of readsOf(k)) {
       const p = g.producer.get(t);
       if (p !== undefined && g.constants.has(p)) constantsRead.add(p);
     }
   }
   for (let k = start; k < end; k++) {
+    if (keep && !keep.has(k)) continue;
     const isConst = g.constants.has(k);
     const wanted = isConst && (constantsRead.has(k) || g.writes[k]!.some((t) => graphOutputs.has(t) || extra.has(t)));
     if (isConst && !wanted) continue;
@@ -70,7 +75,7 @@ export function planSegment(g: ModelGraph, spec: SegmentSpec): SegmentPlan {
     for (const t of g.writes[k]!) {
       produced.add(t);
       const laterReaders = (g.consumers.get(t) ?? []).some((c) => c >= end);
-      if (graphOutputs.has(t) || extra.has(t) || (laterReaders && !isConst)) outputs.push(t);
+      if (keep ? spec.only!.includes(t) : graphOutputs.has(t) || extra.has(t) || (laterReaders && !isConst)) outputs.push(t);
     }
   }
   // Constants defined outside the range but read inside it come along (placed first: they have no inputs).
@@ -87,6 +92,19 @@ export function planSegment(g: ModelGraph, spec: SegmentSpec): SegmentPlan {
   }
   for (const t of extra) if (!produced.has(t)) throw new Error(`extra output ${t} is not produced in segment [${start}, ${end})`);
   return { key: segmentKey(spec), start, end, inputs, outputs, initializers, nodes };
+}
+
+/** Positions in [start, end) whose outputs the targets depend on. */
+function backwardSlice(g: ModelGraph, start: number, end: number, targets: string[]): Set<number> {
+  const keep = new Set<number>();
+  const todo = [...targets];
+  while (todo.length > 0) {
+    const p = g.producer.get(todo.pop()!);
+    if (p === undefined || p < start || p >= end || keep.has(p)) continue;
+    keep.add(p);
+    todo.push(...g.reads[p]!);
+  }
+  return keep;
 }
 
 function renameInputs(node: NodeProto, before: string[], after: string[]): NodeProto {

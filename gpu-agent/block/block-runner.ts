@@ -1,0 +1,132 @@
+// Serves one request on the blocks' end of a channel: waits for START, compiles and starts every invoke's block,
+// routes VALUE/RAISE to the invoke they answer, and reports END or EXCEPTION for each. Returns when the host
+// sends STOP or the channel breaks. The same code runs in the agent (trusted blocks) and in a sandbox runner.
+import type { BlockEndpoint, HostToBlock, StartRequest } from '../../protocol/interleave.js';
+import type { Manifest } from '../../protocol/manifest.js';
+import { BlockCompileError, compileBlock, toBlockError } from './compile.js';
+import { captureConsole } from './console-capture.js';
+import { InvokeSession } from './invoke-session.js';
+import { ManifestIndex } from './manifest-index.js';
+import { createModelProxy } from './model-proxy.js';
+import { toSavedTree } from './saved-tree.js';
+import { Tensor } from './tensor.js';
+
+export interface TextCodec {
+  encode(text: string): number[];
+  decode(ids: number[]): string;
+}
+
+export interface BlockEnvironment {
+  manifest: Manifest;
+  /** The model's tokenizer, for ctx.encode / ctx.decode (null when the model has none). */
+  tokenizer: TextCodec | null;
+}
+
+/** What a block receives as its second argument. */
+export interface BlockContext {
+  invoke: number;
+  /** This invoke's prompt token ids. */
+  tokens: number[];
+  /** Forward passes in the request (generation steps). */
+  steps: number;
+  /** Rows of the batch this invoke owns, and the padded sequence length at step 0. */
+  batchSize: number;
+  sequence: number;
+  Tensor: typeof Tensor;
+  encode(text: string): number[];
+  decode(ids: number[] | Tensor): string;
+}
+
+const EMPTY_BLOCK = 'async () => undefined';
+
+function context(start: StartRequest, i: number, env: BlockEnvironment): BlockContext {
+  const inv = start.invokes[i]!;
+  const noTokenizer = () => {
+    throw new Error(`model ${env.manifest.model} has no tokenizer`);
+  };
+  return {
+    invoke: inv.invoke,
+    tokens: [...inv.tokens],
+    steps: start.steps,
+    batchSize: inv.batchSize,
+    sequence: Math.max(...start.invokes.map((x) => x.tokens.length)),
+    Tensor,
+    encode: (text) => (env.tokenizer ? env.tokenizer.encode(text) : noTokenizer()),
+    decode: (ids) => {
+      const list = ids instanceof Tensor ? Array.from({ length: ids.size }, (_, k) => ids.flat(k)) : ids;
+      return env.tokenizer ? env.tokenizer.decode(list) : noTokenizer();
+    },
+  };
+}
+
+export async function serveBlocks(channel: BlockEndpoint, env: BlockEnvironment): Promise<void> {
+  const index = new ManifestIndex(env.manifest);
+  let first: HostToBlock;
+  try {
+    first = await channel.receive();
+  } catch {
+    return;
+  }
+  if (first.kind !== 'START') return;
+  const start = first;
+  const totalBatch = start.invokes.reduce((n, i) => n + i.batchSize, 0);
+  const sequence = Math.max(...start.invokes.map((x) => x.tokens.length));
+  let open = true;
+  const send: BlockEndpoint['send'] = (msg) => {
+    if (!open) return;
+    try {
+      channel.send(msg);
+    } catch {
+      open = false;
+    }
+  };
+  const sessions = new Map<number, InvokeSession>();
+
+  for (let i = 0; i < start.invokes.length; i++) {
+    const inv = start.invokes[i]!;
+    const session = new InvokeSession({ invoke: inv.invoke, batchSize: inv.batchSize, totalBatch, sequence, steps: start.steps }, index, send);
+    sessions.set(inv.invoke, session);
+    const cons = captureConsole((stream, line) => send({ kind: 'LOG', invoke: inv.invoke, stream, line }));
+    let fn;
+    try {
+      fn = compileBlock(inv.source.trim() === '' ? EMPTY_BLOCK : inv.source, inv.invoke, cons);
+    } catch (e) {
+      const error = e instanceof BlockCompileError ? e.blockError : toBlockError(e, inv.invoke);
+      send({ kind: 'EXCEPTION', invoke: inv.invoke, error });
+      continue;
+    }
+    const m = createModelProxy(session, index);
+    const ctx = context(start, i, env);
+    void (async () => {
+      try {
+        const value = await fn(m, ctx);
+        send({ kind: 'END', invoke: inv.invoke, result: toSavedTree(value) });
+      } catch (e) {
+        send({ kind: 'EXCEPTION', invoke: inv.invoke, error: toBlockError(e, inv.invoke) });
+      }
+    })();
+  }
+
+  for (;;) {
+    let msg: HostToBlock;
+    try {
+      msg = await channel.receive();
+    } catch {
+      break;
+    }
+    if (msg.kind === 'STOP') {
+      for (const s of sessions.values()) s.close(msg.reason);
+      break;
+    }
+    if (msg.kind === 'START') continue;
+    const s = sessions.get(msg.invoke);
+    if (!s) continue;
+    try {
+      if (msg.kind === 'VALUE') s.onValue(msg.addr, msg.values);
+      else s.onRaise(msg.addr, msg.error);
+    } catch (e) {
+      send({ kind: 'EXCEPTION', invoke: msg.invoke, error: { phase: 'protocol', type: 'ProtocolError', message: (e as Error).message } });
+    }
+  }
+  open = false;
+}

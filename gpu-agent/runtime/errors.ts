@@ -1,0 +1,60 @@
+// Errors of the model runtime. A request that fails in a block, or because the block asked for something the
+// forward pass cannot give, fails with an InterventionError carrying the BlockError the agent reports; codes
+// are listed in docs/errors.md ("Runtime and blocks").
+import { FabricError } from '../../protocol/errors.js';
+import type { BlockError } from '../../protocol/interleave.js';
+
+const BLOCK_CODES: Record<string, { code: string; status: number }> = {
+  OutOfOrder: { code: 'BLOCK_OUT_OF_ORDER', status: 400 },
+  NotProvided: { code: 'BLOCK_NOT_PROVIDED', status: 400 },
+  UnknownModule: { code: 'BLOCK_UNKNOWN_MODULE', status: 400 },
+  NotObservable: { code: 'BLOCK_NOT_OBSERVABLE', status: 400 },
+  NotSkippable: { code: 'BLOCK_NOT_SKIPPABLE', status: 400 },
+  ShapeMismatch: { code: 'BLOCK_SHAPE_MISMATCH', status: 400 },
+  DtypeMismatch: { code: 'BLOCK_DTYPE_MISMATCH', status: 400 },
+  NonFinite: { code: 'BLOCK_NON_FINITE', status: 400 },
+  SharedTensor: { code: 'BLOCK_SHARED_TENSOR', status: 400 },
+  BlockSyntaxError: { code: 'BLOCK_SYNTAX_ERROR', status: 400 },
+  BlockError: { code: 'BLOCK_ERROR', status: 400 },
+  InvalidResult: { code: 'BLOCK_INVALID_RESULT', status: 400 },
+  Timeout: { code: 'REQUEST_TIMEOUT', status: 408 },
+  Cancelled: { code: 'REQUEST_CANCELLED', status: 499 },
+  ProtocolError: { code: 'BLOCK_PROTOCOL_ERROR', status: 500 },
+};
+
+/** The request failed because of what a block did (or did not do). */
+export class InterventionError extends FabricError {
+  readonly blockError: BlockError;
+  readonly invoke: number | undefined;
+
+  constructor(blockError: BlockError, invoke?: number) {
+    const c = BLOCK_CODES[blockError.type] ?? { code: 'BLOCK_ERROR', status: 400 };
+    const where = invoke === undefined ? '' : ` (invoke ${invoke})`;
+    super(c.code, c.status, `${blockError.type}${where}: ${blockError.message}`, {
+      details: { phase: blockError.phase, type: blockError.type, ...(invoke === undefined ? {} : { invoke }), ...(blockError.stack ? { stack: blockError.stack } : {}) },
+    });
+    this.name = 'InterventionError';
+    this.blockError = blockError;
+    this.invoke = invoke;
+  }
+}
+
+export function blockError(type: string, message: string, phase: BlockError['phase'] = 'execute'): BlockError {
+  return { phase, type, message };
+}
+
+/** A request the runtime refuses before running anything (bad prompt, too long, no invokes). */
+export class RequestError extends FabricError {
+  constructor(code: string, message: string, details?: Record<string, unknown>) {
+    super(code, 400, message, details ? { details } : {});
+    this.name = 'RequestError';
+  }
+}
+
+/** The model directory cannot be served. */
+export class ModelLoadError extends FabricError {
+  constructor(code: string, message: string, opts: { cause?: unknown; details?: Record<string, unknown> } = {}) {
+    super(code, 422, message, opts);
+    this.name = 'ModelLoadError';
+  }
+}

@@ -1,0 +1,224 @@
+// A model loaded for serving: `loadModel(dir)` reads model.onnx (+ external data), config.json and
+// tokenizer.json, analyses the graph into modules and points, probes tensor types and symbolic shapes, and
+// compiles the whole-graph session. `run()` serves one request at a time (calls queue).
+import { existsSync, readFileSync } from 'node:fs';
+import { basename, join, resolve } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import type { StartRequest } from '../../protocol/interleave.js';
+import type { Manifest } from '../../protocol/manifest.js';
+import { resolveManifest, resolveShape } from '../../protocol/manifest.js';
+import { decodeModel } from './onnx/codec.js';
+import type { ModelProto } from './onnx/types.js';
+import { analyzeGraph } from './graph/model-graph.js';
+import type { ModelGraph } from './graph/model-graph.js';
+import { buildAddressTable } from './addresses.js';
+import type { AddressTable } from './addresses.js';
+import { prepareWeights } from './weights.js';
+import type { WeightStore } from './weights.js';
+import { cudaAvailable } from './ort/session.js';
+import type { ExecutionProvider, OptimizationLevel, SessionSettings } from './ort/session.js';
+import { probeTensors } from './probe.js';
+import type { TensorFacts } from './probe.js';
+import { SegmentCache } from './segments/segment-cache.js';
+import type { SegmentCacheStats } from './segments/segment-cache.js';
+import { buildManifest, configFacts, dtypeOf, manifestTensor } from './manifest-build.js';
+import { SUPPORTED_INPUTS } from './model-inputs.js';
+import { loadTokenizer } from './tokenizer.js';
+import type { LoadedTokenizer } from './tokenizer.js';
+import { ModelLoadError, RequestError } from './errors.js';
+import { RequestRun } from './interleave/request-run.js';
+import type { HostContext } from './interleave/request-run.js';
+import type { OpenChannel, RunRequest, RunResult } from './interleave/request-types.js';
+
+export interface LoadOptions {
+  /** The model's key in the fabric (default: the directory name). */
+  key?: string;
+  /** One level for every session of the model (default 'basic'; see docs/runtime.md). */
+  optimizationLevel?: OptimizationLevel;
+  intraOpThreads?: number;
+  /** 'auto' (default) uses CUDA where its provider library is installed, else the CPU. */
+  provider?: ExecutionProvider | 'auto';
+  /** Weight bytes the segment cache may hold beyond the whole-graph session (default 2 × the model's weights). */
+  segmentCacheBytes?: number;
+}
+
+export class HostedModel {
+  private queue: Promise<unknown> = Promise.resolve();
+  private closed = false;
+
+  private constructor(
+    readonly key: string,
+    readonly dir: string,
+    readonly tokenizer: LoadedTokenizer | null,
+    readonly weightsBytes: number,
+    readonly provider: ExecutionProvider,
+    private readonly baseManifest: Manifest,
+    private readonly ctx: HostContext,
+    private readonly cache: SegmentCache,
+    private readonly weights: WeightStore,
+    private readonly facts: Map<string, TensorFacts>,
+  ) {}
+
+  static async load(dirArg: string, opts: LoadOptions = {}): Promise<HostedModel> {
+    const dir = resolve(dirArg);
+    const file = join(dir, 'model.onnx');
+    if (!existsSync(file)) throw new ModelLoadError('MODEL_NOT_FOUND', `no model.onnx in ${dir}`);
+    let base: ModelProto;
+    try {
+      base = decodeModel(readFileSync(file));
+    } catch (e) {
+      throw new ModelLoadError('MODEL_INVALID', `${file} is not a readable ONNX model: ${(e as Error).message}`, { cause: e });
+    }
+    const graph = analyzeGraph(base.graph!);
+    const unsupported = graph.graphInputs.map((v) => v.name).filter((n) => !(SUPPORTED_INPUTS as readonly string[]).includes(n));
+    if (unsupported.length > 0) {
+      throw new ModelLoadError('MODEL_INPUT_UNSUPPORTED', `model inputs ${unsupported.join(', ')} cannot be fed; the runtime feeds ${SUPPORTED_INPUTS.join(', ')}`);
+    }
+    if (!graph.graphInputs.some((v) => v.name === 'input_ids')) throw new ModelLoadError('MODEL_INPUT_UNSUPPORTED', 'the model has no input_ids input');
+    const config = existsSync(join(dir, 'config.json')) ? (JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')) as Record<string, unknown>) : {};
+    const weights = prepareWeights(dir, base.graph!.initializer ?? []);
+    try {
+      const provider: ExecutionProvider = opts.provider === 'auto' || opts.provider === undefined ? (cudaAvailable() ? 'cuda' : 'cpu') : opts.provider;
+      const settings: SessionSettings = {
+        level: opts.optimizationLevel ?? 'basic',
+        intraOpThreads: opts.intraOpThreads ?? 1,
+        provider,
+        weightsFolder: weights.folder,
+        prepack: true,
+      };
+      const maxPositions = configFacts(config, graph, new Map()).maxPositions;
+      const facts = await probeTensors(base, graph, weights, settings, maxPositions);
+      const addresses = buildAddressTable(graph);
+      const cfg = configFacts(config, graph, facts);
+      const key = opts.key ?? basename(dir);
+      const manifest = buildManifest(key, graph, addresses, facts, cfg, weights.totalBytes);
+      const cache = new SegmentCache(base, graph, weights.initializers, (t) => facts.get(t)?.elemType, settings, opts.segmentCacheBytes ?? 2 * weights.totalBytes);
+      const whole = await cache.acquire({ start: 0, end: graph.nodes.length });
+      cache.release(whole);
+      const ctx = hostContext(graph, addresses, cache, facts, cfg.padTokenId);
+      return new HostedModel(key, dir, loadTokenizer(dir), weights.totalBytes, provider, manifest, ctx, cache, weights, facts);
+    } catch (e) {
+      weights.dispose();
+      if (e instanceof ModelLoadError) throw e;
+      throw new ModelLoadError('MODEL_LOAD_FAILED', `cannot serve ${dir}: ${(e as Error).message}`, { cause: e });
+    }
+  }
+
+  /** The model-level manifest (symbolic shapes), or with shapes resolved for `batch` rows of `sequence` tokens. */
+  manifest(batch?: number, sequence?: number): Manifest {
+    if (batch === undefined || sequence === undefined) return this.baseManifest;
+    return resolveManifest(this.baseManifest, batch, sequence);
+  }
+
+  get graph(): ModelGraph {
+    return this.ctx.graph;
+  }
+
+  get addresses(): AddressTable {
+    return this.ctx.addresses;
+  }
+
+  segmentStats(): SegmentCacheStats {
+    return this.cache.getStats();
+  }
+
+  /** The StartRequest the host will send for `req` (tokenized, validated); throws RequestError on bad input. */
+  prepare(req: RunRequest): StartRequest {
+    if (!Array.isArray(req.invokes) || req.invokes.length === 0) throw new RequestError('REQUEST_NO_INVOKES', 'a request needs at least one invoke (a prompt or token list)');
+    const newTokens = req.newTokens ?? 0;
+    if (!Number.isInteger(newTokens) || newTokens < 0) throw new RequestError('REQUEST_BAD_NEW_TOKENS', `newTokens must be a non-negative integer, got ${String(req.newTokens)}`);
+    const m = this.baseManifest;
+    const invokes = req.invokes.map((inv, i) => {
+      let tokens: number[];
+      if (inv.prompt !== undefined && inv.tokens !== undefined) throw new RequestError('INVOKE_BAD_INPUT', `invoke ${i}: give a prompt or tokens, not both`);
+      if (typeof inv.prompt === 'string') {
+        if (!this.tokenizer) throw new RequestError('MODEL_NO_TOKENIZER', `invoke ${i}: model ${this.key} has no tokenizer.json; send token ids instead of text`);
+        tokens = this.tokenizer.encode(inv.prompt);
+      } else if (Array.isArray(inv.tokens)) {
+        tokens = inv.tokens;
+        const bad = tokens.findIndex((t) => !Number.isInteger(t) || t < 0 || (m.vocabSize > 0 && t >= m.vocabSize));
+        if (bad >= 0) throw new RequestError('INVOKE_TOKEN_OUT_OF_RANGE', `invoke ${i}: token ${bad} is ${String(tokens[bad])}; token ids are integers in [0, ${m.vocabSize})`, { invoke: i, index: bad });
+      } else throw new RequestError('INVOKE_BAD_INPUT', `invoke ${i}: give a prompt (string) or tokens (array of ids)`);
+      if (tokens.length === 0) throw new RequestError('INVOKE_EMPTY_PROMPT', `invoke ${i}: the prompt has no tokens`);
+      const needed = tokens.length + Math.max(0, newTokens - 1);
+      if (needed > m.maxPositions) {
+        throw new RequestError('PROMPT_TOO_LONG',
+          `invoke ${i}: ${tokens.length} prompt tokens${newTokens > 1 ? ` + ${newTokens - 1} generated tokens fed back` : ''} need ${needed} positions; model ${this.key} has ${m.maxPositions}. Shorten the prompt${newTokens > 1 ? ' or generate fewer tokens' : ''}.`,
+          { invoke: i, tokens: tokens.length, newTokens, maxPositions: m.maxPositions });
+      }
+      if (inv.block !== undefined && typeof inv.block !== 'string') throw new RequestError('INVOKE_BAD_INPUT', `invoke ${i}: block must be source text`);
+      return { invoke: i, source: inv.block ?? '', tokens, batchStart: i, batchSize: 1 };
+    });
+    return { kind: 'START', requestId: req.requestId ?? randomUUID(), invokes, steps: Math.max(1, newTokens) };
+  }
+
+  /**
+   * Runs one request: tokenizes, batches the invokes (left padding), opens the channel to the blocks and
+   * interleaves them with the forward pass. Rejects with RequestError (bad input, nothing ran) or
+   * InterventionError (a block failed, timed out or was cancelled).
+   */
+  run(req: RunRequest, open: OpenChannel): Promise<RunResult> {
+    if (this.closed) return Promise.reject(new RequestError('MODEL_CLOSED', `model ${this.key} is closed`));
+    let start: StartRequest;
+    try {
+      start = this.prepare(req);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    const next = this.queue.then(() => RequestRun.execute(this.ctx, req, start, () => open(start)));
+    this.queue = next.catch(() => {});
+    return next;
+  }
+
+  /** Element type and shape a tensor has for `rows` batch rows at sequence length `seq`. */
+  expectedShape(tensor: string, rows: number, seq: number): { dtype: string; shape: number[] } {
+    return this.ctx.expected(tensor, rows, seq);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.queue;
+    await this.cache.dispose();
+    this.weights.dispose();
+  }
+
+  /** Element type names of the tensors the probe saw (for tests and diagnostics). */
+  tensorDtype(name: string): string | undefined {
+    const f = this.facts.get(name);
+    return f ? dtypeOf(f.elemType) : undefined;
+  }
+}
+
+function hostContext(graph: ModelGraph, addresses: AddressTable, cache: SegmentCache, facts: Map<string, TensorFacts>, padTokenId: number): HostContext {
+  const lastRead = new Map<string, number>();
+  for (const [t, cs] of graph.consumers) lastRead.set(t, cs[cs.length - 1]!);
+  const batched = new Map<string, boolean>();
+  return {
+    graph,
+    addresses,
+    cache,
+    lastRead,
+    inputNames: graph.graphInputs.map((v) => v.name),
+    logitsName: graph.graphOutputs.find((v) => v.name === 'logits')?.name ?? graph.graphOutputs[0]!.name,
+    batched: (t) => {
+      let b = batched.get(t);
+      if (b === undefined) {
+        b = manifestTensor(t, facts.get(t)).batched;
+        batched.set(t, b);
+      }
+      return b;
+    },
+    expected: (t, rows, seq) => {
+      const mt = manifestTensor(t, facts.get(t));
+      const shape = resolveShape(mt, rows, seq);
+      return { dtype: mt.dtype, shape };
+    },
+    padTokenId,
+  };
+}
+
+/** Loads a model directory for serving. */
+export function loadModel(dir: string, opts: LoadOptions = {}): Promise<HostedModel> {
+  return HostedModel.load(dir, opts);
+}

@@ -1,0 +1,92 @@
+// One forward pass, advanced cut by cut. Holds the name → tensor table; running to a cut compiles (or reuses)
+// the segment from the current position and runs it. A module every invoke skips is jumped over: its outputs
+// are set from the skip values, and only the shape arithmetic later nodes need from inside it is computed.
+import type { ModelGraph, ModuleNode } from '../graph/model-graph.js';
+import type { OrtTensor } from '../ort/session.js';
+import type { SegmentCache } from '../segments/segment-cache.js';
+import { runSegment } from '../segments/segment-cache.js';
+import type { InputAlias, SegmentSpec } from '../segments/segment-model.js';
+
+export interface PassTimings {
+  /** Time inside session.run, summed over segments. */
+  forwardMs: number;
+  segmentRuns: number;
+}
+
+export class ForwardPass {
+  pos = 0;
+  readonly table: Map<string, OrtTensor>;
+  readonly aliases: InputAlias[] = [];
+
+  constructor(
+    private readonly g: ModelGraph,
+    private readonly cache: SegmentCache,
+    private readonly lastRead: Map<string, number>,
+    feeds: Record<string, OrtTensor>,
+    private readonly timings: PassTimings,
+  ) {
+    this.table = new Map(Object.entries(feeds));
+  }
+
+  get done(): boolean {
+    return this.pos >= this.g.nodes.length;
+  }
+
+  /**
+   * Runs to `cut`. `skipped` are modules every invoke skips, with their outputs already known: `outputs(m)`
+   * gives the tensors to place in the table when the pass jumps over `m`.
+   */
+  async runTo(cut: number, skipped: ModuleNode[], outputs: (m: ModuleNode) => Map<string, OrtTensor>): Promise<void> {
+    while (this.pos < cut) {
+      const jump = skipped.filter((m) => m.start >= this.pos && m.start < cut).sort((a, b) => a.start - b.start || b.end - a.end)[0];
+      if (!jump) {
+        await this.run({ start: this.pos, end: cut });
+        this.pos = cut;
+        break;
+      }
+      if (jump.start > this.pos) await this.run({ start: this.pos, end: jump.start });
+      const shapeOnly = this.crossingShapeTensors(jump);
+      if (shapeOnly.length > 0) await this.run({ start: jump.start, end: jump.end, only: shapeOnly });
+      for (const [name, t] of outputs(jump)) this.table.set(name, t);
+      this.pos = jump.end;
+    }
+    this.prune();
+  }
+
+  /** Tensors produced inside `m` and read after it that are not its outputs (shape arithmetic). */
+  private crossingShapeTensors(m: ModuleNode): string[] {
+    const outs = new Set(m.outputs);
+    const result: string[] = [];
+    for (let k = m.start; k < m.end; k++) {
+      if (this.g.constants.has(k)) continue;
+      for (const t of this.g.writes[k]!) {
+        if (!outs.has(t) && (this.lastRead.get(t) ?? -1) >= m.end) result.push(t);
+      }
+    }
+    return result;
+  }
+
+  private async run(spec: SegmentSpec): Promise<void> {
+    const aliases = this.aliases.filter((a) => a.from < spec.end && a.to > spec.start);
+    const full = aliases.length > 0 ? { ...spec, aliases } : spec;
+    const seg = await this.cache.acquire(full);
+    try {
+      const t0 = performance.now();
+      await runSegment(seg, this.table);
+      this.timings.forwardMs += performance.now() - t0;
+      this.timings.segmentRuns++;
+    } finally {
+      this.cache.release(seg);
+    }
+  }
+
+  /** Drops tensors no later node reads (graph outputs and alias tensors stay until the pass ends). */
+  private prune(): void {
+    const graphOutputs = new Set(this.g.graphOutputs.map((v) => v.name));
+    for (const name of this.table.keys()) {
+      if (graphOutputs.has(name)) continue;
+      const last = this.lastRead.get(name);
+      if (last !== undefined && last < this.pos) this.table.delete(name);
+    }
+  }
+}

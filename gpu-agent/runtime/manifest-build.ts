@@ -1,0 +1,87 @@
+// Builds the model-level manifest (protocol/manifest.ts) from the graph analysis, the probed tensor facts and
+// config.json.
+import { MANIFEST_FORMAT } from '../../protocol/manifest.js';
+import type { Manifest, ManifestModule, ManifestTensor } from '../../protocol/manifest.js';
+import type { Dtype } from '../../protocol/interleave.js';
+import type { ModelGraph } from './graph/model-graph.js';
+import type { AddressTable } from './addresses.js';
+import type { TensorFacts } from './probe.js';
+import { formatDim } from './dims.js';
+
+const ONNX_DTYPE: Record<number, Dtype | string> = {
+  1: 'float32', 2: 'uint8', 3: 'int8', 4: 'uint16', 5: 'int16', 6: 'int32', 7: 'int64', 8: 'string',
+  9: 'bool', 10: 'float16', 11: 'float64', 12: 'uint32', 13: 'uint64', 16: 'bfloat16',
+};
+
+export function dtypeOf(elemType: number): Dtype | string {
+  return ONNX_DTYPE[elemType] ?? `onnx-type-${elemType}`;
+}
+
+export function manifestTensor(name: string, facts: TensorFacts | undefined): ManifestTensor {
+  const dims = facts?.dims ?? [];
+  const d0 = dims[0];
+  return {
+    name,
+    dtype: facts ? dtypeOf(facts.elemType) : 'unknown',
+    dims,
+    symbolic: dims.map((d) => (d ? formatDim(d) : '?')),
+    batched: !!d0 && d0.k === 0 && d0.b === 1 && d0.t === 0 && d0.bt === 0,
+  };
+}
+
+export interface ModelConfigFacts {
+  vocabSize: number;
+  maxPositions: number;
+  eosTokenId: number | null;
+  padTokenId: number;
+}
+
+export function configFacts(config: Record<string, unknown>, g: ModelGraph, facts: Map<string, TensorFacts>): ModelConfigFacts {
+  const num = (...keys: string[]): number | undefined => {
+    for (const k of keys) if (typeof config[k] === 'number') return config[k] as number;
+    return undefined;
+  };
+  const logits = g.graphOutputs[0] ? facts.get(g.graphOutputs[0].name) : undefined;
+  const lastDim = logits?.dims[logits.dims.length - 1];
+  const vocabFromGraph = lastDim && lastDim.b === 0 && lastDim.t === 0 && lastDim.bt === 0 ? lastDim.k : undefined;
+  const eos = num('eos_token_id') ?? null;
+  return {
+    vocabSize: num('vocab_size') ?? vocabFromGraph ?? 0,
+    maxPositions: num('n_positions', 'max_position_embeddings', 'n_ctx') ?? Number.MAX_SAFE_INTEGER,
+    eosTokenId: eos,
+    padTokenId: num('pad_token_id') ?? eos ?? 0,
+  };
+}
+
+export function buildManifest(
+  key: string,
+  g: ModelGraph,
+  table: AddressTable,
+  facts: Map<string, TensorFacts>,
+  cfg: ModelConfigFacts,
+  weightsBytes: number,
+): Manifest {
+  const modules: ManifestModule[] = [...g.modules.values()]
+    .sort((a, b) => a.start - b.start || a.path.length - b.path.length)
+    .map((m) => ({
+      path: m.path,
+      children: m.children,
+      list: m.isList,
+      outputs: m.isList ? [] : m.outputs.map((t) => manifestTensor(t, facts.get(t))),
+      inputs: m.isList ? [] : m.inputs.map((t) => manifestTensor(t, facts.get(t))),
+      contiguous: m.contiguous,
+    }));
+  return {
+    format: MANIFEST_FORMAT,
+    model: key,
+    vocabSize: cfg.vocabSize,
+    maxPositions: cfg.maxPositions,
+    weightsBytes,
+    inputNames: g.graphInputs.map((v) => v.name),
+    outputNames: g.graphOutputs.map((v) => v.name),
+    eosTokenId: cfg.eosTokenId,
+    padTokenId: cfg.padTokenId,
+    modules,
+    order: table.points.map((p) => p.key),
+  };
+}

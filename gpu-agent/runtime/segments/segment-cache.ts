@@ -1,0 +1,131 @@
+// Compiled segments of one model, compiled on first use and kept in an LRU bounded by the weight bytes their
+// sessions pre-pack (each session holds a packed copy of the MatMul/Gemm weights it runs). The whole-graph
+// session is never evicted. Concurrent requests for one segment share one compilation.
+import { encodeModel } from '../onnx/codec.js';
+import type { ModelProto, TensorProto } from '../onnx/types.js';
+import type { ModelGraph } from '../graph/model-graph.js';
+import { tensorBytes } from '../onnx/tensor-bytes.js';
+import { createSession } from '../ort/session.js';
+import type { OrtSession, OrtTensor, SessionSettings } from '../ort/session.js';
+import { planSegment, segmentKey, segmentModel } from './segment-model.js';
+import type { SegmentPlan, SegmentSpec } from './segment-model.js';
+
+export interface CompiledSegment {
+  plan: SegmentPlan;
+  session: OrtSession;
+  weightBytes: number;
+  compileMs: number;
+}
+
+interface Entry {
+  seg: Promise<CompiledSegment>;
+  bytes: number;
+  pinned: boolean;
+  inUse: number;
+  lastUsed: number;
+}
+
+export interface SegmentCacheStats {
+  compiled: number;
+  /** Total time spent compiling segments (building the sub-model and creating its session). */
+  compileMs: number;
+  hits: number;
+  evicted: number;
+  cachedBytes: number;
+  entries: number;
+}
+
+export class SegmentCache {
+  private readonly entries = new Map<string, Entry>();
+  private clock = 0;
+  private readonly stats = { compiled: 0, hits: 0, evicted: 0, compileMs: 0 };
+
+  constructor(
+    private readonly base: ModelProto,
+    private readonly graph: ModelGraph,
+    private readonly initializers: Map<string, TensorProto>,
+    private readonly elemType: (tensor: string) => number | undefined,
+    private readonly settings: SessionSettings,
+    private readonly budgetBytes: number,
+  ) {}
+
+  /** The compiled segment, marked in use until `release` is called with it. */
+  async acquire(spec: SegmentSpec): Promise<CompiledSegment> {
+    const key = segmentKey(spec);
+    let e = this.entries.get(key);
+    if (e) this.stats.hits++;
+    else {
+      const plan = planSegment(this.graph, spec);
+      const bytes = plan.initializers.reduce((n, name) => n + tensorBytes(this.initializers.get(name)!), 0);
+      const pinned = spec.start === 0 && spec.end === this.graph.nodes.length && !spec.extraOutputs?.length && !spec.aliases?.length;
+      e = { seg: this.compile(plan, bytes), bytes, pinned, inUse: 0, lastUsed: 0 };
+      this.entries.set(key, e);
+      this.stats.compiled++;
+      const failed = e;
+      failed.seg.catch(() => this.entries.get(key) === failed && this.entries.delete(key));
+    }
+    e.inUse++;
+    e.lastUsed = ++this.clock;
+    try {
+      return await e.seg;
+    } catch (err) {
+      e.inUse--;
+      throw err;
+    } finally {
+      void this.evict();
+    }
+  }
+
+  release(seg: CompiledSegment): void {
+    const e = this.entries.get(seg.plan.key);
+    if (e && e.inUse > 0) e.inUse--;
+    void this.evict();
+  }
+
+  private async compile(plan: SegmentPlan, bytes: number): Promise<CompiledSegment> {
+    const t0 = performance.now();
+    const model = segmentModel(this.base, this.graph, this.initializers, plan, this.elemType);
+    const session = await createSession(encodeModel(model), this.settings);
+    const compileMs = performance.now() - t0;
+    this.stats.compileMs += compileMs;
+    return { plan, session, weightBytes: bytes, compileMs };
+  }
+
+  private async evict(): Promise<void> {
+    let total = [...this.entries.values()].reduce((n, e) => n + (e.pinned ? 0 : e.bytes), 0);
+    if (total <= this.budgetBytes) return;
+    const victims = [...this.entries.entries()]
+      .filter(([, e]) => !e.pinned && e.inUse === 0)
+      .sort((a, b) => a[1].lastUsed - b[1].lastUsed);
+    for (const [key, e] of victims) {
+      if (total <= this.budgetBytes) break;
+      this.entries.delete(key);
+      total -= e.bytes;
+      this.stats.evicted++;
+      e.seg.then((s) => s.session.release()).catch(() => {});
+    }
+  }
+
+  getStats(): SegmentCacheStats {
+    const cachedBytes = [...this.entries.values()].reduce((n, e) => n + e.bytes, 0);
+    return { ...this.stats, cachedBytes, entries: this.entries.size };
+  }
+
+  async dispose(): Promise<void> {
+    const all = [...this.entries.values()];
+    this.entries.clear();
+    await Promise.all(all.map((e) => e.seg.then((s) => s.session.release()).catch(() => {})));
+  }
+}
+
+/** Runs a segment: feeds its inputs from the table and writes its outputs back into it. */
+export async function runSegment(seg: CompiledSegment, table: Map<string, OrtTensor>): Promise<void> {
+  const feeds: Record<string, OrtTensor> = {};
+  for (const name of seg.plan.inputs) {
+    const t = table.get(name);
+    if (!t) throw new Error(`internal: segment [${seg.plan.start}, ${seg.plan.end}) needs ${name}, which no earlier segment produced`);
+    feeds[name] = t;
+  }
+  const out = await seg.session.run(feeds);
+  for (const [name, t] of Object.entries(out)) table.set(name, t);
+}

@@ -1,0 +1,33 @@
+// The model's tokenizer (tokenizer.json, optional tokenizer_config.json) through @huggingface/tokenizers, which
+// takes parsed JSON and does no I/O of its own.
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Tokenizer } from '@huggingface/tokenizers';
+
+export interface TextTokenizer {
+  encode(text: string): number[];
+  decode(ids: number[]): string;
+}
+
+export interface LoadedTokenizer extends TextTokenizer {
+  /** tokenizer.json as text (the sandbox runner builds its own copy from it). */
+  json: string;
+  config: Record<string, unknown>;
+}
+
+export function tokenizerFromJson(json: string, config: Record<string, unknown> = {}): TextTokenizer {
+  const tok = new Tokenizer(JSON.parse(json) as object, config);
+  return {
+    encode: (text) => tok.encode(text, { add_special_tokens: false }).ids,
+    decode: (ids) => (ids.length === 0 ? '' : tok.decode(ids, { skip_special_tokens: false })),
+  };
+}
+
+export function loadTokenizer(dir: string): LoadedTokenizer | null {
+  const file = join(dir, 'tokenizer.json');
+  if (!existsSync(file)) return null;
+  const json = readFileSync(file, 'utf8');
+  const cfgFile = join(dir, 'tokenizer_config.json');
+  const config = existsSync(cfgFile) ? (JSON.parse(readFileSync(cfgFile, 'utf8')) as Record<string, unknown>) : {};
+  return { ...tokenizerFromJson(json, config), json, config };
+}
