@@ -380,7 +380,12 @@ export class Tensor {
       for (let k = 0; k < offsets.length; k++) this.setFlat(offsets[k]!, value);
       return this;
     }
-    const b = broadcastShapes(value.shape, shape);
+    let b: number[] = [];
+    try {
+      b = broadcastShapes(value.shape, shape);
+    } catch {
+      // reported below
+    }
     if (b.length !== shape.length || b.some((d, i) => d !== shape[i])) {
       throw new TensorError(`a [${value.shape.join(', ')}] value does not fit a [${shape.join(', ')}] slice`);
     }

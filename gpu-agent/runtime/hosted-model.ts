@@ -26,7 +26,7 @@ import { SUPPORTED_INPUTS } from './model-inputs.js';
 import { loadTokenizer } from './tokenizer.js';
 import type { LoadedTokenizer } from './tokenizer.js';
 import { ModelLoadError, RequestError } from './errors.js';
-import { RequestRun } from './interleave/request-run.js';
+import { ALIAS_MARK, RequestRun } from './interleave/request-run.js';
 import type { HostContext } from './interleave/request-run.js';
 import type { OpenChannel, RunRequest, RunResult } from './interleave/request-types.js';
 
@@ -92,7 +92,7 @@ export class HostedModel {
       const cfg = configFacts(config, graph, facts);
       const key = opts.key ?? basename(dir);
       const manifest = buildManifest(key, graph, addresses, facts, cfg, weights.totalBytes);
-      const cache = new SegmentCache(base, graph, weights.initializers, (t) => facts.get(t)?.elemType, settings, opts.segmentCacheBytes ?? 2 * weights.totalBytes);
+      const cache = new SegmentCache(base, graph, weights.initializers, (t) => facts.get(aliasedTensor(t))?.elemType, settings, opts.segmentCacheBytes ?? 2 * weights.totalBytes);
       const whole = await cache.acquire({ start: 0, end: graph.nodes.length });
       cache.release(whole);
       const ctx = hostContext(graph, addresses, cache, facts, cfg.padTokenId);
@@ -216,6 +216,12 @@ function hostContext(graph: ModelGraph, addresses: AddressTable, cache: SegmentC
     },
     padTokenId,
   };
+}
+
+/** The tensor an input-swap alias (`<tensor>::input_of::<module>`) stands for. */
+function aliasedTensor(name: string): string {
+  const i = name.indexOf(ALIAS_MARK);
+  return i < 0 ? name : name.slice(0, i);
 }
 
 /** Loads a model directory for serving. */

@@ -52,6 +52,9 @@ interface InvokeState {
   generated: number[];
 }
 
+/** Separates a tensor's name from the module whose swapped input an alias carries. */
+export const ALIAS_MARK = '::input_of::';
+
 const skipKey = (path: string, step: number) => `${path}@${step}`;
 const swapKey = (step: number, key: string) => `${step}:${key}`;
 
@@ -576,7 +579,7 @@ export class RequestRun {
         // Other nodes read this tensor too: only the module's own nodes see the swapped value.
         let alias = this.pass.aliases.find((a) => a.tensor === name && a.from === m.start && a.to === m.end);
         if (!alias) {
-          alias = { tensor: name, alias: `${name}::input_of::${m.path}`, from: m.start, to: m.end };
+          alias = { tensor: name, alias: `${name}${ALIAS_MARK}${m.path}`, from: m.start, to: m.end };
           this.pass.aliases.push(alias);
         }
         this.pass.table.set(alias.alias, replaced);

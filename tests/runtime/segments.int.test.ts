@@ -1,0 +1,69 @@
+// A forward pass cut into segments (because blocks read module values along the way) gives logits bit-identical
+// to the whole graph in one session.run, for several cut sets, on the generated model and on both PyTorch exports.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { loadModel } from '../../gpu-agent/runtime/index.js';
+import type { HostedModel } from '../../gpu-agent/runtime/index.js';
+import { fixtureDir, run, sameBits, tensor, tinyModel } from './tiny-model.js';
+
+const readAll = (points: string[]) =>
+  `async (m) => { ${points.map((p) => `await m.${p};`).join(' ')} return await m.output; }`;
+
+async function checkCuts(hm: HostedModel, prompt: { tokens: number[] }[], cutSets: string[][]): Promise<void> {
+  const whole = await run(hm, { invokes: prompt.map((p) => ({ ...p, block: 'async (m) => await m.output' })) });
+  assert.equal(whole.timings.segmentRuns, 1, 'a request that only reads the model output runs the whole graph once');
+  for (const points of cutSets) {
+    const cut = await run(hm, { invokes: prompt.map((p) => ({ ...p, block: readAll(points) })) });
+    assert.ok(cut.timings.segmentRuns > 1, `reading ${points.join(', ')} cuts the pass`);
+    prompt.forEach((_, i) => {
+      assert.ok(sameBits(tensor(whole.invokes[i]!.result), tensor(cut.invokes[i]!.result)), `invoke ${i}: logits bit-identical with cuts at ${points.join(', ')}`);
+    });
+  }
+}
+
+const tokens = [{ tokens: [464, 2068, 7586, 21831, 18045, 625, 262] }, { tokens: [40, 1842, 3290] }];
+
+test('generated model: segmented runs equal the whole-graph run bit for bit', async () => {
+  const hm = await tinyModel();
+  const everyOutput = hm.manifest().order.filter((k) => k.endsWith('.output') && k !== 'output').map((k) => k.replace(/\.(\d+)\./g, '[$1].').replace(/\.(\d+)$/, '[$1]'));
+  await checkCuts(hm, tokens, [
+    ['transformer.h[0].output'],
+    ['transformer.h[0].attn.output', 'transformer.h[1].mlp.act.output'],
+    ['transformer.wte.output', 'transformer.h[1].input', 'transformer.ln_f.input'],
+    everyOutput,
+  ]);
+});
+
+let fixtures: HostedModel[] = [];
+const tempDirs: string[] = [];
+after(async () => {
+  await Promise.all(fixtures.map((f) => f.close()));
+  await (await tinyModel()).close();
+  const { rmSync } = await import('node:fs');
+  for (const d of tempDirs) rmSync(d, { recursive: true, force: true });
+});
+
+test('PyTorch exports (TorchScript and dynamo): segmented runs equal the whole-graph run bit for bit', async () => {
+  const ts = await loadModel(fixtureDir, { key: 'gpt2-reference' });
+  const dynamo = await loadModelFile('model-dynamo.onnx');
+  fixtures = [ts, dynamo];
+  const small = [{ tokens: [1, 2, 3, 4, 5, 6] }];
+  for (const hm of fixtures) {
+    await checkCuts(hm, small, [
+      ['transformer.h[0].mlp.output'],
+      ['transformer.h[0].output', 'transformer.h[1].attn.output', 'transformer.ln_f.output'],
+    ]);
+  }
+});
+
+/** The fixture directory holds a second export under another file name; serve it from a temp dir. */
+async function loadModelFile(file: string): Promise<HostedModel> {
+  const { mkdtempSync, symlinkSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const dir = mkdtempSync(join(tmpdir(), 'ndif-dynamo-'));
+  tempDirs.push(dir);
+  symlinkSync(join(fixtureDir, file), join(dir, 'model.onnx'));
+  symlinkSync(join(fixtureDir, 'config.json'), join(dir, 'config.json'));
+  return loadModel(dir, { key: 'gpt2-reference-dynamo' });
+}
