@@ -49,6 +49,8 @@ export interface PlaceReplica {
   type: 'PlaceReplica';
   replicaId: string;
   agentId: string;
+  /** The agent's current boot. */
+  bootId: string;
   gpus: number[];
   bytesPerGpu: number;
   level: LevelName;

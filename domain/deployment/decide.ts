@@ -167,14 +167,14 @@ function autoscale(c: AutoscaleDeployment, s: DeploymentState): DeploymentEvent[
 
 function place(c: PlaceReplica, s: DeploymentState): DeploymentEvent[] {
   const r = replica(s, c.replicaId);
-  if (r.state === 'PLACED' && r.agentId === c.agentId) return [];
+  if (r.state === 'PLACED' && r.agentId === c.agentId && r.bootId === c.bootId) return [];
   if (r.state === 'REMOVED' && r.removedReason === 'RESTORED_INTO') return [];
   if (r.state !== 'REQUESTED') refuse(C.replicaWrongState, `replica ${c.replicaId} is ${r.state}; only a REQUESTED replica is placed`, undefined, { state: r.state });
   const sizeBytes = r.settings.sizeBytes;
   if (c.gpus.length !== r.settings.gpus || c.bytesPerGpu * c.gpus.length < sizeBytes) {
     refuse(C.invalidSettings, `replica ${c.replicaId} needs ${r.settings.gpus} GPU(s) and ${sizeBytes} B; the placement gives ${c.gpus.length} GPU(s) × ${c.bytesPerGpu} B`);
   }
-  const placement = { agentId: c.agentId, gpus: c.gpus, bytesPerGpu: c.bytesPerGpu, placedAt: c.at, level: c.level, candidates: c.candidates, because: c.because };
+  const placement = { agentId: c.agentId, bootId: c.bootId, gpus: c.gpus, bytesPerGpu: c.bytesPerGpu, placedAt: c.at, level: c.level, candidates: c.candidates, because: c.because };
   if (c.cachedReplicaId !== null) {
     const cached = replica(s, c.cachedReplicaId);
     if (cached.state !== 'WARM' || cached.agentId !== c.agentId) {
@@ -267,10 +267,10 @@ function releaseAgent(c: ReleaseAgentReplicas, s: DeploymentState): DeploymentEv
     if (r.agentId !== c.agentId || r.state === 'REMOVED' || r.state === 'FAILED' || r.state === 'REQUESTED') continue;
     const keepsGpu = r.state === 'PLACED' || r.state === 'LOADING' || r.state === 'HOT';
     if (c.reason === 'AGENT_RESTARTED' && keepsGpu) {
-      // The new process holds nothing: load again on the same GPUs (their memory stays reserved for it).
-      if (r.state !== 'PLACED') {
-        out.push({ type: 'ReplicaReloadRequired', data: { modelKey: s.modelKey, replicaId: r.replicaId, agentId: c.agentId, previousBootId: c.previousBootId, bootId: c.bootId } });
-      }
+      if (r.bootId === c.bootId) continue;
+      // The new process holds nothing (and never got the old boot's load assignment): load again on the same
+      // GPUs, whose memory stays reserved for it.
+      out.push({ type: 'ReplicaReloadRequired', data: { modelKey: s.modelKey, replicaId: r.replicaId, agentId: c.agentId, previousBootId: c.previousBootId, bootId: c.bootId } });
       continue;
     }
     out.push({ type: 'ReplicaRemoved', data: { modelKey: s.modelKey, replicaId: r.replicaId, reason: c.reason, because: c.because } });

@@ -9,6 +9,7 @@ export interface ReplicaState {
   settings: DeploymentSettings;
   force: boolean;
   agentId: string | null;
+  bootId: string | null;
   gpus: number[];
   bytesPerGpu: number;
   placedAtMs: number | null;
@@ -63,6 +64,7 @@ export function evolveDeployment(s: DeploymentState, e: DeploymentEvent): Deploy
         settings: e.data.settings,
         force: e.data.force,
         agentId: null,
+        bootId: null,
         gpus: [],
         bytesPerGpu: 0,
         placedAtMs: null,
@@ -74,10 +76,10 @@ export function evolveDeployment(s: DeploymentState, e: DeploymentEvent): Deploy
     case 'DeploymentScaled':
       return e.data.trigger === 'autoscale' ? { ...s, lastAutoscaleAtMs: toMs(e.data.scaledAt) } : s;
     case 'ReplicaPlaced':
-      return withReplica(s, e.data.replicaId, { state: 'PLACED', agentId: e.data.agentId, gpus: e.data.gpus, bytesPerGpu: e.data.bytesPerGpu, placedAtMs: toMs(e.data.placedAt) });
+      return withReplica(s, e.data.replicaId, { state: 'PLACED', agentId: e.data.agentId, bootId: e.data.bootId, gpus: e.data.gpus, bytesPerGpu: e.data.bytesPerGpu, placedAtMs: toMs(e.data.placedAt) });
     case 'ReplicaRestored': {
       const next = withReplica(s, e.data.forReplicaId, removed('RESTORED_INTO'));
-      return withReplica(next, e.data.replicaId, { state: 'PLACED', agentId: e.data.agentId, gpus: e.data.gpus, bytesPerGpu: e.data.bytesPerGpu, placedAtMs: toMs(e.data.placedAt) });
+      return withReplica(next, e.data.replicaId, { state: 'PLACED', agentId: e.data.agentId, bootId: e.data.bootId, gpus: e.data.gpus, bytesPerGpu: e.data.bytesPerGpu, placedAtMs: toMs(e.data.placedAt) });
     }
     case 'ReplicaLoading':
       return withReplica(s, e.data.replicaId, { state: 'LOADING' });
@@ -94,7 +96,7 @@ export function evolveDeployment(s: DeploymentState, e: DeploymentEvent): Deploy
     case 'ReplicaRemoved':
       return withReplica(s, e.data.replicaId, removed(e.data.reason));
     case 'ReplicaReloadRequired':
-      return withReplica(s, e.data.replicaId, { state: 'PLACED' });
+      return withReplica(s, e.data.replicaId, { state: 'PLACED', bootId: e.data.bootId });
     case 'DeploymentRefused':
       return withReplica(s, e.data.replicaId, removed('REFUSED'));
     case 'DeploymentPinned':

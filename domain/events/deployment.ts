@@ -87,6 +87,8 @@ export const deploymentEventSchemas = {
     modelKey: id,
     replicaId: id,
     agentId: id,
+    /** The agent's boot the replica is placed on (a later boot must load it again). */
+    bootId: id,
     gpus: z.array(count).min(1),
     bytesPerGpu: z.number().int().positive(),
     sizeBytes: z.number().int().positive(),
@@ -101,6 +103,7 @@ export const deploymentEventSchemas = {
     replicaId: id,
     forReplicaId: id,
     agentId: id,
+    bootId: id,
     gpus: z.array(count).min(1),
     bytesPerGpu: z.number().int().positive(),
     placedAt: isoTime,

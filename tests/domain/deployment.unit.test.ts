@@ -46,12 +46,12 @@ describe('deployment: deploy', () => {
 
 describe('deployment: placement and replica reports', () => {
   it('a requested replica is placed with the numbers of the decision; a redelivery is a no-op', () => {
-    const cmd: DeploymentCommand = { type: 'PlaceReplica', replicaId: 'gpt2#1', agentId: 'a1', gpus: [0], bytesPerGpu: size, level: 'FREE', candidates: [], cachedReplicaId: null, at: T0, because: why };
+    const cmd: DeploymentCommand = { type: 'PlaceReplica', replicaId: 'gpt2#1', agentId: 'a1', bootId: 'b1', gpus: [0], bytesPerGpu: size, level: 'FREE', candidates: [], cachedReplicaId: null, at: T0, because: why };
     const [e] = g(deployed('gpt2')).when(cmd).thenMatch(([e]) => assert.equal(e.type, 'ReplicaPlaced'));
     g([...deployed('gpt2'), e]).when(cmd).then([]);
   });
   it('a placement giving fewer GPUs or bytes than the settings is refused', () => {
-    g(deployed('gpt2')).when({ type: 'PlaceReplica', replicaId: 'gpt2#1', agentId: 'a1', gpus: [0], bytesPerGpu: size - 1, level: 'FREE', candidates: [], cachedReplicaId: null, at: T0, because: why }).thenRefused('CP_INVALID_SETTINGS');
+    g(deployed('gpt2')).when({ type: 'PlaceReplica', replicaId: 'gpt2#1', agentId: 'a1', bootId: 'b1', gpus: [0], bytesPerGpu: size - 1, level: 'FREE', candidates: [], cachedReplicaId: null, at: T0, because: why }).thenRefused('CP_INVALID_SETTINGS');
   });
   it('loading and HOT reports move the replica; a report from another agent is ignored with the reason', () => {
     const h = [...deployed('gpt2'), placed('gpt2', 1, 'a1', [0], size)];
@@ -115,7 +115,7 @@ describe('deployment: eviction and demotion', () => {
       { type: 'ReplicaRequested', data: { modelKey: 'gpt2', replicaId: 'gpt2#2', settings: settings(), reason: 'ON_DEMAND', copiedFrom: null, force: false, requestedAt: T0 } },
     ]);
     const [e] = g(h)
-      .when({ type: 'PlaceReplica', replicaId: 'gpt2#2', agentId: 'a1', gpus: [1], bytesPerGpu: size, level: 'CACHED_AND_FREE', candidates: [], cachedReplicaId: 'gpt2#1', at: at(5000), because: why })
+      .when({ type: 'PlaceReplica', replicaId: 'gpt2#2', agentId: 'a1', bootId: 'b1', gpus: [1], bytesPerGpu: size, level: 'CACHED_AND_FREE', candidates: [], cachedReplicaId: 'gpt2#1', at: at(5000), because: why })
       .thenMatch(([e]) => assert.equal(e.type === 'ReplicaRestored' && e.data.forReplicaId, 'gpt2#2'));
     const s = fold(deploymentDecider, [...h, e]);
     assert.deepEqual([s.replicas['gpt2#1'].state, s.replicas['gpt2#1'].gpus, s.replicas['gpt2#2'].state], ['PLACED', [1], 'REMOVED']);

@@ -20,7 +20,7 @@ export function deployed(modelKey: string, s: DeploymentSettings = settings(), n
 export function placed(modelKey: string, i: number, agentId: string, gpus: number[], bytesPerGpu: number, placedAt = T0): DeploymentEvent {
   return {
     type: 'ReplicaPlaced',
-    data: { modelKey, replicaId: `${modelKey}#${i}`, agentId, gpus, bytesPerGpu, sizeBytes: bytesPerGpu * gpus.length, placedAt, level: 'FREE', candidates: [], because: why },
+    data: { modelKey, replicaId: `${modelKey}#${i}`, agentId, bootId: 'b1', gpus, bytesPerGpu, sizeBytes: bytesPerGpu * gpus.length, placedAt, level: 'FREE', candidates: [], because: why },
   };
 }
 

@@ -1,0 +1,150 @@
+// Zod schemas of every control-plane command as it arrives (from the HTTP API, the agent relay or the
+// scheduler), without `at`: the time comes from the command's metadata. Unknown fields are refused.
+import { z } from 'zod';
+import { because, gpuSpec, requeueReason } from '../../domain/events/index.js';
+import { ENTITY_ID, MODEL_KEY } from '../../domain/shared/ids.js';
+
+const modelKey = z.string().regex(MODEL_KEY, 'a model key: letters, digits and . _ / - (up to 128), starting with a letter or digit');
+const entityId = z.string().regex(ENTITY_ID, 'an id: letters, digits and . _ : - (up to 128), starting with a letter or digit');
+const replicaId = z.string().min(3).max(140).regex(/^[A-Za-z0-9][A-Za-z0-9._/-]*#[1-9][0-9]*$/, 'a replica id <modelKey>#<n>');
+const actor = z.string().min(1).max(200);
+const attempt = z.number().int().positive();
+const count = z.number().int().nonnegative();
+const level = z.enum(['DEPLOYED', 'CACHED_AND_FREE', 'FREE', 'CACHED_AND_FULL', 'FULL', 'CANT_ACCOMMODATE']);
+const candidate = z.strictObject({
+  agentId: entityId,
+  gpus: z.array(count),
+  level,
+  freeBytes: count,
+  evictableBytes: count,
+  excluded: z.string().max(2000).nullable(),
+});
+
+const settingsInput = z.strictObject({
+  weightsBytes: count,
+  paddingFactor: z.number().optional(),
+  biasBytes: z.number().optional(),
+  sizeBytes: z.number().optional(),
+  gpus: z.number().optional(),
+  dtype: z.string().optional(),
+  timeoutMs: z.number().nullable().optional(),
+  concurrency: z.number().optional(),
+  minDeploymentMs: z.number().optional(),
+  autoscale: z.strictObject({ enabled: z.boolean().optional(), thresholdMs: z.number().optional(), maxReplicas: z.number().optional(), backoffMs: z.number().optional() }).optional(),
+});
+
+const agentReport = { attempt, agentId: entityId, agentMessageId: z.string().min(1).max(200), requestId: entityId };
+const replicaReport = { replicaId, agentId: entityId, agentMessageId: z.string().min(1).max(200) };
+
+export const commandSchema = z.discriminatedUnion('type', [
+  z.strictObject({
+    type: z.literal('SubmitRequest'),
+    requestId: entityId,
+    modelKey,
+    submitter: actor,
+    priority: z.boolean(),
+    trusted: z.boolean(),
+    payload: z.unknown(),
+    options: z
+      .strictObject({
+        timeoutMs: z.number().int().positive().nullable().optional(),
+        queueTimeoutMs: z.number().int().positive().nullable().optional(),
+        steps: z.number().int().positive().max(4096).optional(),
+        maxAttempts: z.number().int().positive().max(100).optional(),
+      })
+      .optional(),
+  }),
+  z.strictObject({ type: z.literal('CancelRequest'), requestId: entityId, actor, operator: z.boolean() }),
+  z.strictObject({ type: z.literal('DispatchRequest'), requestId: entityId, attempt, replicaId, agentId: entityId, because }),
+  z.strictObject({ type: z.literal('RequeueRequest'), requestId: entityId, attempt, reason: requeueReason, because }),
+  z.strictObject({
+    type: z.literal('FailRequest'),
+    requestId: entityId,
+    when: z.enum(['QUEUED', 'IN_FLIGHT']),
+    attempt: count,
+    phase: z.enum(['queue', 'placement', 'deployment', 'execution', 'scheduling']),
+    errorType: z.string().min(1).max(200),
+    message: z.string().max(20000),
+    because,
+  }),
+  z.strictObject({ type: z.literal('ReportRequestStarted'), ...agentReport }),
+  z.strictObject({ type: z.literal('ReportRequestLog'), ...agentReport, stream: z.enum(['stdout', 'stderr']), line: z.string().max(65536) }),
+  z.strictObject({
+    type: z.literal('ReportRequestCompleted'),
+    ...agentReport,
+    resultRef: z.string().min(1).max(1000),
+    bytes: count,
+    sha256: z.string().regex(/^[0-9a-f]{64}$/, '64 lowercase hex digits'),
+  }),
+  z.strictObject({
+    type: z.literal('ReportRequestFailed'),
+    ...agentReport,
+    phase: z.enum(['validation', 'load', 'execution', 'result']),
+    errorType: z.string().min(1).max(200),
+    message: z.string().max(20000),
+    stack: z.string().max(65536).nullable(),
+  }),
+  z.strictObject({
+    type: z.literal('RequestDeployment'),
+    modelKey,
+    settings: settingsInput,
+    replicas: z.number().int(),
+    onDemand: z.boolean(),
+    pinned: z.boolean().optional(),
+    force: z.boolean().optional(),
+    because: because.optional(),
+  }),
+  z.strictObject({ type: z.literal('ScaleDeployment'), modelKey, replicas: z.number().int() }),
+  z.strictObject({ type: z.literal('AutoscaleDeployment'), modelKey, oldestWaitMs: count, queued: count, because }),
+  z.strictObject({
+    type: z.literal('PlaceReplica'),
+    replicaId,
+    agentId: entityId,
+    bootId: entityId,
+    gpus: z.array(count).min(1),
+    bytesPerGpu: z.number().int().positive(),
+    level,
+    candidates: z.array(candidate),
+    cachedReplicaId: replicaId.nullable(),
+    because,
+  }),
+  z.strictObject({ type: z.literal('RefuseReplica'), replicaId, bytesPerGpu: z.number().int().positive(), bestGpuFreeBytes: count, evictableBytes: count, candidates: z.array(candidate), because }),
+  z.strictObject({ type: z.literal('DemoteReplica'), replicaId, force: z.boolean(), because }),
+  z.strictObject({ type: z.literal('EvictReplica'), replicaId, reason: z.enum(['OPERATOR', 'MAKE_ROOM', 'SCALE_DOWN', 'AGENT_DRAINED']), force: z.boolean(), replace: z.boolean(), because }),
+  z.strictObject({ type: z.literal('EvictDeployment'), modelKey, actor }),
+  z.strictObject({ type: z.literal('CompleteReplicaEviction'), replicaId, because }),
+  z.strictObject({ type: z.literal('CompleteReplicaDemotion'), replicaId, because }),
+  z.strictObject({
+    type: z.literal('ReleaseAgentReplicas'),
+    modelKey,
+    agentId: entityId,
+    reason: z.enum(['AGENT_LOST', 'AGENT_RESTARTED']),
+    previousBootId: entityId,
+    bootId: entityId,
+    because,
+  }),
+  z.strictObject({ type: z.literal('PinDeployment'), modelKey, pinned: z.boolean(), actor }),
+  z.strictObject({ type: z.literal('ReportReplicaLoading'), ...replicaReport }),
+  z.strictObject({ type: z.literal('ReportReplicaHot'), ...replicaReport, loadMs: count.nullable() }),
+  z.strictObject({ type: z.literal('ReportReplicaFailed'), ...replicaReport, phase: z.enum(['load', 'runtime']), message: z.string().max(20000) }),
+  z.strictObject({
+    type: z.literal('RegisterAgent'),
+    agentId: entityId,
+    bootId: entityId,
+    gpus: z.array(gpuSpec).min(1).max(64),
+    ramBytes: count,
+    cpuCacheBudgetBytes: count.optional(),
+  }),
+  z.strictObject({ type: z.literal('ReportAgentHeartbeat'), agentId: entityId, bootId: entityId }),
+  z.strictObject({
+    type: z.literal('MarkAgentUnresponsive'),
+    agentId: entityId,
+    bootId: entityId,
+    lastSeenAt: z.string(),
+    timeoutMs: z.number().int().positive(),
+    graceMs: z.number().int().nonnegative(),
+  }),
+  z.strictObject({ type: z.literal('MarkAgentLost'), agentId: entityId, bootId: entityId }),
+  z.strictObject({ type: z.literal('DrainAgent'), agentId: entityId, actor }),
+  z.strictObject({ type: z.literal('CompleteAgentDrain'), agentId: entityId }),
+]);

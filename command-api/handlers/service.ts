@@ -1,0 +1,84 @@
+// The control plane's application service: a command and its metadata in, events appended out. Validates the
+// command (zod; unknown fields refused), routes it to its aggregate's stream, and runs the store's retrying
+// command handler (load, decide, append with the expected revision; on a concurrent append decide again).
+// No HTTP here: the fastify routes call `execute`.
+import { isIsoUtc } from '../../domain/shared/time.js';
+import { DomainError, DomainErrorCode } from '../../domain/shared/errors.js';
+import type { DomainEvent } from '../../domain/events/types.js';
+import { handleCommand } from '../../eventstore/handle-command.js';
+import type { EventStore } from '../../eventstore/port.js';
+import { domainCodec, type CommandMetadata } from './codec.js';
+import { routeOf, type ControlPlaneCommand, type DomainCommand } from './commands.js';
+import { commandSchema } from './schemas.js';
+
+export interface CommandOutcome {
+  streamId: string;
+  /** The events the command decided ([] when there was nothing to do). */
+  events: DomainEvent[];
+  /** Global position of the command's last event; undefined when nothing was appended. */
+  position: number | undefined;
+  /** The command had been handled before (same command id): nothing new was appended. */
+  alreadyStored: boolean;
+  /** Revision of the stream's last event afterwards (-1: no events). */
+  nextRevision: number;
+  attempts: number;
+}
+
+export interface ControlPlaneCommandsOptions {
+  /** Attempts on concurrent appends before ES_COMMAND_CONFLICT. Default 5. */
+  maxAttempts?: number;
+  /** Called after every command that appended events (the embedded fabric wakes the scheduler with it). */
+  onAppended?(outcome: CommandOutcome, command: ControlPlaneCommand, meta: CommandMetadata): void;
+  /** Called for every accepted heartbeat (heartbeats are not stored; the scheduler's agent health rule needs them). */
+  onHeartbeat?(agentId: string, bootId: string, at: string): void;
+}
+
+/** Checks a command's shape: returns it typed, or throws CP_INVALID_COMMAND naming the field. Changes nothing. */
+export function parseCommand(input: unknown): ControlPlaneCommand {
+  const r = commandSchema.safeParse(input);
+  if (r.success) return r.data as ControlPlaneCommand;
+  const issue = r.error.issues[0];
+  const path = issue.path.join('.');
+  const type = typeof (input as { type?: unknown })?.type === 'string' ? (input as { type: string }).type : undefined;
+  throw new DomainError(
+    DomainErrorCode.invalidCommand,
+    `${type ?? 'command'}${path ? ` field ${path}` : ''}: ${issue.message}`,
+    type === undefined || path === 'type' ? 'a command needs a known "type" (see docs/events.md, "Commands")' : 'fix the field named and send the command again',
+    { issues: r.error.issues.slice(0, 10).map((i) => ({ path: i.path.join('.'), message: i.message })) },
+  );
+}
+
+function checkMetadata(meta: CommandMetadata): void {
+  const bad = (field: string, message: string): never => {
+    throw new DomainError(DomainErrorCode.invalidCommand, `command metadata ${field} ${message}`);
+  };
+  if (typeof meta?.commandId !== 'string' || meta.commandId.length === 0 || meta.commandId.length > 200) bad('commandId', 'must be a non-empty string of at most 200 characters');
+  if (typeof meta.actor !== 'string' || meta.actor.length === 0 || meta.actor.length > 200) bad('actor', 'must be a non-empty string of at most 200 characters');
+  if (typeof meta.at !== 'string' || !isIsoUtc(meta.at)) bad('at', `must be ISO-8601 UTC (Date#toISOString()), got ${JSON.stringify(meta.at)}`);
+}
+
+export class ControlPlaneCommands {
+  constructor(
+    private readonly store: EventStore,
+    private readonly options: ControlPlaneCommandsOptions = {},
+  ) {}
+
+  /** Validates, decides and appends one command. Refusals throw a DomainError (or a store error) and append nothing. */
+  async execute(input: ControlPlaneCommand, meta: CommandMetadata): Promise<CommandOutcome> {
+    checkMetadata(meta);
+    const command = parseCommand(input);
+    const route = routeOf(command);
+    const domainCommand = { ...command, at: meta.at } as DomainCommand;
+    const r = await handleCommand(this.store, {
+      streamId: route.streamId,
+      command: domainCommand,
+      decider: route.decider,
+      codec: domainCodec(meta),
+      maxAttempts: this.options.maxAttempts,
+    });
+    const outcome: CommandOutcome = { streamId: route.streamId, events: r.events, position: r.position, alreadyStored: r.alreadyStored, nextRevision: r.nextRevision, attempts: r.attempts };
+    if (command.type === 'ReportAgentHeartbeat') this.options.onHeartbeat?.(command.agentId, command.bootId, meta.at);
+    if (r.events.length > 0 && !r.alreadyStored) this.options.onAppended?.(outcome, command, meta);
+    return outcome;
+  }
+}

@@ -1,0 +1,2 @@
+export * from './projection.js';
+export * from './query.js';

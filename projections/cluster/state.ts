@@ -1,0 +1,79 @@
+// The cluster read model: agents with their GPUs, deployments and replicas (level HOT/WARM/COLD), memory in use.
+import type { DeploymentSettings, GpuSpec, RemovalReason } from '../../domain/events/index.js';
+import type { AgentStateName, ReplicaStateName } from '../../domain/placement/types.js';
+import type { EventRef } from '../decode.js';
+
+export interface ClusterAgent {
+  agentId: string;
+  bootId: string;
+  state: AgentStateName;
+  /** The state an UNRESPONSIVE agent returns to. */
+  resumeAs: 'ACTIVE' | 'DRAINING';
+  gpus: GpuSpec[];
+  ramBytes: number;
+  cpuCacheBudgetBytes: number;
+  registeredAtMs: number;
+  /** Boot changes seen (restarts). */
+  restarts: number;
+  lastEvent: EventRef;
+}
+
+export interface ClusterReplica {
+  replicaId: string;
+  modelKey: string;
+  state: ReplicaStateName;
+  settings: DeploymentSettings;
+  /** Why it was requested (DEPLOY, ON_DEMAND, SCALE, AUTOSCALE, REPLACE). */
+  requestedFor: string;
+  force: boolean;
+  agentId: string | null;
+  gpus: number[];
+  bytesPerGpu: number;
+  requestedAtMs: number;
+  placedAtMs: number | null;
+  hotAtMs: number | null;
+  removedReason: RemovalReason | null;
+  failure: { phase: string; message: string } | null;
+  /** The boot of its agent when it was placed or last reloaded (a newer boot means it must load again). */
+  bootId: string | null;
+  lastEvent: EventRef;
+}
+
+export interface DeploymentOutcome {
+  kind: 'REFUSED' | 'FAILED';
+  replicaId: string;
+  atMs: number;
+  text: string;
+  event: EventRef;
+}
+
+export interface ClusterDeployment {
+  modelKey: string;
+  settings: DeploymentSettings;
+  pinned: boolean;
+  onDemand: boolean;
+  requestedAtMs: number;
+  /** Every replica ever requested, in order. */
+  replicaIds: string[];
+  lastAutoscaleAtMs: number | null;
+  /** The latest refusal or load failure; cleared when a replica becomes HOT. */
+  lastFailure: DeploymentOutcome | null;
+  lastEvent: EventRef;
+}
+
+export interface ClusterState {
+  agents: Map<string, ClusterAgent>;
+  deployments: Map<string, ClusterDeployment>;
+  replicas: Map<string, ClusterReplica>;
+}
+
+export function initialClusterState(): ClusterState {
+  return { agents: new Map(), deployments: new Map(), replicas: new Map() };
+}
+
+/** What an operator sees per replica: on GPU (HOT), in the CPU cache (WARM), or only on disk (COLD). */
+export function levelOf(state: ReplicaStateName): 'HOT' | 'WARM' | 'COLD' {
+  if (state === 'HOT' || state === 'DEMOTING' || state === 'UNLOADING') return 'HOT';
+  if (state === 'WARM') return 'WARM';
+  return 'COLD';
+}

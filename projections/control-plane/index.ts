@@ -1,0 +1,3 @@
+export * from './state.js';
+export * from './status.js';
+export * from './live.js';

@@ -1,0 +1,55 @@
+// The control plane's read models kept live: the composite projection run by the projection runner (snapshot and
+// checkpoint in one row), with listeners told of every applied event.
+import type { EventStore, StoredEvent } from '../../eventstore/port.js';
+import type { ProjectionStatus, SnapshotStore } from '../runner/projection.js';
+import { ProjectionRunner, type StateRunnerOptions } from '../runner/state-runner.js';
+import { controlPlaneProjection, type AppliedListener, type ControlPlaneState } from './state.js';
+
+export class ControlPlaneView {
+  private readonly listeners = new Set<AppliedListener>();
+  private readonly runner: ProjectionRunner<ControlPlaneState>;
+
+  constructor(store: EventStore, snapshots: SnapshotStore, options: StateRunnerOptions & { onListenerError?: (e: unknown) => void } = {}) {
+    const projection = controlPlaneProjection({
+      onApplied: (e: StoredEvent, s: ControlPlaneState) => {
+        for (const l of this.listeners) l(e, s);
+      },
+      onListenerError: options.onListenerError,
+    });
+    this.runner = new ProjectionRunner(store, projection, snapshots, options);
+  }
+
+  get state(): ControlPlaneState {
+    return this.runner.state;
+  }
+
+  get position(): number {
+    return this.runner.state.position;
+  }
+
+  status(): ProjectionStatus {
+    return this.runner.status();
+  }
+
+  /** Called after each applied event, with the state after it. Returns a function that removes the listener. */
+  onApplied(listener: AppliedListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  start(): Promise<void> {
+    return this.runner.start();
+  }
+
+  waitForPosition(position: number, timeoutMs?: number): Promise<void> {
+    return this.runner.waitForPosition(position, timeoutMs);
+  }
+
+  catchUp(timeoutMs?: number): Promise<void> {
+    return this.runner.catchUp(timeoutMs);
+  }
+
+  stop(): Promise<ProjectionStatus> {
+    return this.runner.stop();
+  }
+}

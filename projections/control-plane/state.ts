@@ -1,0 +1,101 @@
+// The control plane's read models folded together in one pass, so the scheduler and the query API read
+// cluster, queues, requests and agents as of one and the same position.
+import type { JsonValue, StoredEvent } from '../../eventstore/port.js';
+import { agentsProjection, applyAgents, initialAgentsState, type AgentsState } from '../agents/projection.js';
+import { applyAudit, auditProjection, initialAuditState, type AuditState } from '../audit/projection.js';
+import { applyCluster } from '../cluster/apply.js';
+import { clusterFromSnapshot, clusterToSnapshot } from '../cluster/projection.js';
+import { initialClusterState, type ClusterState } from '../cluster/state.js';
+import { applyQueue } from '../queue/apply.js';
+import { queueFromSnapshot, queueToSnapshot } from '../queue/projection.js';
+import { initialQueueState, type QueueState } from '../queue/state.js';
+import { applyRequests } from '../requests/apply.js';
+import { requestsFromSnapshot, requestsToSnapshot } from '../requests/projection.js';
+import { initialRequestsState, type RequestsState } from '../requests/state.js';
+import type { Projection } from '../runner/projection.js';
+
+export interface ControlPlaneState {
+  /** Position of the last event applied. */
+  position: number;
+  cluster: ClusterState;
+  queue: QueueState;
+  requests: RequestsState;
+  agents: AgentsState;
+  audit: AuditState;
+}
+
+/** Bump when any part's apply changes its output (the runner then rebuilds from position 0). */
+export const CONTROL_PLANE_PROJECTION_VERSION = 1;
+
+export function initialControlPlaneState(): ControlPlaneState {
+  return { position: 0, cluster: initialClusterState(), queue: initialQueueState(), requests: initialRequestsState(), agents: initialAgentsState(), audit: initialAuditState() };
+}
+
+export function applyControlPlane(s: ControlPlaneState, e: StoredEvent): ControlPlaneState {
+  applyCluster(s.cluster, e);
+  applyQueue(s.queue, e);
+  applyRequests(s.requests, e);
+  applyAgents(s.agents, e);
+  applyAudit(s.audit, e);
+  s.position = e.position;
+  return s;
+}
+
+export function controlPlaneToSnapshot(s: ControlPlaneState): JsonValue {
+  return {
+    position: s.position,
+    cluster: clusterToSnapshot(s.cluster),
+    queue: queueToSnapshot(s.queue),
+    requests: requestsToSnapshot(s.requests),
+    agents: agentsProjection.toSnapshot!(s.agents),
+    audit: auditProjection.toSnapshot!(s.audit),
+  };
+}
+
+export function controlPlaneFromSnapshot(j: JsonValue): ControlPlaneState {
+  const o = j as { [k: string]: JsonValue };
+  return {
+    position: o.position as number,
+    cluster: clusterFromSnapshot(o.cluster),
+    queue: queueFromSnapshot(o.queue),
+    requests: requestsFromSnapshot(o.requests),
+    agents: agentsProjection.fromSnapshot!(o.agents),
+    audit: auditProjection.fromSnapshot!(o.audit),
+  };
+}
+
+export type AppliedListener = (event: StoredEvent, state: ControlPlaneState) => void;
+
+/**
+ * The composite projection. `onApplied` is called after each event is applied (live and during catch-up); a
+ * listener that throws does not stop the projection: its error goes to `onListenerError` (default: rethrown
+ * outside the projection on a microtask, so it is reported and not swallowed).
+ */
+export function controlPlaneProjection(options: { onApplied?: AppliedListener; onListenerError?: (e: unknown) => void } = {}): Projection<ControlPlaneState> {
+  const { onApplied, onListenerError } = options;
+  return {
+    name: 'control-plane',
+    version: CONTROL_PLANE_PROJECTION_VERSION,
+    initialState: initialControlPlaneState,
+    apply(s, e) {
+      applyControlPlane(s, e);
+      if (onApplied !== undefined) {
+        try {
+          onApplied(e, s);
+        } catch (err) {
+          if (onListenerError) onListenerError(err);
+          else queueMicrotask(() => { throw err; });
+        }
+      }
+      return s;
+    },
+    toSnapshot: controlPlaneToSnapshot,
+    fromSnapshot: controlPlaneFromSnapshot,
+  };
+}
+
+/** Folds a list of stored events from nothing (replays, tests, `ndif replay --to`). */
+export function foldControlPlane(events: Iterable<StoredEvent>, into: ControlPlaneState = initialControlPlaneState()): ControlPlaneState {
+  for (const e of events) applyControlPlane(into, e);
+  return into;
+}

@@ -1,0 +1,135 @@
+// Folds request events into the request status read model (in place; see cluster/apply.ts for why).
+import { toMs } from '../../domain/shared/time.js';
+import type { StoredEvent } from '../../eventstore/port.js';
+import { decode, refOf } from '../decode.js';
+import type { RequestsState, RequestView } from './state.js';
+
+function view(s: RequestsState, requestId: string, e: StoredEvent): RequestView {
+  const v = s.byId.get(requestId);
+  if (v === undefined) throw new Error(`${e.type} at position ${e.position} names request ${requestId}, which was never received`);
+  return v;
+}
+
+function leaveReplica(s: RequestsState, v: RequestView): void {
+  if (v.replicaId === null) return;
+  const set = s.inFlightByReplica.get(v.replicaId);
+  if (set !== undefined) {
+    set.delete(v.requestId);
+    if (set.size === 0) s.inFlightByReplica.delete(v.replicaId);
+  }
+}
+
+function finish(s: RequestsState, v: RequestView, atMs: number): void {
+  leaveReplica(s, v);
+  v.finishedAtMs = atMs;
+  s.active.delete(v.requestId);
+}
+
+export function applyRequests(s: RequestsState, e: StoredEvent): RequestsState {
+  const d = decode(e);
+  if (d === undefined) return s;
+  switch (d.type) {
+    case 'RequestReceived': {
+      const at = toMs(e.metadata.at);
+      s.byId.set(d.data.requestId, {
+        requestId: d.data.requestId,
+        modelKey: d.data.modelKey,
+        submitter: d.data.submitter,
+        priority: d.data.priority,
+        trusted: d.data.trusted,
+        options: d.data.options,
+        status: 'RECEIVED',
+        attempt: 0,
+        replicaId: null,
+        agentId: null,
+        receivedAtMs: at,
+        enqueuedAtMs: null,
+        queuedAtMs: null,
+        dispatchedAtMs: null,
+        startedAtMs: null,
+        finishedAtMs: null,
+        result: null,
+        error: null,
+        cancelled: null,
+        requeues: [],
+        logLines: 0,
+        ignoredReports: 0,
+        correlationId: e.metadata.correlationId,
+        lastEvent: refOf(e),
+      });
+      s.active.add(d.data.requestId);
+      s.totals.received++;
+      return s;
+    }
+    case 'RequestQueued': {
+      const v = view(s, d.data.requestId, e);
+      v.status = 'QUEUED';
+      v.enqueuedAtMs = v.queuedAtMs = toMs(d.data.enqueuedAt);
+      v.lastEvent = refOf(e);
+      return s;
+    }
+    case 'RequestDispatched': {
+      const v = view(s, d.data.requestId, e);
+      Object.assign(v, { status: 'DISPATCHED', attempt: d.data.attempt, replicaId: d.data.replicaId, agentId: d.data.agentId, dispatchedAtMs: toMs(d.data.dispatchedAt), startedAtMs: null, queuedAtMs: null, lastEvent: refOf(e) });
+      let set = s.inFlightByReplica.get(d.data.replicaId);
+      if (set === undefined) s.inFlightByReplica.set(d.data.replicaId, (set = new Set()));
+      set.add(d.data.requestId);
+      return s;
+    }
+    case 'RequestStarted': {
+      const v = view(s, d.data.requestId, e);
+      Object.assign(v, { status: 'RUNNING', startedAtMs: toMs(d.data.startedAt), lastEvent: refOf(e) });
+      return s;
+    }
+    case 'RequestLogged': {
+      const v = view(s, d.data.requestId, e);
+      v.logLines++;
+      if (v.status === 'DISPATCHED') v.status = 'RUNNING';
+      v.lastEvent = refOf(e);
+      return s;
+    }
+    case 'RequestCompleted': {
+      const v = view(s, d.data.requestId, e);
+      v.status = 'COMPLETED';
+      v.result = { ref: d.data.resultRef, bytes: d.data.bytes, sha256: d.data.sha256 };
+      v.lastEvent = refOf(e);
+      finish(s, v, toMs(d.data.completedAt));
+      s.totals.completed++;
+      return s;
+    }
+    case 'RequestFailed': {
+      const v = view(s, d.data.requestId, e);
+      v.status = 'ERROR';
+      v.error = { phase: d.data.phase, type: d.data.errorType, message: d.data.message, stack: d.data.stack, reportedBy: d.data.reportedBy };
+      v.lastEvent = refOf(e);
+      finish(s, v, toMs(d.data.failedAt));
+      s.totals.failed++;
+      return s;
+    }
+    case 'RequestCancelled': {
+      const v = view(s, d.data.requestId, e);
+      v.status = 'CANCELLED';
+      v.cancelled = { by: d.data.by, actor: d.data.actor };
+      v.lastEvent = refOf(e);
+      finish(s, v, toMs(d.data.cancelledAt));
+      s.totals.cancelled++;
+      return s;
+    }
+    case 'RequestRequeued': {
+      const v = view(s, d.data.requestId, e);
+      leaveReplica(s, v);
+      Object.assign(v, { status: 'QUEUED', replicaId: null, agentId: null, queuedAtMs: toMs(d.data.requeuedAt), lastEvent: refOf(e) });
+      v.requeues.push({ reason: d.data.reason, attempt: d.data.attempt, atMs: toMs(d.data.requeuedAt), text: d.data.because.text });
+      s.totals.requeued++;
+      return s;
+    }
+    case 'AgentReportIgnored': {
+      if (d.data.requestId === undefined) return s;
+      const v = s.byId.get(d.data.requestId);
+      if (v !== undefined) v.ignoredReports++;
+      return s;
+    }
+    default:
+      return s;
+  }
+}

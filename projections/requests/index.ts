@@ -1,0 +1,3 @@
+export * from './state.js';
+export * from './apply.js';
+export * from './projection.js';

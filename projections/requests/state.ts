@@ -1,0 +1,47 @@
+// The request status read model: what GET /requests/:id and the status websocket show, per request.
+import type { RequestOptions, RequeueReason } from '../../domain/events/index.js';
+import type { RequestStatus } from '../../domain/request/state.js';
+import type { EventRef } from '../decode.js';
+
+export interface RequestView {
+  requestId: string;
+  modelKey: string;
+  submitter: string;
+  priority: boolean;
+  trusted: boolean;
+  options: RequestOptions;
+  /** The recorded status (PROVISIONING/DEPLOYING are derived on read, see status.ts). */
+  status: Exclude<RequestStatus, 'NONE'>;
+  attempt: number;
+  replicaId: string | null;
+  agentId: string | null;
+  receivedAtMs: number;
+  /** Original enqueue time (kept across requeues). */
+  enqueuedAtMs: number | null;
+  /** Start of the current stay in the queue. */
+  queuedAtMs: number | null;
+  dispatchedAtMs: number | null;
+  startedAtMs: number | null;
+  finishedAtMs: number | null;
+  result: { ref: string; bytes: number; sha256: string } | null;
+  error: { phase: string; type: string; message: string; stack: string | null; reportedBy: string } | null;
+  cancelled: { by: 'user' | 'operator'; actor: string } | null;
+  requeues: { reason: RequeueReason; attempt: number; atMs: number; text: string }[];
+  logLines: number;
+  ignoredReports: number;
+  correlationId: string;
+  lastEvent: EventRef;
+}
+
+export interface RequestsState {
+  byId: Map<string, RequestView>;
+  /** Requests not yet finished. */
+  active: Set<string>;
+  /** Requests DISPATCHED or RUNNING per replica. */
+  inFlightByReplica: Map<string, Set<string>>;
+  totals: { received: number; completed: number; failed: number; cancelled: number; requeued: number };
+}
+
+export function initialRequestsState(): RequestsState {
+  return { byId: new Map(), active: new Set(), inFlightByReplica: new Map(), totals: { received: 0, completed: 0, failed: 0, cancelled: 0, requeued: 0 } };
+}

@@ -1,0 +1,108 @@
+// Agent rules: a heartbeat lapse makes an agent UNRESPONSIVE (waited for through a grace period, nothing is
+// requeued); an expired grace makes it LOST (its in-flight requests are requeued AGENT_LOST, its replicas
+// removed); a new boot (a restart) requeues what was in flight AGENT_RESTARTED and loads its replicas again;
+// a draining agent finishes its in-flight requests, then its replicas move elsewhere and the drain completes.
+import type { RequeueReason } from '../../domain/events/index.js';
+import type { ClusterAgent, ClusterReplica } from '../../projections/cluster/state.js';
+import type { PlanContext } from '../plan-context.js';
+import { byId, inFlightOn, replicasOnAgent } from '../view-queries.js';
+
+export function agentHealthRule(ctx: PlanContext): void {
+  if (!ctx.input.tick) return;
+  const { heartbeats, startedAtMs, config } = ctx.input;
+  for (const a of [...ctx.state.cluster.agents.values()].sort(byId((x) => x.agentId))) {
+    const health = ctx.state.agents.byId.get(a.agentId);
+    if (health === undefined) continue;
+    if (a.state === 'ACTIVE' || a.state === 'DRAINING') {
+      const hb = heartbeats.get(a.agentId);
+      let lastSeen = Math.max(startedAtMs, health.sinceMs, a.registeredAtMs);
+      if (hb !== undefined && hb.bootId === a.bootId) lastSeen = Math.max(lastSeen, hb.atMs);
+      const silent = ctx.now - lastSeen;
+      if (silent > config.heartbeatTimeoutMs) {
+        ctx.emit(
+          `sched:unresponsive:${a.agentId}:${a.bootId}:${health.lapses + 1}`,
+          { type: 'MarkAgentUnresponsive', agentId: a.agentId, bootId: a.bootId, lastSeenAt: new Date(lastSeen).toISOString(), timeoutMs: config.heartbeatTimeoutMs, graceMs: config.agentGraceMs },
+          a.lastEvent,
+        );
+      }
+    } else if (a.state === 'UNRESPONSIVE' && health.graceUntilMs !== null && ctx.now >= health.graceUntilMs) {
+      ctx.emit(`sched:lost:${a.agentId}:${a.bootId}:${health.lapses}`, { type: 'MarkAgentLost', agentId: a.agentId, bootId: a.bootId }, a.lastEvent);
+    }
+  }
+}
+
+function requeueAll(ctx: PlanContext, r: ClusterReplica, reason: RequeueReason, text: string, cause: ClusterAgent['lastEvent']): void {
+  for (const v of inFlightOn(ctx.state, r.replicaId)) {
+    if (ctx.touchedRequests.has(v.requestId)) continue;
+    ctx.touchedRequests.add(v.requestId);
+    ctx.emit(
+      `sched:requeue:${v.requestId}:${v.attempt}`,
+      {
+        type: 'RequeueRequest',
+        requestId: v.requestId,
+        attempt: v.attempt,
+        reason,
+        because: { rule: `requeue-${reason.toLowerCase().replace(/_/g, '-')}`, text: `attempt ${v.attempt} on replica ${r.replicaId}: ${text}`, refs: { replicaId: r.replicaId, agentId: r.agentId ?? '', causeEvent: cause.type } },
+      },
+      cause,
+    );
+  }
+}
+
+export function agentLossRule(ctx: PlanContext): void {
+  const releases = new Map<string, { modelKey: string; agent: ClusterAgent; reason: 'AGENT_LOST' | 'AGENT_RESTARTED'; previousBootId: string }>();
+  const replicas = [...ctx.state.cluster.replicas.values()].filter((r) => r.agentId !== null && r.state !== 'REQUESTED' && r.state !== 'REMOVED' && r.state !== 'FAILED').sort(byId((r) => r.replicaId));
+  for (const r of replicas) {
+    const agent = ctx.state.cluster.agents.get(r.agentId!);
+    if (agent === undefined) continue;
+    if (agent.state === 'LOST') {
+      const health = ctx.state.agents.byId.get(agent.agentId);
+      requeueAll(ctx, r, 'AGENT_LOST', `agent ${agent.agentId} was lost (no heartbeat since ${new Date(health?.lastSeenAtMs ?? 0).toISOString()}, grace expired)`, agent.lastEvent);
+      releases.set(`${r.modelKey}|${agent.agentId}|LOST`, { modelKey: r.modelKey, agent, reason: 'AGENT_LOST', previousBootId: agent.bootId });
+    } else if (r.bootId !== null && r.bootId !== agent.bootId) {
+      requeueAll(ctx, r, 'AGENT_RESTARTED', `agent ${agent.agentId} restarted (boot ${r.bootId} → ${agent.bootId}); the attempt died with the old process`, agent.lastEvent);
+      releases.set(`${r.modelKey}|${agent.agentId}|RESTARTED|${r.bootId}`, { modelKey: r.modelKey, agent, reason: 'AGENT_RESTARTED', previousBootId: r.bootId });
+    }
+  }
+  for (const { modelKey, agent, reason, previousBootId } of releases.values()) {
+    const text =
+      reason === 'AGENT_LOST'
+        ? `agent ${agent.agentId} is LOST: its replicas of ${modelKey} are removed`
+        : `agent ${agent.agentId} restarted (boot ${previousBootId} → ${agent.bootId}): its replicas of ${modelKey} load again, its cached copies are gone`;
+    ctx.emit(
+      `sched:release:${modelKey}:${agent.agentId}:${reason}:${previousBootId}:${agent.bootId}`,
+      { type: 'ReleaseAgentReplicas', modelKey, agentId: agent.agentId, reason, previousBootId, bootId: agent.bootId, because: { rule: reason === 'AGENT_LOST' ? 'agent-lost' : 'agent-restarted', text, refs: { agentId: agent.agentId } } },
+      agent.lastEvent,
+    );
+  }
+}
+
+export function drainRule(ctx: PlanContext): void {
+  for (const a of [...ctx.state.cluster.agents.values()].sort(byId((x) => x.agentId))) {
+    if (a.state !== 'DRAINING') continue;
+    const replicas = replicasOnAgent(ctx.state, a.agentId);
+    const inFlight = replicas.reduce((n, r) => n + inFlightOn(ctx.state, r.replicaId).length, 0);
+    if (inFlight > 0) continue;
+    if (replicas.length === 0) {
+      ctx.emit(`sched:drained:${a.agentId}:${a.lastEvent.id}`, { type: 'CompleteAgentDrain', agentId: a.agentId }, a.lastEvent);
+      continue;
+    }
+    for (const r of replicas) {
+      if (r.state === 'UNLOADING' || r.state === 'DEMOTING' || ctx.touchedReplicas.has(r.replicaId)) continue;
+      ctx.touchedReplicas.add(r.replicaId);
+      ctx.emit(
+        `sched:drain:${r.replicaId}:${a.lastEvent.id}`,
+        {
+          type: 'EvictReplica',
+          replicaId: r.replicaId,
+          reason: 'AGENT_DRAINED',
+          force: true,
+          replace: r.state !== 'WARM',
+          because: { rule: 'agent-drain', text: `agent ${a.agentId} is draining and has no request in flight: replica ${r.replicaId} (${r.state}) moves off it`, refs: { agentId: a.agentId } },
+        },
+        a.lastEvent,
+      );
+    }
+  }
+}
+

@@ -1,0 +1,158 @@
+// A control plane on a real SQLite event store (in memory) with the live projections, the command handlers and
+// the scheduler on a clock the test moves; and a simulated GPU agent that answers assignments the way the real
+// agent does, through the same commands (the GPU work itself is a service time on that clock).
+import { ControlPlaneCommands } from '../../command-api/handlers/service.js';
+import type { ControlPlaneCommand } from '../../command-api/handlers/commands.js';
+import { GIB } from '../../domain/placement/size.js';
+import { SqliteEventStore } from '../../eventstore/sqlite/store.js';
+import { ControlPlaneView } from '../../projections/control-plane/live.js';
+import type { ControlPlaneState } from '../../projections/control-plane/state.js';
+import { SqliteCheckpoints } from '../../projections/runner/sqlite-checkpoints.js';
+import type { OnDemandModel } from '../../scheduler/config.js';
+import { Scheduler, type SchedulerOptions } from '../../scheduler/scheduler.js';
+
+export const START_MS = Date.parse('2025-03-01T10:00:00.000Z');
+
+export interface Harness {
+  store: SqliteEventStore;
+  view: ControlPlaneView;
+  commands: ControlPlaneCommands;
+  scheduler: Scheduler;
+  clock: { now: number };
+  advance(ms: number): void;
+  iso(): string;
+  /** Runs a command as `actor` at the clock's time. */
+  run(command: ControlPlaneCommand, actor?: string, commandId?: string): ReturnType<ControlPlaneCommands['execute']>;
+  state(): ControlPlaneState;
+  close(): Promise<void>;
+}
+
+let seq = 0;
+
+export async function startHarness(options: { onDemand?: Record<string, OnDemandModel>; config?: Partial<SchedulerOptions['config']>; path?: string } = {}): Promise<Harness> {
+  const store = new SqliteEventStore({ path: options.path ?? ':memory:' });
+  const view = new ControlPlaneView(store, new SqliteCheckpoints(store.db));
+  await view.start();
+  const clock = { now: START_MS };
+  let scheduler: Scheduler | undefined;
+  const commands = new ControlPlaneCommands(store, { onHeartbeat: (a, b, at) => scheduler?.observeHeartbeat(a, b, Date.parse(at)) });
+  const onDemand = options.onDemand ?? {};
+  scheduler = new Scheduler({ view, commands, clock: () => clock.now, config: { onDemand: (k) => onDemand[k], ...options.config }, onError: (e) => { throw e; } });
+  const h: Harness = {
+    store,
+    view,
+    commands,
+    scheduler,
+    clock,
+    advance: (ms) => {
+      clock.now += ms;
+    },
+    iso: () => new Date(clock.now).toISOString(),
+    run: (command, actor = 'key:test', commandId = `test-${++seq}`) => commands.execute(command, { commandId, actor, at: new Date(clock.now).toISOString() }),
+    state: () => view.state,
+    close: async () => {
+      await scheduler!.stop();
+      await view.stop();
+      await store.close();
+    },
+  };
+  return h;
+}
+
+/** A simulated agent: registers, loads what is placed on it, runs what is dispatched to it for `serviceMs`. */
+export class SimAgent {
+  bootId = 'boot-1';
+  private messages = 0;
+  /** Requests running here: request id → attempt and the clock time it finishes. */
+  readonly running = new Map<string, { attempt: number; doneAtMs: number }>();
+  completed = 0;
+
+  constructor(
+    private readonly h: Harness,
+    readonly agentId: string,
+    readonly gpuGib: number[] = [24],
+    readonly ramGib = 64,
+    public serviceMs = 100,
+  ) {}
+
+  private msg(): string {
+    return `${this.agentId}-${this.bootId}-m${++this.messages}`;
+  }
+
+  private report(command: ControlPlaneCommand) {
+    const agentMessageId = (command as { agentMessageId?: string }).agentMessageId ?? this.msg();
+    return this.h.commands.execute(command, { commandId: `agent:${this.agentId}:${agentMessageId}`, actor: `agent:${this.agentId}`, at: this.h.iso() });
+  }
+
+  register() {
+    return this.report({ type: 'RegisterAgent', agentId: this.agentId, bootId: this.bootId, gpus: this.gpuGib.map((g, index) => ({ index, memoryBytes: g * GIB, name: 'virtual' })), ramBytes: this.ramGib * GIB });
+  }
+
+  heartbeat() {
+    return this.report({ type: 'ReportAgentHeartbeat', agentId: this.agentId, bootId: this.bootId });
+  }
+
+  /** A restart: a new process (boot) holding nothing. */
+  restart() {
+    this.bootId = `boot-${Number(this.bootId.split('-')[1]) + 1}`;
+    this.running.clear();
+    return this.register();
+  }
+
+  /** Acts on the current view: loads placed replicas (HOT at once), starts dispatched requests, completes finished ones. */
+  async sync(): Promise<number> {
+    await this.h.view.catchUp();
+    const s = this.h.state();
+    let acted = 0;
+    for (const r of s.cluster.replicas.values()) {
+      if (r.agentId !== this.agentId || r.bootId !== this.bootId) continue;
+      if (r.state === 'PLACED' || r.state === 'LOADING') {
+        await this.report({ type: 'ReportReplicaHot', replicaId: r.replicaId, agentId: this.agentId, agentMessageId: this.msg(), loadMs: 5 });
+        acted++;
+      }
+    }
+    for (const [replicaId, ids] of s.requests.inFlightByReplica) {
+      const r = s.cluster.replicas.get(replicaId);
+      if (r?.agentId !== this.agentId) continue;
+      for (const id of ids) {
+        const v = s.requests.byId.get(id)!;
+        const mine = this.running.get(id);
+        if (mine === undefined || mine.attempt !== v.attempt) {
+          this.running.set(id, { attempt: v.attempt, doneAtMs: this.h.clock.now + this.serviceMs });
+          await this.report({ type: 'ReportRequestStarted', requestId: id, attempt: v.attempt, agentId: this.agentId, agentMessageId: this.msg() });
+          acted++;
+        }
+      }
+    }
+    for (const [id, run] of [...this.running]) {
+      if (run.doneAtMs > this.h.clock.now) continue;
+      this.running.delete(id);
+      await this.report({ type: 'ReportRequestCompleted', requestId: id, attempt: run.attempt, agentId: this.agentId, agentMessageId: this.msg(), resultRef: `blob:${id}:${run.attempt}`, bytes: 16, sha256: 'ab'.repeat(32) });
+      this.completed++;
+      acted++;
+    }
+    return acted;
+  }
+
+  /** The earliest time one of its running requests finishes. */
+  nextDoneAt(): number | undefined {
+    let t: number | undefined;
+    for (const r of this.running.values()) if (t === undefined || r.doneAtMs < t) t = r.doneAtMs;
+    return t;
+  }
+}
+
+/** Scheduler steps and agent syncs until neither does anything more (at the current clock time). */
+export async function settle(h: Harness, agents: SimAgent[], maxLoops = 50): Promise<void> {
+  for (let i = 0; i < maxLoops; i++) {
+    const report = await h.scheduler.step();
+    let acted = report.executed.filter((e) => e.appended > 0).length;
+    for (const a of agents) acted += await a.sync();
+    if (acted === 0) return;
+  }
+  throw new Error(`the control plane did not settle in ${maxLoops} loops`);
+}
+
+export function submit(h: Harness, requestId: string, modelKey: string, opts: { priority?: boolean; submitter?: string; options?: Record<string, unknown> } = {}) {
+  return h.run({ type: 'SubmitRequest', requestId, modelKey, submitter: opts.submitter ?? 'key:test', priority: opts.priority ?? false, trusted: true, payload: { prompt: 'The Eiffel Tower is in' }, options: opts.options }, opts.submitter ?? 'key:test');
+}
