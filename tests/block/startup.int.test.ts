@@ -1,0 +1,43 @@
+// The block side must load fast in a fresh sandbox process: it imports nothing heavy (no onnxruntime, no
+// tokenizer library, nothing from the model host), and a cold node process has it ready quickly.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const distRoot = resolve(here, '..', '..');
+const entry = join(distRoot, 'gpu-agent', 'block', 'index.js');
+
+/** Every module the entry imports, transitively, from the compiled JavaScript. */
+function importGraph(file: string, seen = new Set<string>()): Set<string> {
+  if (seen.has(file)) return seen;
+  seen.add(file);
+  const src = readFileSync(file, 'utf8');
+  for (const m of src.matchAll(/^\s*(?:import|export)\s[^'"]*?from\s+['"]([^'"]+)['"]/gm)) {
+    const spec = m[1]!;
+    if (spec.startsWith('.')) importGraph(resolve(dirname(file), spec), seen);
+    else seen.add(spec);
+  }
+  return seen;
+}
+
+test('the block side imports only protocol code and node built-ins', () => {
+  const graph = [...importGraph(entry)];
+  const bare = graph.filter((s) => !s.startsWith('/'));
+  assert.ok(bare.every((s) => s.startsWith('node:')), `bare imports: ${bare.join(', ')}`);
+  const local = graph.filter((s) => s.startsWith('/')).map((f) => f.slice(distRoot.length + 1));
+  assert.ok(local.every((f) => f.startsWith('gpu-agent/block/') || f.startsWith('protocol/')), local.join(', '));
+});
+
+test('a cold node process has the block side loaded quickly', () => {
+  const script = `const t0 = performance.now(); await import(${JSON.stringify(entry)}); console.log(JSON.stringify({ importMs: performance.now() - t0, readyMs: performance.now() }));`;
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  const { importMs, readyMs } = JSON.parse(r.stdout) as { importMs: number; readyMs: number };
+  console.log(`block side: import ${importMs.toFixed(1)} ms, ready ${readyMs.toFixed(1)} ms after process start`);
+  // Generous bounds for a loaded CI box; the budget for a whole sandbox runner is 150 ms.
+  assert.ok(importMs < 100, `import took ${importMs} ms`);
+});
