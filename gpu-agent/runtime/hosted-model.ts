@@ -38,7 +38,7 @@ export interface LoadOptions {
   intraOpThreads?: number;
   /** 'auto' (default) uses CUDA where its provider library is installed, else the CPU. */
   provider?: ExecutionProvider | 'auto';
-  /** Weight bytes the segment cache may hold beyond the whole-graph session (default 2 × the model's weights). */
+  /** Weight bytes the segment cache may hold beyond the whole-graph session (default 4 × the model's weights). */
   segmentCacheBytes?: number;
 }
 
@@ -92,7 +92,7 @@ export class HostedModel {
       const cfg = configFacts(config, graph, facts);
       const key = opts.key ?? basename(dir);
       const manifest = buildManifest(key, graph, addresses, facts, cfg, weights.totalBytes);
-      const cache = new SegmentCache(base, graph, weights.initializers, (t) => facts.get(aliasedTensor(t))?.elemType, settings, opts.segmentCacheBytes ?? 2 * weights.totalBytes);
+      const cache = new SegmentCache(base, graph, weights.initializers, (t) => facts.get(aliasedTensor(t))?.elemType, settings, opts.segmentCacheBytes ?? 4 * weights.totalBytes);
       const whole = await cache.acquire({ start: 0, end: graph.nodes.length });
       cache.release(whole);
       const ctx = hostContext(graph, addresses, cache, facts, cfg.padTokenId);
