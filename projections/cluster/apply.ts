@@ -88,6 +88,7 @@ export function applyCluster(s: ClusterState, e: StoredEvent): ClusterState {
         gpus: [],
         bytesPerGpu: 0,
         requestedAtMs: toMs(d.data.requestedAt),
+        requestedPosition: e.position,
         placedAtMs: null,
         hotAtMs: null,
         removedReason: null,

@@ -30,6 +30,8 @@ export interface ClusterReplica {
   gpus: number[];
   bytesPerGpu: number;
   requestedAtMs: number;
+  /** Global position of its ReplicaRequested event: replicas are placed in this order. */
+  requestedPosition: number;
   placedAtMs: number | null;
   hotAtMs: number | null;
   removedReason: RemovalReason | null;

@@ -1,7 +1,8 @@
 // Placement of requested replicas: evaluate every agent (levels, best fit), place where it fits now (restoring a
 // WARM copy at a CACHED level), demote or evict the planned victims first where only evictions make room, wait
 // while memory is being released or an agent that could come back is UNRESPONSIVE, and refuse with the numbers
-// when nothing can host it. Decisions within one round see each other (an overlay on the capacities).
+// when nothing can host it. Replicas are placed in the order they were requested, so the room made for one is
+// not taken by a later one. Decisions within one round see each other (an overlay on the capacities).
 import { describeEvaluation, evaluatePlacement } from '../../domain/placement/evaluate.js';
 import type { AgentCapacity, Candidate, ReplicaAllocation } from '../../domain/placement/types.js';
 import { fmtBytes, fmtMs } from '../../domain/shared/format.js';
@@ -25,7 +26,7 @@ export function placementRule(ctx: PlanContext): void {
   const s = ctx.state;
   const requested = [...s.cluster.replicas.values()]
     .filter((r) => r.state === 'REQUESTED')
-    .sort((a, b) => a.requestedAtMs - b.requestedAtMs || (a.replicaId < b.replicaId ? -1 : 1));
+    .sort((a, b) => a.requestedPosition - b.requestedPosition);
   if (requested.length === 0) return;
   const caps = capacities(s.cluster).map((a) => ({ ...a, replicas: a.replicas.map((r) => ({ ...r })) }));
   const agents = [...s.cluster.agents.values()];
@@ -50,6 +51,20 @@ function place(ctx: PlanContext, r: ClusterReplica, caps: AgentCapacity[], noAge
     );
     return;
   }
+  const cap = caps.find((a) => a.agentId === best.agentId)!;
+  // Whatever this replica is about to get (now, or once memory is released) is not offered to later ones.
+  (cap.replicas as ReplicaAllocation[]).push({
+    replicaId: r.replicaId,
+    modelKey: r.modelKey,
+    state: 'PLACED',
+    gpus: best.gpus,
+    bytesPerGpu: best.bytesPerGpu,
+    sizeBytes: settings.sizeBytes,
+    weightsBytes: settings.weightsBytes,
+    pinned: false,
+    placedAtMs: ctx.now,
+    minDeploymentMs: settings.minDeploymentMs,
+  });
   if (best.waitsForRelease) return;
   const agent = ctx.state.cluster.agents.get(best.agentId)!;
   if (best.victims.length === 0) {
@@ -69,19 +84,6 @@ function place(ctx: PlanContext, r: ClusterReplica, caps: AgentCapacity[], noAge
       },
       r.lastEvent,
     );
-    const cap = caps.find((a) => a.agentId === best.agentId)!;
-    (cap.replicas as ReplicaAllocation[]).push({
-      replicaId: r.replicaId,
-      modelKey: r.modelKey,
-      state: 'PLACED',
-      gpus: best.gpus,
-      bytesPerGpu: best.bytesPerGpu,
-      sizeBytes: settings.sizeBytes,
-      weightsBytes: settings.weightsBytes,
-      pinned: false,
-      placedAtMs: ctx.now,
-      minDeploymentMs: settings.minDeploymentMs,
-    });
     if (best.cachedReplicaId !== null) setState(caps, best.cachedReplicaId, 'REMOVED');
     return;
   }
