@@ -12,18 +12,13 @@ const LEVELS: Record<number, KafkaLogLevel> = {
   [logLevel.DEBUG]: 'debug',
 };
 
-/** Marks the error a closing subscription throws out of a handler so kafkajs leaves it uncommitted. */
-export const STOPPING_MESSAGE = 'ndif: subscription closing, message left uncommitted';
-
 /** kafkajs logs every retriable error response at ERROR before retrying it; those are not failures. */
-function isNoise(message: string, extra: Record<string, unknown>): boolean {
-  if (/^(\[?Connection\]?:? )?Response /.test(message)) return true;
-  const error = extra.error;
-  return typeof error === 'string' ? error.includes(STOPPING_MESSAGE) : String(extra.stack ?? '').includes(STOPPING_MESSAGE);
+function isNoise(message: string): boolean {
+  return /^(\[?Connection\]?:? )?Response /.test(message);
 }
 
 export const defaultLog: KafkaLog = (level, message, extra) => {
-  if (level !== 'error' || isNoise(message, extra)) return;
+  if (level !== 'error' || isNoise(message)) return;
   process.stderr.write(`kafka transport: ${message} ${JSON.stringify(extra)}\n`);
 };
 
@@ -31,7 +26,7 @@ export function logCreator(log: KafkaLog): LogCreator {
   return () => (entry) => {
     const { message, ...extra } = entry.log;
     const level = LEVELS[entry.level] ?? 'debug';
-    if (isNoise(String(message), extra) && level === 'error') {
+    if (isNoise(String(message)) && level === 'error') {
       log('debug', `${entry.namespace} ${message}`, extra);
       return;
     }

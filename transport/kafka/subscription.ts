@@ -1,10 +1,11 @@
 // One subscription = one kafkajs consumer in the group. Handlers run through deliverWithRetry, so a
-// failing message is retried in place (order kept) with heartbeats going out meanwhile; kafkajs
-// commits a message's offset only after its handler resolved.
+// failing message is retried in place (order kept) with heartbeats going out meanwhile. Offsets are
+// committed by an OffsetCommitter after the handler resolved, never before; kafkajs's auto-commit is
+// off. A message skipped because the subscription is closing is never committed.
 import type { Consumer, EachBatchPayload, EachMessagePayload, Kafka, KafkaMessage } from 'kafkajs';
 import { transportUnavailable } from '../errors.js';
 import { deliverWithRetry } from '../retry.js';
-import { STOPPING_MESSAGE } from './logging.js';
+import { OffsetCommitter } from './committer.js';
 import { KAFKA_DEFAULTS, type KafkaConsumerTuning, type KafkaLog } from './options.js';
 import type { SubscribeOptions, Subscription, TransportMessage } from '../port.js';
 
@@ -53,7 +54,10 @@ export async function openSubscription(
     minBytes: tuning.minBytes ?? KAFKA_DEFAULTS.minBytes,
     allowAutoTopicCreation: false,
   });
+  const committer = new OffsetCommitter(consumer, spec.topic, log);
   let stopping = false;
+  let inFlight = 0;
+  let idle: (() => void) | undefined;
   const sleepers = new Set<() => void>();
   const sleep = (ms: number) =>
     new Promise<void>((resolve) => {
@@ -67,6 +71,8 @@ export async function openSubscription(
     });
 
   const handle = async (messages: readonly TransportMessage[], heartbeat: () => Promise<void>) => {
+    if (stopping) return; // closing: leave it uncommitted for the group's next subscriber
+    inFlight++;
     // kafkajs has no heartbeat thread: keep the membership alive while a handler works.
     const beat = setInterval(() => heartbeat().catch(() => {}), heartbeatInterval);
     try {
@@ -75,9 +81,11 @@ export async function openSubscription(
         sleep,
         heartbeat,
       });
-      if (!ok) throw new Error(STOPPING_MESSAGE);
+      const last = messages[messages.length - 1];
+      if (ok) committer.handled(last.partition, last.offset);
     } finally {
       clearInterval(beat);
+      if (--inFlight === 0) idle?.();
     }
   };
 
@@ -85,7 +93,10 @@ export async function openSubscription(
   let ready!: () => void;
   let failed!: (e: unknown) => void;
   const assigned = new Promise<void>((resolve, reject) => ((ready = resolve), (failed = reject)));
-  consumer.on(consumer.events.GROUP_JOIN, () => (joined = true));
+  consumer.on(consumer.events.GROUP_JOIN, (event) => {
+    committer.assign(event.payload.memberAssignment[spec.topic] ?? []);
+    joined = true;
+  });
   // Offsets of a group without commits are resolved in the first fetch after joining: once that
   // fetch returns, a message published after subscribe() resolved is sure to be delivered.
   consumer.on(consumer.events.FETCH, () => joined && ready());
@@ -102,6 +113,7 @@ export async function openSubscription(
     await consumer.run(
       spec.batch
         ? {
+            autoCommit: false,
             partitionsConsumedConcurrently: concurrency,
             eachBatchAutoResolve: true,
             eachBatch: async ({ batch, heartbeat }: EachBatchPayload) => {
@@ -110,6 +122,7 @@ export async function openSubscription(
             },
           }
         : {
+            autoCommit: false,
             partitionsConsumedConcurrently: concurrency,
             eachMessage: async ({ topic, partition, message, heartbeat }: EachMessagePayload) => {
               await handle([toMessage(topic, partition, message)], heartbeat);
@@ -136,7 +149,10 @@ export async function openSubscription(
     close: () =>
       (closing ??= (async () => {
         stopping = true;
+        consumer.pause([{ topic: spec.topic }]);
         for (const wake of [...sleepers]) wake();
+        if (inFlight > 0) await new Promise<void>((resolve) => (idle = resolve));
+        await committer.flush();
         await consumer.disconnect();
       })()),
   };
