@@ -103,6 +103,38 @@ export function transportContract(name: string, makeHarness: () => Promise<Contr
       assert.ok(a.length > 0 && b.length > 0, `both members got messages (${a.length}/${b.length})`);
     });
 
+    it('keeps every message and the order per key when a member joins while messages flow', async () => {
+      const topic = unique('rebalance');
+      const group = unique('g');
+      const seenA: string[] = [];
+      const seenB: string[] = [];
+      const handler = (seen: string[]) => async (m: TransportMessage) => {
+        seen.push(text(m));
+        await sleep(1);
+      };
+      const subA = await t.subscribe(topic, group, handler(seenA), { fromBeginning: true });
+      const keys = Array.from({ length: 8 }, (_, i) => `agent-${i}`);
+      const publishing = (async () => {
+        for (let round = 0; round < 30; round++) {
+          await t.publish(topic, keys.map((k) => msg(k, `${k}:${round}`)));
+          await sleep(5);
+        }
+      })();
+      await sleep(50);
+      const other = await open();
+      const subB = await other.subscribe(topic, group, handler(seenB), { fromBeginning: true });
+      await publishing;
+      await until('every message at least once', () => new Set([...seenA, ...seenB]).size >= 240, 30_000);
+      await Promise.all([subA.close(), subB.close()]);
+      for (const seen of [seenA, seenB]) {
+        for (const k of keys) {
+          const rounds = seen.filter((v) => v.startsWith(`${k}:`)).map((v) => Number(v.split(':')[1]));
+          // a redelivered range starts again lower, but never skips ahead
+          rounds.forEach((r, i) => i === 0 || assert.ok(r <= rounds[i - 1] + 1, `${k} jumped from ${rounds[i - 1]} to ${r}`));
+        }
+      }
+    });
+
     it('gives every group every message', async () => {
       const topic = unique('groups');
       const x: string[] = [];
