@@ -45,8 +45,8 @@ export function blockError(type: string, message: string, phase: BlockError['pha
 
 /** A request the runtime refuses before running anything (bad prompt, too long, no invokes). */
 export class RequestError extends FabricError {
-  constructor(code: string, message: string, details?: Record<string, unknown>) {
-    super(code, 400, message, details ? { details } : {});
+  constructor(code: string, message: string, details?: Record<string, unknown>, httpStatus = 400) {
+    super(code, httpStatus, message, details ? { details } : {});
     this.name = 'RequestError';
   }
 }

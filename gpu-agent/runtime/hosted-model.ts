@@ -158,7 +158,7 @@ export class HostedModel {
    * InterventionError (a block failed, timed out or was cancelled).
    */
   run(req: RunRequest, open: OpenChannel): Promise<RunResult> {
-    if (this.closed) return Promise.reject(new RequestError('MODEL_CLOSED', `model ${this.key} is closed`));
+    if (this.closed) return Promise.reject(new RequestError('MODEL_CLOSED', `model ${this.key} is closed`, undefined, 503));
     let start: StartRequest;
     try {
       start = this.prepare(req);
