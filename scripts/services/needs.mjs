@@ -10,7 +10,7 @@ export const SERVICE_VARS = {
   compose: 'DOCKER_COMPOSE',
 };
 
-const IMPORT = /(?:import|export)\s[^'"]*?from\s*['"](\.{1,2}\/[^'"]+)['"]|import\(\s*['"](\.{1,2}\/[^'"]+)['"]\s*\)/g;
+const IMPORT = /(?:import|export)\s[^'"]*?from\s*['"](\.{1,2}\/[^'"]+)['"]|import\s*\(?\s*['"](\.{1,2}\/[^'"]+)['"]/g;
 
 /** Returns the set of service names (keys of SERVICE_VARS) the files reference. */
 export function servicesNeeded(files) {
