@@ -89,6 +89,22 @@ test('several invokes are one left-padded batch; each block sees and changes onl
   assert.ok(maxAbsDiff(tensor(swapped.invokes[0]!.result), (value(both.invokes[0]!.result) as { logits: Tensor }).logits) > 1e-3);
 });
 
+test('skip by one invoke of two: its rows are replaced, the other invoke is computed as usual', async () => {
+  const hm = await tinyModel();
+  const read = 'async (m) => await m.output';
+  const plain = await run(hm, { invokes: [{ tokens: A, block: read }, { tokens: B, block: read }] });
+  const swapped = await run(hm, { invokes: [
+    { tokens: A, block: 'async (m, ctx) => { m.transformer.h[0].output = ctx.Tensor.full([1, 7, 64], 0.5); return await m.output; }' },
+    { tokens: B, block: read },
+  ] });
+  const skipped = await run(hm, { invokes: [
+    { tokens: A, block: 'async (m, ctx) => { m.transformer.h[0].skip(ctx.Tensor.full([1, 7, 64], 0.5)); return await m.output; }' },
+    { tokens: B, block: read },
+  ] });
+  assert.ok(sameBits(tensor(skipped.invokes[0]!.result), tensor(swapped.invokes[0]!.result)));
+  assert.ok(sameBits(tensor(skipped.invokes[1]!.result), tensor(plain.invokes[1]!.result)));
+});
+
 test('generation: greedy tokens, one full pass per token, with per-step access', async () => {
   const hm = await tinyModel();
   const r = await run(hm, { newTokens: 3, invokes: [{ tokens: B, block: 'async (m) => { const shapes = []; for (let i = 0; i < m.steps; i++) shapes.push((await m.step(i).output).shape); return shapes; }' }] });
