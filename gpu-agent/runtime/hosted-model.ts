@@ -4,7 +4,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { randomUUID } from 'node:crypto';
-import type { StartRequest } from '../../protocol/interleave.js';
+import type { BlockChannel, StartRequest } from '../../protocol/interleave.js';
 import type { Manifest } from '../../protocol/manifest.js';
 import { resolveManifest, resolveShape } from '../../protocol/manifest.js';
 import { decodeModel } from './onnx/codec.js';
@@ -153,11 +153,11 @@ export class HostedModel {
   }
 
   /**
-   * Runs one request: tokenizes, batches the invokes (left padding), opens the channel to the blocks and
-   * interleaves them with the forward pass. Rejects with RequestError (bad input, nothing ran) or
+   * Runs one request: tokenizes, batches the invokes (left padding), opens the channel to the blocks (or
+   * uses the one given, fresh for this request) and interleaves them with the forward pass. Rejects with RequestError (bad input, nothing ran) or
    * InterventionError (a block failed, timed out or was cancelled).
    */
-  run(req: RunRequest, open: OpenChannel): Promise<RunResult> {
+  run(req: RunRequest, open: OpenChannel | BlockChannel): Promise<RunResult> {
     if (this.closed) return Promise.reject(new RequestError('MODEL_CLOSED', `model ${this.key} is closed`, undefined, 503));
     let start: StartRequest;
     try {
@@ -165,7 +165,8 @@ export class HostedModel {
     } catch (e) {
       return Promise.reject(e);
     }
-    const next = this.queue.then(() => RequestRun.execute(this.ctx, req, start, () => open(start)));
+    const opener = typeof open === 'function' ? () => open(start) : () => open;
+    const next = this.queue.then(() => RequestRun.execute(this.ctx, req, start, opener));
     this.queue = next.catch(() => {});
     return next;
   }

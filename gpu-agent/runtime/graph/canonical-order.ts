@@ -90,21 +90,62 @@ export function canonicalOrder(input: OrderInput): CanonicalOrder {
 function kahn(items: string[], succ: Map<string, Set<string>>, first: Map<string, number>): string[] {
   const indeg = new Map(items.map((it) => [it, 0]));
   for (const s of succ.values()) for (const b of s) indeg.set(b, indeg.get(b)! + 1);
-  const ready = items.filter((it) => indeg.get(it) === 0);
+  const heap = new MinHeap<string>((a, b) => first.get(a)! - first.get(b)!);
+  for (const it of items) if (indeg.get(it) === 0) heap.push(it);
   const out: string[] = [];
-  while (ready.length > 0) {
-    let best = 0;
-    for (let i = 1; i < ready.length; i++) if (first.get(ready[i]!)! < first.get(ready[best]!)!) best = i;
-    const it = ready.splice(best, 1)[0]!;
+  while (heap.size > 0) {
+    const it = heap.pop();
     out.push(it);
     for (const b of succ.get(it)!) {
       const d = indeg.get(b)! - 1;
       indeg.set(b, d);
-      if (d === 0) ready.push(b);
+      if (d === 0) heap.push(b);
     }
   }
   if (out.length !== items.length) throw new Error('graph has a cycle: ONNX graphs must be acyclic');
   return out;
+}
+
+class MinHeap<T> {
+  private readonly a: T[] = [];
+  constructor(private readonly less: (x: T, y: T) => number) {}
+
+  get size(): number {
+    return this.a.length;
+  }
+
+  push(v: T): void {
+    const a = this.a;
+    a.push(v);
+    let i = a.length - 1;
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      if (this.less(a[i]!, a[p]!) >= 0) break;
+      [a[i], a[p]] = [a[p]!, a[i]!];
+      i = p;
+    }
+  }
+
+  pop(): T {
+    const a = this.a;
+    const top = a[0]!;
+    const last = a.pop()!;
+    if (a.length > 0) {
+      a[0] = last;
+      let i = 0;
+      for (;;) {
+        const l = 2 * i + 1;
+        const r = l + 1;
+        let m = i;
+        if (l < a.length && this.less(a[l]!, a[m]!) < 0) m = l;
+        if (r < a.length && this.less(a[r]!, a[m]!) < 0) m = r;
+        if (m === i) break;
+        [a[i], a[m]] = [a[m]!, a[i]!];
+        i = m;
+      }
+    }
+    return top;
+  }
 }
 
 /** Items in strongly connected components of size > 1 (Tarjan, iterative). */

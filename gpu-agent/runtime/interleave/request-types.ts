@@ -21,7 +21,7 @@ export interface RunRequest {
   invokes: InvokeSpec[];
   /** Tokens to generate greedily (0: a single forward pass). Each new token costs one full forward pass. */
   newTokens?: number;
-  /** Wall-clock limit for the whole request, blocks included (default 60 s). */
+  /** Wall-clock limit from when the request starts running (after any queued request), blocks included (default 60 s). */
   timeoutMs?: number;
   signal?: AbortSignal;
   onLog?: (line: LogLine) => void;
