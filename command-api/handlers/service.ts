@@ -1,6 +1,7 @@
 // The control plane's application service: a command and its metadata in, events appended out. Validates the
 // command (zod; unknown fields refused), routes it to its aggregate's stream, and runs the store's retrying
-// command handler (load, decide, append with the expected revision; on a concurrent append decide again).
+// command handler (load, decide, append with the expected revision; on a concurrent append decide again),
+// one command per stream at a time in this process.
 // No HTTP here: the fastify routes call `execute`.
 import { isIsoUtc } from '../../domain/shared/time.js';
 import { DomainError, DomainErrorCode } from '../../domain/shared/errors.js';
@@ -10,6 +11,7 @@ import type { EventStore } from '../../eventstore/port.js';
 import { domainCodec, type CommandMetadata } from './codec.js';
 import { routeOf, type ControlPlaneCommand, type DomainCommand } from './commands.js';
 import { commandSchema } from './schemas.js';
+import { StreamLocks } from './stream-lock.js';
 
 export interface CommandOutcome {
   streamId: string;
@@ -58,6 +60,8 @@ function checkMetadata(meta: CommandMetadata): void {
 }
 
 export class ControlPlaneCommands {
+  private readonly locks = new StreamLocks();
+
   constructor(
     private readonly store: EventStore,
     private readonly options: ControlPlaneCommandsOptions = {},
@@ -69,13 +73,15 @@ export class ControlPlaneCommands {
     const command = parseCommand(input);
     const route = routeOf(command);
     const domainCommand = { ...command, at: meta.at } as DomainCommand;
-    const r = await handleCommand(this.store, {
-      streamId: route.streamId,
-      command: domainCommand,
-      decider: route.decider,
-      codec: domainCodec(meta),
-      maxAttempts: this.options.maxAttempts,
-    });
+    const r = await this.locks.run(route.streamId, () =>
+      handleCommand(this.store, {
+        streamId: route.streamId,
+        command: domainCommand,
+        decider: route.decider,
+        codec: domainCodec(meta),
+        maxAttempts: this.options.maxAttempts,
+      }),
+    );
     const outcome: CommandOutcome = { streamId: route.streamId, events: r.events, position: r.position, alreadyStored: r.alreadyStored, nextRevision: r.nextRevision, attempts: r.attempts };
     if (command.type === 'ReportAgentHeartbeat') this.options.onHeartbeat?.(command.agentId, command.bootId, meta.at);
     if (r.events.length > 0 && !r.alreadyStored) this.options.onAppended?.(outcome, command, meta);
