@@ -41,7 +41,7 @@ function say(line) {
  * Starts what `selectServices` picks. Returns { env, info, stop }: env holds the variables to pass to
  * the tests, info each started service's folder and pid; stop() ends everything started here (idempotent).
  */
-export async function startServices({ root, files = [], fullRun = true } = {}) {
+export async function startServices({ files = [], fullRun = true } = {}) {
   const wanted = selectServices({ files, fullRun });
   const env = {};
   const info = {};
@@ -49,7 +49,7 @@ export async function startServices({ root, files = [], fullRun = true } = {}) {
   let reaper;
   const starters = {
     postgres: () => startPostgres({ reaper: (reaper ??= startReaper()) }),
-    kafka: () => startKafka({ root, reaper: (reaper ??= startReaper()) }),
+    kafka: () => startKafka({ reaper: (reaper ??= startReaper()) }),
     chromium: () => ensureChromium(),
     compose: () => ensureCompose(),
   };

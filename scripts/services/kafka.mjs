@@ -230,7 +230,7 @@ function brokerExit(logFile) {
  * Starts a Kafka broker for this run. `reaper` (see reaper.mjs) ends it if this process dies.
  * Returns { env: { KAFKA_BROKERS }, info, stop() }.
  */
-export async function startKafka({ root, reaper, id = 'kafka', partitions = 4 } = {}) {
+export async function startKafka({ reaper, id = 'kafka', partitions = 4 } = {}) {
   const version = process.env.NDIF_KAFKA_VERSION ?? KAFKA_VERSION;
   const cacheDir = kafkaCacheDir();
   const [java, libs] = await Promise.all([ensureJava(), ensureKafkaLibs({ cacheDir, version })]);
