@@ -23,14 +23,17 @@ export interface CommandMetadata {
 }
 
 export function domainCodec(meta: CommandMetadata): EventCodec<DomainEvent> {
+  const causationId = meta.causationId ?? meta.commandId;
   const metadata: EventMetadata = {
     ...meta.extra,
     correlationId: meta.correlationId ?? meta.commandId,
-    causationId: meta.causationId ?? meta.commandId,
+    causationId,
     actor: meta.actor,
     at: meta.at,
-    commandId: meta.commandId,
   };
+  // The command id is recorded where the causation id does not already say it (a decision caused by an event);
+  // extra metadata costs a JSON parse per event on every replay.
+  if (causationId !== meta.commandId) metadata.commandId = meta.commandId;
   return {
     encode(event, index) {
       validateEvent(event);

@@ -35,8 +35,10 @@ export function currentVersion(type: DomainEventType): number {
 
 export const eventVersions: Readonly<Record<string, number>> = Object.fromEntries(Object.entries(table).map(([t, e]) => [t, e.version]));
 
+const known: ReadonlySet<string> = new Set(Object.keys(table));
+
 export function isDomainEventType(type: string): type is DomainEventType {
-  return Object.prototype.hasOwnProperty.call(table, type);
+  return known.has(type);
 }
 
 /** Stored (type, version, data) as a current-version domain event; undefined for a type the control plane does not know. */

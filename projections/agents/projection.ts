@@ -1,8 +1,8 @@
 // The agent health read model: each agent's state, when it changed, its grace deadline, restarts and lapses.
 import type { AgentStateName } from '../../domain/placement/types.js';
-import { toMs } from '../../domain/shared/time.js';
 import type { JsonValue, StoredEvent } from '../../eventstore/port.js';
-import { decode, refOf, type EventRef } from '../decode.js';
+import { atMs as toMs, decode, refOf, type EventRef } from '../decode.js';
+import type { DomainEvent } from '../../domain/events/types.js';
 import type { Projection } from '../runner/projection.js';
 
 export interface AgentHealth {
@@ -33,15 +33,14 @@ export function initialAgentsState(): AgentsState {
   return { byId: new Map() };
 }
 
-function change(a: AgentHealth, state: AgentStateName, e: StoredEvent): void {
+function change(a: AgentHealth, state: AgentStateName, e: StoredEvent, ref: EventRef): void {
   a.state = state;
   a.sinceMs = toMs(e.metadata.at);
-  a.history.push({ state, atMs: a.sinceMs, event: refOf(e) });
+  a.history.push({ state, atMs: a.sinceMs, event: ref });
   if (a.history.length > HISTORY) a.history.shift();
 }
 
-export function applyAgents(s: AgentsState, e: StoredEvent): AgentsState {
-  const d = decode(e);
+export function applyAgents(s: AgentsState, e: StoredEvent, d: DomainEvent | undefined = decode(e), ref?: EventRef): AgentsState {
   if (d === undefined) return s;
   switch (d.type) {
     case 'AgentRegistered': {
@@ -68,7 +67,7 @@ export function applyAgents(s: AgentsState, e: StoredEvent): AgentsState {
       a.lastSeenAtMs = at;
       a.graceUntilMs = null;
       a.resumeAs = draining ? 'DRAINING' : 'ACTIVE';
-      change(a, a.resumeAs, e);
+      change(a, a.resumeAs, e, ref ?? refOf(e));
       s.byId.set(a.agentId, a);
       return s;
     }
@@ -84,20 +83,20 @@ export function applyAgents(s: AgentsState, e: StoredEvent): AgentsState {
         a.lastSeenAtMs = toMs(d.data.lastSeenAt);
         a.graceUntilMs = toMs(d.data.graceUntil);
         a.resumeAs = a.state === 'DRAINING' ? 'DRAINING' : 'ACTIVE';
-        change(a, 'UNRESPONSIVE', e);
+        change(a, 'UNRESPONSIVE', e, ref ?? refOf(e));
       } else if (d.type === 'AgentReturned') {
         a.returns++;
         a.graceUntilMs = null;
-        change(a, a.resumeAs, e);
+        change(a, a.resumeAs, e, ref ?? refOf(e));
       } else if (d.type === 'AgentLost') {
         a.graceUntilMs = null;
-        change(a, 'LOST', e);
+        change(a, 'LOST', e, ref ?? refOf(e));
       } else if (d.type === 'AgentDrainRequested') {
         a.resumeAs = 'DRAINING';
-        if (a.state !== 'UNRESPONSIVE') change(a, 'DRAINING', e);
+        if (a.state !== 'UNRESPONSIVE') change(a, 'DRAINING', e, ref ?? refOf(e));
       } else {
         a.resumeAs = 'ACTIVE';
-        change(a, 'DRAINED', e);
+        change(a, 'DRAINED', e, ref ?? refOf(e));
       }
       return s;
     }

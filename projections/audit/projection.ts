@@ -1,24 +1,26 @@
-// The audit index: global positions of events by actor, by model, by correlation id and by request, plus a time
-// index. Answers "who did what to which model when" without scanning the log; the events themselves are read
-// from the store by position.
+// The audit index: global positions of events by model and by actor, with their times. The event store already
+// indexes actor, correlation id, causation id, type and time (`EventStore.query`); what it cannot answer is "every
+// event about model X" (a model's requests live in their own streams), so this index adds that. The events
+// themselves are read from the store by position (see query.ts).
 import { parseStream } from '../../domain/shared/ids.js';
-import { toMs } from '../../domain/shared/time.js';
 import type { JsonValue, StoredEvent } from '../../eventstore/port.js';
+import { atMs } from '../decode.js';
 import type { Projection } from '../runner/projection.js';
 
 export interface AuditState {
-  byActor: Map<string, number[]>;
+  /** Positions per model, ascending. */
   byModel: Map<string, number[]>;
-  byCorrelation: Map<string, number[]>;
-  /** Model of each request (request events other than RequestReceived carry no model key). */
-  modelOfRequest: Map<string, string>;
-  /** Positions and their `at` (ms), in position order. */
-  positions: number[];
+  /** Positions per actor, ascending. */
+  byActor: Map<string, number[]>;
+  /** Model of each request and deployment stream (request events other than RequestReceived carry no model key). */
+  modelOfStream: Map<string, string>;
+  /** `at` (epoch ms) of each position: atMs[position - firstPosition]. */
+  firstPosition: number;
   atMs: number[];
 }
 
 export function initialAuditState(): AuditState {
-  return { byActor: new Map(), byModel: new Map(), byCorrelation: new Map(), modelOfRequest: new Map(), positions: [], atMs: [] };
+  return { byModel: new Map(), byActor: new Map(), modelOfStream: new Map(), firstPosition: 0, atMs: [] };
 }
 
 function push(m: Map<string, number[]>, key: string, position: number): void {
@@ -28,40 +30,42 @@ function push(m: Map<string, number[]>, key: string, position: number): void {
 }
 
 function modelOf(s: AuditState, e: StoredEvent): string | undefined {
-  const stream = parseStream(e.streamId);
-  if (stream === undefined) return undefined;
-  if (stream.kind === 'deployment') return stream.id;
-  if (stream.kind === 'request') {
-    const data = e.data as { modelKey?: unknown } | null;
-    if (e.type === 'RequestReceived' && typeof data?.modelKey === 'string') s.modelOfRequest.set(stream.id, data.modelKey);
-    return s.modelOfRequest.get(stream.id);
+  const known = s.modelOfStream.get(e.streamId);
+  if (known !== undefined) return known;
+  if (e.type === 'RequestReceived') {
+    const model = (e.data as { modelKey?: unknown } | null)?.modelKey;
+    if (typeof model === 'string') s.modelOfStream.set(e.streamId, model);
+    return typeof model === 'string' ? model : undefined;
   }
-  return undefined;
+  const stream = parseStream(e.streamId);
+  if (stream?.kind !== 'deployment') return undefined;
+  s.modelOfStream.set(e.streamId, stream.id);
+  return stream.id;
 }
 
 export function applyAudit(s: AuditState, e: StoredEvent): AuditState {
-  push(s.byActor, e.metadata.actor, e.position);
-  push(s.byCorrelation, e.metadata.correlationId, e.position);
   const model = modelOf(s, e);
   if (model !== undefined) push(s.byModel, model, e.position);
-  s.positions.push(e.position);
-  s.atMs.push(toMs(e.metadata.at));
+  push(s.byActor, e.metadata.actor, e.position);
+  if (s.atMs.length === 0) s.firstPosition = e.position;
+  // Positions may have gaps (KurrentDB); the time index is by offset from the first, gaps filled with the last time.
+  const offset = e.position - s.firstPosition;
+  const t = atMs(e.metadata.at);
+  while (s.atMs.length < offset) s.atMs.push(s.atMs.length === 0 ? t : s.atMs[s.atMs.length - 1]);
+  s.atMs.push(t);
   return s;
 }
 
 export const AUDIT_PROJECTION_VERSION = 1;
-
-const mapToJson = (m: Map<string, unknown>) => [...m.entries()];
 
 export const auditProjection: Projection<AuditState> = {
   name: 'audit',
   version: AUDIT_PROJECTION_VERSION,
   initialState: initialAuditState,
   apply: applyAudit,
-  toSnapshot: (s) =>
-    ({ byActor: mapToJson(s.byActor), byModel: mapToJson(s.byModel), byCorrelation: mapToJson(s.byCorrelation), modelOfRequest: mapToJson(s.modelOfRequest), positions: s.positions, atMs: s.atMs }) as unknown as JsonValue,
+  toSnapshot: (s) => ({ byModel: [...s.byModel.entries()], byActor: [...s.byActor.entries()], modelOfStream: [...s.modelOfStream.entries()], firstPosition: s.firstPosition, atMs: s.atMs }) as unknown as JsonValue,
   fromSnapshot: (j) => {
-    const o = j as unknown as { byActor: [string, number[]][]; byModel: [string, number[]][]; byCorrelation: [string, number[]][]; modelOfRequest: [string, string][]; positions: number[]; atMs: number[] };
-    return { byActor: new Map(o.byActor), byModel: new Map(o.byModel), byCorrelation: new Map(o.byCorrelation), modelOfRequest: new Map(o.modelOfRequest), positions: o.positions, atMs: o.atMs };
+    const o = j as unknown as { byModel: [string, number[]][]; byActor: [string, number[]][]; modelOfStream: [string, string][]; firstPosition: number; atMs: number[] };
+    return { byModel: new Map(o.byModel), byActor: new Map(o.byActor), modelOfStream: new Map(o.modelOfStream), firstPosition: o.firstPosition, atMs: o.atMs };
   },
 };

@@ -2,9 +2,9 @@
 // one state object; copying maps per event would cap replay far below 100k events/s). Checks come before
 // mutations, so an event that throws leaves the state as it was.
 import type { StoredEvent } from '../../eventstore/port.js';
-import { toMs } from '../../domain/shared/time.js';
 import { describeEvaluationText } from './describe.js';
-import { decode, refOf } from '../decode.js';
+import { atMs as toMs, decode, refOf, type EventRef } from '../decode.js';
+import type { DomainEvent } from '../../domain/events/types.js';
 import type { ClusterReplica, ClusterState } from './state.js';
 
 function replicaOf(s: ClusterState, replicaId: string, e: StoredEvent): ClusterReplica {
@@ -13,10 +13,9 @@ function replicaOf(s: ClusterState, replicaId: string, e: StoredEvent): ClusterR
   return r;
 }
 
-export function applyCluster(s: ClusterState, e: StoredEvent): ClusterState {
-  const d = decode(e);
+export function applyCluster(s: ClusterState, e: StoredEvent, d: DomainEvent | undefined = decode(e), eventRef?: EventRef): ClusterState {
   if (d === undefined) return s;
-  const ref = refOf(e);
+  const ref = eventRef ?? refOf(e);
   switch (d.type) {
     case 'AgentRegistered': {
       const prev = s.agents.get(d.data.agentId);
@@ -40,20 +39,20 @@ export function applyCluster(s: ClusterState, e: StoredEvent): ClusterState {
     case 'AgentLost':
     case 'AgentDrainRequested':
     case 'AgentDrained': {
-      const a = s.agents.get(d.data.agentId);
-      if (a === undefined) throw new Error(`${e.type} at position ${e.position} names agent ${d.data.agentId}, which never registered`);
-      a.lastEvent = ref;
+      const agent = s.agents.get(d.data.agentId);
+      if (agent === undefined) throw new Error(`${e.type} at position ${e.position} names agent ${d.data.agentId}, which never registered`);
+      agent.lastEvent = ref;
       if (d.type === 'AgentUnresponsive') {
-        a.resumeAs = a.state === 'DRAINING' ? 'DRAINING' : 'ACTIVE';
-        a.state = 'UNRESPONSIVE';
-      } else if (d.type === 'AgentReturned') a.state = a.resumeAs;
-      else if (d.type === 'AgentLost') a.state = 'LOST';
+        agent.resumeAs = agent.state === 'DRAINING' ? 'DRAINING' : 'ACTIVE';
+        agent.state = 'UNRESPONSIVE';
+      } else if (d.type === 'AgentReturned') agent.state = agent.resumeAs;
+      else if (d.type === 'AgentLost') agent.state = 'LOST';
       else if (d.type === 'AgentDrainRequested') {
-        a.resumeAs = 'DRAINING';
-        if (a.state !== 'UNRESPONSIVE') a.state = 'DRAINING';
+        agent.resumeAs = 'DRAINING';
+        if (agent.state !== 'UNRESPONSIVE') agent.state = 'DRAINING';
       } else {
-        a.state = 'DRAINED';
-        a.resumeAs = 'ACTIVE';
+        agent.state = 'DRAINED';
+        agent.resumeAs = 'ACTIVE';
       }
       return s;
     }

@@ -13,6 +13,7 @@ import { applyRequests } from '../requests/apply.js';
 import { requestsFromSnapshot, requestsToSnapshot } from '../requests/projection.js';
 import { initialRequestsState, type RequestsState } from '../requests/state.js';
 import type { Projection } from '../runner/projection.js';
+import { decode, refOf } from '../decode.js';
 
 export interface ControlPlaneState {
   /** Position of the last event applied. */
@@ -32,10 +33,12 @@ export function initialControlPlaneState(): ControlPlaneState {
 }
 
 export function applyControlPlane(s: ControlPlaneState, e: StoredEvent): ControlPlaneState {
-  applyCluster(s.cluster, e);
-  applyQueue(s.queue, e);
-  applyRequests(s.requests, e);
-  applyAgents(s.agents, e);
+  const d = decode(e);
+  const ref = refOf(e);
+  applyCluster(s.cluster, e, d, ref);
+  applyQueue(s.queue, e, d);
+  applyRequests(s.requests, e, d, ref);
+  applyAgents(s.agents, e, d, ref);
   applyAudit(s.audit, e);
   s.position = e.position;
   return s;

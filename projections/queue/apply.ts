@@ -1,8 +1,8 @@
 // Folds request events into the per-model queues (in place; see cluster/apply.ts for why).
 import { OrderedQueue } from '../../domain/queue/ordered-queue.js';
-import { toMs } from '../../domain/shared/time.js';
 import type { StoredEvent } from '../../eventstore/port.js';
-import { decode } from '../decode.js';
+import { atMs as toMs, decode } from '../decode.js';
+import type { DomainEvent } from '../../domain/events/types.js';
 import type { QueuedItem, QueueState } from './state.js';
 
 function queueOf(s: QueueState, modelKey: string): OrderedQueue<QueuedItem> {
@@ -18,8 +18,7 @@ function leave(s: QueueState, requestId: string, finished: boolean): void {
   if (finished) s.pending.delete(requestId);
 }
 
-export function applyQueue(s: QueueState, e: StoredEvent): QueueState {
-  const d = decode(e);
+export function applyQueue(s: QueueState, e: StoredEvent, d: DomainEvent | undefined = decode(e)): QueueState {
   if (d === undefined) return s;
   switch (d.type) {
     case 'RequestReceived':

@@ -1,7 +1,7 @@
 // Folds request events into the request status read model (in place; see cluster/apply.ts for why).
-import { toMs } from '../../domain/shared/time.js';
 import type { StoredEvent } from '../../eventstore/port.js';
-import { decode, refOf } from '../decode.js';
+import { atMs as toMs, decode, refOf, type EventRef } from '../decode.js';
+import type { DomainEvent } from '../../domain/events/types.js';
 import type { RequestsState, RequestView } from './state.js';
 
 function view(s: RequestsState, requestId: string, e: StoredEvent): RequestView {
@@ -25,9 +25,9 @@ function finish(s: RequestsState, v: RequestView, atMs: number): void {
   s.active.delete(v.requestId);
 }
 
-export function applyRequests(s: RequestsState, e: StoredEvent): RequestsState {
-  const d = decode(e);
+export function applyRequests(s: RequestsState, e: StoredEvent, d: DomainEvent | undefined = decode(e), eventRef?: EventRef): RequestsState {
   if (d === undefined) return s;
+  const ref = eventRef ?? refOf(e);
   switch (d.type) {
     case 'RequestReceived': {
       const at = toMs(e.metadata.at);
@@ -55,7 +55,7 @@ export function applyRequests(s: RequestsState, e: StoredEvent): RequestsState {
         logLines: 0,
         ignoredReports: 0,
         correlationId: e.metadata.correlationId,
-        lastEvent: refOf(e),
+        lastEvent: ref,
       });
       s.active.add(d.data.requestId);
       s.totals.received++;
@@ -65,12 +65,19 @@ export function applyRequests(s: RequestsState, e: StoredEvent): RequestsState {
       const v = view(s, d.data.requestId, e);
       v.status = 'QUEUED';
       v.enqueuedAtMs = v.queuedAtMs = toMs(d.data.enqueuedAt);
-      v.lastEvent = refOf(e);
+      v.lastEvent = ref;
       return s;
     }
     case 'RequestDispatched': {
       const v = view(s, d.data.requestId, e);
-      Object.assign(v, { status: 'DISPATCHED', attempt: d.data.attempt, replicaId: d.data.replicaId, agentId: d.data.agentId, dispatchedAtMs: toMs(d.data.dispatchedAt), startedAtMs: null, queuedAtMs: null, lastEvent: refOf(e) });
+      v.status = 'DISPATCHED';
+      v.attempt = d.data.attempt;
+      v.replicaId = d.data.replicaId;
+      v.agentId = d.data.agentId;
+      v.dispatchedAtMs = toMs(d.data.dispatchedAt);
+      v.startedAtMs = null;
+      v.queuedAtMs = null;
+      v.lastEvent = ref;
       let set = s.inFlightByReplica.get(d.data.replicaId);
       if (set === undefined) s.inFlightByReplica.set(d.data.replicaId, (set = new Set()));
       set.add(d.data.requestId);
@@ -78,21 +85,23 @@ export function applyRequests(s: RequestsState, e: StoredEvent): RequestsState {
     }
     case 'RequestStarted': {
       const v = view(s, d.data.requestId, e);
-      Object.assign(v, { status: 'RUNNING', startedAtMs: toMs(d.data.startedAt), lastEvent: refOf(e) });
+      v.status = 'RUNNING';
+      v.startedAtMs = toMs(d.data.startedAt);
+      v.lastEvent = ref;
       return s;
     }
     case 'RequestLogged': {
       const v = view(s, d.data.requestId, e);
       v.logLines++;
       if (v.status === 'DISPATCHED') v.status = 'RUNNING';
-      v.lastEvent = refOf(e);
+      v.lastEvent = ref;
       return s;
     }
     case 'RequestCompleted': {
       const v = view(s, d.data.requestId, e);
       v.status = 'COMPLETED';
       v.result = { ref: d.data.resultRef, bytes: d.data.bytes, sha256: d.data.sha256 };
-      v.lastEvent = refOf(e);
+      v.lastEvent = ref;
       finish(s, v, toMs(d.data.completedAt));
       s.totals.completed++;
       return s;
@@ -101,7 +110,7 @@ export function applyRequests(s: RequestsState, e: StoredEvent): RequestsState {
       const v = view(s, d.data.requestId, e);
       v.status = 'ERROR';
       v.error = { phase: d.data.phase, type: d.data.errorType, message: d.data.message, stack: d.data.stack, reportedBy: d.data.reportedBy };
-      v.lastEvent = refOf(e);
+      v.lastEvent = ref;
       finish(s, v, toMs(d.data.failedAt));
       s.totals.failed++;
       return s;
@@ -110,7 +119,7 @@ export function applyRequests(s: RequestsState, e: StoredEvent): RequestsState {
       const v = view(s, d.data.requestId, e);
       v.status = 'CANCELLED';
       v.cancelled = { by: d.data.by, actor: d.data.actor };
-      v.lastEvent = refOf(e);
+      v.lastEvent = ref;
       finish(s, v, toMs(d.data.cancelledAt));
       s.totals.cancelled++;
       return s;
@@ -118,7 +127,11 @@ export function applyRequests(s: RequestsState, e: StoredEvent): RequestsState {
     case 'RequestRequeued': {
       const v = view(s, d.data.requestId, e);
       leaveReplica(s, v);
-      Object.assign(v, { status: 'QUEUED', replicaId: null, agentId: null, queuedAtMs: toMs(d.data.requeuedAt), lastEvent: refOf(e) });
+      v.status = 'QUEUED';
+      v.replicaId = null;
+      v.agentId = null;
+      v.queuedAtMs = toMs(d.data.requeuedAt);
+      v.lastEvent = ref;
       v.requeues.push({ reason: d.data.reason, attempt: d.data.attempt, atMs: toMs(d.data.requeuedAt), text: d.data.because.text });
       s.totals.requeued++;
       return s;

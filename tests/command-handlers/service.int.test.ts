@@ -44,6 +44,8 @@ describe('ids and metadata', () => {
     const events = await store.readStream(r.streamId);
     assert.deepEqual(events.map((e) => e.id), [deterministicEventId('cmd-1', 0), deterministicEventId('cmd-1', 1)]);
     assert.deepEqual(events[0].metadata, { correlationId: 'corr-9', causationId: 'cause-3', actor: 'key:a', at: AT, commandId: 'cmd-1' });
+    const plain = await cp.execute({ ...submit, requestId: 'r2' }, meta('cmd-2'));
+    assert.deepEqual((await store.readStream(plain.streamId))[0].metadata, { correlationId: 'cmd-2', causationId: 'cmd-2', actor: 'key:a', at: AT }, 'the command id is the causation id');
     assert.deepEqual(events.map((e) => e.version), [1, 1]);
   });
   it('a redelivered command (same id) is stored once; a redelivered agent report too', async () => {

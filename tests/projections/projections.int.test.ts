@@ -6,7 +6,7 @@ import { afterEach, describe, it } from 'node:test';
 import { GIB } from '../../domain/placement/size.js';
 import type { StoredEvent } from '../../eventstore/port.js';
 import { agentsProjection } from '../../projections/agents/projection.js';
-import { auditPositions } from '../../projections/audit/query.js';
+import { auditQuery } from '../../projections/audit/query.js';
 import { clusterView } from '../../projections/cluster/queries.js';
 import { clusterProjection } from '../../projections/cluster/projection.js';
 import { applyControlPlane, controlPlaneFromSnapshot, controlPlaneToSnapshot, initialControlPlaneState } from '../../projections/control-plane/state.js';
@@ -114,23 +114,28 @@ describe('snapshots and rebuilds', () => {
   });
 });
 
-describe('audit index', () => {
-  it('answers by actor, model, correlation id and time window; refuses filters it does not record', async () => {
+describe('audit', () => {
+  it('answers by model (index), actor, correlation id and time window; refuses filters it does not record', async () => {
     h = await startHarness({ onDemand: { gpt2: { settings: { weightsBytes: GIB } } } });
     const a = new SimAgent(h, 'a1');
     await a.register();
     await submit(h, 'r1', 'gpt2', { submitter: 'key:alice' });
     await settle(h, [a]);
     const s = h.state().audit;
-    const events = await log();
-    const at = (p: number) => events.find((e) => e.position === p)!;
-    assert.deepEqual(auditPositions(s, { actor: 'key:alice' }).map((p) => at(p).type), ['RequestReceived', 'RequestQueued']);
-    const model = auditPositions(s, { modelKey: 'gpt2' }).map((p) => at(p).type);
-    assert.ok(model.includes('ReplicaPlaced') && model.includes('RequestStarted'));
-    const corr = events.find((e) => e.type === 'RequestReceived')!.metadata.correlationId;
-    assert.ok(auditPositions(s, { correlationId: corr }).length >= 2);
-    assert.equal(auditPositions(s, { fromAt: '2030-01-01T00:00:00.000Z' }).length, 0);
-    assert.throws(() => auditPositions(s, { apiKeyHash: 'x' }), (e: { code?: string }) => e.code === 'CP_AUDIT_UNKNOWN_FILTER');
-    assert.throws(() => auditPositions(s, {}), (e: { code?: string }) => e.code === 'CP_AUDIT_NO_FILTER');
+    const q = (f: Record<string, unknown>) => auditQuery(h.store, s, f).then((es) => es.map((e) => e.type));
+    assert.deepEqual(await q({ actor: 'key:alice' }), ['RequestReceived', 'RequestQueued']);
+    const model = await q({ modelKey: 'gpt2' });
+    assert.ok(model.includes('ReplicaPlaced') && model.includes('RequestStarted') && !model.includes('AgentRegistered'));
+    assert.deepEqual(await q({ modelKey: 'gpt2', actor: 'key:alice' }), ['RequestReceived', 'RequestQueued']);
+    const corr = (await log()).find((e) => e.type === 'RequestReceived')!.metadata.correlationId;
+    // The scheduler's decisions for the request carry its correlation id: the whole chain answers.
+    const chain = await q({ modelKey: 'gpt2', correlationId: corr });
+    for (const t of ['RequestReceived', 'RequestQueued', 'DeploymentRequested', 'ReplicaPlaced', 'RequestDispatched', 'RequestStarted']) assert.ok(chain.includes(t), t);
+    assert.deepEqual(await q({ correlationId: corr }), chain);
+    assert.equal((await q({ modelKey: 'gpt2', fromAt: '2030-01-01T00:00:00.000Z' })).length, 0);
+    assert.equal((await q({ modelKey: 'gpt2', toAt: '2030-01-01T00:00:00.000Z' })).length, model.length);
+    await assert.rejects(q({ apiKeyHash: 'x' }), (e: { code?: string }) => e.code === 'CP_AUDIT_UNKNOWN_FILTER');
+    await assert.rejects(q({}), (e: { code?: string }) => e.code === 'CP_AUDIT_NO_FILTER');
+    await assert.rejects(q({ fromAt: 'yesterday' }), (e: { code?: string }) => e.code === 'CP_AUDIT_BAD_FILTER');
   });
 });

@@ -64,7 +64,7 @@ export class SimAgent {
   bootId = 'boot-1';
   private messages = 0;
   /** Requests running here: request id → attempt and the clock time it finishes. */
-  readonly running = new Map<string, { attempt: number; doneAtMs: number }>();
+  readonly running = new Map<string, { attempt: number; doneAtMs: number; cause: { id: string; correlationId: string } }>();
   completed = 0;
 
   constructor(
@@ -79,9 +79,16 @@ export class SimAgent {
     return `${this.agentId}-${this.bootId}-m${++this.messages}`;
   }
 
-  private report(command: ControlPlaneCommand) {
+  /** Reports carry the assignment's correlation id and name the assignment event as their cause (as the relay does). */
+  private report(command: ControlPlaneCommand, cause?: { id: string; correlationId: string }) {
     const agentMessageId = (command as { agentMessageId?: string }).agentMessageId ?? this.msg();
-    return this.h.commands.execute(command, { commandId: `agent:${this.agentId}:${agentMessageId}`, actor: `agent:${this.agentId}`, at: this.h.iso() });
+    return this.h.commands.execute(command, {
+      commandId: `agent:${this.agentId}:${agentMessageId}`,
+      actor: `agent:${this.agentId}`,
+      at: this.h.iso(),
+      correlationId: cause?.correlationId,
+      causationId: cause?.id,
+    });
   }
 
   register() {
@@ -107,7 +114,7 @@ export class SimAgent {
     for (const r of s.cluster.replicas.values()) {
       if (r.agentId !== this.agentId || r.bootId !== this.bootId) continue;
       if (r.state === 'PLACED' || r.state === 'LOADING') {
-        await this.report({ type: 'ReportReplicaHot', replicaId: r.replicaId, agentId: this.agentId, agentMessageId: this.msg(), loadMs: 5 });
+        await this.report({ type: 'ReportReplicaHot', replicaId: r.replicaId, agentId: this.agentId, agentMessageId: this.msg(), loadMs: 5 }, r.lastEvent);
         acted++;
       }
     }
@@ -118,8 +125,9 @@ export class SimAgent {
         const v = s.requests.byId.get(id)!;
         const mine = this.running.get(id);
         if (mine === undefined || mine.attempt !== v.attempt) {
-          this.running.set(id, { attempt: v.attempt, doneAtMs: this.h.clock.now + this.serviceMs });
-          await this.report({ type: 'ReportRequestStarted', requestId: id, attempt: v.attempt, agentId: this.agentId, agentMessageId: this.msg() });
+          const cause = { id: v.lastEvent.id, correlationId: v.correlationId };
+          this.running.set(id, { attempt: v.attempt, doneAtMs: this.h.clock.now + this.serviceMs, cause });
+          await this.report({ type: 'ReportRequestStarted', requestId: id, attempt: v.attempt, agentId: this.agentId, agentMessageId: this.msg() }, cause);
           acted++;
         }
       }
@@ -127,7 +135,7 @@ export class SimAgent {
     for (const [id, run] of [...this.running]) {
       if (run.doneAtMs > this.h.clock.now) continue;
       this.running.delete(id);
-      await this.report({ type: 'ReportRequestCompleted', requestId: id, attempt: run.attempt, agentId: this.agentId, agentMessageId: this.msg(), resultRef: `blob:${id}:${run.attempt}`, bytes: 16, sha256: 'ab'.repeat(32) });
+      await this.report({ type: 'ReportRequestCompleted', requestId: id, attempt: run.attempt, agentId: this.agentId, agentMessageId: this.msg(), resultRef: `blob:${id}:${run.attempt}`, bytes: 16, sha256: 'ab'.repeat(32) }, run.cause);
       this.completed++;
       acted++;
     }

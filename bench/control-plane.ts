@@ -1,0 +1,197 @@
+// `npm run bench -- control-plane`: the control plane on the embedded SQLite store.
+//   enqueue_per_s          SubmitRequest commands validated, decided and appended per second through the command
+//                          handlers (64 in flight), on a WAL file store — target >= 5000
+//   replay_events_per_s    rebuild of the composite projection (cluster, queue, requests, agents, audit) by the
+//                          projection runner (ControlPlaneView) from position 0 over >= 200k events — target >= 100000
+//   queue_ops_us_at_10k    one enqueue (RequestQueued) + one dequeue (RequestDispatched) applied to the queue
+//                          projection holding 10k queued requests, in µs — target <= 50
+// Options: --requests N (requests in the replay log, default 29000 ≈ 204k events).
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ControlPlaneCommands } from '../command-api/handlers/service.js';
+import { domainCodec } from '../command-api/handlers/codec.js';
+import { deploymentDecider } from '../domain/deployment/decide.js';
+import { GIB } from '../domain/placement/size.js';
+import type { RequestCommand } from '../domain/request/commands.js';
+import { requestDecider } from '../domain/request/decide.js';
+import type { RequestEvent } from '../domain/events/types.js';
+import { OrderedQueue } from '../domain/queue/ordered-queue.js';
+import { currentVersion } from '../domain/events/registry.js';
+import { deterministicEventId } from '../eventstore/event-id.js';
+import type { EventStore, JsonValue, StoredEvent } from '../eventstore/port.js';
+import { SqliteEventStore } from '../eventstore/sqlite/store.js';
+import { ControlPlaneView } from '../projections/control-plane/live.js';
+import { SqliteCheckpoints } from '../projections/runner/sqlite-checkpoints.js';
+import { benchReplay } from '../projections/runner/benchmark.js';
+import { applyQueue } from '../projections/queue/apply.js';
+import { initialQueueState } from '../projections/queue/state.js';
+
+const T0 = Date.parse('2025-03-01T10:00:00.000Z');
+const iso = (ms: number) => new Date(ms).toISOString();
+const because = { rule: 'bench', text: 'bench' };
+
+async function benchEnqueue(store: EventStore, commands: number, concurrency: number): Promise<number> {
+  const cp = new ControlPlaneCommands(store);
+  let next = 0;
+  const t = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      for (let i = next++; i < commands; i = next++) {
+        await cp.execute(
+          { type: 'SubmitRequest', requestId: `enq-${i}`, modelKey: 'gpt2', submitter: `key:client${i % 16}`, priority: i % 5 === 0, trusted: true, payload: { prompt: 'The Eiffel Tower is in', invokes: 1 } },
+          { commandId: `submit-${i}`, actor: `key:client${i % 16}`, at: iso(T0 + i) },
+        );
+      }
+    }),
+  );
+  return (commands / (performance.now() - t)) * 1000;
+}
+
+/** Appends a realistic log: per request received, queued, dispatched, started, two log lines, completed (or a requeue). */
+export async function fillControlPlaneLog(store: EventStore, requests: number): Promise<number> {
+  const deploy = deploymentDecider.decide({ type: 'RequestDeployment', modelKey: 'gpt2', settings: { weightsBytes: GIB }, replicas: 4, onDemand: false, at: iso(T0) }, deploymentDecider.initialState());
+  await store.append('deployment-gpt2', deploy.map((e, i) => domainCodec({ commandId: 'bench-deploy', actor: 'op', at: iso(T0) }).encode(e, i)), { expectedRevision: 'any' });
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: 128 }, async () => {
+      for (let i = next++; i < requests; i = next++) {
+        const at = iso(T0 + i * 10);
+        const id = `req-${i}`;
+        let state = requestDecider.initialState();
+        const events: { e: RequestEvent; commandId: string }[] = [];
+        const step = (c: RequestCommand, commandId: string) => {
+          for (const e of requestDecider.decide(c, state)) {
+            events.push({ e, commandId });
+            state = requestDecider.evolve(state, e);
+          }
+        };
+        const replicaId = `gpt2#${1 + (i % 4)}`;
+        const report = { requestId: id, agentId: 'a1', at };
+        step({ type: 'SubmitRequest', requestId: id, modelKey: 'gpt2', submitter: `key:client${i % 16}`, priority: i % 5 === 0, trusted: true, payload: { prompt: 'x' }, at }, `s-${i}`);
+        step({ type: 'DispatchRequest', requestId: id, attempt: 1, replicaId, agentId: 'a1', at, because }, `d-${i}`);
+        if (i % 50 === 0) {
+          step({ type: 'RequeueRequest', requestId: id, attempt: 1, reason: 'PREEMPTED', at, because }, `q-${i}`);
+          step({ type: 'DispatchRequest', requestId: id, attempt: 2, replicaId, agentId: 'a1', at, because }, `d2-${i}`);
+        }
+        const attempt = state.attempt;
+        step({ type: 'ReportRequestStarted', attempt, agentMessageId: `m0-${i}`, ...report }, `a0-${i}`);
+        step({ type: 'ReportRequestLog', attempt, agentMessageId: `m1-${i}`, stream: 'stdout', line: 'tensor([1, 768])', ...report }, `a1-${i}`);
+        step({ type: 'ReportRequestLog', attempt, agentMessageId: `m2-${i}`, stream: 'stdout', line: 'done', ...report }, `a2-${i}`);
+        step({ type: 'ReportRequestCompleted', attempt, agentMessageId: `m3-${i}`, resultRef: `blob:${id}`, bytes: 3072, sha256: 'ab'.repeat(32), ...report }, `a3-${i}`);
+        const byCommand = new Map<string, number>();
+        const encoded = events.map(({ e, commandId }) => {
+          const index = byCommand.get(commandId) ?? 0;
+          byCommand.set(commandId, index + 1);
+          // The events come from the real deciders; the bench skips only the schema check of the codec.
+          return {
+            id: deterministicEventId(commandId, index),
+            type: e.type,
+            version: currentVersion(e.type),
+            data: e.data as JsonValue,
+            metadata: { correlationId: `s-${i}`, causationId: commandId, actor: commandId.startsWith('s-') ? `key:client${i % 16}` : commandId.startsWith('a') ? 'agent:a1' : 'system:scheduler', at },
+          };
+        });
+        await store.append(`request-${id}`, encoded, { expectedRevision: 'no_stream' });
+      }
+    }),
+  );
+  return store.headPosition();
+}
+
+/**
+ * Rebuild of the control plane's read models as the fabric runs it: a ControlPlaneView (the projection runner over
+ * the composite projection, checkpoints in the store's file) starting from position 0, until it has applied the head.
+ */
+async function benchRebuild(store: SqliteEventStore): Promise<{ eventsPerS: number; requests: number }> {
+  const head = await store.headPosition();
+  const view = new ControlPlaneView(store, new SqliteCheckpoints(store.db));
+  const t = performance.now();
+  await view.start();
+  await view.waitForPosition(head, 120_000);
+  const ms = performance.now() - t;
+  const status = view.status();
+  const requests = view.state.requests.byId.size;
+  await view.stop();
+  if (status.rebuiltBecause !== 'no-checkpoint') throw new Error(`the view did not rebuild from 0 (${status.rebuiltBecause})`);
+  return { eventsPerS: (status.eventsApplied / ms) * 1000, requests };
+}
+
+/** Enqueue + dequeue on the queue projection holding `depth` queued requests: µs per pair. */
+function benchQueueProjection(depth: number, pairs: number): number {
+  const s = initialQueueState();
+  let position = 0;
+  const ev = (type: string, data: unknown): StoredEvent => ({
+    id: '00000000-0000-5000-8000-000000000000',
+    type,
+    version: 1,
+    data: data as never,
+    metadata: { correlationId: 'c', causationId: 'c', actor: 'bench', at: iso(T0) },
+    streamId: 'request-x',
+    revision: 0,
+    position: ++position,
+  });
+  const queued = (i: number) => ev('RequestQueued', { requestId: `q${i}`, modelKey: 'gpt2', rank: i % 5 === 0 ? 1 : 3, enqueuedAt: iso(T0 + i) });
+  for (let i = 0; i < depth; i++) applyQueue(s, queued(i));
+  const q = s.byModel.get('gpt2')!;
+  const enq: StoredEvent[] = [];
+  const deq: StoredEvent[] = [];
+  for (let i = 0; i < pairs; i++) enq.push(queued(depth + i));
+  const t = performance.now();
+  for (let i = 0; i < pairs; i++) {
+    applyQueue(s, enq[i]);
+    const head = q.peek()!;
+    deq.push(ev('RequestDispatched', { requestId: head.id }));
+    applyQueue(s, deq[deq.length - 1]);
+  }
+  const us = ((performance.now() - t) * 1000) / pairs;
+  if (q.size !== depth) throw new Error(`queue depth drifted to ${q.size}`);
+  return us;
+}
+
+/** The same on the bare order-statistic tree, with a position lookup per pair. */
+function benchQueueTree(depth: number, pairs: number): number {
+  const q = new OrderedQueue<null>();
+  for (let i = 0; i < depth; i++) q.enqueue(`q${i}`, { rank: i % 4, enqueuedAtMs: T0 + i, seq: i }, null);
+  const t = performance.now();
+  for (let i = 0; i < pairs; i++) {
+    q.enqueue(`n${i}`, { rank: i % 4, enqueuedAtMs: T0 + depth + i, seq: depth + i }, null);
+    q.position(`n${i}`);
+    q.dequeue();
+  }
+  return ((performance.now() - t) * 1000) / pairs;
+}
+
+export async function run(args: string[]): Promise<Record<string, unknown>> {
+  const requestsArg = args.indexOf('--requests');
+  const requests = requestsArg >= 0 ? Number(args[requestsArg + 1]) : 29_000;
+  const dir = mkdtempSync(join(tmpdir(), 'ndif-bench-cp-'));
+  try {
+    const result: Record<string, unknown> = {};
+    const started = performance.now();
+    const store = new SqliteEventStore({ path: join(dir, 'events.db') });
+    await benchEnqueue(store, 2_000, 64); // warm-up
+    result.enqueue_per_s = Math.round(await benchEnqueue(store, 20_000, 64));
+    await store.close();
+
+    const replayStore = new SqliteEventStore({ path: join(dir, 'replay.db') });
+    const t = performance.now();
+    const events = await fillControlPlaneLog(replayStore, requests);
+    result.replay_log_events = events;
+    result.replay_log_fill_s = Number(((performance.now() - t) / 1000).toFixed(1));
+    // The runner over the same log with a projection that does nothing: the bound the store's read path sets.
+    result.replay_read_only_events_per_s = Math.round((await benchReplay(replayStore, { name: 'noop', version: 1, initialState: () => 0, apply: (n: number) => n + 1 })).eventsPerS);
+    const replay = await benchRebuild(replayStore);
+    result.replay_events_per_s = Math.round(replay.eventsPerS);
+    result.replay_requests = replay.requests;
+    await replayStore.close();
+
+    benchQueueProjection(10_000, 20_000);
+    result.queue_ops_us_at_10k = Number(benchQueueProjection(10_000, 100_000).toFixed(2));
+    result.queue_tree_ops_us_at_10k = Number(benchQueueTree(10_000, 200_000).toFixed(2));
+    result.elapsed_s = Number(((performance.now() - started) / 1000).toFixed(1));
+    return result;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
