@@ -258,5 +258,6 @@ export function describeEvaluation(e: Evaluation): string {
     return `${need}; no agent can host it: best GPU has ${fmtBytes(e.bestGpuFreeBytes)} free, at most ${fmtBytes(e.evictableBytes)} after evictions`;
   }
   const victims = b.victims.length === 0 ? '' : `, after ${b.victims.map((v) => `${v.action === 'DEMOTE' ? 'demoting' : 'removing'} ${v.replicaId} (${fmtBytes(v.sizeBytes)}, ${fmtMs(v.ageMs)} old)`).join(', ')}`;
-  return `${need}; chose ${b.agentId} GPU ${b.gpus.join('+')} at level ${b.level} with ${fmtBytes(b.freeBytes)} free (least free that fits)${victims}`;
+  const fit = b.victims.length === 0 ? ' (least free that fits)' : '';
+  return `${need}; chose ${b.agentId} GPU ${b.gpus.join('+')} at level ${b.level} with ${fmtBytes(b.freeBytes)} free${fit}${victims}`;
 }

@@ -18,12 +18,10 @@ export const DomainErrorCode = {
   replicaNotFound: 'CP_REPLICA_NOT_FOUND',
   replicaWrongState: 'CP_REPLICA_WRONG_STATE',
   replicaProtected: 'CP_REPLICA_PROTECTED',
-  replicaBusy: 'CP_REPLICA_BUSY',
   agentNotFound: 'CP_AGENT_NOT_FOUND',
   agentBootMismatch: 'CP_AGENT_BOOT_MISMATCH',
   agentLost: 'CP_AGENT_LOST',
   agentWrongState: 'CP_AGENT_WRONG_STATE',
-  agentGpusInUse: 'CP_AGENT_GPUS_IN_USE',
 } as const;
 
 export type DomainErrorCodeName = (typeof DomainErrorCode)[keyof typeof DomainErrorCode];
@@ -44,12 +42,10 @@ const STATUS: Record<DomainErrorCodeName, number> = {
   CP_REPLICA_NOT_FOUND: 404,
   CP_REPLICA_WRONG_STATE: 409,
   CP_REPLICA_PROTECTED: 409,
-  CP_REPLICA_BUSY: 409,
   CP_AGENT_NOT_FOUND: 404,
   CP_AGENT_BOOT_MISMATCH: 409,
   CP_AGENT_LOST: 409,
   CP_AGENT_WRONG_STATE: 409,
-  CP_AGENT_GPUS_IN_USE: 409,
 };
 
 export class DomainError extends FabricError {
