@@ -126,6 +126,10 @@ describe('deployment: agent lost or restarted', () => {
   it('a lost agent takes its replicas with it', () => {
     g(live([])).when({ type: 'ReleaseAgentReplicas', modelKey: 'gpt2', agentId: 'a1', reason: 'AGENT_LOST', previousBootId: 'b1', bootId: 'b1', at: T0, because: why }).thenMatch(([e]) => assert.equal(e.type === 'ReplicaRemoved' && e.data.reason, 'AGENT_LOST'));
   });
+  it('releasing again for a boot the replica already reloaded on is a no-op', () => {
+    const reload: DeploymentEvent = { type: 'ReplicaReloadRequired', data: { modelKey: 'gpt2', replicaId: 'gpt2#1', agentId: 'a1', previousBootId: 'b1', bootId: 'b2' } };
+    g(live([reload])).when({ type: 'ReleaseAgentReplicas', modelKey: 'gpt2', agentId: 'a1', reason: 'AGENT_RESTARTED', previousBootId: 'b1', bootId: 'b2', at: T0, because: why }).then([]);
+  });
   it('a restarted agent loads its GPU replicas again on the same GPUs; its WARM copies are gone', () => {
     g(live([])).when({ type: 'ReleaseAgentReplicas', modelKey: 'gpt2', agentId: 'a1', reason: 'AGENT_RESTARTED', previousBootId: 'b1', bootId: 'b2', at: T0, because: why }).then([
       { type: 'ReplicaReloadRequired', data: { modelKey: 'gpt2', replicaId: 'gpt2#1', agentId: 'a1', previousBootId: 'b1', bootId: 'b2' } },

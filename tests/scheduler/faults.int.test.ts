@@ -88,6 +88,15 @@ describe('faults: eviction and demotion', () => {
     const requeue = log.find((e) => e.type === 'RequestRequeued')!;
     const demoted = log.find((e) => e.type === 'ReplicaDemoted')!;
     assert.ok(demotion.position < requeue.position && requeue.position < demoted.position);
+    // The causal chain `ndif why ra` follows: requeue ← demotion ← c#1 requested ← on-demand deploy ← rc queued.
+    const byId = new Map(log.map((e) => [e.id, e]));
+    const chain: string[] = [];
+    for (let e = byId.get(requeue.metadata.causationId); e !== undefined && chain.length < 10; e = byId.get(e.metadata.causationId)) {
+      chain.push(`${e.type}:${e.streamId}`);
+      if (e.metadata.causationId === e.metadata.correlationId && e.type === 'RequestReceived') break;
+    }
+    assert.deepEqual(chain.slice(0, 3), ['ReplicaDemotionRequested:deployment-a', 'ReplicaRequested:deployment-c', 'RequestQueued:request-rc']);
+    assert.equal(requeue.metadata.correlationId, demotion.metadata.correlationId, 'the decisions made for rc carry its correlation id');
     // ra goes back to the queue; a is restored from the CPU cache once b (old, unused) makes room.
     for (let i = 0; i < 5; i++) {
       h.advance(1000);
