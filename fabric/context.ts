@@ -1,0 +1,22 @@
+// What the HTTP APIs (command-api/http, query-api) are given by a composition root (fabric/embedded,
+// fabric/command-api, fabric/query-api). Every part is a port; the roots pick the adapters.
+import type { Logger } from 'pino';
+import type { BlobStore } from '../blobstore/port.js';
+import type { ModelCatalog } from '../catalog/port.js';
+import type { ControlPlaneCommands } from '../command-api/handlers/service.js';
+import type { EventStore } from '../eventstore/port.js';
+import type { ControlPlaneView } from '../projections/control-plane/live.js';
+
+export interface FabricContext {
+  store: EventStore;
+  commands: ControlPlaneCommands;
+  /** The live control-plane projection (cluster, queue, requests, agents, audit). */
+  view: ControlPlaneView;
+  blobs: BlobStore;
+  catalog: ModelCatalog;
+  /** Milliseconds since the epoch; the only clock the APIs read. */
+  clock: () => number;
+  /** A fresh unique id (uuid v4 unless a test injects another). */
+  newId: () => string;
+  log: Logger;
+}
