@@ -1,0 +1,12 @@
+#!/usr/bin/env node
+// The `ndif` command: runs the compiled CLI (dist/client/cli/main.js; NDIF_DIST picks another build folder).
+const dist = process.env.NDIF_DIST || 'dist';
+const entry = new URL(`../../${dist}/client/cli/main.js`, import.meta.url);
+const { main } = await import(entry.href).catch((e) => {
+  if (e?.code !== 'ERR_MODULE_NOT_FOUND') throw e;
+  process.stderr.write(`ndif: ${entry.pathname} is missing; build first with \`npm run build\`\n`);
+  process.exit(1);
+});
+const ctl = new AbortController();
+process.once('SIGINT', () => ctl.abort());
+process.exitCode = await main(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, env: process.env, signal: ctl.signal });

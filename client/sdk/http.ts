@@ -1,0 +1,115 @@
+// The SDK's HTTP calls: base URL, API key, JSON in and out, and one mapping of failures: nothing answering →
+// UnreachableError; an error body → FabricHttpError (its code, message, hint and details as the fabric sent them).
+import type { ErrorBody } from '../../protocol/errors.js';
+import { FabricHttpError, UnreachableError } from './errors.js';
+
+export interface HttpOptions {
+  url: string;
+  apiKey?: string | null;
+  /** Per-call timeout for one HTTP exchange (not for waiting on a request), ms. */
+  timeoutMs?: number;
+}
+
+export interface CallOptions {
+  body?: unknown;
+  query?: Record<string, string | number | boolean | undefined | null>;
+  signal?: AbortSignal;
+  /** Return the body as bytes instead of parsed JSON. */
+  binary?: boolean;
+  /** Statuses (besides 2xx) whose body is returned rather than thrown. */
+  accept?: number[];
+}
+
+export interface HttpReply<T> {
+  status: number;
+  body: T;
+  headers: Headers;
+}
+
+export const API_KEY_HEADER = 'x-api-key';
+
+export class FabricHttp {
+  readonly url: string;
+  readonly apiKey: string | null;
+  private readonly timeoutMs: number;
+
+  constructor(opts: HttpOptions) {
+    this.url = normalizeUrl(opts.url);
+    this.apiKey = opts.apiKey ?? null;
+    this.timeoutMs = opts.timeoutMs ?? 30_000;
+  }
+
+  /** `http://host:port/path` for a path of the API; `ws:`/`wss:` when `ws` is set. */
+  resolve(path: string, query?: CallOptions['query'], ws = false): string {
+    const u = new URL(path.replace(/^\//, ''), `${this.url}/`);
+    for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined && v !== null) u.searchParams.set(k, String(v));
+    if (ws) u.protocol = u.protocol === 'https:' ? 'wss:' : 'ws:';
+    return u.toString();
+  }
+
+  headers(extra?: Record<string, string>): Record<string, string> {
+    const h: Record<string, string> = { ...extra };
+    if (this.apiKey) h[API_KEY_HEADER] = this.apiKey;
+    return h;
+  }
+
+  async call<T>(method: string, path: string, opts: CallOptions = {}): Promise<HttpReply<T>> {
+    const target = this.resolve(path, opts.query);
+    const call = `${method} ${path}`;
+    const timeout = AbortSignal.timeout(this.timeoutMs);
+    const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
+    let res: Response;
+    try {
+      res = await fetch(target, {
+        method,
+        headers: this.headers(opts.body !== undefined ? { 'content-type': 'application/json' } : undefined),
+        body: opts.body !== undefined ? JSON.stringify(opts.body) : undefined,
+        signal,
+      });
+    } catch (e) {
+      if (opts.signal?.aborted) throw opts.signal.reason ?? e;
+      throw new UnreachableError(this.url, call, e);
+    }
+    let raw: Uint8Array;
+    try {
+      raw = new Uint8Array(await res.arrayBuffer());
+    } catch (e) {
+      if (opts.signal?.aborted) throw opts.signal.reason ?? e;
+      throw new UnreachableError(this.url, `${call} (reading the reply)`, e);
+    }
+    const ok = res.ok || (opts.accept ?? []).includes(res.status);
+    if (!ok) throw new FabricHttpError(res.status, errorBodyOf(res.status, raw), call);
+    if (opts.binary) return { status: res.status, body: raw as T, headers: res.headers };
+    const text = new TextDecoder().decode(raw);
+    return { status: res.status, body: (text === '' ? null : JSON.parse(text)) as T, headers: res.headers };
+  }
+
+  async json<T>(method: string, path: string, opts: CallOptions = {}): Promise<T> {
+    return (await this.call<T>(method, path, opts)).body;
+  }
+}
+
+/** The fabric's error body, or one made up from the status when the reply is not one (a proxy's HTML page). */
+export function errorBodyOf(status: number, raw: Uint8Array): ErrorBody {
+  const text = new TextDecoder().decode(raw);
+  try {
+    const b = JSON.parse(text) as Partial<ErrorBody> & { error?: string };
+    if (b && typeof b.code === 'string' && typeof b.message === 'string') return b as ErrorBody;
+    if (b && typeof b.message === 'string') return { code: `HTTP_${status}`, message: b.message };
+  } catch {
+    // not JSON: fall through
+  }
+  const snippet = text.trim().slice(0, 200);
+  return { code: `HTTP_${status}`, message: `the server answered HTTP ${status}${snippet ? `: ${snippet}` : ''}`, hint: 'is the URL the fabric\'s API?' };
+}
+
+export function normalizeUrl(url: string): string {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    throw new TypeError(`fabric URL ${JSON.stringify(url)} is not a URL; expected e.g. http://127.0.0.1:8080`);
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new TypeError(`fabric URL ${JSON.stringify(url)} must start with http:// or https://`);
+  return u.toString().replace(/\/+$/, '');
+}
