@@ -1,0 +1,45 @@
+// The catalog's cache: one JSON file per model folder and key, `<cacheDir>/<key>-<fingerprint>.json`, holding what
+// is costly to compute (the weights bytes read from the ONNX file; the manifest, which needs the model loaded).
+// Written to a temp file and renamed, so a reader never sees half a file; an unreadable file counts as absent.
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Manifest } from '../protocol/manifest.js';
+
+export interface CacheEntry {
+  key: string;
+  dir: string;
+  fingerprint: string;
+  weightsBytes?: number;
+  manifest?: Manifest;
+}
+
+export class CatalogCache {
+  constructor(private readonly dir: string) {}
+
+  private file(key: string, fingerprint: string): string {
+    return join(this.dir, `${key.replace(/[^A-Za-z0-9._-]/g, '_')}-${fingerprint}.json`);
+  }
+
+  read(key: string, dir: string, fingerprint: string): CacheEntry {
+    try {
+      const e = JSON.parse(readFileSync(this.file(key, fingerprint), 'utf8')) as CacheEntry;
+      if (e.key === key && e.dir === dir && e.fingerprint === fingerprint) return e;
+    } catch {
+      /* absent or unreadable: recompute */
+    }
+    return { key, dir, fingerprint };
+  }
+
+  /** Best effort: a cache that cannot be written (read-only folder) only costs a recomputation next time. */
+  write(entry: CacheEntry): void {
+    try {
+      mkdirSync(this.dir, { recursive: true });
+      const path = this.file(entry.key, entry.fingerprint);
+      const tmp = `${path}.${process.pid}.${Date.now()}.tmp`;
+      writeFileSync(tmp, JSON.stringify(entry));
+      renameSync(tmp, path);
+    } catch {
+      /* see above */
+    }
+  }
+}
