@@ -1,31 +1,74 @@
-// What a submitted request asks the GPU agent to run: the `payload` of RequestReceived, written by the command
-// API (docs/http-api.md, "What the agent receives") and read by the agent. The control plane treats it as opaque.
+// What a submitted request asks the agent to run: the `payload` of SubmitRequest / RequestReceived (the shape
+// docs/http-api.md gives). The control plane stores it without looking inside; the command API builds it from
+// the HTTP body, and the GPU agent checks it again before running. `options.steps` of the request is
+// `newTokens + 1`; the request's `options.timeoutMs` wins over the payload's copy.
+import { z } from 'zod';
+import { FabricError } from './errors.js';
 
 export const REQUEST_PAYLOAD_FORMAT = 'ndif-request/1';
 
-export interface PayloadInvoke {
-  /** Text to tokenize with the model's tokenizer … */
+export const PAYLOAD_LIMITS = {
+  invokes: 64,
+  tokens: 100_000,
+  newTokens: 4095,
+  /** Characters of one prompt or block source (the HTTP body limit, 4 MiB, bounds them first). */
+  textChars: 4 * 1024 * 1024,
+} as const;
+
+export interface InvokePayload {
+  /** Text the model's tokenizer encodes … */
   prompt?: string;
   /** … or token ids (exactly one of the two). */
   tokens?: number[];
-  /** This invoke's block source; absent: the shared `block`, else none (the invoke only runs the model). */
+  /** This invoke's block: an async function expression `async (m, ctx) => { … }`. */
   block?: string;
 }
 
 export interface RequestPayload {
   format: typeof REQUEST_PAYLOAD_FORMAT;
-  invokes: PayloadInvoke[];
+  invokes: InvokePayload[];
   /** The block of every invoke that has none of its own. */
   block?: string;
   /** Tokens to generate greedily (0: one forward pass). */
-  newTokens: number;
-  /** Execution limit the user asked for (the control plane enforces it too); null: the deployment's. */
-  timeoutMs: number | null;
-  /** The client waits on the websocket (true) or polls GET /requests/:id (false). */
-  blocking: boolean;
+  newTokens?: number;
+  timeoutMs?: number | null;
+  /** Recorded for the client's benefit: a non-blocking client polls GET /requests/:id. */
+  blocking?: boolean;
 }
 
-/** The block source invoke `i` runs, or undefined when it runs none. */
-export function blockOfInvoke(p: RequestPayload, i: number): string | undefined {
-  return p.invokes[i]?.block ?? p.block;
+const text = z.string().max(PAYLOAD_LIMITS.textChars);
+const invoke = z
+  .strictObject({
+    prompt: text.optional(),
+    tokens: z.array(z.number().int().nonnegative()).min(1).max(PAYLOAD_LIMITS.tokens).optional(),
+    block: text.optional(),
+  })
+  .refine((i) => (i.prompt === undefined) !== (i.tokens === undefined), 'give a prompt or tokens, exactly one of the two');
+
+const payload = z.strictObject({
+  format: z.literal(REQUEST_PAYLOAD_FORMAT),
+  invokes: z.array(invoke).min(1).max(PAYLOAD_LIMITS.invokes),
+  block: text.optional(),
+  newTokens: z.number().int().min(0).max(PAYLOAD_LIMITS.newTokens).optional(),
+  timeoutMs: z.number().int().positive().nullable().optional(),
+  blocking: z.boolean().optional(),
+});
+
+export const RequestPayloadErrorCode = 'REQUEST_PAYLOAD_INVALID';
+
+/** Returns the payload typed, or throws REQUEST_PAYLOAD_INVALID (400) naming the first bad field. */
+export function parseRequestPayload(input: unknown): RequestPayload {
+  const r = payload.safeParse(input);
+  if (r.success) return r.data as RequestPayload;
+  const issue = r.error.issues[0]!;
+  const path = issue.path.join('.');
+  throw new FabricError(RequestPayloadErrorCode, 400, `request payload${path ? ` field ${path}` : ''}: ${issue.message}`, {
+    hint: `send { format: "${REQUEST_PAYLOAD_FORMAT}", invokes: [{ prompt | tokens, block? }, …], block?, newTokens? } (at most ${PAYLOAD_LIMITS.invokes} invokes)`,
+    details: { path, issues: r.error.issues.slice(0, 10).map((i) => ({ path: i.path.join('.'), message: i.message })) },
+  });
+}
+
+/** The block an invoke runs: its own, else the payload's shared one, else none. */
+export function blockOf(p: RequestPayload, invoke: number): string | undefined {
+  return p.invokes[invoke]?.block ?? p.block;
 }
