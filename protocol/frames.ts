@@ -21,8 +21,10 @@ export interface InitMessage {
   model: string;
   /** The model's manifest (module tree, shapes) as JSON text. */
   manifest: string;
-  /** The tokenizer definition as JSON text, or null when the model has none. */
+  /** tokenizer.json as text, or null when the model has none. */
   tokenizer: string | null;
+  /** tokenizer_config.json as text, or null. */
+  tokenizerConfig: string | null;
 }
 
 /** Runner → agent: INIT accepted, the runner waits for START. */
@@ -265,6 +267,7 @@ export function encodeAgentToRunner(msg: AgentToRunner, opts: EncodeOptions = {}
       w.str(msg.model, 'model');
       w.str(msg.manifest, 'manifest');
       w.optStr(msg.tokenizer, 'tokenizer');
+      w.optStr(msg.tokenizerConfig, 'tokenizerConfig');
       break;
     default:
       return unencodable(`no agent → runner frame for message kind ${JSON.stringify((msg as { kind?: unknown }).kind)}`);
@@ -525,7 +528,8 @@ function decodeAgentToRunner(tag: number, r: FrameReader): AgentToRunner {
       const model = r.str('model');
       const manifest = r.str('manifest');
       const tokenizer = r.optStr('tokenizer') ?? null;
-      return { kind: 'INIT', version, model, manifest, tokenizer };
+      const tokenizerConfig = r.optStr('tokenizerConfig') ?? null;
+      return { kind: 'INIT', version, model, manifest, tokenizer, tokenizerConfig };
     }
     default:
       throw unknownTag(tag, 'agent-to-runner');

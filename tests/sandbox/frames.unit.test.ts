@@ -66,6 +66,7 @@ const agentToRunner: fc.Arbitrary<AgentToRunner> = fc.oneof(
     model: text,
     manifest: fc.jsonValue().map((v) => JSON.stringify(v)),
     tokenizer: fc.option(text, { nil: null }),
+    tokenizerConfig: fc.option(text, { nil: null }),
   }),
 );
 

@@ -1,0 +1,14 @@
+// The runner's environment is built from an allowlist, never inherited: API keys, database URLs, tokens
+// and NODE_OPTIONS (which could preload code) in the agent's environment never reach a block.
+
+/** Variables copied from the agent when set. Locale and timezone only: they change formatting, nothing else. */
+export const RUNNER_ENV_ALLOWLIST = ['TZ', 'LANG', 'LC_ALL', 'LC_CTYPE'] as const;
+
+export function runnerEnv(agentEnv: NodeJS.ProcessEnv = process.env): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const name of RUNNER_ENV_ALLOWLIST) {
+    const v = agentEnv[name];
+    if (v !== undefined) env[name] = v;
+  }
+  return env;
+}

@@ -1,0 +1,196 @@
+// One untrusted request on one runner, seen by the model host as a BlockChannel: the same messages as
+// in-process, carried as frames. What the runner cannot say itself becomes a structured EXCEPTION for
+// every invoke still open: a timeout or cancel (the runner is killed at once), a crash (exit code or
+// signal), the memory cap (cgroup OOM kill or V8 heap limit), the CPU rlimit, an unreadable frame. The
+// runner's raw stdout/stderr (writes that bypass console) arrive as LOG lines.
+import type { BlockError, BlockToHost, BlockChannel, HostToBlock } from '../protocol/interleave.js';
+import type { RunnerLimits } from './config.js';
+import { SandboxError } from './errors.js';
+import { describeExit } from './launcher.js';
+import type { KillReason, RunnerExit, RunnerProcess } from './runner-process.js';
+import { ChannelClosedError } from './socket-channel.js';
+import type { ChannelEnd } from './socket-channel.js';
+
+export interface SessionOptions {
+  /** Wall-clock limit from open to the last invoke's END; the runner is SIGKILLed when it passes. */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+  limits: RunnerLimits;
+  /** Called once with how long the request held the runner (START to last END), for pool sizing. */
+  onExecuted?: (ms: number) => void;
+}
+
+export interface SessionReport {
+  pid: number;
+  exit: RunnerExit;
+  /** Why the session ended: every invoke ended, or the reason it was cut short. */
+  outcome: 'completed' | 'timeout' | 'cancelled' | 'crashed' | 'protocol' | 'closed';
+}
+
+/** After the last END the runner exits by itself; if it has not within this, it is killed (never reused). */
+const EXIT_GRACE_MS = 1000;
+
+export class SandboxSession implements BlockChannel {
+  private readonly queue: BlockToHost[] = [];
+  private readonly waiters: Array<{ resolve: (m: BlockToHost) => void; reject: (e: Error) => void }> = [];
+  private readonly open = new Set<number>();
+  private started = false;
+  private startedAt = 0;
+  private terminal: Error | undefined;
+  private outcome: SessionReport['outcome'] | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private readonly onAbort = () => this.cut('cancel');
+  private concluded!: () => void;
+  private readonly conclusion = new Promise<void>((r) => (this.concluded = r));
+  /** Resolves once the runner has exited and the session has reached its outcome. */
+  readonly report: Promise<SessionReport>;
+
+  constructor(private readonly runner: RunnerProcess, private readonly opts: SessionOptions) {
+    if (opts.timeoutMs !== undefined) {
+      this.timer = setTimeout(() => this.cut('timeout'), opts.timeoutMs);
+    }
+    if (opts.signal) {
+      if (opts.signal.aborted) queueMicrotask(this.onAbort);
+      else opts.signal.addEventListener('abort', this.onAbort, { once: true });
+    }
+    runner.onOutput((stream, line) => {
+      if (this.started && this.open.size > 0) this.deliver({ kind: 'LOG', invoke: Math.min(...this.open), stream, line });
+    });
+    void this.pump();
+    this.report = Promise.all([runner.exited, this.conclusion]).then(([exit]) => {
+      this.dispose();
+      return { pid: runner.pid, exit, outcome: this.outcome ?? 'closed' };
+    });
+  }
+
+  get pid(): number {
+    return this.runner.pid;
+  }
+
+  send(msg: HostToBlock): void {
+    if (this.terminal) return; // the runner is gone; its invokes already got their EXCEPTION
+    if (msg.kind === 'START') {
+      if (this.started) throw new Error('START sent twice on one sandbox session');
+      this.started = true;
+      this.startedAt = performance.now();
+      for (const inv of msg.invokes) this.open.add(inv.invoke);
+    }
+    this.runner.trySend(msg);
+  }
+
+  receive(): Promise<BlockToHost> {
+    const m = this.queue.shift();
+    if (m) return Promise.resolve(m);
+    if (this.terminal) return Promise.reject(this.terminal);
+    return new Promise((resolve, reject) => this.waiters.push({ resolve, reject }));
+  }
+
+  /** Ends the session: the runner is killed if still running. */
+  close(): void {
+    this.outcome ??= 'closed';
+    this.runner.kill('close');
+    this.end(new SandboxError('SANDBOX_CLOSED', 'the sandbox session was closed'));
+  }
+
+  private deliver(m: BlockToHost): void {
+    const w = this.waiters.shift();
+    if (w) w.resolve(m);
+    else this.queue.push(m);
+  }
+
+  private end(err: Error): void {
+    if (this.terminal) return;
+    this.terminal = err;
+    for (const w of this.waiters.splice(0)) w.reject(err);
+    this.dispose();
+    this.concluded();
+  }
+
+  private dispose(): void {
+    clearTimeout(this.timer);
+    this.opts.signal?.removeEventListener('abort', this.onAbort);
+  }
+
+  private async pump(): Promise<void> {
+    for (;;) {
+      let m: BlockToHost;
+      try {
+        m = (await this.runner.channel.receive()) as BlockToHost;
+      } catch (e) {
+        const end = e instanceof ChannelClosedError ? e.end : ({ reason: 'error', error: e as Error } as ChannelEnd);
+        return this.runnerGone(end);
+      }
+      if (this.terminal) return;
+      if (m.kind === 'END' || m.kind === 'EXCEPTION') this.open.delete(m.invoke);
+      this.deliver(m);
+      if (this.started && this.open.size === 0) this.finished();
+    }
+  }
+
+  private finished(): void {
+    this.outcome ??= 'completed';
+    this.opts.onExecuted?.(performance.now() - this.startedAt);
+    clearTimeout(this.timer);
+    this.concluded();
+    const grace = setTimeout(() => this.runner.kill('finished'), EXIT_GRACE_MS);
+    grace.unref();
+    void this.runner.exited.then(() => clearTimeout(grace));
+  }
+
+  /** Timeout or cancel: kill now, answer every open invoke now, do not wait for the process to go. */
+  private cut(reason: Extract<KillReason, 'timeout' | 'cancel'>): void {
+    if (this.terminal || (this.started && this.open.size === 0)) return;
+    this.outcome = reason === 'timeout' ? 'timeout' : 'cancelled';
+    this.runner.kill(reason);
+    const error: BlockError =
+      reason === 'timeout'
+        ? { phase: 'execute', type: 'Timeout', message: `the block ran past its ${this.opts.timeoutMs} ms limit; its sandbox runner was killed` }
+        : { phase: 'execute', type: 'Cancelled', message: 'the request was cancelled; its sandbox runner was killed' };
+    this.failOpen(error, reason === 'timeout'
+      ? new SandboxError('SANDBOX_TIMEOUT', error.message)
+      : new SandboxError('SANDBOX_CANCELLED', error.message));
+  }
+
+  private failOpen(error: BlockError, terminal: Error): void {
+    if (!this.started) return this.end(terminal);
+    for (const invoke of [...this.open].sort((a, b) => a - b)) this.deliver({ kind: 'EXCEPTION', invoke, error });
+    this.open.clear();
+    this.end(terminal);
+  }
+
+  private async runnerGone(end: ChannelEnd): Promise<void> {
+    if (this.terminal) return;
+    if (this.started && this.open.size === 0) return this.end(new ChannelClosedError(end));
+    if (end.reason === 'protocol') {
+      this.outcome = 'protocol';
+      this.runner.kill('refused');
+      const error: BlockError = { phase: 'protocol', type: 'ProtocolError', message: `the sandbox runner sent an unreadable frame (${end.error.code}): ${end.error.message}` };
+      return this.failOpen(error, end.error);
+    }
+    // The socket closed under open invokes: the runner died. Its exit says why.
+    const exit = await Promise.race([this.runner.exited, new Promise<undefined>((r) => setTimeout(() => r(undefined), EXIT_GRACE_MS))]);
+    if (this.terminal) return;
+    if (!exit) this.runner.kill('finished');
+    const info = exit ?? (await this.runner.exited);
+    if (this.terminal) return;
+    this.outcome = 'crashed';
+    const error = crashError(info, this.opts.limits);
+    this.failOpen(error, new ChannelClosedError(end));
+  }
+}
+
+/** The user-facing reason a runner died under a request. */
+export function crashError(exit: RunnerExit, limits: RunnerLimits): BlockError {
+  const how = describeExit(exit.code, exit.signal);
+  if (exit.oomKilled) {
+    return { phase: 'execute', type: 'OutOfMemory', message: `the block exceeded the sandbox memory cap of ${limits.memoryMb} MiB; the kernel killed its runner (${how})` };
+  }
+  if (exit.heapExhausted) {
+    return { phase: 'execute', type: 'OutOfMemory', message: `the block exceeded the sandbox JavaScript heap cap of ${limits.heapMb} MiB; its runner aborted (${how})` };
+  }
+  if (exit.signal === 'SIGXCPU') {
+    return { phase: 'execute', type: 'CpuLimit', message: `the block used its ${limits.cpuSeconds} s CPU allowance; its runner was killed (${how})` };
+  }
+  const tail = exit.stderrTail.length ? `; last stderr: ${exit.stderrTail.slice(-3).join(' | ')}` : '';
+  return { phase: 'execute', type: 'SandboxCrashed', message: `the sandbox runner died during the request (${how})${tail}` };
+}

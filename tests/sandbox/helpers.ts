@@ -1,0 +1,72 @@
+// Shared by the sandbox tests: the bundled tiny model loaded once per file, its INIT assets, a sandbox
+// configured for tests, and process/condition polling.
+import { readFileSync } from 'node:fs';
+import { ensureModel } from '../../scripts/generate-model.js';
+import { loadModel } from '../../gpu-agent/runtime/index.js';
+import type { HostedModel } from '../../gpu-agent/runtime/index.js';
+import { createInProcessBlocks } from '../../gpu-agent/block/index.js';
+import { DEFAULT_LIMITS } from '../../sandbox/config.js';
+import type { SandboxConfig } from '../../sandbox/config.js';
+import { Sandbox, modelAssets } from '../../sandbox/sandbox.js';
+import type { ModelAssets } from '../../sandbox/launcher.js';
+
+let tiny: Promise<HostedModel> | undefined;
+
+export function tinyModel(): Promise<HostedModel> {
+  tiny ??= loadModel(ensureModel('gpt2-tiny'), { key: 'gpt2-tiny' });
+  return tiny;
+}
+
+export async function tinyAssets(): Promise<ModelAssets> {
+  return modelAssets(await tinyModel());
+}
+
+/** The trusted path: blocks in this process. */
+export function inProcess(hm: HostedModel) {
+  return () => createInProcessBlocks({ manifest: hm.manifest(), tokenizer: hm.tokenizer });
+}
+
+export function testConfig(over: Omit<Partial<SandboxConfig>, 'limits'> & { limits?: Partial<SandboxConfig['limits']> } = {}): SandboxConfig {
+  return {
+    poolSize: over.poolSize ?? 1,
+    maxPoolSize: over.maxPoolSize ?? 2,
+    networkNamespace: over.networkNamespace ?? true,
+    uid: 65534,
+    gid: 65534,
+    limits: { ...DEFAULT_LIMITS, ...over.limits },
+  };
+}
+
+/** A sandbox with the tiny model registered and its pool warm. */
+export async function tinySandbox(over: Parameters<typeof testConfig>[0] = {}, agentEnv?: NodeJS.ProcessEnv): Promise<{ sb: Sandbox; hm: HostedModel }> {
+  const hm = await tinyModel();
+  const sb = new Sandbox({ config: testConfig(over), ...(agentEnv ? { agentEnv } : {}) });
+  const pool = sb.register(modelAssets(hm));
+  await pool.whenReady(Math.min(1, pool.target));
+  return { sb, hm };
+}
+
+/** True once `pid` no longer runs (gone, or a zombie nobody reaped yet). */
+export async function processGone(pid: number, timeoutMs = 5000): Promise<boolean> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    let state: string | undefined;
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+    } catch {
+      return true;
+    }
+    if (state === 'Z' || state === 'X') return true;
+    if (Date.now() > until) return false;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+export async function waitFor(cond: () => boolean, timeoutMs: number, what: string): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > until) throw new Error(`timed out after ${timeoutMs} ms waiting until ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
