@@ -1,5 +1,6 @@
 // Which transport a process uses, read from its environment:
-//   NDIF_TRANSPORT        inprocess (default) | kafka
+//   NDIF_TRANSPORT        inprocess (default) | kafka | ipc
+//   NDIF_IPC_SOCKET       Unix socket of the control plane's broker (required for ipc: the embedded agent process)
 //   KAFKA_BROKERS         host:port[,host:port...]   (required for kafka)
 //   KAFKA_CLIENT_ID       default "ndif"
 //   NDIF_KAFKA_PARTITIONS partitions of the topics the transport creates, default 4
@@ -8,10 +9,11 @@ import { configInvalid } from './errors.js';
 import { InProcessBroker } from './inprocess/broker.js';
 import { InProcessTransport } from './inprocess/transport.js';
 import { KafkaTransport } from './kafka/transport.js';
+import { IpcTransport } from './ipc/client.js';
 import type { KafkaTransportOptions } from './kafka/options.js';
 import type { Transport } from './port.js';
 
-export type TransportConfig = { kind: 'inprocess' } | { kind: 'kafka'; kafka: KafkaTransportOptions };
+export type TransportConfig = { kind: 'inprocess' } | { kind: 'kafka'; kafka: KafkaTransportOptions } | { kind: 'ipc'; socketPath: string };
 
 function nonNegativeInt(env: NodeJS.ProcessEnv, name: string, min: number): number | undefined {
   const raw = env[name];
@@ -26,8 +28,13 @@ function nonNegativeInt(env: NodeJS.ProcessEnv, name: string, min: number): numb
 export function transportConfigFromEnv(env: NodeJS.ProcessEnv = process.env): TransportConfig {
   const kind = env.NDIF_TRANSPORT || 'inprocess';
   if (kind === 'inprocess') return { kind };
+  if (kind === 'ipc') {
+    const socketPath = env.NDIF_IPC_SOCKET ?? '';
+    if (socketPath === '') throw configInvalid('NDIF_TRANSPORT=ipc needs NDIF_IPC_SOCKET', 'set NDIF_IPC_SOCKET to the control plane\'s transport socket (the embedded fabric sets it for its agent)');
+    return { kind, socketPath };
+  }
   if (kind !== 'kafka') {
-    throw configInvalid(`NDIF_TRANSPORT=${JSON.stringify(kind)} is not a transport`, 'use NDIF_TRANSPORT=inprocess or NDIF_TRANSPORT=kafka', { NDIF_TRANSPORT: kind });
+    throw configInvalid(`NDIF_TRANSPORT=${JSON.stringify(kind)} is not a transport`, 'use NDIF_TRANSPORT=inprocess, kafka or ipc', { NDIF_TRANSPORT: kind });
   }
   const brokers = (env.KAFKA_BROKERS ?? '').split(',').map((b) => b.trim()).filter(Boolean);
   if (brokers.length === 0) {
@@ -44,5 +51,6 @@ export function transportConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Tr
 /** Opens the configured transport. In-process transports opened with the same broker see each other. */
 export async function openTransport(config: TransportConfig, inprocess: { broker?: InProcessBroker } = {}): Promise<Transport> {
   if (config.kind === 'inprocess') return new InProcessTransport({ broker: inprocess.broker });
+  if (config.kind === 'ipc') return IpcTransport.connect({ path: config.socketPath });
   return KafkaTransport.connect(config.kafka);
 }

@@ -17,5 +17,6 @@ export { InProcessBroker, type InProcessBrokerOptions } from './inprocess/broker
 export { InProcessTransport, type InProcessTransportOptions } from './inprocess/transport.js';
 export { KafkaTransport } from './kafka/transport.js';
 export type { KafkaConsumerTuning, KafkaLog, KafkaLogLevel, KafkaTransportOptions } from './kafka/options.js';
+export { IpcTransport, IpcTransportServer, type IpcTransportOptions, type IpcServerOptions } from './ipc/index.js';
 export { openTransport, transportConfigFromEnv, type TransportConfig } from './config.js';
 export { DEFAULT_MAX_MESSAGE_BYTES } from './validate.js';

@@ -56,7 +56,7 @@ export interface Subscription {
 }
 
 export interface Transport {
-  readonly kind: 'inprocess' | 'kafka';
+  readonly kind: 'inprocess' | 'kafka' | 'ipc';
   /**
    * Resolves when every message is durably accepted (for Kafka: acknowledged by all in-sync
    * replicas). Messages passed in one call, and calls made one after another, keep their order per key.
