@@ -41,7 +41,23 @@ function cgroup2Mount(): string | undefined {
   return undefined;
 }
 
+/** Removes the per-agent cgroups of agents that died without cleaning up (SIGKILL). */
+function sweepDeadAgents(dir: string): void {
+  let names: string[];
+  try {
+    names = readdirSync(dir).filter((n) => /^ndif-sandbox-\d+$/.test(n));
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const pid = Number(name.slice('ndif-sandbox-'.length));
+    if (pid === process.pid || existsSync(`/proc/${pid}`)) continue;
+    removeCgroupParent({ kind: 'cgroup-v1', dir: join(dir, name) });
+  }
+}
+
 function probeWritable(dir: string, kind: CgroupKind): MemoryCgroupParent | undefined {
+  sweepDeadAgents(dir);
   const parent = join(dir, `ndif-sandbox-${process.pid}`);
   try {
     mkdirSync(parent, { recursive: true });
@@ -59,6 +75,22 @@ function probeWritable(dir: string, kind: CgroupKind): MemoryCgroupParent | unde
     }
     return undefined;
   }
+}
+
+/** The directories per-agent cgroups would be created in (v1 memory and v2), where they exist. */
+function candidateDirs(): string[] {
+  const out: string[] = [];
+  const v1 = ownCgroupPath('memory');
+  if (v1 !== undefined) out.push(join('/sys/fs/cgroup/memory', v1));
+  const v2 = ownCgroupPath(null);
+  const mount = cgroup2Mount();
+  if (v2 !== undefined && mount !== undefined) out.push(join(mount, v2));
+  return out.filter((d) => existsSync(d));
+}
+
+/** Removes cgroups left by agents of this cgroup that died (SIGKILL) without closing their sandbox. */
+export function sweepStaleCgroups(): void {
+  for (const d of candidateDirs()) sweepDeadAgents(d);
 }
 
 /** Finds where per-runner memory cgroups can be made, or undefined (then the launcher falls back to an rlimit). */

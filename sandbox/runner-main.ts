@@ -60,7 +60,10 @@ for (const raw of ['_kill', '_debugProcess'] as const) {
 const open = new Set<number>();
 const endpoint: BlockEndpoint = {
   send(msg: BlockToHost) {
-    if (msg.kind === 'END' || msg.kind === 'EXCEPTION') open.delete(msg.invoke);
+    if (msg.kind === 'END' || msg.kind === 'EXCEPTION') {
+      output.flush();
+      open.delete(msg.invoke);
+    }
     channel.send(msg);
   },
   async receive(): Promise<HostToBlock> {

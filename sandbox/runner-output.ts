@@ -8,6 +8,8 @@ import { LineSplitter } from './line-splitter.js';
 type Write = typeof process.stdout.write;
 
 export interface OutputCapture {
+  /** Emits any unfinished line now (before an invoke's END, so its last words are not lost). */
+  flush(): void;
   /** Emits any unfinished line and restores the real streams. */
   restore(): void;
 }
@@ -40,6 +42,9 @@ export function captureOutput(send: (msg: BlockToHost) => void, invoke: () => nu
     });
   }
   return {
+    flush() {
+      for (const s of splitters) s.flush();
+    },
     restore() {
       for (const s of splitters) s.flush();
       for (const r of restores) r();

@@ -1,0 +1,123 @@
+// Same script, same bytes: each script runs trusted twice (the control: the trusted path must agree with
+// itself), then trusted against untrusted, on the bundled tiny model through the real host. Every returned
+// tensor must be bit-identical, and so must the rest of the result, the generated tokens and the logs.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { HostedModel, RunRequest, RunResult } from '../../gpu-agent/runtime/index.js';
+import type { Sandbox } from '../../sandbox/sandbox.js';
+import { inProcess, tinyModel, tinySandbox } from './helpers.js';
+
+const A = [464, 2068, 7586, 21831, 18045, 625, 262];
+const B = [40, 1842, 3290];
+
+const SCRIPTS: Record<string, RunRequest> = {
+  'reads at several depths': {
+    invokes: [{ tokens: A, block: 'async (m) => ({ emb: await m.transformer.wte.output, q: await m.transformer.h[0].attn.c_attn.output, h1: await m.transformer.h[1].output, logits: await m.output })' }],
+  },
+  'swap after reading and swap ahead': {
+    invokes: [
+      {
+        tokens: A,
+        block: `async (m, ctx) => {
+          m.transformer.h[0].mlp.output = ctx.Tensor.zeros([1, 7, 64]);
+          const h = await m.transformer.h[1].output;
+          m.transformer.h[1].output = h.mul(0.5);
+          return { h, logits: await m.output };
+        }`,
+      },
+    ],
+  },
+  'input swap and skip': {
+    invokes: [
+      {
+        tokens: A,
+        block: `async (m, ctx) => {
+          const x = await m.transformer.h[0].ln_1.input;
+          m.transformer.h[0].ln_1.input = x.mul(2);
+          m.transformer.h[1].skip(ctx.Tensor.full([1, 7, 64], 0.125));
+          return await m.output;
+        }`,
+      },
+    ],
+  },
+  'several invokes in one batch, each swapping its own rows': {
+    invokes: [
+      { tokens: A, block: 'async (m) => { const h = await m.transformer.h[0].output; m.transformer.h[0].output = h.zerosLike(); return { h, logits: await m.output }; }' },
+      { tokens: B, block: 'async (m) => { console.log("invoke 1 reads"); return { h: await m.transformer.h[0].output, logits: await m.output }; }' },
+    ],
+  },
+  'generation steps with reads and a swap at a later step': {
+    newTokens: 3,
+    invokes: [
+      {
+        tokens: B,
+        block: `async (m, ctx) => {
+          const out = [];
+          for (let s = 0; s < ctx.steps; s++) {
+            const h = await m.step(s).transformer.h[1].output;
+            if (s === 1) m.step(s).transformer.h[1].output = h.neg();
+            out.push(h);
+            console.log('step', s, h.shape.join('x'));
+          }
+          return { out, last: await m.step(ctx.steps - 1).output };
+        }`,
+      },
+    ],
+  },
+  'tokenizer, tensor maths and plain values': {
+    invokes: [
+      {
+        tokens: A,
+        block: `async (m, ctx) => {
+          const ids = ctx.encode('Hello sandbox');
+          const h = await m.transformer.h[1].output;
+          return { ids, text: ctx.decode(ids), mean: h.mean().item(), top: (await m.output).argmax(-1), nested: { a: [1, 'two', null, true] } };
+        }`,
+      },
+    ],
+  },
+};
+
+let hm: HostedModel;
+let sb: Sandbox;
+
+before(async () => {
+  ({ sb, hm } = await tinySandbox({ poolSize: 2 }));
+});
+
+after(async () => {
+  await sb.close();
+  await (await tinyModel()).close();
+});
+
+function assertSame(a: RunResult, b: RunResult, what: string): number {
+  assert.equal(a.invokes.length, b.invokes.length, `${what}: invoke count`);
+  let tensors = 0;
+  a.invokes.forEach((x, i) => {
+    const y = b.invokes[i]!;
+    assert.deepEqual(x.result.tree, y.result.tree, `${what}: invoke ${i} result tree`);
+    assert.equal(x.result.tensors.length, y.result.tensors.length, `${what}: invoke ${i} tensor count`);
+    x.result.tensors.forEach((t, k) => {
+      const u = y.result.tensors[k]!;
+      assert.equal(t.dtype, u.dtype, `${what}: invoke ${i} tensor ${k} dtype`);
+      assert.deepEqual(t.shape, u.shape, `${what}: invoke ${i} tensor ${k} shape`);
+      assert.ok(Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength).equals(Buffer.from(u.data.buffer, u.data.byteOffset, u.data.byteLength)), `${what}: invoke ${i} tensor ${k} bytes`);
+      tensors++;
+    });
+    assert.deepEqual(x.generated, y.generated, `${what}: invoke ${i} generated tokens`);
+  });
+  assert.equal(a.steps, b.steps);
+  assert.deepEqual(a.logs, b.logs, `${what}: logs`);
+  return tensors;
+}
+
+for (const [name, req] of Object.entries(SCRIPTS)) {
+  test(`bit-exact trusted and untrusted: ${name}`, async () => {
+    const control1 = await hm.run(req, inProcess(hm));
+    const control2 = await hm.run(req, inProcess(hm));
+    assertSame(control1, control2, 'control (trusted twice)');
+    const untrusted = await hm.run(req, sb.opener('gpt2-tiny'));
+    const n = assertSame(control1, untrusted, 'trusted vs untrusted');
+    assert.ok(n > 0 || name.startsWith('tokenizer'), 'compared at least one tensor');
+  });
+}

@@ -1,0 +1,141 @@
+// What crosses the sandbox boundary besides values: a block's stdout and stderr as LOG lines, its errors
+// with phase, type, message and its own stack (OutOfOrder stays OutOfOrder, never a broken pipe), a runner
+// that dies mid-request (exit code or signal), and a runner that writes garbage on its socket.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { InterventionError } from '../../gpu-agent/runtime/index.js';
+import type { HostedModel, RunResult } from '../../gpu-agent/runtime/index.js';
+import type { Sandbox } from '../../sandbox/sandbox.js';
+import { tinyModel, tinySandbox } from './helpers.js';
+
+const TOKENS = [464, 2068, 7586];
+let hm: HostedModel;
+let sb: Sandbox;
+
+before(async () => {
+  ({ sb, hm } = await tinySandbox({ poolSize: 1 }));
+});
+
+after(async () => {
+  await sb.close();
+  await (await tinyModel()).close();
+});
+
+function untrusted(block: string | string[]): Promise<RunResult> {
+  const blocks = Array.isArray(block) ? block : [block];
+  return hm.run({ invokes: blocks.map((b) => ({ tokens: TOKENS, block: b })), timeoutMs: 10_000 }, sb.opener('gpt2-tiny'));
+}
+
+function blockFailure(check: (e: InterventionError) => void) {
+  return (e: unknown) => {
+    assert.ok(e instanceof InterventionError, `an InterventionError, got ${String(e)}`);
+    check(e);
+    return true;
+  };
+}
+
+test("a block's console and raw stdout/stderr writes arrive as LOG lines, in order", async () => {
+  const r = await untrusted(`async (m) => {
+    console.log('console line', { n: 1 });
+    console.error('console error');
+    process.stdout.write('partial ');
+    process.stdout.write('line\\nsecond line\\n');
+    process.stderr.write('raw stderr\\n');
+    process.stdout.write('no newline at the end');
+    return 1;
+  }`);
+  const lines = r.logs.map((l) => `${l.stream}:${l.line}`);
+  assert.deepEqual(lines, [
+    'stdout:console line { n: 1 }',
+    'stderr:console error',
+    'stdout:partial line',
+    'stdout:second line',
+    'stderr:raw stderr',
+    'stdout:no newline at the end',
+  ]);
+  assert.ok(r.logs.every((l) => l.invoke === 0));
+});
+
+test('writes that bypass process.stdout (straight to fd 1 and 2) still arrive as LOG lines', async () => {
+  const r = await untrusted(`async (m) => {
+    const fs = process.getBuiltinModule('fs');
+    fs.writeSync(1, 'fd one\\n');
+    fs.writeSync(2, 'fd two\\n');
+    await m.transformer.h[1].output;
+    return 1;
+  }`);
+  assert.ok(r.logs.some((l) => l.stream === 'stdout' && l.line === 'fd one'), JSON.stringify(r.logs));
+  assert.ok(r.logs.some((l) => l.stream === 'stderr' && l.line === 'fd two'), JSON.stringify(r.logs));
+});
+
+test('an out-of-order access reports OutOfOrder with the user\'s stack, not a broken pipe', async () => {
+  await assert.rejects(
+    untrusted('async (m) => {\n  await m.transformer.h[1].output;\n  return await m.transformer.h[0].output;\n}'),
+    blockFailure((e) => {
+      assert.equal(e.blockError.type, 'OutOfOrder');
+      assert.equal(e.blockError.phase, 'execute');
+      assert.match(e.blockError.message, /transformer\.h\.0\.output/);
+      assert.match(e.blockError.stack ?? '', /block-0\.js:3/);
+      assert.doesNotMatch(e.blockError.stack ?? '', /runner-main|gpu-agent|node:internal/);
+    }),
+  );
+});
+
+test("a block's own error keeps its message and its own frames; a syntax error is a deserialize error", async () => {
+  await assert.rejects(
+    untrusted("async (m) => {\n  const h = await m.transformer.h[0].output;\n  throw new RangeError('bad index ' + h.shape[1]);\n}"),
+    blockFailure((e) => {
+      assert.equal(e.blockError.type, 'BlockError');
+      assert.match(e.blockError.message, /RangeError: bad index 3/);
+      assert.match(e.blockError.stack ?? '', /block-0\.js:3/);
+    }),
+  );
+  await assert.rejects(
+    untrusted('async (m) => { return ; ; ) }'),
+    blockFailure((e) => {
+      assert.equal(e.blockError.phase, 'deserialize');
+      assert.equal(e.blockError.type, 'BlockSyntaxError');
+    }),
+  );
+});
+
+test('a runner that dies mid-request is reported as SandboxCrashed with its exit code or signal', async () => {
+  await assert.rejects(
+    untrusted('async (m) => { await m.transformer.h[0].output; process.reallyExit(7); }'),
+    blockFailure((e) => {
+      assert.equal(e.blockError.type, 'SandboxCrashed');
+      assert.match(e.blockError.message, /exit code 7/);
+    }),
+  );
+  await assert.rejects(
+    untrusted('async (m) => { process.abort(); }'),
+    blockFailure((e) => {
+      assert.equal(e.blockError.type, 'SandboxCrashed');
+      assert.match(e.blockError.message, /signal SIGABRT/);
+    }),
+  );
+  const r = await untrusted('async (m) => (await m.transformer.h[0].output).shape');
+  assert.deepEqual(r.invokes[0]!.result.tree, [1, 3, 64]);
+});
+
+test('garbage written on the runner socket is a ProtocolError (phase protocol); the runner is dropped', async () => {
+  await assert.rejects(
+    untrusted("async (m) => { process.getBuiltinModule('fs').writeSync(3, Buffer.from([1, 0, 0, 0, 0x7f])); await m.transformer.h[0].output; }"),
+    blockFailure((e) => {
+      assert.equal(e.blockError.phase, 'protocol');
+      assert.equal(e.blockError.type, 'ProtocolError');
+      assert.match(e.blockError.message, /FRAME_UNKNOWN_TAG/);
+    }),
+  );
+  const r = await untrusted('async (m) => (await m.transformer.h[0].output).shape');
+  assert.deepEqual(r.invokes[0]!.result.tree, [1, 3, 64]);
+});
+
+test('several invokes in one runner: each gets its own LOG lines and its own error', async () => {
+  await assert.rejects(
+    untrusted(["async (m) => { console.log('from 0'); return (await m.transformer.h[0].output).shape; }", "async (m) => { console.log('from 1'); throw new Error('only invoke 1 fails'); }"]),
+    blockFailure((e) => {
+      assert.match(e.message, /only invoke 1 fails/);
+    }),
+  );
+});
