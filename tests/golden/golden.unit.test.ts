@@ -1,0 +1,78 @@
+// Golden logs: each recorded log (tests/fixtures/golden/<scenario>/events.jsonl) folded with today's projections
+// equals the recorded final state, and each scenario run again with today's deciders, handlers and scheduler
+// writes the recorded log event for event. A change that alters history fails here, naming the first difference.
+import assert from 'node:assert/strict';
+import { statSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { foldControlPlane } from '../../projections/control-plane/state.js';
+import { eventLine, GOLDEN_DIR, RE_RECORD, readFixture, recordScenario, stateJson } from './record.js';
+import { SCENARIOS } from './scenarios.js';
+
+/** The first path where two JSON values differ, with both sides (short). */
+function firstDifference(a: unknown, b: unknown, path = '$'): string | undefined {
+  if (JSON.stringify(a) === JSON.stringify(b)) return undefined;
+  if (a !== null && b !== null && typeof a === 'object' && typeof b === 'object' && Array.isArray(a) === Array.isArray(b)) {
+    const keys = [...new Set([...Object.keys(a as object), ...Object.keys(b as object)])];
+    for (const k of keys) {
+      const d = firstDifference((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k], Array.isArray(a) ? `${path}[${k}]` : `${path}.${k}`);
+      if (d !== undefined) return d;
+    }
+  }
+  const show = (v: unknown) => {
+    const s = JSON.stringify(v) ?? 'undefined';
+    return s.length > 300 ? `${s.slice(0, 300)}…` : s;
+  };
+  return `${path}: recorded ${show(a)}, now ${show(b)}`;
+}
+
+const reRecord = `If the change is deliberate, re-record with \`${RE_RECORD}\` and commit tests/fixtures/golden with it.`;
+
+describe('golden logs', () => {
+  for (const s of SCENARIOS) {
+    describe(s.name, () => {
+      const fixture = readFixture(s.name);
+
+      it('is small and covers what the scenario is about', () => {
+        for (const f of ['events.jsonl', 'state.json']) assert.ok(statSync(join(GOLDEN_DIR, s.name, f)).size < 1024 * 1024, `${f} stays under 1 MB`);
+        const types = new Set(fixture.events.map((e) => e.type));
+        const reasons = new Set(fixture.events.filter((e) => e.type === 'RequestRequeued').map((e) => (e.data as { reason: string }).reason));
+        const want: Record<string, string[]> = {
+          'normal-day': ['RequestCompleted', 'RequestCancelled', 'DeploymentScaled', 'DeploymentEvicted', 'RequestFailed'],
+          'eviction-storm': ['ReplicaDemotionRequested', 'ReplicaDemoted', 'ReplicaEvictionRequested', 'ReplicaRestored', 'DeploymentRefused', 'RequestRequeued', 'RequestCancelled'],
+          'agent-loss': ['AgentUnresponsive', 'AgentLost', 'ReplicaReloadRequired', 'RequestRequeued'],
+        };
+        for (const t of want[s.name] ?? []) assert.ok(types.has(t), `${s.name} has ${t}`);
+        if (s.name === 'eviction-storm') assert.ok(reasons.has('PREEMPTED'));
+        if (s.name === 'agent-loss') assert.deepEqual([...reasons].sort(), ['AGENT_LOST', 'AGENT_RESTARTED']);
+        assert.deepEqual(fixture.events.map((e) => e.position), fixture.events.map((_, i) => i + 1), 'positions 1…n');
+      });
+
+      it("folded with today's projections, the recorded log gives the recorded final state", () => {
+        const now = JSON.parse(stateJson(foldControlPlane(fixture.events)));
+        const diff = firstDifference(fixture.state, now);
+        assert.equal(diff, undefined, `${s.name}/state.json differs from a fold of events.jsonl with today's projections at ${diff}. ${reRecord}`);
+      });
+
+      it("run again with today's deciders and scheduler, the scenario writes the recorded log", async () => {
+        const produced = await recordScenario(s);
+        const recorded = fixture.events;
+        for (let i = 0; i < Math.max(recorded.length, produced.events.length); i++) {
+          const a = recorded[i];
+          const b = produced.events[i];
+          if (a === undefined || b === undefined) {
+            assert.fail(
+              `${s.name}: the recorded log has ${recorded.length} events, today's run ${produced.events.length}; the first extra one is at position ${i + 1}: ` +
+                `${eventLine((a ?? b)!).slice(0, 400)}. ${reRecord}`,
+            );
+          }
+          if (eventLine(a) !== eventLine(b)) {
+            const diff = firstDifference(JSON.parse(eventLine(a)), JSON.parse(eventLine(b)));
+            assert.fail(`${s.name}: history changed at event ${i + 1} (recorded ${a.type} in ${a.streamId}, now ${b.type} in ${b.streamId}): ${diff}. ${reRecord}`);
+          }
+        }
+        assert.equal(produced.stateText, fixture.stateText, `${s.name}: the final state of today's run differs from state.json. ${reRecord}`);
+      });
+    });
+  }
+});
