@@ -1,5 +1,6 @@
 // What one `ndif` subcommand is. Each lives in its own file, client/cli/commands/<name>.ts, whose default export
 // is a CliCommand; the dispatcher finds it by its file name, so adding a command is adding a file.
+import type { FabricAdmin } from '../sdk/admin.js';
 import type { FabricHttp } from '../sdk/http.js';
 import type { Output } from './output.js';
 import type { ResolvedConfig } from './config.js';
@@ -27,6 +28,8 @@ export interface CommandArgs {
 export interface CommandContext {
   config: ResolvedConfig;
   http: FabricHttp;
+  /** Operator calls; the first one checks the fabric's protocol version. */
+  admin: FabricAdmin;
   out: Output;
   /** Fires on Ctrl-C. */
   signal: AbortSignal;

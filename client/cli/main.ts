@@ -1,5 +1,6 @@
 // `ndif`: finds the command, parses its arguments, runs it, and turns every failure into a message and an exit
 // code (client/cli/exit-codes.ts). bin.mjs calls main() and exits with what it returns.
+import { FabricAdmin } from '../sdk/admin.js';
 import { resolveClientConfig } from '../sdk/config.js';
 import { FabricHttp } from '../sdk/http.js';
 import { parseCommandArgs, splitCommand, stringOpt } from './args.js';
@@ -67,7 +68,7 @@ async function runCommand(name: string, cmd: CliCommand, rest: string[], io: Cli
     throw new UsageError((e as Error).message);
   }
   const out = createOutput(io.stdout, io.stderr, config.json);
-  const code = await cmd.run({ config, http, out, signal: io.signal ?? new AbortController().signal, env: io.env }, args);
+  const code = await cmd.run({ config, http, admin: new FabricAdmin(http), out, signal: io.signal ?? new AbortController().signal, env: io.env }, args);
   return code ?? ExitCode.ok;
 }
 

@@ -60,13 +60,14 @@ export class RemoteError extends FabricClientError {
 export class ProtocolMismatchError extends FabricClientError {
   constructor(
     readonly url: string,
-    readonly clientVersion: number,
-    readonly serverVersion: number | null,
+    readonly clientVersion: string,
+    readonly serverVersion: string | null,
     detail?: string,
   ) {
     super(
-      `the fabric at ${url} speaks protocol version ${serverVersion ?? 'unknown'}, this SDK speaks version ${clientVersion}` +
-        `${detail ? ` (${detail})` : ''}; use an SDK release for protocol ${serverVersion ?? '?'} or upgrade the fabric`,
+      `the fabric at ${url} speaks protocol ${serverVersion ?? '(unknown)'}, this client speaks protocol ${clientVersion}; ` +
+        `they are compatible only with the same major version${detail ? ` (${detail})` : ''}. Use a client built for protocol ` +
+        `${serverVersion ? `${serverVersion.split('.')[0]}.x` : 'the fabric\'s version'}, or run a fabric that speaks ${clientVersion.split('.')[0]}.x`,
     );
   }
 }

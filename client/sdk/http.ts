@@ -1,13 +1,16 @@
 // The SDK's HTTP calls: base URL, API key, JSON in and out, and one mapping of failures: nothing answering →
 // UnreachableError; an error body → FabricHttpError (its code, message, hint and details as the fabric sent them).
+import { API_PROTOCOL_VERSION, PROTOCOL_HEADER } from '../../protocol/api-version.js';
 import type { ErrorBody } from '../../protocol/errors.js';
-import { FabricHttpError, UnreachableError } from './errors.js';
+import { FabricHttpError, ProtocolMismatchError, UnreachableError } from './errors.js';
 
 export interface HttpOptions {
   url: string;
   apiKey?: string | null;
   /** Per-call timeout for one HTTP exchange (not for waiting on a request), ms. */
   timeoutMs?: number;
+  /** The protocol version sent in `x-ndif-protocol` (default: this SDK's). */
+  protocolVersion?: string;
 }
 
 export interface CallOptions {
@@ -16,6 +19,8 @@ export interface CallOptions {
   signal?: AbortSignal;
   /** Return the body as bytes instead of parsed JSON. */
   binary?: boolean;
+  /** Send the API key (default true; a signed result URL needs none). */
+  auth?: boolean;
   /** Statuses (besides 2xx) whose body is returned rather than thrown. */
   accept?: number[];
 }
@@ -31,12 +36,14 @@ export const API_KEY_HEADER = 'x-api-key';
 export class FabricHttp {
   readonly url: string;
   readonly apiKey: string | null;
+  readonly protocolVersion: string;
   private readonly timeoutMs: number;
 
   constructor(opts: HttpOptions) {
     this.url = normalizeUrl(opts.url);
     this.apiKey = opts.apiKey ?? null;
     this.timeoutMs = opts.timeoutMs ?? 30_000;
+    this.protocolVersion = opts.protocolVersion ?? API_PROTOCOL_VERSION;
   }
 
   /** `http://host:port/path` for a path of the API; `ws:`/`wss:` when `ws` is set. */
@@ -47,9 +54,9 @@ export class FabricHttp {
     return u.toString();
   }
 
-  headers(extra?: Record<string, string>): Record<string, string> {
-    const h: Record<string, string> = { ...extra };
-    if (this.apiKey) h[API_KEY_HEADER] = this.apiKey;
+  headers(extra?: Record<string, string>, auth = true): Record<string, string> {
+    const h: Record<string, string> = { [PROTOCOL_HEADER]: this.protocolVersion, ...extra };
+    if (auth && this.apiKey) h[API_KEY_HEADER] = this.apiKey;
     return h;
   }
 
@@ -62,7 +69,7 @@ export class FabricHttp {
     try {
       res = await fetch(target, {
         method,
-        headers: this.headers(opts.body !== undefined ? { 'content-type': 'application/json' } : undefined),
+        headers: this.headers(opts.body !== undefined ? { 'content-type': 'application/json' } : undefined, opts.auth ?? true),
         body: opts.body !== undefined ? JSON.stringify(opts.body) : undefined,
         signal,
       });
@@ -78,7 +85,7 @@ export class FabricHttp {
       throw new UnreachableError(this.url, `${call} (reading the reply)`, e);
     }
     const ok = res.ok || (opts.accept ?? []).includes(res.status);
-    if (!ok) throw new FabricHttpError(res.status, errorBodyOf(res.status, raw), call);
+    if (!ok) throw httpFailure(this.url, res.status, errorBodyOf(res.status, raw), call);
     if (opts.binary) return { status: res.status, body: raw as T, headers: res.headers };
     const text = new TextDecoder().decode(raw);
     return { status: res.status, body: (text === '' ? null : JSON.parse(text)) as T, headers: res.headers };
@@ -87,6 +94,15 @@ export class FabricHttp {
   async json<T>(method: string, path: string, opts: CallOptions = {}): Promise<T> {
     return (await this.call<T>(method, path, opts)).body;
   }
+}
+
+/** An error answer as the SDK's error: a protocol refusal becomes ProtocolMismatchError, the rest FabricHttpError. */
+export function httpFailure(url: string, status: number, body: ErrorBody, call: string): Error {
+  if (body.code === 'API_PROTOCOL_MISMATCH') {
+    const d = body.details ?? {};
+    return new ProtocolMismatchError(url, String(d.client ?? '?'), typeof d.server === 'string' ? d.server : null, `the server refused ${call}: ${body.message}`);
+  }
+  return new FabricHttpError(status, body, call);
 }
 
 /** The fabric's error body, or one made up from the status when the reply is not one (a proxy's HTML page). */

@@ -1,7 +1,7 @@
 // Shows a request's progress on a terminal: on a TTY one line rewritten in place (status, queue position,
 // elapsed time, refreshed every 250 ms); elsewhere one plain line per change of status. `print` writes a line
 // (a block's log line) above the live line without tearing it.
-import type { LogLine, StatusUpdate } from './status.js';
+import type { StatusUpdate } from './status.js';
 
 export interface ProgressOutput {
   write(s: string): unknown;
@@ -33,10 +33,6 @@ export function formatElapsed(ms: number): string {
   if (ms < 60_000) return `${Math.round(ms / 1000)}s`;
   const m = Math.floor(ms / 60_000);
   return `${m}m${String(Math.round((ms % 60_000) / 1000)).padStart(2, '0')}s`;
-}
-
-export function formatLogLine(l: LogLine): string {
-  return `${l.invoke !== null ? `[${l.invoke}] ` : ''}${l.line}`;
 }
 
 export interface ProgressOptions {

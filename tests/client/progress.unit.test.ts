@@ -10,7 +10,7 @@ const upd = (status: StatusUpdate['status'], extra: Partial<StatusUpdate> = {}):
   queueLength: null,
   attempt: null,
   deploymentNote: null,
-  raw: {},
+
   ...extra,
 });
 

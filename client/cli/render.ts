@@ -1,0 +1,78 @@
+// Text views of the cluster, the queues and the agents (what `ndif status`, `queue` and `agents` print).
+import type { AgentsReply, ClusterReply, QueueReply } from '../sdk/wire.js';
+import { formatAge, formatBytes, table } from './output.js';
+
+export function renderCluster(c: ClusterReply, url: string): string {
+  const t = c.totals;
+  const lines = [
+    `fabric ${url} · log position ${c.asOf} · requests: ${t.received} received, ${t.completed} completed, ${t.failed} failed, ${t.cancelled} cancelled, ${t.requeued} requeued`,
+    '',
+  ];
+  if (c.agents.length === 0) lines.push('no agents registered (start one: `npm start` runs an embedded agent)');
+  else {
+    lines.push(
+      table(
+        ['AGENT', 'STATE', 'GPUS', 'RAM', 'RESTARTS'],
+        c.agents.map((a) => [a.agentId, a.state, a.gpus.length, formatBytes(a.ramBytes), a.restarts]),
+      ),
+      '',
+      table(
+        ['GPU', 'NAME', 'MEMORY', 'USED', 'FREE', 'REPLICAS'],
+        c.gpus.map((g) => [`${g.agentId}/${g.index}`, g.name, formatBytes(g.memoryBytes), formatBytes(g.usedBytes), formatBytes(g.memoryBytes - g.usedBytes), g.replicas.join(', ') || '-']),
+      ),
+    );
+  }
+  lines.push('');
+  if (c.deployments.length === 0) lines.push('no deployments (`ndif deploy <model>`; a request for a model not deployed deploys it on demand)');
+  else {
+    lines.push(
+      table(
+        ['MODEL', 'PHASE', 'PINNED', 'QUEUE', 'REPLICAS'],
+        c.deployments.map((d) => [
+          d.modelKey,
+          d.phase,
+          d.pinned ? 'yes' : 'no',
+          d.queueLength ?? '-',
+          d.replicas.length ? d.replicas.map((r) => `${r.replicaId} ${r.level}${r.state !== r.level ? `/${r.state}` : ''}${r.agentId ? ` (${r.agentId} GPU ${r.gpus.join(',')})` : ''}`).join('; ') : 'none',
+        ]),
+      ),
+    );
+    for (const d of c.deployments) if (d.lastFailure) lines.push(`  ${d.modelKey}: last ${d.lastFailure.kind === 'REFUSED' ? 'refusal' : 'failure'} (${d.lastFailure.replicaId}): ${d.lastFailure.text}`);
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+export function renderQueue(q: QueueReply, now: number): string {
+  if (q.queues.every((x) => x.length === 0)) return 'every queue is empty\n';
+  const out: string[] = [];
+  for (const x of q.queues) {
+    if (x.length === 0) continue;
+    out.push(`${x.model}: ${x.length} waiting${x.entries.length < x.length ? ` (first ${x.entries.length} shown)` : ''}`);
+    out.push(
+      table(
+        ['POS', 'REQUEST', 'RANK', 'PRIORITY', 'REQUEUED', 'WAITING'],
+        x.entries.map((e) => [e.position, e.requestId, e.rank, e.priority ? 'yes' : 'no', e.requeued ? 'yes' : 'no', formatAge(e.enqueuedAt, now).replace(/ ago$/, '')]),
+      ),
+      '',
+    );
+  }
+  return `${out.join('\n').trimEnd()}\n`;
+}
+
+export function renderAgents(a: AgentsReply, now: number): string {
+  if (a.agents.length === 0) return 'no agents registered\n';
+  return `${table(
+    ['AGENT', 'STATE', 'HEALTH', 'SINCE', 'GPUS', 'RAM', 'BOOT', 'LAPSES', 'RESTARTS'],
+    a.agents.map((x) => [
+      x.agentId,
+      x.state,
+      x.health?.state ?? '-',
+      formatAge(x.health?.since, now),
+      x.gpus.map((g) => `${g.index}:${g.name} ${formatBytes(g.memoryBytes)}`).join(', '),
+      formatBytes(x.ramBytes),
+      x.bootId.slice(0, 8),
+      x.health?.lapses ?? '-',
+      x.health?.restarts ?? '-',
+    ]),
+  )}\n`;
+}

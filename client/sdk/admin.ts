@@ -1,0 +1,32 @@
+// Operator calls (the `ndif` CLI is built on these): deploy, scale, evict, pin, kill, and the cluster, queue and
+// agent views. Each call checks the fabric's protocol version once first.
+import type { CallOptions, FabricHttp } from './http.js';
+import type { AgentsReply, ClusterReply, DeployBody, QueueReply, VersionReply, WhoamiReply } from './wire.js';
+import { versionChecker } from './version-check.js';
+
+export class FabricAdmin {
+  /** The fabric's /version; rejects with ProtocolMismatchError for another protocol major. */
+  readonly version: () => Promise<VersionReply>;
+
+  constructor(readonly http: FabricHttp) {
+    this.version = versionChecker(http);
+  }
+
+  private async json<T>(method: string, path: string, opts: CallOptions = {}): Promise<T> {
+    await this.version();
+    return this.http.json<T>(method, path, opts);
+  }
+
+  whoami = () => this.json<WhoamiReply>('GET', '/whoami');
+  cluster = (signal?: AbortSignal) => this.json<ClusterReply>('GET', '/cluster', signal ? { signal } : {});
+  queue = (q: { model?: string; limit?: number } = {}) => this.json<QueueReply>('GET', '/queue', { query: q });
+  agents = () => this.json<AgentsReply>('GET', '/agents');
+  models = () => this.json<{ models: Array<{ key: string; description: string; weightsBytes: number; defaults: Record<string, unknown>; phase: string; replicas: Record<string, number> }> }>('GET', '/models');
+
+  deploy = (body: DeployBody) => this.json<{ model: string; replicaIds: string[]; logPosition: number }>('POST', '/deployments', { body });
+  scale = (model: string, replicas: number) => this.json<{ model: string; replicas: number; replicaIds: string[]; evicting: string[]; logPosition: number }>('POST', '/deployments/scale', { body: { model, replicas } });
+  evict = (target: { model: string } | { replica: string } | { all: true }) => this.json<{ evicted: string[]; logPosition: number }>('POST', '/deployments/evict', { body: target });
+  pin = (model: string, pinned: boolean) => this.json<{ model: string; pinned: boolean; logPosition: number }>('POST', '/deployments/pin', { body: { model, pinned } });
+  kill = (requestId: string) => this.json<{ requestId: string; cancelled: boolean; alreadyCancelled: boolean }>('POST', `/requests/${encodeURIComponent(requestId)}/cancel`, { body: {} });
+  drain = (agentId: string) => this.json<{ agentId: string; draining: boolean; logPosition: number }>('POST', `/agents/${encodeURIComponent(agentId)}/drain`);
+}

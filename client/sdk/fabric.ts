@@ -1,0 +1,218 @@
+// The researcher's client: `new Fabric({ url, apiKey })`, then `trace(model, input, block)` runs a block on a
+// hosted model and returns what it returned, with tensors as Tensor. See docs/sdk.md.
+import { randomUUID } from 'node:crypto';
+import type { Manifest } from '../../protocol/manifest.js';
+import type { BlockFn } from './block-source.js';
+import { resolveClientConfig } from './config.js';
+import { CancelledError, ClientTimeoutError, FabricHttpError, RemoteError } from './errors.js';
+import { versionChecker } from './version-check.js';
+import { fetchResult } from './fetch-result.js';
+import { FabricHttp } from './http.js';
+import { createProgress } from './progress.js';
+import type { Progress, ProgressOutput } from './progress.js';
+import { RequestHandle } from './request-handle.js';
+import { buildSubmitBody, isInvokeList } from './request-body.js';
+import type { Invoke, RequestOptions } from './request-body.js';
+import { StatusSocket } from './status-socket.js';
+import { updateFromMessage } from './status.js';
+import type { LogLine, StatusUpdate } from './status.js';
+import type { StatusMessage, SubmitReply, VersionReply } from './wire.js';
+
+export interface FabricOptions {
+  /** The fabric's API (default: $NDIF_URL, else http://127.0.0.1:8080). */
+  url?: string;
+  /** API key (default: $NDIF_API_KEY; none is needed when the fabric runs with auth off). */
+  apiKey?: string;
+  /** Progress of each trace on stderr: a live line on a TTY, plain lines elsewhere; `false` for none (default true). */
+  progress?: boolean | ProgressOutput;
+  /** Where the blocks' console lines go (default: printed, stdout lines to stdout, stderr lines to stderr); null drops them. */
+  onLog?: ((l: LogLine) => void) | null;
+  /** Limit of one HTTP exchange, ms (default 30 000). */
+  httpTimeoutMs?: number;
+  /** Protocol version to announce (default: this SDK's; tests use it to act as another client). */
+  protocolVersion?: string;
+  /** Read /version before the first call and refuse an incompatible fabric (default true). */
+  checkVersion?: boolean;
+}
+
+export interface TraceOptions extends RequestOptions {
+  /** Cancels the request on the fabric; the trace then rejects with CancelledError. */
+  signal?: AbortSignal;
+  /** Overrides the client's `progress` for this trace. */
+  progress?: boolean | ProgressOutput;
+  /** Overrides the client's `onLog` for this trace. */
+  onLog?: ((l: LogLine) => void) | null;
+  /** Every status (LOG excluded), as it arrives. */
+  onStatus?: (u: StatusUpdate) => void;
+  /** Every status websocket message of the request, LOG included, as the fabric sent it. */
+  onMessage?: (m: StatusMessage) => void;
+  /** Stop waiting after this long (ms) with ClientTimeoutError; the request goes on (default: no limit). */
+  waitMs?: number;
+}
+
+/** Everything about one finished request. */
+export interface TraceResult {
+  requestId: string;
+  /** One value per invoke: what its block returned (tensors as Tensor). */
+  values: unknown[];
+  /** The result container's metadata. */
+  meta: Record<string, unknown>;
+}
+
+export class Fabric {
+  readonly url: string;
+  readonly http: FabricHttp;
+  private readonly socket: StatusSocket;
+  private readonly opts: FabricOptions;
+  private readonly checkVersion: () => Promise<VersionReply>;
+
+  constructor(opts: FabricOptions = {}) {
+    const cfg = resolveClientConfig({ url: opts.url ?? null, apiKey: opts.apiKey ?? null });
+    this.opts = opts;
+    this.http = new FabricHttp({ url: cfg.url, apiKey: cfg.apiKey, timeoutMs: opts.httpTimeoutMs, protocolVersion: opts.protocolVersion });
+    this.url = this.http.url;
+    this.socket = new StatusSocket(this.http);
+    this.checkVersion = versionChecker(this.http);
+  }
+
+  /** The fabric's `/version`; rejects with ProtocolMismatchError when its protocol major is not this client's. */
+  version(): Promise<VersionReply> {
+    return this.checkVersion();
+  }
+
+  private async ready(): Promise<void> {
+    if (this.opts.checkVersion !== false) await this.version();
+  }
+
+  /**
+   * Runs `block` on `model` for `input` and returns what the block returned: for one prompt (a string, or a token
+   * list) its value; for a list of invokes the list of values.
+   */
+  async trace<T = any>(model: string, input: Invoke | Invoke[], block?: BlockFn | string, opts: TraceOptions = {}): Promise<T> {
+    const r = await this.execute(model, input, block, opts);
+    return (isInvokeList(input) ? r.values : r.values[0]) as T;
+  }
+
+  /** As `trace`, with the request id and the result's metadata. */
+  async execute(model: string, input: Invoke | Invoke[], block?: BlockFn | string, opts: TraceOptions = {}): Promise<TraceResult> {
+    const requestId = opts.requestId ?? randomUUID();
+    const body = buildSubmitBody(model, input, block, opts, requestId, true);
+    await this.ready();
+    if (opts.signal?.aborted) throw new CancelledError(requestId, 'this client, before submitting');
+
+    const progress = this.progressFor(opts, requestId);
+    const onLog = opts.onLog !== undefined ? opts.onLog : this.opts.onLog !== undefined ? this.opts.onLog : defaultLog(progress);
+    let settle!: { resolve: (r: TraceResult) => void; reject: (e: unknown) => void };
+    const outcome = new Promise<TraceResult>((resolve, reject) => (settle = { resolve, reject }));
+    outcome.catch(() => undefined); // may settle while the submission is still in flight; awaited below
+    let finished = false;
+    const finish = (f: () => void) => {
+      if (finished) return;
+      finished = true;
+      f();
+    };
+
+    const onMessage = (m: StatusMessage) => {
+      try {
+        opts.onMessage?.(m);
+        if (m.status === 'LOG') {
+          onLog?.({ requestId, attempt: m.attempt ?? null, stream: m.stream === 'stderr' ? 'stderr' : 'stdout', line: m.line ?? '' });
+          return;
+        }
+        const u = updateFromMessage(m);
+        progress?.status(u);
+        opts.onStatus?.(u);
+      } catch (e) {
+        finish(() => settle.reject(e));
+        return;
+      }
+      if (m.status === 'COMPLETED') {
+        fetchResult(this.http, requestId, m).then(
+          (d) => finish(() => settle.resolve({ requestId, values: d.values, meta: d.meta })),
+          (e) => finish(() => settle.reject(e)),
+        );
+      } else if (m.status === 'ERROR') {
+        finish(() => settle.reject(new RemoteError(requestId, m.error ?? { phase: 'unknown', type: 'Error', message: 'the fabric reported an error without details' })));
+      } else if (m.status === 'CANCELLED') {
+        finish(() => settle.reject(new CancelledError(requestId, `${m.by ?? 'someone'}${m.actor ? ` ${m.actor}` : ''}`)));
+      }
+    };
+
+    const cleanup: Array<() => void> = [() => progress?.end()];
+    try {
+      const sub = await this.socket.subscribe(requestId, { message: onMessage, error: (e) => finish(() => settle.reject(e)) });
+      cleanup.push(() => sub.unsubscribe());
+      await this.http.json<SubmitReply>('POST', '/requests', { body });
+
+      if (opts.signal) {
+        const signal = opts.signal;
+        const onAbort = () => {
+          this.cancel(requestId).catch((e: unknown) => {
+            // Finished before the cancel arrived: the outcome that is on its way stands.
+            if (e instanceof FabricHttpError && e.code === 'CP_REQUEST_FINISHED') return;
+            finish(() => settle.reject(e));
+          });
+        };
+        if (signal.aborted) onAbort();
+        else {
+          signal.addEventListener('abort', onAbort, { once: true });
+          cleanup.push(() => signal.removeEventListener('abort', onAbort));
+        }
+      }
+      if (opts.waitMs !== undefined) {
+        const t = setTimeout(() => finish(() => settle.reject(new ClientTimeoutError(requestId, opts.waitMs!))), opts.waitMs);
+        cleanup.push(() => clearTimeout(t));
+      }
+      return await outcome;
+    } finally {
+      for (const f of cleanup.reverse()) f();
+    }
+  }
+
+  /** Submits without waiting: the handle polls `GET /requests/:id` for status and result. */
+  async submit(model: string, input: Invoke | Invoke[], block?: BlockFn | string, opts: RequestOptions = {}): Promise<RequestHandle> {
+    const requestId = opts.requestId ?? randomUUID();
+    const body = buildSubmitBody(model, input, block, opts, requestId, false);
+    await this.ready();
+    await this.http.json<SubmitReply>('POST', '/requests', { body });
+    return new RequestHandle(this.http, requestId, !isInvokeList(input));
+  }
+
+  /** A handle on a request submitted earlier (by id); its `result()` is the list of every invoke's value. */
+  request(requestId: string): RequestHandle {
+    return new RequestHandle(this.http, requestId, false);
+  }
+
+  /** Cancels a request of this key (an operator's key cancels any). */
+  async cancel(requestId: string): Promise<{ requestId: string; cancelled: boolean; alreadyCancelled: boolean }> {
+    await this.ready();
+    return this.http.json('POST', `/requests/${encodeURIComponent(requestId)}/cancel`, { body: {} });
+  }
+
+  /** The model's manifest: its modules in forward order, with shapes (resolved for `batch`×`sequence` when given). */
+  async manifest(model: string, shape?: { batch: number; sequence: number }): Promise<Manifest> {
+    await this.ready();
+    return this.http.json('GET', `/models/${encodeURIComponent(model)}/manifest`, { query: shape ? { batch: shape.batch, sequence: shape.sequence } : undefined });
+  }
+
+  /** Closes the status websocket (it also closes by itself whenever no trace is waiting). */
+  close(): void {
+    this.socket.close();
+  }
+
+  private progressFor(opts: TraceOptions, requestId: string): Progress | null {
+    const p = opts.progress ?? this.opts.progress ?? true;
+    if (p === false) return null;
+    const out: ProgressOutput = p === true ? process.stderr : p;
+    return createProgress({ out, label: `[ndif ${requestId.slice(0, 8)}]` });
+  }
+}
+
+function defaultLog(progress: Progress | null): (l: LogLine) => void {
+  return (l) => {
+    const to = l.stream === 'stderr' ? process.stderr : process.stdout;
+    if (progress) progress.print(l.line, to);
+    else to.write(`${l.line}\n`);
+  };
+}
+

@@ -1,0 +1,23 @@
+// The researcher SDK: `import { Fabric } from './client/sdk/index.js'`. See docs/sdk.md.
+export { Fabric } from './fabric.js';
+export type { FabricOptions, TraceOptions, TraceResult } from './fabric.js';
+export { RequestHandle } from './request-handle.js';
+export type { RequestInfo, WaitOptions } from './request-handle.js';
+export type { Invoke, RequestOptions } from './request-body.js';
+export { RequestShapeError } from './request-body.js';
+export type { BlockFn } from './block-source.js';
+export { BlockSourceError, blockSource } from './block-source.js';
+export { Tensor, TensorError } from './tensor.js';
+export type { LogLine, RequestStatus, StatusUpdate } from './status.js';
+export type { StatusMessage, VersionReply, RequestReply } from './wire.js';
+export {
+  CancelledError,
+  ClientTimeoutError,
+  FabricClientError,
+  FabricHttpError,
+  ProtocolError,
+  ProtocolMismatchError,
+  RemoteError,
+  UnreachableError,
+} from './errors.js';
+export { API_PROTOCOL_VERSION } from '../../protocol/api-version.js';

@@ -1,0 +1,73 @@
+// Builds the body of `POST /requests` (docs/http-api.md) from what a caller passes to `trace`/`submit`.
+import { blockSource } from './block-source.js';
+import type { BlockFn } from './block-source.js';
+import { FabricClientError } from './errors.js';
+
+/** One invoke: a prompt (text), token ids, or either with its own block (and params). */
+export type Invoke = string | number[] | { input: string | number[]; block?: BlockFn | string; params?: unknown };
+
+export interface RequestOptions {
+  /** Tokens to generate greedily (0: one forward pass; blocks address step i with `m.step(i)`). */
+  newTokens?: number;
+  /** Execution limit on the fabric, from dispatch (default: the deployment's). */
+  timeoutMs?: number;
+  /** Longest wait in the fabric's queue. */
+  queueTimeoutMs?: number;
+  /** Run in the sandbox even with a trusted key. */
+  untrusted?: boolean;
+  /** JSON values the block reads as the variable `params` (a block cannot see the caller's variables). */
+  params?: unknown;
+  /** The request id (default: a fresh uuid). Resubmitting the same id and body is idempotent. */
+  requestId?: string;
+}
+
+export interface SubmitBody {
+  requestId: string;
+  model: string;
+  invokes: Array<{ input: string | number[]; block?: string }>;
+  block?: string;
+  newTokens?: number;
+  timeoutMs?: number;
+  queueTimeoutMs?: number;
+  untrusted?: boolean;
+  blocking: boolean;
+}
+
+export class RequestShapeError extends FabricClientError {}
+
+/** True when `input` is a list of invokes rather than one prompt or one token list. */
+export function isInvokeList(input: Invoke | Invoke[]): input is Invoke[] {
+  if (!Array.isArray(input)) return false;
+  return input.length === 0 || typeof input[0] !== 'number';
+}
+
+export function buildSubmitBody(model: string, input: Invoke | Invoke[], block: BlockFn | string | undefined, opts: RequestOptions, requestId: string, blocking: boolean): SubmitBody {
+  if (typeof model !== 'string' || model === '') throw new RequestShapeError('the model key must be a non-empty string, e.g. "gpt2-tiny"');
+  const list = isInvokeList(input) ? input : [input];
+  if (list.length === 0) throw new RequestShapeError('give at least one prompt (a string), token list (number[]) or { input, block }');
+  const invokes = list.map((inv, i) => {
+    if (typeof inv === 'string') return { input: inv };
+    if (Array.isArray(inv)) return { input: tokenList(inv, i) };
+    if (inv && typeof inv === 'object' && 'input' in inv) {
+      const input = typeof inv.input === 'string' ? inv.input : Array.isArray(inv.input) ? tokenList(inv.input, i) : bad(i);
+      return inv.block !== undefined ? { input, block: blockSource(inv.block, inv.params ?? opts.params) } : { input };
+    }
+    return bad(i);
+  });
+  const body: SubmitBody = { requestId, model, invokes, blocking };
+  if (block !== undefined) body.block = blockSource(block, opts.params);
+  if (opts.newTokens !== undefined) body.newTokens = opts.newTokens;
+  if (opts.timeoutMs !== undefined) body.timeoutMs = opts.timeoutMs;
+  if (opts.queueTimeoutMs !== undefined) body.queueTimeoutMs = opts.queueTimeoutMs;
+  if (opts.untrusted) body.untrusted = true;
+  return body;
+}
+
+function tokenList(t: number[], i: number): number[] {
+  if (t.length === 0 || t.some((x) => !Number.isInteger(x) || x < 0)) throw new RequestShapeError(`invoke ${i}: token ids must be a non-empty list of non-negative integers`);
+  return t;
+}
+
+function bad(i: number): never {
+  throw new RequestShapeError(`invoke ${i}: expected a prompt (string), token ids (number[]) or { input, block? }`);
+}

@@ -1,0 +1,160 @@
+// The shapes the fabric's HTTP API and status websocket send (docs/http-api.md), as far as the SDK reads them.
+// A minor protocol version may add fields; the SDK ignores those it does not know.
+
+export interface VersionReply {
+  fabric: string;
+  protocol: string;
+  api: string;
+  compatibility: string;
+  capabilities: string[];
+  limits: { bodyLimitBytes: number; inlineResultMaxBytes: number; resultUrlTtlMs: number; rateLimit: { perSecond: number; burst: number } | null };
+  auth: boolean;
+}
+
+export interface SubmitReply {
+  requestId: string;
+  model: string;
+  status: string;
+  existing: boolean;
+  logPosition: number;
+  trusted: boolean;
+  priority: boolean;
+  links: { self: string; result: string; ws: string };
+}
+
+export type ResultRef = null | { bytes: number; sha256: string; inline: string } | { bytes: number; sha256: string; url: string; expiresAt: string };
+
+export interface WireError {
+  phase: string;
+  type: string;
+  message: string;
+  stack: string | null;
+}
+
+/** `GET /requests/:id`. */
+export interface RequestReply {
+  requestId: string;
+  model: string;
+  status: string;
+  position: number | null;
+  queueLength: number;
+  attempt: number;
+  requeues: Array<{ reason: string; attempt: number; at: string; text: string }>;
+  replicaId: string | null;
+  agentId: string | null;
+  trusted: boolean;
+  priority: boolean;
+  timestamps: Record<string, string | null>;
+  deployment: { phase: string; lastFailure: string | null } | null;
+  statuses: Array<{ status: string; at: string; cursor: string; attempt?: number; reason?: string }>;
+  logs: Array<{ attempt: number; stream: 'stdout' | 'stderr'; line: string }>;
+  logLines: number;
+  error: WireError | null;
+  cancelled: { by: 'user' | 'operator'; actor: string } | null;
+  result: ResultRef;
+  asOf: number;
+}
+
+/** One `{ "type": "status" }` message of the status websocket. */
+export interface StatusMessage {
+  type: 'status';
+  requestId: string;
+  status: 'RECEIVED' | 'QUEUED' | 'PROVISIONING' | 'DEPLOYING' | 'DISPATCHED' | 'RUNNING' | 'LOG' | 'COMPLETED' | 'ERROR' | 'CANCELLED';
+  cursor: string;
+  at: string;
+  replay: boolean;
+  model?: string;
+  position?: number | null;
+  queueLength?: number;
+  attempt?: number;
+  requeued?: { reason: string; attempt: number; text: string } | null;
+  deployment?: { phase: string; lastFailure: string | null } | null;
+  replicaId?: string;
+  agentId?: string;
+  stream?: 'stdout' | 'stderr';
+  line?: string;
+  bytes?: number;
+  sha256?: string;
+  inline?: string;
+  url?: string;
+  expiresAt?: string;
+  error?: WireError;
+  by?: 'user' | 'operator';
+  actor?: string;
+  [k: string]: unknown;
+}
+
+export type ServerMessage =
+  | { type: 'hello'; protocol: string; fabric: string; actor: string }
+  | { type: 'subscribed'; requestId: string; since: string | null }
+  | StatusMessage
+  | { type: 'changed'; topic: string; position: number }
+  | { type: 'error'; code: string; message: string; requestId?: string; details?: Record<string, unknown> }
+  | { type: 'pong'; at: string };
+
+export interface ClusterReplicaView {
+  replicaId: string;
+  state: string;
+  level: 'HOT' | 'WARM' | 'COLD';
+  agentId: string | null;
+  gpus: number[];
+  bytesPerGpu: number;
+}
+
+export interface ClusterDeploymentView {
+  modelKey: string;
+  phase: string;
+  pinned: boolean;
+  settings: Record<string, unknown>;
+  lastFailure: { kind: 'REFUSED' | 'FAILED'; replicaId: string; text: string } | null;
+  queueLength?: number;
+  replicas: ClusterReplicaView[];
+}
+
+export interface ClusterReply {
+  asOf: number;
+  agents: Array<{ agentId: string; state: string; bootId: string; gpus: Array<{ index: number; name: string; memoryBytes: number }>; ramBytes: number; cpuCacheBudgetBytes: number; restarts: number; health?: unknown }>;
+  gpus: Array<{ agentId: string; index: number; name: string; memoryBytes: number; usedBytes: number; replicas: string[] }>;
+  deployments: ClusterDeploymentView[];
+  totals: { received: number; completed: number; failed: number; cancelled: number; requeued: number };
+}
+
+export interface QueueReply {
+  asOf: number;
+  queues: Array<{ model: string; length: number; entries: Array<{ position: number; requestId: string; rank: number; priority: boolean; requeued: boolean; enqueuedAt: string }> }>;
+}
+
+export interface AgentsReply {
+  asOf: number;
+  agents: Array<{
+    agentId: string;
+    state: string;
+    bootId: string;
+    gpus: Array<{ index: number; name: string; memoryBytes: number }>;
+    ramBytes: number;
+    health: { state: string; since: string | null; graceUntil: string | null; lapses: number; returns: number; restarts: number } | null;
+  }>;
+}
+
+export interface WhoamiReply {
+  actor: string;
+  keyId: string | null;
+  label: string | null;
+  tags: { trusted: boolean; priority: boolean; operator: boolean };
+  auth: boolean;
+}
+
+export interface DeployBody {
+  model: string;
+  replicas?: number;
+  gpus?: number;
+  sizeBytes?: number;
+  paddingFactor?: number;
+  biasBytes?: number;
+  dtype?: string;
+  timeoutMs?: number | null;
+  concurrency?: number;
+  minDeploymentMs?: number;
+  pinned?: boolean;
+  force?: boolean;
+}
