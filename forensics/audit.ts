@@ -178,7 +178,10 @@ export async function auditEvents(sources: AuditSources, input: unknown, options
     return { filter: f, source: 'event-store-index', events: events.map((e) => row(e, withData)), nextAfterPosition: events.length === limit ? events[events.length - 1].position : null };
   }
 
-  if (sources.audit === undefined) notIndexed(f.modelKey !== undefined ? 'modelKey' : 'actor', 'it is answered by the audit projection, which this service does not run');
+  if (sources.audit === undefined) {
+    if (f.modelKey !== undefined) notIndexed('modelKey', 'it is answered by the audit projection, which this service does not run');
+    notIndexed('actor', `the ${store.adapter} event store does not index it and the audit projection, which also answers it, does not run here`);
+  }
   const state = sources.audit();
   const window = { fromMs: f.fromAt === undefined ? undefined : toMs(f.fromAt), toMs: f.toAt === undefined ? undefined : toMs(f.toAt), afterPosition };
   let positions: number[];

@@ -2,7 +2,7 @@
 // are copied into a throwaway SQLite store in a temporary folder, and the real projection runner folds every
 // projection there from position 0 (the composite ControlPlaneView: cluster, queues, requests, agents, audit). The
 // source store is only read. The folder is removed afterwards unless asked to keep it.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isIsoUtc, toMs } from '../domain/shared/time.js';
@@ -164,7 +164,9 @@ export async function replayState(source: EventStore, to: unknown, options: Repl
   if (target.position > maxEvents) {
     throw forensicsError(C.replayTooLarge, `a replay to position ${target.position} copies more than ${maxEvents} events`, { hint: 'replay to an earlier point, or raise the limit where the replay runs', details: { position: target.position, maxEvents } });
   }
-  const dir = mkdtempSync(join(options.tmpRoot ?? tmpdir(), 'ndif-replay-'));
+  const root = options.tmpRoot ?? tmpdir();
+  mkdirSync(root, { recursive: true });
+  const dir = mkdtempSync(join(root, 'ndif-replay-'));
   const path = join(dir, 'events.db');
   const throwaway = new SqliteEventStore({ path });
   // Nothing here needs to survive a crash: the copy is rebuilt from the source every time.
