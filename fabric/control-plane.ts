@@ -1,0 +1,75 @@
+// The control plane's running parts over one event store: the live projection (ControlPlaneView), the command
+// handlers (heartbeats go to the scheduler's agent-health rule, appends wake it), the scheduler, and the relay
+// to the agents over the given transport. The embedded fabric and the distributed scheduler-relay process both
+// start this; the HTTP APIs get the FabricContext it builds.
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { BlobStore } from '../blobstore/port.js';
+import { onDemandFromCatalog } from '../catalog/on-demand.js';
+import type { ModelCatalog } from '../catalog/port.js';
+import { ControlPlaneCommands } from '../command-api/handlers/service.js';
+import type { EventStore } from '../eventstore/port.js';
+import { ControlPlaneView } from '../projections/control-plane/live.js';
+import type { SnapshotStore } from '../projections/runner/projection.js';
+import { Scheduler } from '../scheduler/scheduler.js';
+import type { SchedulerConfig } from '../scheduler/config.js';
+import type { Transport } from '../transport/port.js';
+import { Relay } from '../transport/relay/relay.js';
+import type { RelayTopics } from '../transport/relay/wire.js';
+import type { FabricContext } from './context.js';
+
+export interface ControlPlaneOptions {
+  store: EventStore;
+  snapshots: SnapshotStore;
+  transport: Transport;
+  blobs: BlobStore;
+  catalog: ModelCatalog;
+  log: Logger;
+  clock?: () => number;
+  topics?: RelayTopics;
+  scheduler?: Partial<Omit<SchedulerConfig, 'onDemand'>>;
+  /** Run the scheduler and relay here (default true). The API-only processes of distributed mode pass false. */
+  schedule?: boolean;
+}
+
+export class ControlPlane {
+  readonly view: ControlPlaneView;
+  readonly commands: ControlPlaneCommands;
+  readonly scheduler: Scheduler | undefined;
+  readonly relay: Relay | undefined;
+  readonly context: FabricContext;
+
+  constructor(private readonly options: ControlPlaneOptions) {
+    const clock = options.clock ?? Date.now;
+    const log = options.log;
+    this.view = new ControlPlaneView(options.store, options.snapshots, { onListenerError: (err) => log.error({ err }, 'control-plane view listener failed') });
+    let scheduler: Scheduler | undefined;
+    this.commands = new ControlPlaneCommands(options.store, { onHeartbeat: (agentId, bootId, at) => scheduler?.observeHeartbeat(agentId, bootId, Date.parse(at)) });
+    if (options.schedule !== false) {
+      scheduler = new Scheduler({
+        view: this.view,
+        commands: this.commands,
+        clock,
+        config: { ...options.scheduler, onDemand: onDemandFromCatalog(options.catalog) },
+        onError: (err) => log.error({ err }, 'scheduler step failed'),
+      });
+      this.relay = new Relay({ store: options.store, snapshots: options.snapshots, transport: options.transport, blobs: options.blobs, commands: this.commands, log, clock, topics: options.topics });
+    }
+    this.scheduler = scheduler;
+    this.context = { store: options.store, commands: this.commands, view: this.view, blobs: options.blobs, catalog: options.catalog, clock, newId: randomUUID, log };
+  }
+
+  /** Catches the view up (from its snapshot), then starts the relay and the scheduler. */
+  async start(): Promise<void> {
+    await this.view.start();
+    await this.view.catchUp(120_000);
+    await this.relay?.start();
+    this.scheduler?.start();
+  }
+
+  async stop(): Promise<void> {
+    await this.scheduler?.stop();
+    await this.relay?.stop();
+    await this.view.stop();
+  }
+}

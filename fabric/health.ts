@@ -1,0 +1,33 @@
+// `GET /health` for the processes without an HTTP API (scheduler-relay, gpu-agent), on NDIF_HEALTH_PORT: 200 with
+// the process's status as JSON while it is healthy, 503 otherwise. docker-compose's health checks call it.
+import { createServer, type Server } from 'node:http';
+
+export async function startHealthServer(port: number, host: string, status: () => { ok: boolean } & Record<string, unknown>): Promise<Server> {
+  const server = createServer((req, res) => {
+    if (req.method !== 'GET' || (req.url !== '/health' && req.url !== '/ready')) {
+      res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ code: 'NOT_FOUND', message: 'GET /health' }));
+      return;
+    }
+    let body: { ok: boolean } & Record<string, unknown>;
+    try {
+      body = status();
+    } catch (e) {
+      body = { ok: false, error: (e as Error).message };
+    }
+    res.writeHead(body.ok ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  return server;
+}
+
+/** NDIF_HEALTH_PORT as a port number, or undefined when unset. */
+export function healthPortFromEnv(env: NodeJS.ProcessEnv = process.env): number | undefined {
+  const raw = env.NDIF_HEALTH_PORT;
+  if (raw === undefined || raw === '') return undefined;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new Error(`NDIF_HEALTH_PORT=${JSON.stringify(raw)} is not a port (0-65535)`);
+  return n;
+}

@@ -1,0 +1,164 @@
+// The GPU agent: registers its GPUs (a new boot id per start), heartbeats, follows its assignments on the
+// transport and acts on them (replicas.ts, requests.ts), and reports back through the agent-events topic. It
+// holds no event-store credentials: the transport and the blob store are all it talks to.
+//
+// Assignments are handled in order and each handler returns at once (a load or a run goes on in the background),
+// so an abort never waits behind a long load. An assignment for another boot (sent to an earlier process of this
+// agent) or a position already seen (a republished or redelivered message) is ignored.
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { BlobStore } from '../../blobstore/port.js';
+import type { ModelCatalog } from '../../catalog/port.js';
+import { readJson } from '../../transport/json.js';
+import type { Subscription, Transport, TransportMessage } from '../../transport/port.js';
+import { agentInboundSchema, type AgentInbound, type RefusedNotice } from '../../transport/relay/wire.js';
+import type { AgentConfig } from './config.js';
+import { ReplicaHost, type ReplicaView } from './replicas.js';
+import { RequestExecutor, type UntrustedOpener } from './requests.js';
+import { Reporter } from './reporter.js';
+
+export interface GpuAgentOptions {
+  config: AgentConfig;
+  transport: Transport;
+  blobs: BlobStore;
+  catalog: ModelCatalog;
+  log: Logger;
+  /** Opens sandbox runners for untrusted blocks; absent: untrusted requests fail with SANDBOX_UNAVAILABLE. */
+  untrusted?: UntrustedOpener;
+  /** Default: a random UUID (every start is a new boot). */
+  bootId?: string;
+  clock?: () => number;
+}
+
+export interface AgentHealth {
+  agentId: string;
+  bootId: string;
+  registered: boolean;
+  lastPosition: number;
+  replicas: ReplicaView[];
+  running: number;
+  completed: number;
+  failed: number;
+}
+
+const REREGISTER_CODES = new Set(['CP_AGENT_LOST', 'CP_AGENT_NOT_FOUND']);
+
+export class GpuAgent {
+  readonly bootId: string;
+  readonly replicas: ReplicaHost;
+  readonly requests: RequestExecutor;
+  private readonly reporter: Reporter;
+  private subscription: Subscription | undefined;
+  private heartbeat: NodeJS.Timeout | undefined;
+  private lastPosition = 0;
+  private registered = false;
+  private lastRegisterAt = 0;
+  private stopped = false;
+
+  constructor(private readonly options: GpuAgentOptions) {
+    const { config, transport, log } = options;
+    this.bootId = options.bootId ?? randomUUID();
+    this.reporter = new Reporter(transport, config.topics.agentEvents, config.agentId, this.bootId, log, options.clock);
+    this.replicas = new ReplicaHost(config.agentId, options.catalog, this.reporter, log, config.provider);
+    this.requests = new RequestExecutor(config.agentId, this.replicas, this.reporter, options.blobs, log, config.maxRunMs, options.untrusted);
+  }
+
+  get agentId(): string {
+    return this.options.config.agentId;
+  }
+
+  health(): AgentHealth {
+    return {
+      agentId: this.agentId,
+      bootId: this.bootId,
+      registered: this.registered,
+      lastPosition: this.lastPosition,
+      replicas: this.replicas.view(),
+      running: this.requests.inFlight,
+      completed: this.requests.completed,
+      failed: this.requests.failed,
+    };
+  }
+
+  /** Subscribes first (so nothing sent to the new boot is missed), then registers and starts heartbeating. */
+  async start(): Promise<void> {
+    const { config, transport, log } = this.options;
+    this.subscription = await transport.subscribe(config.topics.assignments, `agent-${config.agentId}`, (m) => this.onMessage(m), {
+      fromBeginning: true,
+      onError: (err) => log.error({ err }, 'assignment handler failed; delivered again'),
+    });
+    await this.register();
+    this.heartbeat = setInterval(() => this.beat(), config.heartbeatMs);
+    this.heartbeat.unref();
+    log.info({ agentId: config.agentId, bootId: this.bootId, gpus: config.gpus.length }, 'agent registered');
+  }
+
+  private register(): Promise<void> {
+    const c = this.options.config;
+    this.lastRegisterAt = Date.now();
+    const id = this.reporter.nextMessageId();
+    const command = { type: 'RegisterAgent' as const, agentId: c.agentId, bootId: this.bootId, gpus: c.gpus, ramBytes: c.ramBytes, ...(c.cpuCacheBudgetBytes === undefined ? {} : { cpuCacheBudgetBytes: c.cpuCacheBudgetBytes }) };
+    return this.reporter.send(id, command).then(() => {
+      this.registered = true;
+    });
+  }
+
+  private beat(): void {
+    if (this.stopped) return;
+    void this.reporter.send(this.reporter.nextMessageId(), { type: 'ReportAgentHeartbeat', agentId: this.agentId, bootId: this.bootId });
+  }
+
+  private async onMessage(m: TransportMessage): Promise<void> {
+    if (m.key !== this.agentId || this.stopped) return;
+    let parsed: AgentInbound;
+    try {
+      const r = agentInboundSchema.safeParse(readJson(m));
+      if (!r.success) throw new Error(r.error.issues[0]?.message ?? 'invalid');
+      parsed = r.data as unknown as AgentInbound;
+    } catch (err) {
+      this.options.log.warn({ err, offset: m.offset }, 'assignment is not readable; skipped');
+      return;
+    }
+    if (parsed.agentId !== this.agentId || parsed.bootId !== this.bootId) return;
+    if (parsed.kind === 'refused') return this.onRefused(parsed);
+    if (parsed.position <= this.lastPosition) return;
+    this.lastPosition = parsed.position;
+    switch (parsed.kind) {
+      case 'load':
+      case 'demote':
+      case 'unload':
+        this.replicas.apply(parsed);
+        return;
+      case 'run':
+        this.requests.run(parsed);
+        return;
+      case 'abort':
+        this.requests.abort(parsed);
+        return;
+    }
+  }
+
+  private onRefused(n: RefusedNotice): void {
+    const log = this.options.log;
+    if (n.commandType === 'ReportAgentHeartbeat' && REREGISTER_CODES.has(n.code)) {
+      if (Date.now() - this.lastRegisterAt < this.options.config.heartbeatMs) return;
+      log.warn({ code: n.code }, `heartbeat refused (${n.message}); registering again`);
+      this.registered = false;
+      void this.register();
+      return;
+    }
+    const level = n.code === 'CP_AGENT_BOOT_MISMATCH' ? 'error' : 'warn';
+    log[level]({ code: n.code, command: n.commandType, agentMessageId: n.agentMessageId }, `control plane refused a report: ${n.message}`);
+  }
+
+  /** Stops heartbeating and taking assignments, aborts running requests (unreported: the next boot gets them requeued), closes the models. */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    if (this.heartbeat !== undefined) clearInterval(this.heartbeat);
+    await this.subscription?.close();
+    await this.requests.close();
+    await this.replicas.close();
+    this.reporter.stop();
+  }
+}

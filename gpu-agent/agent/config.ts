@@ -1,0 +1,84 @@
+// The GPU agent's settings, read from its environment:
+//   NDIF_AGENT_ID            the agent's id (default: the host name); the same id across restarts is one agent
+//   NDIF_AGENT_GPUS          GPUs it declares: `<n>x<size>` (2x24GiB) or a list of sizes (24GiB,16GiB). Default 1x16GiB.
+//                            On a CPU-only host they are virtual: placement counts their memory, onnxruntime runs on the CPU.
+//   NDIF_AGENT_RAM           node RAM it declares (default: the host's total memory)
+//   NDIF_AGENT_CPU_CACHE     CPU memory for WARM replicas (default: 90 % of the RAM, decided by the control plane)
+//   NDIF_AGENT_HEARTBEAT_MS  heartbeat interval (default 2000; the scheduler's timeout is 6000)
+//   NDIF_AGENT_MAX_RUN_MS    limit for a request that has none of its own (default 3600000)
+//   NDIF_AGENT_PROVIDER      auto (CUDA when its provider library is installed, else CPU) | cpu | cuda
+//   NDIF_TOPIC_ASSIGNMENTS, NDIF_TOPIC_AGENT_EVENTS   topic names (defaults ndif.assignments, ndif.agent-events)
+import { hostname, totalmem } from 'node:os';
+import type { GpuSpec } from '../../domain/events/agent.js';
+import { ENTITY_ID } from '../../domain/shared/ids.js';
+import { relayTopicsFromEnv, type RelayTopics } from '../../transport/relay/wire.js';
+import { agentConfigInvalid } from './errors.js';
+import { parseBytes } from './sizes.js';
+
+export type ProviderChoice = 'auto' | 'cpu' | 'cuda';
+
+export interface AgentConfig {
+  agentId: string;
+  gpus: GpuSpec[];
+  ramBytes: number;
+  cpuCacheBudgetBytes?: number;
+  heartbeatMs: number;
+  maxRunMs: number;
+  provider: ProviderChoice;
+  topics: RelayTopics;
+}
+
+/** `2x24GiB` → two GPUs of 24 GiB; `24GiB,16GiB` → two GPUs of those sizes. */
+export function parseGpus(spec: string, name: string): GpuSpec[] | undefined {
+  const counted = /^\s*([0-9]+)\s*x\s*(.+)$/i.exec(spec);
+  let sizes: (number | undefined)[];
+  if (counted) {
+    const n = Number(counted[1]);
+    if (!Number.isInteger(n) || n < 1 || n > 64) return undefined;
+    sizes = Array.from({ length: n }, () => parseBytes(counted[2]));
+  } else {
+    sizes = spec.split(',').map((s) => parseBytes(s));
+  }
+  if (sizes.length === 0 || sizes.length > 64 || sizes.some((s) => s === undefined)) return undefined;
+  return sizes.map((memoryBytes, index) => ({ index, memoryBytes: memoryBytes!, name }));
+}
+
+function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isSafeInteger(n) || n < min) throw agentConfigInvalid(name, raw, `an integer >= ${min}`);
+  return n;
+}
+
+function bytes(env: NodeJS.ProcessEnv, name: string): number | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return undefined;
+  const b = parseBytes(raw);
+  if (b === undefined) throw agentConfigInvalid(name, raw, 'a size such as 64GiB, 512MiB or a byte count');
+  return b;
+}
+
+export function agentConfigFromEnv(env: NodeJS.ProcessEnv = process.env, cuda = false): AgentConfig {
+  const agentId = env.NDIF_AGENT_ID || hostname().replace(/[^A-Za-z0-9._:-]/g, '-');
+  if (!ENTITY_ID.test(agentId)) throw agentConfigInvalid('NDIF_AGENT_ID', agentId, 'letters, digits and . _ : - (up to 128), starting with a letter or digit');
+  const spec = env.NDIF_AGENT_GPUS || '1x16GiB';
+  const gpus = parseGpus(spec, cuda ? 'cuda' : 'virtual (cpu)');
+  if (gpus === undefined) throw agentConfigInvalid('NDIF_AGENT_GPUS', spec, '<count>x<size> (2x24GiB) or sizes separated by commas (24GiB,16GiB), at most 64 GPUs');
+  const provider = (env.NDIF_AGENT_PROVIDER || 'auto') as ProviderChoice;
+  if (!['auto', 'cpu', 'cuda'].includes(provider)) throw agentConfigInvalid('NDIF_AGENT_PROVIDER', provider, 'auto, cpu or cuda');
+  const ramBytes = bytes(env, 'NDIF_AGENT_RAM') ?? totalmem();
+  const cache = bytes(env, 'NDIF_AGENT_CPU_CACHE');
+  if (cache !== undefined && cache > ramBytes) throw agentConfigInvalid('NDIF_AGENT_CPU_CACHE', env.NDIF_AGENT_CPU_CACHE!, `at most the RAM (${ramBytes} bytes)`);
+  const config: AgentConfig = {
+    agentId,
+    gpus,
+    ramBytes,
+    heartbeatMs: int(env, 'NDIF_AGENT_HEARTBEAT_MS', 2000, 100),
+    maxRunMs: int(env, 'NDIF_AGENT_MAX_RUN_MS', 3_600_000, 1000),
+    provider,
+    topics: relayTopicsFromEnv(env),
+  };
+  if (cache !== undefined) config.cpuCacheBudgetBytes = cache;
+  return config;
+}

@@ -1,0 +1,16 @@
+// Errors of the GPU agent; codes are listed in docs/errors.md ("GPU agent, relay and catalog").
+import { FabricError } from '../../protocol/errors.js';
+
+export const AgentErrorCode = {
+  ConfigInvalid: 'AGENT_CONFIG_INVALID',
+  ReplicaNotLoaded: 'AGENT_REPLICA_NOT_LOADED',
+  ModelNotInCatalog: 'AGENT_MODEL_NOT_IN_CATALOG',
+  PayloadUnavailable: 'AGENT_PAYLOAD_UNAVAILABLE',
+} as const;
+
+export function agentConfigInvalid(variable: string, value: string, accepts: string): FabricError {
+  return new FabricError(AgentErrorCode.ConfigInvalid, 500, `${variable}=${JSON.stringify(value)} is not valid: ${accepts}`, {
+    hint: `fix ${variable} or unset it for the default`,
+    details: { variable, value },
+  });
+}

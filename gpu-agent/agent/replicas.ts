@@ -1,0 +1,150 @@
+// The replicas this agent holds, as a desired state and the work that reaches it. Each assignment sets a
+// replica's target (HOT after load, WARM after demote, gone after unload); one chain of steps per replica moves
+// the actual state to the target: load the model with the runtime (reporting LOADING, then HOT with the load
+// time, or FAILED with the reason), release its sessions when demoted (WARM: nothing on the GPU, the files stay
+// in the page cache, a restore loads again), close it when unloaded. An unload or demote waits for the requests
+// running on the model (HostedModel.close waits for its queue); the control plane only sends one when none is
+// in flight there. After a restart the agent holds nothing: the control plane sends the new boot a RELOAD for
+// every replica the old boot had, and the desired state is rebuilt from those.
+import type { Logger } from 'pino';
+import { loadModel, type HostedModel } from '../runtime/index.js';
+import type { ModelCatalog } from '../../catalog/port.js';
+import type { Assignment } from '../../transport/relay/wire.js';
+import type { ProviderChoice } from './config.js';
+import type { Cause, Reporter } from './reporter.js';
+
+type Target = 'HOT' | 'WARM' | 'ABSENT';
+export type ReplicaPhase = 'PENDING' | 'LOADING' | 'HOT' | 'WARM' | 'FAILED';
+
+interface Slot {
+  replicaId: string;
+  modelKey: string;
+  gpus: number[];
+  target: Target;
+  phase: ReplicaPhase;
+  model: HostedModel | undefined;
+  cause: Cause;
+  chain: Promise<void>;
+}
+
+export interface ReplicaView {
+  replicaId: string;
+  modelKey: string;
+  gpus: number[];
+  target: Target;
+  phase: ReplicaPhase;
+}
+
+type LoadAssignment = Extract<Assignment, { kind: 'load' }>;
+type ReplicaAssignment = Extract<Assignment, { kind: 'load' | 'demote' | 'unload' }>;
+
+export class ReplicaHost {
+  private readonly slots = new Map<string, Slot>();
+  /** Called with each model once it is HOT (the sandbox registers it for untrusted requests). */
+  onHot: ((model: HostedModel) => void) | undefined;
+
+  constructor(
+    private readonly agentId: string,
+    private readonly catalog: ModelCatalog,
+    private readonly reporter: Reporter,
+    private readonly log: Logger,
+    private readonly provider: ProviderChoice,
+  ) {}
+
+  /** The desired and actual state of every replica here. */
+  view(): ReplicaView[] {
+    return [...this.slots.values()].map((s) => ({ replicaId: s.replicaId, modelKey: s.modelKey, gpus: s.gpus, target: s.target, phase: s.phase }));
+  }
+
+  /** The replica's model when it is HOT. */
+  hot(replicaId: string): HostedModel | undefined {
+    const s = this.slots.get(replicaId);
+    return s?.phase === 'HOT' && s.target === 'HOT' ? s.model : undefined;
+  }
+
+  apply(a: ReplicaAssignment): void {
+    const cause = { correlationId: a.correlationId, causationId: a.eventId };
+    let slot = this.slots.get(a.replicaId);
+    if (a.kind === 'load') {
+      if (slot === undefined) {
+        slot = { replicaId: a.replicaId, modelKey: a.modelKey, gpus: a.gpus, target: 'HOT', phase: 'PENDING', model: undefined, cause, chain: Promise.resolve() };
+        this.slots.set(a.replicaId, slot);
+      }
+      slot.target = 'HOT';
+      slot.cause = cause;
+      if (a.gpus.length > 0) slot.gpus = a.gpus;
+      this.step(slot, () => this.load(slot!, a));
+      return;
+    }
+    if (slot === undefined) return;
+    slot.target = a.kind === 'demote' ? 'WARM' : 'ABSENT';
+    slot.cause = cause;
+    const s = slot;
+    this.step(s, () => this.release(s));
+  }
+
+  private step(slot: Slot, work: () => Promise<void>): void {
+    slot.chain = slot.chain.then(work).catch((err: unknown) => this.log.error({ err, replicaId: slot.replicaId }, 'replica step failed'));
+  }
+
+  private async load(slot: Slot, a: LoadAssignment): Promise<void> {
+    if (slot.target !== 'HOT') return;
+    const cause = slot.cause;
+    if (slot.phase === 'HOT' && slot.model !== undefined) {
+      // Already serving (a repeated or restoring assignment): say so; the decider ignores what it already knows.
+      await this.report('ReportReplicaHot', slot, cause, { loadMs: 0 });
+      return;
+    }
+    const entry = this.catalog.get(slot.modelKey);
+    if (entry === undefined) {
+      slot.phase = 'FAILED';
+      await this.report('ReportReplicaFailed', slot, cause, { phase: 'load', message: `model ${slot.modelKey} is not in agent ${this.agentId}'s catalog (NDIF_MODELS); the agent cannot load it` });
+      return;
+    }
+    slot.phase = 'LOADING';
+    void this.report('ReportReplicaLoading', slot, cause, {});
+    const started = Date.now();
+    let model: HostedModel;
+    try {
+      model = await loadModel(entry.dir, { key: slot.modelKey, provider: this.provider });
+    } catch (err) {
+      slot.phase = 'FAILED';
+      this.log.error({ err, replicaId: slot.replicaId, reason: a.reason }, 'replica load failed');
+      await this.report('ReportReplicaFailed', slot, cause, { phase: 'load', message: (err as Error).message.slice(0, 20000) });
+      return;
+    }
+    if (slot.target !== 'HOT') {
+      await model.close();
+      slot.phase = slot.target === 'WARM' ? 'WARM' : 'PENDING';
+      if (slot.target === 'ABSENT') this.slots.delete(slot.replicaId);
+      return;
+    }
+    slot.model = model;
+    slot.phase = 'HOT';
+    this.onHot?.(model);
+    await this.report('ReportReplicaHot', slot, cause, { loadMs: Date.now() - started });
+  }
+
+  private async release(slot: Slot): Promise<void> {
+    if (slot.target === 'HOT') return;
+    const model = slot.model;
+    slot.model = undefined;
+    await model?.close();
+    if (slot.target === 'WARM') slot.phase = 'WARM';
+    else if (this.slots.get(slot.replicaId) === slot) this.slots.delete(slot.replicaId);
+  }
+
+  private report(type: 'ReportReplicaLoading' | 'ReportReplicaHot' | 'ReportReplicaFailed', slot: Slot, cause: Cause, extra: Record<string, unknown>): Promise<void> {
+    const agentMessageId = this.reporter.nextMessageId();
+    const command = { type, replicaId: slot.replicaId, agentId: this.agentId, agentMessageId, ...extra } as Parameters<Reporter['send']>[1];
+    return this.reporter.send(agentMessageId, command, cause);
+  }
+
+  /** Closes every model (the agent is stopping). */
+  async close(): Promise<void> {
+    for (const s of this.slots.values()) s.target = 'ABSENT';
+    await Promise.all([...this.slots.values()].map((s) => s.chain));
+    await Promise.all([...this.slots.values()].map((s) => s.model?.close()));
+    this.slots.clear();
+  }
+}

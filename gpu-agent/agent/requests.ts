@@ -1,0 +1,168 @@
+// Runs the requests dispatched to this agent's replicas: decodes the payload (inline or from the blob store),
+// reports STARTED, runs HostedModel.run with the blocks in this process (trusted) or in a sandbox runner
+// (untrusted), reports every LOG line, and ends with COMPLETED (the SavedTrees encoded as one result container,
+// put in the blob store: the event carries its ref, size and sha256) or FAILED (phase, type, message, the
+// block's stack). An abort (cancelled, requeued, timed out by the control plane) stops the run through its
+// AbortSignal and reports nothing: the control plane has already decided the attempt's fate.
+import type { Logger } from 'pino';
+import type { BlobStore } from '../../blobstore/port.js';
+import { createInProcessBlocks } from '../block/index.js';
+import type { HostedModel, RunRequest, RunResult } from '../runtime/index.js';
+import type { OpenChannel } from '../runtime/index.js';
+import { blockOf, parseRequestPayload, type RequestPayload } from '../../protocol/request-payload.js';
+import { encodeResultContainer } from '../../protocol/result-container.js';
+import { FabricError } from '../../protocol/errors.js';
+import type { Assignment } from '../../transport/relay/wire.js';
+import { AgentErrorCode } from './errors.js';
+import { failureReport, type FailureReport } from './failure.js';
+import type { ReplicaHost } from './replicas.js';
+import type { Cause, Reporter } from './reporter.js';
+
+type RunAssignment = Extract<Assignment, { kind: 'run' }>;
+type AbortAssignment = Extract<Assignment, { kind: 'abort' }>;
+
+/** Opens the untrusted side for one request (the sandbox); absent: untrusted requests fail. */
+export type UntrustedOpener = (model: HostedModel, opts: { timeoutMs: number; signal: AbortSignal }) => Promise<OpenChannel>;
+
+interface Running {
+  attempt: number;
+  controller: AbortController;
+  aborted: boolean;
+  done: Promise<void>;
+}
+
+export const RESULT_CONTENT_TYPE = 'application/vnd.ndif.result';
+
+export class RequestExecutor {
+  private readonly running = new Map<string, Running>();
+  completed = 0;
+  failed = 0;
+
+  constructor(
+    private readonly agentId: string,
+    private readonly replicas: ReplicaHost,
+    private readonly reporter: Reporter,
+    private readonly blobs: BlobStore,
+    private readonly log: Logger,
+    private readonly maxRunMs: number,
+    private readonly untrusted: UntrustedOpener | undefined,
+  ) {}
+
+  get inFlight(): number {
+    return this.running.size;
+  }
+
+  run(a: RunAssignment): void {
+    const existing = this.running.get(a.requestId);
+    if (existing !== undefined && existing.attempt >= a.attempt) return;
+    existing?.controller.abort('a newer attempt was dispatched');
+    const entry: Running = { attempt: a.attempt, controller: new AbortController(), aborted: false, done: Promise.resolve() };
+    this.running.set(a.requestId, entry);
+    entry.done = this.execute(a, entry).finally(() => {
+      if (this.running.get(a.requestId) === entry) this.running.delete(a.requestId);
+    });
+  }
+
+  abort(a: AbortAssignment): void {
+    const r = this.running.get(a.requestId);
+    if (r === undefined || r.attempt !== a.attempt) return;
+    r.aborted = true;
+    r.controller.abort(a.reason.toLowerCase());
+  }
+
+  private async execute(a: RunAssignment, entry: Running): Promise<void> {
+    const cause: Cause = { correlationId: a.correlationId, causationId: a.eventId };
+    const report = (type: string, extra: Record<string, unknown>) => {
+      const agentMessageId = this.reporter.nextMessageId();
+      const command = { type, requestId: a.requestId, attempt: a.attempt, agentId: this.agentId, agentMessageId, ...extra } as Parameters<Reporter['send']>[1];
+      return this.reporter.send(agentMessageId, command, cause);
+    };
+    const fail = (f: FailureReport) => {
+      this.failed++;
+      return report('ReportRequestFailed', { phase: f.phase, errorType: f.errorType, message: f.message, stack: f.stack });
+    };
+    const model = this.replicas.hot(a.replicaId);
+    if (model === undefined) {
+      await fail(failureReport(new FabricError(AgentErrorCode.ReplicaNotLoaded, 503, `replica ${a.replicaId} is not loaded on agent ${this.agentId}`), 'load'));
+      return;
+    }
+    void report('ReportRequestStarted', {});
+    let stage: FailureReport['phase'] | undefined;
+    try {
+      const payload = await this.payload(a);
+      const timeoutMs = a.options.timeoutMs ?? payload.timeoutMs ?? this.maxRunMs;
+      const req: RunRequest = {
+        requestId: a.requestId,
+        invokes: payload.invokes.map((inv, i) => {
+          const block = blockOf(payload, i);
+          const input = inv.prompt !== undefined ? { prompt: inv.prompt } : { tokens: inv.tokens! };
+          return block === undefined ? input : { ...input, block };
+        }),
+        newTokens: payload.newTokens ?? Math.max(0, a.options.steps - 1),
+        timeoutMs,
+        signal: entry.controller.signal,
+        onLog: (l) => void report('ReportRequestLog', { stream: l.stream, line: l.line.length > 65536 ? l.line.slice(0, 65536) : l.line }),
+      };
+      const open = a.trusted ? this.inProcess(model) : await this.sandboxed(model, timeoutMs, entry.controller.signal);
+      const result = await model.run(req, open);
+      if (entry.aborted) return;
+      stage = 'result';
+      const bytes = encodeResultContainer({ meta: this.meta(a, result), invokes: result.invokes.map((i) => i.result) });
+      const blob = await this.blobs.put(bytes, { contentType: RESULT_CONTENT_TYPE });
+      if (entry.aborted) return;
+      this.completed++;
+      await report('ReportRequestCompleted', { resultRef: blob.ref, bytes: blob.size, sha256: blob.sha256 });
+    } catch (err) {
+      if (entry.aborted) return;
+      this.log.debug({ err, requestId: a.requestId }, 'request failed');
+      await fail(failureReport(err, stage));
+    }
+  }
+
+  private inProcess(model: HostedModel): OpenChannel {
+    return () => createInProcessBlocks({ manifest: model.manifest(), tokenizer: model.tokenizer });
+  }
+
+  private async sandboxed(model: HostedModel, timeoutMs: number, signal: AbortSignal): Promise<OpenChannel> {
+    if (this.untrusted === undefined) {
+      throw new FabricError('SANDBOX_UNAVAILABLE', 503, `agent ${this.agentId} runs no sandbox; untrusted blocks cannot run here`);
+    }
+    return this.untrusted(model, { timeoutMs, signal });
+  }
+
+  private async payload(a: RunAssignment): Promise<RequestPayload> {
+    let raw = a.payload;
+    if (a.payloadBlob !== undefined) {
+      try {
+        raw = JSON.parse((await this.blobs.get(a.payloadBlob.ref)).bytes.toString('utf8'));
+      } catch (err) {
+        throw new FabricError(AgentErrorCode.PayloadUnavailable, 503, `the payload of request ${a.requestId} (blob ${a.payloadBlob.ref}) cannot be read: ${(err as Error).message}`);
+      }
+    }
+    return parseRequestPayload(raw);
+  }
+
+  private meta(a: RunAssignment, r: RunResult): Record<string, unknown> {
+    return {
+      requestId: a.requestId,
+      model: a.modelKey,
+      replicaId: a.replicaId,
+      agentId: this.agentId,
+      attempt: a.attempt,
+      steps: r.steps,
+      stoppedEarly: r.stoppedEarly,
+      tokens: r.invokes.map((i) => i.tokens),
+      generated: r.invokes.map((i) => i.generated),
+      timings: r.timings,
+    };
+  }
+
+  /** Aborts every run without reporting (the agent stops; its next boot gets them requeued). */
+  async close(): Promise<void> {
+    for (const r of this.running.values()) {
+      r.aborted = true;
+      r.controller.abort('agent stopping');
+    }
+    await Promise.all([...this.running.values()].map((r) => r.done));
+  }
+}

@@ -1,0 +1,26 @@
+// Untrusted blocks run in the sandbox (sandbox/): one pre-warmed runner process per request. The sandbox is
+// created on the first untrusted request (probing the host's isolation costs time and most embedded requests are
+// trusted); each model is registered with it once, so its runners get the manifest and tokenizer at start.
+import type { Sandbox } from '../../sandbox/sandbox.js';
+import type { HostedModel, OpenChannel } from '../runtime/index.js';
+import type { UntrustedOpener } from './requests.js';
+
+export function sandboxOpener(make: () => Promise<Sandbox>): { open: UntrustedOpener; close(): Promise<void> } {
+  let sandbox: Promise<Sandbox> | undefined;
+  const registered = new WeakSet<HostedModel>();
+  return {
+    async open(model, opts): Promise<OpenChannel> {
+      sandbox ??= make();
+      const sb = await sandbox;
+      if (!registered.has(model)) {
+        const { modelAssets } = await import('../../sandbox/sandbox.js');
+        sb.register(modelAssets(model));
+        registered.add(model);
+      }
+      return sb.opener(model.key, opts);
+    },
+    async close() {
+      if (sandbox !== undefined) await (await sandbox).close();
+    },
+  };
+}
