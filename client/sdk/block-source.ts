@@ -1,10 +1,10 @@
 // A block travels as its source text: `fn.toString()` of the function the caller wrote. It runs on the fabric,
-// so it cannot see the caller's variables; values it needs go in as `params` (JSON), bound to a `params`
-// variable the block refers to by name. The binding goes on the source's first line so the line numbers of the
-// fabric's stack traces are the caller's own.
+// so it cannot see the caller's variables; values it needs go in as `params` (JSON): the block gets them as its
+// third argument, and as a variable `params` in scope. The wrapper starts on the source's first line so the line
+// numbers of the fabric's stack traces are the block's own.
 import { FabricClientError } from './errors.js';
 
-export type BlockFn = (m: any, ctx: any) => unknown;
+export type BlockFn = (m: any, ctx: any, params?: any) => unknown;
 
 /** The block is not something the fabric can run (a native or bound function, params that are not JSON). */
 export class BlockSourceError extends FabricClientError {}
@@ -29,7 +29,7 @@ export function blockSource(block: BlockFn | string, params?: unknown): string {
     throw new BlockSourceError(`params must be JSON: ${(e as Error).message}`);
   }
   if (json === undefined) throw new BlockSourceError('params must be JSON (got a function or undefined)');
-  return `((params) => (${src}\n))(${json})`;
+  return `((params) => { const block = (${src}\n); return (m, ctx) => block(m, ctx, params); })(${json})`;
 }
 
 /**
