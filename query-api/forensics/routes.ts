@@ -57,7 +57,7 @@ function send(reply: FastifyReply, fmt: 'json' | 'text' | undefined, json: unkno
 
 export function forensicsRoutes(app: FastifyInstance, deps: RouteDeps, options: ForensicsRouteOptions = {}): void {
   const { ctx } = deps;
-  deps.capabilities.add('forensics');
+  for (const c of ['audit', 'why', 'replay']) deps.capabilities.add(c);
   const replayOptions = { tmpRoot: options.tmpRoot ?? tmpdir(), maxEvents: options.maxReplayEvents };
   let replaying = false;
 

@@ -70,6 +70,11 @@ after(async () => {
 const get = (url: string, key: string | null = operatorKey) => app.inject({ method: 'GET', url, headers: key === null ? {} : { authorization: `Bearer ${key}` } });
 
 describe('forensics routes', () => {
+  it('advertise their capabilities in /version', async () => {
+    const caps: string[] = (await get('/version', null)).json().capabilities;
+    for (const c of ['audit', 'why', 'replay']) assert.ok(caps.includes(c), c);
+  });
+
   it('are for operators only', async () => {
     for (const url of ['/audit?actor=key:dave', '/why/loss-1', '/replay?to=10']) {
       const anon = await get(url, null);
