@@ -1,0 +1,115 @@
+// Settings of the HTTP APIs (both the command and the query API), with their defaults and their environment
+// variables (docs/http-api.md, docs/operating.md).
+import { randomBytes } from 'node:crypto';
+import { FabricError } from '../../protocol/errors.js';
+
+export interface RateLimitConfig {
+  /** Tokens added per second (sustained calls per second per caller). */
+  perSecond: number;
+  /** Bucket size (calls allowed in a burst). */
+  burst: number;
+}
+
+export interface ApiConfig {
+  /** API keys required (true), or every caller is `local` (false, the embedded default). */
+  auth: boolean;
+  /** Largest request body accepted (413 API_BODY_TOO_LARGE above). */
+  bodyLimitBytes: number;
+  /** Per-caller token bucket; null: no limit. */
+  rateLimit: RateLimitConfig | null;
+  /** Results up to this size are sent inline (base64); larger ones by a signed URL. */
+  inlineResultMaxBytes: number;
+  /** Lifetime of a signed result URL. */
+  resultUrlTtlMs: number;
+  /** HMAC key of result download tokens (random per process unless given: share it between query API replicas). */
+  resultSecret: Buffer;
+  /** Base URL put in front of result URLs (e.g. https://ndif.example.org); null: URLs are relative paths. */
+  publicUrl: string | null;
+  /** How long GET /ready waits for the projection to apply everything stored. */
+  readyTimeoutMs: number;
+  /** Subscriptions one websocket may hold. */
+  wsMaxSubscriptions: number;
+  /** A websocket whose unsent bytes exceed this is closed (a client that does not read). */
+  wsMaxBufferedBytes: number;
+}
+
+export const MIB = 1024 * 1024;
+
+export const DEFAULT_API_CONFIG: Omit<ApiConfig, 'resultSecret'> = {
+  auth: false,
+  bodyLimitBytes: 4 * MIB,
+  rateLimit: { perSecond: 50, burst: 100 },
+  inlineResultMaxBytes: 4 * MIB,
+  resultUrlTtlMs: 3_600_000,
+  publicUrl: null,
+  readyTimeoutMs: 2000,
+  wsMaxSubscriptions: 1000,
+  wsMaxBufferedBytes: 64 * MIB,
+};
+
+export type ApiConfigInput = Partial<Omit<ApiConfig, 'resultSecret'>> & { resultSecret?: Buffer | string };
+
+function invalid(name: string, message: string): FabricError {
+  return new FabricError('API_CONFIG_INVALID', 500, `API setting ${name} ${message}`, { hint: `fix ${name}`, details: { setting: name } });
+}
+
+const positiveInt = (v: number, name: string): number => {
+  if (!Number.isSafeInteger(v) || v <= 0) throw invalid(name, `must be a positive integer, got ${String(v)}`);
+  return v;
+};
+
+/** Fills in defaults and checks every setting; throws API_CONFIG_INVALID naming the first bad one. */
+export function resolveApiConfig(input: ApiConfigInput = {}): ApiConfig {
+  const c = { ...DEFAULT_API_CONFIG, ...input };
+  positiveInt(c.bodyLimitBytes, 'bodyLimitBytes');
+  positiveInt(c.inlineResultMaxBytes, 'inlineResultMaxBytes');
+  positiveInt(c.resultUrlTtlMs, 'resultUrlTtlMs');
+  positiveInt(c.readyTimeoutMs, 'readyTimeoutMs');
+  positiveInt(c.wsMaxSubscriptions, 'wsMaxSubscriptions');
+  positiveInt(c.wsMaxBufferedBytes, 'wsMaxBufferedBytes');
+  if (c.rateLimit !== null) {
+    if (!(c.rateLimit.perSecond > 0) || !Number.isFinite(c.rateLimit.perSecond)) throw invalid('rateLimit.perSecond', 'must be a positive number');
+    positiveInt(c.rateLimit.burst, 'rateLimit.burst');
+  }
+  if (c.publicUrl !== null && !/^https?:\/\/[^\s/]+(\/[^\s]*)?$/.test(c.publicUrl)) throw invalid('publicUrl', `must be an http(s) URL, got ${JSON.stringify(c.publicUrl)}`);
+  const secret = input.resultSecret === undefined ? randomBytes(32) : typeof input.resultSecret === 'string' ? Buffer.from(input.resultSecret, 'utf8') : input.resultSecret;
+  if (secret.length < 16) throw invalid('resultSecret', 'must be at least 16 bytes');
+  return { ...c, publicUrl: c.publicUrl === null ? null : c.publicUrl.replace(/\/+$/, ''), resultSecret: secret };
+}
+
+/**
+ * Reads the settings from the environment: NDIF_AUTH (on|off), NDIF_BODY_LIMIT_BYTES, NDIF_RATE_LIMIT
+ * (`<perSecond>/<burst>` or off), NDIF_INLINE_RESULT_MAX_BYTES, NDIF_RESULT_URL_TTL_S, NDIF_RESULT_SECRET,
+ * NDIF_PUBLIC_URL. Unset variables keep the defaults.
+ */
+export function apiConfigFromEnv(env: NodeJS.ProcessEnv = process.env, base: ApiConfigInput = {}): ApiConfig {
+  const out: ApiConfigInput = { ...base };
+  const int = (name: string): number | undefined => {
+    const v = env[name];
+    if (v === undefined || v === '') return undefined;
+    if (!/^[0-9]+$/.test(v)) throw invalid(name, `must be a positive integer, got ${JSON.stringify(v)}`);
+    return Number(v);
+  };
+  if (env.NDIF_AUTH !== undefined && env.NDIF_AUTH !== '') {
+    if (env.NDIF_AUTH !== 'on' && env.NDIF_AUTH !== 'off') throw invalid('NDIF_AUTH', `must be on or off, got ${JSON.stringify(env.NDIF_AUTH)}`);
+    out.auth = env.NDIF_AUTH === 'on';
+  }
+  const body = int('NDIF_BODY_LIMIT_BYTES');
+  if (body !== undefined) out.bodyLimitBytes = body;
+  const rl = env.NDIF_RATE_LIMIT;
+  if (rl !== undefined && rl !== '') {
+    if (rl === 'off') out.rateLimit = null;
+    else {
+      const m = /^([0-9]+(?:\.[0-9]+)?)\/([0-9]+)$/.exec(rl);
+      if (m === null) throw invalid('NDIF_RATE_LIMIT', `must be <perSecond>/<burst> (e.g. 50/100) or off, got ${JSON.stringify(rl)}`);
+      out.rateLimit = { perSecond: Number(m[1]), burst: Number(m[2]) };
+    }
+  }
+  const inline = int('NDIF_INLINE_RESULT_MAX_BYTES');
+  if (inline !== undefined) out.inlineResultMaxBytes = inline;
+  const ttl = int('NDIF_RESULT_URL_TTL_S');
+  if (ttl !== undefined) out.resultUrlTtlMs = ttl * 1000;
+  if (env.NDIF_RESULT_SECRET) out.resultSecret = env.NDIF_RESULT_SECRET;
+  if (env.NDIF_PUBLIC_URL) out.publicUrl = env.NDIF_PUBLIC_URL;
+  return resolveApiConfig(out);
+}

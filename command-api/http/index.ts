@@ -1,0 +1,7 @@
+// The HTTP APIs: the command API, the query API, and both on one port (embedded).
+export { buildCommandApi, registerCommandRoutes, COMMAND_CAPABILITIES } from './build.js';
+export { buildFabricServer, type FabricServerOptions } from './fabric-server.js';
+export { buildQueryApi, registerQueryRoutes, type QueryApiOptions } from '../../query-api/build.js';
+export type { ApiContext, RouteDeps } from '../../auth/http/deps.js';
+export { apiConfigFromEnv, resolveApiConfig, DEFAULT_API_CONFIG, type ApiConfig, type ApiConfigInput } from '../../auth/http/config.js';
+export type { QueryRoutes } from '../../query-api/routes/types.js';

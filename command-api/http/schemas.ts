@@ -1,0 +1,35 @@
+// Path parameters and small bodies of the command routes.
+import { z } from 'zod';
+import { ENTITY_ID, MODEL_KEY } from '../../domain/shared/ids.js';
+
+export const modelKey = z.string().regex(MODEL_KEY, 'a model key: 1–128 of letters, digits and . _ / -, starting with a letter or digit');
+export const entityId = z.string().regex(ENTITY_ID, 'an id: 1–128 of letters, digits and . _ : -, starting with a letter or digit');
+export const replicaId = z.string().max(140).regex(/^[A-Za-z0-9][A-Za-z0-9._/-]*#[1-9][0-9]*$/, 'a replica id <modelKey>#<n>');
+
+export const idParams = z.strictObject({ id: entityId });
+/** A route without a body takes none, or an empty object. */
+export const noBody = z.strictObject({}).optional();
+
+export const deploySchema = z.strictObject({
+  model: modelKey,
+  replicas: z.number().int().optional(),
+  gpus: z.number().int().optional(),
+  sizeBytes: z.number().int().optional(),
+  paddingFactor: z.number().optional(),
+  biasBytes: z.number().int().optional(),
+  dtype: z.string().max(32).optional(),
+  timeoutMs: z.number().int().nullable().optional(),
+  concurrency: z.number().int().optional(),
+  minDeploymentMs: z.number().int().optional(),
+  pinned: z.boolean().optional(),
+  force: z.boolean().optional(),
+  autoscale: z
+    .strictObject({ enabled: z.boolean().optional(), thresholdMs: z.number().int().optional(), maxReplicas: z.number().int().optional(), backoffMs: z.number().int().optional() })
+    .optional(),
+});
+
+export const scaleSchema = z.strictObject({ model: modelKey, replicas: z.number().int() });
+export const evictSchema = z.strictObject({ model: modelKey.optional(), replica: replicaId.optional(), all: z.literal(true).optional() });
+export const pinSchema = z.strictObject({ model: modelKey, pinned: z.boolean() });
+export const createKeySchema = z.strictObject({ label: z.string().min(1).max(200), trusted: z.boolean().optional(), priority: z.boolean().optional(), operator: z.boolean().optional() });
+export const keyIdParams = z.strictObject({ id: z.string().max(200) });

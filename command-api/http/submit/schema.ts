@@ -1,0 +1,27 @@
+// The body of POST /requests (docs/http-api.md, "POST /requests — submit"). Unknown fields are refused.
+import { z } from 'zod';
+import { ENTITY_ID, MODEL_KEY } from '../../../domain/shared/ids.js';
+
+const blockSource = z.string().min(1, 'a block must not be empty').max(1_000_000);
+
+export const invokeSchema = z.strictObject({
+  input: z.union([
+    z.string().min(1, 'a prompt must not be empty').max(1_000_000),
+    z.array(z.number().int('token ids are integers').nonnegative('token ids are >= 0').max(2 ** 31 - 1)).min(1, 'a token list must not be empty').max(100_000),
+  ]),
+  block: blockSource.optional(),
+});
+
+export const submitSchema = z.strictObject({
+  requestId: z.string().regex(ENTITY_ID, 'a request id: 1–128 of letters, digits and . _ : -, starting with a letter or digit').optional(),
+  model: z.string().regex(MODEL_KEY, 'a model key: 1–128 of letters, digits and . _ / -, starting with a letter or digit'),
+  invokes: z.array(invokeSchema).min(1, 'send at least one invoke ({ "input": "<prompt>" })').max(64, 'at most 64 invokes per request'),
+  block: blockSource.optional(),
+  newTokens: z.number().int().min(0).max(4095).optional(),
+  timeoutMs: z.number().int().positive().max(86_400_000).optional(),
+  queueTimeoutMs: z.number().int().positive().max(7 * 86_400_000).optional(),
+  untrusted: z.boolean().optional(),
+  blocking: z.boolean().optional(),
+});
+
+export type SubmitBody = z.infer<typeof submitSchema>;

@@ -1,0 +1,33 @@
+// The query API: the shared edge and common routes, every read route (QUERY_ROUTES and options.plugins) and the
+// status websocket on /ws. Distributed mode runs it as its own process; buildFabricServer mounts it with the
+// command API on one port.
+import type { FastifyInstance } from 'fastify';
+import type { ApiContext, RouteDeps } from '../auth/http/deps.js';
+import { newApiInstance } from '../auth/http/instance.js';
+import { QUERY_ROUTES, type QueryRoutes } from './routes/index.js';
+import { StatusHub } from './ws/hub.js';
+import { attachStatusSocket } from './ws/upgrade.js';
+
+export interface QueryApiOptions {
+  /** Route modules registered after the built-in ones (forensics, …). */
+  plugins?: QueryRoutes[];
+}
+
+export const QUERY_CAPABILITIES = ['ws-status', 'ws-since-cursor', 'inline-results', 'result-urls', 'result-container:NDIFRES1'];
+
+/** Registers the query routes and the status websocket on an instance whose edge is installed. */
+export async function registerQueryRoutes(app: FastifyInstance, deps: RouteDeps, options: QueryApiOptions = {}): Promise<StatusHub> {
+  for (const c of QUERY_CAPABILITIES) deps.capabilities.add(c);
+  const { ctx } = deps;
+  const hub = new StatusHub(ctx.view, (streamId) => ctx.store.readStream(streamId), (e, where) => ctx.log.error({ err: e }, `status websocket: ${where}: ${e instanceof Error ? e.message : String(e)}`), ctx.clock);
+  attachStatusSocket(app, deps, hub);
+  for (const routes of [...QUERY_ROUTES, ...(options.plugins ?? [])]) await routes(app, deps);
+  return hub;
+}
+
+/** The query API alone (distributed mode). Call `listen` on it; `close` stops it and its websockets. */
+export async function buildQueryApi(ctx: ApiContext, options: QueryApiOptions = {}): Promise<FastifyInstance> {
+  const { app, deps } = newApiInstance(ctx, 'query');
+  await registerQueryRoutes(app, deps, options);
+  return app;
+}

@@ -1,0 +1,39 @@
+// How a completed request's result is shown: inline (base64 of the result container) up to the inline limit,
+// else a signed download URL valid for resultUrlTtlMs.
+import type { RouteDeps } from '../../auth/http/deps.js';
+import { isFabricError } from '../../protocol/errors.js';
+import { signResultToken } from './token.js';
+
+export interface ResultRef {
+  ref: string;
+  bytes: number;
+  sha256: string;
+}
+
+export type ResultField =
+  | { bytes: number; sha256: string; inline: string }
+  | { bytes: number; sha256: string; url: string; expiresAt: string; inlineError?: { code: string; message: string } };
+
+export function resultUrl(deps: RouteDeps, requestId: string, r: ResultRef): { url: string; expiresAt: string } {
+  const expiresAtMs = deps.ctx.clock() + deps.config.resultUrlTtlMs;
+  const path = `/requests/${encodeURIComponent(requestId)}/result?token=${signResultToken(deps.config.resultSecret, requestId, r.ref, expiresAtMs)}`;
+  return { url: `${deps.config.publicUrl ?? ''}${path}`, expiresAt: new Date(expiresAtMs).toISOString() };
+}
+
+/**
+ * The result as shown to its reader. A blob that cannot be read for inlining is shown by URL with the reason
+ * (the download then answers the blob store's error): a COMPLETED status is never lost to it.
+ */
+export async function resultField(deps: RouteDeps, requestId: string, r: ResultRef): Promise<ResultField> {
+  if (r.bytes <= deps.config.inlineResultMaxBytes) {
+    try {
+      const blob = await deps.ctx.blobs.get(r.ref);
+      return { bytes: r.bytes, sha256: r.sha256, inline: blob.bytes.toString('base64') };
+    } catch (e) {
+      const inlineError = isFabricError(e) ? { code: e.code, message: e.message } : { code: 'API_INTERNAL', message: e instanceof Error ? e.message : String(e) };
+      deps.ctx.log.warn({ err: e, requestId, ref: r.ref }, `result of ${requestId} could not be read for inlining: ${inlineError.message}`);
+      return { bytes: r.bytes, sha256: r.sha256, ...resultUrl(deps, requestId, r), inlineError };
+    }
+  }
+  return { bytes: r.bytes, sha256: r.sha256, ...resultUrl(deps, requestId, r) };
+}

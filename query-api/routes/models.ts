@@ -1,0 +1,35 @@
+// The models the catalog serves (with their deployment's phase and replica levels) and each one's manifest.
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import type { RouteDeps } from '../../auth/http/deps.js';
+import { unknownModel } from '../../auth/http/errors.js';
+import { parseInput } from '../../auth/http/validate.js';
+import { MODEL_KEY } from '../../domain/shared/ids.js';
+import { activeReplicas, deploymentPhase } from '../../projections/cluster/queries.js';
+import { levelOf } from '../../projections/cluster/state.js';
+
+const keyParams = z.strictObject({ key: z.string().regex(MODEL_KEY, 'a model key: 1–128 of letters, digits and . _ / -') });
+const shapeQuery = z.strictObject({ batch: z.coerce.number().int().min(1).max(1024).optional(), sequence: z.coerce.number().int().min(1).max(1_000_000).optional() });
+
+export function modelRoutes(app: FastifyInstance, deps: RouteDeps): void {
+  const { ctx } = deps;
+
+  app.get('/models', async () => {
+    const s = ctx.view.state;
+    return {
+      models: ctx.catalog.list().map((e) => {
+        const levels = { HOT: 0, WARM: 0, COLD: 0 };
+        for (const r of activeReplicas(s.cluster, e.key)) levels[levelOf(r.state)]++;
+        return { key: e.key, description: e.description, weightsBytes: e.weightsBytes, defaults: e.defaults, phase: deploymentPhase(s.cluster, e.key), replicas: levels };
+      }),
+    };
+  });
+
+  app.get('/models/:key/manifest', async (req) => {
+    const { key } = parseInput(keyParams, req.params, 'params');
+    const q = parseInput(shapeQuery, req.query, 'query');
+    if (ctx.catalog.get(key) === undefined) throw unknownModel(key, ctx.catalog.list().map((e) => e.key));
+    const shape = q.batch !== undefined || q.sequence !== undefined ? { batch: q.batch ?? 1, sequence: q.sequence ?? 1 } : undefined;
+    return ctx.catalog.manifest(key, shape);
+  });
+}

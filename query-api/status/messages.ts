@@ -1,0 +1,131 @@
+// Status messages (docs/http-api.md, "Status websocket"): one per event of a request's stream, and a waiting
+// status (QUEUED / PROVISIONING / DEPLOYING with the true queue position) read from the live projection.
+import type { StoredEvent } from '../../eventstore/port.js';
+import { decode } from '../../projections/decode.js';
+import type { ControlPlaneState } from '../../projections/control-plane/state.js';
+import { userStatus } from '../../projections/control-plane/status.js';
+import { deploymentPhase } from '../../projections/cluster/queries.js';
+import { positionOf, queueLength } from '../../projections/queue/queries.js';
+import { formatCursor, waitingKeyOf, type WaitingStatus } from './cursor.js';
+
+export type StatusName = 'RECEIVED' | WaitingStatus | 'DISPATCHED' | 'RUNNING' | 'LOG' | 'COMPLETED' | 'ERROR' | 'CANCELLED';
+
+export interface StatusMessage {
+  type: 'status';
+  requestId: string;
+  status: StatusName;
+  cursor: string;
+  at: string;
+  replay: boolean;
+  [field: string]: unknown;
+}
+
+/** A message plus what the hub needs about it (not sent). */
+export interface Draft {
+  msg: StatusMessage;
+  position: number;
+  /** Set for waiting statuses. */
+  waitingKey: string | null;
+  /** 'event': the message of an event of the request's stream (always sent once); 'waiting': a waiting status read
+   * from the projection after another event (sent when it differs from the last one said). */
+  kind: 'event' | 'waiting';
+  terminal: boolean;
+  /** COMPLETED: the blob to show inline or by URL. */
+  result?: { ref: string; bytes: number; sha256: string };
+}
+
+export interface WaitingFacts {
+  status: WaitingStatus;
+  position: number | null;
+  queueLength: number | null;
+  attempt: number;
+  deployment: { phase: string; lastFailure: string | null } | null;
+}
+
+/** The request's waiting status in `s`, or undefined when it is not waiting (or unknown). */
+export function waitingFacts(s: ControlPlaneState, requestId: string): WaitingFacts | undefined {
+  const v = s.requests.byId.get(requestId);
+  if (v === undefined || v.status !== 'QUEUED') return undefined;
+  const status = userStatus(s, v) as WaitingStatus;
+  const dep = s.cluster.deployments.get(v.modelKey);
+  return {
+    status,
+    position: positionOf(s.queue, requestId) ?? null,
+    queueLength: queueLength(s.queue, v.modelKey),
+    attempt: v.attempt,
+    deployment: status === 'QUEUED' ? null : { phase: deploymentPhase(s.cluster, v.modelKey), lastFailure: dep?.lastFailure?.text ?? null },
+  };
+}
+
+function draft(e: StoredEvent, requestId: string, status: StatusName, fields: Record<string, unknown>, replay: boolean, waitingKey: string | null = null): Draft {
+  return {
+    msg: { type: 'status', requestId, status, cursor: formatCursor(e.position, waitingKey), at: e.metadata.at, replay, ...fields },
+    position: e.position,
+    waitingKey,
+    kind: 'event',
+    terminal: status === 'COMPLETED' || status === 'ERROR' || status === 'CANCELLED',
+  };
+}
+
+/**
+ * The message of one event of a request's stream, or undefined for events that are not a status
+ * (AgentReportIgnored). `live` is the projection right after the event (its waiting status and position are then
+ * exact); null for replayed history, where a wait's position is not known.
+ */
+export function eventDraft(e: StoredEvent, live: ControlPlaneState | null, replay: boolean): Draft | undefined {
+  const d = decode(e);
+  if (d === undefined) return undefined;
+  switch (d.type) {
+    case 'RequestReceived':
+      return draft(e, d.data.requestId, 'RECEIVED', { model: d.data.modelKey, trusted: d.data.trusted, priority: d.data.priority }, replay);
+    case 'RequestQueued':
+    case 'RequestRequeued': {
+      const requestId = d.data.requestId;
+      const w = live === null ? undefined : waitingFacts(live, requestId);
+      const requeued = d.type === 'RequestRequeued' ? { requeued: { reason: d.data.reason, attempt: d.data.attempt, text: d.data.because.text } } : {};
+      if (w === undefined) {
+        const attempt = d.type === 'RequestRequeued' ? d.data.attempt : 0;
+        return draft(e, requestId, 'QUEUED', { position: null, queueLength: null, attempt, ...requeued }, replay, waitingKeyOf('QUEUED', null));
+      }
+      return waitingDraft(e, requestId, w, replay, 'event', requeued);
+    }
+    case 'RequestDispatched':
+      return draft(e, d.data.requestId, 'DISPATCHED', { attempt: d.data.attempt, replicaId: d.data.replicaId, agentId: d.data.agentId }, replay);
+    case 'RequestStarted':
+      return draft(e, d.data.requestId, 'RUNNING', { attempt: d.data.attempt, agentId: d.data.agentId }, replay);
+    case 'RequestLogged':
+      return draft(e, d.data.requestId, 'LOG', { attempt: d.data.attempt, stream: d.data.stream, line: d.data.line }, replay);
+    case 'RequestCompleted': {
+      const x = draft(e, d.data.requestId, 'COMPLETED', { attempt: d.data.attempt, bytes: d.data.bytes, sha256: d.data.sha256 }, replay);
+      x.result = { ref: d.data.resultRef, bytes: d.data.bytes, sha256: d.data.sha256 };
+      return x;
+    }
+    case 'RequestFailed':
+      return draft(e, d.data.requestId, 'ERROR', { attempt: d.data.attempt, error: { phase: d.data.phase, type: d.data.errorType, message: d.data.message, stack: d.data.stack } }, replay);
+    case 'RequestCancelled':
+      return draft(e, d.data.requestId, 'CANCELLED', { by: d.data.by, actor: d.data.actor, attempt: d.data.attempt }, replay);
+    default:
+      return undefined;
+  }
+}
+
+/** A waiting status as of the event at `e` (its own or another stream's). */
+export function waitingDraft(
+  e: StoredEvent | { position: number; metadata: { at: string } },
+  requestId: string,
+  w: WaitingFacts,
+  replay: boolean,
+  kind: Draft['kind'],
+  extra: Record<string, unknown> = {},
+): Draft {
+  const key = waitingKeyOf(w.status, w.position);
+  const fields: Record<string, unknown> = { position: w.position, queueLength: w.queueLength, attempt: w.attempt, ...extra };
+  if (w.deployment !== null) fields.deployment = w.deployment;
+  return {
+    msg: { type: 'status', requestId, status: w.status, cursor: formatCursor(e.position, key), at: e.metadata.at, replay, ...fields },
+    position: e.position,
+    waitingKey: key,
+    kind,
+    terminal: false,
+  };
+}

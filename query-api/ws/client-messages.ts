@@ -1,0 +1,14 @@
+// Messages a status websocket client sends (docs/http-api.md, "Status websocket").
+import { z } from 'zod';
+import { ENTITY_ID } from '../../domain/shared/ids.js';
+
+const requestId = z.string().regex(ENTITY_ID, 'a request id: 1–128 of letters, digits and . _ : -, starting with a letter or digit');
+
+export const clientMessage = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('subscribe'), requestId, since: z.union([z.string().max(64), z.number()]).optional() }),
+  z.strictObject({ type: z.literal('unsubscribe'), requestId }),
+  z.strictObject({ type: z.literal('watch'), topic: z.literal('cluster') }),
+  z.strictObject({ type: z.literal('ping') }),
+]);
+
+export type ClientMessage = z.infer<typeof clientMessage>;

@@ -1,0 +1,192 @@
+// The HTTP APIs over the real control plane: a SQLite event store in a temp folder, the live ControlPlaneView, the
+// command handlers, the real Scheduler (stepped by the test on a clock it moves), a file blob store, the catalog over
+// the bundled gpt2-tiny and, with auth on, a SQLite API key store. An agent is played by executing the agent's
+// report commands through the same command handlers the relay uses.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import type { FastifyInstance } from 'fastify';
+import { pino } from 'pino';
+import { ApiKeys } from '../../auth/keys.js';
+import { SqliteApiKeyStore } from '../../auth/sqlite.js';
+import type { ApiConfigInput } from '../../auth/http/config.js';
+import { FileBlobStore } from '../../blobstore/files.js';
+import { FabricModelCatalog } from '../../catalog/catalog.js';
+import { onDemandFromCatalog } from '../../catalog/on-demand.js';
+import type { ControlPlaneCommand } from '../../command-api/handlers/commands.js';
+import { ControlPlaneCommands } from '../../command-api/handlers/service.js';
+import { buildFabricServer } from '../../command-api/http/fabric-server.js';
+import type { FabricContext } from '../../fabric/context.js';
+import { SqliteEventStore } from '../../eventstore/sqlite/store.js';
+import { ControlPlaneView } from '../../projections/control-plane/live.js';
+import { SqliteCheckpoints } from '../../projections/runner/sqlite-checkpoints.js';
+import { encodeResultContainer } from '../../protocol/result-container.js';
+import { Scheduler } from '../../scheduler/scheduler.js';
+
+export const MODEL = 'gpt2-tiny';
+export const START_MS = Date.parse('2025-03-01T10:00:00.000Z');
+const GIB = 1024 ** 3;
+
+export interface ApiHarness {
+  dir: string;
+  store: SqliteEventStore;
+  view: ControlPlaneView;
+  commands: ControlPlaneCommands;
+  scheduler: Scheduler;
+  blobs: FileBlobStore;
+  catalog: FabricModelCatalog;
+  keyStore: SqliteApiKeyStore;
+  keys: ApiKeys;
+  ctx: FabricContext;
+  app: FastifyInstance;
+  clock: { now: number };
+  /** Every log line the server wrote (JSON). */
+  logs: Array<Record<string, unknown>>;
+  /** Base URL once `listen()` was called. */
+  url: string;
+  listen(): Promise<string>;
+  newKey(label: string, tags?: Partial<{ trusted: boolean; priority: boolean; operator: boolean }>): Promise<string>;
+  close(): Promise<void>;
+}
+
+let ids = 0;
+
+export interface HarnessOptions {
+  auth?: boolean;
+  config?: ApiConfigInput;
+}
+
+export async function startApi(options: HarnessOptions = {}): Promise<ApiHarness> {
+  const dir = mkdtempSync(join(tmpdir(), 'ndif-api-'));
+  const store = new SqliteEventStore({ path: join(dir, 'events.sqlite'), pollIntervalMs: 20 });
+  const view = new ControlPlaneView(store, new SqliteCheckpoints(store.db));
+  await view.start();
+  const clock = { now: START_MS };
+  let scheduler: Scheduler | undefined;
+  const commands = new ControlPlaneCommands(store, { onHeartbeat: (a, b, at) => scheduler?.observeHeartbeat(a, b, Date.parse(at)) });
+  const catalog = await FabricModelCatalog.open({ models: [{ key: MODEL, bundled: MODEL }], cacheDir: join(tmpdir(), 'ndif-api-catalog-cache') });
+  scheduler = new Scheduler({ view, commands, clock: () => clock.now, config: { onDemand: onDemandFromCatalog(catalog) }, onError: (e) => { throw e; } });
+  const blobs = await FileBlobStore.open({ dir: join(dir, 'blobs'), sync: false });
+  const keyStore = new SqliteApiKeyStore({ path: join(dir, 'keys.sqlite') });
+  const keys = new ApiKeys(keyStore);
+  const logs: Array<Record<string, unknown>> = [];
+  const sink = new Writable({
+    write(chunk, _enc, done) {
+      for (const line of String(chunk).split('\n')) if (line.trim() !== '') logs.push(JSON.parse(line) as Record<string, unknown>);
+      done();
+    },
+  });
+  const log = pino({ level: 'info' }, sink);
+  const ctx: FabricContext = { store, commands, view, blobs, catalog, clock: () => clock.now, newId: () => `gen-${++ids}`, log };
+  const app = await buildFabricServer({ ...ctx, keys: keyStore, config: { auth: options.auth ?? false, ...options.config } });
+  await app.ready();
+  const h: ApiHarness = {
+    dir, store, view, commands, scheduler, blobs, catalog, keyStore, keys, ctx, app, clock, logs, url: '',
+    async listen() {
+      h.url = await app.listen({ host: '127.0.0.1', port: 0 });
+      return h.url;
+    },
+    async newKey(label, tags = {}) {
+      const k = await keys.create({ label, tags: { trusted: tags.trusted ?? true, priority: tags.priority ?? false, operator: tags.operator ?? false } }, 'test', new Date(clock.now).toISOString());
+      return k.key;
+    },
+    async close() {
+      await app.close();
+      await scheduler!.stop();
+      await view.stop();
+      await store.close();
+      await keyStore.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  return h;
+}
+
+/**
+ * A GPU agent played through the agent's own commands (RegisterAgent, ReportReplicaHot, ReportRequestStarted/Log/
+ * Completed/Failed), exactly as the relay executes them for a real agent. Results are real result containers put in
+ * the blob store.
+ */
+export class ReportingAgent {
+  private messages = 0;
+  bootId = 'boot-1';
+
+  constructor(private readonly h: ApiHarness, readonly agentId = 'agent-1', private readonly gpuGib = [24]) {}
+
+  private report(command: ControlPlaneCommand) {
+    const agentMessageId = `${this.bootId}-m${++this.messages}`;
+    const c = { ...command, ...('agentMessageId' in command ? { agentMessageId } : {}) } as ControlPlaneCommand;
+    return this.h.commands.execute(c, { commandId: `agent:${this.agentId}:${agentMessageId}`, actor: `agent:${this.agentId}`, at: new Date(this.h.clock.now).toISOString() });
+  }
+
+  register() {
+    return this.report({ type: 'RegisterAgent', agentId: this.agentId, bootId: this.bootId, gpus: this.gpuGib.map((g, index) => ({ index, memoryBytes: g * GIB, name: 'virtual' })), ramBytes: 64 * GIB });
+  }
+
+  restart() {
+    this.bootId = `boot-${Number(this.bootId.split('-')[1]) + 1}`;
+    return this.register();
+  }
+
+  /** Reports HOT every replica placed (or loading) on this agent's current boot; returns their ids. */
+  async loadPlaced(): Promise<string[]> {
+    await this.h.view.catchUp();
+    const out: string[] = [];
+    for (const r of this.h.view.state.cluster.replicas.values()) {
+      if (r.agentId === this.agentId && r.bootId === this.bootId && (r.state === 'PLACED' || r.state === 'LOADING')) {
+        await this.report({ type: 'ReportReplicaHot', replicaId: r.replicaId, agentId: this.agentId, agentMessageId: '', loadMs: 3 });
+        out.push(r.replicaId);
+      }
+    }
+    return out;
+  }
+
+  /** The requests dispatched to this agent now, with their attempt. */
+  async dispatched(): Promise<Array<{ requestId: string; attempt: number }>> {
+    await this.h.view.catchUp();
+    const out: Array<{ requestId: string; attempt: number }> = [];
+    for (const v of this.h.view.state.requests.byId.values()) if (v.agentId === this.agentId && (v.status === 'DISPATCHED' || v.status === 'RUNNING')) out.push({ requestId: v.requestId, attempt: v.attempt });
+    return out;
+  }
+
+  started(requestId: string, attempt: number) {
+    return this.report({ type: 'ReportRequestStarted', requestId, attempt, agentId: this.agentId, agentMessageId: '' });
+  }
+
+  log(requestId: string, attempt: number, line: string, stream: 'stdout' | 'stderr' = 'stdout') {
+    return this.report({ type: 'ReportRequestLog', requestId, attempt, agentId: this.agentId, agentMessageId: '', stream, line });
+  }
+
+  /** Completes with a result container holding one float32 tensor of `elements` values (i / 2). */
+  async complete(requestId: string, attempt: number, elements = 4): Promise<Uint8Array> {
+    const data = new Float32Array(elements).map((_, i) => i / 2);
+    const bytes = encodeResultContainer({ meta: { requestId }, invokes: [{ tree: { out: { $tensor: 0 } }, tensors: [{ dtype: 'float32', shape: [elements], data: new Uint8Array(data.buffer) }] }] });
+    const blob = await this.h.blobs.put(bytes, { contentType: 'application/vnd.ndif.result' });
+    await this.report({ type: 'ReportRequestCompleted', requestId, attempt, agentId: this.agentId, agentMessageId: '', resultRef: blob.ref, bytes: blob.size, sha256: blob.sha256 });
+    return bytes;
+  }
+
+  fail(requestId: string, attempt: number, message: string, stack: string | null) {
+    return this.report({ type: 'ReportRequestFailed', requestId, attempt, agentId: this.agentId, agentMessageId: '', phase: 'execution', errorType: 'BlockError', message, stack });
+  }
+}
+
+/** Scheduler steps and replica loads until neither does anything (dispatches are left to the test). */
+export async function settle(h: ApiHarness, agents: ReportingAgent[], maxLoops = 20): Promise<void> {
+  for (let i = 0; i < maxLoops; i++) {
+    const report = await h.scheduler.step();
+    let acted = report.executed.filter((e) => e.appended > 0).length;
+    for (const a of agents) acted += (await a.loadPlaced()).length;
+    if (acted === 0) return;
+  }
+  throw new Error(`the control plane did not settle in ${maxLoops} loops`);
+}
+
+export const PROTOCOL = { 'x-ndif-protocol': '1.0' };
+
+export const BLOCK = 'async (m, ctx) => {\n  const h = await m.transformer.h[0].output;\n  console.log("shape", h.shape);\n  return h;\n}';
+
+export function submitBody(extra: Record<string, unknown> = {}) {
+  return { model: MODEL, invokes: [{ input: 'The Eiffel Tower is in' }], block: BLOCK, ...extra };
+}
