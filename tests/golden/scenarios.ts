@@ -49,9 +49,9 @@ const normalDay: Scenario = {
   name: 'normal-day',
   description:
     'Two agents (a1: 2×24 GiB, a2: 16 GiB). The operator deploys gpt2 and a pinned llama; four clients (bob with priority) submit ' +
-    '60 requests over 20 minutes, to gpt2, llama and tiny (deployed on demand) and one to a model that is not allowed; a user ' +
-    'cancels a queued request, the operator kills a running one; a burst makes gpt2 autoscale; the operator scales llama to 2 ' +
-    'and later unpins and evicts tiny.',
+    '45 requests over 20 minutes, to gpt2, llama and tiny (deployed on demand), one of them to a model that is not allowed ' +
+    '(ModelNotDeployable); a user cancels a request, the operator kills one of a burst of six, and the burst makes gpt2 ' +
+    'autoscale; the operator scales llama to 2 and later evicts tiny.',
   async run(path) {
     const onDemand: Record<string, OnDemandModel> = { gpt2: { settings: { weightsBytes: GIB } }, llama: { settings: { weightsBytes: 8 * GIB } }, tiny: { settings: { weightsBytes: GIB / 4, sizeBytes: GIB } } };
     const h = await GoldenHarness.start('normal-day', { onDemand, path });
@@ -90,7 +90,7 @@ const evictionStorm: Scenario = {
     'One agent with one 24 GiB GPU and 8 GiB of RAM (a 7.2 GiB CPU cache). Five models of 8 GiB (4 GiB weights, minimum deployment ' +
     'time 2 minutes); m1–m3 fill the GPU and age two hours. Requests then rotate over all five models, so each on-demand deployment ' +
     'makes room by demoting the smallest old replica (kept WARM while the cache has room, else removed), requeueing what ran on it ' +
-    'before it unloads; WARM copies are restored; a request for a 30 GiB model is refused; a user cancels inside an eviction window ' +
+    'before it unloads; WARM copies are restored; a request for a 30 GiB model is refused; a user cancels a request while room is being made for it ' +
     'and the operator evicts a replica with a request running.',
   async run(path) {
     const model = { settings: { weightsBytes: 4 * GIB, sizeBytes: 8 * GIB, minDeploymentMs: 2 * MIN } };

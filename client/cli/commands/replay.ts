@@ -4,6 +4,7 @@
 import { intOpt, stringOpt } from '../args.js';
 import { UsageError, type CliCommand } from '../command.js';
 import { ExitCode } from '../exit-codes.js';
+import { FabricHttp } from '../../sdk/http.js';
 
 const command: CliCommand = {
   summary: 'show the cluster and queues as they were at a log position or time (rebuilt in a throwaway store)',
@@ -21,11 +22,13 @@ const command: CliCommand = {
     if (to === undefined) throw new UsageError('replay: --to <position|time> is required');
     const query = { to, from: stringOpt(args, 'from'), queue: intOpt(args, 'queue', 0, 1000) };
     await ctx.admin.version();
+    // Longer than the default per-call timeout: a replay copies and folds the log up to the point: minutes on a large log.
+    const http = new FabricHttp({ url: ctx.http.url, apiKey: ctx.http.apiKey, protocolVersion: ctx.http.protocolVersion, timeoutMs: 10 * 60_000 });
     if (ctx.out.json) {
-      ctx.out.printJson(await ctx.http.json('GET', '/replay', { query, signal: ctx.signal }));
+      ctx.out.printJson(await http.json('GET', '/replay', { query, signal: ctx.signal }));
       return ExitCode.ok;
     }
-    const r = await ctx.http.call<Uint8Array>('GET', '/replay', { query: { ...query, format: 'text' }, binary: true, signal: ctx.signal });
+    const r = await http.call<Uint8Array>('GET', '/replay', { query: { ...query, format: 'text' }, binary: true, signal: ctx.signal });
     ctx.out.stdout.write(new TextDecoder().decode(r.body));
     return ExitCode.ok;
   },

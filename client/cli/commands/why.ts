@@ -3,6 +3,7 @@
 import { intOpt, stringOpt } from '../args.js';
 import { UsageError, type CliCommand } from '../command.js';
 import { ExitCode } from '../exit-codes.js';
+import { FabricHttp } from '../../sdk/http.js';
 
 const KINDS = ['request', 'replica', 'agent'];
 
@@ -25,12 +26,14 @@ const command: CliCommand = {
     if (kind !== undefined && !KINDS.includes(kind)) throw new UsageError(`--kind must be one of ${KINDS.join(', ')}, got ${JSON.stringify(kind)}`);
     const query = { kind, depth: intOpt(args, 'depth', 1, 32), effects: intOpt(args, 'effects', 0, 200), positions: args.values['no-positions'] === true ? 'false' : undefined };
     await ctx.admin.version();
+    // Longer than the default per-call timeout: the queue positions fold the log up to the request.
+    const http = new FabricHttp({ url: ctx.http.url, apiKey: ctx.http.apiKey, protocolVersion: ctx.http.protocolVersion, timeoutMs: 2 * 60_000 });
     const path = `/why/${encodeURIComponent(id)}`;
     if (ctx.out.json) {
-      ctx.out.printJson(await ctx.http.json('GET', path, { query, signal: ctx.signal }));
+      ctx.out.printJson(await http.json('GET', path, { query, signal: ctx.signal }));
       return ExitCode.ok;
     }
-    const r = await ctx.http.call<Uint8Array>('GET', path, { query: { ...query, format: 'text' }, binary: true, signal: ctx.signal });
+    const r = await http.call<Uint8Array>('GET', path, { query: { ...query, format: 'text' }, binary: true, signal: ctx.signal });
     ctx.out.stdout.write(new TextDecoder().decode(r.body));
     return ExitCode.ok;
   },
