@@ -21,7 +21,17 @@ export async function registerQueryRoutes(app: FastifyInstance, deps: RouteDeps,
   const { ctx } = deps;
   const hub = new StatusHub(ctx.view, (streamId) => ctx.store.readStream(streamId), (e, where) => ctx.log.error({ err: e }, `status websocket: ${where}: ${e instanceof Error ? e.message : String(e)}`), ctx.clock);
   attachStatusSocket(app, deps, hub);
+  app.decorate(HUB, hub);
   for (const routes of [...QUERY_ROUTES, ...(options.plugins ?? [])]) await routes(app, deps);
+  return hub;
+}
+
+const HUB = 'ndifStatusHub';
+
+/** The status hub of an instance the query routes were registered on (subscription counts, tests). */
+export function statusHubOf(app: FastifyInstance): StatusHub {
+  const hub = (app as unknown as Record<string, unknown>)[HUB];
+  if (!(hub instanceof StatusHub)) throw new TypeError('this instance has no query API');
   return hub;
 }
 

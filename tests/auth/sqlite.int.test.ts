@@ -1,0 +1,29 @@
+// The SQLite API key store passes the contract (a file in a temp folder); keys survive reopening the file.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { ApiKeys } from '../../auth/keys.js';
+import { SqliteApiKeyStore } from '../../auth/sqlite.js';
+import { apiKeyStoreContract } from './contract.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'ndif-keys-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+let n = 0;
+
+describe('SqliteApiKeyStore contract', () => apiKeyStoreContract(async () => new SqliteApiKeyStore({ path: join(dir, `k${++n}.sqlite`) })));
+
+it('a key created through ApiKeys authenticates after the file is reopened; only its hash is stored', async () => {
+  const path = join(dir, 'reopen.sqlite');
+  const first = new SqliteApiKeyStore({ path });
+  const { key, summary } = await new ApiKeys(first).create({ label: 'alice', tags: { trusted: true, priority: true, operator: false } }, 'key:boss', '2025-03-01T10:00:00.000Z');
+  const rows = first.db.prepare('SELECT * FROM api_keys').all() as Array<Record<string, unknown>>;
+  assert.equal(rows.length, 1);
+  assert.ok(!JSON.stringify(rows).includes(key.slice(22)), 'the secret is not stored');
+  await first.close();
+  const second = new SqliteApiKeyStore({ path });
+  const me = await new ApiKeys(second).authenticate(key);
+  assert.deepEqual(me, { actor: `key:${summary.id}`, keyId: summary.id, label: 'alice', tags: { trusted: true, priority: true, operator: false }, auth: true });
+  await second.close();
+});
