@@ -18,6 +18,7 @@ import type { StoredEvent } from '../../eventstore/port.js';
 import { ControlPlaneView } from '../../projections/control-plane/live.js';
 import { SqliteCheckpoints } from '../../projections/runner/sqlite-checkpoints.js';
 import { forensicsRoutes } from '../../query-api/forensics/routes.js';
+import { buildQueryApi } from '../../query-api/build.js';
 import { fixtureStore } from './fixture-store.js';
 
 let dir: string;
@@ -28,6 +29,7 @@ let keyStore: SqliteApiKeyStore;
 let app: FastifyInstance;
 let operatorKey: string;
 let userKey: string;
+let ctx: Parameters<typeof newApiInstance>[0];
 
 before(async () => {
   dir = mkdtempSync(join(tmpdir(), 'ndif-forensics-routes-'));
@@ -40,7 +42,7 @@ before(async () => {
   const at = '2025-03-03T08:00:00.000Z';
   operatorKey = (await keys.create({ label: 'ops', tags: { operator: true, trusted: true, priority: false } }, 'test', at)).key;
   userKey = (await keys.create({ label: 'alice', tags: { operator: false, trusted: true, priority: false } }, 'test', at)).key;
-  const ctx = {
+  ctx = {
     store,
     commands: new ControlPlaneCommands(store),
     view,
@@ -70,6 +72,17 @@ after(async () => {
 const get = (url: string, key: string | null = operatorKey) => app.inject({ method: 'GET', url, headers: key === null ? {} : { authorization: `Bearer ${key}` } });
 
 describe('forensics routes', () => {
+  it('are part of the query API as buildQueryApi builds it', async () => {
+    const q = await buildQueryApi(ctx);
+    try {
+      const r = await q.inject({ method: 'GET', url: '/audit?type=AgentLost', headers: { authorization: `Bearer ${operatorKey}` } });
+      assert.equal(r.statusCode, 200, r.body);
+      assert.equal(r.json().events.length, 1);
+    } finally {
+      await q.close();
+    }
+  });
+
   it('advertise their capabilities in /version', async () => {
     const caps: string[] = (await get('/version', null)).json().capabilities;
     for (const c of ['audit', 'why', 'replay']) assert.ok(caps.includes(c), c);
