@@ -35,7 +35,7 @@ export class FabricHttpError extends FabricClientError {
 /** The request failed on the fabric: the block threw, did not compile, timed out, could not be placed… */
 export class RemoteError extends FabricClientError {
   readonly requestId: string;
-  /** Where it failed: `deserialize`/`execute` (the block), `placement`, `deployment`, `queue`, `scheduling`, `validation`, … */
+  /** Where it failed: `execution` (the block ran), `validation`, `load`, `result` (on the agent); `queue`, `placement`, `deployment`, `scheduling` (control plane). */
   readonly phase: string;
   /** `BlockError`, `BlockSyntaxError`, `OutOfOrder`, `Timeout`, `DeploymentRefused`, … */
   readonly type: string;

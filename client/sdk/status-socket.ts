@@ -1,7 +1,8 @@
 // The status websocket (`GET /ws`, docs/http-api.md): one connection per Fabric client, shared by every request
 // it follows. `subscribe` resolves once the server confirms the subscription, so a request submitted after it
 // misses nothing. When the connection drops, it reconnects and subscribes again from the last cursor each
-// subscription received (the server sends nothing twice). The connection closes when nothing is followed.
+// subscription received (the server sends nothing twice). While nothing is followed the connection stays open but
+// unreferenced, so it neither keeps the process alive nor costs a new handshake for the next request.
 import WebSocket from 'ws';
 import { FabricClientError, FabricHttpError, ProtocolError, UnreachableError } from './errors.js';
 import type { FabricHttp } from './http.js';
@@ -30,6 +31,8 @@ export interface StatusSocketOptions {
 
 export class StatusSocket {
   private ws: WebSocket | null = null;
+  /** The TCP socket under `ws`: referenced only while something is followed. */
+  private tcp: { ref(): unknown; unref(): unknown } | null = null;
   private opening: Promise<WebSocket> | null = null;
   private readonly subs = new Map<string, Sub>();
   private closed = false;
@@ -48,6 +51,7 @@ export class StatusSocket {
     const confirmed = new Promise<void>((resolve, reject) => sub.onConfirmed.push({ resolve, reject }));
     try {
       const ws = await this.connection();
+      this.tcp?.ref();
       this.sendSubscribe(ws, sub);
       await confirmed;
     } catch (e) {
@@ -66,17 +70,14 @@ export class StatusSocket {
   close(): void {
     this.closed = true;
     for (const s of [...this.subs.values()]) this.drop(s.requestId);
-    this.ws?.close();
+    this.ws?.close(1000);
     this.ws = null;
+    this.tcp = null;
   }
 
   private drop(requestId: string): void {
     this.subs.delete(requestId);
-    if (this.subs.size === 0 && this.ws) {
-      const ws = this.ws;
-      this.ws = null;
-      ws.close(1000);
-    }
+    if (this.subs.size === 0) this.tcp?.unref();
   }
 
   private sendSubscribe(ws: WebSocket, sub: Sub): void {
@@ -104,6 +105,9 @@ export class StatusSocket {
           reject(httpFailure(this.http.url, res.statusCode ?? 0, errorBodyOf(res.statusCode ?? 0, new Uint8Array(Buffer.concat(chunks))), 'GET /ws'));
           ws.terminate();
         });
+      });
+      ws.once('upgrade', (res) => {
+        this.tcp = res.socket;
       });
       ws.once('open', () => {
         settled = true;
@@ -155,6 +159,7 @@ export class StatusSocket {
   private onClose(ws: WebSocket): void {
     if (this.ws !== ws) return;
     this.ws = null;
+    this.tcp = null;
     if (this.closed || this.subs.size === 0) return;
     void this.reconnect();
   }
@@ -185,6 +190,9 @@ export class StatusSocket {
       if (s.confirmed) s.handlers.error(e);
     }
     if (ws) ws.terminate();
-    if (this.ws === ws) this.ws = null;
+    if (this.ws === ws) {
+      this.ws = null;
+      this.tcp = null;
+    }
   }
 }
