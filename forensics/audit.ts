@@ -84,8 +84,11 @@ export interface AuditAnswer {
 
 export interface AuditSources {
   store: EventStore;
-  /** The live audit projection (positions by model and actor); without it modelKey cannot be answered. */
-  audit?: () => AuditState;
+  /**
+   * The audit projection (positions by model and actor), read only when a filter needs it; without it modelKey
+   * cannot be answered. A live source catches up with the store first, so the answer covers everything stored.
+   */
+  audit?: () => AuditState | Promise<AuditState>;
 }
 
 function checkFilter(input: unknown): Required<Pick<AuditFilter, 'afterPosition' | 'limit'>> & AuditFilter {
@@ -182,7 +185,7 @@ export async function auditEvents(sources: AuditSources, input: unknown, options
     if (f.modelKey !== undefined) notIndexed('modelKey', 'it is answered by the audit projection, which this service does not run');
     notIndexed('actor', `the ${store.adapter} event store does not index it and the audit projection, which also answers it, does not run here`);
   }
-  const state = sources.audit();
+  const state = await sources.audit();
   const window = { fromMs: f.fromAt === undefined ? undefined : toMs(f.fromAt), toMs: f.toAt === undefined ? undefined : toMs(f.toAt), afterPosition };
   let positions: number[];
   if (f.modelKey !== undefined) positions = modelPositions(state, f.modelKey, { actor: f.actor, ...window });

@@ -64,7 +64,11 @@ export function forensicsRoutes(app: FastifyInstance, deps: RouteDeps, options: 
   app.get('/audit', { config: { access: 'operator' } }, async (req, reply) => {
     const q = parseInput(auditQuery, req.query, 'query');
     const { format: fmt, data, ...filter } = q;
-    const answer = await auditEvents({ store: ctx.store, audit: () => ctx.view.state.audit }, filter, { data: data === 'true' });
+    const audit = async () => {
+      await ctx.view.catchUp(5000);
+      return ctx.view.state.audit;
+    };
+    const answer = await auditEvents({ store: ctx.store, audit }, filter, { data: data === 'true' });
     return send(reply, fmt, { ...answer, recordedFilters: Object.keys(RECORDED_FILTERS) }, () => renderAudit(answer));
   });
 

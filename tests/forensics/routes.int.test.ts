@@ -124,6 +124,15 @@ describe('forensics routes', () => {
     assert.equal((await get('/audit?actor=a&actor=b')).json().code, 'API_INVALID_PARAMS');
   });
 
+  it('GET /audit by model covers an event appended just before it (the projection catches up first)', async () => {
+    await ctx.commands.execute(
+      { type: 'SubmitRequest', requestId: 'late-1', modelKey: 'gpt2', submitter: 'key:late', priority: false, trusted: true, payload: {} },
+      { commandId: 'late-cmd-1', actor: 'key:late', at: '2025-03-03T09:00:00.000Z' },
+    );
+    const r = (await get('/audit?modelKey=gpt2&streamPrefix=request-late-')).json();
+    assert.deepEqual(r.events.map((e: { type: string }) => e.type), ['RequestReceived', 'RequestQueued']);
+  });
+
   it('GET /why/:id gives the chain as JSON or text', async () => {
     const requeued = log.find((e) => e.type === 'RequestRequeued' && (e.data as { reason: string }).reason === 'AGENT_LOST')!;
     const id = (requeued.data as { requestId: string }).requestId;
