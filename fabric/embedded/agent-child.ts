@@ -1,0 +1,82 @@
+// The embedded fabric's GPU agent: a child process (dist/fabric/gpu-agent.js) on the IPC transport, restarted
+// when it dies (kill -9 included) after a short backoff, so a crashed agent comes back within the scheduler's
+// grace period as a new boot of the same agent. It is forked with an IPC channel: when this process dies, the
+// channel closes and the agent exits (it also exits when the transport socket closes).
+import { fork, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import type { Logger } from 'pino';
+
+export interface AgentChildOptions {
+  env: NodeJS.ProcessEnv;
+  log: Logger;
+  /** First restart delay; doubles up to 10 s, back to this after a minute of running. Default 500 ms. */
+  restartDelayMs?: number;
+}
+
+const ENTRY = fileURLToPath(new URL('../gpu-agent.js', import.meta.url));
+
+export class AgentChild {
+  private child: ChildProcess | undefined;
+  private stopping = false;
+  private delay: number;
+  private timer: NodeJS.Timeout | undefined;
+  private readyWaiters: Array<(bootId: string) => void> = [];
+  starts = 0;
+  bootId: string | undefined;
+
+  constructor(private readonly options: AgentChildOptions) {
+    this.delay = options.restartDelayMs ?? 500;
+  }
+
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  start(): void {
+    if (this.stopping) return;
+    this.starts++;
+    const startedAt = Date.now();
+    const child = fork(ENTRY, [], { env: this.options.env, stdio: ['ignore', 'pipe', 'inherit', 'ipc'], execArgv: ['--enable-source-maps'] });
+    this.child = child;
+    let out = '';
+    child.stdout!.setEncoding('utf8').on('data', (d: string) => {
+      out = (out + d).slice(-4096);
+      const m = /agent (\S+) ready boot (\S+)/.exec(out);
+      if (m && this.child === child && this.bootId !== m[2]) {
+        this.bootId = m[2];
+        this.options.log.info({ agentId: m[1], bootId: m[2], pid: child.pid }, 'agent ready');
+        for (const w of this.readyWaiters.splice(0)) w(m[2]);
+      }
+    });
+    child.on('exit', (code, signal) => {
+      if (this.child === child) this.child = undefined;
+      if (this.stopping) return;
+      if (Date.now() - startedAt > 60_000) this.delay = this.options.restartDelayMs ?? 500;
+      this.options.log.warn({ code, signal, restartInMs: this.delay }, 'agent process exited; starting it again');
+      this.timer = setTimeout(() => this.start(), this.delay);
+      this.delay = Math.min(this.delay * 2, 10_000);
+    });
+  }
+
+  /** Resolves with the boot id of the next (or current) ready agent process. */
+  ready(timeoutMs = 60_000): Promise<string> {
+    if (this.bootId !== undefined && this.child !== undefined) return Promise.resolve(this.bootId);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`the agent process was not ready within ${timeoutMs} ms`)), timeoutMs);
+      this.readyWaiters.push((b) => (clearTimeout(timer), resolve(b)));
+    });
+  }
+
+  /** SIGTERM, then SIGKILL after `graceMs`; no restart. */
+  async stop(graceMs = 10_000): Promise<void> {
+    this.stopping = true;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    const child = this.child;
+    if (child === undefined || child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    child.kill('SIGTERM');
+    const force = setTimeout(() => child.kill('SIGKILL'), graceMs);
+    await exited;
+    clearTimeout(force);
+  }
+}

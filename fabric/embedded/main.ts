@@ -1,0 +1,106 @@
+// The embedded fabric, what `npm start` runs: one control-plane process (SQLite event store under the data folder,
+// the live projection, the scheduler, the relay, the command and query APIs on one port) and one GPU agent child
+// process connected to it over the IPC transport (a Unix socket in front of the in-process broker). Prints the URL
+// and a hint, stops cleanly (agent child too) on SIGINT/SIGTERM. Queued requests live in the event store: after a
+// restart over the same data folder they are still queued and run once the agent is back.
+import { mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { SqliteApiKeyStore } from '../../auth/sqlite.js';
+import { apiConfigFromEnv } from '../../auth/http/config.js';
+import { FileBlobStore } from '../../blobstore/files.js';
+import { FabricModelCatalog } from '../../catalog/catalog.js';
+import { catalogConfigFromEnv, withBundled } from '../../catalog/config.js';
+import { buildFabricServer } from '../../command-api/http/fabric-server.js';
+import { InProcessBroker } from '../../transport/inprocess/broker.js';
+import { InProcessTransport } from '../../transport/inprocess/transport.js';
+import { IpcTransportServer } from '../../transport/ipc/server.js';
+import { ControlPlane } from '../control-plane.js';
+import { openEventStoreFromEnv } from '../event-store.js';
+import { processLogger } from '../log.js';
+import { AgentChild } from './agent-child.js';
+import { embeddedConfigFromEnv, paths } from './config.js';
+
+const log = processLogger('fabric');
+
+/** A Unix socket path must stay under ~104 bytes: in the data folder when it fits, else in the temp folder. */
+function socketPath(dataDir: string): string {
+  const inData = join(dataDir, 'transport.sock');
+  return Buffer.byteLength(inData) < 100 ? inData : join(tmpdir(), `ndif-${process.pid}-${randomBytes(4).toString('hex')}.sock`);
+}
+
+async function main(): Promise<void> {
+  const env = process.env;
+  const config = embeddedConfigFromEnv(env);
+  const p = paths(config);
+  mkdirSync(config.dataDir, { recursive: true });
+  const opened = await openEventStoreFromEnv({ ...env, NDIF_EVENT_STORE: env.NDIF_EVENT_STORE || 'sqlite', NDIF_DATA_DIR: config.dataDir });
+  const blobDir = env.NDIF_BLOB_DIR || p.blobs;
+  const blobs = await FileBlobStore.open({ dir: blobDir });
+  const catalogConfig = withBundled(catalogConfigFromEnv(env), 'gpt2-tiny');
+  const catalog = await FabricModelCatalog.open(catalogConfig);
+  const broker = new InProcessBroker();
+  const transport = new InProcessTransport({ broker });
+  const ipc = await IpcTransportServer.listen({ path: socketPath(config.dataDir), broker });
+  const cp = new ControlPlane({ store: opened.store, snapshots: opened.snapshots, transport, blobs, catalog, log });
+  await cp.start();
+
+  const keys = new SqliteApiKeyStore({ path: p.keys });
+  const api = apiConfigFromEnv(env);
+  const app = await buildFabricServer({ ...cp.context, keys, config: api });
+  await app.listen({ port: config.port, host: config.host });
+  const address = app.server.address();
+  const port = typeof address === 'object' && address !== null ? address.port : config.port;
+  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+  const url = `http://${host}:${port}`;
+
+  // The agent serves the same models (the same NDIF_MODELS, with the bundled one made explicit).
+  const models = catalogConfig.models.map((s) => ('dir' in s ? `${s.key}=${s.dir}` : s.key));
+  const agent = new AgentChild({
+    log,
+    env: {
+      ...env,
+      NDIF_TRANSPORT: 'ipc',
+      NDIF_IPC_SOCKET: ipc.path,
+      NDIF_BLOB_STORE: 'files',
+      NDIF_BLOB_DIR: blobDir,
+      NDIF_AGENT_ID: config.agentId,
+      NDIF_MODELS: models.join(','),
+      NDIF_CATALOG_CACHE: catalogConfig.cacheDir,
+    },
+  });
+  if (config.agent) agent.start();
+
+  let stopping: Promise<void> | undefined;
+  const shutdown = (why: string) =>
+    (stopping ??= (async () => {
+      log.info({ why }, 'fabric stopping');
+      const force = setTimeout(() => process.exit(1), 20_000);
+      force.unref();
+      await app.close().catch((err: unknown) => log.error({ err }, 'HTTP server did not close cleanly'));
+      await agent.stop();
+      await cp.stop();
+      await ipc.close();
+      await transport.close();
+      await blobs.close();
+      await keys.close();
+      await opened.close();
+      process.stdout.write('fabric stopped\n');
+      process.exit(0);
+    })());
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+
+  if (config.agent) {
+    await agent.ready(120_000).catch((err: unknown) => log.error({ err }, 'the agent is not ready yet; requests wait for it'));
+  }
+  process.stdout.write(`NDIF fabric listening on ${url} (event store: ${opened.describe}; models: ${catalog.list().map((m) => m.key).join(', ')}; agent: ${config.agent ? config.agentId : 'off'}${api.auth ? '; auth on' : ''})\n`);
+  process.stdout.write(`try it: curl -s ${url}/models   ·   npm run ndif -- status --url ${url}\n`);
+}
+
+main().catch((err: unknown) => {
+  log.fatal({ err }, 'the fabric failed to start');
+  process.stderr.write(`fabric: ${(err as Error).message}\n`);
+  setTimeout(() => process.exit(1), 100);
+});
