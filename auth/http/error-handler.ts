@@ -32,6 +32,17 @@ function fromFastify(err: FastifyError, bodyLimit: number): FabricError | undefi
   }
 }
 
+/** Errors the router raises before any route runs (fastify's frameworkErrors). */
+export function routerFailure(err: FastifyError, log: FastifyRequest['log']): HttpFailure {
+  if (err.code === 'FST_ERR_BAD_URL') {
+    return { status: 400, body: { code: ApiErrorCode.badUrl, message: `the URL cannot be decoded: ${err.message}`, hint: 'percent-encode ids in paths with encodeURIComponent' } };
+  }
+  if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+    return { status: 414, body: { code: ApiErrorCode.urlTooLong, message: 'a path parameter is longer than 500 characters', hint: 'ids and model keys are at most 128 characters' } };
+  }
+  return toHttpFailure(err, log, 0, 'router');
+}
+
 /** The answer to a failure; logs 5xx with their cause. */
 export function toHttpFailure(err: unknown, log: FastifyRequest['log'], bodyLimit: number, where: string): HttpFailure {
   let fe: FabricError | undefined = isFabricError(err) ? err : undefined;

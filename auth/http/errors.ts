@@ -10,6 +10,8 @@ export const ApiErrorCode = {
   invalidParams: 'API_INVALID_PARAMS',
   routeNotFound: 'API_ROUTE_NOT_FOUND',
   badRequest: 'API_BAD_REQUEST',
+  badUrl: 'API_BAD_URL',
+  urlTooLong: 'API_URL_TOO_LONG',
   protocolMismatch: 'API_PROTOCOL_MISMATCH',
   protocolMalformed: 'API_PROTOCOL_VERSION_MALFORMED',
   rateLimited: 'API_RATE_LIMITED',

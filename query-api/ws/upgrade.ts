@@ -29,12 +29,12 @@ export function attachStatusSocket(app: FastifyInstance, deps: RouteDeps, hub: S
   const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
     socket.on('error', (e) => log.debug({ err: e }, 'status websocket upgrade: socket error'));
     void (async () => {
-      const url = new URL(req.url ?? '/', 'http://localhost');
-      if (url.pathname !== '/ws') {
-        refuseUpgrade(socket, { status: 404, body: { code: ApiErrorCode.routeNotFound, message: `there is no websocket at ${url.pathname.slice(0, 200)}; the status websocket is /ws` } });
-        return;
-      }
       try {
+        const url = new URL(req.url ?? '/', 'http://localhost');
+        if (url.pathname !== '/ws') {
+          refuseUpgrade(socket, { status: 404, body: { code: ApiErrorCode.routeNotFound, message: `there is no websocket at ${url.pathname.slice(0, 200)}; the status websocket is /ws` } });
+          return;
+        }
         checkClientProtocol(req.headers[PROTOCOL_HEADER] ?? url.searchParams.get('protocol') ?? undefined);
         const identity = await identify(deps.config.auth, deps.keys, presentedKey(req.headers, url.searchParams.get('key') ?? undefined), false);
         wss.handleUpgrade(req, socket, head, (ws) => {

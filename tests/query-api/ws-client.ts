@@ -21,8 +21,8 @@ export class TestSocket {
     });
   }
 
-  static open(url: string, headers: Record<string, string> = {}): Promise<TestSocket> {
-    const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/ws`, { headers });
+  static open(url: string, headers: Record<string, string> = {}, query = ''): Promise<TestSocket> {
+    const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/ws${query}`, { headers });
     return new Promise((resolve, reject) => {
       ws.once('open', () => resolve(new TestSocket(ws)));
       ws.once('error', reject);

@@ -1,0 +1,162 @@
+// Results over the real control plane: inline below the threshold, a signed URL above it; the download answers
+// the result container's bytes for a valid token (no key needed) and refuses expired, forged or foreign tokens;
+// GET /requests/:id shows status, history, logs, error and result.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { decodeResultContainer } from '../../protocol/result-container.js';
+import { signResultToken } from '../../query-api/results/token.js';
+import { ReportingAgent, settle, startApi, submitBody, type ApiHarness } from '../command-api/harness.js';
+import { TestSocket } from './ws-client.js';
+
+let h: ApiHarness;
+let agent: ReportingAgent;
+let user: string;
+let other: string;
+const SECRET = 'a-test-secret-of-enough-bytes';
+const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
+
+before(async () => {
+  h = await startApi({ auth: true, config: { rateLimit: null, inlineResultMaxBytes: 1024, resultUrlTtlMs: 60_000, resultSecret: SECRET } });
+  await h.listen();
+  user = await h.newKey('alice');
+  other = await h.newKey('bob');
+  agent = new ReportingAgent(h);
+  await agent.register();
+});
+after(() => h.close());
+
+/** Submits as alice, runs it to COMPLETED with a result of `elements` float32 values; returns the bytes. */
+async function complete(requestId: string, elements: number): Promise<Uint8Array> {
+  const r = await h.app.inject({ method: 'POST', url: '/requests', payload: submitBody({ requestId }), headers: bearer(user) });
+  assert.equal(r.statusCode, 202, r.body);
+  await settle(h, [agent]);
+  const d = (await agent.dispatched()).find((x) => x.requestId === requestId)!;
+  await agent.started(requestId, d.attempt);
+  await agent.log(requestId, d.attempt, 'hello from the block');
+  const bytes = await agent.complete(requestId, d.attempt, elements);
+  await h.view.catchUp();
+  return bytes;
+}
+
+describe('results', () => {
+  let small: Uint8Array;
+  let large: Uint8Array;
+
+  before(async () => {
+    small = await complete('r-small', 8);
+    large = await complete('r-large', 1000);
+    assert.ok(small.byteLength <= 1024 && large.byteLength > 1024);
+  });
+
+  it('a small result is inline in GET /requests/:id, with the status history and logs', async () => {
+    const r = await h.app.inject({ method: 'GET', url: '/requests/r-small', headers: bearer(user) });
+    assert.equal(r.statusCode, 200, r.body);
+    const v = r.json();
+    assert.equal(v.status, 'COMPLETED');
+    assert.equal(v.attempt, 1);
+    assert.deepEqual(v.statuses.map((s: { status: string }) => s.status), ['RECEIVED', 'QUEUED', 'DISPATCHED', 'RUNNING', 'COMPLETED']);
+    assert.deepEqual(v.logs, [{ attempt: 1, stream: 'stdout', line: 'hello from the block' }]);
+    assert.equal(v.result.bytes, small.byteLength);
+    assert.deepEqual(Buffer.from(v.result.inline, 'base64'), Buffer.from(small));
+    assert.equal(v.result.url, undefined);
+    assert.equal(v.error, null);
+  });
+
+  it('a large result is a signed URL; the download needs no key and gives the container', async () => {
+    const v = (await h.app.inject({ method: 'GET', url: '/requests/r-large', headers: bearer(user) })).json();
+    assert.equal(v.result.inline, undefined);
+    assert.match(v.result.url, /^\/requests\/r-large\/result\?token=\d+\.[A-Za-z0-9_-]{43}$/);
+    assert.equal(v.result.expiresAt, new Date(h.clock.now + 60_000).toISOString());
+    const r = await h.app.inject({ method: 'GET', url: v.result.url });
+    assert.equal(r.statusCode, 200, r.body);
+    assert.equal(r.headers['content-type'], 'application/vnd.ndif.result');
+    assert.equal(r.headers['x-ndif-sha256'], v.result.sha256);
+    assert.deepEqual(r.rawPayload, Buffer.from(large));
+    const decoded = decodeResultContainer(new Uint8Array(r.rawPayload));
+    assert.deepEqual(decoded.invokes[0]!.tensors[0]!.shape, [1000]);
+  });
+
+  it('on the websocket too: inline below the threshold, URL above', async () => {
+    const ws = await TestSocket.open(h.url, bearer(user));
+    await ws.subscribe('r-small');
+    await ws.subscribe('r-large');
+    await ws.untilStatus('r-large', 'COMPLETED');
+    await ws.untilStatus('r-small', 'COMPLETED');
+    const s = ws.statuses('r-small').at(-1)!;
+    const l = ws.statuses('r-large').at(-1)!;
+    assert.equal(typeof s.inline, 'string');
+    assert.equal(l.inline, undefined);
+    const d = await fetch(`${h.url}${l.url as string}`);
+    assert.equal(d.status, 200);
+    assert.deepEqual(Buffer.from(await d.arrayBuffer()), Buffer.from(large));
+    await ws.close();
+  });
+
+  it('an expired token is 403 RESULT_TOKEN_EXPIRED; a fresh GET gives a new URL', async () => {
+    const { url } = (await h.app.inject({ method: 'GET', url: '/requests/r-large', headers: bearer(user) })).json().result;
+    h.clock.now += 60_000;
+    const r = await h.app.inject({ method: 'GET', url });
+    assert.equal(r.statusCode, 403);
+    assert.equal(r.json().code, 'RESULT_TOKEN_EXPIRED');
+    const fresh = (await h.app.inject({ method: 'GET', url: '/requests/r-large', headers: bearer(user) })).json().result.url;
+    assert.equal((await h.app.inject({ method: 'GET', url: fresh })).statusCode, 200);
+  });
+
+  it('forged, malformed or another request\'s tokens are 403 RESULT_TOKEN_INVALID', async () => {
+    const { url } = (await h.app.inject({ method: 'GET', url: '/requests/r-large', headers: bearer(user) })).json().result;
+    const token = new URL(url, 'http://x').searchParams.get('token')!;
+    const [exp, sig] = token.split('.');
+    const ref = h.view.state.requests.byId.get('r-large')!.result!.ref;
+    const cases = [
+      `/requests/r-large/result?token=${exp}.${sig!.slice(0, -2)}AA`,
+      `/requests/r-large/result?token=${Number(exp) + 3_600_000}.${sig}`,
+      `/requests/r-large/result?token=${signResultToken(Buffer.from('another secret, other server'), 'r-large', ref, Number(exp))}`,
+      `/requests/r-small/result?token=${token}`,
+      '/requests/r-large/result?token=nonsense',
+    ];
+    for (const u of cases) {
+      const r = await h.app.inject({ method: 'GET', url: u });
+      assert.equal(r.statusCode, 403, u);
+      assert.equal(r.json().code, 'RESULT_TOKEN_INVALID', u);
+    }
+  });
+
+  it('without a token: the submitter\'s key downloads, another key is 403, no key is 401', async () => {
+    assert.equal((await h.app.inject({ method: 'GET', url: '/requests/r-large/result', headers: bearer(user) })).statusCode, 200);
+    const foreign = await h.app.inject({ method: 'GET', url: '/requests/r-large/result', headers: bearer(other) });
+    assert.equal(foreign.statusCode, 403);
+    assert.equal(foreign.json().code, 'API_REQUEST_FORBIDDEN');
+    const none = await h.app.inject({ method: 'GET', url: '/requests/r-large/result' });
+    assert.equal(none.statusCode, 401);
+    assert.equal(none.json().code, 'AUTH_KEY_MISSING');
+  });
+
+  it('no result yet: 409 RESULT_NOT_READY with the status; unknown request: 404', async () => {
+    await h.app.inject({ method: 'POST', url: '/requests', payload: submitBody({ requestId: 'r-pending' }), headers: bearer(user) });
+    const r = await h.app.inject({ method: 'GET', url: '/requests/r-pending/result', headers: bearer(user) });
+    assert.equal(r.statusCode, 409);
+    assert.equal(r.json().code, 'RESULT_NOT_READY');
+    assert.equal(r.json().details.status, 'QUEUED');
+    const gone = await h.app.inject({ method: 'GET', url: '/requests/r-nothing', headers: bearer(user) });
+    assert.equal(gone.statusCode, 404);
+    assert.equal(gone.json().code, 'API_REQUEST_NOT_FOUND');
+  });
+
+  it('a request just submitted is visible at once (the read waits for its projection)', async () => {
+    const r = await h.app.inject({ method: 'POST', url: '/requests', payload: submitBody({ requestId: 'r-instant' }), headers: bearer(user) });
+    assert.equal(r.statusCode, 202);
+    const v = await h.app.inject({ method: 'GET', url: '/requests/r-instant', headers: bearer(user) });
+    assert.equal(v.statusCode, 200, v.body);
+    assert.ok(['QUEUED', 'PROVISIONING', 'DEPLOYING'].includes(v.json().status));
+    assert.equal(typeof v.json().position, 'number');
+  });
+
+  it('GET /requests lists the caller\'s own requests, newest first', async () => {
+    const mine = (await h.app.inject({ method: 'GET', url: '/requests?limit=3', headers: bearer(user) })).json().requests;
+    assert.deepEqual(mine.map((r: { requestId: string }) => r.requestId), ['r-instant', 'r-pending', 'r-large']);
+    const theirs = (await h.app.inject({ method: 'GET', url: '/requests', headers: bearer(other) })).json().requests;
+    assert.deepEqual(theirs, []);
+    const bad = await h.app.inject({ method: 'GET', url: '/requests?limit=0', headers: bearer(user) });
+    assert.equal(bad.json().code, 'API_INVALID_PARAMS');
+  });
+});

@@ -1,0 +1,69 @@
+// Admission of the status websocket with auth on: refusals answered over HTTP before the upgrade (each auth code,
+// the protocol major), `?key=` for browsers, and following only one's own requests.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { startApi, submitBody, type ApiHarness } from '../command-api/harness.js';
+import { TestSocket } from './ws-client.js';
+
+let h: ApiHarness;
+let alice: string;
+let bob: string;
+let ops: string;
+
+before(async () => {
+  h = await startApi({ auth: true, config: { rateLimit: null } });
+  await h.listen();
+  alice = await h.newKey('alice');
+  bob = await h.newKey('bob');
+  ops = await h.newKey('ops', { operator: true });
+  await h.app.inject({ method: 'POST', url: '/requests', payload: submitBody({ requestId: 'w-alice' }), headers: { 'x-api-key': alice } });
+});
+after(() => h.close());
+
+describe('websocket admission', () => {
+  it('refuses before the upgrade with the HTTP status and code', async () => {
+    const cases: Array<[Record<string, string>, number, string]> = [
+      [{}, 401, 'AUTH_KEY_MISSING'],
+      [{ authorization: 'Token abc' }, 400, 'AUTH_KEY_MALFORMED'],
+      [{ 'x-api-key': `ndif_${'a'.repeat(16)}_${'B'.repeat(43)}` }, 403, 'AUTH_KEY_UNKNOWN'],
+      [{ 'x-api-key': alice, 'x-ndif-protocol': '9.0' }, 400, 'API_PROTOCOL_MISMATCH'],
+    ];
+    for (const [headers, status, code] of cases) {
+      const r = await TestSocket.refused(h.url, headers);
+      assert.equal(r.status, status, code);
+      assert.equal(r.body.code, code);
+    }
+  });
+
+  it('accepts ?key= (browsers cannot set headers) and names the actor in hello', async () => {
+    const ws = await TestSocket.open(h.url, {}, `?key=${encodeURIComponent(alice)}`);
+    await ws.until((m) => m[0]?.type === 'hello', 'hello');
+    assert.equal(ws.messages[0]!.actor, `key:${alice.slice(5, 21)}`);
+    await ws.close();
+  });
+
+  it('a user follows its own request; another user\'s subscription is refused with API_REQUEST_FORBIDDEN; an operator follows any', async () => {
+    const own = await TestSocket.open(h.url, { 'x-api-key': alice });
+    await own.subscribe('w-alice');
+    await own.untilStatus('w-alice', 'RECEIVED');
+    assert.equal(own.messages[0]!.actor, `key:${alice.slice(5, 21)}`);
+    const other = await TestSocket.open(h.url, { 'x-api-key': bob });
+    other.send({ type: 'subscribe', requestId: 'w-alice' });
+    await other.until((m) => m.some((x) => x.type === 'error'), 'the refusal');
+    assert.equal(other.messages.find((m) => m.type === 'error')!.code, 'API_REQUEST_FORBIDDEN');
+    assert.equal(other.statuses('w-alice').length, 0);
+    const op = await TestSocket.open(h.url, { 'x-api-key': ops });
+    await op.subscribe('w-alice');
+    await op.untilStatus('w-alice', 'RECEIVED');
+    await Promise.all([own.close(), other.close(), op.close()]);
+  });
+
+  it('a subscription made before the request exists is ended when another key submits it', async () => {
+    const early = await TestSocket.open(h.url, { 'x-api-key': bob });
+    await early.subscribe('w-later');
+    await h.app.inject({ method: 'POST', url: '/requests', payload: submitBody({ requestId: 'w-later' }), headers: { 'x-api-key': alice } });
+    await early.until((m) => m.some((x) => x.type === 'error' && x.requestId === 'w-later'), 'the refusal');
+    assert.equal(early.statuses('w-later').length, 0, 'not even RECEIVED leaks');
+    await early.close();
+  });
+});
