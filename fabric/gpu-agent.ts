@@ -13,7 +13,7 @@ import { blobStoreConfigFromEnv, openBlobStore } from '../blobstore/config.js';
 import { openTransport, transportConfigFromEnv } from '../transport/config.js';
 import { IpcTransport } from '../transport/ipc/client.js';
 import type { Transport } from '../transport/port.js';
-import { healthPortFromEnv, startHealthServer } from './health.js';
+import { healthPortFromEnv, healthUrl, startHealthServer } from './health.js';
 import { processLogger } from './log.js';
 
 const log = processLogger('gpu-agent');
@@ -51,10 +51,13 @@ async function main(): Promise<void> {
 
   await agent.start();
   const port = healthPortFromEnv();
+  let health = '';
   if (port !== undefined) {
-    await startHealthServer(port, process.env.NDIF_HEALTH_HOST || '0.0.0.0', () => ({ ok: agent.health().registered, ...agent.health() }));
+    const host = process.env.NDIF_HEALTH_HOST || '0.0.0.0';
+    const server = await startHealthServer(port, host, () => ({ ok: agent.health().registered, ...agent.health() }));
+    health = ` health ${healthUrl(server, host)}`;
   }
-  process.stdout.write(`agent ${agent.agentId} ready boot ${agent.bootId}\n`);
+  process.stdout.write(`agent ${agent.agentId} ready boot ${agent.bootId}${health}\n`);
 }
 
 main().catch((err: unknown) => {

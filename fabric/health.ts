@@ -23,6 +23,13 @@ export async function startHealthServer(port: number, host: string, status: () =
   return server;
 }
 
+/** The URL a health server answers on (its bound port, for NDIF_HEALTH_PORT=0). */
+export function healthUrl(server: Server, host: string): string {
+  const a = server.address();
+  const port = typeof a === 'object' && a !== null ? a.port : 0;
+  return `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}/health`;
+}
+
 /** NDIF_HEALTH_PORT as a port number, or undefined when unset. */
 export function healthPortFromEnv(env: NodeJS.ProcessEnv = process.env): number | undefined {
   const raw = env.NDIF_HEALTH_PORT;

@@ -1,0 +1,68 @@
+// A distributed-mode API process (command API or query API alone): the live projection and the command handlers
+// over the shared event store (no scheduler, no relay: the scheduler-relay process runs those), the API key store
+// (PostgreSQL when DATABASE_URL is set, else SQLite under NDIF_DATA_DIR), the blob store, the catalog, and the
+// fastify server on HOST/PORT (or NDIF_HOST/NDIF_PORT; default 0.0.0.0:8080 for the command API, 8081 for the query API).
+import { join } from 'node:path';
+import { mkdirSync } from 'node:fs';
+import type { FastifyInstance } from 'fastify';
+import { blobStoreConfigFromEnv, openBlobStore } from '../blobstore/config.js';
+import { FabricModelCatalog } from '../catalog/catalog.js';
+import { catalogConfigFromEnv } from '../catalog/config.js';
+import type { ApiContext } from '../auth/http/deps.js';
+import { apiConfigFromEnv } from '../auth/http/config.js';
+import type { ApiKeyStore } from '../auth/port.js';
+import { InProcessTransport } from '../transport/inprocess/transport.js';
+import { ControlPlane } from './control-plane.js';
+import { dataDirFromEnv, openEventStoreFromEnv } from './event-store.js';
+import { processLogger } from './log.js';
+
+export type ApiRole = 'command-api' | 'query-api';
+
+async function openKeys(env: NodeJS.ProcessEnv): Promise<ApiKeyStore & { close(): Promise<void> }> {
+  if (env.DATABASE_URL) {
+    const { PgApiKeyStore } = await import('../auth/postgres.js');
+    return PgApiKeyStore.open({ connectionString: env.DATABASE_URL });
+  }
+  const { SqliteApiKeyStore } = await import('../auth/sqlite.js');
+  const dir = dataDirFromEnv(env);
+  mkdirSync(dir, { recursive: true });
+  return new SqliteApiKeyStore({ path: join(dir, 'keys.sqlite') });
+}
+
+export async function runApiProcess(role: ApiRole, build: (ctx: ApiContext) => Promise<FastifyInstance>): Promise<void> {
+  const env = process.env;
+  const log = processLogger(role, env);
+  try {
+    const opened = await openEventStoreFromEnv(env);
+    const blobs = await openBlobStore(blobStoreConfigFromEnv(env));
+    const catalog = await FabricModelCatalog.open(catalogConfigFromEnv(env));
+    // No relay here: the transport is never used; the control plane is the view and the command handlers.
+    const transport = new InProcessTransport();
+    const cp = new ControlPlane({ store: opened.store, snapshots: opened.snapshots, transport, blobs, catalog, log, schedule: false });
+    await cp.start();
+    const keys = await openKeys(env);
+    const app = await build({ ...cp.context, keys, config: apiConfigFromEnv(env, { auth: true }) });
+    const port = Number(env.PORT ?? env.NDIF_PORT ?? (role === 'command-api' ? 8080 : 8081));
+    const host = env.HOST ?? env.NDIF_HOST ?? '0.0.0.0';
+    await app.listen({ port, host });
+    const address = app.server.address();
+    const bound = typeof address === 'object' && address !== null ? address.port : port;
+    process.stdout.write(`${role} listening on http://${host}:${bound} (event store: ${opened.describe})\n`);
+    let stopping: Promise<void> | undefined;
+    const stop = () =>
+      (stopping ??= (async () => {
+        await app.close().catch(() => undefined);
+        await cp.stop();
+        await keys.close();
+        await blobs.close();
+        await opened.close();
+        process.exit(0);
+      })());
+    process.on('SIGTERM', () => void stop());
+    process.on('SIGINT', () => void stop());
+  } catch (err) {
+    log.fatal({ err }, `${role} failed to start`);
+    process.stderr.write(`${role}: ${(err as Error).message}\n`);
+    setTimeout(() => process.exit(1), 100);
+  }
+}
