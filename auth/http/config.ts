@@ -15,7 +15,8 @@ export interface ApiConfig {
   auth: boolean;
   /** Largest request body accepted (413 API_BODY_TOO_LARGE above). */
   bodyLimitBytes: number;
-  /** Per-caller token bucket; null: no limit. */
+  /** Per-caller token bucket; null: no limit. Default 50/s, bursts of 100, with auth on; none with auth off (there
+   * are no keys to tell callers apart), unless given. */
   rateLimit: RateLimitConfig | null;
   /** Results up to this size are sent inline (base64); larger ones by a signed URL. */
   inlineResultMaxBytes: number;
@@ -61,6 +62,7 @@ const positiveInt = (v: number, name: string): number => {
 /** Fills in defaults and checks every setting; throws API_CONFIG_INVALID naming the first bad one. */
 export function resolveApiConfig(input: ApiConfigInput = {}): ApiConfig {
   const c = { ...DEFAULT_API_CONFIG, ...input };
+  if (input.rateLimit === undefined && !c.auth) c.rateLimit = null;
   positiveInt(c.bodyLimitBytes, 'bodyLimitBytes');
   positiveInt(c.inlineResultMaxBytes, 'inlineResultMaxBytes');
   positiveInt(c.resultUrlTtlMs, 'resultUrlTtlMs');

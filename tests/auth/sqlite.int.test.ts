@@ -27,3 +27,18 @@ it('a key created through ApiKeys authenticates after the file is reopened; only
   assert.deepEqual(me, { actor: `key:${summary.id}`, keyId: summary.id, label: 'alice', tags: { trusted: true, priority: true, operator: false }, auth: true });
   await second.close();
 });
+
+it('a bootstrap key given as text becomes an operator key once; another secret under its id is refused', async () => {
+  const store = new SqliteApiKeyStore({ path: join(dir, 'bootstrap.sqlite') });
+  const keys = new ApiKeys(store);
+  const text = `ndif_${'0123456789abcdef'}_${'S'.repeat(43)}`;
+  const first = await keys.ensureBootstrapKey(text, '2025-03-01T10:00:00.000Z');
+  const again = await keys.ensureBootstrapKey(text, '2025-03-02T10:00:00.000Z');
+  assert.deepEqual(again, first);
+  assert.equal((await store.list()).length, 1);
+  const me = await keys.authenticate(text);
+  assert.deepEqual(me.tags, { trusted: true, priority: false, operator: true });
+  await assert.rejects(keys.ensureBootstrapKey(`ndif_${'0123456789abcdef'}_${'T'.repeat(43)}`, '2025-03-02T10:00:00.000Z'), /taken by another key/);
+  await assert.rejects(keys.ensureBootstrapKey('nope', '2025-03-02T10:00:00.000Z'), (e: { code?: string }) => e.code === 'AUTH_KEY_MALFORMED');
+  await store.close();
+});
