@@ -1,10 +1,18 @@
 // `npm run bench -- sandbox`: the cost of running a block untrusted (fresh sandbox runner per request) against
 // trusted (in the agent), on the GPT-2-small-shaped bundled model, with the same one-layer-read block.
-//   untrusted_over_trusted  median latency ratio, requests alternating trusted / untrusted back to back
+//   untrusted_over_trusted  median latency ratio, requests alternating trusted / untrusted, each started with
+//                           the pool at its target
 //   spawn_ms                a cold runner from spawn to READY (median, pool idle, normal priority)
 //   runner_rss_mb           resident memory of an idle warm runner (median over the pool)
-// Options: --pairs N (default 15).
-import { readFileSync } from 'node:fs';
+//   node_floor_ms           the same for a runner that is only Node answering READY: the part of spawn_ms
+//                           that is Node's own start-up
+//   back_to_back_*          the same without pausing between requests (refills compete, the pool may run dry)
+//   runner_cpu_ms_to_ready  CPU a runner burns from spawn to READY and its warm-up: the throughput cost per request
+// Options: --pairs N (default 20).
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { FRAME_VERSION } from '../protocol/frames.js';
 import { ensureModel } from '../scripts/generate-model.js';
 import { loadModel } from '../gpu-agent/runtime/index.js';
 import type { RunRequest } from '../gpu-agent/runtime/index.js';
@@ -31,9 +39,33 @@ function rssMb(pid: number): number {
   return m ? Number(m[1]) / 1024 : Number.NaN;
 }
 
+/** User + system CPU time of a process so far (clock ticks of 10 ms). */
+function cpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+/**
+ * The floor under spawn_ms: a runner that is only Node itself, started the same way (spawner, isolation
+ * command line, socket pair), answering INIT with READY at once. Written to a private temp directory.
+ */
+const FLOOR_RUNNER = `'use strict';
+const { Socket } = require('node:net');
+const s = new Socket({ fd: 3, readable: true, writable: true });
+s.once('data', () => {
+  // READY frame (protocol/frames.ts): u32 length, u8 tag 0x22, u32 version, u32 pid, f64 startupMs, f64 rssBytes.
+  const b = Buffer.alloc(29);
+  b.writeUInt32LE(25, 0); b[4] = 0x22; b.writeUInt32LE(${FRAME_VERSION}, 5); b.writeUInt32LE(process.pid, 9);
+  b.writeDoubleLE(performance.now(), 13); b.writeDoubleLE(process.memoryUsage.rss(), 21);
+  s.write(b);
+});
+`;
+
 export async function run(args: string[]): Promise<Record<string, unknown>> {
   const pairsArg = args.indexOf('--pairs');
-  const pairs = pairsArg >= 0 ? Number(args[pairsArg + 1]) : 15;
+  const pairs = pairsArg >= 0 ? Number(args[pairsArg + 1]) : 20;
+  const burstPairs = 12;
   const t0 = performance.now();
   const hm = await loadModel(ensureModel(MODEL), { key: MODEL });
   const config = sandboxConfigFromEnv();
@@ -50,43 +82,66 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
     for (let i = 0; i < 3; i++) await untrusted();
     await pool.whenReady();
 
-    const lat = { trusted: [] as number[], untrusted: [] as number[] };
-    for (let i = 0; i < pairs; i++) {
-      // Alternate which goes first so drift in the machine's load hits both alike.
-      const order = i % 2 === 0 ? (['untrusted', 'trusted'] as const) : (['trusted', 'untrusted'] as const);
-      for (const kind of order) {
-        const s = performance.now();
-        await (kind === 'trusted' ? trusted() : untrusted());
-        lat[kind].push(performance.now() - s);
-        if (process.env.NDIF_BENCH_DEBUG) console.error(kind, lat[kind].at(-1), JSON.stringify(pool.stats()));
+    // Paced: each request starts with the pool back at its target, the state a pool exists to keep (the
+    // request rate is below what refills sustain). Back to back: no pause, refills compete with requests
+    // and the pool may run dry; reported beside it.
+    const measure = async (n: number, paced: boolean) => {
+      const lat = { trusted: [] as number[], untrusted: [] as number[] };
+      const waited0 = pool.stats().waited;
+      for (let i = 0; i < n; i++) {
+        // Alternate which goes first so drift in the machine's load hits both alike.
+        const order = i % 2 === 0 ? (['untrusted', 'trusted'] as const) : (['trusted', 'untrusted'] as const);
+        for (const kind of order) {
+          if (paced) await pool.whenReady();
+          const s = performance.now();
+          await (kind === 'trusted' ? trusted() : untrusted());
+          lat[kind].push(performance.now() - s);
+        }
       }
-    }
+      return { ...lat, waited: pool.stats().waited - waited0 };
+    };
+    const paced = await measure(pairs, true);
+    const burst = await measure(burstPairs, false);
 
     // Idle warm runners: let the pool settle, then read their resident memory.
     await pool.whenReady();
     await new Promise((r) => setTimeout(r, 300));
     const rss = pool.warmPids().map(rssMb);
+    const cpu = pool.warmPids().map(cpuMs);
 
     // Cold start to READY, one at a time, at normal priority, nothing else running.
     const launcher = new RunnerLauncher({ plan: sb.plan, limits: config.limits, warmupNice: 0 });
     const assets = modelAssets(hm);
+    const floorDir = mkdtempSync(join(tmpdir(), 'ndif-bench-floor-'));
+    chmodSync(floorDir, 0o755);
+    writeFileSync(join(floorDir, 'floor.cjs'), FLOOR_RUNNER, { mode: 0o644 });
+    const floorLauncher = new RunnerLauncher({ plan: sb.plan, limits: config.limits, warmupNice: 0, script: join(floorDir, 'floor.cjs'), readPaths: [`${floorDir}/`] });
     const spawn: number[] = [];
     const inner: number[] = [];
+    const floor: number[] = [];
     try {
       for (let i = 0; i < 8; i++) {
-        const r = await launcher.launch(assets);
-        spawn.push(r.readyAt! - r.spawnedAt);
-        inner.push(r.ready!.startupMs);
-        r.kill('close');
-        await r.exited;
+        for (const [l, out] of [
+          [launcher, spawn],
+          [floorLauncher, floor],
+        ] as const) {
+          const r = await l.launch(assets);
+          out.push(r.readyAt! - r.spawnedAt);
+          if (l === launcher) inner.push(r.ready!.startupMs);
+          r.kill('close');
+          await r.exited;
+        }
       }
     } finally {
       await launcher.close();
+      await floorLauncher.close();
+      rmSync(floorDir, { recursive: true, force: true });
     }
 
     const stats = pool.stats();
-    const tMed = median(lat.trusted);
-    const uMed = median(lat.untrusted);
+    const tMed = median(paced.trusted);
+    const uMed = median(paced.untrusted);
+    const p90 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(0.9 * (xs.length - 1))]!;
     return {
       bench: 'sandbox',
       model: MODEL,
@@ -98,12 +153,21 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
       pool_size_source: config.poolSize === 'auto' ? 'auto: ceil(spawn/execute)+1' : 'NDIF_SANDBOX_POOL_SIZE',
       trusted_median_ms: round(tMed),
       untrusted_median_ms: round(uMed),
-      trusted_p90_ms: round(lat.trusted.sort((a, b) => a - b)[Math.floor(0.9 * (pairs - 1))]!),
-      untrusted_p90_ms: round(lat.untrusted.sort((a, b) => a - b)[Math.floor(0.9 * (pairs - 1))]!),
+      trusted_p90_ms: round(p90(paced.trusted)),
+      untrusted_p90_ms: round(p90(paced.untrusted)),
+      back_to_back_untrusted_over_trusted: round(median(burst.untrusted) / median(burst.trusted), 3),
+      back_to_back_trusted_median_ms: round(median(burst.trusted)),
+      back_to_back_untrusted_median_ms: round(median(burst.untrusted)),
+      back_to_back_waits_for_a_runner: burst.waited,
+      runner_cpu_ms_to_ready: round(median(cpu)),
       pool_spawn_ewma_ms: stats.spawnMs === undefined ? null : round(stats.spawnMs),
       pool_execute_ewma_ms: stats.executeMs === undefined ? null : round(stats.executeMs),
       runner_startup_ms: round(median(inner)),
+      node_floor_ms: round(median(floor)),
       pairs,
+      back_to_back_pairs: burstPairs,
+      runner_entry: sb.runnerEntry.mode,
+      load_average_1m: round(loadavg()[0]!, 2),
       isolation: sb.isolation,
       seconds: round((performance.now() - t0) / 1000, 1),
     };

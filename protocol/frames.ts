@@ -25,6 +25,11 @@ export interface InitMessage {
   tokenizer: string | null;
   /** tokenizer_config.json as text, or null. */
   tokenizerConfig: string | null;
+  /**
+   * Instead of `tokenizer`: a tokenizer.json the runner may read, loaded on a block's first ctx.encode/decode
+   * (1.3 MB for GPT-2: sending it to every runner would cost each one ~20 ms before READY).
+   */
+  tokenizerFile: string | null;
 }
 
 /** Runner → agent: INIT accepted, the runner waits for START. */
@@ -268,6 +273,7 @@ export function encodeAgentToRunner(msg: AgentToRunner, opts: EncodeOptions = {}
       w.str(msg.manifest, 'manifest');
       w.optStr(msg.tokenizer, 'tokenizer');
       w.optStr(msg.tokenizerConfig, 'tokenizerConfig');
+      w.optStr(msg.tokenizerFile, 'tokenizerFile');
       break;
     default:
       return unencodable(`no agent → runner frame for message kind ${JSON.stringify((msg as { kind?: unknown }).kind)}`);
@@ -529,7 +535,8 @@ function decodeAgentToRunner(tag: number, r: FrameReader): AgentToRunner {
       const manifest = r.str('manifest');
       const tokenizer = r.optStr('tokenizer') ?? null;
       const tokenizerConfig = r.optStr('tokenizerConfig') ?? null;
-      return { kind: 'INIT', version, model, manifest, tokenizer, tokenizerConfig };
+      const tokenizerFile = r.optStr('tokenizerFile') ?? null;
+      return { kind: 'INIT', version, model, manifest, tokenizer, tokenizerConfig, tokenizerFile };
     }
     default:
       throw unknownTag(tag, 'agent-to-runner');

@@ -31,8 +31,8 @@ export interface Isolation {
 export interface IsolationPlan {
   isolation: Isolation;
   cgroupParent: MemoryCgroupParent | undefined;
-  /** The argv (program first) that starts a runner executing `script`, reading only `readPaths`. */
-  argv(script: string, readPaths: string[]): string[];
+  /** The argv (program first) that starts a runner executing `script` with `args`, reading only `readPaths`. */
+  argv(script: string, readPaths: string[], args?: string[]): string[];
 }
 
 function findProgram(name: string): string | undefined {
@@ -110,7 +110,7 @@ export function planIsolation(opts: PlanOptions): IsolationPlan {
   return {
     isolation,
     cgroupParent,
-    argv(script, readPaths) {
+    argv(script, readPaths, args = []) {
       const argv: string[] = [];
       if (prlimit) {
         argv.push(prlimit, '--core=0', `--cpu=${limits.cpuSeconds}:${limits.cpuSeconds + 1}`);
@@ -126,6 +126,7 @@ export function planIsolation(opts: PlanOptions): IsolationPlan {
         '--disable-warning=ExperimentalWarning',
         `--max-old-space-size=${limits.heapMb}`,
         script,
+        ...args,
       );
       return argv;
     },

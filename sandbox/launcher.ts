@@ -2,6 +2,7 @@
 // allowlisted environment, the isolation plan's command line), put it in its memory cgroup, send INIT
 // (manifest and tokenizer), wait for READY. A runner that exits, refuses or stalls before READY is killed
 // and reported with a code (SANDBOX_RUNNER_START_FAILED | _REFUSED | _START_TIMEOUT) and its stderr.
+import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { FRAME_VERSION, encodeAgentToRunner } from '../protocol/frames.js';
@@ -11,7 +12,8 @@ import type { IsolationPlan } from './isolation.js';
 import { MemoryCgroup } from './memory-cgroup.js';
 import { RunnerProcess } from './runner-process.js';
 import { runnerEnv } from './runner-env.js';
-import { tokenizerPackageDir } from './runner-tokenizer.js';
+import { bundleRunnerSource } from './runner-bundle.js';
+import { RunnerDir } from './runner-dir.js';
 import { agentEnd } from './socket-channel.js';
 import { RunnerSpawner } from './spawner.js';
 
@@ -24,16 +26,30 @@ export interface ModelAssets {
   tokenizer: string | null;
   /** tokenizer_config.json as text, or null. */
   tokenizerConfig: string | null;
+  /** tokenizer.json on disk: runners read it on first use instead of receiving `tokenizer` at INIT. */
+  tokenizerFile?: string | null;
 }
 
 const distRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
-/** The runner's entry point and the only directories it may read: its own compiled code and the tokenizer library. */
+/** The runner's entry point as ES modules, and what it may read then: its compiled code. */
 export const RUNNER_SCRIPT = join(distRoot, 'sandbox', 'runner-main.js');
-export const RUNNER_READ_PATHS = [
-  ...['sandbox', 'protocol', join('gpu-agent', 'block')].map((d) => join(distRoot, d) + '/'),
-  tokenizerPackageDir() + '/',
-];
+export const RUNNER_ESM_READ_PATHS = ['sandbox', 'protocol', join('gpu-agent', 'block')].map((d) => join(distRoot, d) + '/');
+
+const require = createRequire(import.meta.url);
+/** The tokenizer library's CommonJS entry (one self-contained file); runners load it on first ctx.encode/decode. */
+export const TOKENIZER_MODULE = require.resolve('@huggingface/tokenizers');
+
+/** How runners are started: one CommonJS bundle (fast), or the ES modules when bundling was refused. */
+export interface RunnerEntry {
+  mode: 'bundle' | 'esm';
+  script: string;
+  /** Everything the runner may read: the runner directory, plus the compiled modules in 'esm' mode. */
+  readPaths: string[];
+  tokenizerModule: string;
+  /** Why the ES modules are used, when they are. */
+  note?: string;
+}
 
 export interface LauncherOptions {
   plan: IsolationPlan;
@@ -70,9 +86,50 @@ export class RunnerLauncher {
     return this.spawner.pid;
   }
 
-  /** Stops the spawner, which kills any runner still alive. */
-  close(): Promise<void> {
-    return this.spawner.close();
+  private entryCache: RunnerEntry | undefined;
+  private runnerDir: RunnerDir | undefined;
+  private readonly tokenizerCopies = new WeakMap<ModelAssets, string>();
+
+  private get dir(): RunnerDir {
+    this.runnerDir ??= RunnerDir.create();
+    return this.runnerDir;
+  }
+
+  /** The runner entry: bundled into the runner directory on first use (unless a script was given). */
+  get entry(): RunnerEntry {
+    if (this.entryCache) return this.entryCache;
+    const dir = this.dir;
+    const tokenizerModule = dir.copy(TOKENIZER_MODULE, 'tokenizers.cjs');
+    if (this.opts.script !== undefined) {
+      this.entryCache = { mode: 'esm', script: this.opts.script, readPaths: [...(this.opts.readPaths ?? []), dir.readPath], tokenizerModule };
+      return this.entryCache;
+    }
+    try {
+      const script = dir.write('runner.cjs', bundleRunnerSource(RUNNER_SCRIPT, distRoot).source);
+      this.entryCache = { mode: 'bundle', script, readPaths: [dir.readPath], tokenizerModule };
+    } catch (e) {
+      this.entryCache = { mode: 'esm', script: RUNNER_SCRIPT, readPaths: [...RUNNER_ESM_READ_PATHS, dir.readPath], tokenizerModule, note: (e as Error).message };
+    }
+    return this.entryCache;
+  }
+
+  /** The model's tokenizer.json as copied into the runner directory (once per model). */
+  private tokenizerFile(model: ModelAssets): string | null {
+    if (!model.tokenizerFile) return null;
+    let copy = this.tokenizerCopies.get(model);
+    if (!copy) {
+      copy = this.dir.copy(model.tokenizerFile, 'tokenizer.json');
+      this.tokenizerCopies.set(model, copy);
+    }
+    return copy;
+  }
+
+  /** Stops the spawner, which kills any runner still alive, and removes the runner directory. */
+  async close(): Promise<void> {
+    await this.spawner.close();
+    this.runnerDir?.remove();
+    this.runnerDir = undefined;
+    this.entryCache = undefined;
   }
 
   get plan(): IsolationPlan {
@@ -85,7 +142,16 @@ export class RunnerLauncher {
   private initFrame(model: ModelAssets): Buffer {
     let frame = this.initFrames.get(model);
     if (!frame) {
-      frame = encodeAgentToRunner({ kind: 'INIT', version: FRAME_VERSION, model: model.name, manifest: model.manifest, tokenizer: model.tokenizer, tokenizerConfig: model.tokenizerConfig });
+      const file = this.tokenizerFile(model);
+      frame = encodeAgentToRunner({
+        kind: 'INIT',
+        version: FRAME_VERSION,
+        model: model.name,
+        manifest: model.manifest,
+        tokenizer: file === null ? model.tokenizer : null,
+        tokenizerConfig: model.tokenizerConfig,
+        tokenizerFile: file,
+      });
       this.initFrames.set(model, frame);
     }
     return frame;
@@ -94,7 +160,8 @@ export class RunnerLauncher {
   async launch(model: ModelAssets): Promise<RunnerProcess> {
     const { plan, limits } = this.opts;
     const id = `runner-${process.pid}-${++launched}`;
-    const argv = plan.argv(this.opts.script ?? RUNNER_SCRIPT, this.opts.readPaths ?? RUNNER_READ_PATHS);
+    const entry = this.entry;
+    const argv = plan.argv(entry.script, entry.readPaths, [`--tokenizer-module=${entry.tokenizerModule}`]);
     const cgroup = plan.cgroupParent ? createCgroup(plan, id, limits) : undefined;
     const spawnedAt = performance.now();
     let spawned;

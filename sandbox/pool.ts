@@ -22,6 +22,8 @@ export interface PoolStats {
   waiting: number;
   launched: number;
   failed: number;
+  /** Acquires that found no warm runner and waited for one to start. */
+  waited: number;
   /** Exponentially weighted means, ms; undefined until measured. */
   spawnMs: number | undefined;
   executeMs: number | undefined;
@@ -43,6 +45,7 @@ export class RunnerPool {
   private starting = 0;
   private launched = 0;
   private failed = 0;
+  private waited = 0;
   private consecutiveFailures = 0;
   private retryTimer: NodeJS.Timeout | undefined;
   private spawnMs: number | undefined;
@@ -70,6 +73,7 @@ export class RunnerPool {
       waiting: this.waiters.length,
       launched: this.launched,
       failed: this.failed,
+      waited: this.waited,
       spawnMs: this.spawnMs,
       executeMs: this.executeMs,
     };
@@ -119,6 +123,7 @@ export class RunnerPool {
       this.replaceAfter(r);
       return Promise.resolve(r);
     }
+    this.waited++;
     const p = new Promise<RunnerProcess>((resolve, reject) => this.waiters.push({ resolve, reject }));
     this.refill();
     return p;

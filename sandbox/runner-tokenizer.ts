@@ -1,9 +1,11 @@
-// The runner's tokenizer for ctx.encode / ctx.decode, built from INIT's tokenizer.json on first use: most
-// blocks never tokenize, and loading @huggingface/tokenizers plus parsing GPT-2's vocabulary would add tens of
-// milliseconds and megabytes to every warm runner. Same library and options as the agent's
-// (gpu-agent/runtime/tokenizer.ts), so ids are identical trusted and untrusted.
+// The runner's tokenizer for ctx.encode / ctx.decode, built from tokenizer.json (INIT's text, or the file INIT
+// names, which the runner may read) on first use: most
+// blocks never tokenize, and loading @huggingface/tokenizers plus parsing GPT-2's vocabulary costs hundreds of
+// milliseconds and tens of megabytes, too much for every warm runner. Same library and options as the
+// agent's (gpu-agent/runtime/tokenizer.ts), so ids are identical trusted and untrusted. The library's
+// CommonJS entry is passed in by path (the launcher resolves it and allows the runner to read it).
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { dirname } from 'node:path';
 import type { TextCodec } from '../gpu-agent/block/index.js';
 
 type TokenizerCtor = new (json: object, config: object) => {
@@ -11,20 +13,16 @@ type TokenizerCtor = new (json: object, config: object) => {
   decode(ids: number[], opts: { skip_special_tokens: boolean }): string;
 };
 
-const require = createRequire(import.meta.url);
-
-/** The package directory the runner must be allowed to read for lazy tokenizer loading. */
-export function tokenizerPackageDir(): string {
-  return dirname(dirname(require.resolve('@huggingface/tokenizers')));
-}
-
-export function lazyTokenizer(json: string | null, configJson: string | null): TextCodec | null {
-  if (json === null) return null;
+/** `json` is tokenizer.json's text, or `file` its path (read on first use). */
+export function lazyTokenizer(json: string | null, file: string | null, configJson: string | null, modulePath: string | null): TextCodec | null {
+  if (json === null && file === null) return null;
   let codec: TextCodec | undefined;
   const get = (): TextCodec => {
     if (!codec) {
-      const { Tokenizer } = require('@huggingface/tokenizers') as { Tokenizer: TokenizerCtor };
-      const tok = new Tokenizer(JSON.parse(json) as object, configJson === null ? {} : (JSON.parse(configJson) as object));
+      if (modulePath === null) throw new Error('the sandbox runner was started without its tokenizer library');
+      const { Tokenizer } = createRequire(modulePath)(modulePath) as { Tokenizer: TokenizerCtor };
+      const text = json ?? readFileSync(file!, 'utf8');
+      const tok = new Tokenizer(JSON.parse(text) as object, configJson === null ? {} : (JSON.parse(configJson) as object));
       codec = {
         encode: (text) => tok.encode(text, { add_special_tokens: false }).ids,
         decode: (ids) => (ids.length === 0 ? '' : tok.decode(ids, { skip_special_tokens: false })),

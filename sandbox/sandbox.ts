@@ -1,6 +1,8 @@
 // The agent's entry to untrusted execution. Register each hosted model once (its manifest and tokenizer
 // go to every runner at INIT); runUntrusted() takes a pre-warmed runner from the model's pool and returns
 // a BlockChannel for the model host, exactly where the in-process channel would go.
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { sandboxConfigFromEnv } from './config.js';
 import type { SandboxConfig } from './config.js';
 import { SandboxError } from './errors.js';
@@ -9,7 +11,7 @@ import type { Isolation, IsolationPlan } from './isolation.js';
 import type { BlockChannel, StartRequest } from '../protocol/interleave.js';
 import type { Manifest } from '../protocol/manifest.js';
 import { RunnerLauncher } from './launcher.js';
-import type { ModelAssets } from './launcher.js';
+import type { ModelAssets, RunnerEntry } from './launcher.js';
 import { removeCgroupParent } from './memory-cgroup.js';
 import { RunnerPool } from './pool.js';
 import type { PoolStats } from './pool.js';
@@ -29,17 +31,24 @@ export interface SandboxOptions {
 /** The parts of a hosted model (gpu-agent/runtime HostedModel) a runner needs, typed structurally. */
 export interface ModelSource {
   key: string;
+  /** The model directory; its tokenizer.json, when there, is what runners read. */
+  dir?: string;
   manifest(): Manifest;
   tokenizer: { json: string; config: Record<string, unknown> } | null;
 }
 
-/** INIT's payload for a hosted model: manifest and tokenizer as JSON text, serialised once per model. */
+/**
+ * INIT's payload for a hosted model, serialised once per model: the manifest as JSON text, and the
+ * tokenizer by path when its file is on disk (else inline).
+ */
 export function modelAssets(model: ModelSource): ModelAssets {
+  const file = model.tokenizer && model.dir ? join(model.dir, 'tokenizer.json') : undefined;
   return {
     name: model.key,
     manifest: JSON.stringify(model.manifest()),
     tokenizer: model.tokenizer?.json ?? null,
     tokenizerConfig: model.tokenizer ? JSON.stringify(model.tokenizer.config) : null,
+    tokenizerFile: file !== undefined && existsSync(file) ? file : null,
   };
 }
 
@@ -72,6 +81,11 @@ export class Sandbox {
   /** What this host enforces on every runner (reported by the agent at registration). */
   get isolation(): Isolation {
     return this.plan.isolation;
+  }
+
+  /** How runners start: 'bundle' (one CommonJS file) or 'esm' with the reason bundling was refused. */
+  get runnerEntry(): RunnerEntry {
+    return this.launcher.entry;
   }
 
   /** Makes a model available to untrusted requests and starts warming its pool. */

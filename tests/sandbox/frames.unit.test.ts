@@ -67,6 +67,7 @@ const agentToRunner: fc.Arbitrary<AgentToRunner> = fc.oneof(
     manifest: fc.jsonValue().map((v) => JSON.stringify(v)),
     tokenizer: fc.option(text, { nil: null }),
     tokenizerConfig: fc.option(text, { nil: null }),
+    tokenizerFile: fc.option(text, { nil: null }),
   }),
 );
 

@@ -6,8 +6,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { sweepStaleCgroups } from '../../sandbox/memory-cgroup.js';
+import { sweepDeadAgents } from '../../sandbox/runner-dir.js';
 import { processGone } from './helpers.js';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/dying-agent.js', import.meta.url));
@@ -51,15 +53,22 @@ test('when the agent is SIGKILLed, every runner (warm, parked mid-request, spinn
   } catch {
     /* the spawner already went */
   }
-  assertCgroupsSwept(pid);
+  await assertCgroupsSwept(pid);
 });
 
-/** A dead agent's memory cgroups are removed by the next sandbox that starts in the same cgroup. */
-function assertCgroupsSwept(agentPid: number): void {
+/** A dead agent's runner directory and memory cgroups are removed by the next sandbox that starts. */
+async function assertCgroupsSwept(agentPid: number): Promise<void> {
   const own = /:memory:(.*)$/m.exec(readFileSync('/proc/self/cgroup', 'utf8'))?.[1];
   const dir = own === undefined ? undefined : `/sys/fs/cgroup/memory${own}/ndif-sandbox-${agentPid}`;
-  sweepStaleCgroups();
-  if (dir) assert.equal(existsSync(dir), false, `${dir} removed`);
+  // A killed task leaves its cgroup a moment after it stops running; sweep until it has.
+  sweepDeadAgents();
+  assert.deepEqual(readdirSync(tmpdir()).filter((n) => n.startsWith(`ndif-runner-${agentPid}-`)), [], 'its runner directory is removed');
+  for (let i = 0; i < 40; i++) {
+    sweepStaleCgroups();
+    if (!dir || !existsSync(dir)) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  assert.fail(`${dir} still exists after the agent's runners are gone`);
 }
 
 test('when the agent and its spawner die together, runners exit on their own; a spinning one by its CPU rlimit', async () => {
@@ -67,5 +76,5 @@ test('when the agent and its spawner die together, runners exit on their own; a 
   process.kill(-pid, 'SIGKILL');
   for (const p of [pids.parked, ...pids.warm]) assert.ok(await processGone(p, 3000), `idle runner ${p} noticed its parent died`);
   assert.ok(await processGone(pids.spinning, 15_000), 'the spinning runner was stopped by RLIMIT_CPU');
-  assertCgroupsSwept(pid);
+  await assertCgroupsSwept(pid);
 });
