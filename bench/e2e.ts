@@ -1,0 +1,219 @@
+// `npm run bench -- e2e [--rounds N] [--clients C] [--per-client K] [--layer L] [--tokens T] [--concurrency n]`: the whole fabric
+// against the runtime alone, on the GPT-2-small-shaped bundled model (gpt2-small-random).
+//   e2e    a block reading transformer.h[L].output (and returning it) through the SDK: the embedded fabric's real
+//          processes (`npm start`: API, event store, projection, scheduler, relay, IPC transport, GPU agent child),
+//          status websocket, result container decoded on the client
+//   raw    the same block on the same prompt through HostedModel.run with in-process blocks, in this process
+// Rounds interleave the two (alternating which goes first) after a warm-up; medians are compared. Then C clients
+// (separate Fabric instances, one websocket each) send K requests each at once: throughput in requests per second.
+// Model generation (first run only), the catalog's manifest cache, process start and model loading are timed
+// separately and are not in the ratios.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { waitForHot } from '../client/cli/wait-ready.js';
+import { FabricAdmin } from '../client/sdk/admin.js';
+import { Fabric } from '../client/sdk/fabric.js';
+import type { StatusMessage } from '../client/sdk/wire.js';
+import { Tensor } from '../client/sdk/tensor.js';
+import { createInProcessBlocks } from '../gpu-agent/block/index.js';
+import { loadModel } from '../gpu-agent/runtime/index.js';
+import type { HostedModel } from '../gpu-agent/runtime/index.js';
+import { ensureModel, modelCacheDir } from '../scripts/generate-model.js';
+
+const MODEL = 'gpt2-small-random';
+const TEXT = 'The fabric runs intervention experiments on hosted models: a block of code reads and replaces the activations of named modules during the forward pass, remotely, while operators deploy and scale the models across agents.';
+const distDir = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const repoRoot = resolve(distDir, '..');
+
+function arg(args: string[], name: string, fallback: number): number {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 && args[i + 1] !== undefined ? Number(args[i + 1]) : fallback;
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const n = s.length;
+  return n % 2 ? s[(n - 1) / 2]! : (s[n / 2 - 1]! + s[n / 2]!) / 2;
+};
+
+const round2 = (x: number) => Number(x.toFixed(2));
+
+function sameBits(a: Tensor, b: Tensor): boolean {
+  return a.shape.join() === b.shape.join() && Buffer.from(a.data.buffer, a.data.byteOffset, a.data.byteLength).equals(Buffer.from(b.data.buffer, b.data.byteOffset, b.data.byteLength));
+}
+
+/** Starts `node <dist>/fabric/embedded/main.js` serving gpt2-small-random on a free port; resolves with its URL. */
+async function startFabric(dataDir: string): Promise<{ child: ChildProcess; url: string; log: () => string }> {
+  const child = spawn(process.execPath, [join(distDir, 'fabric', 'embedded', 'main.js')], {
+    cwd: repoRoot,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: {
+      ...process.env,
+      NDIF_PORT: '0',
+      NDIF_DATA_DIR: dataDir,
+      NDIF_MODELS: MODEL,
+      NDIF_AGENT_GPUS: '1x16GiB',
+      NDIF_AGENT_RAM: '8GiB',
+      NDIF_LOG_LEVEL: process.env.NDIF_LOG_LEVEL ?? 'warn',
+    },
+  });
+  let log = '';
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => (log = (log + d).slice(-20_000)));
+  const url = await new Promise<string>((resolveUrl, reject) => {
+    let out = '';
+    child.stdout!.setEncoding('utf8').on('data', (d: string) => {
+      out += d;
+      const m = /NDIF fabric listening on (http:\/\/\S+)/.exec(out);
+      if (m) resolveUrl(m[1]!);
+    });
+    child.once('exit', (code) => reject(new Error(`the fabric exited (${code}) before it listened:\n${out}\n${log}`)));
+  });
+  return { child, url, log: () => log };
+}
+
+export async function run(args: string[]): Promise<Record<string, unknown>> {
+  const rounds = arg(args, 'rounds', 15);
+  const clients = arg(args, 'clients', 8);
+  const perClient = arg(args, 'per-client', 2);
+  const layer = arg(args, 'layer', 6);
+  const promptTokens = arg(args, 'tokens', 32);
+  const budgetMs = arg(args, 'budget-ms', 9_000);
+  /** Requests in flight per replica (the deployment's `concurrency`; 1 is the default of a deploy). */
+  const concurrency = arg(args, 'concurrency', 1);
+
+  const cached = existsSync(join(modelCacheDir(), `${MODEL}-v1`, 'model.onnx'));
+  const tg = performance.now();
+  const dir = ensureModel(MODEL);
+  const generateS = (performance.now() - tg) / 1000;
+  process.stderr.write(`${MODEL}: ${cached ? 'cached' : `generated in ${generateS.toFixed(1)} s`}\n`);
+
+  const t0 = performance.now();
+  const tmp = mkdtempSync(join(tmpdir(), 'ndif-bench-e2e-'));
+  let fabric: Awaited<ReturnType<typeof startFabric>> | undefined;
+  let hm: HostedModel | undefined;
+  const sdks: Fabric[] = [];
+  try {
+    const ts = performance.now();
+    const [started, loaded] = await Promise.all([startFabric(join(tmp, 'data')), loadModel(dir, { key: MODEL })]);
+    fabric = started;
+    hm = loaded;
+    const startS = (performance.now() - ts) / 1000;
+    const tokens = hm.tokenizer!.encode(TEXT).slice(0, promptTokens);
+    if (tokens.length < promptTokens) throw new Error(`bench prompt has only ${tokens.length} tokens`);
+
+    const ndif = new Fabric({ url: fabric.url, progress: false, onLog: null });
+    sdks.push(ndif);
+    const admin = new FabricAdmin(ndif.http);
+    const block = `async (m) => await m.transformer.h[${layer}].output`;
+    const open = () => createInProcessBlocks({ manifest: hm!.manifest(), tokenizer: hm!.tokenizer });
+    const raw = async () => Tensor.fromPayload((await hm!.run({ invokes: [{ tokens, block }] }, open)).invokes[0]!.result.tensors[0]!);
+    const e2e = (client: Fabric = ndif, onMessage?: (m: StatusMessage) => void) => client.trace<Tensor>(MODEL, tokens, block, onMessage ? { onMessage } : {});
+
+    // While the agent loads the model, the runtime here compiles the segments of this cut (warm-up, untimed).
+    const td = performance.now();
+    const deployed = await admin.deploy({ model: MODEL, ...(concurrency !== 1 ? { concurrency } : {}) });
+    const [, want] = await Promise.all([
+      waitForHot(admin, MODEL, deployed.replicaIds, { waitMs: 60_000, signal: new AbortController().signal, pollMs: 100 }),
+      raw().then(() => raw()),
+    ]);
+    const deployS = (performance.now() - td) / 1000;
+    process.stderr.write(`fabric at ${fabric.url} up in ${startS.toFixed(1)} s (direct model loaded alongside), ${MODEL} HOT in ${deployS.toFixed(1)} s\n`);
+
+    // The agent compiles the same segments on its first two requests; its answer must be the runtime's bits.
+    const tw = performance.now();
+    const got = await e2e();
+    await e2e();
+    const bitexact = sameBits(got, want);
+    const warmS = (performance.now() - tw) / 1000;
+
+    const times = { e2e: [] as number[], raw: [] as number[] };
+    // Where an end-to-end request spends its time, from the statuses' `at` (the fabric's clock, this machine's).
+    const phases: Record<string, number[]> = { submit: [], schedule: [], start: [], run: [], notify: [], result: [] };
+    const tm = performance.now();
+    let done = 0;
+    for (let r = 0; r < rounds; r++) {
+      for (const which of r % 2 ? (['e2e', 'raw'] as const) : (['raw', 'e2e'] as const)) {
+        const at: Record<string, number> = {};
+        const s = performance.now();
+        const s0 = Date.now();
+        await (which === 'raw' ? raw() : e2e(ndif, (m) => ((at[m.status] = Date.parse(m.at)), m.status === 'COMPLETED' && (at.arrived = Date.now()))));
+        times[which].push(performance.now() - s);
+        if (which === 'e2e') {
+          const end = Date.now();
+          phases.submit!.push(at.RECEIVED! - s0);
+          phases.schedule!.push(at.DISPATCHED! - at.RECEIVED!);
+          phases.start!.push(at.RUNNING! - at.DISPATCHED!);
+          phases.run!.push(at.COMPLETED! - at.RUNNING!);
+          phases.notify!.push(at.arrived! - at.COMPLETED!);
+          phases.result!.push(end - at.arrived!);
+        }
+      }
+      done++;
+      if (performance.now() - tm > budgetMs) break;
+    }
+    const e2eMs = median(times.e2e);
+    const rawMs = median(times.raw);
+
+    // Throughput: C clients, K requests each, all at once, on the one HOT replica.
+    for (let i = 0; i < clients; i++) sdks.push(new Fabric({ url: fabric.url, progress: false, onLog: null }));
+    const many = sdks.slice(1);
+    await Promise.all(many.map((c) => c.version()));
+    const latencies: number[] = [];
+    const tt = performance.now();
+    await Promise.all(
+      many.map(async (c) => {
+        for (let k = 0; k < perClient; k++) {
+          const s = performance.now();
+          await e2e(c);
+          latencies.push(performance.now() - s);
+        }
+      }),
+    );
+    const wallS = (performance.now() - tt) / 1000;
+    const throughput = (clients * perClient) / wallS;
+
+    return {
+      bench: 'e2e',
+      model: MODEL,
+      prompt_tokens: tokens.length,
+      layer,
+      rounds: done,
+      e2e_ms: round2(e2eMs),
+      raw_ms: round2(rawMs),
+      e2e_over_raw: Number((e2eMs / rawMs).toFixed(4)),
+      overhead_ms: round2(e2eMs - rawMs),
+      e2e_min_ms: round2(Math.min(...times.e2e)),
+      raw_min_ms: round2(Math.min(...times.raw)),
+      bitexact,
+      // submit: call → RECEIVED recorded; schedule: → DISPATCHED; start: → RUNNING (relay, IPC, agent);
+      // run: → COMPLETED recorded (forward pass, result container, blob, report); notify: → COMPLETED on the
+      // client's websocket; result: → decoded value returned.
+      phases_ms: Object.fromEntries(Object.entries(phases).map(([k, v]) => [k, round2(median(v))])),
+      clients,
+      concurrency,
+      requests: clients * perClient,
+      throughput_rps: round2(throughput),
+      raw_rps: round2(1000 / rawMs),
+      concurrent_median_ms: round2(median(latencies)),
+      start_s: round2(startS),
+      deploy_s: round2(deployS),
+      warmup_s: round2(warmS),
+      generate_s: cached ? 0 : round2(generateS),
+      total_s: round2((performance.now() - t0) / 1000),
+    };
+  } finally {
+    for (const s of sdks) s.close();
+    await hm?.close();
+    if (fabric && fabric.child.exitCode === null) {
+      const exited = once(fabric.child, 'exit');
+      fabric.child.kill('SIGTERM');
+      await exited;
+    }
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}
