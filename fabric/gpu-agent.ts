@@ -10,6 +10,9 @@ import { sandboxOpener } from '../gpu-agent/agent/sandbox-opener.js';
 import { catalogConfigFromEnv } from '../catalog/config.js';
 import { FabricModelCatalog } from '../catalog/catalog.js';
 import { blobStoreConfigFromEnv, openBlobStore } from '../blobstore/config.js';
+import { FileBlobStore } from '../blobstore/files.js';
+import type { BlobStore } from '../blobstore/port.js';
+import { FabricError } from '../protocol/errors.js';
 import { openTransport, transportConfigFromEnv } from '../transport/config.js';
 import { IpcTransport } from '../transport/ipc/client.js';
 import type { Transport } from '../transport/port.js';
@@ -18,10 +21,24 @@ import { processLogger } from './log.js';
 
 const log = processLogger('gpu-agent');
 
+/**
+ * The blob store for results. A files store syncs each result to disk unless NDIF_BLOB_SYNC=off (the embedded
+ * fabric's choice: a written result then survives a crash or kill -9 of any process, as the SQLite event store's
+ * commits do in its default mode, and only an OS crash or power loss can lose the latest ones; ~12 ms less per
+ * request here).
+ */
+async function openResultBlobs(env: NodeJS.ProcessEnv): Promise<BlobStore> {
+  const c = blobStoreConfigFromEnv(env);
+  const sync = env.NDIF_BLOB_SYNC || 'on';
+  if (sync !== 'on' && sync !== 'off') throw new FabricError('AGENT_CONFIG_INVALID', 500, `NDIF_BLOB_SYNC=${JSON.stringify(sync)} is not valid: on or off`, { hint: 'fix NDIF_BLOB_SYNC or unset it for the default (on)' });
+  if (c.kind === 'files') return FileBlobStore.open({ dir: c.dir, maxBytes: c.maxBytes, sync: sync === 'on' });
+  return openBlobStore(c);
+}
+
 async function main(): Promise<void> {
   const config = agentConfigFromEnv(process.env, cudaAvailable());
   const catalog = await FabricModelCatalog.open(catalogConfigFromEnv());
-  const blobs = await openBlobStore(blobStoreConfigFromEnv());
+  const blobs = await openResultBlobs(process.env);
   let shuttingDown: Promise<void> | undefined;
   const tc = transportConfigFromEnv();
   const transport: Transport =

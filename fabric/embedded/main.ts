@@ -65,6 +65,7 @@ async function main(): Promise<void> {
       NDIF_IPC_SOCKET: ipc.path,
       NDIF_BLOB_STORE: 'files',
       NDIF_BLOB_DIR: blobDir,
+      NDIF_BLOB_SYNC: env.NDIF_BLOB_SYNC || 'off',
       NDIF_AGENT_ID: config.agentId,
       NDIF_MODELS: models.join(','),
       NDIF_CATALOG_CACHE: catalogConfig.cacheDir,

@@ -4,6 +4,7 @@
 // put in the blob store: the event carries its ref, size and sha256) or FAILED (phase, type, message, the
 // block's stack). An abort (cancelled, requeued, timed out by the control plane) stops the run through its
 // AbortSignal and reports nothing: the control plane has already decided the attempt's fate.
+import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { BlobStore } from '../../blobstore/port.js';
 import { createInProcessBlocks } from '../block/index.js';
@@ -86,8 +87,8 @@ export class RequestExecutor {
       await fail(failureReport(new FabricError(AgentErrorCode.ReplicaNotLoaded, 503, `replica ${a.replicaId} is not loaded on agent ${this.agentId}`), 'load'));
       return;
     }
-    void report('ReportRequestStarted', {});
     let stage: FailureReport['phase'] | undefined;
+    const t0 = performance.now();
     try {
       const payload = await this.payload(a);
       const timeoutMs = a.options.timeoutMs ?? payload.timeoutMs ?? this.maxRunMs;
@@ -103,14 +104,25 @@ export class RequestExecutor {
         signal: entry.controller.signal,
         onLog: (l) => void report('ReportRequestLog', { stream: l.stream, line: l.line.length > 65536 ? l.line.slice(0, 65536) : l.line }),
       };
-      const open = a.trusted ? this.inProcess(model) : await this.sandboxed(model, timeoutMs, entry.controller.signal);
+      const opener = a.trusted ? this.inProcess(model) : await this.sandboxed(model, timeoutMs, entry.controller.signal);
+      // The model runs one request at a time: RUNNING is reported when this one's turn comes (the runtime opens
+      // the channel to the blocks then), not while it waits behind another.
+      let t1 = t0;
+      const open: OpenChannel = (start) => {
+        t1 = performance.now();
+        void report('ReportRequestStarted', {});
+        return opener(start);
+      };
       const result = await model.run(req, open);
       if (entry.aborted) return;
       stage = 'result';
+      const t2 = performance.now();
       const bytes = encodeResultContainer({ meta: this.meta(a, result), invokes: result.invokes.map((i) => i.result) });
       const blob = await this.blobs.put(bytes, { contentType: RESULT_CONTENT_TYPE });
       if (entry.aborted) return;
       this.completed++;
+      const t3 = performance.now();
+      this.log.debug({ requestId: a.requestId, waitMs: t1 - t0, runMs: t2 - t1, resultMs: t3 - t2, bytes: blob.size }, 'request completed');
       await report('ReportRequestCompleted', { resultRef: blob.ref, bytes: blob.size, sha256: blob.sha256 });
     } catch (err) {
       if (entry.aborted) return;

@@ -65,7 +65,7 @@ describe('relay', () => {
       // Every agent message ever sent, delivered once more: nothing new is stored.
       const intake = dup.h.cp.relay!.intake;
       const history = dup.h.broker.topic(DEFAULT_TOPICS.agentEvents).partitions.flatMap((p) => p.messages);
-      assert.ok(history.length >= 15, `agent events seen: ${history.length}`);
+      assert.ok(history.length >= 13, `agent events seen: ${history.length}`); // registration, 2 replica reports, 10 request reports, heartbeats
       const head = await dup.h.store.headPosition();
       const before = intake.stats.executed;
       const publisher = new InProcessTransport({ broker: dup.h.broker });
