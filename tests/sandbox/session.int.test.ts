@@ -139,3 +139,27 @@ test('several invokes in one runner: each gets its own LOG lines and its own err
     }),
   );
 });
+
+test("runUntrusted's own timeout and signal: the runner is killed, open invokes get Timeout / Cancelled", async () => {
+  const start = (source: string) => ({
+    kind: 'START' as const,
+    requestId: 'direct',
+    steps: 1,
+    invokes: [{ invoke: 0, source, tokens: TOKENS, batchStart: 0, batchSize: 1 }],
+  });
+  const s = await sb.runUntrusted({ model: 'gpt2-tiny', timeoutMs: 300 });
+  s.send(start('async () => { for (;;) {} }'));
+  const m = await s.receive();
+  assert.equal(m.kind, 'EXCEPTION');
+  assert.equal(m.kind === 'EXCEPTION' && m.error.type, 'Timeout');
+  const report = await s.report;
+  assert.equal(report.outcome, 'timeout');
+  assert.equal(report.exit.killedBy, 'timeout');
+  assert.equal(report.exit.signal, 'SIGKILL');
+
+  const ac = new AbortController();
+  const c = await sb.runUntrusted({ model: 'gpt2-tiny', signal: ac.signal });
+  ac.abort();
+  await assert.rejects(c.receive(), (e: unknown) => (e as { code?: string }).code === 'SANDBOX_CANCELLED');
+  assert.equal((await c.report).outcome, 'cancelled');
+});
