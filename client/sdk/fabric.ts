@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import type { Manifest } from '../../protocol/manifest.js';
 import type { BlockFn } from './block-source.js';
 import { resolveClientConfig } from './config.js';
-import { CancelledError, ClientTimeoutError, FabricHttpError, RemoteError } from './errors.js';
+import { CancelledError, ClientTimeoutError, FabricHttpError, RemoteError, UnreachableError } from './errors.js';
 import { versionChecker } from './version-check.js';
 import { fetchResult } from './fetch-result.js';
 import { FabricHttp } from './http.js';
@@ -13,7 +13,7 @@ import type { Progress, ProgressOutput } from './progress.js';
 import { RequestHandle } from './request-handle.js';
 import { buildSubmitBody, isInvokeList } from './request-body.js';
 import type { Invoke, RequestOptions } from './request-body.js';
-import { StatusSocket } from './status-socket.js';
+import { StatusSocket, SubscriptionEndedError } from './status-socket.js';
 import { updateFromMessage } from './status.js';
 import type { LogLine, StatusUpdate } from './status.js';
 import type { StatusMessage, SubmitReply, VersionReply } from './wire.js';
@@ -33,6 +33,8 @@ export interface FabricOptions {
   protocolVersion?: string;
   /** Read /version before the first call and refuse an incompatible fabric (default true). */
   checkVersion?: boolean;
+  /** Reconnects of the status websocket after a drop (default 6); past them a trace polls GET /requests/:id. */
+  reconnectAttempts?: number;
 }
 
 export interface TraceOptions extends RequestOptions {
@@ -71,7 +73,7 @@ export class Fabric {
     this.opts = opts;
     this.http = new FabricHttp({ url: cfg.url, apiKey: cfg.apiKey, timeoutMs: opts.httpTimeoutMs, protocolVersion: opts.protocolVersion });
     this.url = this.http.url;
-    this.socket = new StatusSocket(this.http);
+    this.socket = new StatusSocket(this.http, opts.reconnectAttempts !== undefined ? { reconnectAttempts: opts.reconnectAttempts } : {});
     this.checkVersion = versionChecker(this.http);
   }
 
@@ -140,7 +142,18 @@ export class Fabric {
 
     const cleanup: Array<() => void> = [() => progress?.end()];
     try {
-      const sub = await this.socket.subscribe(requestId, { message: onMessage, error: (e) => finish(() => settle.reject(e)) });
+      // When the websocket gives out (reconnects exhausted, or the subscription ended early), the outcome is
+      // still read: by polling GET /requests/:id.
+      const fallBack = (e: Error) => {
+        if (finished) return;
+        if (!(e instanceof UnreachableError || e instanceof SubscriptionEndedError)) return finish(() => settle.reject(e));
+        // No signal here: a cancel sent meanwhile shows as CANCELLED in the polled view.
+        new RequestHandle(this.http, requestId, false).output().then(
+          (r) => finish(() => settle.resolve(r)),
+          (err: unknown) => finish(() => settle.reject(err)),
+        );
+      };
+      const sub = await this.socket.subscribe(requestId, { message: onMessage, error: fallBack });
       cleanup.push(() => sub.unsubscribe());
       await this.http.json<SubmitReply>('POST', '/requests', { body });
 

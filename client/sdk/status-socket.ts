@@ -12,8 +12,21 @@ import type { ServerMessage, StatusMessage } from './wire.js';
 
 export interface SubscriptionHandlers {
   message(m: StatusMessage): void;
-  /** The subscription cannot go on (the server refused it, the fabric went away for good). */
+  /**
+   * The subscription cannot go on: the server refused it (FabricHttpError), the fabric went away for good
+   * (UnreachableError), or it ended before a final status reached us (SubscriptionEndedError).
+   */
   error(e: Error): void;
+}
+
+/** The server ended a subscription before this client saw the request's final status (ws `ended`). */
+export class SubscriptionEndedError extends FabricClientError {
+  constructor(
+    readonly requestId: string,
+    readonly reason: string,
+  ) {
+    super(`the status websocket ended the subscription to request ${requestId} (${reason}) before its final status arrived`);
+  }
 }
 
 interface Sub {
@@ -21,6 +34,8 @@ interface Sub {
   handlers: SubscriptionHandlers;
   cursor: string | null;
   confirmed: boolean;
+  /** Resubscriptions after a server-side replay failure (`ended` with reason `failed`). */
+  retries: number;
   onConfirmed: Array<{ resolve: () => void; reject: (e: Error) => void }>;
 }
 
@@ -46,7 +61,7 @@ export class StatusSocket {
   async subscribe(requestId: string, handlers: SubscriptionHandlers, since: string | null = null): Promise<{ unsubscribe(): void }> {
     if (this.closed) throw new FabricClientError('this Fabric client is closed');
     if (this.subs.has(requestId)) throw new FabricClientError(`request ${requestId} is already followed by this client`);
-    const sub: Sub = { requestId, handlers, cursor: since, confirmed: false, onConfirmed: [] };
+    const sub: Sub = { requestId, handlers, cursor: since, confirmed: false, retries: 0, onConfirmed: [] };
     this.subs.set(requestId, sub);
     const confirmed = new Promise<void>((resolve, reject) => sub.onConfirmed.push({ resolve, reject }));
     try {
@@ -144,8 +159,21 @@ export class StatusSocket {
       s.cursor = m.cursor;
       if (FINAL_STATUSES.has(m.status)) this.drop(m.requestId);
       s.handlers.message(m);
+    } else if (m.type === 'ended') {
+      const s = this.subs.get(m.requestId);
+      if (!s) return;
+      if (m.reason === 'failed' && s.retries < 3) {
+        // The server could not read the replay: subscribe again from the last cursor seen.
+        s.retries++;
+        setTimeout(() => this.subs.get(m.requestId) === s && this.ws === ws && this.sendSubscribe(ws, s), 100 * s.retries).unref();
+        return;
+      }
+      this.drop(m.requestId);
+      const err = new SubscriptionEndedError(m.requestId, m.reason);
+      for (const w of s.onConfirmed.splice(0)) w.reject(err);
+      if (s.confirmed) s.handlers.error(err);
     } else if (m.type === 'error') {
-      const err = new FabricHttpError(0, { code: m.code, message: m.message, ...(m.details ? { details: m.details } : {}) }, 'status websocket');
+      const err = new FabricHttpError(0, { code: m.code, message: m.message, ...(m.hint ? { hint: m.hint } : {}), ...(m.details ? { details: m.details } : {}) }, 'status websocket');
       if (m.requestId !== undefined) {
         const s = this.subs.get(m.requestId);
         if (!s) return;

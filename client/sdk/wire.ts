@@ -48,6 +48,7 @@ export interface RequestReply {
   deployment: { phase: string; lastFailure: string | null } | null;
   statuses: Array<{ status: string; at: string; cursor: string; attempt?: number; reason?: string }>;
   logs: Array<{ attempt: number; stream: 'stdout' | 'stderr'; line: string }>;
+  logsTruncated?: boolean;
   logLines: number;
   error: WireError | null;
   cancelled: { by: 'user' | 'operator'; actor: string } | null;
@@ -87,9 +88,12 @@ export interface StatusMessage {
 export type ServerMessage =
   | { type: 'hello'; protocol: string; fabric: string; actor: string }
   | { type: 'subscribed'; requestId: string; since: string | null }
+  | { type: 'ended'; requestId: string; reason: 'finished' | 'failed' | string }
+  | { type: 'unsubscribed'; requestId: string }
+  | { type: 'watching'; topic: string }
   | StatusMessage
   | { type: 'changed'; topic: string; position: number }
-  | { type: 'error'; code: string; message: string; requestId?: string; details?: Record<string, unknown> }
+  | { type: 'error'; code: string; message: string; hint?: string; requestId?: string; details?: Record<string, unknown> }
   | { type: 'pong'; at: string };
 
 export interface ClusterReplicaView {

@@ -243,6 +243,19 @@ describe('transport of results and statuses', () => {
     assert.deepEqual(seen, ['RECEIVED', 'QUEUED', 'DISPATCHED', 'RUNNING', 'LOG before', 'LOG after', 'COMPLETED']);
   });
 
+  it('a websocket that cannot come back: the trace reads its outcome by polling', async () => {
+    const fragile = new Fabric({ url: fab.url, progress: false, onLog: null, reconnectAttempts: 0 });
+    try {
+      const p = fragile.trace('gpt2-tiny', PROMPT, async (m: any) => {
+        await new Promise((r) => setTimeout(r, 400));
+        return (await m.transformer.h[0].output).shape;
+      }, { onStatus: (u) => u.status === 'RUNNING' && (fragile as unknown as { socket: { tcp: { destroy(): void } } }).socket.tcp.destroy() });
+      assert.deepEqual(await p, [1, 7, 64]);
+    } finally {
+      fragile.close();
+    }
+  });
+
   it('concurrent traces share one websocket', async () => {
     const outs = await Promise.all(Array.from({ length: 4 }, (_, i) => ndif.trace('gpt2-tiny', `prompt number ${i}`, async (m: any) => (await m.transformer.h[1].output).shape)));
     assert.deepEqual(outs.map((s) => s[2]), [64, 64, 64, 64]);
