@@ -45,20 +45,23 @@ function cgroup2Mount(): string | undefined {
 function sweepDeadAgents(dir: string): void {
   let names: string[];
   try {
-    names = readdirSync(dir).filter((n) => /^ndif-sandbox-\d+$/.test(n));
+    names = readdirSync(dir).filter((n) => /^ndif-sandbox-\d+(-\d+)?$/.test(n));
   } catch {
     return;
   }
   for (const name of names) {
-    const pid = Number(name.slice('ndif-sandbox-'.length));
+    const pid = Number(/^ndif-sandbox-(\d+)/.exec(name)![1]);
     if (pid === process.pid || existsSync(`/proc/${pid}`)) continue;
     removeCgroupParent({ kind: 'cgroup-v1', dir: join(dir, name) });
   }
 }
 
+let parents = 0;
+
 function probeWritable(dir: string, kind: CgroupKind): MemoryCgroupParent | undefined {
   sweepDeadAgents(dir);
-  const parent = join(dir, `ndif-sandbox-${process.pid}`);
+  // One parent per sandbox, so closing one sandbox never removes another's.
+  const parent = join(dir, `ndif-sandbox-${process.pid}-${++parents}`);
   try {
     mkdirSync(parent, { recursive: true });
     if (kind === 'cgroup-v2') {
@@ -123,7 +126,7 @@ export class MemoryCgroup {
 
   static create(parent: MemoryCgroupParent, name: string, limitBytes: number): MemoryCgroup {
     const dir = join(parent.dir, name);
-    mkdirSync(dir);
+    mkdirSync(dir, { recursive: true });
     const cg = new MemoryCgroup(parent.kind, dir);
     try {
       if (parent.kind === 'cgroup-v1') {

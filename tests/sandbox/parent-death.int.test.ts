@@ -59,16 +59,17 @@ test('when the agent is SIGKILLed, every runner (warm, parked mid-request, spinn
 /** A dead agent's runner directory and memory cgroups are removed by the next sandbox that starts. */
 async function assertCgroupsSwept(agentPid: number): Promise<void> {
   const own = /:memory:(.*)$/m.exec(readFileSync('/proc/self/cgroup', 'utf8'))?.[1];
-  const dir = own === undefined ? undefined : `/sys/fs/cgroup/memory${own}/ndif-sandbox-${agentPid}`;
+  const parent = own === undefined ? undefined : `/sys/fs/cgroup/memory${own}`;
+  const left = () => (parent === undefined || !existsSync(parent) ? [] : readdirSync(parent).filter((n) => n.startsWith(`ndif-sandbox-${agentPid}-`)));
   // A killed task leaves its cgroup a moment after it stops running; sweep until it has.
   sweepDeadAgents();
   assert.deepEqual(readdirSync(tmpdir()).filter((n) => n.startsWith(`ndif-runner-${agentPid}-`)), [], 'its runner directory is removed');
   for (let i = 0; i < 40; i++) {
     sweepStaleCgroups();
-    if (!dir || !existsSync(dir)) return;
+    if (left().length === 0) return;
     await new Promise((r) => setTimeout(r, 50));
   }
-  assert.fail(`${dir} still exists after the agent's runners are gone`);
+  assert.fail(`${left().join(', ')} still exist under ${parent} after the agent's runners are gone`);
 }
 
 test('when the agent and its spawner die together, runners exit on their own; a spinning one by its CPU rlimit', async () => {

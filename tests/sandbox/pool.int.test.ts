@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, readlinkSync } from 'node:fs';
 import { DEFAULT_LIMITS } from '../../sandbox/config.js';
 import { planIsolation } from '../../sandbox/isolation.js';
+import { removeCgroupParent } from '../../sandbox/memory-cgroup.js';
 import { RunnerLauncher } from '../../sandbox/launcher.js';
 import { RunnerPool, autoPoolSize } from '../../sandbox/pool.js';
 import { SandboxError } from '../../sandbox/errors.js';
@@ -17,6 +18,7 @@ const launcher = new RunnerLauncher({ plan, limits: DEFAULT_LIMITS });
 
 after(async () => {
   await launcher.close();
+  if (plan.cgroupParent) removeCgroupParent(plan.cgroupParent);
   await (await tinyModel()).close();
 });
 
@@ -33,7 +35,7 @@ test('a runner starts READY in its own process group, network namespace and memo
     }
     if (plan.isolation.memory === 'cgroup-v1') {
       const line = readFileSync(`/proc/${r.pid}/cgroup`, 'utf8').split('\n').find((l) => /:memory:/.test(l))!;
-      assert.match(line, new RegExp(`ndif-sandbox-${process.pid}/${r.id}$`));
+      assert.match(line, new RegExp(`ndif-sandbox-${process.pid}-\\d+/${r.id}$`));
       const limit = Number(readFileSync(`/sys/fs/cgroup/memory${line.split(':')[2]}/memory.limit_in_bytes`, 'utf8'));
       assert.equal(limit, DEFAULT_LIMITS.memoryMb * 1024 * 1024);
     }
@@ -123,5 +125,26 @@ test('runUntrusted refuses an unregistered model with SANDBOX_UNKNOWN_MODEL', as
     await assert.rejects(sb.runUntrusted({ model: 'nope' }), (e: unknown) => e instanceof SandboxError && e.code === 'SANDBOX_UNKNOWN_MODEL');
   } finally {
     await sb.close();
+  }
+});
+
+test('if the spawner dies, its runners go with it and the pool recovers with a new spawner', async () => {
+  const assets = await tinyAssets();
+  const own = new RunnerLauncher({ plan, limits: DEFAULT_LIMITS });
+  const pool = new RunnerPool('tiny', () => own.launch(assets), { size: 2, maxSize: 2 });
+  try {
+    await pool.whenReady(2);
+    const before = pool.warmPids();
+    const spawner = own.spawnerPid!;
+    process.kill(spawner, 'SIGKILL');
+    for (const p of before) assert.ok(await processGone(p, 3000), `runner ${p} died with the spawner`);
+    await waitFor(() => pool.stats().ready === 2 && pool.warmPids().every((p) => !before.includes(p)), 10_000, 'the pool refills');
+    assert.notEqual(own.spawnerPid, spawner, 'a new spawner');
+    const r = await pool.acquire();
+    assert.ok(r.alive);
+    r.kill('finished');
+  } finally {
+    await pool.close();
+    await own.close();
   }
 });
