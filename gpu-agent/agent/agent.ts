@@ -23,7 +23,7 @@ export interface GpuAgentOptions {
   blobs: BlobStore;
   catalog: ModelCatalog;
   log: Logger;
-  /** Opens sandbox runners for untrusted blocks; absent: untrusted requests fail with SANDBOX_UNAVAILABLE. */
+  /** Opens sandbox runners for untrusted blocks; absent: untrusted requests fail with AGENT_SANDBOX_UNAVAILABLE. */
   untrusted?: UntrustedOpener;
   /** Default: a random UUID (every start is a new boot). */
   bootId?: string;

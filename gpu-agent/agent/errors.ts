@@ -4,7 +4,7 @@ import { FabricError } from '../../protocol/errors.js';
 export const AgentErrorCode = {
   ConfigInvalid: 'AGENT_CONFIG_INVALID',
   ReplicaNotLoaded: 'AGENT_REPLICA_NOT_LOADED',
-  ModelNotInCatalog: 'AGENT_MODEL_NOT_IN_CATALOG',
+  SandboxUnavailable: 'AGENT_SANDBOX_UNAVAILABLE',
   PayloadUnavailable: 'AGENT_PAYLOAD_UNAVAILABLE',
 } as const;
 

@@ -137,7 +137,7 @@ export class RequestExecutor {
 
   private async sandboxed(model: HostedModel, timeoutMs: number, signal: AbortSignal): Promise<OpenChannel> {
     if (this.untrusted === undefined) {
-      throw new FabricError('SANDBOX_UNAVAILABLE', 503, `agent ${this.agentId} runs no sandbox; untrusted blocks cannot run here`);
+      throw new FabricError(AgentErrorCode.SandboxUnavailable, 503, `agent ${this.agentId} runs no sandbox; untrusted blocks cannot run here`);
     }
     return this.untrusted(model, { timeoutMs, signal });
   }
