@@ -54,7 +54,7 @@ export function createProgress(opts: ProgressOptions): Progress {
 
   const line = () => {
     const text = `${opts.label} ${last ? describeStatus(last) : 'SUBMITTING'} · ${formatElapsed(now() - started)}`;
-    const width = Math.max(20, (out.columns ?? 80) - 1);
+    const width = Math.max(20, (out.columns || 80) - 1);
     return text.length > width ? `${text.slice(0, width - 1)}…` : text;
   };
   const draw = () => {

@@ -66,3 +66,11 @@ test('the live line is cut to the terminal width', () => {
   assert.ok(chunks[0]!.length <= '\r\x1b[2K'.length + 59);
   assert.ok(chunks[0]!.endsWith('…'));
 });
+
+test('a terminal that reports no width (0 columns) gets 80', () => {
+  const chunks: string[] = [];
+  const p = createProgress({ out: { isTTY: true, columns: 0, write: (s: string) => chunks.push(s) }, label: '[ndif 12345678]', now: () => 0, refreshMs: 60_000 });
+  p.status(upd('PROVISIONING', { position: 0, queueLength: 1 }));
+  p.end();
+  assert.equal(chunks[0], '\r\x1b[2K[ndif 12345678] PROVISIONING position 1 of 1 · 0.0s');
+});
