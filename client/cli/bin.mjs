@@ -3,7 +3,7 @@
 const dist = process.env.NDIF_DIST || 'dist';
 const entry = new URL(`../../${dist}/client/cli/main.js`, import.meta.url);
 const { main } = await import(entry.href).catch((e) => {
-  if (e?.code !== 'ERR_MODULE_NOT_FOUND') throw e;
+  if (e?.code !== 'ERR_MODULE_NOT_FOUND' || !String(e.message).includes(entry.pathname)) throw e;
   process.stderr.write(`ndif: ${entry.pathname} is missing; build first with \`npm run build\`\n`);
   process.exit(1);
 });
