@@ -1,0 +1,43 @@
+// The agent's settings from its environment: declared GPUs, sizes, defaults and refusals.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { agentConfigFromEnv, parseGpus } from '../../gpu-agent/agent/config.js';
+import { parseBytes } from '../../gpu-agent/agent/sizes.js';
+
+const GIB = 2 ** 30;
+
+test('sizes and GPU declarations', () => {
+  assert.equal(parseBytes('24GiB'), 24 * GIB);
+  assert.equal(parseBytes('512 MiB'), 512 * 2 ** 20);
+  assert.equal(parseBytes('16GB'), 16e9);
+  assert.equal(parseBytes('1.5gib'), 1.5 * GIB);
+  assert.equal(parseBytes('4096'), 4096);
+  for (const bad of ['', 'x', '0', '-1GiB', '12 parsecs']) assert.equal(parseBytes(bad), undefined, bad);
+  assert.deepEqual(parseGpus('2x24GiB', 'v'), [{ index: 0, memoryBytes: 24 * GIB, name: 'v' }, { index: 1, memoryBytes: 24 * GIB, name: 'v' }]);
+  assert.deepEqual(parseGpus('24GiB, 16GiB', 'v')?.map((g) => g.memoryBytes), [24 * GIB, 16 * GIB]);
+  for (const bad of ['0x8GiB', '65x1GiB', '2x', 'lots']) assert.equal(parseGpus(bad, 'v'), undefined, bad);
+});
+
+test('defaults, CUDA naming and refusals with AGENT_CONFIG_INVALID', () => {
+  const c = agentConfigFromEnv({ NDIF_AGENT_ID: 'a-1' });
+  assert.equal(c.agentId, 'a-1');
+  assert.deepEqual(c.gpus, [{ index: 0, memoryBytes: 16 * GIB, name: 'virtual (cpu)' }]);
+  assert.equal(c.heartbeatMs, 2000);
+  assert.equal(c.provider, 'auto');
+  assert.deepEqual(c.topics, { assignments: 'ndif.assignments', agentEvents: 'ndif.agent-events' });
+  assert.equal(c.cpuCacheBudgetBytes, undefined);
+  assert.equal(agentConfigFromEnv({ NDIF_AGENT_ID: 'a-1' }, true).gpus[0].name, 'cuda');
+  const d = agentConfigFromEnv({ NDIF_AGENT_ID: 'a-2', NDIF_AGENT_RAM: '64GiB', NDIF_AGENT_CPU_CACHE: '32GiB', NDIF_TOPIC_ASSIGNMENTS: 'x.a', NDIF_AGENT_PROVIDER: 'cpu' });
+  assert.equal(d.ramBytes, 64 * GIB);
+  assert.equal(d.cpuCacheBudgetBytes, 32 * GIB);
+  assert.equal(d.topics.assignments, 'x.a');
+  assert.equal(d.provider, 'cpu');
+  const refused = (env: NodeJS.ProcessEnv, variable: string) =>
+    assert.throws(() => agentConfigFromEnv(env), (e: unknown) => (e as { code?: string }).code === 'AGENT_CONFIG_INVALID' && (e as { details?: { variable?: string } }).details?.variable === variable);
+  refused({ NDIF_AGENT_ID: 'bad id!' }, 'NDIF_AGENT_ID');
+  refused({ NDIF_AGENT_ID: 'a', NDIF_AGENT_GPUS: '3 GPUs' }, 'NDIF_AGENT_GPUS');
+  refused({ NDIF_AGENT_ID: 'a', NDIF_AGENT_RAM: 'much' }, 'NDIF_AGENT_RAM');
+  refused({ NDIF_AGENT_ID: 'a', NDIF_AGENT_RAM: '1GiB', NDIF_AGENT_CPU_CACHE: '2GiB' }, 'NDIF_AGENT_CPU_CACHE');
+  refused({ NDIF_AGENT_ID: 'a', NDIF_AGENT_HEARTBEAT_MS: '5' }, 'NDIF_AGENT_HEARTBEAT_MS');
+  refused({ NDIF_AGENT_ID: 'a', NDIF_AGENT_PROVIDER: 'tpu' }, 'NDIF_AGENT_PROVIDER');
+});
