@@ -43,7 +43,7 @@ export function renderError(e: unknown, command: string | null): string {
     return `${prefix}${e.message}\n`;
   }
   if (e instanceof NotReadyError) return `${prefix}${e.message}\n`;
-  if (e instanceof InterruptedError) return `${prefix}interrupted\n`;
+  if (e instanceof InterruptedError || (e instanceof Error && e.name === 'AbortError')) return `${prefix}interrupted\n`;
   const err = e instanceof Error ? e : new Error(String(e));
   return `${prefix}${err.message}\n${process.env.NDIF_DEBUG ? `${err.stack}\n` : ''}`;
 }
