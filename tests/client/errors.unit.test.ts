@@ -44,6 +44,9 @@ test('exit codes per failure', () => {
   assert.equal(exitCodeOf(new FabricHttpError(404, { code: 'CP_DEPLOYMENT_NOT_FOUND', message: 'm' }, 'POST /x')), ExitCode.failed);
   assert.equal(exitCodeOf(new CancelledError('r', 'user')), ExitCode.failed);
   assert.equal(exitCodeOf(new Error('x')), ExitCode.failed);
+  const aborted = new DOMException('This operation was aborted', 'AbortError');
+  assert.equal(exitCodeOf(aborted), ExitCode.interrupted, 'Ctrl-C during a wait');
+  assert.equal(renderError(aborted, 'deploy'), 'ndif deploy: interrupted\n');
 });
 
 test('rendered errors give code, message, hint and details; auth failures say where the key came from', () => {
