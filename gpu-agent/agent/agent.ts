@@ -147,7 +147,8 @@ export class GpuAgent {
       void this.register();
       return;
     }
-    const level = n.code === 'CP_AGENT_BOOT_MISMATCH' ? 'error' : 'warn';
+    if (n.commandType === 'RegisterAgent') this.registered = false;
+    const level = n.code === 'CP_AGENT_BOOT_MISMATCH' || n.commandType === 'RegisterAgent' ? 'error' : 'warn';
     log[level]({ code: n.code, command: n.commandType, agentMessageId: n.agentMessageId }, `control plane refused a report: ${n.message}`);
   }
 
