@@ -45,7 +45,7 @@ async function main(): Promise<void> {
     tc.kind === 'ipc'
       ? await IpcTransport.connect({ path: tc.socketPath, onDisconnect: () => void shutdown('the control plane closed the transport socket', 1) })
       : await openTransport(tc);
-  const sandbox = sandboxOpener(async () => new (await import('../sandbox/sandbox.js')).Sandbox());
+  const sandbox = sandboxOpener(async () => new (await import('../sandbox/index.js')).Sandbox());
   const agent = new GpuAgent({ config, transport, blobs, catalog, log, untrusted: sandbox.open });
 
   const shutdown = (why: string, code: number): Promise<void> =>

@@ -1,7 +1,7 @@
 // Untrusted blocks run in the sandbox (sandbox/): one pre-warmed runner process per request. The sandbox is
 // created on the first untrusted request (probing the host's isolation costs time and most embedded requests are
 // trusted); each model is registered with it once, so its runners get the manifest and tokenizer at start.
-import type { Sandbox } from '../../sandbox/sandbox.js';
+import type { Sandbox } from '../../sandbox/index.js';
 import type { HostedModel, OpenChannel } from '../runtime/index.js';
 import type { UntrustedOpener } from './requests.js';
 
@@ -13,7 +13,7 @@ export function sandboxOpener(make: () => Promise<Sandbox>): { open: UntrustedOp
       sandbox ??= make();
       const sb = await sandbox;
       if (!registered.has(model)) {
-        const { modelAssets } = await import('../../sandbox/sandbox.js');
+        const { modelAssets } = await import('../../sandbox/index.js');
         sb.register(modelAssets(model));
         registered.add(model);
       }
