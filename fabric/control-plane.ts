@@ -17,6 +17,7 @@ import type { Transport } from '../transport/port.js';
 import { Relay } from '../transport/relay/relay.js';
 import type { RelayTopics } from '../transport/relay/wire.js';
 import type { FabricContext } from './context.js';
+import type { OnDemandDefaults } from './scheduler-env.js';
 
 export interface ControlPlaneOptions {
   store: EventStore;
@@ -28,6 +29,8 @@ export interface ControlPlaneOptions {
   clock?: () => number;
   topics?: RelayTopics;
   scheduler?: Partial<Omit<SchedulerConfig, 'onDemand'>>;
+  /** Settings every on-demand deployment gets on top of its catalog entry's (e.g. a shorter minimum deployment time). */
+  onDemandDefaults?: OnDemandDefaults;
   /** Run the scheduler and relay here (default true). The API-only processes of distributed mode pass false. */
   schedule?: boolean;
 }
@@ -50,7 +53,7 @@ export class ControlPlane {
         view: this.view,
         commands: this.commands,
         clock,
-        config: { ...options.scheduler, onDemand: onDemandFromCatalog(options.catalog) },
+        config: { ...options.scheduler, onDemand: withDefaults(onDemandFromCatalog(options.catalog), options.onDemandDefaults) },
         onError: (err) => log.error({ err }, 'scheduler step failed'),
       });
       this.relay = new Relay({ store: options.store, snapshots: options.snapshots, transport: options.transport, blobs: options.blobs, commands: this.commands, log, clock, topics: options.topics });
@@ -72,4 +75,12 @@ export class ControlPlane {
     await this.relay?.stop();
     await this.view.stop();
   }
+}
+
+function withDefaults(onDemand: SchedulerConfig['onDemand'], defaults: OnDemandDefaults | undefined): SchedulerConfig['onDemand'] {
+  if (defaults === undefined || Object.keys(defaults).length === 0) return onDemand;
+  return (modelKey) => {
+    const spec = onDemand(modelKey);
+    return spec === undefined ? undefined : { settings: { ...defaults, ...spec.settings } };
+  };
 }

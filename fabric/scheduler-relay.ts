@@ -17,6 +17,7 @@ import { ControlPlane } from './control-plane.js';
 import { openEventStoreFromEnv } from './event-store.js';
 import { healthPortFromEnv, healthUrl, startHealthServer } from './health.js';
 import { processLogger } from './log.js';
+import { onDemandDefaultsFromEnv, schedulerConfigFromEnv } from './scheduler-env.js';
 
 const log = processLogger('scheduler-relay');
 
@@ -45,7 +46,7 @@ async function main(): Promise<void> {
   const opened = await openEventStoreFromEnv(env);
   const blobs = await openBlobStore(blobStoreConfigFromEnv(env));
   const catalog = await FabricModelCatalog.open(catalogConfigFromEnv(env));
-  const cp = new ControlPlane({ store: opened.store, snapshots: opened.snapshots, transport, blobs, catalog, log, topics: relayTopicsFromEnv(env) });
+  const cp = new ControlPlane({ store: opened.store, snapshots: opened.snapshots, transport, blobs, catalog, log, topics: relayTopicsFromEnv(env), scheduler: schedulerConfigFromEnv(env), onDemandDefaults: onDemandDefaultsFromEnv(env) });
   await cp.start();
   const port = healthPortFromEnv(env);
   let health = '';

@@ -9,8 +9,10 @@ import type { Logger } from 'pino';
 export interface AgentChildOptions {
   env: NodeJS.ProcessEnv;
   log: Logger;
-  /** First restart delay; doubles up to 10 s, back to this after a minute of running. Default 500 ms. */
+  /** First restart delay; doubles up to 10 s, back to this after `restartResetMs` of running. Default 500 ms. */
   restartDelayMs?: number;
+  /** A process that ran this long before dying is restarted after the first delay again. Default 60 s. */
+  restartResetMs?: number;
 }
 
 const ENTRY = fileURLToPath(new URL('../gpu-agent.js', import.meta.url));
@@ -51,7 +53,7 @@ export class AgentChild {
     child.on('exit', (code, signal) => {
       if (this.child === child) this.child = undefined;
       if (this.stopping) return;
-      if (Date.now() - startedAt > 60_000) this.delay = this.options.restartDelayMs ?? 500;
+      if (Date.now() - startedAt > (this.options.restartResetMs ?? 60_000)) this.delay = this.options.restartDelayMs ?? 500;
       this.options.log.warn({ code, signal, restartInMs: this.delay }, 'agent process exited; starting it again');
       this.timer = setTimeout(() => this.start(), this.delay);
       this.delay = Math.min(this.delay * 2, 10_000);

@@ -5,6 +5,9 @@
 //   NDIF_AGENT        on (default) | off: start the GPU agent child process
 //   NDIF_AGENT_ID     the child agent's id (default local-agent); NDIF_AGENT_GPUS, NDIF_AGENT_RAM… pass through
 //   NDIF_MODELS       models besides the bundled gpt2-tiny (see catalog/config.ts)
+//   NDIF_AGENT_RESTART_MS  first delay before a dead agent child is started again (default 500; doubles up to 10 s)
+//   NDIF_AGENT_RESTART_RESET_MS  after running this long, a dead agent child gets the first delay again (default 60000)
+//   NDIF_SCHEDULER_*, NDIF_ONDEMAND_*  the scheduler's timing knobs (fabric/scheduler-env.ts)
 // plus the API settings of docs/http-api.md (NDIF_AUTH, default off here; NDIF_RATE_LIMIT, …).
 import { join, resolve } from 'node:path';
 import { FabricError } from '../../protocol/errors.js';
@@ -15,6 +18,10 @@ export interface EmbeddedConfig {
   host: string;
   agent: boolean;
   agentId: string;
+  /** First restart delay of the agent child (ms). */
+  agentRestartMs: number;
+  /** Running time after which the restart delay starts over (ms). */
+  agentRestartResetMs: number;
 }
 
 function invalid(name: string, value: string, accepts: string): FabricError {
@@ -27,7 +34,13 @@ export function embeddedConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Emb
   if (!/^[0-9]+$/.test(rawPort) || port > 65535) throw invalid('NDIF_PORT', rawPort, 'a port number from 0 to 65535');
   const agent = env.NDIF_AGENT ?? 'on';
   if (agent !== 'on' && agent !== 'off') throw invalid('NDIF_AGENT', agent, 'on or off');
-  return { dataDir: resolve(env.NDIF_DATA_DIR || 'data'), port, host: env.NDIF_HOST || '127.0.0.1', agent: agent === 'on', agentId: env.NDIF_AGENT_ID || 'local-agent' };
+  const rawRestart = env.NDIF_AGENT_RESTART_MS || '500';
+  const agentRestartMs = Number(rawRestart);
+  if (!/^[0-9]+$/.test(rawRestart) || agentRestartMs < 10 || agentRestartMs > 10_000) throw invalid('NDIF_AGENT_RESTART_MS', rawRestart, 'milliseconds from 10 to 10000');
+  const rawReset = env.NDIF_AGENT_RESTART_RESET_MS || '60000';
+  const agentRestartResetMs = Number(rawReset);
+  if (!/^[0-9]+$/.test(rawReset) || agentRestartResetMs < 100) throw invalid('NDIF_AGENT_RESTART_RESET_MS', rawReset, 'milliseconds, at least 100');
+  return { dataDir: resolve(env.NDIF_DATA_DIR || 'data'), port, host: env.NDIF_HOST || '127.0.0.1', agent: agent === 'on', agentId: env.NDIF_AGENT_ID || 'local-agent', agentRestartMs, agentRestartResetMs };
 }
 
 export const paths = (c: EmbeddedConfig) => ({

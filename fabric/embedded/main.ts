@@ -19,6 +19,7 @@ import { IpcTransportServer } from '../../transport/ipc/server.js';
 import { ControlPlane } from '../control-plane.js';
 import { openEventStoreFromEnv } from '../event-store.js';
 import { processLogger } from '../log.js';
+import { onDemandDefaultsFromEnv, schedulerConfigFromEnv } from '../scheduler-env.js';
 import { AgentChild } from './agent-child.js';
 import { embeddedConfigFromEnv, paths } from './config.js';
 
@@ -43,7 +44,7 @@ async function main(): Promise<void> {
   const broker = new InProcessBroker();
   const transport = new InProcessTransport({ broker });
   const ipc = await IpcTransportServer.listen({ path: socketPath(config.dataDir), broker });
-  const cp = new ControlPlane({ store: opened.store, snapshots: opened.snapshots, transport, blobs, catalog, log });
+  const cp = new ControlPlane({ store: opened.store, snapshots: opened.snapshots, transport, blobs, catalog, log, scheduler: schedulerConfigFromEnv(env), onDemandDefaults: onDemandDefaultsFromEnv(env) });
   await cp.start();
 
   const keys = new SqliteApiKeyStore({ path: p.keys });
@@ -59,6 +60,8 @@ async function main(): Promise<void> {
   const models = catalogConfig.models.map((s) => ('dir' in s ? `${s.key}=${s.dir}` : s.key));
   const agent = new AgentChild({
     log,
+    restartDelayMs: config.agentRestartMs,
+    restartResetMs: config.agentRestartResetMs,
     env: {
       ...env,
       NDIF_TRANSPORT: 'ipc',
