@@ -1,0 +1,91 @@
+// The embedded fabric as `npm start` runs it, for fault tests: `dist/fabric/embedded/main.js` on a free port
+// over a temp data folder (SQLite), with its GPU agent child (restarted by the fabric when it dies). The agent's
+// pid is read from /proc (the child of the fabric process running gpu-agent.js).
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { SqliteEventStore } from '../../eventstore/sqlite/store.js';
+import { COMPRESSED_TIME, type FaultFabric, type FaultFabricOptions } from './fabric.js';
+import { agentBack, bootOf } from './http.js';
+import { FabricProcess, childrenOf } from './process.js';
+
+export async function startEmbedded(options: FaultFabricOptions = {}): Promise<FaultFabric> {
+  const own = options.dataDir === undefined;
+  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'ndif-faults-'));
+  const env: NodeJS.ProcessEnv = {
+    ...COMPRESSED_TIME,
+    NDIF_DATA_DIR: join(dataDir, 'data'),
+    NDIF_PORT: '0',
+    NDIF_AGENT_GPUS: options.gpus ?? '1x16GiB',
+    NDIF_AGENT_RAM: '8GiB',
+    ...(options.models === undefined ? {} : { NDIF_MODELS: options.models }),
+    ...options.env,
+  };
+  const start = async () => (await FabricProcess.start('fabric', 'embedded/main', env, /listening on (http:\/\/\S+)/)).proc;
+  let main = await start();
+  const urlOf = (p: FabricProcess) => /listening on (http:\/\/\S+)/.exec(p.stdout())![1]!;
+  const retired: FabricProcess[] = [];
+  const agentPid = () => (main.alive ? childrenOf(main.pid, 'gpu-agent.js')[0] : undefined);
+
+  const fabric: FaultFabric = {
+    mode: 'embedded',
+    get commandUrl() {
+      return urlOf(main);
+    },
+    get queryUrl() {
+      return urlOf(main);
+    },
+    agentId: env.NDIF_AGENT_ID ?? 'local-agent',
+    agentPid,
+    async killAgent() {
+      const end = Date.now() + 30_000;
+      let pid = agentPid();
+      while (pid === undefined && Date.now() < end) {
+        await sleep(20);
+        pid = agentPid();
+      }
+      if (pid === undefined) throw new Error('no agent process to kill');
+      const bootId = await bootOf(fabric);
+      process.kill(pid, 'SIGKILL');
+      return { pid, bootId };
+    },
+    freezeAgent() {
+      const pid = agentPid();
+      if (pid === undefined) throw new Error('no agent process to freeze');
+      process.kill(pid, 'SIGSTOP');
+    },
+    thawAgent() {
+      const pid = agentPid();
+      if (pid !== undefined) process.kill(pid, 'SIGCONT');
+    },
+    agentBack(killed, timeoutMs = 30_000) {
+      return agentBack(fabric, killed, timeoutMs);
+    },
+    async killControlPlane() {
+      await main.kill9();
+      retired.push(main);
+    },
+    async restartControlPlane() {
+      main = await start();
+    },
+    async openStore() {
+      const store = new SqliteEventStore({ path: join(dataDir, 'data', 'events.sqlite') });
+      return { store, close: () => store.close() };
+    },
+    loggedErrors() {
+      return [...retired, main].flatMap((p) => p.errors);
+    },
+    processes() {
+      return [main];
+    },
+    async stop() {
+      return [{ name: 'fabric', code: await main.stop() }];
+    },
+    async close() {
+      await main.stop();
+      if (own) rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+  return fabric;
+}
