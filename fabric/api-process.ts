@@ -1,5 +1,6 @@
 // A distributed-mode API process (command API or query API alone): the live projection and the command handlers
-// over the shared event store (no scheduler, no relay: the scheduler-relay process runs those), the API key store
+// over the shared event store (no scheduler, no relay: the scheduler-relay process runs those), for the query API
+// the PostgreSQL read models when configured (fabric/read-models.ts), the API key store
 // (PostgreSQL when DATABASE_URL is set, else SQLite under NDIF_DATA_DIR), the blob store, the catalog, and the
 // fastify server on HOST/PORT (or NDIF_HOST/NDIF_PORT; default 0.0.0.0:8080 for the command API, 8081 for the query API).
 import { join } from 'node:path';
@@ -15,6 +16,7 @@ import { InProcessTransport } from '../transport/inprocess/transport.js';
 import { ControlPlane } from './control-plane.js';
 import { dataDirFromEnv, openEventStoreFromEnv } from './event-store.js';
 import { processLogger } from './log.js';
+import { readModelsConfigFromEnv, startReadModels } from './read-models.js';
 
 export type ApiRole = 'command-api' | 'query-api';
 
@@ -33,6 +35,7 @@ export async function runApiProcess(role: ApiRole, build: (ctx: ApiContext) => P
   const env = process.env;
   const log = processLogger(role, env);
   try {
+    const readModelsConfig = role === 'query-api' ? readModelsConfigFromEnv(env) : undefined;
     const opened = await openEventStoreFromEnv(env);
     const blobs = await openBlobStore(blobStoreConfigFromEnv(env));
     const catalog = await FabricModelCatalog.open(catalogConfigFromEnv(env));
@@ -40,18 +43,20 @@ export async function runApiProcess(role: ApiRole, build: (ctx: ApiContext) => P
     const transport = new InProcessTransport();
     const cp = new ControlPlane({ store: opened.store, snapshots: opened.snapshots, transport, blobs, catalog, log, schedule: false });
     await cp.start();
+    const readModels = role === 'query-api' ? await startReadModels(readModelsConfig, opened.store, log) : undefined;
     const keys = await openKeys(env);
-    const app = await build({ ...cp.context, keys, config: apiConfigFromEnv(env, { auth: true }) });
+    const app = await build({ ...cp.context, readModels, keys, config: apiConfigFromEnv(env, { auth: true }) });
     const port = Number(env.PORT ?? env.NDIF_PORT ?? (role === 'command-api' ? 8080 : 8081));
     const host = env.HOST ?? env.NDIF_HOST ?? '0.0.0.0';
     await app.listen({ port, host });
     const address = app.server.address();
     const bound = typeof address === 'object' && address !== null ? address.port : port;
-    process.stdout.write(`${role} listening on http://${host}:${bound} (event store: ${opened.describe})\n`);
+    process.stdout.write(`${role} listening on http://${host}:${bound} (event store: ${opened.describe}${readModels ? `; ${readModels.describe}` : ''})\n`);
     let stopping: Promise<void> | undefined;
     const stop = () =>
       (stopping ??= (async () => {
         await app.close().catch(() => undefined);
+        await readModels?.stop();
         await cp.stop();
         await keys.close();
         await blobs.close();

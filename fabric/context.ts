@@ -6,6 +6,7 @@ import type { ModelCatalog } from '../catalog/port.js';
 import type { ControlPlaneCommands } from '../command-api/handlers/service.js';
 import type { EventStore } from '../eventstore/port.js';
 import type { ControlPlaneView } from '../projections/control-plane/live.js';
+import type { QueryReadModels } from '../projections/read-models/port.js';
 
 export interface FabricContext {
   store: EventStore;
@@ -19,4 +20,9 @@ export interface FabricContext {
   /** A fresh unique id (uuid v4 unless a test injects another). */
   newId: () => string;
   log: Logger;
+  /**
+   * The PostgreSQL read models (distributed mode's query API): request status, history and audit are read from
+   * them instead of the event store and `view`. Queue positions and cluster views still come from `view`.
+   */
+  readModels?: QueryReadModels;
 }

@@ -2,7 +2,8 @@
 // docker-compose's gpu-agent service) and the embedded fabric's agent child (NDIF_TRANSPORT=ipc). Configured by
 // the environment (docs/agent.md); prints `agent <id> ready boot <bootId>` on stdout once registered. Exits on
 // SIGTERM/SIGINT (stopping cleanly), when its parent's IPC channel closes (the embedded fabric died), and when the
-// IPC transport's socket closes.
+// IPC transport's socket closes. It never holds event-store credentials: DATABASE_URL and KURRENTDB_URL are removed
+// from its environment at start (with a warning) and its PostgreSQL blob store takes BLOB_DATABASE_URL only.
 import { cudaAvailable } from '../gpu-agent/runtime/ort/session.js';
 import { agentConfigFromEnv } from '../gpu-agent/agent/config.js';
 import { GpuAgent } from '../gpu-agent/agent/agent.js';
@@ -28,6 +29,11 @@ const log = processLogger('gpu-agent');
  * request here).
  */
 async function openResultBlobs(env: NodeJS.ProcessEnv): Promise<BlobStore> {
+  if (env.NDIF_BLOB_STORE === 'postgres' && !env.BLOB_DATABASE_URL) {
+    throw new FabricError('AGENT_CONFIG_INVALID', 500, 'a GPU agent with NDIF_BLOB_STORE=postgres needs BLOB_DATABASE_URL: it never uses DATABASE_URL, the event store\'s database', {
+      hint: 'set BLOB_DATABASE_URL=postgres://<blob role>@host:5432/<blob database> (a role that reaches only the blob table)',
+    });
+  }
   const c = blobStoreConfigFromEnv(env);
   const sync = env.NDIF_BLOB_SYNC || 'on';
   if (sync !== 'on' && sync !== 'off') throw new FabricError('AGENT_CONFIG_INVALID', 500, `NDIF_BLOB_SYNC=${JSON.stringify(sync)} is not valid: on or off`, { hint: 'fix NDIF_BLOB_SYNC or unset it for the default (on)' });
@@ -35,7 +41,21 @@ async function openResultBlobs(env: NodeJS.ProcessEnv): Promise<BlobStore> {
   return openBlobStore(c);
 }
 
+/** Event-store settings an agent never holds (it sees only its assignments and publishes only its own events). */
+const EVENT_STORE_VARIABLES = ['DATABASE_URL', 'KURRENTDB_URL'] as const;
+
+/**
+ * Drops the event store's credentials from this process's environment before anything reads it, so neither this
+ * process nor a child it starts (sandbox runners) holds them; says so when some were given.
+ */
+function dropEventStoreCredentials(env: NodeJS.ProcessEnv): void {
+  const given = EVENT_STORE_VARIABLES.filter((k) => env[k] !== undefined);
+  for (const k of given) delete env[k];
+  if (given.length > 0) log.warn({ ignored: given }, `${given.join(' and ')} ignored: a GPU agent never holds event-store credentials (its blob store's database is BLOB_DATABASE_URL)`);
+}
+
 async function main(): Promise<void> {
+  dropEventStoreCredentials(process.env);
   const config = agentConfigFromEnv(process.env, cudaAvailable());
   const catalog = await FabricModelCatalog.open(catalogConfigFromEnv());
   const blobs = await openResultBlobs(process.env);

@@ -9,6 +9,7 @@ import type { EventStore, MetadataFilterName, MetadataQuery, StoredEvent } from 
 import { isFabricError } from '../protocol/errors.js';
 import type { AuditState } from '../projections/audit/projection.js';
 import { modelPositions } from '../projections/audit/query.js';
+import type { AuditIndexFilter } from '../projections/read-models/port.js';
 import { explainEvent } from './describe.js';
 import { forensicsError, ForensicsErrorCode as C } from './errors.js';
 
@@ -75,8 +76,8 @@ export interface AuditRow {
 
 export interface AuditAnswer {
   filter: AuditFilter;
-  /** Which index answered: the event store's metadata columns, or the audit projection's positions. */
-  source: 'event-store-index' | 'audit-projection';
+  /** Which index answered: the event store's metadata columns, the audit projection's positions, or the audit read model. */
+  source: 'event-store-index' | 'audit-projection' | 'audit-read-model';
   events: AuditRow[];
   /** Pass as afterPosition for the next page; null when this page is the last. */
   nextAfterPosition: number | null;
@@ -89,6 +90,11 @@ export interface AuditSources {
    * cannot be answered. A live source catches up with the store first, so the answer covers everything stored.
    */
   audit?: () => AuditState | Promise<AuditState>;
+  /**
+   * The audit read model (distributed mode, projections/read-models/audit.ts): indexes every recorded filter, so
+   * when given it answers every query, whatever the event store indexes. Its positions must cover everything stored.
+   */
+  index?: { positions(filter: AuditIndexFilter): Promise<number[]> };
 }
 
 function checkFilter(input: unknown): Required<Pick<AuditFilter, 'afterPosition' | 'limit'>> & AuditFilter {
@@ -169,6 +175,12 @@ export async function auditEvents(sources: AuditSources, input: unknown, options
   const storeCan = (k: AuditFilterName) => k !== 'modelKey' && indexed.has(k as MetadataFilterName);
   const useProjection = f.modelKey !== undefined || (f.actor !== undefined && !storeCan('actor'));
 
+  if (sources.index !== undefined) {
+    // One position past the page tells whether there is a next one.
+    const positions = await sources.index.positions({ ...filter, afterPosition, limit: limit + 1 });
+    return fromPositions(store, positions, f, 'audit-read-model', withData);
+  }
+
   if (!useProjection) {
     for (const k of Object.keys(filter) as AuditFilterName[]) if (!storeCan(k)) notIndexed(k, `the ${store.adapter} event store does not index it (it indexes ${[...indexed].join(', ') || 'no metadata'})`);
     let events: StoredEvent[];
@@ -196,6 +208,12 @@ export async function auditEvents(sources: AuditSources, input: unknown, options
       return (window.fromMs === undefined || t >= window.fromMs) && (window.toMs === undefined || t < window.toMs);
     });
   }
+  return fromPositions(store, positions, f, 'audit-projection', withData);
+}
+
+/** The events at the candidate positions that pass every filter, one page of them. */
+async function fromPositions(store: EventStore, positions: number[], f: ReturnType<typeof checkFilter>, source: AuditAnswer['source'], withData: boolean): Promise<AuditAnswer> {
+  const { limit } = f;
   // The rest narrows the indexed candidates; it never widens the answer.
   const keep = (e: StoredEvent) =>
     (f.correlationId === undefined || e.metadata.correlationId === f.correlationId) &&
@@ -214,5 +232,5 @@ export async function auditEvents(sources: AuditSources, input: unknown, options
     }
   }
   const more = out.length >= limit && positions[positions.length - 1] > scanned;
-  return { filter: f, source: 'audit-projection', events: out.map((e) => row(e, withData)), nextAfterPosition: more ? out[out.length - 1].position : null };
+  return { filter: f, source, events: out.map((e) => row(e, withData)), nextAfterPosition: more ? out[out.length - 1].position : null };
 }

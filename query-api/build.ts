@@ -4,6 +4,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { ApiContext, RouteDeps } from '../auth/http/deps.js';
 import { newApiInstance } from '../auth/http/instance.js';
+import { parseStream } from '../domain/shared/ids.js';
+import type { StoredEvent } from '../eventstore/port.js';
 import { QUERY_ROUTES, type QueryRoutes } from './routes/index.js';
 import { StatusHub } from './ws/hub.js';
 import { attachStatusSocket } from './ws/upgrade.js';
@@ -19,11 +21,27 @@ export const QUERY_CAPABILITIES = ['ws-status', 'ws-since-cursor', 'inline-resul
 export async function registerQueryRoutes(app: FastifyInstance, deps: RouteDeps, options: QueryApiOptions = {}): Promise<StatusHub> {
   for (const c of QUERY_CAPABILITIES) deps.capabilities.add(c);
   const { ctx } = deps;
-  const hub = new StatusHub(ctx.view, (streamId) => ctx.store.readStream(streamId), (e, where) => ctx.log.error({ err: e }, `status websocket: ${where}: ${e instanceof Error ? e.message : String(e)}`), ctx.clock);
+  const hub = new StatusHub(ctx.view, historyReader(deps), (e, where) => ctx.log.error({ err: e }, `status websocket: ${where}: ${e instanceof Error ? e.message : String(e)}`), ctx.clock);
   attachStatusSocket(app, deps, hub);
   app.decorate(HUB, hub);
   for (const routes of [...QUERY_ROUTES, ...(options.plugins ?? [])]) await routes(app, deps);
   return hub;
+}
+
+/**
+ * Where the status websocket reads a request's history for its replay: the event store, or with read models the
+ * request's history rows once they include the live view's position (the replay covers events up to it).
+ */
+function historyReader(deps: RouteDeps): (streamId: string) => Promise<StoredEvent[]> {
+  const { ctx } = deps;
+  const rm = ctx.readModels?.requests;
+  if (rm === undefined) return (streamId) => ctx.store.readStream(streamId);
+  return async (streamId) => {
+    const stream = parseStream(streamId);
+    if (stream?.kind !== 'request') return ctx.store.readStream(streamId);
+    await rm.waitForPosition(ctx.view.position, deps.config.readyTimeoutMs);
+    return rm.events(stream.id);
+  };
 }
 
 const HUB = 'ndifStatusHub';

@@ -58,12 +58,14 @@ async function main(): Promise<void> {
 
   // The agent serves the same models (the same NDIF_MODELS, with the bundled one made explicit).
   const models = catalogConfig.models.map((s) => ('dir' in s ? `${s.key}=${s.dir}` : s.key));
+  // The agent never holds event-store credentials (it would drop them with a warning).
+  const { DATABASE_URL: _db, KURRENTDB_URL: _kurrent, ...agentEnv } = env;
   const agent = new AgentChild({
     log,
     restartDelayMs: config.agentRestartMs,
     restartResetMs: config.agentRestartResetMs,
     env: {
-      ...env,
+      ...agentEnv,
       NDIF_TRANSPORT: 'ipc',
       NDIF_IPC_SOCKET: ipc.path,
       NDIF_BLOB_STORE: 'files',

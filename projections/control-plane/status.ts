@@ -44,7 +44,12 @@ export function userStatus(s: ControlPlaneState, v: RequestView): UserStatus {
 
 export function requestStatus(s: ControlPlaneState, requestId: string): RequestStatusView | undefined {
   const v = s.requests.byId.get(requestId);
-  if (v === undefined) return undefined;
+  return v === undefined ? undefined : requestStatusOf(s, v);
+}
+
+/** The status of request view `v` (from `s` or from a read model), with its queue position and deployment read from `s`. */
+export function requestStatusOf(s: ControlPlaneState, v: RequestView): RequestStatusView {
+  const requestId = v.requestId;
   const status = userStatus(s, v);
   const waiting = v.status === 'QUEUED';
   const dep = s.cluster.deployments.get(v.modelKey);

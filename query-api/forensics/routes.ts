@@ -15,6 +15,7 @@ import { diffReplays } from '../../forensics/replay-diff.js';
 import { renderReplay, renderReplayDiff } from '../../forensics/replay-text.js';
 import { replayTo } from '../../forensics/replay.js';
 import { explainWhy } from '../../forensics/why.js';
+import type { AuditIndexFilter } from '../../projections/read-models/port.js';
 import { renderWhy } from '../../forensics/why-text.js';
 
 export interface ForensicsRouteOptions {
@@ -68,7 +69,18 @@ export function forensicsRoutes(app: FastifyInstance, deps: RouteDeps, options: 
       await ctx.view.catchUp(5000);
       return ctx.view.state.audit;
     };
-    const answer = await auditEvents({ store: ctx.store, audit }, filter, { data: data === 'true' });
+    const rm = ctx.readModels?.audit;
+    // With the audit read model (distributed mode) every filter is answered from it, once it holds everything stored.
+    const index =
+      rm === undefined
+        ? undefined
+        : {
+            positions: async (f: AuditIndexFilter) => {
+              await rm.catchUp(5000);
+              return rm.positions(f);
+            },
+          };
+    const answer = await auditEvents({ store: ctx.store, audit, index }, filter, { data: data === 'true' });
     return send(reply, fmt, { ...answer, recordedFilters: Object.keys(RECORDED_FILTERS) }, () => renderAudit(answer));
   });
 

@@ -1,11 +1,14 @@
 // Reading one request for its reader: its stream, the projection caught up to it, and the visibility rule (the
-// submitter or an operator).
+// submitter or an operator). With read models (distributed mode) the row and the history come from them, once
+// they hold everything stored when the call came (read your writes); queue position and deployment phase come
+// from the live view.
 import type { RouteDeps } from '../../auth/http/deps.js';
 import type { Identity } from '../../auth/keys.js';
 import { requestStream } from '../../domain/shared/ids.js';
 import type { StoredEvent } from '../../eventstore/port.js';
 import { FabricError } from '../../protocol/errors.js';
-import { requestStatus, type RequestStatusView } from '../../projections/control-plane/status.js';
+import { requestStatus, requestStatusOf, type RequestStatusView } from '../../projections/control-plane/status.js';
+import type { RequestView } from '../../projections/requests/state.js';
 import { forbidden, mayRead } from '../ws/connection.js';
 
 export function requestNotFound(requestId: string): FabricError {
@@ -15,8 +18,29 @@ export function requestNotFound(requestId: string): FabricError {
   });
 }
 
-export async function readRequest(deps: RouteDeps, me: Identity, requestId: string): Promise<{ events: StoredEvent[]; view: RequestStatusView; submitter: string }> {
+export interface ReadRequest {
+  events: StoredEvent[];
+  view: RequestStatusView;
+  /** The recorded request (trusted, priority, result…). */
+  request: RequestView;
+  submitter: string;
+}
+
+async function fromReadModels(deps: RouteDeps, me: Identity, requestId: string): Promise<ReadRequest> {
   const { ctx } = deps;
+  const rm = ctx.readModels!.requests;
+  await rm.catchUp(deps.config.readyTimeoutMs);
+  const row = await rm.get(requestId);
+  if (row === undefined) throw requestNotFound(requestId);
+  if (!mayRead(me, row.view.submitter)) throw forbidden(requestId, me);
+  const events = await rm.events(requestId);
+  if (ctx.view.position < row.position) await ctx.view.waitForPosition(row.position, deps.config.readyTimeoutMs);
+  return { events, view: requestStatusOf(ctx.view.state, row.view), request: row.view, submitter: row.view.submitter };
+}
+
+export async function readRequest(deps: RouteDeps, me: Identity, requestId: string): Promise<ReadRequest> {
+  const { ctx } = deps;
+  if (ctx.readModels !== undefined) return fromReadModels(deps, me, requestId);
   const events = await ctx.store.readStream(requestStream(requestId));
   if (events.length === 0) throw requestNotFound(requestId);
   const last = events[events.length - 1]!.position;
@@ -26,5 +50,5 @@ export async function readRequest(deps: RouteDeps, me: Identity, requestId: stri
   const view = requestStatus(s, requestId);
   if (v === undefined || view === undefined) throw requestNotFound(requestId);
   if (!mayRead(me, v.submitter)) throw forbidden(requestId, me);
-  return { events, view, submitter: v.submitter };
+  return { events, view, request: v, submitter: v.submitter };
 }

@@ -29,8 +29,7 @@ export function requestQueryRoutes(app: FastifyInstance, deps: RouteDeps): void 
   app.get('/requests/:id', async (req) => {
     const me = callerOf(req);
     const { id } = parseInput(idParams, req.params, 'params');
-    const { events, view } = await readRequest(deps, me, id);
-    const v = ctx.view.state.requests.byId.get(id)!;
+    const { events, view, request: v } = await readRequest(deps, me, id);
     const h = historyOf(events);
     return {
       requestId: id,
@@ -95,8 +94,7 @@ export function requestQueryRoutes(app: FastifyInstance, deps: RouteDeps): void 
         const e = keyMissing();
         throw new FabricError(e.code, e.httpStatus, 'downloading a result needs the signed URL\'s token or the API key that submitted the request', { hint: e.hint });
       }
-      await readRequest(deps, req.identity, id);
-      view = ctx.view.state.requests.byId.get(id)!;
+      view = (await readRequest(deps, req.identity, id)).request;
       if (view.result === null) throw notReady(id, userStatus(ctx.view.state, view));
     }
     const blob = await ctx.blobs.get(view.result!.ref);
