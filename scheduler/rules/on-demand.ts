@@ -4,6 +4,7 @@
 import type { PlanContext } from '../plan-context.js';
 import { activeReplicas } from '../../projections/cluster/queries.js';
 import { heads, queuedModels } from '../../projections/queue/queries.js';
+import type { DeploymentOutcome } from '../../projections/cluster/state.js';
 import { LIVE_STATES } from '../view-queries.js';
 
 export function onDemandRule(ctx: PlanContext): void {
@@ -13,7 +14,7 @@ export function onDemandRule(ctx: PlanContext): void {
     if (replicas.some((r) => LIVE_STATES.has(r.state))) continue;
     const dep = s.cluster.deployments.get(modelKey);
     const entries = heads(s.queue, modelKey, Number.POSITIVE_INFINITY).filter((e) => !ctx.touchedRequests.has(e.id));
-    const failure = dep?.lastFailure ?? null;
+    const failure = failureForWaiting(s, dep?.lastFailure ?? null);
     const waiting = [];
     for (const e of entries) {
       if (failure !== null && e.value.queuedAtMs <= failure.atMs) {
@@ -77,4 +78,15 @@ export function onDemandRule(ctx: PlanContext): void {
       oldest.lastEvent,
     );
   }
+}
+
+/**
+ * The failure that tells waiting requests their model cannot be deployed. A replica added to a deployment that had
+ * live ones (an operator's scale, an autoscale step) being refused or failing says only that one more did not fit:
+ * requests waiting once the live ones are gone (evicted) get a deployment of their own to try.
+ */
+function failureForWaiting(s: PlanContext['state'], failure: DeploymentOutcome | null): DeploymentOutcome | null {
+  if (failure === null) return null;
+  const requestedFor = s.cluster.replicas.get(failure.replicaId)?.requestedFor;
+  return requestedFor === 'AUTOSCALE' || requestedFor === 'SCALE' ? null : failure;
 }
