@@ -4,7 +4,8 @@
 import { FabricError } from '../../protocol/errors.js';
 import type { BlockError } from '../../protocol/interleave.js';
 
-const BLOCK_CODES: Record<string, { code: string; status: number }> = {
+/** The code and HTTP status of each BlockError type; a type not listed (none today) reports BLOCK_ERROR. */
+export const BLOCK_CODES: Readonly<Record<string, { code: string; status: number }>> = {
   OutOfOrder: { code: 'BLOCK_OUT_OF_ORDER', status: 400 },
   NotProvided: { code: 'BLOCK_NOT_PROVIDED', status: 400 },
   UnknownModule: { code: 'BLOCK_UNKNOWN_MODULE', status: 400 },
@@ -20,7 +21,16 @@ const BLOCK_CODES: Record<string, { code: string; status: number }> = {
   Timeout: { code: 'REQUEST_TIMEOUT', status: 408 },
   Cancelled: { code: 'REQUEST_CANCELLED', status: 499 },
   ProtocolError: { code: 'BLOCK_PROTOCOL_ERROR', status: 500 },
+  // Set by the sandbox for a runner that died under the request (sandbox/session.ts crashError).
+  OutOfMemory: { code: 'BLOCK_OUT_OF_MEMORY', status: 400 },
+  CpuLimit: { code: 'BLOCK_CPU_LIMIT', status: 400 },
+  SandboxCrashed: { code: 'BLOCK_SANDBOX_CRASHED', status: 500 },
 };
+
+/** The error code a BlockError of this type is reported under. */
+export function blockErrorCode(type: string): { code: string; status: number } {
+  return Object.hasOwn(BLOCK_CODES, type) ? BLOCK_CODES[type]! : { code: 'BLOCK_ERROR', status: 400 };
+}
 
 /** The request failed because of what a block did (or did not do). */
 export class InterventionError extends FabricError {
@@ -28,7 +38,7 @@ export class InterventionError extends FabricError {
   readonly invoke: number | undefined;
 
   constructor(blockError: BlockError, invoke?: number) {
-    const c = BLOCK_CODES[blockError.type] ?? { code: 'BLOCK_ERROR', status: 400 };
+    const c = blockErrorCode(blockError.type);
     const where = invoke === undefined ? '' : ` (invoke ${invoke})`;
     super(c.code, c.status, `${blockError.type}${where}: ${blockError.message}`, {
       details: { phase: blockError.phase, type: blockError.type, ...(invoke === undefined ? {} : { invoke }), ...(blockError.stack ? { stack: blockError.stack } : {}) },

@@ -135,6 +135,7 @@ test('unbounded allocation hits the memory cap: OutOfMemory, and the next reques
     await assert.rejects(run('async () => { const keep = []; for (;;) keep.push(Buffer.alloc(8 << 20, 1)); }'), (e: unknown) => {
       assert.ok(e instanceof InterventionError, String(e));
       assert.equal(e.blockError.type, 'OutOfMemory', e.message);
+      assert.equal(e.code, 'BLOCK_OUT_OF_MEMORY');
       assert.match(e.message, /memory cap of 192 MiB|rlimit|heap cap/);
       return true;
     });
