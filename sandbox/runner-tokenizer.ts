@@ -1,17 +1,13 @@
 // The runner's tokenizer for ctx.encode / ctx.decode, built from tokenizer.json (INIT's text, or the file INIT
-// names, which the runner may read) on first use: most
-// blocks never tokenize, and loading @huggingface/tokenizers plus parsing GPT-2's vocabulary costs hundreds of
-// milliseconds and tens of megabytes, too much for every warm runner. Same library and options as the
-// agent's (gpu-agent/runtime/tokenizer.ts), so ids are identical trusted and untrusted. The library's
+// names, which the runner may read) on first use: most blocks never tokenize, and loading
+// @huggingface/tokenizers plus parsing GPT-2's vocabulary costs hundreds of milliseconds and tens of
+// megabytes, too much for every warm runner. The library options are protocol/text-codec.ts's, the same the
+// agent uses (gpu-agent/runtime/tokenizer.ts), so ids are identical trusted and untrusted. The library's
 // CommonJS entry is passed in by path (the launcher resolves it and allows the runner to read it).
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import type { TextCodec } from '../gpu-agent/block/index.js';
-
-type TokenizerCtor = new (json: object, config: object) => {
-  encode(text: string, opts: { add_special_tokens: boolean }): { ids: number[] };
-  decode(ids: number[], opts: { skip_special_tokens: boolean }): string;
-};
+import { textCodecFromJson } from '../protocol/text-codec.js';
+import type { TextCodec, TokenizerClass } from '../protocol/text-codec.js';
 
 /** `json` is tokenizer.json's text, or `file` its path (read on first use). */
 export function lazyTokenizer(json: string | null, file: string | null, configJson: string | null, modulePath: string | null): TextCodec | null {
@@ -20,13 +16,9 @@ export function lazyTokenizer(json: string | null, file: string | null, configJs
   const get = (): TextCodec => {
     if (!codec) {
       if (modulePath === null) throw new Error('the sandbox runner was started without its tokenizer library');
-      const { Tokenizer } = createRequire(modulePath)(modulePath) as { Tokenizer: TokenizerCtor };
+      const { Tokenizer } = createRequire(modulePath)(modulePath) as { Tokenizer: TokenizerClass };
       const text = json ?? readFileSync(file!, 'utf8');
-      const tok = new Tokenizer(JSON.parse(text) as object, configJson === null ? {} : (JSON.parse(configJson) as object));
-      codec = {
-        encode: (text) => tok.encode(text, { add_special_tokens: false }).ids,
-        decode: (ids) => (ids.length === 0 ? '' : tok.decode(ids, { skip_special_tokens: false })),
-      };
+      codec = textCodecFromJson(Tokenizer, text, configJson === null ? {} : (JSON.parse(configJson) as object));
     }
     return codec;
   };

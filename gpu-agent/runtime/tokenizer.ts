@@ -1,13 +1,13 @@
 // The model's tokenizer (tokenizer.json, optional tokenizer_config.json) through @huggingface/tokenizers, which
-// takes parsed JSON and does no I/O of its own.
+// takes parsed JSON and does no I/O of its own. The encode/decode options are protocol/text-codec.ts's, shared
+// with the sandbox runner.
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Tokenizer } from '@huggingface/tokenizers';
+import { textCodecFromJson } from '../../protocol/text-codec.js';
+import type { TextCodec } from '../../protocol/text-codec.js';
 
-export interface TextTokenizer {
-  encode(text: string): number[];
-  decode(ids: number[]): string;
-}
+export type TextTokenizer = TextCodec;
 
 export interface LoadedTokenizer extends TextTokenizer {
   /** tokenizer.json as text (the sandbox runner builds its own copy from it). */
@@ -16,11 +16,7 @@ export interface LoadedTokenizer extends TextTokenizer {
 }
 
 export function tokenizerFromJson(json: string, config: Record<string, unknown> = {}): TextTokenizer {
-  const tok = new Tokenizer(JSON.parse(json) as object, config);
-  return {
-    encode: (text) => tok.encode(text, { add_special_tokens: false }).ids,
-    decode: (ids) => (ids.length === 0 ? '' : tok.decode(ids, { skip_special_tokens: false })),
-  };
+  return textCodecFromJson(Tokenizer, json, config);
 }
 
 export function loadTokenizer(dir: string): LoadedTokenizer | null {
