@@ -13,6 +13,7 @@ import { serveBlocks } from '../gpu-agent/block/index.js';
 import { FRAME_VERSION, ProtocolError } from '../protocol/frames.js';
 import type { BlockEndpoint, BlockToHost, HostToBlock } from '../protocol/interleave.js';
 import type { Manifest } from '../protocol/manifest.js';
+import { writeDrainMarkers } from './runner-drain.js';
 import { captureOutput } from './runner-output.js';
 import { lazyTokenizer } from './runner-tokenizer.js';
 import { warmUp } from './runner-warmup.js';
@@ -61,14 +62,17 @@ async function main(): Promise<void> {
     (process as unknown as Record<string, unknown>)[raw] = unavailable(`process.${raw}()`, 'blocks cannot signal processes');
   }
 
-  // Raw stdout/stderr writes go to the lowest invoke still running (console.* is already per invoke).
+  // A block's writes are its invoke's (serveBlocks runs each invoke in its output context); writes made
+  // outside every invoke's context go to the lowest invoke still running. Before the last END, the drain
+  // markers follow whatever a block wrote straight to fd 1/2 (runner-drain.ts).
   const open = new Set<number>();
   const output = captureOutput((msg) => channel.send(msg), () => (open.size > 0 ? Math.min(...open) : 0));
   const endpoint: BlockEndpoint = {
     send(msg: BlockToHost) {
-      if (msg.kind === 'END' || msg.kind === 'EXCEPTION') {
+      if ((msg.kind === 'END' || msg.kind === 'EXCEPTION') && open.has(msg.invoke)) {
         output.flush();
         open.delete(msg.invoke);
+        if (open.size === 0) writeDrainMarkers();
       }
       channel.send(msg);
     },

@@ -1,53 +1,36 @@
-// In the runner: a block's writes to process.stdout / process.stderr (console.* included, which writes
-// through them) become LOG lines on the socket, in order with the block's other messages. Writes that
-// bypass these streams (fs.writeSync(1, …)) still reach the runner's real stdout/stderr pipes, which the
-// agent turns into LOG lines too.
+// In the runner every write to process.stdout / process.stderr is the block's. A write from an invoke's own
+// code (and what it started: timers, promises) is that invoke's: serveBlocks runs each invoke in its output
+// context (gpu-agent/block/invoke-output.ts). The rest — writes made outside every invoke's context, such as
+// from a process event handler — go to the lowest invoke still running. All of these are LOG frames on the
+// socket, in order with the block's other messages. Writes that bypass the streams (fs.writeSync(1, …))
+// reach the runner's real stdout/stderr pipes instead; see runner-drain.ts.
 import type { BlockToHost } from '../protocol/interleave.js';
-import { LineSplitter } from './line-splitter.js';
-
-type Write = typeof process.stdout.write;
+import { routeWritesOutsideInvokes } from '../gpu-agent/block/invoke-output.js';
+import { LineSplitter } from '../gpu-agent/block/line-splitter.js';
 
 export interface OutputCapture {
-  /** Emits any unfinished line now (before an invoke's END, so its last words are not lost). */
+  /** Emits any unfinished line of the writes outside invokes now (before an invoke's END). */
   flush(): void;
-  /** Emits any unfinished line and restores the real streams. */
+  /** Emits any unfinished line and lets later writes outside invokes reach the real streams again. */
   restore(): void;
 }
 
-/** `invoke` says which invoke a write belongs to (the one whose code is running, or the lowest open one). */
+/** `invoke` says which invoke a write made outside every invoke's context belongs to. */
 export function captureOutput(send: (msg: BlockToHost) => void, invoke: () => number): OutputCapture {
-  const restores: Array<() => void> = [];
-  const splitters: LineSplitter[] = [];
-  for (const stream of ['stdout', 'stderr'] as const) {
-    const target = process[stream];
-    const original = target.write;
-    const splitter = new LineSplitter((line) => send({ kind: 'LOG', invoke: invoke(), stream, line }));
-    splitters.push(splitter);
-    const write = function (this: unknown, chunk: unknown, encoding?: unknown, cb?: unknown): boolean {
-      const callback = typeof encoding === 'function' ? encoding : cb;
-      const enc = typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8';
-      const text =
-        typeof chunk === 'string'
-          ? enc === 'utf8' || enc === 'utf-8'
-            ? chunk
-            : Buffer.from(chunk, enc).toString('utf8')
-          : Buffer.from(chunk as Uint8Array).toString('utf8');
-      splitter.write((text as unknown as { toWellFormed(): string }).toWellFormed());
-      if (typeof callback === 'function') queueMicrotask(() => (callback as (e?: Error) => void)());
-      return true;
-    } as Write;
-    target.write = write;
-    restores.push(() => {
-      target.write = original;
-    });
-  }
+  const splitters = {
+    stdout: new LineSplitter((line) => send({ kind: 'LOG', invoke: invoke(), stream: 'stdout', line })),
+    stderr: new LineSplitter((line) => send({ kind: 'LOG', invoke: invoke(), stream: 'stderr', line })),
+  };
+  routeWritesOutsideInvokes((stream, text) => splitters[stream].write(text));
+  const flush = () => {
+    splitters.stdout.flush();
+    splitters.stderr.flush();
+  };
   return {
-    flush() {
-      for (const s of splitters) s.flush();
-    },
+    flush,
     restore() {
-      for (const s of splitters) s.flush();
-      for (const r of restores) r();
+      flush();
+      routeWritesOutsideInvokes(undefined);
     },
   };
 }

@@ -1,9 +1,11 @@
 // The agent's handle on one runner process: its socket channel, its stdout/stderr as lines, how it
 // exited (exit code, signal, whether its memory cgroup OOM-killed it or V8 ran out of heap), and a kill
-// that takes its whole process group. A runner serves at most one request (claim()).
+// that takes its whole process group. A runner serves at most one request (claim()). Its pipes carry the
+// drain markers (runner-drain.ts): rawOutputDrained() says when everything written before them was read.
 import { setPriority } from 'node:os';
 import type { AgentToRunner, ReadyMessage, RunnerToAgent } from '../protocol/frames.js';
-import { LineSplitter } from './line-splitter.js';
+import { LineSplitter } from '../gpu-agent/block/line-splitter.js';
+import { DrainMarkerScanner } from './runner-drain.js';
 import type { MemoryCgroup } from './memory-cgroup.js';
 import type { SocketChannel } from './socket-channel.js';
 import type { SpawnedRunner } from './spawner.js';
@@ -36,6 +38,8 @@ export class RunnerProcess {
   private outputListener: OutputListener | undefined;
   private exitInfo: RunnerExit | undefined;
   private running = true;
+  private readonly drained = new Set<'stdout' | 'stderr'>();
+  private drainWaiters: Array<() => void> = [];
 
   constructor(
     readonly id: string,
@@ -53,8 +57,18 @@ export class RunnerProcess {
       if (this.stderrTail.length > STDERR_TAIL_LINES) this.stderrTail.shift();
       this.outputListener?.('stderr', line);
     });
-    spawned.stdout.setEncoding('utf8').on('data', (t: string) => out.write(t));
-    spawned.stderr.setEncoding('utf8').on('data', (t: string) => err.write(t));
+    const scanned = (stream: 'stdout' | 'stderr', lines: LineSplitter) =>
+      new DrainMarkerScanner(
+        (t) => lines.write(t),
+        () => {
+          lines.flush();
+          this.markDrained(stream);
+        },
+      );
+    const outScan = scanned('stdout', out);
+    const errScan = scanned('stderr', err);
+    spawned.stdout.setEncoding('utf8').on('data', (t: string) => outScan.write(t));
+    spawned.stderr.setEncoding('utf8').on('data', (t: string) => errScan.write(t));
     const streamsClosed = Promise.all([
       new Promise((r) => spawned.stdout.once('close', r)),
       new Promise((r) => spawned.stderr.once('close', r)),
@@ -63,6 +77,8 @@ export class RunnerProcess {
       this.running = false;
       // stderr may still hold V8's last words; give the pipes a moment to drain.
       await Promise.race([streamsClosed, new Promise((r) => setTimeout(r, 200))]);
+      outScan.end();
+      errScan.end();
       out.flush();
       err.flush();
       const oomKilled = (this.cgroup?.oomKills() ?? 0) > 0;
@@ -79,6 +95,30 @@ export class RunnerProcess {
       };
       return this.exitInfo;
     });
+  }
+
+  /**
+   * Resolves once both pipes have carried the runner's drain marker (every raw write before it has been
+   * passed to the output listener), the runner has exited (its pipes were read to their end), or `maxMs`
+   * passed.
+   */
+  rawOutputDrained(maxMs: number): Promise<void> {
+    if (this.drained.size === 2 || this.exitInfo) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.drainWaiters = this.drainWaiters.filter((w) => w !== done);
+        resolve();
+      };
+      const timer = setTimeout(done, maxMs);
+      this.drainWaiters.push(done);
+      void this.exited.then(done);
+    });
+  }
+
+  private markDrained(stream: 'stdout' | 'stderr'): void {
+    this.drained.add(stream);
+    if (this.drained.size === 2) for (const w of [...this.drainWaiters]) w();
   }
 
   /** The exit, once it happened. */

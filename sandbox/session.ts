@@ -2,7 +2,8 @@
 // in-process, carried as frames. What the runner cannot say itself becomes a structured EXCEPTION for
 // every invoke still open: a timeout or cancel (the runner is killed at once), a crash (exit code or
 // signal), the memory cap (cgroup OOM kill or V8 heap limit), the CPU rlimit, an unreadable frame. The
-// runner's raw stdout/stderr (writes that bypass console) arrive as LOG lines.
+// runner's raw stdout/stderr pipes (writes straight to fd 1/2) arrive as LOG lines of the lowest open invoke,
+// all of them before the last invoke's END.
 import type { BlockError, BlockToHost, BlockChannel, HostToBlock } from '../protocol/interleave.js';
 import type { RunnerLimits } from './config.js';
 import { SandboxError } from './errors.js';
@@ -29,6 +30,8 @@ export interface SessionReport {
 
 /** After the last END the runner exits by itself; if it has not within this, it is killed (never reused). */
 const EXIT_GRACE_MS = 1000;
+/** How long the last END waits for the runner's drain markers on its stdout/stderr pipes. */
+const RAW_OUTPUT_DRAIN_MS = 200;
 
 export class SandboxSession implements BlockChannel {
   private readonly queue: BlockToHost[] = [];
@@ -121,7 +124,14 @@ export class SandboxSession implements BlockChannel {
         return this.runnerGone(end);
       }
       if (this.terminal) return;
-      if (m.kind === 'END' || m.kind === 'EXCEPTION') this.open.delete(m.invoke);
+      if (m.kind === 'END' || m.kind === 'EXCEPTION') {
+        // The last invoke's END waits for the raw pipe output written before it (runner-drain.ts).
+        if (this.started && this.open.size === 1 && this.open.has(m.invoke)) {
+          await this.runner.rawOutputDrained(RAW_OUTPUT_DRAIN_MS);
+          if (this.terminal) return;
+        }
+        this.open.delete(m.invoke);
+      }
       this.deliver(m);
       if (this.started && this.open.size === 0) this.finished();
     }

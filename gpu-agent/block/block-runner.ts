@@ -1,20 +1,21 @@
 // Serves one request on the blocks' end of a channel: waits for START, compiles and starts every invoke's block,
 // routes VALUE/RAISE to the invoke they answer, and reports END or EXCEPTION for each. Returns when the host
 // sends STOP or the channel breaks. The same code runs in the agent (trusted blocks) and in a sandbox runner.
+// Each invoke's code runs in its own output context (invoke-output.ts): its console calls and its raw
+// process.stdout/stderr writes become LOG lines of that invoke, flushed before its END or EXCEPTION.
 import type { BlockEndpoint, HostToBlock, StartRequest } from '../../protocol/interleave.js';
 import type { Manifest } from '../../protocol/manifest.js';
+import type { TextCodec } from '../../protocol/text-codec.js';
 import { BlockCompileError, compileBlock, toBlockError } from './compile.js';
 import { captureConsole } from './console-capture.js';
+import { InvokeOutput, runAsInvoke } from './invoke-output.js';
 import { InvokeSession } from './invoke-session.js';
 import { ManifestIndex } from './manifest-index.js';
 import { createModelProxy } from './model-proxy.js';
 import { toSavedTree } from './saved-tree.js';
 import { Tensor } from './tensor.js';
 
-export interface TextCodec {
-  encode(text: string): number[];
-  decode(ids: number[]): string;
-}
+export type { TextCodec } from '../../protocol/text-codec.js';
 
 export interface BlockEnvironment {
   manifest: Manifest;
@@ -86,12 +87,15 @@ export async function serveBlocks(channel: BlockEndpoint, env: BlockEnvironment)
     const inv = start.invokes[i]!;
     const session = new InvokeSession({ invoke: inv.invoke, batchSize: inv.batchSize, totalBatch, sequence, steps: start.steps }, index, send);
     sessions.set(inv.invoke, session);
-    const cons = captureConsole((stream, line) => send({ kind: 'LOG', invoke: inv.invoke, stream, line }));
+    const log = (stream: 'stdout' | 'stderr', line: string) => send({ kind: 'LOG', invoke: inv.invoke, stream, line });
+    const cons = captureConsole(log);
+    const output = new InvokeOutput(inv.invoke, log);
     let fn;
     try {
-      fn = compileBlock(inv.source.trim() === '' ? EMPTY_BLOCK : inv.source, inv.invoke, cons);
+      fn = runAsInvoke(output, () => compileBlock(inv.source.trim() === '' ? EMPTY_BLOCK : inv.source, inv.invoke, cons));
     } catch (e) {
       const error = e instanceof BlockCompileError ? e.blockError : toBlockError(e, inv.invoke);
+      output.flush();
       send({ kind: 'EXCEPTION', invoke: inv.invoke, error });
       continue;
     }
@@ -99,9 +103,12 @@ export async function serveBlocks(channel: BlockEndpoint, env: BlockEnvironment)
     const ctx = context(start, i, env);
     void (async () => {
       try {
-        const value = await fn(m, ctx);
-        send({ kind: 'END', invoke: inv.invoke, result: toSavedTree(value) });
+        const value = await runAsInvoke(output, () => fn(m, ctx));
+        const result = runAsInvoke(output, () => toSavedTree(value));
+        output.flush();
+        send({ kind: 'END', invoke: inv.invoke, result });
       } catch (e) {
+        output.flush();
         send({ kind: 'EXCEPTION', invoke: inv.invoke, error: toBlockError(e, inv.invoke) });
       }
     })();
