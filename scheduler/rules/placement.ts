@@ -9,7 +9,9 @@ import { fmtBytes, fmtMs } from '../../domain/shared/format.js';
 import type { CandidateSummary } from '../../domain/deployment/commands.js';
 import { capacities } from '../../projections/cluster/queries.js';
 import type { ClusterReplica } from '../../projections/cluster/state.js';
+import { queueLength } from '../../projections/queue/queries.js';
 import type { PlanContext } from '../plan-context.js';
+import { inFlightOn } from '../view-queries.js';
 
 function summary(c: Candidate): CandidateSummary {
   return { agentId: c.agentId, gpus: c.gpus, level: c.level, freeBytes: c.freeBytes, evictableBytes: c.evictableBytes, excluded: c.excluded };
@@ -34,9 +36,20 @@ export function placementRule(ctx: PlanContext): void {
   for (const r of requested) place(ctx, r, caps, agents.length === 0, someoneMayReturn);
 }
 
+/**
+ * An autoscale replica is extra capacity for a busy model: it may take the room of idle replicas, never of a
+ * replica whose model has requests waiting or running on it (that model would be deployed again on demand and
+ * take the room back: the two would preempt each other's requests round after round). Those are seen as pinned.
+ */
+function asAutoscaleSees(ctx: PlanContext, r: ClusterReplica, caps: AgentCapacity[]): AgentCapacity[] {
+  if (r.requestedFor !== 'AUTOSCALE') return caps;
+  const busy = (x: ReplicaAllocation) => x.modelKey !== r.modelKey && (queueLength(ctx.state.queue, x.modelKey) > 0 || inFlightOn(ctx.state, x.replicaId).length > 0);
+  return caps.map((a) => ({ ...a, replicas: a.replicas.map((x) => (busy(x) ? { ...x, pinned: true } : x)) }));
+}
+
 function place(ctx: PlanContext, r: ClusterReplica, caps: AgentCapacity[], noAgentYet: boolean, someoneMayReturn: boolean): void {
   const settings = r.settings;
-  const evaluation = evaluatePlacement(caps, { modelKey: r.modelKey, sizeBytes: settings.sizeBytes, gpus: settings.gpus, nowMs: ctx.now, force: r.force });
+  const evaluation = evaluatePlacement(asAutoscaleSees(ctx, r, caps), { modelKey: r.modelKey, sizeBytes: settings.sizeBytes, gpus: settings.gpus, nowMs: ctx.now, force: r.force && r.requestedFor !== 'AUTOSCALE' });
   const best = evaluation.best;
   const candidates = evaluation.candidates.map(summary);
   const text = describeEvaluation(evaluation);
