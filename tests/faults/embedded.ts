@@ -1,10 +1,12 @@
 // The embedded fabric as `npm start` runs it, for fault tests: `dist/fabric/embedded/main.js` on a free port
 // over a temp data folder (SQLite), with its GPU agent child (restarted by the fabric when it dies). The agent's
 // pid is read from /proc (the child of the fabric process running gpu-agent.js).
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { ApiKeys } from '../../auth/keys.js';
+import { SqliteApiKeyStore } from '../../auth/sqlite.js';
 import { SqliteEventStore } from '../../eventstore/sqlite/store.js';
 import { COMPRESSED_TIME, type FaultFabric, type FaultFabricOptions } from './fabric.js';
 import { agentBack, bootOf } from './http.js';
@@ -13,6 +15,18 @@ import { FabricProcess, childrenOf } from './process.js';
 export async function startEmbedded(options: FaultFabricOptions = {}): Promise<FaultFabric> {
   const own = options.dataDir === undefined;
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'ndif-faults-'));
+  const keys = new Map<string, string>();
+  if (options.apiKeys !== undefined) {
+    mkdirSync(join(dataDir, 'data'), { recursive: true });
+    const store = new SqliteApiKeyStore({ path: join(dataDir, 'data', 'keys.sqlite') });
+    const apiKeys = new ApiKeys(store);
+    for (const k of options.apiKeys) {
+      const tags = { trusted: k.trusted ?? true, operator: k.operator ?? false, priority: k.priority ?? false };
+      keys.set(k.label, (await apiKeys.create({ label: k.label, tags }, 'test', new Date().toISOString())).key);
+    }
+    await store.close();
+  }
+  const operatorKey = options.apiKeys?.find((k) => k.operator)?.label;
   const env: NodeJS.ProcessEnv = {
     ...COMPRESSED_TIME,
     NDIF_DATA_DIR: join(dataDir, 'data'),
@@ -20,6 +34,7 @@ export async function startEmbedded(options: FaultFabricOptions = {}): Promise<F
     NDIF_AGENT_GPUS: options.gpus ?? '1x16GiB',
     NDIF_AGENT_RAM: '8GiB',
     ...(options.models === undefined ? {} : { NDIF_MODELS: options.models }),
+    ...(options.apiKeys === undefined ? {} : { NDIF_AUTH: 'on', NDIF_RATE_LIMIT: 'off' }),
     ...options.env,
   };
   const start = async () => (await FabricProcess.start('fabric', 'embedded/main', env, /listening on (http:\/\/\S+)/)).proc;
@@ -37,6 +52,8 @@ export async function startEmbedded(options: FaultFabricOptions = {}): Promise<F
       return urlOf(main);
     },
     agentId: env.NDIF_AGENT_ID ?? 'local-agent',
+    operatorHeaders: operatorKey === undefined ? {} : { authorization: `Bearer ${keys.get(operatorKey)}` },
+    keys,
     agentPid,
     async killAgent() {
       const end = Date.now() + 30_000;

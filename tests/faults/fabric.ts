@@ -15,6 +15,10 @@ export interface FaultFabric {
   readonly queryUrl: string;
   /** The agent's id as the control plane knows it. */
   agentId: string;
+  /** Headers of an operator's calls (an API key with auth on; nothing with auth off). */
+  operatorHeaders: Record<string, string>;
+  /** With `apiKeys`: each key by its label. */
+  keys: Map<string, string>;
   /** The GPU agent process now (undefined while it is down). */
   agentPid(): number | undefined;
   /** kill -9 the agent process; it comes back (restarted by the embedded fabric, by the harness in distributed mode). */
@@ -54,6 +58,8 @@ export interface FaultFabricOptions {
   models?: string;
   /** Reuse this data folder (and keep it on close). */
   dataDir?: string;
+  /** Turns auth on with these API keys (made in the key store before the fabric starts); the first operator key is the harness's. */
+  apiKeys?: Array<{ label: string; trusted?: boolean; operator?: boolean; priority?: boolean }>;
 }
 
 /**

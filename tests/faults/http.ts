@@ -41,14 +41,16 @@ export const QUICK_BLOCK = `async (m) => {
 }`;
 
 export function submit(f: FaultFabric, requestId: string, opts: { model?: string; block?: string; input?: string } = {}): Promise<Answer> {
-  return call(f.commandUrl, '/requests', { body: { requestId, model: opts.model ?? 'gpt2-tiny', invokes: [{ input: opts.input ?? 'The Eiffel Tower is in', block: opts.block ?? QUICK_BLOCK }] } });
+  return call(f.commandUrl, '/requests', { body: { requestId, model: opts.model ?? 'gpt2-tiny', invokes: [{ input: opts.input ?? 'The Eiffel Tower is in', block: opts.block ?? QUICK_BLOCK }] }, headers: f.operatorHeaders });
 }
 
-export const cancel = (f: FaultFabric, requestId: string) => call(f.commandUrl, `/requests/${encodeURIComponent(requestId)}/cancel`, { body: {} });
-export const getRequest = (f: FaultFabric, requestId: string) => call(f.queryUrl, `/requests/${encodeURIComponent(requestId)}`);
-export const deploy = (f: FaultFabric, body: Record<string, unknown>) => call(f.commandUrl, '/deployments', { body });
-export const evict = (f: FaultFabric, body: Record<string, unknown>) => call(f.commandUrl, '/deployments/evict', { body });
-export const scale = (f: FaultFabric, model: string, replicas: number) => call(f.commandUrl, '/deployments/scale', { body: { model, replicas } });
+// As the operator (auth on: the harness's operator key).
+export const cancel = (f: FaultFabric, requestId: string) => call(f.commandUrl, `/requests/${encodeURIComponent(requestId)}/cancel`, { body: {}, headers: f.operatorHeaders });
+export const getRequest = (f: FaultFabric, requestId: string) => call(f.queryUrl, `/requests/${encodeURIComponent(requestId)}`, { headers: f.operatorHeaders });
+export const deploy = (f: FaultFabric, body: Record<string, unknown>) => call(f.commandUrl, '/deployments', { body, headers: f.operatorHeaders });
+export const evict = (f: FaultFabric, body: Record<string, unknown>) => call(f.commandUrl, '/deployments/evict', { body, headers: f.operatorHeaders });
+export const scale = (f: FaultFabric, model: string, replicas: number) => call(f.commandUrl, '/deployments/scale', { body: { model, replicas }, headers: f.operatorHeaders });
+export const pin = (f: FaultFabric, model: string, pinned: boolean) => call(f.commandUrl, '/deployments/pin', { body: { model, pinned }, headers: f.operatorHeaders });
 
 export async function expectOk(p: Promise<Answer>, what: string): Promise<Answer> {
   const a = await p;
@@ -91,7 +93,7 @@ interface ClusterView {
 }
 
 export async function cluster(f: FaultFabric): Promise<ClusterView> {
-  return (await call(f.queryUrl, '/cluster')).body as unknown as ClusterView;
+  return (await call(f.queryUrl, '/cluster', { headers: f.operatorHeaders })).body as unknown as ClusterView;
 }
 
 /** Waits until `model` has at least `n` HOT replicas. */
@@ -104,7 +106,7 @@ export function hot(f: FaultFabric, model: string, n = 1, timeoutMs = 30_000): P
 }
 
 export async function bootOf(f: FaultFabric): Promise<string | null> {
-  const a = (await call(f.queryUrl, '/agents')).body.agents as Array<{ agentId: string; bootId: string }> | undefined;
+  const a = (await call(f.queryUrl, '/agents', { headers: f.operatorHeaders })).body.agents as Array<{ agentId: string; bootId: string }> | undefined;
   return a?.find((x) => x.agentId === f.agentId)?.bootId ?? null;
 }
 
@@ -113,7 +115,7 @@ export function agentBack(f: FaultFabric, killed: KilledAgent, timeoutMs = 30_00
   return until(`agent ${f.agentId} back after kill of pid ${killed.pid}`, async () => {
     const pid = f.agentPid();
     if (pid === undefined || pid === killed.pid) return undefined;
-    const a = ((await call(f.queryUrl, '/agents')).body.agents as Array<{ agentId: string; bootId: string; state: string }>).find((x) => x.agentId === f.agentId);
+    const a = ((await call(f.queryUrl, '/agents', { headers: f.operatorHeaders })).body.agents as Array<{ agentId: string; bootId: string; state: string }>).find((x) => x.agentId === f.agentId);
     return a !== undefined && a.bootId !== killed.bootId && a.state === 'ACTIVE' ? a.bootId : undefined;
   }, timeoutMs);
 }

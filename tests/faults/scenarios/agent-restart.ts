@@ -19,7 +19,7 @@ export async function agentRestartWithQueue(f: FaultFabric, opts: { heartbeatTim
   assert.equal(first.attempt, 1);
 
   f.freezeAgent();
-  const agentState = async () => ((await call(f.queryUrl, '/agents')).body.agents as Array<{ agentId: string; state: string }>).find((a) => a.agentId === f.agentId)?.state;
+  const agentState = async () => ((await call(f.queryUrl, '/agents', { headers: f.operatorHeaders })).body.agents as Array<{ agentId: string; state: string }>).find((a) => a.agentId === f.agentId)?.state;
   await until('the frozen agent UNRESPONSIVE', async () => ((await agentState()) === 'UNRESPONSIVE' ? true : undefined), opts.heartbeatTimeoutMs + 10_000);
   // While it is away, nothing is failed or moved: the eleven wait in the queue, the first stays where it was.
   await sleep(300);

@@ -28,7 +28,7 @@ async function burstAndKill(f: FaultFabric, clients: number, killAfterAcks: numb
       const id = `burst-${c}-${i}`;
       unanswered.add(id);
       try {
-        const r = await call(url, '/requests', { body: body(id) });
+        const r = await call(url, '/requests', { body: body(id), headers: f.operatorHeaders });
         if (r.status === 202) {
           acked.set(id, Number(r.body.logPosition));
           unanswered.delete(id);
@@ -69,7 +69,7 @@ export async function controlPlaneKillDuringBurst(f: FaultFabric, opts: { snapsh
   const t0 = Date.now();
   const log = (s: string) => say(`${((Date.now() - t0) / 1000).toFixed(1)} s: ${s}`);
   // A first life that ends cleanly: its projection snapshot is where the restarted process resumes from.
-  for (const id of ['before-1', 'before-2', 'before-3']) assert.equal((await call(f.commandUrl, '/requests', { body: body(id) })).status, 202);
+  for (const id of ['before-1', 'before-2', 'before-3']) assert.equal((await call(f.commandUrl, '/requests', { body: body(id), headers: f.operatorHeaders })).status, 202);
   await Promise.all(['before-1', 'before-2', 'before-3'].map((id) => requestIn(f, id, ['COMPLETED'])));
   await f.stop();
   await f.restartControlPlane();
@@ -106,7 +106,7 @@ export async function controlPlaneKillDuringBurst(f: FaultFabric, opts: { snapsh
   // recognised as the same submission; the rest are stored now.
   let existing = 0;
   for (const id of [...acked.keys(), ...unanswered]) {
-    const r = await call(f.commandUrl, '/requests', { body: body(id) });
+    const r = await call(f.commandUrl, '/requests', { body: body(id), headers: f.operatorHeaders });
     assert.ok(r.status === 200 || r.status === 202, `${id}: ${r.status} ${JSON.stringify(r.body)}`);
     if (acked.has(id)) assert.equal(r.status, 200, `${id} was already stored`);
     if (r.body.existing === true) existing++;
@@ -114,7 +114,7 @@ export async function controlPlaneKillDuringBurst(f: FaultFabric, opts: { snapsh
   log(`retries: ${existing} recognised as already stored`);
   const everyId = [...acked.keys(), ...unanswered];
   await until('every burst request finished', async () => {
-    const q = await call(f.queryUrl, '/requests?limit=500');
+    const q = await call(f.queryUrl, '/requests?limit=500', { headers: f.operatorHeaders });
     const open = (q.body.requests as Array<{ status: string }>).filter((r) => !['COMPLETED', 'ERROR', 'CANCELLED'].includes(r.status));
     return open.length === 0 ? true : undefined;
   }, 60_000, 200);
