@@ -38,9 +38,12 @@ export class PgApiKeyStore implements ApiKeyStore {
     const pool = options.pool ?? new pg.Pool({ connectionString: options.connectionString, max: 4 });
     const store = new PgApiKeyStore(pool, options.pool === undefined, schema);
     try {
-      await pool.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
+      // One implicit transaction under an advisory lock: the API processes start at once on a fresh database, and
+      // concurrent CREATE … IF NOT EXISTS can still collide in the catalog.
       // Times are kept as the ISO strings they were given (text), like the SQLite adapter.
-      await pool.query(`CREATE TABLE IF NOT EXISTS ${store.table} (
+      await pool.query(`SELECT pg_advisory_xact_lock(${0x4e444946}, ${0x4b455953} /* 'KEYS' */);
+        CREATE SCHEMA IF NOT EXISTS "${schema}";
+        CREATE TABLE IF NOT EXISTS ${store.table} (
         id text PRIMARY KEY, hash text NOT NULL, label text NOT NULL,
         trusted boolean NOT NULL, priority boolean NOT NULL, operator boolean NOT NULL,
         created_at text NOT NULL, created_by text NOT NULL, revoked_at text, revoked_by text)`);

@@ -1,12 +1,12 @@
 // Which models a process serves, read from its environment:
-//   NDIF_MODELS          comma list; each entry is a bundled model name (`gpt2-tiny`, `gpt2-small-random`,
+//   NDIF_MODELS          comma list; each entry is a bundled model name (`gpt2-tiny`, `gpt2-mini`, `gpt2-small-random`,
 //                        generated on first use) or `key=dir` (a model folder). Default: gpt2-tiny.
 //   NDIF_CATALOG_CACHE   where weights sizes and manifests are cached (default <repo>/.cache/catalog)
 // The embedded fabric always adds gpt2-tiny (`withBundled`).
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { MODEL_KEY } from '../domain/shared/ids.js';
-import { isBundledModel } from '../scripts/generate-model.js';
+import { BUNDLED_MODELS, isBundledModel } from '../scripts/generate-model.js';
 import { catalogConfigInvalid } from './errors.js';
 
 export type ModelSource = { key: string; bundled: string } | { key: string; dir: string };
@@ -32,7 +32,7 @@ export function parseModelList(raw: string): ModelSource[] {
     seen.add(key);
     if (eq < 0) {
       if (!isBundledModel(key)) {
-        throw catalogConfigInvalid(`NDIF_MODELS entry ${JSON.stringify(part)} is neither a bundled model nor key=dir`, 'bundled models are gpt2-tiny and gpt2-small-random; other models are key=/path/to/folder');
+        throw catalogConfigInvalid(`NDIF_MODELS entry ${JSON.stringify(part)} is neither a bundled model nor key=dir`, `bundled models are ${Object.keys(BUNDLED_MODELS).join(', ')}; other models are key=/path/to/folder`);
       }
       out.push({ key, bundled: key });
     } else {

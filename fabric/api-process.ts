@@ -45,7 +45,8 @@ export async function runApiProcess(role: ApiRole, build: (ctx: ApiContext) => P
     await cp.start();
     const readModels = role === 'query-api' ? await startReadModels(readModelsConfig, opened.store, log) : undefined;
     const keys = await openKeys(env);
-    const app = await build({ ...cp.context, readModels, keys, config: apiConfigFromEnv(env, { auth: true }) });
+    // The query API's view follows appends made by the other processes: reads catch up first (read your writes).
+    const app = await build({ ...cp.context, readModels, catchUpBeforeReads: role === 'query-api', keys, config: apiConfigFromEnv(env, { auth: true }) });
     const port = Number(env.PORT ?? env.NDIF_PORT ?? (role === 'command-api' ? 8080 : 8081));
     const host = env.HOST ?? env.NDIF_HOST ?? '0.0.0.0';
     await app.listen({ port, host });

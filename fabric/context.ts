@@ -25,4 +25,9 @@ export interface FabricContext {
    * them instead of the event store and `view`. Queue positions and cluster views still come from `view`.
    */
   readModels?: QueryReadModels;
+  /**
+   * Commands are appended by other processes (distributed mode's query API): each read first waits until `view`
+   * holds everything stored when the read arrived, so a client reads its own writes made through the command API.
+   */
+  catchUpBeforeReads?: boolean;
 }

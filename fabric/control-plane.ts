@@ -28,6 +28,8 @@ export interface ControlPlaneOptions {
   log: Logger;
   clock?: () => number;
   topics?: RelayTopics;
+  /** The relay's consumer group on the agent-events topic (default ndif-relay). */
+  relayGroupId?: string;
   scheduler?: Partial<Omit<SchedulerConfig, 'onDemand'>>;
   /** Settings every on-demand deployment gets on top of its catalog entry's (e.g. a shorter minimum deployment time). */
   onDemandDefaults?: OnDemandDefaults;
@@ -56,7 +58,7 @@ export class ControlPlane {
         config: { ...options.scheduler, onDemand: withDefaults(onDemandFromCatalog(options.catalog), options.onDemandDefaults) },
         onError: (err) => log.error({ err }, 'scheduler step failed'),
       });
-      this.relay = new Relay({ store: options.store, snapshots: options.snapshots, transport: options.transport, blobs: options.blobs, commands: this.commands, log, clock, topics: options.topics });
+      this.relay = new Relay({ store: options.store, snapshots: options.snapshots, transport: options.transport, blobs: options.blobs, commands: this.commands, log, clock, topics: options.topics, groupId: options.relayGroupId });
     }
     this.scheduler = scheduler;
     this.context = { store: options.store, commands: this.commands, view: this.view, blobs: options.blobs, catalog: options.catalog, clock, newId: randomUUID, log };

@@ -2,6 +2,7 @@
 // live projection, the scheduler and the relay over the shared event store, talking to the agents over Kafka
 // (NDIF_TRANSPORT=kafka). With NDIF_TRANSPORT=inprocess it serves its in-process broker to agent processes on
 // this host through the IPC socket NDIF_IPC_SOCKET (required then). `GET /health` on NDIF_HEALTH_PORT.
+// NDIF_RELAY_GROUP names the relay's Kafka consumer group (default ndif-relay).
 // Run one per fabric: the scheduler assumes it is the only one (docs/control-plane.md).
 import { blobStoreConfigFromEnv, openBlobStore } from '../blobstore/config.js';
 import { FabricModelCatalog } from '../catalog/catalog.js';
@@ -46,7 +47,7 @@ async function main(): Promise<void> {
   const opened = await openEventStoreFromEnv(env);
   const blobs = await openBlobStore(blobStoreConfigFromEnv(env));
   const catalog = await FabricModelCatalog.open(catalogConfigFromEnv(env));
-  const cp = new ControlPlane({ store: opened.store, snapshots: opened.snapshots, transport, blobs, catalog, log, topics: relayTopicsFromEnv(env), scheduler: schedulerConfigFromEnv(env), onDemandDefaults: onDemandDefaultsFromEnv(env) });
+  const cp = new ControlPlane({ store: opened.store, snapshots: opened.snapshots, transport, blobs, catalog, log, topics: relayTopicsFromEnv(env), relayGroupId: env.NDIF_RELAY_GROUP || undefined, scheduler: schedulerConfigFromEnv(env), onDemandDefaults: onDemandDefaultsFromEnv(env) });
   await cp.start();
   const port = healthPortFromEnv(env);
   let health = '';

@@ -23,6 +23,11 @@ export async function registerQueryRoutes(app: FastifyInstance, deps: RouteDeps,
   const { ctx } = deps;
   const hub = new StatusHub(ctx.view, historyReader(deps), (e, where) => ctx.log.error({ err: e }, `status websocket: ${where}: ${e instanceof Error ? e.message : String(e)}`), ctx.clock);
   attachStatusSocket(app, deps, hub);
+  if (ctx.catchUpBeforeReads === true) {
+    app.addHook('preHandler', async (req) => {
+      if (req.method === 'GET' || req.method === 'HEAD') await ctx.view.catchUp(deps.config.readyTimeoutMs);
+    });
+  }
   app.decorate(HUB, hub);
   for (const routes of [...QUERY_ROUTES, ...(options.plugins ?? [])]) await routes(app, deps);
   return hub;

@@ -19,6 +19,8 @@ const GPT2_EOS_ID = 50256;
 export const BUNDLED_MODELS = {
   /** Tests and `npm start`: 2 layers, d_model 64, 4 heads, 128 positions (~13 MB, mostly the embedding). */
   'gpt2-tiny': { layers: 2, dModel: 64, heads: 4, vocab: GPT2_VOCAB, positions: 128, seed: 1 },
+  /** A second small model for tests that need two distinct ones (distributed mode): 4 layers, d_model 96, 4 heads (~20 MB). */
+  'gpt2-mini': { layers: 4, dModel: 96, heads: 4, vocab: GPT2_VOCAB, positions: 128, seed: 3 },
   /** Benchmarks: GPT-2 small's shape (12 layers, d_model 768, 12 heads, 1024 positions; ~500 MB). */
   'gpt2-small-random': { layers: 12, dModel: 768, heads: 12, vocab: GPT2_VOCAB, positions: 1024, seed: 2 },
 } satisfies Record<string, Gpt2Shape>;

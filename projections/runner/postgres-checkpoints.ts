@@ -20,9 +20,12 @@ export class PostgresCheckpoints implements SnapshotStore, ReadModelTarget<pg.Po
   }
 
   private ensure(): Promise<void> {
+    // Several processes start at once on a fresh database (docker compose): CREATE … IF NOT EXISTS can still collide
+    // in the catalog, so the statements (one implicit transaction) run under a transaction-scoped advisory lock.
     this.ready ??= this.pool
       .query(
-        `CREATE SCHEMA IF NOT EXISTS ${ident(this.schema)};
+        `SELECT pg_advisory_xact_lock(${0x4e444946}, ${0x43504b54} /* 'CPKT' */);
+         CREATE SCHEMA IF NOT EXISTS ${ident(this.schema)};
          CREATE TABLE IF NOT EXISTS ${this.table} (name text PRIMARY KEY, version integer NOT NULL, position bigint NOT NULL, snapshot json)`,
       )
       .then(() => undefined)

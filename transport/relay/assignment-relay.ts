@@ -2,7 +2,8 @@
 // the assignments topic, keyed by agent id, in log order. At least once: the checkpoint (position + the routing
 // state, one row, written atomically by the SnapshotStore) is saved only after the messages up to that position
 // were accepted by the transport, so a crash republishes what came after the checkpoint; agents drop a position
-// they have seen. A failure (transport or store) restarts the relay from its last checkpoint after a delay.
+// they have seen. A failure (transport or store) restarts the relay from its last checkpoint after a delay. A run
+// takes its payload from the RequestReceived the relay saw (received-cache.ts), else from the request's stream.
 import type { Logger } from 'pino';
 import type { BlobStore } from '../../blobstore/port.js';
 import type { EventStore, StoredEvent, Subscription } from '../../eventstore/port.js';
@@ -11,6 +12,7 @@ import type { SnapshotStore } from '../../projections/runner/projection.js';
 import { encodeJson } from '../json.js';
 import type { OutgoingMessage, Transport } from '../port.js';
 import { DEFAULT_MAX_MESSAGE_BYTES } from '../validate.js';
+import { ReceivedCache, type ReceivedFacts } from './received-cache.js';
 import { initialRelayState, route, type Draft, type RelayState } from './routing.js';
 import { DEFAULT_TOPICS, WIRE_VERSION, type Assignment } from './wire.js';
 
@@ -50,6 +52,8 @@ export class AssignmentRelay {
   private state: RelayState = initialRelayState();
   private subscription: Subscription | undefined;
   private outbox: OutgoingMessage[] = [];
+  /** Payloads of requests seen arriving, so their dispatch reads nothing (received-cache.ts). */
+  private received = new ReceivedCache();
   private position = 0;
   private flushed = { position: 0, snapshot: '' };
   private lastSaveAt = 0;
@@ -78,6 +82,7 @@ export class AssignmentRelay {
     const cp = await this.options.snapshots.load(RELAY_CHECKPOINT.name);
     const usable = cp !== undefined && cp.version === RELAY_CHECKPOINT.version && cp.snapshot !== undefined;
     this.state = usable ? (cp.snapshot as unknown as RelayState) : initialRelayState();
+    this.received = new ReceivedCache();
     this.position = usable ? cp.position : 0;
     this.flushed = { position: this.position, snapshot: JSON.stringify(this.state) };
     this.st.position = this.st.checkpointPosition = this.position;
@@ -99,6 +104,7 @@ export class AssignmentRelay {
   }
 
   private async onEvent(e: StoredEvent, caughtUp: boolean): Promise<void> {
+    this.received.observe(e);
     const drafts = route(this.state, e);
     for (const d of drafts) this.outbox.push(await this.message(d, e));
     this.position = e.position;
@@ -109,8 +115,7 @@ export class AssignmentRelay {
     const base = { v: WIRE_VERSION, position: e.position, eventId: e.id, correlationId: e.metadata.correlationId } as const;
     let a: Assignment;
     if (d.kind === 'run') {
-      const [received] = await this.options.store.readStream(requestStream(d.requestId), { limit: 1 });
-      const r = (received?.data ?? {}) as { trusted?: boolean; payload?: unknown; options?: { timeoutMs?: number | null; steps?: number } };
+      const r = this.received.take(d.requestId) ?? (((await this.options.store.readStream(requestStream(d.requestId), { limit: 1 }))[0]?.data ?? {}) as ReceivedFacts);
       a = { ...base, ...d, trusted: r.trusted === true, options: { timeoutMs: r.options?.timeoutMs ?? null, steps: r.options?.steps ?? 1 }, payload: r.payload ?? null };
       const value = encodeJson(a);
       if (value.byteLength > INLINE_LIMIT) {
