@@ -1,5 +1,5 @@
 # One image for every fabric process; NDIF_ROLE picks which one runs:
-#   command-api | query-api | scheduler-relay | gpu-agent
+#   command-api | query-api | scheduler-relay | gpu-agent | gateway
 # Build: docker build -t ndif-fabric .   (docker-compose.yml builds it for you)
 
 FROM node:20-bookworm-slim AS build
@@ -23,4 +23,4 @@ COPY --from=build /app/models ./models
 COPY --from=build /app/protocol ./protocol
 USER node
 # exec: the role's process is PID 1's only child and receives SIGTERM from `docker stop` directly.
-CMD ["sh", "-c", "case \"$NDIF_ROLE\" in command-api|query-api|scheduler-relay|gpu-agent) exec node --enable-source-maps dist/fabric/$NDIF_ROLE.js ;; *) echo \"NDIF_ROLE must be command-api, query-api, scheduler-relay or gpu-agent (got '$NDIF_ROLE')\" >&2; exit 64 ;; esac"]
+CMD ["sh", "-c", "case \"$NDIF_ROLE\" in command-api|query-api|scheduler-relay|gpu-agent|gateway) exec node --enable-source-maps dist/fabric/$NDIF_ROLE.js ;; *) echo \"NDIF_ROLE must be command-api, query-api, scheduler-relay, gpu-agent or gateway (got '$NDIF_ROLE')\" >&2; exit 64 ;; esac"]

@@ -7,7 +7,7 @@ import { runEventStoreContract } from './contract.js';
 const url = process.env.KURRENTDB_URL;
 if (url === undefined || url === '') {
   const why =
-    'KURRENTDB_URL is not set: no KurrentDB server runs on this machine and none can be installed here; set KURRENTDB_URL (e.g. kurrentdb://127.0.0.1:2113?tls=false) to run the contract against a real server';
+    'KURRENTDB_URL is not set: no KurrentDB server runs on this machine and none can be installed here, and the contract is never run against a fake; set KURRENTDB_URL (e.g. kurrentdb://127.0.0.1:2113?tls=false) to run it against a real server';
   it('KurrentDB event store contract', { skip: why }, () => undefined);
 } else {
   runEventStoreContract({

@@ -30,10 +30,23 @@ if (composeVar) {
     assert.equal(r.code, 0, r.stderr);
   });
 
-  test('the file has the stores, the broker and the four fabric roles', () => {
+  test('the file has the stores, the broker, the four fabric roles and the gateway', () => {
     const r = compose(['--profile', 'kurrentdb', 'config', '--services']);
     assert.equal(r.code, 0, r.stderr);
-    assert.deepEqual(r.stdout.trim().split('\n').sort(), ['command-api', 'gpu-agent', 'kafka', 'kurrentdb', 'postgres', 'query-api', 'scheduler-relay']);
+    assert.deepEqual(r.stdout.trim().split('\n').sort(), ['command-api', 'gateway', 'gpu-agent', 'kafka', 'kurrentdb', 'postgres', 'query-api', 'scheduler-relay']);
+  });
+
+  test('the gateway fronts both APIs and holds no credentials; the query API serves from the read models', () => {
+    const r = compose(['config']);
+    assert.equal(r.code, 0, r.stderr);
+    const gateway = serviceBlock(r.stdout, 'gateway');
+    assert.match(gateway, /image: ndif-fabric:latest/);
+    assert.match(gateway, /NDIF_ROLE: gateway\b/);
+    assert.match(gateway, /NDIF_COMMAND_API_URL: http:\/\/command-api:8080/);
+    assert.match(gateway, /NDIF_QUERY_API_URL: http:\/\/query-api:8081/);
+    assert.match(gateway, /healthcheck:/);
+    assert.doesNotMatch(gateway, /DATABASE_URL|KURRENTDB_URL|KAFKA_BROKERS/);
+    assert.match(serviceBlock(r.stdout, 'query-api'), /NDIF_READ_MODELS: postgres/);
   });
 
   test('every fabric role runs the one image, GPU agents scale and hold no event-store credentials', () => {
