@@ -116,7 +116,8 @@ async function relayRate(c: Cluster, brokers: string, copies: number): Promise<R
     const tw = performance.now();
     for (const e of log.filter((x) => !x.streamId.startsWith('request-'))) await store.append(e.streamId, [{ id: e.id, type: e.type, version: e.version, data: e.data, metadata: e.metadata }], { expectedRevision: 'any' });
     const streams = requestCopies(log, copies);
-    for (let i = 0; i < streams.length; i += 64) await Promise.all(streams.slice(i, i + 64).map((s) => store.append(s.streamId, s.events, { expectedRevision: 'no_stream' })));
+    // All at once: the store sends queued appends together (up to 256 per es_append call).
+    await Promise.all(streams.map((s) => store.append(s.streamId, s.events, { expectedRevision: 'no_stream' })));
     const writeS = seconds(tw);
     const head = await store.headPosition();
     const topic = `bench-relay-${schema}`;
@@ -144,8 +145,8 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
   const rounds = arg(args, 'rounds', 12);
   const layer = arg(args, 'layer', 6);
   const promptTokens = arg(args, 'tokens', 32);
-  const copies = arg(args, 'requests', 1200);
-  const budgetMs = arg(args, 'budget-ms', 12_000);
+  const copies = arg(args, 'requests', 1500);
+  const budgetMs = arg(args, 'budget-ms', 10_000);
   /** on: the query API serves from the PostgreSQL read models (distributed mode's default); off: from its view. */
   const readModels = arg(args, 'read-models', 'on') === 'on';
   /** PostgreSQL synchronous_commit of the fabric's connections: on (the server default, a WAL flush per commit). */

@@ -114,7 +114,7 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
       o.agents.map((a) =>
         startProcess(
           `gpu-agent`,
-          { ...common, ...kafka, ...o.agentEnv, NDIF_AGENT_ID: a.id, NDIF_AGENT_GPUS: a.gpus, NDIF_AGENT_RAM: '4GiB', NDIF_AGENT_HEARTBEAT_MS: '1000', NDIF_HEALTH_PORT: '0', NDIF_HEALTH_HOST: '127.0.0.1' },
+          { ...common, ...kafka, ...o.agentEnv, NDIF_AGENT_ID: a.id, NDIF_AGENT_GPUS: a.gpus, NDIF_AGENT_RAM: '4GiB', NDIF_AGENT_HEARTBEAT_MS: '2000', NDIF_HEALTH_PORT: '0', NDIF_HEALTH_HOST: '127.0.0.1' },
           new RegExp(`agent ${a.id} ready boot \\S+ health (\\S+)`),
         ),
       ),
