@@ -72,6 +72,39 @@ async function services(): Promise<{ databaseUrl: string; brokers: string; start
   return { databaseUrl: given.databaseUrl || s.env.DATABASE_URL!, brokers: given.brokers || s.env.KAFKA_BROKERS!, startS: seconds(t), started, stop: () => s.stop() };
 }
 
+/**
+ * Round trips through the broker before anything is timed: a broker just started (its JVM not yet compiled its hot
+ * paths) answers several times slower for its first few thousand requests.
+ */
+async function warmKafka(brokers: string): Promise<number> {
+  const t = performance.now();
+  const transport = await KafkaTransport.connect({ brokers: brokers.split(','), clientId: 'bench-warm-up' });
+  try {
+    const topic = `bench-warm-${randomUUID().slice(0, 8)}`;
+    let arrived: (() => void) | undefined;
+    let n = 0;
+    const sub = await transport.subscribe(topic, `g-${topic}`, async () => {
+      n++;
+      arrived?.();
+    });
+    const value = Buffer.alloc(300, 1);
+    let sent = 0;
+    for (; sent < 300 && performance.now() - t < 3000; sent++) {
+      const got = new Promise<void>((r) => (arrived = r));
+      await transport.publish(topic, { key: `k${sent % 4}`, value });
+      await got;
+    }
+    await Promise.all(Array.from({ length: 1000 }, (_, i) => transport.publish(topic, { key: `k${i % 4}`, value })));
+    sent += 1000;
+    const end = Date.now() + 3000;
+    while (n < sent && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+    await sub.close();
+  } finally {
+    await transport.close();
+  }
+  return seconds(t);
+}
+
 /** Copies of the request streams in `log` under new request ids: `copies` lifecycles with the live run's events. */
 function requestCopies(log: StoredEvent[], copies: number): Array<{ streamId: string; events: NewEvent[] }> {
   const byStream = new Map<string, StoredEvent[]>();
@@ -155,6 +188,7 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
   const svc = await services();
   if (svc.started.length > 0) process.stderr.write(`services ${svc.started.join(', ')} up in ${svc.startS} s\n`);
   const t0 = performance.now();
+  const kafkaWarmS = await warmKafka(svc.brokers);
   const tmp = mkdtempSync(join(tmpdir(), 'ndif-bench-dist-'));
   let cluster: Cluster | undefined;
   let embedded: FabricProcess | undefined;
@@ -185,7 +219,7 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
     const block = `async (m) => await m.transformer.h[${layer}].output`;
     const once = (f: Fabric, onMessage?: (m: StatusMessage) => void) => f.trace(model, tokens, block, onMessage ? { onMessage } : {});
     const tw = performance.now();
-    for (let i = 0; i < 2; i++) await Promise.all([once(dist), once(emb)]);
+    for (let i = 0; i < 4; i++) await Promise.all([once(dist), once(emb)]);
     const warmS = seconds(tw);
 
     const times = { dist: [] as number[], emb: [] as number[] };
@@ -247,6 +281,7 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
       cluster_start_s: round2(cluster.startS),
       deploy_s: deployS,
       warmup_s: warmS,
+      kafka_warmup_s: kafkaWarmS,
       total_s: seconds(t0),
     };
   } finally {
