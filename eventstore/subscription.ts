@@ -1,8 +1,9 @@
 // Catch-up-then-live subscription over any store that can read pages of the global log and signal appends.
-// One loop per subscription: read a page after the cursor, hand each event to the handler and await it
-// (backpressure), move the cursor; when a page is empty, sleep until an append signal or the poll timer.
-// The next page is read before the current page's last event is delivered, so `caughtUp` is exact.
-import type { StoredEvent, Subscription, SubscriptionEnd, SubscriptionHandler } from './port.js';
+// One loop per subscription: read a page after the cursor, hand each event to the handler (awaiting it only
+// when it returns a promise: backpressure without a promise per event), move the cursor; when a page is empty,
+// sleep until an append signal or the poll timer. The next page is read before the current page's last event is
+// delivered, so `caughtUp` is exact.
+import type { DeliveryInfo, StoredEvent, Subscription, SubscriptionEnd, SubscriptionHandler } from './port.js';
 
 export interface PageSource {
   readPage(afterPosition: number, limit: number): Promise<StoredEvent[]>;
@@ -47,13 +48,9 @@ export function startSubscription(
     return source.readPage(after, batchSize);
   };
 
-  const deliver = async (e: StoredEvent, caughtUp: boolean): Promise<void> => {
-    current = e;
-    const r = handler(e, { caughtUp });
-    if (r !== undefined && typeof (r as Promise<void>).then === 'function') await r;
-    lastPosition = e.position;
-    current = undefined;
-  };
+  // Shared delivery infos: handlers only read them (frozen, so one that tries to keep or change one fails loudly).
+  const behind: DeliveryInfo = Object.freeze({ caughtUp: false });
+  const atHead: DeliveryInfo = Object.freeze({ caughtUp: true });
 
   const loop = async (): Promise<SubscriptionEnd> => {
     try {
@@ -65,15 +62,27 @@ export function startSubscription(
           page = await read(lastPosition);
           continue;
         }
-        const last = page[page.length - 1];
-        const next = read(last.position);
+        const lastIndex = page.length - 1;
+        const next = read(page[lastIndex].position);
         // A rejected prefetch is awaited below; mark it handled so an early stop leaves no unhandled rejection.
         next.catch(() => undefined);
-        for (let i = 0; i < page.length - 1 && !stopped; i++) await deliver(page[i], false);
+        for (let i = 0; i < lastIndex && !stopped; i++) {
+          const e = page[i];
+          current = e;
+          const r = handler(e, behind);
+          if (r !== undefined && typeof (r as Promise<void>).then === 'function') await r;
+          lastPosition = e.position;
+        }
+        current = undefined;
         if (stopped) break;
         const following = await next;
         if (stopped) break;
-        await deliver(last, following.length === 0);
+        const e = page[lastIndex];
+        current = e;
+        const r = handler(e, following.length === 0 ? atHead : behind);
+        if (r !== undefined && typeof (r as Promise<void>).then === 'function') await r;
+        lastPosition = e.position;
+        current = undefined;
         page = following;
       }
       return { reason: 'stopped', lastPosition };

@@ -22,7 +22,9 @@ import type {
 } from '../port.js';
 import { ALL_QUERY_FILTERS, normalizeQuery, prefixUpperBound } from '../query.js';
 import { AppendSignal, startSubscription } from '../subscription.js';
-import { type CheckedEvent, checkExpectedRevision, checkNewEvents, checkStreamId, DEFAULT_PAGE, joinMetadata, normalizeReadAll, normalizeReadStream } from '../validate.js';
+import { type CheckedEvent, checkExpectedRevision, checkNewEvents, checkStreamId, DEFAULT_PAGE, normalizeReadAll, normalizeReadStream } from '../validate.js';
+import { BackgroundCheckpointer } from './checkpointer.js';
+import { EventRows, STORED_EVENT } from './rows.js';
 import { migrate } from './schema.js';
 
 export interface SqliteEventStoreOptions {
@@ -38,7 +40,8 @@ export interface SqliteEventStoreOptions {
   /** How long an append waits for another process's write lock. Default 5000 ms. */
   busyTimeoutMs?: number;
   /** WAL pages between automatic checkpoints. Default 16000 (≈64 MiB of WAL; SQLite's default is 1000): each checkpoint
-   * syncs the WAL and the database file, so fewer of them make single-event appends ~15–20% faster here. */
+   * syncs the WAL and the database file, so fewer of them make single-event appends ~15–20% faster here. Once a store
+   * has written about that much, a background thread runs the checkpoints (checkpointer.ts); 0 disables them. */
   walAutocheckpointPages?: number;
 }
 
@@ -53,22 +56,6 @@ interface PendingAppend {
 /** Events flagged into the audit indexes per step when appends run ahead of them. */
 const AUDIT_BATCH = 2048;
 const AUDIT_IDLE_MS = 200;
-
-const COLUMNS = 'position, stream_id, revision, event_id, type, version, data, correlation_id, causation_id, actor, at, metadata_extra';
-type Row = [number, string, number, string, string, number, string, string, string, string, string, string | null];
-
-function toStored(r: Row): StoredEvent {
-  return {
-    id: r[3],
-    type: r[4],
-    version: r[5],
-    data: JSON.parse(r[6]),
-    metadata: joinMetadata(r[7], r[8], r[9], r[10], r[11]),
-    streamId: r[1],
-    revision: r[2],
-    position: r[0],
-  };
-}
 
 // Subscriptions of every store instance opened on the same file in this process wake on each other's appends.
 const signals = new Map<string, { signal: AppendSignal; users: number }>();
@@ -97,6 +84,11 @@ export class SqliteEventStore implements EventStore {
   private readonly pollIntervalMs: number;
   private readonly subscriptions = new Set<Subscription>();
   private closed = false;
+  private readonly rows: EventRows;
+  private readonly checkpointer: BackgroundCheckpointer | undefined;
+  private readonly walPages: number;
+  /** The last background checkpoint that failed, if any (the WAL is still checkpointed: see checkpointer.ts). */
+  checkpointError: string | undefined;
   private readonly stmt: ReturnType<SqliteEventStore['prepare']>;
   private readonly appendTx: Database.Transaction<(streamId: string, events: CheckedEvent[], expected: ExpectedRevision) => AppendResult>;
   private readonly groupTx: Database.Transaction<(batch: PendingAppend[]) => (AppendResult | { error: unknown })[]>;
@@ -112,22 +104,32 @@ export class SqliteEventStore implements EventStore {
     if (!memory) this.db.pragma('journal_mode = WAL');
     this.db.pragma(`synchronous = ${options.synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
     this.db.pragma('cache_size = -65536');
-    this.db.pragma(`wal_autocheckpoint = ${options.walAutocheckpointPages ?? 16000}`);
+    this.walPages = options.walAutocheckpointPages ?? 16000;
+    this.db.pragma(`wal_autocheckpoint = ${this.walPages}`);
     migrate(this.db);
     this.pollIntervalMs = options.pollIntervalMs ?? 100;
     this.signalKey = memory ? `:memory:${++memoryCounter}` : resolve(options.path);
     this.signal = acquireSignal(this.signalKey);
+    this.rows = new EventRows(this.db);
+    this.checkpointer =
+      memory || this.walPages <= 0
+        ? undefined
+        : new BackgroundCheckpointer({ path: resolve(options.path), walPages: this.walPages, onError: (m) => (this.checkpointError = m) });
     this.stmt = this.prepare();
     this.appendTx = this.db.transaction((streamId: string, events: CheckedEvent[], expected: ExpectedRevision) => this.appendLocked(streamId, events, expected));
-    // Appends that arrive in the same tick share one transaction (group commit); each runs in its own savepoint
-    // (a nested better-sqlite3 transaction), so a refused append rolls back alone.
+    // Appends that arrive in the same tick share one transaction (group commit). An append is refused (wrong
+    // expected revision, event ids stored elsewhere) before it writes anything, so a refusal needs no savepoint:
+    // it is answered alone and the others commit. An error while inserting (disk full, I/O) is not an answer for
+    // one append: it rolls back the whole transaction and every append of the batch is rejected with it.
     this.groupTx = this.db.transaction((batch: PendingAppend[]) =>
       batch.map((a) => {
+        let plan: number | AppendResult;
         try {
-          return this.appendTx.default(a.streamId, a.events, a.expected);
+          plan = this.planLocked(a.streamId, a.events, a.expected);
         } catch (error) {
           return { error };
         }
+        return typeof plan === 'number' ? this.insertLocked(a.streamId, a.events, plan) : plan;
       }),
     );
     this.auditTx = this.db.transaction(() => {
@@ -142,7 +144,7 @@ export class SqliteEventStore implements EventStore {
 
   private prepare() {
     const db = this.db;
-    const raw = (sql: string) => db.prepare(sql).raw(true);
+    const events = (sql: string) => db.prepare(sql).pluck(true);
     return {
       findId: db.prepare(`SELECT event_id AS eventId, stream_id AS streamId, revision, position FROM es_events WHERE event_id = ?`),
       streamRevision: db.prepare(`SELECT max(revision) AS r FROM es_events WHERE stream_id = ?`).pluck(true),
@@ -150,7 +152,7 @@ export class SqliteEventStore implements EventStore {
         `INSERT INTO es_events (stream_id, revision, event_id, type, version, data, correlation_id, causation_id, actor, at, at_ms, metadata_extra)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
-      readStream: raw(`SELECT ${COLUMNS} FROM es_events WHERE stream_id = ? AND revision >= ? ORDER BY revision`),
+      readStream: events(`SELECT ${STORED_EVENT} FROM es_events WHERE stream_id = ? AND revision >= ? ORDER BY revision`),
       head: db.prepare(`SELECT max(position) FROM es_events`).pluck(true),
       auditPosition: db.prepare(`SELECT value FROM es_meta WHERE key = 'audit_position'`).pluck(true),
       setAuditPosition: db.prepare(`UPDATE es_meta SET value = ? WHERE key = 'audit_position'`),
@@ -168,9 +170,9 @@ export class SqliteEventStore implements EventStore {
     if (st === undefined) {
       const sql =
         kind === 'stream'
-          ? `SELECT ${COLUMNS} FROM es_events WHERE stream_id = ? AND revision >= ? ORDER BY revision LIMIT ${limit}`
-          : `SELECT ${COLUMNS} FROM es_events WHERE position > ? ORDER BY position LIMIT ${limit}`;
-      st = this.db.prepare(sql).raw(true);
+          ? `SELECT ${STORED_EVENT} FROM es_events WHERE stream_id = ? AND revision >= ? ORDER BY revision LIMIT ${limit}`
+          : `SELECT ${STORED_EVENT} FROM es_events WHERE position > ? ORDER BY position LIMIT ${limit}`;
+      st = this.db.prepare(sql).pluck(true);
       if (this.limitedStatements.size > 64) this.limitedStatements.clear();
       this.limitedStatements.set(key, st);
     }
@@ -178,6 +180,15 @@ export class SqliteEventStore implements EventStore {
   }
 
   private appendLocked(streamId: string, events: CheckedEvent[], expected: ExpectedRevision): AppendResult {
+    const plan = this.planLocked(streamId, events, expected);
+    return typeof plan === 'number' ? this.insertLocked(streamId, events, plan) : plan;
+  }
+
+  /**
+   * Inside the write lock: the stream's current revision when the events are to be written, the original result
+   * when the append is an exact repeat; throws when it is refused (nothing is written).
+   */
+  private planLocked(streamId: string, events: CheckedEvent[], expected: ExpectedRevision): number | AppendResult {
     const s = this.stmt;
     const existing: StoredIdentity[] = [];
     for (const e of events) {
@@ -186,15 +197,21 @@ export class SqliteEventStore implements EventStore {
     }
     const current = (s.streamRevision.get(streamId) as number | null) ?? -1;
     const plan = planAppend(streamId, events.map((e) => e.event.id), expected, existing, current);
-    if (plan !== 'write') return plan;
+    return plan === 'write' ? current : plan;
+  }
+
+  /** Inside the write lock: writes the events after revision `current` (planLocked's answer). */
+  private insertLocked(streamId: string, events: CheckedEvent[], current: number): AppendResult {
+    const s = this.stmt;
+    const first = current + 1;
     let position = 0;
     for (let i = 0; i < events.length; i++) {
       const { event: e, dataJson, extraJson, atMs } = events[i];
       const m = e.metadata;
-      const r = s.insert.run(streamId, current + 1 + i, e.id, e.type, e.version, dataJson, m.correlationId, m.causationId, m.actor, m.at, atMs, extraJson);
+      const r = s.insert.run(streamId, first + i, e.id, e.type, e.version, dataJson, m.correlationId, m.causationId, m.actor, m.at, atMs, extraJson);
       position = Number(r.lastInsertRowid);
     }
-    return { nextRevision: current + events.length, position };
+    return { nextRevision: first + events.length - 1, position };
   }
 
   private open(): void {
@@ -260,6 +277,8 @@ export class SqliteEventStore implements EventStore {
   private afterCommit(written: number): void {
     if (written === 0) return;
     this.signal.notify();
+    // From here on this connection checkpoints only if the worker falls four checkpoints behind.
+    if (this.checkpointer?.committed(written)) this.db.pragma(`wal_autocheckpoint = ${this.walPages * 4}`);
     this.auditLag += written;
     if (this.auditLag >= AUDIT_BATCH) this.indexAudit();
     else if (this.auditTimer === undefined) {
@@ -282,8 +301,7 @@ export class SqliteEventStore implements EventStore {
     this.open();
     checkStreamId(streamId);
     const { fromRevision, limit } = normalizeReadStream(options);
-    const rows = limit === Number.MAX_SAFE_INTEGER ? this.stmt.readStream.all(streamId, fromRevision) : this.limited('stream', limit).all(streamId, fromRevision);
-    return (rows as Row[]).map(toStored);
+    return this.rows.read(limit === Number.MAX_SAFE_INTEGER ? this.stmt.readStream : this.limited('stream', limit), streamId, fromRevision);
   }
 
   async streamRevision(streamId: string): Promise<number> {
@@ -300,7 +318,7 @@ export class SqliteEventStore implements EventStore {
 
   /** Synchronous page read (used by subscriptions and replays on the embedded store). */
   readPageSync(afterPosition: number, limit: number): StoredEvent[] {
-    return (this.limited('all', limit).all(afterPosition) as Row[]).map(toStored);
+    return this.rows.read(this.limited('all', limit), afterPosition);
   }
 
   subscribeAll(options: SubscribeOptions, handler: SubscriptionHandler): Subscription {
@@ -351,8 +369,7 @@ export class SqliteEventStore implements EventStore {
       params.push(q.toAtMs);
     }
     params.push(q.limit);
-    const rows = this.db.prepare(`SELECT ${COLUMNS} FROM es_events WHERE ${where.join(' AND ')} ORDER BY position LIMIT ?`).raw(true).all(...params) as Row[];
-    return rows.map(toStored);
+    return this.rows.read(this.db.prepare(`SELECT ${STORED_EVENT} FROM es_events WHERE ${where.join(' AND ')} ORDER BY position LIMIT ?`).pluck(true), ...params);
   }
 
   async close(): Promise<void> {
@@ -362,6 +379,7 @@ export class SqliteEventStore implements EventStore {
     this.closed = true;
     await Promise.all([...this.subscriptions].map((s) => s.stop()));
     releaseSignal(this.signalKey);
+    await this.checkpointer?.stop();
     this.db.close();
   }
 }

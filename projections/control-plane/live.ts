@@ -12,6 +12,7 @@ export class ControlPlaneView {
   constructor(store: EventStore, snapshots: SnapshotStore, options: StateRunnerOptions & { onListenerError?: (e: unknown) => void } = {}) {
     const projection = controlPlaneProjection({
       onApplied: (e: StoredEvent, s: ControlPlaneState) => {
+        if (this.listeners.size === 0) return;
         for (const l of this.listeners) l(e, s);
       },
       onListenerError: options.onListenerError,

@@ -1,0 +1,64 @@
+// Stored events straight from SQL rows. better-sqlite3 12 on Node 20 builds every returned row with one V8
+// property store per column (~0.2 µs each, most of a read's cost); a SQL function receives the columns as call
+// arguments instead, so reads select `es_stored_event(<columns>)` and the function builds each StoredEvent from its
+// arguments into the page being read: ~30% less time per event on a replay here (docs/event-store.md).
+import type Database from 'better-sqlite3';
+import type { EventMetadata, JsonValue, StoredEvent } from '../port.js';
+
+const COLUMNS = 'position, stream_id, revision, event_id, type, version, data, correlation_id, causation_id, actor, at, metadata_extra';
+
+/** The select list that turns a row of es_events into one stored event (read with `EventRows.read`). */
+export const STORED_EVENT = `es_stored_event(${COLUMNS})`;
+
+/** Distinct event types kept interned; a store with more types than this interns the first ones only. */
+const MAX_TYPES = 4096;
+
+export class EventRows {
+  private page: StoredEvent[] | undefined;
+  // Every event's type as one interned string per type: consumers switch on `type` (each projection compares it
+  // with several literals per event), and interned strings compare by identity instead of by content.
+  private readonly types = new Map<string, string>();
+
+  constructor(db: Database.Database) {
+    db.function(
+      'es_stored_event',
+      { deterministic: false, directOnly: true },
+      (position, streamId, revision, id, type, version, data, correlationId, causationId, actor, at, extra) => {
+        const page = this.page;
+        if (page === undefined) throw new Error('es_stored_event() builds events for EventRows.read only');
+        const metadata: EventMetadata = { correlationId: correlationId as string, causationId: causationId as string, actor: actor as string, at: at as string };
+        if (extra !== null) Object.assign(metadata, JSON.parse(extra as string) as Record<string, JsonValue>);
+        page.push({
+          id: id as string,
+          type: this.types.get(type as string) ?? this.intern(type as string),
+          version: version as number,
+          data: JSON.parse(data as string) as JsonValue,
+          metadata,
+          streamId: streamId as string,
+          revision: revision as number,
+          position: position as number,
+        });
+        return null;
+      },
+    );
+  }
+
+  private intern(type: string): string {
+    // A property key is interned by V8; reading it back gives the interned string.
+    const interned = Object.keys({ [type]: true })[0];
+    if (this.types.size < MAX_TYPES) this.types.set(interned, interned);
+    return interned;
+  }
+
+  /** Runs a statement selecting `STORED_EVENT` (pluck mode) and returns its rows as stored events, in order. */
+  read(statement: Database.Statement, ...params: unknown[]): StoredEvent[] {
+    const page: StoredEvent[] = [];
+    this.page = page;
+    try {
+      statement.all(...params);
+    } finally {
+      this.page = undefined;
+    }
+    return page;
+  }
+}
