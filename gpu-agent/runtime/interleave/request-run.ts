@@ -419,6 +419,7 @@ export class RequestRun {
   private handle(msg: BlockToHost): void {
     switch (msg.kind) {
       case 'LOG': {
+        this.invoke(msg.invoke);
         const line: LogLine = { invoke: msg.invoke, stream: msg.stream, line: msg.line };
         this.logs.push(line);
         this.req.onLog?.(line);
