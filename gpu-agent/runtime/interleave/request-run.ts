@@ -417,6 +417,10 @@ export class RequestRun {
   }
 
   private handle(msg: BlockToHost): void {
+    // An invoke that ended has said all it will: what its side sends after END (a second END from a hostile runner,
+    // a dangling promise of the block still using m) changes nothing. Late console lines are still kept.
+    const of = typeof (msg as { invoke?: unknown }).invoke === 'number' ? this.invokes[msg.invoke] : undefined;
+    if (msg.kind !== 'LOG' && of !== undefined && of.index === msg.invoke && of.status === 'ended') return;
     switch (msg.kind) {
       case 'LOG': {
         this.invoke(msg.invoke);
