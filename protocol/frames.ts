@@ -649,7 +649,18 @@ export class FrameDecoder<D extends FrameDirection> {
   }
 
   push(chunk: Uint8Array): MessageOf<D>[] {
-    if (this.failed) throw this.failed;
+    const r = this.pushAll(chunk);
+    if (r.error !== undefined) throw r.error;
+    return r.messages;
+  }
+
+  /**
+   * Like push, but a chunk whose later bytes are unreadable still yields the complete frames before them (a
+   * reader delivers those, then stops at the error): a runner's last LOG lines or EXCEPTION are not lost because
+   * garbage followed them in the same read.
+   */
+  pushAll(chunk: Uint8Array): { messages: MessageOf<D>[]; error?: ProtocolError } {
+    if (this.failed) return { messages: [], error: this.failed };
     if (chunk.length > 0) {
       this.chunks.push(chunk);
       this.size += chunk.length;
@@ -665,9 +676,9 @@ export class FrameDecoder<D extends FrameDirection> {
       }
     } catch (e) {
       this.failed = e instanceof ProtocolError ? e : malformed(`frame decoding failed: ${e instanceof Error ? e.message : String(e)}`);
-      throw this.failed;
+      return { messages: out, error: this.failed };
     }
-    return out;
+    return { messages: out };
   }
 
   /** The stream ended: anything still buffered is a truncated frame. */

@@ -51,18 +51,16 @@ export class SocketChannel<In, Out> {
   }
 
   private onData(chunk: Buffer): void {
-    let msgs: In[];
-    try {
-      msgs = this.decoder.push(chunk) as In[];
-    } catch (e) {
-      this.finish({ reason: 'protocol', error: e as ProtocolError });
-      this.socket.destroy();
-      return;
-    }
-    for (const m of msgs) {
+    // The frames before an unreadable one in the same chunk are delivered first, then the channel ends.
+    const { messages, error } = this.decoder.pushAll(chunk);
+    for (const m of messages as In[]) {
       const w = this.waiters.shift();
       if (w) w.resolve(m);
       else this.queue.push(m);
+    }
+    if (error !== undefined) {
+      this.finish({ reason: 'protocol', error });
+      this.socket.destroy();
     }
   }
 
