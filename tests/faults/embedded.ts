@@ -86,6 +86,11 @@ export async function startEmbedded(options: FaultFabricOptions = {}): Promise<F
     async restartControlPlane() {
       main = await start();
     },
+    async restartControlPlaneCleanly() {
+      await main.stop();
+      retired.push(main);
+      main = await start();
+    },
     async openStore() {
       const store = new SqliteEventStore({ path: join(dataDir, 'data', 'events.sqlite') });
       return { store, close: () => store.close() };

@@ -32,6 +32,8 @@ export interface FaultFabric {
   killControlPlane(): Promise<void>;
   /** Starts what killControlPlane killed, over the same store. */
   restartControlPlane(): Promise<void>;
+  /** SIGTERM to what killControlPlane would kill (it saves its projection snapshot), then starts it again. */
+  restartControlPlaneCleanly(): Promise<void>;
   /** A connection to the fabric's event store (the test closes it). */
   openStore(): Promise<{ store: EventStore; close(): Promise<void> }>;
   /** Error lines logged by every process of the fabric so far. */

@@ -58,7 +58,7 @@ export async function expectOk(p: Promise<Answer>, what: string): Promise<Answer
   return a;
 }
 
-export async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000, everyMs = 50): Promise<T> {
+export async function until<T>(what: string | (() => string), probe: () => Promise<T | undefined>, timeoutMs = 30_000, everyMs = 50): Promise<T> {
   const end = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
@@ -68,7 +68,7 @@ export async function until<T>(what: string, probe: () => Promise<T | undefined>
     } catch (e) {
       last = e;
     }
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+    if (Date.now() > end) throw new Error(`timed out waiting for ${typeof what === 'string' ? what : what()}${last ? `: ${String(last)}` : ''}`);
     await sleep(everyMs);
   }
 }
@@ -77,7 +77,7 @@ export async function until<T>(what: string, probe: () => Promise<T | undefined>
 export function requestIn(f: FaultFabric, requestId: string, statuses: string[], timeoutMs = 30_000): Promise<Record<string, unknown>> {
   let last = '';
   return until(
-    `${requestId} in ${statuses.join('|')} (last ${last})`,
+    () => `${requestId} in ${statuses.join('|')} (last ${last})`,
     async () => {
       const r = await getRequest(f, requestId);
       last = String(r.body.status);

@@ -14,7 +14,8 @@ export async function agentRestartWithQueue(f: FaultFabric, opts: { heartbeatTim
   await expectOk(deploy(f, { model: 'gpt2-tiny', minDeploymentMs: 0 }), 'deploy');
   await hot(f, 'gpt2-tiny');
   const ids = Array.from({ length: 12 }, (_, i) => `restart-${String(i + 1).padStart(2, '0')}`);
-  for (const id of ids) await expectOk(submit(f, id, { block: slowBlock(300) }), `submit ${id}`);
+  // The first one runs long enough to be caught running; the others are short.
+  for (const [i, id] of ids.entries()) await expectOk(submit(f, id, { block: slowBlock(i === 0 ? 3000 : 300) }), `submit ${id}`);
   const first = await requestIn(f, ids[0]!, ['RUNNING'], 20_000);
   assert.equal(first.attempt, 1);
 

@@ -71,8 +71,7 @@ export async function controlPlaneKillDuringBurst(f: FaultFabric, opts: { snapsh
   // A first life that ends cleanly: its projection snapshot is where the restarted process resumes from.
   for (const id of ['before-1', 'before-2', 'before-3']) assert.equal((await call(f.commandUrl, '/requests', { body: body(id), headers: f.operatorHeaders })).status, 202);
   await Promise.all(['before-1', 'before-2', 'before-3'].map((id) => requestIn(f, id, ['COMPLETED'])));
-  await f.stop();
-  await f.restartControlPlane();
+  await f.restartControlPlaneCleanly();
   log('first life over');
 
   const { acked, unanswered } = await burstAndKill(f, 8, 150);
@@ -118,7 +117,10 @@ export async function controlPlaneKillDuringBurst(f: FaultFabric, opts: { snapsh
     const open = (q.body.requests as Array<{ status: string }>).filter((r) => !['COMPLETED', 'ERROR', 'CANCELLED'].includes(r.status));
     return open.length === 0 ? true : undefined;
   }, 60_000, 200);
-  for (const id of everyId) assert.equal((await getRequest(f, id)).body.status, 'COMPLETED', id);
+  for (const id of everyId) {
+    const v = (await getRequest(f, id)).body;
+    assert.equal(v.status, 'COMPLETED', `${id}: ${JSON.stringify(v.error ?? null)}`);
+  }
   log('every request completed');
 
   // A clean stop saves the live projection as a snapshot: it equals a fresh fold of the log.
