@@ -20,7 +20,8 @@ export async function agentKillMidRequest(f: FaultFabric, log: (s: string) => vo
     const killed = await f.killAgent();
     const boot = await f.agentBack(killed);
     log(`agent pid ${killed.pid} boot ${killed.bootId} killed; back as boot ${boot}`);
-    await ws.untilStatus(id, 'COMPLETED', 30_000);
+    // Distributed, the new boot waits for its Kafka group's rebalance before it gets the RELOAD.
+    await ws.untilStatus(id, 'COMPLETED', f.mode === 'distributed' ? 60_000 : 30_000);
     await ws.until((ms) => ms.some((m) => m.type === 'ended' && m.requestId === id), 'ended', 5000);
 
     const seen = ws.statuses(id);

@@ -32,7 +32,7 @@ export async function agentRestartWithQueue(f: FaultFabric, opts: { heartbeatTim
   const killed = await f.killAgent();
   f.thawAgent();
   await f.agentBack(killed);
-  const done = await Promise.all(ids.map((id) => requestIn(f, id, ['COMPLETED', 'ERROR', 'CANCELLED'], 40_000)));
+  const done = await Promise.all(ids.map((id) => requestIn(f, id, ['COMPLETED', 'ERROR', 'CANCELLED'], f.mode === 'distributed' ? 60_000 : 40_000)));
   log(`after the restart: ${done.map((d) => d.status).join(' ')}`);
   assert.deepEqual(done.map((d) => d.status), ids.map(() => 'COMPLETED'), '12 of 12 complete');
 
