@@ -5,9 +5,11 @@
 //                          projection runner (ControlPlaneView) from position 0 over >= 200k events — target >= 100000
 //   queue_ops_us_at_10k    one enqueue (RequestQueued) + one dequeue (RequestDispatched) applied to the queue
 //                          projection holding 10k queued requests, in µs — target <= 50
-// Options: --requests N (requests in the replay log, default 29000 ≈ 204k events).
+// Each rate is the median of --rounds rounds (default 3; every round is printed too), after a warm-up: the machine
+// is shared, and one round can land on a burst of other work. `load_avg_1m` is the load when the bench ended.
+// Options: --requests N (requests in the replay log, default 29000 ≈ 204k events), --rounds N.
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ControlPlaneCommands } from '../command-api/handlers/service.js';
 import { domainCodec } from '../command-api/handlers/codec.js';
@@ -31,13 +33,14 @@ const T0 = Date.parse('2025-03-01T10:00:00.000Z');
 const iso = (ms: number) => new Date(ms).toISOString();
 const because = { rule: 'bench', text: 'bench' };
 
-async function benchEnqueue(store: EventStore, commands: number, concurrency: number): Promise<number> {
+async function benchEnqueue(store: EventStore, commands: number, concurrency: number, first: number): Promise<number> {
   const cp = new ControlPlaneCommands(store);
-  let next = 0;
+  let next = first;
+  const end = first + commands;
   const t = performance.now();
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
-      for (let i = next++; i < commands; i = next++) {
+      for (let i = next++; i < end; i = next++) {
         await cp.execute(
           { type: 'SubmitRequest', requestId: `enq-${i}`, modelKey: 'gpt2', submitter: `key:client${i % 16}`, priority: i % 5 === 0, trusted: true, payload: { prompt: 'The Eiffel Tower is in', invokes: 1 } },
           { commandId: `submit-${i}`, actor: `key:client${i % 16}`, at: iso(T0 + i) },
@@ -105,7 +108,10 @@ export async function fillControlPlaneLog(store: EventStore, requests: number): 
  */
 async function benchRebuild(store: SqliteEventStore): Promise<{ eventsPerS: number; requests: number }> {
   const head = await store.headPosition();
-  const view = new ControlPlaneView(store, new SqliteCheckpoints(store.db));
+  const checkpoints = new SqliteCheckpoints(store.db);
+  // The previous round's final snapshot would let the view skip the log: every round rebuilds from nothing.
+  store.db.prepare(`DELETE FROM projection_checkpoints WHERE name = 'control-plane'`).run();
+  const view = new ControlPlaneView(store, checkpoints);
   const t = performance.now();
   await view.start();
   await view.waitForPosition(head, 120_000);
@@ -162,16 +168,27 @@ function benchQueueTree(depth: number, pairs: number): number {
   return ((performance.now() - t) * 1000) / pairs;
 }
 
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+
 export async function run(args: string[]): Promise<Record<string, unknown>> {
-  const requestsArg = args.indexOf('--requests');
-  const requests = requestsArg >= 0 ? Number(args[requestsArg + 1]) : 29_000;
+  const option = (name: string, fallback: number) => {
+    const i = args.indexOf(name);
+    return i >= 0 ? Number(args[i + 1]) : fallback;
+  };
+  const requests = option('--requests', 29_000);
+  const rounds = option('--rounds', 3);
+  if (!Number.isSafeInteger(rounds) || rounds < 1) throw new Error(`--rounds must be a positive integer, got ${rounds}`);
   const dir = mkdtempSync(join(tmpdir(), 'ndif-bench-cp-'));
   try {
     const result: Record<string, unknown> = {};
     const started = performance.now();
     const store = new SqliteEventStore({ path: join(dir, 'events.db') });
-    await benchEnqueue(store, 2_000, 64); // warm-up
-    result.enqueue_per_s = Math.round(await benchEnqueue(store, 20_000, 64));
+    await benchEnqueue(store, 2_000, 64, 0); // warm-up
+    // Rounds of 10k on the same file: the median round runs on a log of 12k–22k commands, as one round of 20k would.
+    const enqueue: number[] = [];
+    for (let r = 0; r < rounds; r++) enqueue.push(Math.round(await benchEnqueue(store, 10_000, 64, 2_000 + r * 10_000)));
+    result.enqueue_per_s = median(enqueue);
+    result.enqueue_rounds_per_s = enqueue;
     await store.close();
 
     const replayStore = new SqliteEventStore({ path: join(dir, 'replay.db') });
@@ -181,15 +198,22 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
     result.replay_log_fill_s = Number(((performance.now() - t) / 1000).toFixed(1));
     // The runner over the same log with a projection that does nothing: the bound the store's read path sets.
     result.replay_read_only_events_per_s = Math.round((await benchReplay(replayStore, { name: 'noop', version: 1, initialState: () => 0, apply: (n: number) => n + 1 })).eventsPerS);
-    const replay = await benchRebuild(replayStore);
-    result.replay_events_per_s = Math.round(replay.eventsPerS);
-    result.replay_requests = replay.requests;
+    const replays: number[] = [];
+    for (let r = 0; r < rounds; r++) {
+      const replay = await benchRebuild(replayStore);
+      if (replay.requests !== requests) throw new Error(`the rebuilt view holds ${replay.requests} requests, the log ${requests}`);
+      replays.push(Math.round(replay.eventsPerS));
+    }
+    result.replay_events_per_s = median(replays);
+    result.replay_rounds_events_per_s = replays;
+    result.replay_requests = requests;
     await replayStore.close();
 
     benchQueueProjection(10_000, 20_000);
     result.queue_ops_us_at_10k = Number(benchQueueProjection(10_000, 100_000).toFixed(2));
     result.queue_tree_ops_us_at_10k = Number(benchQueueTree(10_000, 200_000).toFixed(2));
     result.elapsed_s = Number(((performance.now() - started) / 1000).toFixed(1));
+    result.load_avg_1m = Number(loadavg()[0].toFixed(2));
     return result;
   } finally {
     rmSync(dir, { recursive: true, force: true });

