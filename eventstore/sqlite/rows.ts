@@ -50,7 +50,11 @@ export class EventRows {
     return interned;
   }
 
-  /** Runs a statement selecting `STORED_EVENT` (pluck mode) and returns its rows as stored events, in order. */
+  /**
+   * Runs a statement selecting `STORED_EVENT` (pluck mode) and returns its rows as stored events, in order. The
+   * function runs as SQLite evaluates the select list, so the statement's ORDER BY and LIMIT must be answered by
+   * the scan itself (rowid, or an index in that order): a sort step would build the events before sorting them.
+   */
   read(statement: Database.Statement, ...params: unknown[]): StoredEvent[] {
     const page: StoredEvent[] = [];
     this.page = page;
