@@ -1,7 +1,7 @@
-// Operator calls (the `ndif` CLI is built on these): deploy, scale, evict, pin, kill, and the cluster, queue and
-// agent views. Each call checks the fabric's protocol version once first.
+// Operator calls (the `ndif` CLI is built on these): deploy, scale, evict, pin, kill, API keys, and the cluster,
+// queue and agent views. Each call checks the fabric's protocol version once first.
 import type { CallOptions, FabricHttp } from './http.js';
-import type { AgentsReply, ClusterReply, DeployBody, QueueReply, VersionReply, WhoamiReply } from './wire.js';
+import type { AgentsReply, ClusterReply, CreatedKeyReply, DeployBody, KeyReply, QueueReply, VersionReply, WhoamiReply } from './wire.js';
 import { versionChecker } from './version-check.js';
 
 export class FabricAdmin {
@@ -28,5 +28,8 @@ export class FabricAdmin {
   evict = (target: { model: string } | { replica: string } | { all: true }) => this.json<{ evicted: string[]; logPosition: number }>('POST', '/deployments/evict', { body: target });
   pin = (model: string, pinned: boolean) => this.json<{ model: string; pinned: boolean; logPosition: number }>('POST', '/deployments/pin', { body: { model, pinned } });
   kill = (requestId: string) => this.json<{ requestId: string; cancelled: boolean; alreadyCancelled: boolean }>('POST', `/requests/${encodeURIComponent(requestId)}/cancel`, { body: {} });
+  createKey = (body: { label: string; trusted?: boolean; priority?: boolean; operator?: boolean }) => this.json<CreatedKeyReply>('POST', '/keys', { body });
+  listKeys = () => this.json<{ keys: KeyReply[] }>('GET', '/keys');
+  revokeKey = (id: string) => this.json<{ id: string; revokedAt: string }>('POST', `/keys/${encodeURIComponent(id)}/revoke`);
   drain = (agentId: string) => this.json<{ agentId: string; draining: boolean; logPosition: number }>('POST', `/agents/${encodeURIComponent(agentId)}/drain`);
 }

@@ -148,6 +148,24 @@ export interface WhoamiReply {
   auth: boolean;
 }
 
+export interface KeyReply {
+  id: string;
+  label: string;
+  tags: { trusted: boolean; priority: boolean; operator: boolean };
+  createdAt: string;
+  createdBy: string;
+  revokedAt: string | null;
+}
+
+/** `POST /keys`: `key` is the only time the secret is shown. */
+export interface CreatedKeyReply {
+  id: string;
+  key: string;
+  label: string;
+  tags: KeyReply['tags'];
+  createdAt: string;
+}
+
 export interface DeployBody {
   model: string;
   replicas?: number;
