@@ -6,6 +6,7 @@
 // so an abort never waits behind a long load. An assignment for another boot (sent to an earlier process of this
 // agent) or a position already seen (a republished or redelivered message) is ignored.
 import { randomUUID } from 'node:crypto';
+import { assignmentsGroupId } from './assignments-group.js';
 import type { Logger } from 'pino';
 import type { BlobStore } from '../../blobstore/port.js';
 import type { ModelCatalog } from '../../catalog/port.js';
@@ -83,7 +84,7 @@ export class GpuAgent {
   /** Subscribes first (so nothing sent to the new boot is missed), then registers and starts heartbeating. */
   async start(): Promise<void> {
     const { config, transport, log } = this.options;
-    this.subscription = await transport.subscribe(config.topics.assignments, `agent-${config.agentId}`, (m) => this.onMessage(m), {
+    this.subscription = await transport.subscribe(config.topics.assignments, assignmentsGroupId(config.agentId, config.topics.assignments), (m) => this.onMessage(m), {
       fromBeginning: true,
       onError: (err) => log.error({ err }, 'assignment handler failed; delivered again'),
     });

@@ -1,10 +1,12 @@
-// Kafka-only behaviour: what a crashed consumer process leaves behind, and an unreachable broker.
+// Kafka-only behaviour: what a crashed consumer process leaves behind, agents of two fabrics with the same id on
+// one broker, and an unreachable broker.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { assignmentsGroupId } from '../../gpu-agent/agent/assignments-group.js';
 import { KafkaTransport } from '../../transport/index.js';
 import { requireService } from '../services/require.js';
 
@@ -48,6 +50,31 @@ if (brokers) {
       assert.deepEqual(got, ['assignment-1']);
     } finally {
       await producer.close();
+    }
+  });
+}
+
+if (brokers) {
+  test('agents of two fabrics with the same id on one broker each get their own assignments only', async () => {
+    const tag = randomUUID().slice(0, 8);
+    const topics = [`fab1-${tag}.assignments`, `fab2-${tag}.assignments`];
+    const groups = topics.map((t) => assignmentsGroupId('same-agent', t));
+    assert.notEqual(groups[0], groups[1]);
+    assert.equal(assignmentsGroupId('a', 'x'.repeat(249)).length <= 255, true);
+    const connect = () => KafkaTransport.connect({ brokers: brokers.split(','), clientId: 'ndif-groups-test', partitions: 2 });
+    const [t1, t2, producer] = await Promise.all([connect(), connect(), connect()]);
+    const got: string[][] = [[], []];
+    try {
+      const subs = await Promise.all(
+        [t1, t2].map((t, i) => t.subscribe(topics[i]!, groups[i]!, async (m) => void got[i]!.push(m.value.toString()), { fromBeginning: true })),
+      );
+      for (let n = 0; n < 4; n++) for (const [i, topic] of topics.entries()) await producer.publish(topic, { key: 'same-agent', value: Buffer.from(`fabric${i + 1}-${n}`) });
+      const end = Date.now() + 30_000;
+      while ((got[0]!.length < 4 || got[1]!.length < 4) && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+      await Promise.all(subs.map((s) => s.close()));
+      assert.deepEqual(got, [0, 1].map((i) => Array.from({ length: 4 }, (_, n) => `fabric${i + 1}-${n}`)));
+    } finally {
+      await Promise.all([t1, t2, producer].map((t) => t.close()));
     }
   });
 }
