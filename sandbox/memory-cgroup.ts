@@ -4,6 +4,7 @@
 // its cgroup hits the limit; `oomKills()` tells the agent that is what happened.
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { processRunning } from './process-alive.js';
 
 export type CgroupKind = 'cgroup-v1' | 'cgroup-v2';
 
@@ -51,7 +52,7 @@ function sweepDeadAgents(dir: string): void {
   }
   for (const name of names) {
     const pid = Number(/^ndif-sandbox-(\d+)/.exec(name)![1]);
-    if (pid === process.pid || existsSync(`/proc/${pid}`)) continue;
+    if (pid === process.pid || processRunning(pid)) continue;
     removeCgroupParent({ kind: 'cgroup-v1', dir: join(dir, name) });
   }
 }

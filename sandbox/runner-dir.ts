@@ -8,6 +8,7 @@
 import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { processRunning } from './process-alive.js';
 
 export class RunnerDir {
   private files = 0;
@@ -58,7 +59,7 @@ export function sweepDeadAgents(): void {
   }
   for (const name of names) {
     const pid = Number(/^ndif-runner-(\d+)-/.exec(name)![1]);
-    if (pid === process.pid || existsSync(`/proc/${pid}`)) continue;
+    if (pid === process.pid || processRunning(pid)) continue;
     const path = join(tmpdir(), name);
     try {
       if (statSync(path).uid === process.getuid?.()) rmSync(path, { recursive: true, force: true });

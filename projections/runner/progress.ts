@@ -1,6 +1,7 @@
 // Status and "wait until the projection has reached position p" for both runners.
 import { FabricError } from '../../protocol/errors.js';
-import { failedError, ProjectionErrorCode, type ProjectionStatus } from './projection.js';
+import type { SubscriptionEnd } from '../../eventstore/port.js';
+import { describeError, failedError, ProjectionErrorCode, type ProjectionStatus } from './projection.js';
 
 interface Waiter {
   position: number;
@@ -43,6 +44,16 @@ export class Progress {
       } else still.push(w);
     }
     this.waiters = still;
+  }
+
+  /** The end of a runner's subscription: records the error of a failure that is not an event's, ends the phase. */
+  finish(end: SubscriptionEnd): void {
+    if (end.reason === 'failed') {
+      if (this.status.failure === undefined) this.status.error = describeError(end.error);
+      this.end('failed');
+    } else {
+      this.end('stopped');
+    }
   }
 
   end(phase: 'failed' | 'stopped'): void {

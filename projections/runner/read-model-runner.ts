@@ -134,13 +134,8 @@ export class ReadModelRunner<Tx> {
       }
     }
     this.buffer = [];
-    if (end.reason === 'failed') {
-      if (this.progress.status.failure === undefined) this.progress.status.error = describeError(end.error);
-      this.progress.end('failed');
-      this.options.onFailure?.(this.status());
-    } else {
-      this.progress.end('stopped');
-    }
+    this.progress.finish(end);
+    if (end.reason === 'failed') this.options.onFailure?.(this.status());
     return this.status();
   }
 

@@ -140,13 +140,8 @@ export class ProjectionRunner<State> {
     if (this.idleTimer !== undefined) clearTimeout(this.idleTimer);
     if (this.unsaved > 0 || this.progress.status.checkpointPosition < this.progress.status.position) await this.saveSnapshot();
     await this.saving;
-    if (end.reason === 'failed') {
-      if (this.progress.status.failure === undefined) this.progress.status.error = describeError(end.error);
-      this.progress.end('failed');
-      this.options.onFailure?.(this.status());
-    } else {
-      this.progress.end('stopped');
-    }
+    this.progress.finish(end);
+    if (end.reason === 'failed') this.options.onFailure?.(this.status());
     return this.status();
   }
 
