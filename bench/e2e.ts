@@ -77,7 +77,7 @@ async function startFabric(dataDir: string): Promise<{ child: ChildProcess; url:
 }
 
 export async function run(args: string[]): Promise<Record<string, unknown>> {
-  const rounds = arg(args, 'rounds', 15);
+  const rounds = arg(args, 'rounds', 25);
   const clients = arg(args, 'clients', 8);
   const perClient = arg(args, 'per-client', 2);
   const layer = arg(args, 'layer', 6);
