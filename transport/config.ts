@@ -5,6 +5,9 @@
 //   KAFKA_CLIENT_ID       default "ndif"
 //   NDIF_KAFKA_PARTITIONS partitions of the topics the transport creates, default 4
 //   NDIF_KAFKA_LINGER_MS  wait before sending a batch, default 0
+//   NDIF_KAFKA_SESSION_TIMEOUT_MS  a consumer silent this long leaves its group, default 10000 (the broker's
+//                         group.min/max.session.timeout.ms bound it); a process killed and started again
+//                         gets its partitions back after this long
 import { configInvalid } from './errors.js';
 import { InProcessBroker } from './inprocess/broker.js';
 import { InProcessTransport } from './inprocess/transport.js';
@@ -45,6 +48,11 @@ export function transportConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Tr
   if (partitions !== undefined) kafka.partitions = partitions;
   const linger = nonNegativeInt(env, 'NDIF_KAFKA_LINGER_MS', 0);
   if (linger !== undefined) kafka.lingerMs = linger;
+  const session = nonNegativeInt(env, 'NDIF_KAFKA_SESSION_TIMEOUT_MS', 1000);
+  if (session !== undefined) {
+    // kafkajs heartbeats on this interval; a third of the session leaves room for two missed ones.
+    kafka.consumer = { sessionTimeoutMs: session, heartbeatIntervalMs: Math.min(1000, Math.floor(session / 3)) };
+  }
   return { kind: 'kafka', kafka };
 }
 

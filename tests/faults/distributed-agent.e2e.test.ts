@@ -1,6 +1,6 @@
 // The agent faults of agent-kill.e2e.test.ts and agent-restart.e2e.test.ts on distributed mode's processes
 // (PostgreSQL event store, Kafka transport; tests/faults/distributed.ts). A restarted agent joins its Kafka
-// consumer group again, which waits for the dead member's session (10 s) to end: these take longer.
+// consumer group again, which waits for the dead member's session to end (4 s here, NDIF_KAFKA_SESSION_TIMEOUT_MS).
 import { after, before, it } from 'node:test';
 import { requireService } from '../services/require.js';
 import { COMPRESSED_TIME } from './fabric.js';

@@ -16,6 +16,12 @@ test('NDIF_TRANSPORT=kafka reads brokers, client id, partitions and linger', () 
   );
 });
 
+test('NDIF_KAFKA_SESSION_TIMEOUT_MS sets the consumers\' session, with heartbeats at most a third of it', () => {
+  const kafka = (v: string) => (transportConfigFromEnv({ NDIF_TRANSPORT: 'kafka', KAFKA_BROKERS: 'a:1', NDIF_KAFKA_SESSION_TIMEOUT_MS: v }) as { kafka: unknown }).kafka;
+  assert.deepEqual(kafka('6000'), { brokers: ['a:1'], clientId: 'ndif', consumer: { sessionTimeoutMs: 6000, heartbeatIntervalMs: 1000 } });
+  assert.deepEqual(kafka('1500'), { brokers: ['a:1'], clientId: 'ndif', consumer: { sessionTimeoutMs: 1500, heartbeatIntervalMs: 500 } });
+});
+
 test('bad transport settings are refused with TRANSPORT_CONFIG_INVALID and a hint', () => {
   const refused = (env: NodeJS.ProcessEnv, hint: RegExp) =>
     assert.throws(() => transportConfigFromEnv(env), (e: unknown) => {
@@ -28,6 +34,7 @@ test('bad transport settings are refused with TRANSPORT_CONFIG_INVALID and a hin
   refused({ NDIF_TRANSPORT: 'kafka' }, /KAFKA_BROKERS/);
   refused({ NDIF_TRANSPORT: 'kafka', KAFKA_BROKERS: 'a:1', NDIF_KAFKA_PARTITIONS: '0' }, /NDIF_KAFKA_PARTITIONS/);
   refused({ NDIF_TRANSPORT: 'kafka', KAFKA_BROKERS: 'a:1', NDIF_KAFKA_LINGER_MS: '-1' }, /NDIF_KAFKA_LINGER_MS/);
+  refused({ NDIF_TRANSPORT: 'kafka', KAFKA_BROKERS: 'a:1', NDIF_KAFKA_SESSION_TIMEOUT_MS: '500' }, /NDIF_KAFKA_SESSION_TIMEOUT_MS/);
 });
 
 test('keys map to partitions as Kafka\'s default partitioner (murmur2) does', () => {
