@@ -11,7 +11,7 @@ import { FabricModelCatalog } from '../catalog/catalog.js';
 import { catalogConfigFromEnv } from '../catalog/config.js';
 import type { ApiContext } from '../auth/http/deps.js';
 import { apiConfigFromEnv } from '../auth/http/config.js';
-import { ensureBootstrapKeyFromEnv } from './bootstrap-key.js';
+import { prepareKeys } from './bootstrap-key.js';
 import type { ApiKeyStore } from '../auth/port.js';
 import { InProcessTransport } from '../transport/inprocess/transport.js';
 import { ControlPlane } from './control-plane.js';
@@ -47,9 +47,7 @@ export async function runApiProcess(role: ApiRole, build: (ctx: ApiContext) => P
     const readModels = role === 'query-api' ? await startReadModels(readModelsConfig, opened.store, log) : undefined;
     const keys = await openKeys(env);
     const config = apiConfigFromEnv(env, { auth: true });
-    const bootstrap = await ensureBootstrapKeyFromEnv(env, keys, new Date().toISOString());
-    if (bootstrap) log.info({ keyId: bootstrap.id }, `bootstrap operator key ${bootstrap.id} (NDIF_BOOTSTRAP_KEY) is in the key store`);
-    else if (config.auth && (await keys.list()).length === 0) log.warn('auth is on and the key store has no key: set NDIF_BOOTSTRAP_KEY (make one with `ndif keys new`) to create the first operator key');
+    await prepareKeys(env, keys, config.auth, log);
     // The query API's view follows appends made by the other processes: reads catch up first (read your writes).
     const app = await build({ ...cp.context, readModels, catchUpBeforeReads: role === 'query-api', keys, config });
     const port = Number(env.PORT ?? env.NDIF_PORT ?? (role === 'command-api' ? 8080 : 8081));

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { SqliteApiKeyStore } from '../../auth/sqlite.js';
 import { apiConfigFromEnv } from '../../auth/http/config.js';
-import { ensureBootstrapKeyFromEnv } from '../bootstrap-key.js';
+import { prepareKeys } from '../bootstrap-key.js';
 import { FileBlobStore } from '../../blobstore/files.js';
 import { FabricModelCatalog } from '../../catalog/catalog.js';
 import { catalogConfigFromEnv, withBundled } from '../../catalog/config.js';
@@ -50,9 +50,7 @@ async function main(): Promise<void> {
 
   const keys = new SqliteApiKeyStore({ path: p.keys });
   const api = apiConfigFromEnv(env);
-  const bootstrap = await ensureBootstrapKeyFromEnv(env, keys, new Date().toISOString());
-  if (bootstrap) log.info({ keyId: bootstrap.id }, `bootstrap operator key ${bootstrap.id} (NDIF_BOOTSTRAP_KEY) is in the key store`);
-  else if (api.auth && (await keys.list()).length === 0) log.warn('auth is on and the key store has no key: set NDIF_BOOTSTRAP_KEY (make one with `ndif keys new`) to create the first operator key');
+  await prepareKeys(env, keys, api.auth, log);
   const app = await buildFabricServer({ ...cp.context, keys, config: api });
   await app.listen({ port: config.port, host: config.host });
   const address = app.server.address();

@@ -1,6 +1,6 @@
 // ndif keys new | create <label> [--trusted] [--priority] [--operator] | list | revoke <id>: operators' API keys.
 // `new` makes a key text locally (no call) for NDIF_BOOTSTRAP_KEY, the first operator key of a fabric with auth on.
-import { randomBytes } from 'node:crypto';
+import { newKey } from '../../../auth/key-format.js';
 import { boolOpt } from '../args.js';
 import type { CliCommand } from '../command.js';
 import { UsageError } from '../command.js';
@@ -8,11 +8,6 @@ import { ExitCode } from '../exit-codes.js';
 import { table } from '../output.js';
 
 const ACTIONS = ['new', 'create', 'list', 'revoke'];
-
-/** The key format of docs/http-api.md: `ndif_<16 hex id>_<43 base64url secret>`. */
-function freshKeyText(): string {
-  return `ndif_${randomBytes(8).toString('hex')}_${randomBytes(32).toString('base64url')}`;
-}
 
 const command: CliCommand = {
   summary: 'API keys: make a bootstrap key (new), create one with tags, list them, revoke one',
@@ -41,8 +36,8 @@ const command: CliCommand = {
     if ((action === 'new' || action === 'list') && arg !== undefined) throw new UsageError(`${action} takes no argument, got ${JSON.stringify(arg)}`);
 
     if (action === 'new') {
-      const key = freshKeyText();
-      if (ctx.out.json) ctx.out.printJson({ key, id: key.slice(5, 21) });
+      const { id, key } = newKey();
+      if (ctx.out.json) ctx.out.printJson({ key, id });
       else {
         ctx.out.line(key);
         ctx.out.note('start the API processes with NDIF_AUTH=on NDIF_BOOTSTRAP_KEY=<this key>; it is not stored anywhere yet');
