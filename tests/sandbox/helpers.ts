@@ -1,6 +1,6 @@
 // Shared by the sandbox tests: the bundled tiny model loaded once per file, its INIT assets, a sandbox
 // configured for tests, and process/condition polling.
-import { readFileSync } from 'node:fs';
+import { processRunning } from '../../sandbox/process-alive.js';
 import { ensureModel } from '../../scripts/generate-model.js';
 import { loadModel } from '../../gpu-agent/runtime/index.js';
 import type { HostedModel } from '../../gpu-agent/runtime/index.js';
@@ -50,14 +50,7 @@ export async function tinySandbox(over: Parameters<typeof testConfig>[0] = {}, a
 export async function processGone(pid: number, timeoutMs = 5000): Promise<boolean> {
   const until = Date.now() + timeoutMs;
   for (;;) {
-    let state: string | undefined;
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-    } catch {
-      return true;
-    }
-    if (state === 'Z' || state === 'X') return true;
+    if (!processRunning(pid)) return true;
     if (Date.now() > until) return false;
     await new Promise((r) => setTimeout(r, 25));
   }
