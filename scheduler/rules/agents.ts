@@ -6,6 +6,7 @@ import type { RequeueReason } from '../../domain/events/index.js';
 import type { ClusterAgent, ClusterReplica } from '../../projections/cluster/state.js';
 import type { PlanContext } from '../plan-context.js';
 import { byId, inFlightOn, replicasOnAgent } from '../view-queries.js';
+import { requeueInFlight } from './requeue.js';
 
 export function agentHealthRule(ctx: PlanContext): void {
   if (!ctx.input.tick) return;
@@ -32,21 +33,13 @@ export function agentHealthRule(ctx: PlanContext): void {
 }
 
 function requeueAll(ctx: PlanContext, r: ClusterReplica, reason: RequeueReason, text: string, cause: ClusterAgent['lastEvent']): void {
-  for (const v of inFlightOn(ctx.state, r.replicaId)) {
-    if (ctx.touchedRequests.has(v.requestId)) continue;
-    ctx.touchedRequests.add(v.requestId);
-    ctx.emit(
-      `sched:requeue:${v.requestId}:${v.attempt}`,
-      {
-        type: 'RequeueRequest',
-        requestId: v.requestId,
-        attempt: v.attempt,
-        reason,
-        because: { rule: `requeue-${reason.toLowerCase().replace(/_/g, '-')}`, text: `attempt ${v.attempt} on replica ${r.replicaId}: ${text}`, refs: { replicaId: r.replicaId, agentId: r.agentId ?? '', causeEvent: cause.type } },
-      },
-      cause,
-    );
-  }
+  requeueInFlight(
+    ctx,
+    r.replicaId,
+    reason,
+    (v) => ({ rule: `requeue-${reason.toLowerCase().replace(/_/g, '-')}`, text: `attempt ${v.attempt} on replica ${r.replicaId}: ${text}`, refs: { replicaId: r.replicaId, agentId: r.agentId ?? '', causeEvent: cause.type } }),
+    cause,
+  );
 }
 
 export function agentLossRule(ctx: PlanContext): void {

@@ -5,6 +5,7 @@ import type { RequeueReason } from '../../domain/events/index.js';
 import type { ClusterReplica } from '../../projections/cluster/state.js';
 import type { PlanContext } from '../plan-context.js';
 import { byId, inFlightOn } from '../view-queries.js';
+import { requeueInFlight } from './requeue.js';
 
 function interruption(r: ClusterReplica): RequeueReason | null {
   switch (r.state) {
@@ -40,25 +41,17 @@ export function preemptionRule(ctx: PlanContext): void {
     if (agent?.state === 'UNRESPONSIVE') continue;
     const reason = interruption(r);
     if (reason === null) continue;
-    for (const v of inFlightOn(s, replicaId)) {
-      if (ctx.touchedRequests.has(v.requestId)) continue;
-      ctx.touchedRequests.add(v.requestId);
-      ctx.emit(
-        `sched:requeue:${v.requestId}:${v.attempt}`,
-        {
-          type: 'RequeueRequest',
-          requestId: v.requestId,
-          attempt: v.attempt,
-          reason,
-          because: {
-            rule: 'requeue-interrupted',
-            text: `replica ${replicaId} ${DESCRIBE[r.state] ?? r.state} (${r.lastEvent.type}); attempt ${v.attempt} goes back to the queue keeping its place (enqueued ${new Date(v.enqueuedAtMs ?? 0).toISOString()})`,
-            refs: { replicaId, causeEvent: r.lastEvent.type, causePosition: String(r.lastEvent.position) },
-          },
-        },
-        r.lastEvent,
-      );
-    }
+    requeueInFlight(
+      ctx,
+      replicaId,
+      reason,
+      (v) => ({
+        rule: 'requeue-interrupted',
+        text: `replica ${replicaId} ${DESCRIBE[r.state] ?? r.state} (${r.lastEvent.type}); attempt ${v.attempt} goes back to the queue keeping its place (enqueued ${new Date(v.enqueuedAtMs ?? 0).toISOString()})`,
+        refs: { replicaId, causeEvent: r.lastEvent.type, causePosition: String(r.lastEvent.position) },
+      }),
+      r.lastEvent,
+    );
   }
   for (const r of [...s.cluster.replicas.values()].filter((x) => x.state === 'UNLOADING' || x.state === 'DEMOTING').sort(byId((x) => x.replicaId))) {
     if (inFlightOn(s, r.replicaId).length > 0) continue;
