@@ -136,54 +136,31 @@ function evaluateAgent(agent: AgentCapacity, request: PlacementRequest, need: nu
   const n = request.gpus;
   const sum = (gs: GpuState[], f: (g: GpuState) => number) => gs.reduce((s, g) => s + f(g), 0);
   const byIndex = (a: GpuState, b: GpuState) => a.index - b.index;
+  // The candidate of the n best GPUs of a fit, with the memory figures of the GPUs chosen.
+  const chosenFrom = (fit: GpuState[], full: boolean, waitsForRelease: boolean, victims: (chosen: GpuState[]) => Victim[] = () => []): Candidate => {
+    const chosen = fit.slice(0, n).sort(byIndex);
+    return {
+      ...base,
+      level: full ? (cached ? 'CACHED_AND_FULL' : 'FULL') : cached ? 'CACHED_AND_FREE' : 'FREE',
+      gpus: chosen.map((g) => g.index),
+      freeBytes: sum(chosen, (g) => g.freeBytes),
+      evictableBytes: sum(chosen, (g) => g.evictableBytes),
+      releasingBytes: sum(chosen, (g) => g.releasingBytes),
+      waitsForRelease,
+      cachedReplicaId,
+      victims: victims(chosen),
+    };
+  };
 
   const fitNow = eligible.filter((g) => g.freeBytes >= need).sort((a, b) => a.freeBytes - b.freeBytes || byIndex(a, b));
-  if (fitNow.length >= n) {
-    const chosen = fitNow.slice(0, n).sort(byIndex);
-    return {
-      ...base,
-      level: cached ? 'CACHED_AND_FREE' : 'FREE',
-      gpus: chosen.map((g) => g.index),
-      freeBytes: sum(chosen, (g) => g.freeBytes),
-      evictableBytes: sum(chosen, (g) => g.evictableBytes),
-      releasingBytes: sum(chosen, (g) => g.releasingBytes),
-      waitsForRelease: false,
-      cachedReplicaId,
-    };
-  }
+  if (fitNow.length >= n) return chosenFrom(fitNow, false, false);
   const afterRelease = (g: GpuState) => g.freeBytes + g.releasingBytes;
   const fitLater = eligible.filter((g) => afterRelease(g) >= need).sort((a, b) => afterRelease(a) - afterRelease(b) || byIndex(a, b));
-  if (fitLater.length >= n) {
-    const chosen = fitLater.slice(0, n).sort(byIndex);
-    return {
-      ...base,
-      level: cached ? 'CACHED_AND_FREE' : 'FREE',
-      gpus: chosen.map((g) => g.index),
-      freeBytes: sum(chosen, (g) => g.freeBytes),
-      evictableBytes: sum(chosen, (g) => g.evictableBytes),
-      releasingBytes: sum(chosen, (g) => g.releasingBytes),
-      waitsForRelease: true,
-      cachedReplicaId,
-    };
-  }
+  if (fitLater.length >= n) return chosenFrom(fitLater, false, true);
   const potential = (g: GpuState) => afterRelease(g) + g.evictableBytes;
   const deficit = (g: GpuState) => Math.max(0, need - afterRelease(g));
   const fitEvicting = eligible.filter((g) => potential(g) >= need).sort((a, b) => deficit(a) - deficit(b) || a.freeBytes - b.freeBytes || byIndex(a, b));
-  if (fitEvicting.length >= n) {
-    const chosen = fitEvicting.slice(0, n).sort(byIndex);
-    const victims = planVictims(agent, chosen, need, request);
-    return {
-      ...base,
-      level: cached ? 'CACHED_AND_FULL' : 'FULL',
-      gpus: chosen.map((g) => g.index),
-      freeBytes: sum(chosen, (g) => g.freeBytes),
-      evictableBytes: sum(chosen, (g) => g.evictableBytes),
-      releasingBytes: sum(chosen, (g) => g.releasingBytes),
-      waitsForRelease: false,
-      cachedReplicaId,
-      victims,
-    };
-  }
+  if (fitEvicting.length >= n) return chosenFrom(fitEvicting, true, false, (chosen) => planVictims(agent, chosen, need, request));
   const g = [...eligible].sort((a, b) => potential(b) - potential(a) || byIndex(a, b))[0];
   const blocked: string[] = [];
   if (g.pinnedBytes > 0) blocked.push(`${fmtBytes(g.pinnedBytes)} held by pinned replicas`);
