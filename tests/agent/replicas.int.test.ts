@@ -62,9 +62,14 @@ describe('agent replica lifecycle', () => {
 
   it('registers again when its heartbeat is refused because it was declared lost', async () => {
     const boot = agent.bootId;
-    await h.run({ type: 'MarkAgentUnresponsive', agentId: 'agent-l1', bootId: boot, lastSeenAt: new Date().toISOString(), timeoutMs: 1000, graceMs: 0 }, 'system:scheduler');
-    await sleep(5);
-    await h.run({ type: 'MarkAgentLost', agentId: 'agent-l1', bootId: boot }, 'system:scheduler');
+    // The agent keeps heartbeating: one that lands between the two commands returns it (AgentReturned), and
+    // MarkAgentLost then decides nothing for an ACTIVE agent; mark it again until it is lost.
+    const isLost = async () => (await h.events('agent-agent-l1')).some((e) => e.type === 'AgentLost');
+    for (let attempt = 0; attempt < 10 && !(await isLost()); attempt++) {
+      await h.run({ type: 'MarkAgentUnresponsive', agentId: 'agent-l1', bootId: boot, lastSeenAt: new Date().toISOString(), timeoutMs: 1000, graceMs: 0 }, 'system:scheduler');
+      await sleep(5);
+      await h.run({ type: 'MarkAgentLost', agentId: 'agent-l1', bootId: boot }, 'system:scheduler');
+    }
     const lost = await h.waitFor('agent-agent-l1', 'AgentLost');
     const again = await h.waitFor('agent-agent-l1', 'AgentRegistered', (e) => e.position > lost.position, 10_000);
     assert.equal(again.data.bootId, boot);
