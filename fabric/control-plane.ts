@@ -14,6 +14,7 @@ import type { SnapshotStore } from '../projections/runner/projection.js';
 import { Scheduler } from '../scheduler/scheduler.js';
 import type { SchedulerConfig } from '../scheduler/config.js';
 import type { Transport } from '../transport/port.js';
+import type { LogLimits } from '../protocol/log-limits.js';
 import { Relay } from '../transport/relay/relay.js';
 import type { RelayTopics } from '../transport/relay/wire.js';
 import type { FabricContext } from './context.js';
@@ -33,6 +34,8 @@ export interface ControlPlaneOptions {
   scheduler?: Partial<Omit<SchedulerConfig, 'onDemand'>>;
   /** Settings every on-demand deployment gets on top of its catalog entry's (e.g. a shorter minimum deployment time). */
   onDemandDefaults?: OnDemandDefaults;
+  /** What each attempt may log (default DEFAULT_LOG_LIMITS; NDIF_LOG_MAX_LINES / NDIF_LOG_MAX_BYTES). */
+  logLimits?: LogLimits;
   /** Run the scheduler and relay here (default true). The API-only processes of distributed mode pass false. */
   schedule?: boolean;
 }
@@ -49,7 +52,7 @@ export class ControlPlane {
     const log = options.log;
     this.view = new ControlPlaneView(options.store, options.snapshots, { onListenerError: (err) => log.error({ err }, 'control-plane view listener failed') });
     let scheduler: Scheduler | undefined;
-    this.commands = new ControlPlaneCommands(options.store, { onHeartbeat: (agentId, bootId, at) => scheduler?.observeHeartbeat(agentId, bootId, Date.parse(at)) });
+    this.commands = new ControlPlaneCommands(options.store, { logLimits: options.logLimits, onHeartbeat: (agentId, bootId, at) => scheduler?.observeHeartbeat(agentId, bootId, Date.parse(at)) });
     if (options.schedule !== false) {
       scheduler = new Scheduler({
         view: this.view,

@@ -56,6 +56,8 @@ function dropEventStoreCredentials(env: NodeJS.ProcessEnv): void {
 
 async function main(): Promise<void> {
   dropEventStoreCredentials(process.env);
+  // Runner directories of agents that died without closing their sandbox (kill -9, OOM) go at start.
+  (await import('../sandbox/runner-dir.js')).sweepDeadAgents();
   const config = agentConfigFromEnv(process.env, cudaAvailable());
   const catalog = await FabricModelCatalog.open(catalogConfigFromEnv());
   const blobs = await openResultBlobs(process.env);

@@ -92,8 +92,13 @@ export function explainDomainEvent(d: DomainEvent): EventExplanation {
       return decided(`attempt ${d.data.attempt} dispatched to ${d.data.replicaId} on agent ${d.data.agentId}`, d.data.because, { attempt: d.data.attempt });
     case 'RequestStarted':
       return plain(`agent ${d.data.agentId} started attempt ${d.data.attempt}`, { attempt: d.data.attempt });
-    case 'RequestLogged':
-      return plain(`attempt ${d.data.attempt} ${d.data.stream}: ${clip(d.data.line)}`, { attempt: d.data.attempt });
+    case 'RequestLogged': {
+      const [first] = d.data.lines;
+      const more = d.data.lines.length - 1;
+      return plain(`attempt ${d.data.attempt} ${first!.stream}: ${clip(first!.line)}${more > 0 ? ` (+${more} more line${more === 1 ? '' : 's'})` : ''}`, { attempt: d.data.attempt, lines: d.data.lines.length });
+    }
+    case 'RequestLogTruncated':
+      return plain(`attempt ${d.data.attempt} reached its log limit (${d.data.maxLines} lines or ${d.data.maxBytes} bytes) after ${d.data.keptLines} lines; later output is dropped`, { attempt: d.data.attempt, keptLines: d.data.keptLines, keptBytes: d.data.keptBytes });
     case 'RequestCompleted':
       return plain(`attempt ${d.data.attempt} completed on agent ${d.data.agentId}: result ${d.data.resultRef} (${d.data.bytes} B, sha256 ${d.data.sha256.slice(0, 12)}…)`, { attempt: d.data.attempt, bytes: d.data.bytes });
     case 'RequestFailed':

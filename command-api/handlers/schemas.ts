@@ -68,7 +68,12 @@ export const commandSchema = z.discriminatedUnion('type', [
     because,
   }),
   z.strictObject({ type: z.literal('ReportRequestStarted'), ...agentReport }),
-  z.strictObject({ type: z.literal('ReportRequestLog'), ...agentReport, stream: z.enum(['stdout', 'stderr']), line: z.string().max(65536) }),
+  z.strictObject({
+    type: z.literal('ReportRequestLog'),
+    ...agentReport,
+    lines: z.array(z.strictObject({ stream: z.enum(['stdout', 'stderr']), line: z.string().max(65536) })).max(10_000, 'at most 10000 lines per log report'),
+    truncated: z.boolean().optional(),
+  }).refine((c) => c.lines.length > 0 || c.truncated === true, { message: 'a log report carries at least one line (or says truncated)', path: ['lines'] }),
   z.strictObject({
     type: z.literal('ReportRequestCompleted'),
     ...agentReport,

@@ -5,6 +5,9 @@ import { agentReportIgnored, because, bytes, count, id, isoTime } from './common
 export const requeueReason = z.enum(['PREEMPTED', 'AGENT_LOST', 'AGENT_RESTARTED', 'REPLICA_FAILED']);
 export type RequeueReason = z.infer<typeof requeueReason>;
 
+export const logLine = z.object({ stream: z.enum(['stdout', 'stderr']), line: z.string().max(65536) });
+export type LogLine = z.infer<typeof logLine>;
+
 export const requestOptions = z.object({
   /** Execution limit from dispatch to completion; null: the deployment's limit, else none. */
   timeoutMs: z.number().int().positive().nullable(),
@@ -45,11 +48,20 @@ export const requestEventSchemas = {
     because,
   }),
   RequestStarted: z.object({ requestId: id, attempt: z.number().int().positive(), agentId: id, startedAt: isoTime }),
+  /** A batch of the block's output lines (version 1 held one line: `stream, line`). */
   RequestLogged: z.object({
     requestId: id,
     attempt: z.number().int().positive(),
-    stream: z.enum(['stdout', 'stderr']),
-    line: z.string().max(65536),
+    lines: z.array(logLine).min(1).max(100_000),
+  }),
+  /** The attempt reached its log limits: later lines are dropped (recorded once per attempt). */
+  RequestLogTruncated: z.object({
+    requestId: id,
+    attempt: z.number().int().positive(),
+    keptLines: count,
+    keptBytes: count,
+    maxLines: z.number().int().positive(),
+    maxBytes: z.number().int().positive(),
   }),
   RequestCompleted: z.object({
     requestId: id,

@@ -1,5 +1,6 @@
 // Commands of the request aggregate. `at` is the time the command was accepted (passed in, never read here).
-import type { Because, RequeueReason } from '../events/index.js';
+import type { Because, LogLine, RequeueReason } from '../events/index.js';
+import type { LogLimits } from '../../protocol/log-limits.js';
 
 export interface SubmitRequest {
   type: 'SubmitRequest';
@@ -70,10 +71,14 @@ export interface ReportRequestStarted extends AgentReport {
   type: 'ReportRequestStarted';
 }
 
+/** A batch of output lines. */
 export interface ReportRequestLog extends AgentReport {
   type: 'ReportRequestLog';
-  stream: 'stdout' | 'stderr';
-  line: string;
+  lines: LogLine[];
+  /** The agent dropped lines after these (it reached the log limits itself). */
+  truncated?: boolean;
+  /** The attempt's log limits (the control plane's settings; default DEFAULT_LOG_LIMITS). */
+  limits?: LogLimits;
 }
 
 export interface ReportRequestCompleted extends AgentReport {

@@ -2,6 +2,7 @@
 // request's own history. Reports of a stale attempt or a finished request are recorded as ignored, so a
 // requeued request never completes twice and a cancelled one is never re-run.
 import type { AgentReportIgnoredData, RequestEvent } from '../events/index.js';
+import { DEFAULT_LOG_LIMITS, utf8Length } from '../../protocol/log-limits.js';
 import { rankOf } from '../queue/order-key.js';
 import type { Decider } from '../shared/decider.js';
 import { DomainErrorCode as C, refuse } from '../shared/errors.js';
@@ -216,7 +217,7 @@ function report(c: Report, s: RequestState): RequestEvent[] {
     case 'ReportRequestStarted':
       return s.status === 'RUNNING' ? [] : [{ type: 'RequestStarted', data: { requestId: c.requestId, attempt: c.attempt, agentId: c.agentId, startedAt: c.at } }];
     case 'ReportRequestLog':
-      return [{ type: 'RequestLogged', data: { requestId: c.requestId, attempt: c.attempt, stream: c.stream, line: c.line } }];
+      return logBatch(c, s);
     case 'ReportRequestCompleted':
       return [
         {
@@ -242,6 +243,29 @@ function report(c: Report, s: RequestState): RequestEvent[] {
         },
       ];
   }
+}
+
+/** The batch's lines that fit the attempt's limits, and the LOG_TRUNCATED note once they are reached. */
+function logBatch(c: ReportRequestLog, s: RequestState): RequestEvent[] {
+  const used = s.log.attempt === c.attempt ? s.log : { lines: 0, bytes: 0, truncated: false };
+  if (used.truncated) return [];
+  const limits = c.limits ?? DEFAULT_LOG_LIMITS;
+  let lines = used.lines;
+  let bytes = used.bytes;
+  let kept = 0;
+  for (const l of c.lines) {
+    const b = utf8Length(l.line);
+    if (lines + 1 > limits.maxLines || bytes + b > limits.maxBytes) break;
+    lines++;
+    bytes += b;
+    kept++;
+  }
+  const out: RequestEvent[] = [];
+  if (kept > 0) out.push({ type: 'RequestLogged', data: { requestId: c.requestId, attempt: c.attempt, lines: kept === c.lines.length ? c.lines : c.lines.slice(0, kept) } });
+  if (kept < c.lines.length || c.truncated === true) {
+    out.push({ type: 'RequestLogTruncated', data: { requestId: c.requestId, attempt: c.attempt, keptLines: lines, keptBytes: bytes, maxLines: limits.maxLines, maxBytes: limits.maxBytes } });
+  }
+  return out;
 }
 
 export const requestDecider: Decider<RequestCommand, RequestState, RequestEvent> = {

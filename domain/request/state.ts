@@ -1,5 +1,6 @@
 // State of one request, folded from its stream.
 import type { RequestEvent, RequestOptions, RequeueReason } from '../events/index.js';
+import { utf8Length } from '../../protocol/log-limits.js';
 
 export type RequestStatus = 'NONE' | 'RECEIVED' | 'QUEUED' | 'DISPATCHED' | 'RUNNING' | 'COMPLETED' | 'ERROR' | 'CANCELLED';
 
@@ -22,6 +23,21 @@ export interface RequestState {
   completedBy: string | null;
   /** Attempts for which an ignored log line was already recorded (one record per attempt is enough). */
   ignoredLogAttempts: number[];
+  /** What the latest attempt that logged has logged: lines and UTF-8 bytes kept, and whether it was truncated. */
+  log: AttemptLog;
+}
+
+export interface AttemptLog {
+  attempt: number;
+  lines: number;
+  bytes: number;
+  truncated: boolean;
+}
+
+const NO_LOG: AttemptLog = Object.freeze({ attempt: 0, lines: 0, bytes: 0, truncated: false });
+
+function logOf(s: RequestState, attempt: number): AttemptLog {
+  return s.log.attempt === attempt ? s.log : { ...NO_LOG, attempt };
 }
 
 export function initialRequestState(): RequestState {
@@ -39,6 +55,7 @@ export function initialRequestState(): RequestState {
     requeues: [],
     completedBy: null,
     ignoredLogAttempts: [],
+    log: NO_LOG,
   };
 }
 
@@ -60,8 +77,14 @@ export function evolveRequest(s: RequestState, e: RequestEvent): RequestState {
       return { ...s, status: 'DISPATCHED', attempt: e.data.attempt, agentId: e.data.agentId, replicaId: e.data.replicaId };
     case 'RequestStarted':
       return { ...s, status: 'RUNNING' };
-    case 'RequestLogged':
-      return s.status === 'DISPATCHED' ? { ...s, status: 'RUNNING' } : s;
+    case 'RequestLogged': {
+      const l = logOf(s, e.data.attempt);
+      let bytes = 0;
+      for (const x of e.data.lines) bytes += utf8Length(x.line);
+      return { ...s, status: s.status === 'DISPATCHED' ? 'RUNNING' : s.status, log: { ...l, lines: l.lines + e.data.lines.length, bytes: l.bytes + bytes } };
+    }
+    case 'RequestLogTruncated':
+      return { ...s, log: { ...logOf(s, e.data.attempt), truncated: true } };
     case 'RequestCompleted':
       return { ...s, status: 'COMPLETED', completedBy: e.data.agentMessageId };
     case 'RequestFailed':

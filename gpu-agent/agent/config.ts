@@ -6,6 +6,9 @@
 //   NDIF_AGENT_CPU_CACHE     CPU memory for WARM replicas (default: 90 % of the RAM, decided by the control plane)
 //   NDIF_AGENT_HEARTBEAT_MS  heartbeat interval (default 2000; the scheduler's timeout is 6000)
 //   NDIF_AGENT_MAX_RUN_MS    limit for a request that has none of its own (default 3600000)
+//   NDIF_LOG_MAX_LINES, NDIF_LOG_MAX_BYTES  what one attempt may log (defaults 10000 lines, 1 MiB; the control plane
+//                            enforces the same settings, the agent stops sending at them)
+//   NDIF_RESULT_MAX_BYTES    largest encoded result of one request (default 64 MiB; larger: RESULT_TOO_LARGE)
 //   NDIF_AGENT_PROVIDER      auto (CUDA when its provider library is installed, else CPU) | cpu | cuda
 //   NDIF_TOPIC_ASSIGNMENTS, NDIF_TOPIC_AGENT_EVENTS   topic names (defaults ndif.assignments, ndif.agent-events)
 import { hostname, totalmem } from 'node:os';
@@ -14,6 +17,7 @@ import { ENTITY_ID } from '../../domain/shared/ids.js';
 import { relayTopicsFromEnv, type RelayTopics } from '../../transport/relay/wire.js';
 import { agentConfigInvalid } from './errors.js';
 import { parseBytes } from './sizes.js';
+import { logLimitsFromEnv, type LogLimits } from '../../protocol/log-limits.js';
 
 export type ProviderChoice = 'auto' | 'cpu' | 'cuda';
 
@@ -26,7 +30,11 @@ export interface AgentConfig {
   maxRunMs: number;
   provider: ProviderChoice;
   topics: RelayTopics;
+  logLimits: LogLimits;
+  resultMaxBytes: number;
 }
+
+export const DEFAULT_RESULT_MAX_BYTES = 64 * 1024 * 1024;
 
 /** `2x24GiB` → two GPUs of 24 GiB; `24GiB,16GiB` → two GPUs of those sizes. */
 export function parseGpus(spec: string, name: string): GpuSpec[] | undefined {
@@ -59,6 +67,15 @@ function bytes(env: NodeJS.ProcessEnv, name: string): number | undefined {
   return b;
 }
 
+function readLogLimits(env: NodeJS.ProcessEnv): LogLimits {
+  try {
+    return logLimitsFromEnv(env);
+  } catch (e) {
+    const name = /NDIF_LOG_MAX_\w+/.exec((e as Error).message)?.[0] ?? 'NDIF_LOG_MAX_LINES';
+    throw agentConfigInvalid(name, env[name] ?? '', 'a positive integer');
+  }
+}
+
 export function agentConfigFromEnv(env: NodeJS.ProcessEnv = process.env, cuda = false): AgentConfig {
   const agentId = env.NDIF_AGENT_ID || hostname().replace(/[^A-Za-z0-9._:-]/g, '-');
   if (!ENTITY_ID.test(agentId)) throw agentConfigInvalid('NDIF_AGENT_ID', agentId, 'letters, digits and . _ : - (up to 128), starting with a letter or digit');
@@ -78,6 +95,8 @@ export function agentConfigFromEnv(env: NodeJS.ProcessEnv = process.env, cuda = 
     maxRunMs: int(env, 'NDIF_AGENT_MAX_RUN_MS', 3_600_000, 1000),
     provider,
     topics: relayTopicsFromEnv(env),
+    logLimits: readLogLimits(env),
+    resultMaxBytes: bytes(env, 'NDIF_RESULT_MAX_BYTES') ?? DEFAULT_RESULT_MAX_BYTES,
   };
   if (cache !== undefined) config.cpuCacheBudgetBytes = cache;
   return config;

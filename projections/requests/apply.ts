@@ -92,8 +92,13 @@ export function applyRequests(s: RequestsState, e: StoredEvent, d: DomainEvent |
     }
     case 'RequestLogged': {
       const v = view(s, d.data.requestId, e);
-      v.logLines++;
+      v.logLines += d.data.lines.length;
       if (v.status === 'DISPATCHED') v.status = 'RUNNING';
+      v.lastEvent = ref;
+      return s;
+    }
+    case 'RequestLogTruncated': {
+      const v = view(s, d.data.requestId, e);
       v.lastEvent = ref;
       return s;
     }

@@ -1,6 +1,6 @@
 // A request's recorded statuses and log lines, read from its stream (GET /requests/:id).
 import type { StoredEvent } from '../../eventstore/port.js';
-import { eventDraft } from './messages.js';
+import { eventDraft, messagesOf } from './messages.js';
 
 export interface HistoryEntry {
   status: string;
@@ -27,7 +27,7 @@ export function historyOf(events: StoredEvent[]): { statuses: HistoryEntry[]; lo
     if (d === undefined) continue;
     const m = d.msg;
     if (m.status === 'LOG') {
-      logs.push({ attempt: m.attempt as number, stream: m.stream as 'stdout' | 'stderr', line: m.line as string });
+      for (const x of messagesOf(d)) logs.push({ attempt: x.attempt as number, stream: x.stream as 'stdout' | 'stderr', line: x.line as string });
       if (logs.length > 2 * MAX_LOG_LINES) {
         dropped += logs.length - MAX_LOG_LINES;
         logs = logs.slice(-MAX_LOG_LINES);

@@ -8,7 +8,7 @@ import { FabricError, isFabricError } from '../../protocol/errors.js';
 import { fabricVersion } from '../../auth/http/fabric-version.js';
 import { resultField } from '../results/result-field.js';
 import { parseCursor } from '../status/cursor.js';
-import type { Draft } from '../status/messages.js';
+import { messagesOf, type Draft } from '../status/messages.js';
 import { clientMessage } from './client-messages.js';
 import type { StatusHub } from './hub.js';
 import type { EndReason, RequestSubscription } from './subscription.js';
@@ -111,7 +111,11 @@ export class StatusConnection {
 
   private send(d: Draft): void {
     if (d.result === undefined && this.chain === undefined) {
-      this.write(d.msg);
+      for (const m of messagesOf(d)) this.write(m);
+      return;
+    }
+    if (d.more !== undefined) {
+      for (const m of messagesOf(d)) this.enqueue(async () => m);
       return;
     }
     const result = d.result;
