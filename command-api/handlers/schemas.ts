@@ -51,6 +51,8 @@ export const commandSchema = z.discriminatedUnion('type', [
         queueTimeoutMs: z.number().int().positive().nullable().optional(),
         steps: z.number().int().positive().max(4096).optional(),
         maxAttempts: z.number().int().positive().max(100).optional(),
+        maxTimeoutMs: z.number().int().positive().nullable().optional(),
+        maxRunning: z.number().int().positive().nullable().optional(),
       })
       .optional(),
   }),

@@ -17,6 +17,10 @@ export const requestOptions = z.object({
   steps: z.number().int().positive(),
   /** Requeues after which the request fails instead of returning to the queue again. */
   maxAttempts: z.number().int().positive(),
+  /** The submitter's key allows at most this execution limit (the deployment's default included); absent: none. */
+  maxTimeoutMs: z.number().int().positive().nullable().optional(),
+  /** The submitter's key runs at most this many requests at once; absent: no limit. */
+  maxRunning: z.number().int().positive().nullable().optional(),
 });
 export type RequestOptions = z.infer<typeof requestOptions>;
 

@@ -10,7 +10,7 @@ export interface SubmitRequest {
   priority: boolean;
   trusted: boolean;
   payload: unknown;
-  options?: { timeoutMs?: number | null; queueTimeoutMs?: number | null; steps?: number; maxAttempts?: number };
+  options?: { timeoutMs?: number | null; queueTimeoutMs?: number | null; steps?: number; maxAttempts?: number; maxTimeoutMs?: number | null; maxRunning?: number | null };
   at: string;
 }
 

@@ -1,7 +1,7 @@
 // The request decider: submit, cancel, dispatch, requeue, fail, and the agent's reports, decided against the
 // request's own history. Reports of a stale attempt or a finished request are recorded as ignored, so a
 // requeued request never completes twice and a cancelled one is never re-run.
-import type { AgentReportIgnoredData, RequestEvent } from '../events/index.js';
+import type { AgentReportIgnoredData, RequestEvent, RequestOptions } from '../events/index.js';
 import { DEFAULT_LOG_LIMITS, utf8Length } from '../../protocol/log-limits.js';
 import { rankOf } from '../queue/order-key.js';
 import type { Decider } from '../shared/decider.js';
@@ -52,12 +52,15 @@ function submit(c: SubmitRequest, s: RequestState): RequestEvent[] {
     refuse(C.requestExists, `request id ${c.requestId} is already taken`, 'submit with a new request id (or let the API pick one)');
   }
   const o = c.options ?? {};
-  const options = {
+  const options: RequestOptions = {
     timeoutMs: o.timeoutMs ?? null,
     queueTimeoutMs: o.queueTimeoutMs ?? null,
     steps: o.steps ?? 1,
     maxAttempts: o.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
   };
+  // The key's limits, recorded with the request so the scheduler enforces them without the key store.
+  if (o.maxTimeoutMs != null) options.maxTimeoutMs = o.maxTimeoutMs;
+  if (o.maxRunning != null) options.maxRunning = o.maxRunning;
   return [
     {
       type: 'RequestReceived',

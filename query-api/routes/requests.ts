@@ -9,7 +9,7 @@ import { keyMissing } from '../../auth/errors.js';
 import { ENTITY_ID, requestStream } from '../../domain/shared/ids.js';
 import { FabricError } from '../../protocol/errors.js';
 import { userStatus } from '../../projections/control-plane/status.js';
-import { positionOf } from '../../projections/queue/queries.js';
+import { runningBySubmitter, truePosition } from '../../projections/control-plane/positions.js';
 import { resultField } from '../results/result-field.js';
 import { verifyResultToken } from '../results/token.js';
 import { historyOf } from '../status/history.js';
@@ -63,12 +63,13 @@ export function requestQueryRoutes(app: FastifyInstance, deps: RouteDeps): void 
     const s = ctx.view.state;
     const all = [...s.requests.byId.values()];
     const out = [];
+    const running = runningBySubmitter(s.requests);
     for (let i = all.length - 1; i >= 0 && out.length < limit; i--) {
       const v = all[i]!;
       if (!mayRead(me, v.submitter)) continue;
       const status = userStatus(s, v);
       if (q.status !== undefined && status !== q.status) continue;
-      out.push({ requestId: v.requestId, model: v.modelKey, status, position: v.status === 'QUEUED' ? (positionOf(s.queue, v.requestId) ?? null) : null, submitter: v.submitter, receivedAt: iso(v.receivedAtMs), finishedAt: iso(v.finishedAtMs) });
+      out.push({ requestId: v.requestId, model: v.modelKey, status, position: v.status === 'QUEUED' ? (truePosition(s, v.requestId, running) ?? null) : null, submitter: v.submitter, receivedAt: iso(v.receivedAtMs), finishedAt: iso(v.finishedAtMs) });
     }
     return { asOf: s.position, requests: out };
   });

@@ -5,7 +5,8 @@ import { decode } from '../../projections/decode.js';
 import type { ControlPlaneState } from '../../projections/control-plane/state.js';
 import { userStatus } from '../../projections/control-plane/status.js';
 import { deploymentPhase } from '../../projections/cluster/queries.js';
-import { positionOf, queueLength } from '../../projections/queue/queries.js';
+import { queueLength } from '../../projections/queue/queries.js';
+import { truePosition } from '../../projections/control-plane/positions.js';
 import { formatCursor, waitingKeyOf, type WaitingStatus } from './cursor.js';
 
 export type StatusName = 'RECEIVED' | WaitingStatus | 'DISPATCHED' | 'RUNNING' | 'LOG' | 'COMPLETED' | 'ERROR' | 'CANCELLED';
@@ -55,7 +56,7 @@ export function waitingFacts(s: ControlPlaneState, requestId: string): WaitingFa
   const dep = s.cluster.deployments.get(v.modelKey);
   return {
     status,
-    position: positionOf(s.queue, requestId) ?? null,
+    position: truePosition(s, requestId) ?? null,
     queueLength: queueLength(s.queue, v.modelKey),
     attempt: v.attempt,
     deployment: status === 'QUEUED' ? null : { phase: deploymentPhase(s.cluster, v.modelKey), lastFailure: dep?.lastFailure?.text ?? null },

@@ -1,8 +1,14 @@
 // Dispatch: the queue heads of each model go to its HOT replicas on ACTIVE agents that have room (in flight <
-// the replica's concurrency), every HOT replica considered on every decision, the least busy first.
+// the replica's concurrency), every HOT replica considered on every decision, the least busy first. The queue is
+// in fair-share order (submitters take turns inside a rank); a submitter already running as many requests as its
+// key allows (maxRunning) is passed over until one of them finishes, as the positions users are told assume.
 import type { PlanContext } from '../plan-context.js';
 import { activeReplicas } from '../../projections/cluster/queries.js';
-import { heads, queuedModels, queueLength } from '../../projections/queue/queries.js';
+import { isHeld, runningBySubmitter } from '../../projections/control-plane/positions.js';
+import { queuedModels, queueLength } from '../../projections/queue/queries.js';
+
+/** Queued requests looked at per model and round before giving up on finding one not held by its key's limit. */
+const MAX_SCAN = 5000;
 
 export function dispatchRule(ctx: PlanContext): void {
   const s = ctx.state;
@@ -18,15 +24,22 @@ export function dispatchRule(ctx: PlanContext): void {
     if (slots.length === 0) continue;
     const free = slots.reduce((n, x) => n + x.r.settings.concurrency - x.inFlight, 0);
     const queued = queueLength(s.queue, modelKey);
+    const running = (ctx.running ??= runningBySubmitter(s.requests));
     let position = 0;
-    for (const head of heads(s.queue, modelKey, free + ctx.touchedRequests.size)) {
+    let scanned = 0;
+    let dispatched = 0;
+    for (const head of s.queue.byModel.get(modelKey)!.entries()) {
+      if (++scanned > MAX_SCAN + ctx.touchedRequests.size || dispatched >= free) break;
+      const v = s.requests.byId.get(head.id)!;
+      if (isHeld(running.get(v.submitter) ?? 0, v.options.maxRunning)) continue;
       const pos = position++;
       if (ctx.touchedRequests.has(head.id)) continue;
       slots.sort((a, b) => a.inFlight / a.r.settings.concurrency - b.inFlight / b.r.settings.concurrency || (a.r.replicaId < b.r.replicaId ? -1 : 1));
       const slot = slots[0];
       if (slot === undefined || slot.inFlight >= slot.r.settings.concurrency) break;
-      const v = s.requests.byId.get(head.id)!;
       ctx.touchedRequests.add(head.id);
+      dispatched++;
+      running.set(v.submitter, (running.get(v.submitter) ?? 0) + 1);
       ctx.emit(
         `sched:dispatch:${head.id}:${v.attempt + 1}`,
         {

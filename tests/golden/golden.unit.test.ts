@@ -2,13 +2,13 @@
 // equals the recorded final state, and each scenario run again with today's deciders, handlers and scheduler
 // writes the recorded log event for event. A change that alters history fails here, naming the first difference.
 import assert from 'node:assert/strict';
-import { statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { foldControlPlane } from '../../projections/control-plane/state.js';
 import { currentVersion, isDomainEventType, upcast } from '../../domain/events/registry.js';
 import type { StoredEvent } from '../../eventstore/port.js';
-import { eventLine, GOLDEN_DIR, RE_RECORD, readFixture, recordScenario, stateJson } from './record.js';
+import { eventLine, GOLDEN_DIR, parseEventLines, RE_RECORD, readFixture, recordScenario, stateJson } from './record.js';
 import { SCENARIOS } from './scenarios.js';
 
 /** The first path where two JSON values differ, with both sides (short). */
@@ -33,6 +33,9 @@ function asReadToday(e: StoredEvent): StoredEvent {
   if (!isDomainEventType(e.type) || e.version === currentVersion(e.type)) return e;
   return { ...e, version: currentVersion(e.type), data: upcast(e.type, e.version, e.data)!.data as StoredEvent['data'] };
 }
+
+/** The logs an earlier build wrote (tests/fixtures/golden-v1): folded today, they give the state recorded then. */
+const LEGACY_DIR = join(GOLDEN_DIR, '..', 'golden-v1');
 
 const reRecord = `If the change is deliberate, re-record with \`${RE_RECORD}\` and commit tests/fixtures/golden with it.`;
 
@@ -83,6 +86,18 @@ describe('golden logs', () => {
         }
         assert.equal(produced.stateText, fixture.stateText, `${s.name}: the final state of today's run differs from state.json. ${reRecord}`);
       });
+    });
+  }
+});
+
+describe('golden logs written by an earlier build', () => {
+  for (const s of SCENARIOS) {
+    it(`${s.name}: folded with today's projections (older schema versions upcast), it gives the state recorded then`, () => {
+      const events = parseEventLines(readFileSync(join(LEGACY_DIR, s.name, 'events.jsonl'), 'utf8'));
+      assert.ok(events.some((e) => e.type === 'RequestLogged' && e.version === 1), 'the old log holds RequestLogged v1 events');
+      const then = JSON.parse(readFileSync(join(LEGACY_DIR, s.name, 'state.json'), 'utf8')) as unknown;
+      const diff = firstDifference(then, JSON.parse(stateJson(foldControlPlane(events))));
+      assert.equal(diff, undefined, `${s.name} (earlier build) reads differently today at ${diff}`);
     });
   }
 });
