@@ -18,6 +18,7 @@ import type { LogLimits } from '../protocol/log-limits.js';
 import { Relay } from '../transport/relay/relay.js';
 import type { RelayTopics } from '../transport/relay/wire.js';
 import type { FabricContext } from './context.js';
+import { ResultReaper } from './result-reaper.js';
 import type { OnDemandDefaults } from './scheduler-env.js';
 
 export interface ControlPlaneOptions {
@@ -45,6 +46,7 @@ export class ControlPlane {
   readonly commands: ControlPlaneCommands;
   readonly scheduler: Scheduler | undefined;
   readonly relay: Relay | undefined;
+  readonly reaper: ResultReaper | undefined;
   readonly context: FabricContext;
 
   constructor(private readonly options: ControlPlaneOptions) {
@@ -61,6 +63,7 @@ export class ControlPlane {
         config: { ...options.scheduler, onDemand: withDefaults(onDemandFromCatalog(options.catalog), options.onDemandDefaults) },
         onError: (err) => log.error({ err }, 'scheduler step failed'),
       });
+      this.reaper = new ResultReaper(this.view, options.blobs, log);
       this.relay = new Relay({ store: options.store, snapshots: options.snapshots, transport: options.transport, blobs: options.blobs, commands: this.commands, log, clock, topics: options.topics, groupId: options.relayGroupId });
     }
     this.scheduler = scheduler;
@@ -72,12 +75,14 @@ export class ControlPlane {
     await this.view.start();
     await this.view.catchUp(120_000);
     await this.relay?.start();
+    this.reaper?.start();
     this.scheduler?.start();
   }
 
   async stop(): Promise<void> {
     await this.scheduler?.stop();
     await this.relay?.stop();
+    await this.reaper?.stop();
     await this.view.stop();
   }
 }

@@ -99,6 +99,10 @@ export function explainDomainEvent(d: DomainEvent): EventExplanation {
     }
     case 'RequestLogTruncated':
       return plain(`attempt ${d.data.attempt} reached its log limit (${d.data.maxLines} lines or ${d.data.maxBytes} bytes) after ${d.data.keptLines} lines; later output is dropped`, { attempt: d.data.attempt, keptLines: d.data.keptLines, keptBytes: d.data.keptBytes });
+    case 'ResultExpired':
+      return d.data.because === null
+        ? plain(`result ${d.data.resultRef} (${d.data.bytes} B) deleted by ${d.data.actor}`, { bytes: d.data.bytes })
+        : decided(`result ${d.data.resultRef} (${d.data.bytes} B) expired (${d.data.reason})`, d.data.because, { bytes: d.data.bytes });
     case 'RequestCompleted':
       return plain(`attempt ${d.data.attempt} completed on agent ${d.data.agentId}: result ${d.data.resultRef} (${d.data.bytes} B, sha256 ${d.data.sha256.slice(0, 12)}…)`, { attempt: d.data.attempt, bytes: d.data.bytes });
     case 'RequestFailed':

@@ -109,5 +109,15 @@ export const requestEventSchemas = {
     attempt: count,
     cancelledAt: isoTime,
   }),
+  /** The result's blob is deleted: kept longer than the retention, or deleted by its submitter or an operator. */
+  ResultExpired: z.object({
+    requestId: id,
+    resultRef: z.string().min(1).max(1000),
+    bytes,
+    reason: z.enum(['RETENTION', 'DELETED']),
+    actor: id,
+    expiredAt: isoTime,
+    because: because.nullable(),
+  }),
   AgentReportIgnored: agentReportIgnored,
 } as const;

@@ -96,7 +96,20 @@ export interface ReportRequestFailed extends AgentReport {
   stack: string | null;
 }
 
+/** The scheduler (retention) or the submitter / an operator (delete): the result's blob goes. */
+export interface ExpireResult {
+  type: 'ExpireResult';
+  requestId: string;
+  reason: 'RETENTION' | 'DELETED';
+  actor: string;
+  /** Only the submitter or an operator may delete a result. */
+  operator: boolean;
+  at: string;
+  because: Because | null;
+}
+
 export type RequestCommand =
+  | ExpireResult
   | SubmitRequest
   | CancelRequest
   | DispatchRequest

@@ -8,6 +8,7 @@ import type { Decider } from '../shared/decider.js';
 import { DomainErrorCode as C, refuse } from '../shared/errors.js';
 import type {
   CancelRequest,
+  ExpireResult,
   DispatchRequest,
   FailRequest,
   ReportRequestCompleted,
@@ -34,6 +35,8 @@ export function decideRequest(c: RequestCommand, s: RequestState): RequestEvent[
       return requeue(c, s);
     case 'FailRequest':
       return fail(c, s);
+    case 'ExpireResult':
+      return expire(c, s);
     case 'ReportRequestStarted':
     case 'ReportRequestLog':
     case 'ReportRequestCompleted':
@@ -166,6 +169,24 @@ function fail(c: FailRequest, s: RequestState): RequestEvent[] {
         failedAt: c.at,
         because: c.because,
       },
+    },
+  ];
+}
+
+function expire(c: ExpireResult, s: RequestState): RequestEvent[] {
+  mustExist(s, c.requestId);
+  if (!c.operator && c.reason === 'DELETED' && c.actor !== s.submitter) {
+    refuse(C.requestNotFound, `request ${c.requestId} does not exist`, 'check the request id returned when it was submitted');
+  }
+  if (s.result === null) {
+    if (c.reason === 'RETENTION') return [];
+    refuse(C.noResult, `request ${c.requestId} has no result to delete (it is ${s.status})`, 'only a COMPLETED request has a result', { status: s.status });
+  }
+  if (s.result.expired) return [];
+  return [
+    {
+      type: 'ResultExpired',
+      data: { requestId: c.requestId, resultRef: s.result.ref, bytes: s.result.bytes, reason: c.reason, actor: c.actor, expiredAt: c.at, because: c.because },
     },
   ];
 }

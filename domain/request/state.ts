@@ -23,6 +23,8 @@ export interface RequestState {
   completedBy: string | null;
   /** Attempts for which an ignored log line was already recorded (one record per attempt is enough). */
   ignoredLogAttempts: number[];
+  /** The stored result (COMPLETED), and whether it has expired (its blob deleted). */
+  result: { ref: string; bytes: number; expired: boolean } | null;
   /** What the latest attempt that logged has logged: lines and UTF-8 bytes kept, and whether it was truncated. */
   log: AttemptLog;
 }
@@ -56,6 +58,7 @@ export function initialRequestState(): RequestState {
     completedBy: null,
     ignoredLogAttempts: [],
     log: NO_LOG,
+    result: null,
   };
 }
 
@@ -86,7 +89,9 @@ export function evolveRequest(s: RequestState, e: RequestEvent): RequestState {
     case 'RequestLogTruncated':
       return { ...s, log: { ...logOf(s, e.data.attempt), truncated: true } };
     case 'RequestCompleted':
-      return { ...s, status: 'COMPLETED', completedBy: e.data.agentMessageId };
+      return { ...s, status: 'COMPLETED', completedBy: e.data.agentMessageId, result: { ref: e.data.resultRef, bytes: e.data.bytes, expired: false } };
+    case 'ResultExpired':
+      return s.result === null ? s : { ...s, result: { ...s.result, expired: true } };
     case 'RequestFailed':
       return { ...s, status: 'ERROR' };
     case 'RequestRequeued':

@@ -34,5 +34,14 @@ export function oldestQueued(s: QueueState, modelKey: string): QueuedItem | unde
 
 /** The queue of a model as the views show it. */
 export function queueView(s: QueueState, modelKey: string, limit = 100) {
-  return heads(s, modelKey, limit).map((e, position) => ({ position, requestId: e.id, rank: e.key.rank, priority: e.value.priority, requeued: e.value.requeued, enqueuedAt: new Date(e.value.enqueuedAtMs).toISOString() }));
+  return heads(s, modelKey, limit).map((e, position) => ({
+    position,
+    requestId: e.id,
+    submitter: e.value.submitter,
+    rank: e.key.rank,
+    round: e.key.round ?? 0,
+    priority: e.value.priority,
+    requeued: e.value.requeued,
+    enqueuedAt: new Date(e.value.enqueuedAtMs).toISOString(),
+  }));
 }

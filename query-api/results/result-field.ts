@@ -1,5 +1,6 @@
 // How a completed request's result is shown: inline (base64 of the result container) up to the inline limit,
-// else a signed download URL valid for resultUrlTtlMs.
+// else a signed download URL valid for resultUrlTtlMs (naming the recorded request id: a token needs no key);
+// once expired, when and why.
 import type { RouteDeps } from '../../auth/http/deps.js';
 import { isFabricError } from '../../protocol/errors.js';
 import { signResultToken } from './token.js';
@@ -8,10 +9,14 @@ export interface ResultRef {
   ref: string;
   bytes: number;
   sha256: string;
+  /** Set once the result expired (its blob is deleted). */
+  expiredAt?: string;
+  expiredBecause?: 'RETENTION' | 'DELETED';
 }
 
 export type ResultField =
   | { bytes: number; sha256: string; inline: string }
+  | { bytes: number; sha256: string; expiredAt: string; expired: 'RETENTION' | 'DELETED' }
   | { bytes: number; sha256: string; url: string; expiresAt: string; inlineError?: { code: string; message: string } };
 
 export function resultUrl(deps: RouteDeps, requestId: string, r: ResultRef): { url: string; expiresAt: string } {
@@ -25,6 +30,7 @@ export function resultUrl(deps: RouteDeps, requestId: string, r: ResultRef): { u
  * (the download then answers the blob store's error): a COMPLETED status is never lost to it.
  */
 export async function resultField(deps: RouteDeps, requestId: string, r: ResultRef): Promise<ResultField> {
+  if (r.expiredAt !== undefined) return { bytes: r.bytes, sha256: r.sha256, expiredAt: r.expiredAt, expired: r.expiredBecause ?? 'RETENTION' };
   if (r.bytes <= deps.config.inlineResultMaxBytes) {
     try {
       const blob = await deps.ctx.blobs.get(r.ref);

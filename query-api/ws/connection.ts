@@ -9,6 +9,7 @@ import { fabricVersion } from '../../auth/http/fabric-version.js';
 import { resultField } from '../results/result-field.js';
 import { parseCursor } from '../status/cursor.js';
 import { messagesOf, type Draft } from '../status/messages.js';
+import { candidateRequestIds } from '../../auth/http/request-ids.js';
 import { clientMessage } from './client-messages.js';
 import type { StatusHub } from './hub.js';
 import type { EndReason, RequestSubscription } from './subscription.js';
@@ -87,8 +88,16 @@ export class StatusConnection {
     }
   }
 
+  /** The recorded id a subscription by `name` follows: the caller's own scope; for an operator a full id it knows. */
+  private recordedId(name: string): string {
+    const [own, full] = candidateRequestIds(this.me, name);
+    if (full === undefined || this.deps.ctx.view.state.requests.byId.has(own!)) return own!;
+    return this.deps.ctx.view.state.requests.byId.has(full) ? full : own!;
+  }
+
   private subscribe(requestId: string, since: string | number | undefined): void {
     const cursor = since === undefined ? null : parseCursor(since);
+    const recorded = this.recordedId(requestId);
     const old = this.subs.get(requestId);
     if (old !== undefined) {
       this.hub.drop(old);
@@ -97,29 +106,32 @@ export class StatusConnection {
     if (this.subs.size >= this.deps.config.wsMaxSubscriptions) {
       throw new FabricError('WS_TOO_MANY_SUBSCRIPTIONS', 429, `a websocket may follow at most ${this.deps.config.wsMaxSubscriptions} requests at once`, { hint: 'unsubscribe from finished ones, or open another socket' });
     }
-    const sub = this.hub.subscribe(requestId, cursor, { send: (d) => this.send(d), ended: (s, reason) => this.ended(s, reason) }, (submitter) => mayRead(this.me, submitter));
+    const sub = this.hub.subscribe(recorded, cursor, { send: (d) => this.send(d, requestId), ended: (s, reason) => this.ended(s, reason, requestId) }, (submitter) => mayRead(this.me, submitter));
     if (sub === undefined) throw forbidden(requestId, this.me);
     this.subs.set(requestId, sub);
     this.write({ type: 'subscribed', requestId, since: since === undefined ? null : String(since) });
   }
 
-  private ended(sub: RequestSubscription, reason: EndReason): void {
-    if (this.subs.get(sub.requestId) === sub) this.subs.delete(sub.requestId);
-    const msg = reason === 'forbidden' ? { type: 'error', ...forbidden(sub.requestId, this.me).toBody(), requestId: sub.requestId } : { type: 'ended', requestId: sub.requestId, reason };
+  private ended(sub: RequestSubscription, reason: EndReason, name: string): void {
+    if (this.subs.get(name) === sub) this.subs.delete(name);
+    const msg = reason === 'forbidden' ? { type: 'error', ...forbidden(name, this.me).toBody(), requestId: name } : { type: 'ended', requestId: name, reason };
     this.enqueue(async () => msg);
   }
 
-  private send(d: Draft): void {
+  /** Sends a draft's messages naming the request as the client subscribed to it. */
+  private send(d: Draft, name: string): void {
+    const named = (m: Draft['msg']) => (m.requestId === name ? m : { ...m, requestId: name });
     if (d.result === undefined && this.chain === undefined) {
-      for (const m of messagesOf(d)) this.write(m);
+      for (const m of messagesOf(d)) this.write(named(m));
       return;
     }
     if (d.more !== undefined) {
-      for (const m of messagesOf(d)) this.enqueue(async () => m);
+      for (const m of messagesOf(d)) this.enqueue(async () => named(m));
       return;
     }
     const result = d.result;
-    this.enqueue(async () => (result === undefined ? d.msg : { ...d.msg, ...(await resultField(this.deps, d.msg.requestId, result)) }));
+    // The result's URL names the recorded id (a signed URL needs no key).
+    this.enqueue(async () => named(result === undefined ? d.msg : { ...d.msg, ...(await resultField(this.deps, d.msg.requestId, result)) }));
   }
 
   private enqueue(make: () => Promise<object>): void {

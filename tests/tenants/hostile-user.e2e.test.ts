@@ -1,7 +1,8 @@
-// Findings 1, 3 and the file part of 4 of issue 12, reproduced as a hostile user would, on the embedded fabric
-// (`npm start`'s processes, auth on, an untrusted key): log spam neither times the request out nor slows the
-// control plane (lines batched, capped with a LOG_TRUNCATED note), a huge result is refused before it is stored,
-// the data folder and its stores are private, and no runner directory outlives the fabric.
+// Findings 1, 3, 5 and the file part of 4 of issue 12, reproduced as a hostile user would, on the embedded fabric
+// (`npm start`'s processes, auth on with the default rate limit, an untrusted key): log spam neither times the
+// request out nor slows the control plane (lines batched, capped with a LOG_TRUNCATED note), a huge result is
+// refused before it is stored, 300 parallel calls meet the rate limit, the data folder and its stores are private,
+// and no runner directory outlives the fabric.
 import assert from 'node:assert/strict';
 import { chmodSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -22,14 +23,17 @@ describe('a hostile user on the embedded fabric', () => {
   let dir: string;
   let tmp: string;
   let alice: Record<string, string>;
+  let mallory: Record<string, string>;
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'ndif-tenants-'));
     // The fabric's own temp folder (runner directories go there): traversable by the sandbox's runner user.
     tmp = mkdtempSync(join(tmpdir(), 'ndif-tenants-tmp-'));
     chmodSync(tmp, 0o755);
-    f = await startEmbedded({ dataDir: dir, apiKeys: [{ label: 'alice', trusted: false }, { label: 'op', operator: true }], env: { TMPDIR: tmp } });
+    // NDIF_RATE_LIMIT empty: the default limit (the fault harness turns it off otherwise).
+    f = await startEmbedded({ dataDir: dir, apiKeys: [{ label: 'alice', trusted: false }, { label: 'mallory' }, { label: 'op', operator: true }], env: { TMPDIR: tmp, NDIF_RATE_LIMIT: '' } });
     alice = { authorization: `Bearer ${f.keys.get('alice')}` };
+    mallory = { authorization: `Bearer ${f.keys.get('mallory')}` };
   });
   after(async () => {
     await f?.close();
@@ -43,7 +47,7 @@ describe('a hostile user on the embedded fabric', () => {
       const r = await call(f.queryUrl, `/requests/${id}`, { headers: alice });
       if (['COMPLETED', 'ERROR', 'CANCELLED'].includes(r.body.status as string)) return r.body;
       if (Date.now() > end) throw new Error(`${id} still ${String(r.body.status)} after ${ms} ms`);
-      await sleep(50);
+      await sleep(150);
     }
   };
 
@@ -93,6 +97,32 @@ describe('a hostile user on the embedded fabric', () => {
     const blobs = join(dir, 'data', 'blobs');
     const total = (d: string): number => readdirSync(d, { withFileTypes: true }).reduce((n, e) => n + (e.isDirectory() ? total(join(d, e.name)) : statSync(join(d, e.name)).size), 0);
     assert.ok(total(blobs) < 10 * 1024 * 1024, `blobs hold ${total(blobs)} bytes`);
+  });
+
+  it('300 parallel submissions of one key meet the rate limit: at most the burst plus the refill get through, every refusal is a coded 429 with Retry-After', async () => {
+    const t0 = performance.now();
+    const answers = await Promise.all(
+      Array.from({ length: 300 }, async (_, i) => {
+        const r = await fetch(`${f.commandUrl}/requests`, {
+          method: 'POST',
+          headers: { ...mallory, 'content-type': 'application/json' },
+          body: JSON.stringify({ requestId: `flood-${i}`, model: 'gpt2-tiny', invokes: [{ input: 'hi', block: 'async (m) => 1' }] }),
+        });
+        return { status: r.status, retryAfter: r.headers.get('retry-after'), body: (await r.json()) as { code?: string } };
+      }),
+    );
+    const seconds = (performance.now() - t0) / 1000;
+    // The defaults: 20 calls/s, bursts of 40, 16 in flight.
+    const allowed = 40 + 20 * seconds + 1;
+    const accepted = answers.filter((a) => a.status === 202).length;
+    const refused = answers.filter((a) => a.status === 429);
+    console.log(`300 parallel submissions in ${seconds.toFixed(2)} s: ${accepted} accepted, ${refused.length} refused`);
+    assert.ok(accepted >= 1 && accepted <= allowed, `${accepted} accepted in ${seconds.toFixed(2)} s; the limit allows ${allowed.toFixed(0)}`);
+    assert.equal(accepted + refused.length, 300, JSON.stringify(answers.find((a) => a.status !== 202 && a.status !== 429)));
+    for (const a of refused) {
+      assert.equal(a.body.code, 'API_RATE_LIMITED');
+      assert.ok(Number(a.retryAfter) >= 1);
+    }
   });
 
   it('the data folder is 0700 and every store and key file in it 0600', () => {
