@@ -9,7 +9,9 @@ import { fabricVersion } from '../../auth/http/fabric-version.js';
 import { resultField } from '../results/result-field.js';
 import { parseCursor } from '../status/cursor.js';
 import { messagesOf, type Draft } from '../status/messages.js';
+import { performance } from 'node:perf_hooks';
 import { candidateRequestIds } from '../../auth/http/request-ids.js';
+import { Fifo } from '../../protocol/fifo.js';
 import { clientMessage } from './client-messages.js';
 import type { StatusHub } from './hub.js';
 import type { EndReason, RequestSubscription } from './subscription.js';
@@ -19,10 +21,20 @@ export function mayRead(me: Identity, submitter: string): boolean {
   return !me.auth || me.tags.operator || me.actor === submitter;
 }
 
+/** The TCP socket under a websocket: corked while a batch of messages is written, so they leave in one write. */
+export interface Corkable {
+  cork(): void;
+  uncork(): void;
+}
+
+/** Longest stretch of writing queued messages before the connection lets the event loop turn. */
+const OUTBOX_SLICE_MS = 4;
+
 export class StatusConnection {
   private readonly subs = new Map<string, RequestSubscription>();
   private unwatch: (() => void) | undefined;
-  private chain: Promise<void> | undefined;
+  private readonly outbox = new Fifo<object | (() => Promise<object>)>();
+  private flushing = false;
   private closed = false;
 
   constructor(
@@ -30,6 +42,7 @@ export class StatusConnection {
     private readonly me: Identity,
     private readonly hub: StatusHub,
     private readonly deps: RouteDeps,
+    private readonly socket: Partial<Corkable> = {},
   ) {
     ws.on('message', (data, isBinary) => this.onMessage(data, isBinary));
     ws.on('close', () => this.close());
@@ -114,35 +127,67 @@ export class StatusConnection {
 
   private ended(sub: RequestSubscription, reason: EndReason, name: string): void {
     if (this.subs.get(name) === sub) this.subs.delete(name);
-    const msg = reason === 'forbidden' ? { type: 'error', ...forbidden(name, this.me).toBody(), requestId: name } : { type: 'ended', requestId: name, reason };
-    this.enqueue(async () => msg);
+    this.push(reason === 'forbidden' ? { type: 'error', ...forbidden(name, this.me).toBody(), requestId: name } : { type: 'ended', requestId: name, reason });
   }
 
   /** Sends a draft's messages naming the request as the client subscribed to it. */
   private send(d: Draft, name: string): void {
     const named = (m: Draft['msg']) => (m.requestId === name ? m : { ...m, requestId: name });
-    if (d.result === undefined && this.chain === undefined) {
-      for (const m of messagesOf(d)) this.write(named(m));
-      return;
-    }
-    if (d.more !== undefined) {
-      for (const m of messagesOf(d)) this.enqueue(async () => named(m));
-      return;
-    }
     const result = d.result;
-    // The result's URL names the recorded id (a signed URL needs no key).
-    this.enqueue(async () => named(result === undefined ? d.msg : { ...d.msg, ...(await resultField(this.deps, d.msg.requestId, result)) }));
+    if (result !== undefined) {
+      // The result's URL names the recorded id (a signed URL needs no key).
+      this.push(async () => named({ ...d.msg, ...(await resultField(this.deps, d.msg.requestId, result)) }));
+      return;
+    }
+    for (const m of messagesOf(d)) this.push(named(m));
   }
 
-  private enqueue(make: () => Promise<object>): void {
-    const next = (this.chain ?? Promise.resolve()).then(async () => {
-      this.write(await make());
-    });
-    const settled = next.catch((e) => this.deps.ctx.log.error({ err: e }, 'status websocket: a message could not be sent'));
-    this.chain = settled.then(() => {
-      if (this.chain === tail) this.chain = undefined;
-    });
-    const tail = this.chain;
+  /**
+   * Status messages go out in order through one outbox: a message whose result is read for inlining holds back
+   * what follows it, and a burst (a batch of 1000 log lines is 1000 LOG messages) is written corked, a few ms of
+   * it per turn of the event loop, so it neither costs a system call per message nor holds up the process.
+   */
+  private push(item: object | (() => Promise<object>)): void {
+    this.outbox.push(item);
+    if (!this.flushing) void this.flush();
+  }
+
+  private async flush(): Promise<void> {
+    this.flushing = true;
+    let corked = false;
+    const uncork = () => {
+      if (corked) this.socket.uncork?.();
+      corked = false;
+    };
+    try {
+      let sliceStart = performance.now();
+      for (let item = this.outbox.take(); item !== undefined; item = this.outbox.take()) {
+        if (typeof item === 'function') {
+          uncork();
+          const m = await item().catch((e: unknown) => {
+            this.deps.ctx.log.error({ err: e }, 'status websocket: a message could not be sent');
+            return undefined;
+          });
+          if (m !== undefined) this.write(m);
+          sliceStart = performance.now();
+          continue;
+        }
+        if (!corked && this.outbox.size > 0) {
+          this.socket.cork?.();
+          corked = true;
+        }
+        this.write(item);
+        if (performance.now() - sliceStart > OUTBOX_SLICE_MS) {
+          uncork();
+          await new Promise((resolve) => setImmediate(resolve));
+          sliceStart = performance.now();
+        }
+      }
+    } finally {
+      uncork();
+      this.flushing = false;
+    }
+    if (this.outbox.size > 0) void this.flush();
   }
 
   private write(msg: object): void {

@@ -81,6 +81,7 @@ it("a key at its running limit is passed over, and others' positions do not coun
   assert.equal([...h.state().requests.byId.values()].filter((v) => v.status === 'DISPATCHED' || v.status === 'RUNNING').length, 1, 'A runs one at a time; the second slot stays free');
   await submit(h, 'b0', 'gpt2', { submitter: 'key:B' });
   await submit(h, 'b1', 'gpt2', { submitter: 'key:B' });
+  await h.view.catchUp();
   const before = h.state();
   assert.equal(truePosition(before, 'b1'), 1, "b1 is behind b0 only: A's held requests are not ahead of it");
   await settle(h, [agent]);
@@ -88,4 +89,32 @@ it("a key at its running limit is passed over, and others' positions do not coun
   assert.equal(s.requests.byId.get('b0')!.status, 'RUNNING');
   assert.equal(truePosition(s, 'b1'), 0);
   assert.equal([...s.requests.byId.values()].filter((v) => v.submitter === 'key:A' && (v.status === 'DISPATCHED' || v.status === 'RUNNING')).length, 1);
+});
+
+it('no request holds the replica past 60 s by default, nor past its key\'s maximum; the next one then runs', async () => {
+  const agent = await oneReplica();
+  agent.serviceMs = 24 * 3_600_000; // `for (;;) {}`: it never finishes on its own
+  assert.equal(h.state().cluster.replicas.get('gpt2#1')!.settings.timeoutMs, 60_000, 'the deployment named no limit: the default');
+  await submit(h, 'forever', 'gpt2', { submitter: 'key:A' });
+  await submit(h, 'capped', 'gpt2', { submitter: 'key:A', options: { timeoutMs: 3_600_000, maxTimeoutMs: 5000 } });
+  await submit(h, 'next', 'gpt2', { submitter: 'key:B' });
+  await settle(h, [agent]);
+  for (let t = 0; t < 70; t++) {
+    h.advance(1000);
+    await agent.heartbeat();
+    await settle(h, [agent]);
+  }
+  const v = (id: string) => h.state().requests.byId.get(id)!;
+  assert.equal(v('forever').status, 'ERROR');
+  assert.equal(v('forever').error!.type, 'Timeout');
+  assert.match(v('forever').error!.message, /the limit is 60.0 s/);
+  assert.ok(v('forever').finishedAtMs! - v('forever').dispatchedAtMs! <= 62_000);
+  assert.ok(['DISPATCHED', 'RUNNING', 'ERROR'].includes(v('next').status), `B's request ran after it (${v('next').status})`);
+  for (let t = 0; t < 70 && v('capped').status !== 'ERROR'; t++) {
+    h.advance(1000);
+    await agent.heartbeat();
+    await settle(h, [agent]);
+  }
+  assert.equal(v('capped').error?.type, 'Timeout');
+  assert.ok(v('capped').finishedAtMs! - v('capped').dispatchedAtMs! <= 7000, 'the key\'s 5 s maximum, not the 1 h it asked for');
 });
