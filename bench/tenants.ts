@@ -12,14 +12,13 @@
 //                microseconds per command.
 // Prints one JSON object; targets: b_max_wait_over_run ≤ 2, command_us_at_100k_events ≤ 1.5 × command_us_at_10_events,
 // log_lines_per_s ≥ 50000 with ping_p99_ms < 10.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import { ApiKeys } from '../auth/keys.js';
@@ -27,9 +26,8 @@ import { SqliteApiKeyStore } from '../auth/sqlite.js';
 import { ControlPlaneCommands } from '../command-api/handlers/service.js';
 import { deterministicEventId } from '../eventstore/event-id.js';
 import { SqliteEventStore } from '../eventstore/sqlite/store.js';
+import { startEmbeddedFabric } from './_embedded-fabric.js';
 
-const distDir = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const repoRoot = resolve(distDir, '..');
 const MODEL = 'gpt2-tiny';
 const FLOOD = 150;
 const B_REQUESTS = 5;
@@ -77,33 +75,14 @@ async function startFabric(dataDir: string): Promise<Fabric> {
   const make = async (label: string) => (await api.create({ label, tags: { trusted: true, priority: false, operator: false } }, 'bench', new Date().toISOString())).key;
   const keys = { a: await make('tenant-a'), b: await make('tenant-b') };
   await store.close();
-  const child = spawn(process.execPath, [join(distDir, 'fabric', 'embedded', 'main.js')], {
-    cwd: repoRoot,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: {
-      ...process.env,
-      NDIF_PORT: '0',
-      NDIF_DATA_DIR: dataDir,
-      NDIF_AUTH: 'on',
-      // The flood is the point here, not the rate limit (tests/tenants covers that).
-      NDIF_RATE_LIMIT: 'off',
-      NDIF_LOG_MAX_LINES: String(LOG_LINES),
-      NDIF_LOG_MAX_BYTES: String(64 * 1024 * 1024),
-      NDIF_AGENT_GPUS: '1x16GiB',
-      NDIF_AGENT_RAM: '8GiB',
-      NDIF_LOG_LEVEL: process.env.NDIF_LOG_LEVEL ?? 'warn',
-    },
-  });
-  let log = '';
-  child.stderr!.setEncoding('utf8').on('data', (d: string) => (log = (log + d).slice(-20_000)));
-  const url = await new Promise<string>((ok, fail) => {
-    let out = '';
-    child.stdout!.setEncoding('utf8').on('data', (d: string) => {
-      out += d;
-      const m = /NDIF fabric listening on (http:\/\/\S+)/.exec(out);
-      if (m) ok(m[1]!);
-    });
-    child.once('exit', (code) => fail(new Error(`the fabric exited (${code}) before it listened:\n${out}\n${log}`)));
+  const { child, url } = await startEmbeddedFabric(dataDir, {
+    NDIF_AUTH: 'on',
+    // The flood is the point here, not the rate limit (tests/tenants covers that).
+    NDIF_RATE_LIMIT: 'off',
+    NDIF_LOG_MAX_LINES: String(LOG_LINES),
+    NDIF_LOG_MAX_BYTES: String(64 * 1024 * 1024),
+    NDIF_AGENT_GPUS: '1x16GiB',
+    NDIF_AGENT_RAM: '8GiB',
   });
   return { child, url, keys };
 }
