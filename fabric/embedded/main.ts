@@ -76,6 +76,7 @@ async function main(): Promise<void> {
       NDIF_AGENT_ID: config.agentId,
       NDIF_MODELS: models.join(','),
       NDIF_CATALOG_CACHE: catalogConfig.cacheDir,
+      NDIF_AGENT_STATE_DIR: env.NDIF_AGENT_STATE_DIR || config.dataDir,
     },
   });
   if (config.agent) agent.start();
