@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { SqliteApiKeyStore } from '../../auth/sqlite.js';
-import { apiConfigFromEnv } from '../../auth/http/config.js';
+import { apiConfigFromEnv } from '../../http/config.js';
 import { prepareKeys } from '../bootstrap-key.js';
 import { FileBlobStore } from '../../blobstore/files.js';
 import { FabricModelCatalog } from '../../catalog/catalog.js';

@@ -4,7 +4,7 @@
 // to the real stream untouched. Two requests run concurrently on two hosted models in this one process.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ensureModel } from '../../scripts/generate-model.js';
+import { ensureModel } from '../../catalog/bundled/generate-model.js';
 import { loadModel } from '../../gpu-agent/runtime/index.js';
 import type { HostedModel, RunResult } from '../../gpu-agent/runtime/index.js';
 import { createInProcessBlocks } from '../../gpu-agent/block/index.js';
