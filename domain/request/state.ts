@@ -1,5 +1,5 @@
 // State of one request, folded from its stream.
-import type { RequestEvent, RequestOptions, RequeueReason } from '../events/index.js';
+import type { CrashEvidence, RequestEvent, RequestOptions, RequeueReason } from '../events/index.js';
 import { utf8Length } from '../../protocol/log-limits.js';
 
 export type RequestStatus = 'NONE' | 'RECEIVED' | 'QUEUED' | 'DISPATCHED' | 'RUNNING' | 'COMPLETED' | 'ERROR' | 'CANCELLED';
@@ -23,6 +23,10 @@ export interface RequestState {
   completedBy: string | null;
   /** Attempts for which an ignored log line was already recorded (one record per attempt is enough). */
   ignoredLogAttempts: number[];
+  /** Agent deaths this request was in flight for (a poison suspect after the first). */
+  crashes: CrashEvidence[];
+  /** The attempt in flight runs isolated (alone on its agent, in a sandbox runner where there is one). */
+  isolated: boolean;
   /** The stored result (COMPLETED), and whether it has expired (its blob deleted). */
   result: { ref: string; bytes: number; expired: boolean } | null;
   /** What the latest attempt that logged has logged: lines and UTF-8 bytes kept, and whether it was truncated. */
@@ -57,6 +61,8 @@ export function initialRequestState(): RequestState {
     requeues: [],
     completedBy: null,
     ignoredLogAttempts: [],
+    crashes: [],
+    isolated: false,
     log: NO_LOG,
     result: null,
   };
@@ -77,7 +83,7 @@ export function evolveRequest(s: RequestState, e: RequestEvent): RequestState {
     case 'RequestQueued':
       return { ...s, status: 'QUEUED', enqueuedAt: e.data.enqueuedAt };
     case 'RequestDispatched':
-      return { ...s, status: 'DISPATCHED', attempt: e.data.attempt, agentId: e.data.agentId, replicaId: e.data.replicaId };
+      return { ...s, status: 'DISPATCHED', attempt: e.data.attempt, agentId: e.data.agentId, replicaId: e.data.replicaId, isolated: e.data.isolated === true };
     case 'RequestStarted':
       return { ...s, status: 'RUNNING' };
     case 'RequestLogged': {
@@ -95,7 +101,7 @@ export function evolveRequest(s: RequestState, e: RequestEvent): RequestState {
     case 'RequestFailed':
       return { ...s, status: 'ERROR' };
     case 'RequestRequeued':
-      return { ...s, status: 'QUEUED', agentId: null, replicaId: null, requeues: [...s.requeues, e.data.reason] };
+      return { ...s, status: 'QUEUED', agentId: null, replicaId: null, requeues: [...s.requeues, e.data.reason], crashes: e.data.crash ? [...s.crashes, e.data.crash] : s.crashes, isolated: false };
     case 'RequestCancelled':
       return { ...s, status: 'CANCELLED' };
     case 'AgentReportIgnored':

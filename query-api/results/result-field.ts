@@ -1,7 +1,7 @@
 // How a completed request's result is shown: inline (base64 of the result container) up to the inline limit,
 // else a signed download URL valid for resultUrlTtlMs (naming the recorded request id: a token needs no key);
 // once expired, when and why.
-import type { RouteDeps } from '../../auth/http/deps.js';
+import type { RouteDeps } from '../../http/deps.js';
 import { isFabricError } from '../../protocol/errors.js';
 import { signResultToken } from './token.js';
 

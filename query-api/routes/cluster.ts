@@ -3,12 +3,12 @@
 // ids nor the agents.
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import type { RouteDeps } from '../../auth/http/deps.js';
-import { callerOf } from '../../auth/http/access.js';
-import { displayRequestId } from '../../auth/http/request-ids.js';
+import type { RouteDeps } from '../../http/deps.js';
+import { callerOf } from '../../http/access.js';
+import { displayRequestId } from '../../http/request-ids.js';
 import type { Identity } from '../../auth/keys.js';
 import { runningBySubmitter, truePosition } from '../../projections/control-plane/positions.js';
-import { parseInput } from '../../auth/http/validate.js';
+import { parseInput } from '../../http/validate.js';
 import { MODEL_KEY } from '../../domain/shared/ids.js';
 import { clusterView } from '../../projections/cluster/queries.js';
 import type { AgentHealth } from '../../projections/agents/projection.js';

@@ -2,14 +2,14 @@
 // up to it, and the visibility rule (the submitter or an operator; anyone else is told it does not exist). With read models (distributed mode) the row and the history come from them, once
 // they hold everything stored when the call came (read your writes); queue position and deployment phase come
 // from the live view.
-import type { RouteDeps } from '../../auth/http/deps.js';
+import type { RouteDeps } from '../../http/deps.js';
 import type { Identity } from '../../auth/keys.js';
 import { requestStream } from '../../domain/shared/ids.js';
 import type { StoredEvent } from '../../eventstore/port.js';
 import { FabricError } from '../../protocol/errors.js';
 import { requestStatus, requestStatusOf, type RequestStatusView } from '../../projections/control-plane/status.js';
 import type { RequestView } from '../../projections/requests/state.js';
-import { resolveRequestId } from '../../auth/http/request-ids.js';
+import { resolveRequestId } from '../../http/request-ids.js';
 import { mayRead } from '../ws/connection.js';
 
 /** The answer for a request the caller cannot name: the same for one that does not exist and for another key's. */

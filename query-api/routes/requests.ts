@@ -2,13 +2,13 @@
 // GET /requests/:id/result (the result container's bytes).
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { callerOf } from '../../auth/http/access.js';
-import type { RouteDeps } from '../../auth/http/deps.js';
-import { parseInput } from '../../auth/http/validate.js';
+import { callerOf } from '../../http/access.js';
+import type { RouteDeps } from '../../http/deps.js';
+import { parseInput } from '../../http/validate.js';
 import { keyMissing } from '../../auth/errors.js';
 import { REQUEST_ID, requestStream } from '../../domain/shared/ids.js';
-import { RateLimiter } from '../../auth/http/rate-limit.js';
-import { displayRequestId } from '../../auth/http/request-ids.js';
+import { RateLimiter } from '../../http/rate-limit.js';
+import { displayRequestId } from '../../http/request-ids.js';
 import { FabricError } from '../../protocol/errors.js';
 import { userStatus } from '../../projections/control-plane/status.js';
 import { runningBySubmitter, truePosition } from '../../projections/control-plane/positions.js';

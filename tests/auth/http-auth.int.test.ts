@@ -71,7 +71,7 @@ describe('API keys', () => {
     fresh();
     const r = await h.app.inject({ method: 'POST', url: '/requests', payload: submitBody({ requestId: 'r-actor' }), headers: bearer(user) });
     assert.equal(r.statusCode, 202, r.body);
-    // Recorded under the id scoped to the key (auth/http/request-ids.ts); the answer names it as the client did.
+    // Recorded under the id scoped to the key (http/request-ids.ts); the answer names it as the client did.
     assert.equal(r.json().requestId, 'r-actor');
     const events = await h.store.readStream(requestStream(`${userId}:r-actor`));
     assert.ok(events.length > 0);

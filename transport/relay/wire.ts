@@ -47,6 +47,8 @@ export type Assignment =
       replicaId: string;
       modelKey: string;
       trusted: boolean;
+      /** A poison suspect's attempt: run in a sandbox runner even when trusted (the control plane runs nothing else beside it). */
+      isolated?: boolean;
       options: { timeoutMs: number | null; steps: number };
       /** The request's payload, inline … */
       payload?: unknown;
@@ -139,6 +141,7 @@ export const agentInboundSchema = z.discriminatedUnion('kind', [
     replicaId: z.string(),
     modelKey: z.string(),
     trusted: z.boolean(),
+    isolated: z.boolean().optional(),
     options: z.looseObject({ timeoutMs: z.number().int().positive().nullable(), steps: z.number().int().positive() }),
     payload: z.unknown().optional(),
     payloadBlob: z.object({ ref: z.string(), size: z.number().int().nonnegative(), sha256: z.string() }).optional(),

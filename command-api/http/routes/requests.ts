@@ -1,10 +1,10 @@
 // Users' routes: submit a request, cancel one (an operator cancels any: a kill), delete a kept result. Ids are
-// the caller's own (auth/http/request-ids.ts).
+// the caller's own (http/request-ids.ts).
 import type { FastifyInstance } from 'fastify';
-import { callerOf } from '../../../auth/http/access.js';
-import type { RouteDeps } from '../../../auth/http/deps.js';
-import { parseInput } from '../../../auth/http/validate.js';
-import { resolveRequestId } from '../../../auth/http/request-ids.js';
+import { callerOf } from '../../../http/access.js';
+import type { RouteDeps } from '../../../http/deps.js';
+import { parseInput } from '../../../http/validate.js';
+import { resolveRequestId } from '../../../http/request-ids.js';
 import { asRequestOf } from '../request-errors.js';
 import { commandIdOf, metaOf } from '../meta.js';
 import { idParams, noBody } from '../schemas.js';

@@ -5,7 +5,7 @@
 // is never refused (it is answered as the request it is).
 import { FabricError } from '../../../protocol/errors.js';
 import type { FabricContext } from '../../../fabric/context.js';
-import type { EffectiveLimits } from '../../../auth/http/key-limits.js';
+import type { EffectiveLimits } from '../../../http/key-limits.js';
 import { storedBytesOf } from '../../../projections/requests/state.js';
 import type { QueueState } from '../../../projections/queue/state.js';
 

@@ -1,14 +1,14 @@
 // Submitting a request: checks (model in the catalog, every block compiles, the key's limits: its longest
 // timeout, its queue and its storage), the SubmitRequest command under the id scoped to the caller
-// (auth/http/request-ids.ts), and idempotency by request id (the same body again: the request as it is; another
+// (http/request-ids.ts), and idempotency by request id (the same body again: the request as it is; another
 // body: 409).
 import { FabricError } from '../../../protocol/errors.js';
 import { requestStream } from '../../../domain/shared/ids.js';
-import type { RouteDeps } from '../../../auth/http/deps.js';
-import { nowIso } from '../../../auth/http/deps.js';
-import { unknownModel } from '../../../auth/http/errors.js';
-import { limitsOf, type EffectiveLimits } from '../../../auth/http/key-limits.js';
-import { scopedRequestId } from '../../../auth/http/request-ids.js';
+import type { RouteDeps } from '../../../http/deps.js';
+import { nowIso } from '../../../http/deps.js';
+import { unknownModel } from '../../../http/errors.js';
+import { limitsOf, type EffectiveLimits } from '../../../http/key-limits.js';
+import { scopedRequestId } from '../../../http/request-ids.js';
 import type { Identity } from '../../../auth/keys.js';
 import type { FabricContext } from '../../../fabric/context.js';
 import { requestStatus } from '../../../projections/control-plane/status.js';

@@ -1,7 +1,7 @@
 // Who may call a route, declared in the route's `config.access`: 'public' (no key, no protocol check: /ping,
 // /version, /ready, the status page), 'optional' (a key is checked when sent: signed result downloads),
 // 'user' (the default: a key when auth is on) and 'operator' (a key with the operator tag).
-import type { Identity } from '../keys.js';
+import type { Identity } from '../auth/keys.js';
 
 export type Access = 'public' | 'optional' | 'user' | 'operator';
 
@@ -12,7 +12,7 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The caller; null on public routes and on optional ones called without a key. */
     identity: Identity | null;
-    /** Frees the caller's in-flight slot of the rate limit (auth/http/rate-limit.ts) once the call is answered. */
+    /** Frees the caller's in-flight slot of the rate limit (http/rate-limit.ts) once the call is answered. */
     releaseRateSlot: (() => void) | undefined;
   }
 }

@@ -3,9 +3,9 @@
 // id another key uses, and another key's id answers exactly like an id that does not exist (it is looked up in
 // the caller's own scope, where it does not). Operators name any request by its full id (their own by either).
 // With auth off there is one caller and ids are recorded as given.
-import type { Identity } from '../keys.js';
-import { requestStream } from '../../domain/shared/ids.js';
-import type { FabricContext } from '../../fabric/context.js';
+import type { Identity } from '../auth/keys.js';
+import { requestStream } from '../domain/shared/ids.js';
+import type { FabricContext } from '../fabric/context.js';
 
 /** The id the fabric records for `id` as chosen by `me`. */
 export function scopedRequestId(me: Identity, id: string): string {

@@ -3,7 +3,7 @@
 // slower than it refills (300 parallel calls at ~45 served per second all passed a 50/s bucket); calls in flight
 // are counted whatever the server's pace. A call over either limit is refused with API_RATE_LIMITED and how long
 // to wait (Retry-After).
-import { FabricError } from '../../protocol/errors.js';
+import { FabricError } from '../protocol/errors.js';
 import type { RateLimitConfig } from './config.js';
 import { ApiErrorCode } from './errors.js';
 

@@ -1,8 +1,8 @@
 // Settings of the HTTP APIs (both the command and the query API), with their defaults and their environment
 // variables (docs/http-api.md, docs/operating.md).
 import { randomBytes } from 'node:crypto';
-import { FabricError } from '../../protocol/errors.js';
-import type { KeyLimits } from '../port.js';
+import { FabricError } from '../protocol/errors.js';
+import type { KeyLimits } from '../auth/port.js';
 
 export interface RateLimitConfig {
   /** Tokens added per second (sustained calls per second per caller). */
