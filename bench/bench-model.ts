@@ -2,10 +2,10 @@
 // generating it took (0 when cached), so a bench can report that time apart from what it measures.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { ensureModel, modelCacheDir, type BundledModelName } from '../scripts/generate-model.js';
+import { bundledModelDir, ensureModel, type BundledModelName } from '../catalog/bundled/generate-model.js';
 
 export function ensureBenchModel(name: BundledModelName): { dir: string; cached: boolean; generateS: number } {
-  const cached = existsSync(join(modelCacheDir(), `${name}-v1`, 'model.onnx'));
+  const cached = existsSync(join(bundledModelDir(name), 'model.onnx'));
   const t = performance.now();
   const dir = ensureModel(name);
   return { dir, cached, generateS: cached ? 0 : (performance.now() - t) / 1000 };

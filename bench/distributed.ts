@@ -28,7 +28,7 @@ import { FileBlobStore } from '../blobstore/files.js';
 import type { NewEvent, StoredEvent } from '../eventstore/port.js';
 import { PostgresEventStore } from '../eventstore/postgres/store.js';
 import { PostgresCheckpoints } from '../projections/runner/postgres-checkpoints.js';
-import { ensureModel } from '../scripts/generate-model.js';
+import { ensureModel } from '../catalog/bundled/generate-model.js';
 import { KafkaTransport } from '../transport/kafka/transport.js';
 import { AssignmentRelay } from '../transport/relay/assignment-relay.js';
 import { startCluster, type Cluster } from '../tests/distributed/cluster.js';

@@ -12,7 +12,7 @@ import { performance } from 'node:perf_hooks';
 import { loadModel } from '../gpu-agent/runtime/index.js';
 import type { HostedModel, RunRequest } from '../gpu-agent/runtime/index.js';
 import { createInProcessBlocks } from '../gpu-agent/block/index.js';
-import { Sfc32 } from '../scripts/model-prng.js';
+import { Sfc32 } from '../catalog/bundled/prng.js';
 import { ensureFamilyModel, FAMILY_MODELS, type FamilyName } from './families/models.js';
 import { median, numberArg } from './_numbers.js';
 

@@ -13,7 +13,7 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FRAME_VERSION } from '../protocol/frames.js';
-import { ensureModel } from '../scripts/generate-model.js';
+import { ensureModel } from '../catalog/bundled/generate-model.js';
 import { loadModel } from '../gpu-agent/runtime/index.js';
 import type { RunRequest } from '../gpu-agent/runtime/index.js';
 import { createInProcessBlocks } from '../gpu-agent/block/index.js';

@@ -7,7 +7,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ModelCatalog, ModelEntry } from './port.js';
 import { resolveManifest, type Manifest } from '../protocol/manifest.js';
-import { BUNDLED_MODELS, ensureModel, isBundledModel } from '../scripts/generate-model.js';
+import { BUNDLED_MODELS, ensureModel, isBundledModel } from './bundled/generate-model.js';
 import { CatalogCache, type CacheEntry } from './cache.js';
 import type { CatalogConfig, ModelSource } from './config.js';
 import { modelUnknown, modelUnreadable, shapeInvalid } from './errors.js';

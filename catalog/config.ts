@@ -6,7 +6,7 @@
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { MODEL_KEY } from '../domain/shared/ids.js';
-import { BUNDLED_MODELS, isBundledModel } from '../scripts/generate-model.js';
+import { BUNDLED_MODELS, isBundledModel } from './bundled/generate-model.js';
 import { catalogConfigInvalid } from './errors.js';
 
 export type ModelSource = { key: string; bundled: string } | { key: string; dir: string };

@@ -1,6 +1,7 @@
 // One event as forensics shows it: who decided it, a sentence, the rule and the numbers the decision recorded.
 // Pure: reads only the event (numbers derived from the rest of the log are added by why.ts).
-import type { Because, DomainEvent } from '../domain/events/index.js';
+import type { AgentExit, Because, DomainEvent } from '../domain/events/index.js';
+import { describeCrash } from '../domain/request/poison.js';
 import { fmtBytes, fmtMs } from '../domain/shared/format.js';
 import type { StoredEvent } from '../eventstore/port.js';
 import { decode } from '../projections/decode.js';
@@ -49,6 +50,14 @@ const CAUSE_VERB: Record<string, string> = {
   AgentRegistered: 'was on an agent that restarted',
 };
 
+/** `; it ended with signal SIGABRT; its last words: …` for a restart whose previous boot reported how it ended. */
+function previousExitText(x: AgentExit | null | undefined): string {
+  if (x === null || x === undefined) return '';
+  const how = x.signal ? `signal ${x.signal}` : x.code !== null ? `exit code ${x.code}` : 'an unobserved exit';
+  const tail = x.stderrTail.filter((l) => l.trim() !== '').slice(-2);
+  return `; it ended with ${how}${x.cause ? `; its last words: ${clip(x.cause, 300)}` : ''}${x.running.length ? `; it was running ${x.running.join(', ')}` : ''}${tail.length ? `; last stderr: ${clip(tail.join(' | '), 300)}` : ''}`;
+}
+
 /** "replica gpt2#1 was being demoted to the CPU cache", from the requeue decision's refs. */
 function interruptedBy(reason: string, refs: Record<string, string>): string {
   const replica = refs.replicaId;
@@ -92,7 +101,11 @@ export function explainDomainEvent(d: DomainEvent): EventExplanation {
     case 'RequestQueued':
       return plain(`queued for ${d.data.modelKey} at rank ${d.data.rank} (${rankName(d.data.rank)})`, { rank: d.data.rank });
     case 'RequestDispatched':
-      return decided(`attempt ${d.data.attempt} dispatched to ${d.data.replicaId} on agent ${d.data.agentId}`, d.data.because, { attempt: d.data.attempt });
+      return decided(
+        `attempt ${d.data.attempt} dispatched ${d.data.isolated === true ? 'isolated (alone on its agent, in a sandbox runner where it has one: a poison suspect) ' : ''}to ${d.data.replicaId} on agent ${d.data.agentId}`,
+        d.data.because,
+        { attempt: d.data.attempt, ...(d.data.isolated === true ? { isolated: true } : {}) },
+      );
     case 'RequestStarted':
       return plain(`agent ${d.data.agentId} started attempt ${d.data.attempt}`, { attempt: d.data.attempt });
     case 'RequestLogged':
@@ -111,7 +124,8 @@ export function explainDomainEvent(d: DomainEvent): EventExplanation {
     case 'RequestRequeued':
       return decided(
         `requeued because ${interruptedBy(d.data.reason, d.data.because.refs ?? {})} (${d.data.reason}); attempt ${d.data.attempt} was interrupted, the next is attempt ${d.data.attempt + 1}; ` +
-          `back at rank ${d.data.rank} (${rankName(d.data.rank)}) keeping its enqueue time ${d.data.enqueuedAt}`,
+          `back at rank ${d.data.rank} (${rankName(d.data.rank)}) keeping its enqueue time ${d.data.enqueuedAt}` +
+          (d.data.crash === undefined ? '' : `; ${describeCrash(d.data.crash)}: the request is a poison suspect, its next attempt runs isolated and a second death fails it`),
         d.data.because,
         { attempt: d.data.attempt, nextAttempt: d.data.attempt + 1, rank: d.data.rank },
       );
@@ -183,7 +197,7 @@ export function explainDomainEvent(d: DomainEvent): EventExplanation {
       const gpus = d.data.gpus.map((g) => `${g.index}: ${fmtBytes(g.memoryBytes)}`).join(', ');
       return plain(
         `agent ${d.data.agentId} registered boot ${d.data.bootId} with GPU(s) ${gpus}, RAM ${fmtBytes(d.data.ramBytes)}, CPU cache budget ${fmtBytes(d.data.cpuCacheBudgetBytes)}` +
-          (d.data.previousBootId === null ? '' : ` (a restart: previous boot ${d.data.previousBootId}, ${d.data.previousState})`),
+          (d.data.previousBootId === null ? '' : ` (a restart: previous boot ${d.data.previousBootId}, ${d.data.previousState}${previousExitText(d.data.previousExit)})`),
         { gpus: d.data.gpus.length, ramBytes: d.data.ramBytes, cpuCacheBudgetBytes: d.data.cpuCacheBudgetBytes },
       );
     }

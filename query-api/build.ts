@@ -2,8 +2,8 @@
 // status websocket on /ws. Distributed mode runs it as its own process; buildFabricServer mounts it with the
 // command API on one port.
 import type { FastifyInstance } from 'fastify';
-import type { ApiContext, RouteDeps } from '../auth/http/deps.js';
-import { newApiInstance } from '../auth/http/instance.js';
+import type { ApiContext, RouteDeps } from '../http/deps.js';
+import { newApiInstance } from '../http/instance.js';
 import { parseStream } from '../domain/shared/ids.js';
 import type { StoredEvent } from '../eventstore/port.js';
 import { QUERY_ROUTES, type QueryRoutes } from './routes/index.js';

@@ -15,7 +15,7 @@ import type { ModelAssets, RunnerEntry } from './launcher.js';
 import { removeCgroupParent } from './memory-cgroup.js';
 import { RunnerPool } from './pool.js';
 import type { PoolStats } from './pool.js';
-import { SandboxSession } from './session.js';
+import { SandboxSession, type SessionReport } from './session.js';
 
 export interface SandboxOptions {
   config?: SandboxConfig;
@@ -26,6 +26,8 @@ export interface SandboxOptions {
   /** Runner entry point and readable paths (default: the compiled runner next to this file). */
   script?: string;
   readPaths?: string[];
+  /** Told of every runner that died under a request, with what it printed as it died (not shown to the user). */
+  onRunnerCrashed?: (report: SessionReport) => void;
 }
 
 /** The parts of a hosted model (gpu-agent/runtime HostedModel) a runner needs, typed structurally. */
@@ -65,8 +67,10 @@ export class Sandbox {
   private readonly pools = new Map<string, RunnerPool>();
   private readonly sessions = new Set<SandboxSession>();
   private closed = false;
+  private readonly onRunnerCrashed: ((report: SessionReport) => void) | undefined;
 
   constructor(opts: SandboxOptions = {}) {
+    this.onRunnerCrashed = opts.onRunnerCrashed;
     this.config = opts.config ?? sandboxConfigFromEnv();
     this.plan = opts.plan ?? planIsolation({ limits: this.config.limits, networkNamespace: this.config.networkNamespace, uid: this.config.uid, gid: this.config.gid });
     this.launcher = new RunnerLauncher({
@@ -129,7 +133,9 @@ export class Sandbox {
       ...(opts.signal === undefined ? {} : { signal: opts.signal }),
     });
     this.sessions.add(session);
-    void session.report.finally(() => this.sessions.delete(session));
+    void session.report.then((r) => {
+      if (r.outcome === 'crashed') this.onRunnerCrashed?.(r);
+    }).finally(() => this.sessions.delete(session));
     return session;
   }
 

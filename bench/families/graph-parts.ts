@@ -2,9 +2,9 @@
 // attention bias from the attention mask (float32 min where a key is masked; causal or not), the model wrapper.
 import { TensorDataType } from '../../gpu-agent/runtime/onnx/types.js';
 import type { ModelProto, ValueInfoProto } from '../../gpu-agent/runtime/onnx/types.js';
-import { GraphBuilder, floatTensor, int64Tensor, tensorInfo } from '../../scripts/model-onnx-builder.js';
-import type { Gpt2Weight } from '../../scripts/model-gpt2.js';
-import { Sfc32, fillUniform } from '../../scripts/model-prng.js';
+import { GraphBuilder, floatTensor, int64Tensor, tensorInfo } from '../../catalog/bundled/onnx-builder.js';
+import type { Gpt2Weight } from '../../catalog/bundled/gpt2.js';
+import { Sfc32, fillUniform } from '../../catalog/bundled/prng.js';
 
 const FLOAT32_MIN = -3.4028234663852886e38;
 

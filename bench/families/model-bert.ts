@@ -4,8 +4,8 @@
 // attention_mask, token_type_ids; outputs last_hidden_state, pooler_output. Seeded weights; for the families
 // benchmark.
 import { TensorDataType } from '../../gpu-agent/runtime/onnx/types.js';
-import { floatTensor, int64Tensor, tensorInfo } from '../../scripts/model-onnx-builder.js';
-import type { Gpt2Graph } from '../../scripts/model-gpt2.js';
+import { floatTensor, int64Tensor, tensorInfo } from '../../catalog/bundled/onnx-builder.js';
+import type { Gpt2Graph } from '../../catalog/bundled/gpt2.js';
 import { attentionBias, generatedModel, weightFactory } from './graph-parts.js';
 
 export interface BertShape {

@@ -4,8 +4,8 @@
 // position_ids; output logits. Seeded weights; for the families benchmark (real exports are checked against
 // PyTorch by tests/runtime/families.int.test.ts).
 import { TensorDataType } from '../../gpu-agent/runtime/onnx/types.js';
-import { floatTensor, int64Tensor, tensorInfo } from '../../scripts/model-onnx-builder.js';
-import type { Gpt2Graph } from '../../scripts/model-gpt2.js';
+import { floatTensor, int64Tensor, tensorInfo } from '../../catalog/bundled/onnx-builder.js';
+import type { Gpt2Graph } from '../../catalog/bundled/gpt2.js';
 import { attentionBias, generatedModel, weightFactory } from './graph-parts.js';
 
 export interface LlamaShape {

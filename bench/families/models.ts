@@ -2,10 +2,10 @@
 // 2 KV heads), generated on first use into the model cache (.cache/models/, git-ignored) and reused after.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { buildGpt2 } from '../../scripts/model-gpt2.js';
-import type { Gpt2Graph } from '../../scripts/model-gpt2.js';
-import { ensureGenerated, modelCacheDir } from '../../scripts/generate-model.js';
-import { writeModelDir } from '../../scripts/model-writer.js';
+import { buildGpt2 } from '../../catalog/bundled/gpt2.js';
+import type { Gpt2Graph } from '../../catalog/bundled/gpt2.js';
+import { ensureGenerated, modelCacheDir } from '../../catalog/bundled/generate-model.js';
+import { writeModelDir } from '../../catalog/bundled/writer.js';
 import { buildBert } from './model-bert.js';
 import { buildLlama } from './model-llama.js';
 
@@ -47,7 +47,7 @@ export function ensureFamilyModel(name: FamilyName): { dir: string; generateS: n
   const spec = FAMILY_MODELS[name];
   const cached = existsSync(join(modelCacheDir(), spec.folder, 'model.onnx'));
   const t = performance.now();
-  const dir = ensureGenerated(spec.folder, (tmp) => {
+  const dir = ensureGenerated(join(modelCacheDir(), spec.folder), (tmp) => {
     const { model, weights } = spec.build();
     writeModelDir(tmp, { model, weights, config: spec.config, tokenizer: NO_TOKENIZER, tokenizerConfig: {} });
   });

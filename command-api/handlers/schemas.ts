@@ -1,7 +1,7 @@
 // Zod schemas of every control-plane command as it arrives (from the HTTP API, the agent relay or the
 // scheduler), without `at`: the time comes from the command's metadata. Unknown fields are refused.
 import { z } from 'zod';
-import { because, gpuSpec, modelFacts, requeueReason, sha256 } from '../../domain/events/index.js';
+import { agentExit, because, crashEvidence, gpuSpec, modelFacts, requeueReason, sha256 } from '../../domain/events/index.js';
 import { ENTITY_ID, MODEL_KEY } from '../../domain/shared/ids.js';
 
 const modelKey = z.string().regex(MODEL_KEY, 'a model key: letters, digits and . _ / - (up to 128), starting with a letter or digit');
@@ -56,7 +56,7 @@ export const commandSchema = z.discriminatedUnion('type', [
   }),
   z.strictObject({ type: z.literal('CancelRequest'), requestId: entityId, actor, operator: z.boolean() }),
   z.strictObject({ type: z.literal('DispatchRequest'), requestId: entityId, attempt, replicaId, agentId: entityId, because }),
-  z.strictObject({ type: z.literal('RequeueRequest'), requestId: entityId, attempt, reason: requeueReason, because }),
+  z.strictObject({ type: z.literal('RequeueRequest'), requestId: entityId, attempt, reason: requeueReason, because, crash: crashEvidence.omit({ attempt: true }).optional() }),
   z.strictObject({
     type: z.literal('FailRequest'),
     requestId: entityId,
@@ -136,6 +136,7 @@ export const commandSchema = z.discriminatedUnion('type', [
     gpus: z.array(gpuSpec).min(1).max(64),
     ramBytes: count,
     cpuCacheBudgetBytes: count.optional(),
+    previousExit: agentExit.optional(),
   }),
   z.strictObject({ type: z.literal('ReportAgentHeartbeat'), agentId: entityId, bootId: entityId }),
   z.strictObject({

@@ -2,8 +2,8 @@
 // routes and the command routes. Distributed mode runs it as its own process; buildFabricServer mounts it with
 // the query API on one port.
 import type { FastifyInstance } from 'fastify';
-import type { ApiContext, RouteDeps } from '../../auth/http/deps.js';
-import { newApiInstance } from '../../auth/http/instance.js';
+import type { ApiContext, RouteDeps } from '../../http/deps.js';
+import { newApiInstance } from '../../http/instance.js';
 
 export { newApiInstance };
 import { agentRoutes } from './routes/agents.js';

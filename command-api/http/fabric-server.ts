@@ -1,8 +1,8 @@
 // The embedded fabric's HTTP server: the command API and the query API on one fastify instance (one port).
 import type { FastifyInstance } from 'fastify';
-import type { ApiContext } from '../../auth/http/deps.js';
+import type { ApiContext } from '../../http/deps.js';
 import { registerQueryRoutes, type QueryApiOptions } from '../../query-api/build.js';
-import { newApiInstance } from '../../auth/http/instance.js';
+import { newApiInstance } from '../../http/instance.js';
 import { registerCommandRoutes } from './build.js';
 
 export type FabricServerOptions = QueryApiOptions;

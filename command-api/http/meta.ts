@@ -4,8 +4,8 @@ import type { FastifyRequest } from 'fastify';
 import type { CommandMetadata } from '../handlers/codec.js';
 import type { FabricContext } from '../../fabric/context.js';
 import { FabricError } from '../../protocol/errors.js';
-import { ApiErrorCode } from '../../auth/http/errors.js';
-import { nowIso } from '../../auth/http/deps.js';
+import { ApiErrorCode } from '../../http/errors.js';
+import { nowIso } from '../../http/deps.js';
 import type { Identity } from '../../auth/keys.js';
 
 const IDEMPOTENCY_KEY = /^[A-Za-z0-9._:-]{1,128}$/;

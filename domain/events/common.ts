@@ -22,6 +22,32 @@ export const because = z.object({
 });
 export type Because = z.infer<typeof because>;
 
+/**
+ * How an agent process ended: what its supervisor saw (exit code or signal, the last lines on its stderr) and what
+ * the process recorded itself before it went (its "last words": an uncaught fault, the watchdog's verdict, and the
+ * requests it was running). Reported by the next boot of the agent with its registration; fields not observed are
+ * null or empty.
+ */
+export const agentExit = z.object({
+  bootId: id,
+  code: z.number().int().nullable(),
+  signal: z.string().max(20).nullable(),
+  cause: z.string().max(4000).nullable(),
+  stderrTail: z.array(z.string().max(1000)).max(40),
+  running: z.array(id).max(256),
+});
+export type AgentExit = z.infer<typeof agentExit>;
+
+/** An agent death that interrupted a request: which process, the boot that replaced it (null: lost), how it ended. */
+export const crashEvidence = z.object({
+  attempt: z.number().int().positive(),
+  agentId: id,
+  bootId: id,
+  nextBootId: id.nullable(),
+  exit: agentExit.nullable(),
+});
+export type CrashEvidence = z.infer<typeof crashEvidence>;
+
 /** An agent's report that the current state made meaningless (stale attempt, finished request, wrong agent). */
 export const agentReportIgnored = z.object({
   report: z.enum([

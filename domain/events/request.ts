@@ -1,6 +1,6 @@
 // Events of the request aggregate, stream `request-<requestId>`.
 import { z } from 'zod';
-import { agentReportIgnored, because, bytes, count, id, isoTime, sha256 } from './common.js';
+import { agentReportIgnored, because, bytes, count, crashEvidence, id, isoTime, sha256 } from './common.js';
 
 export const requeueReason = z.enum(['PREEMPTED', 'AGENT_LOST', 'AGENT_RESTARTED', 'REPLICA_FAILED']);
 export type RequeueReason = z.infer<typeof requeueReason>;
@@ -43,6 +43,11 @@ export const requestEventSchemas = {
     agentId: id,
     dispatchedAt: isoTime,
     because,
+    /**
+     * The request was running when an agent died before: this attempt runs alone on its agent and, where the agent
+     * has a sandbox, in a sandbox runner even when the request is trusted (absent: false).
+     */
+    isolated: z.boolean().optional(),
   }),
   RequestStarted: z.object({ requestId: id, attempt: z.number().int().positive(), agentId: id, startedAt: isoTime }),
   RequestLogged: z.object({
@@ -76,6 +81,8 @@ export const requestEventSchemas = {
     because: because.nullable(),
     /** The model files' fingerprint, when the agent had loaded them (absent otherwise, and before it was reported). */
     weightsFingerprint: sha256.optional(),
+    /** For AGENT_CRASHED_BY_REQUEST: each agent death the request was in flight for, and how the last attempt ended. */
+    evidence: z.object({ crashes: z.array(crashEvidence), finalAttempt: z.string().max(4000) }).optional(),
   }),
   RequestRequeued: z.object({
     requestId: id,
@@ -88,6 +95,8 @@ export const requestEventSchemas = {
     enqueuedAt: isoTime,
     requeuedAt: isoTime,
     because,
+    /** For AGENT_RESTARTED and AGENT_LOST: the death that interrupted the attempt. */
+    crash: crashEvidence.optional(),
   }),
   RequestCancelled: z.object({
     requestId: id,

@@ -1,5 +1,5 @@
 // Commands of the request aggregate. `at` is the time the command was accepted (passed in, never read here).
-import type { Because, RequeueReason } from '../events/index.js';
+import type { Because, CrashEvidence, RequeueReason } from '../events/index.js';
 
 export interface SubmitRequest {
   type: 'SubmitRequest';
@@ -41,6 +41,8 @@ export interface RequeueRequest {
   reason: RequeueReason;
   at: string;
   because: Because;
+  /** For AGENT_RESTARTED / AGENT_LOST: the agent death, with what is known of how it ended. */
+  crash?: Omit<CrashEvidence, 'attempt'>;
 }
 
 /** Scheduler: the request fails for a reason of the control plane (timeout, placement refused, …). */

@@ -18,8 +18,11 @@ import type {
   SubmitRequest,
 } from './commands.js';
 import { evolveRequest, initialRequestState, TERMINAL, type RequestState } from './state.js';
+import { isAgentDeath, POISON_ERROR_TYPE, poisonMessage } from './poison.js';
 
 export const DEFAULT_MAX_ATTEMPTS = 5;
+/** The error type the agent reports when a sandbox runner died under the request (sandbox/session.ts). */
+const SANDBOX_CRASHED = 'SandboxCrashed';
 
 export function decideRequest(c: RequestCommand, s: RequestState): RequestEvent[] {
   switch (c.type) {
@@ -95,7 +98,16 @@ function dispatch(c: DispatchRequest, s: RequestState): RequestEvent[] {
   return [
     {
       type: 'RequestDispatched',
-      data: { requestId: c.requestId, modelKey: s.modelKey, attempt: c.attempt, replicaId: c.replicaId, agentId: c.agentId, dispatchedAt: c.at, because: c.because },
+      data: {
+        requestId: c.requestId,
+        modelKey: s.modelKey,
+        attempt: c.attempt,
+        replicaId: c.replicaId,
+        agentId: c.agentId,
+        dispatchedAt: c.at,
+        because: c.because,
+        ...(s.crashes.length > 0 ? { isolated: true } : {}),
+      },
     },
   ];
 }
@@ -106,6 +118,30 @@ function requeue(c: RequeueRequest, s: RequestState): RequestEvent[] {
   mustExist(s, c.requestId);
   // Finished, cancelled, or already requeued (a later attempt may be in flight): nothing to do.
   if (!inFlight(s) || s.attempt !== c.attempt) return [];
+  const crash = isAgentDeath(c.reason)
+    ? { attempt: s.attempt, ...(c.crash ?? { agentId: s.agentId ?? 'unknown', bootId: 'unknown', nextBootId: null, exit: null }) }
+    : undefined;
+  if (crash && s.crashes.length > 0) {
+    const crashes = [...s.crashes, crash];
+    const finalAttempt = `attempt ${s.attempt} ran isolated${s.isolated ? '' : ' (as far as it could)'} and its agent died again`;
+    return [
+      {
+        type: 'RequestFailed',
+        data: {
+          requestId: c.requestId,
+          attempt: s.attempt,
+          phase: 'execution',
+          errorType: POISON_ERROR_TYPE,
+          message: poisonMessage(c.requestId, crashes, finalAttempt),
+          stack: null,
+          reportedBy: 'scheduler',
+          failedAt: c.at,
+          because: c.because,
+          evidence: { crashes, finalAttempt },
+        },
+      },
+    ];
+  }
   const max = s.options?.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
   if (s.attempt >= max) {
     const history = [...s.requeues, c.reason].join(', ');
@@ -138,6 +174,7 @@ function requeue(c: RequeueRequest, s: RequestState): RequestEvent[] {
         enqueuedAt: s.enqueuedAt!,
         requeuedAt: c.at,
         because: c.because,
+        ...(crash ? { crash } : {}),
       },
     },
   ];
@@ -235,6 +272,27 @@ function report(c: Report, s: RequestState): RequestEvent[] {
         },
       ];
     case 'ReportRequestFailed':
+      if (s.isolated && s.crashes.length > 0 && c.errorType === SANDBOX_CRASHED) {
+        // The isolated attempt's sandbox runner died: the request killed a process twice.
+        const finalAttempt = `attempt ${c.attempt} ran isolated in a sandbox runner, which died too: ${c.message.slice(0, 600)}`;
+        return [
+          {
+            type: 'RequestFailed',
+            data: {
+              requestId: c.requestId,
+              attempt: c.attempt,
+              phase: 'execution',
+              errorType: POISON_ERROR_TYPE,
+              message: poisonMessage(c.requestId, s.crashes, finalAttempt),
+              stack: c.stack,
+              reportedBy: 'agent',
+              failedAt: c.at,
+              because: null,
+              evidence: { crashes: s.crashes, finalAttempt },
+            },
+          },
+        ];
+      }
       return [
         {
           type: 'RequestFailed',

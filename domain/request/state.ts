@@ -1,5 +1,5 @@
 // State of one request, folded from its stream.
-import type { RequestEvent, RequestOptions, RequeueReason } from '../events/index.js';
+import type { CrashEvidence, RequestEvent, RequestOptions, RequeueReason } from '../events/index.js';
 
 export type RequestStatus = 'NONE' | 'RECEIVED' | 'QUEUED' | 'DISPATCHED' | 'RUNNING' | 'COMPLETED' | 'ERROR' | 'CANCELLED';
 
@@ -22,6 +22,10 @@ export interface RequestState {
   completedBy: string | null;
   /** Attempts for which an ignored log line was already recorded (one record per attempt is enough). */
   ignoredLogAttempts: number[];
+  /** Agent deaths this request was in flight for (a poison suspect after the first). */
+  crashes: CrashEvidence[];
+  /** The attempt in flight runs isolated (alone on its agent, in a sandbox runner where there is one). */
+  isolated: boolean;
 }
 
 export function initialRequestState(): RequestState {
@@ -39,6 +43,8 @@ export function initialRequestState(): RequestState {
     requeues: [],
     completedBy: null,
     ignoredLogAttempts: [],
+    crashes: [],
+    isolated: false,
   };
 }
 
@@ -57,7 +63,7 @@ export function evolveRequest(s: RequestState, e: RequestEvent): RequestState {
     case 'RequestQueued':
       return { ...s, status: 'QUEUED', enqueuedAt: e.data.enqueuedAt };
     case 'RequestDispatched':
-      return { ...s, status: 'DISPATCHED', attempt: e.data.attempt, agentId: e.data.agentId, replicaId: e.data.replicaId };
+      return { ...s, status: 'DISPATCHED', attempt: e.data.attempt, agentId: e.data.agentId, replicaId: e.data.replicaId, isolated: e.data.isolated === true };
     case 'RequestStarted':
       return { ...s, status: 'RUNNING' };
     case 'RequestLogged':
@@ -67,7 +73,7 @@ export function evolveRequest(s: RequestState, e: RequestEvent): RequestState {
     case 'RequestFailed':
       return { ...s, status: 'ERROR' };
     case 'RequestRequeued':
-      return { ...s, status: 'QUEUED', agentId: null, replicaId: null, requeues: [...s.requeues, e.data.reason] };
+      return { ...s, status: 'QUEUED', agentId: null, replicaId: null, requeues: [...s.requeues, e.data.reason], crashes: e.data.crash ? [...s.crashes, e.data.crash] : s.crashes, isolated: false };
     case 'RequestCancelled':
       return { ...s, status: 'CANCELLED' };
     case 'AgentReportIgnored':

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { SqliteApiKeyStore } from '../../auth/sqlite.js';
-import { apiConfigFromEnv } from '../../auth/http/config.js';
+import { apiConfigFromEnv } from '../../http/config.js';
 import { prepareKeys } from '../bootstrap-key.js';
 import { FileBlobStore } from '../../blobstore/files.js';
 import { FabricModelCatalog } from '../../catalog/catalog.js';
@@ -76,6 +76,7 @@ async function main(): Promise<void> {
       NDIF_AGENT_ID: config.agentId,
       NDIF_MODELS: models.join(','),
       NDIF_CATALOG_CACHE: catalogConfig.cacheDir,
+      NDIF_AGENT_STATE_DIR: env.NDIF_AGENT_STATE_DIR || config.dataDir,
     },
   });
   if (config.agent) agent.start();

@@ -9,6 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { assignmentsGroupId } from './assignments-group.js';
 import type { Logger } from 'pino';
 import type { BlobStore } from '../../blobstore/port.js';
+import type { AgentExit } from '../../domain/events/index.js';
 import type { LocalModels } from './replicas.js';
 import { readJson } from '../../transport/json.js';
 import type { Subscription, Transport, TransportMessage } from '../../transport/port.js';
@@ -29,6 +30,8 @@ export interface GpuAgentOptions {
   untrusted?: UntrustedOpener;
   /** Default: a random UUID (every start is a new boot). */
   bootId?: string;
+  /** How the previous process of this agent ended, sent with the registration (last-words.ts). */
+  previousExit?: AgentExit;
   clock?: () => number;
 }
 
@@ -99,7 +102,16 @@ export class GpuAgent {
     const c = this.options.config;
     this.lastRegisterAt = Date.now();
     const id = this.reporter.nextMessageId();
-    const command = { type: 'RegisterAgent' as const, agentId: c.agentId, bootId: this.bootId, gpus: c.gpus, ramBytes: c.ramBytes, ...(c.cpuCacheBudgetBytes === undefined ? {} : { cpuCacheBudgetBytes: c.cpuCacheBudgetBytes }) };
+    const previousExit = this.options.previousExit;
+    const command = {
+      type: 'RegisterAgent' as const,
+      agentId: c.agentId,
+      bootId: this.bootId,
+      gpus: c.gpus,
+      ramBytes: c.ramBytes,
+      ...(c.cpuCacheBudgetBytes === undefined ? {} : { cpuCacheBudgetBytes: c.cpuCacheBudgetBytes }),
+      ...(previousExit === undefined ? {} : { previousExit }),
+    };
     return this.reporter.send(id, command).then(() => {
       this.registered = true;
     });

@@ -10,7 +10,11 @@
 //                            onnxruntime-node's CUDA binaries are not installed (AGENT_CUDA_UNAVAILABLE)
 //   NDIF_AGENT_PROVIDER      the older name: auto (CUDA when its binaries are installed, else CPU) | cpu | cuda
 //   NDIF_TOPIC_ASSIGNMENTS, NDIF_TOPIC_AGENT_EVENTS   topic names (defaults ndif.assignments, ndif.agent-events)
-import { hostname, totalmem } from 'node:os';
+//   NDIF_AGENT_STATE_DIR     where the agent keeps its last words for its next boot (default <tmp>/ndif-agent)
+//   NDIF_AGENT_STALL_MS      the watchdog ends a process whose event loop is blocked this long (default 20000; 0: off)
+//   NDIF_AGENT_PREVIOUS_EXIT set by a supervisor that restarts the agent: how the previous process ended (JSON)
+import { hostname, tmpdir, totalmem } from 'node:os';
+import { join } from 'node:path';
 import type { GpuSpec } from '../../domain/events/agent.js';
 import { ENTITY_ID } from '../../domain/shared/ids.js';
 import { relayTopicsFromEnv, type RelayTopics } from '../../transport/relay/wire.js';
@@ -28,6 +32,9 @@ export interface AgentConfig {
   maxRunMs: number;
   provider: ProviderChoice;
   topics: RelayTopics;
+  stateDir: string;
+  /** 0: no watchdog. */
+  stallMs: number;
 }
 
 /** `2x24GiB` → two GPUs of 24 GiB; `24GiB,16GiB` → two GPUs of those sizes. */
@@ -98,7 +105,10 @@ export function agentConfigFromEnv(env: NodeJS.ProcessEnv = process.env, cuda = 
     maxRunMs: int(env, 'NDIF_AGENT_MAX_RUN_MS', 3_600_000, 1000),
     provider,
     topics: relayTopicsFromEnv(env),
+    stateDir: env.NDIF_AGENT_STATE_DIR || join(tmpdir(), 'ndif-agent'),
+    stallMs: int(env, 'NDIF_AGENT_STALL_MS', 20_000, 0),
   };
+  if (config.stallMs > 0 && config.stallMs < 1000) throw agentConfigInvalid('NDIF_AGENT_STALL_MS', env.NDIF_AGENT_STALL_MS!, '0 (no watchdog) or at least 1000');
   if (cache !== undefined) config.cpuCacheBudgetBytes = cache;
   return config;
 }

@@ -38,6 +38,8 @@ export class RequestExecutor {
   private readonly running = new Map<string, Running>();
   completed = 0;
   failed = 0;
+  /** Told the running request ids whenever they change (the watchdog's last words name them). */
+  onRunningChange: ((ids: string[]) => void) | undefined;
 
   constructor(
     private readonly agentId: string,
@@ -53,14 +55,20 @@ export class RequestExecutor {
     return this.running.size;
   }
 
+  runningIds(): string[] {
+    return [...this.running.keys()];
+  }
+
   run(a: RunAssignment): void {
     const existing = this.running.get(a.requestId);
     if (existing !== undefined && existing.attempt >= a.attempt) return;
     existing?.controller.abort('a newer attempt was dispatched');
     const entry: Running = { attempt: a.attempt, controller: new AbortController(), aborted: false, done: Promise.resolve() };
     this.running.set(a.requestId, entry);
+    this.onRunningChange?.(this.runningIds());
     entry.done = this.execute(a, entry).finally(() => {
       if (this.running.get(a.requestId) === entry) this.running.delete(a.requestId);
+      this.onRunningChange?.(this.runningIds());
     });
   }
 
@@ -105,7 +113,7 @@ export class RequestExecutor {
         signal: entry.controller.signal,
         onLog: (l) => void report('ReportRequestLog', { stream: l.stream, line: l.line.length > 65536 ? l.line.slice(0, 65536) : l.line }),
       };
-      const opener = a.trusted ? this.inProcess(model) : await this.sandboxed(model, timeoutMs, entry.controller.signal);
+      const opener = await this.opener(a, model, timeoutMs, entry.controller.signal);
       // The model runs one request at a time: RUNNING is reported when this one's turn comes (the runtime opens
       // the channel to the blocks then), not while it waits behind another.
       let t1 = t0;
@@ -131,6 +139,19 @@ export class RequestExecutor {
       this.log.debug({ err, requestId: a.requestId }, 'request failed');
       await fail(failureReport(err, stage));
     }
+  }
+
+  /**
+   * Trusted blocks run in this process; untrusted ones in a sandbox runner, and so does an isolated attempt (a
+   * request that was running when this agent died before) even when trusted, where the agent has a sandbox: if it
+   * kills a process again, it is the runner's.
+   */
+  private async opener(a: RunAssignment, model: HostedModel, timeoutMs: number, signal: AbortSignal): Promise<OpenChannel> {
+    if (a.trusted && a.isolated === true && this.untrusted !== undefined) {
+      this.log.warn({ requestId: a.requestId, attempt: a.attempt }, 'running a trusted request isolated in a sandbox runner: it was in flight when an agent died');
+      return this.sandboxed(model, timeoutMs, signal);
+    }
+    return a.trusted ? this.inProcess(model) : this.sandboxed(model, timeoutMs, signal);
   }
 
   private inProcess(model: HostedModel): OpenChannel {

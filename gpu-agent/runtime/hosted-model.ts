@@ -30,7 +30,8 @@ import { checkOps, opErrorFromOrt } from './op-support.js';
 import { runSegment } from './segments/segment-cache.js';
 import { loadTokenizer } from './tokenizer.js';
 import type { LoadedTokenizer } from './tokenizer.js';
-import { ModelLoadError, RequestError } from './errors.js';
+import { InterventionError, ModelLoadError, RequestError } from './errors.js';
+import { blockSourceMessage, checkBlockSource } from '../../protocol/block-source.js';
 import { ALIAS_MARK, RequestRun } from './interleave/request-run.js';
 import type { HostContext } from './interleave/request-run.js';
 import type { OpenChannel, RunRequest, RunResult } from './interleave/request-types.js';
@@ -163,6 +164,9 @@ export class HostedModel {
           { invoke: i, tokens: tokens.length, newTokens, maxPositions: m.maxPositions });
       }
       if (inv.block !== undefined && typeof inv.block !== 'string') throw new RequestError('INVOKE_BAD_INPUT', `invoke ${i}: block must be source text`);
+      // Exactly one function expression, checked before anything is compiled (in this process or a runner).
+      const problem = inv.block === undefined || inv.block.trim() === '' ? undefined : checkBlockSource(inv.block);
+      if (problem) throw new InterventionError({ phase: 'deserialize', type: 'BlockSyntaxError', message: blockSourceMessage(problem) }, i);
       return { invoke: i, source: inv.block ?? '', tokens, batchStart: i, batchSize: 1 };
     });
     const lengths = new Set(invokes.map((inv) => inv.tokens.length));

@@ -52,6 +52,8 @@ export function applyRequests(s: RequestsState, e: StoredEvent, d: DomainEvent |
         error: null,
         cancelled: null,
         requeues: [],
+        crashes: 0,
+        isolated: false,
         logLines: 0,
         ignoredReports: 0,
         correlationId: e.metadata.correlationId,
@@ -75,6 +77,7 @@ export function applyRequests(s: RequestsState, e: StoredEvent, d: DomainEvent |
       v.replicaId = d.data.replicaId;
       v.agentId = d.data.agentId;
       v.dispatchedAtMs = toMs(d.data.dispatchedAt);
+      v.isolated = d.data.isolated === true;
       v.startedAtMs = null;
       v.queuedAtMs = null;
       v.lastEvent = ref;
@@ -133,6 +136,8 @@ export function applyRequests(s: RequestsState, e: StoredEvent, d: DomainEvent |
       v.queuedAtMs = toMs(d.data.requeuedAt);
       v.lastEvent = ref;
       v.requeues.push({ reason: d.data.reason, attempt: d.data.attempt, atMs: toMs(d.data.requeuedAt), text: d.data.because.text });
+      if (d.data.crash !== undefined) v.crashes++;
+      v.isolated = false;
       s.totals.requeued++;
       return s;
     }

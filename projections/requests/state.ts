@@ -28,6 +28,10 @@ export interface RequestView {
   error: { phase: string; type: string; message: string; stack: string | null; reportedBy: string } | null;
   cancelled: { by: 'user' | 'operator'; actor: string } | null;
   requeues: { reason: RequeueReason; attempt: number; atMs: number; text: string }[];
+  /** Agent deaths the request was in flight for: after one, it is dispatched isolated (docs/lifecycle.md). */
+  crashes: number;
+  /** The attempt in flight runs isolated: alone on its agent, in a sandbox runner where there is one. */
+  isolated: boolean;
   logLines: number;
   ignoredReports: number;
   correlationId: string;

@@ -6,8 +6,8 @@
 import { tmpdir } from 'node:os';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { z } from 'zod';
-import type { RouteDeps } from '../../auth/http/deps.js';
-import { parseInput } from '../../auth/http/validate.js';
+import type { RouteDeps } from '../../http/deps.js';
+import { parseInput } from '../../http/validate.js';
 import { auditEvents, RECORDED_FILTERS } from '../../forensics/audit.js';
 import { renderAudit } from '../../forensics/audit-text.js';
 import { forensicsError, ForensicsErrorCode } from '../../forensics/errors.js';

@@ -1,6 +1,6 @@
 // How a completed request's result is shown: inline (base64 of the result container) up to the inline limit,
 // else a signed download URL valid for resultUrlTtlMs.
-import type { RouteDeps } from '../../auth/http/deps.js';
+import type { RouteDeps } from '../../http/deps.js';
 import { isFabricError } from '../../protocol/errors.js';
 import { signResultToken } from './token.js';
 

@@ -1,8 +1,8 @@
 // Cluster, queue and agent views, read from the live projection.
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import type { RouteDeps } from '../../auth/http/deps.js';
-import { parseInput } from '../../auth/http/validate.js';
+import type { RouteDeps } from '../../http/deps.js';
+import { parseInput } from '../../http/validate.js';
 import { MODEL_KEY } from '../../domain/shared/ids.js';
 import { clusterView } from '../../projections/cluster/queries.js';
 import type { AgentHealth } from '../../projections/agents/projection.js';

@@ -2,9 +2,9 @@
 // replica levels — and each one's manifest.
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import type { RouteDeps } from '../../auth/http/deps.js';
-import { unknownModel } from '../../auth/http/errors.js';
-import { parseInput } from '../../auth/http/validate.js';
+import type { RouteDeps } from '../../http/deps.js';
+import { unknownModel } from '../../http/errors.js';
+import { parseInput } from '../../http/validate.js';
 import { MODEL_KEY } from '../../domain/shared/ids.js';
 import { activeReplicas, deploymentPhase } from '../../projections/cluster/queries.js';
 import { levelOf } from '../../projections/cluster/state.js';

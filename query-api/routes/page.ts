@@ -1,6 +1,6 @@
 // GET /: the status web page.
 import type { FastifyInstance } from 'fastify';
-import type { RouteDeps } from '../../auth/http/deps.js';
+import type { RouteDeps } from '../../http/deps.js';
 import { STATUS_PAGE_HTML } from '../page/html.js';
 
 export function pageRoutes(app: FastifyInstance, deps: RouteDeps): void {

@@ -2,7 +2,7 @@
 // submitter or an operator). With read models (distributed mode) the row and the history come from them, once
 // they hold everything stored when the call came (read your writes); queue position and deployment phase come
 // from the live view.
-import type { RouteDeps } from '../../auth/http/deps.js';
+import type { RouteDeps } from '../../http/deps.js';
 import type { Identity } from '../../auth/keys.js';
 import { requestStream } from '../../domain/shared/ids.js';
 import type { StoredEvent } from '../../eventstore/port.js';

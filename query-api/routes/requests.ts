@@ -2,9 +2,9 @@
 // GET /requests/:id/result (the result container's bytes).
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { callerOf } from '../../auth/http/access.js';
-import type { RouteDeps } from '../../auth/http/deps.js';
-import { parseInput } from '../../auth/http/validate.js';
+import { callerOf } from '../../http/access.js';
+import type { RouteDeps } from '../../http/deps.js';
+import { parseInput } from '../../http/validate.js';
 import { keyMissing } from '../../auth/errors.js';
 import { ENTITY_ID, requestStream } from '../../domain/shared/ids.js';
 import { FabricError } from '../../protocol/errors.js';

@@ -1,11 +1,11 @@
 // One status websocket: parses the client's messages, holds its subscriptions and its cluster watch, and sends
 // status messages in order (a COMPLETED whose result is read for inlining holds back what follows it).
 import type { RawData, WebSocket } from 'ws';
-import type { RouteDeps } from '../../auth/http/deps.js';
+import type { RouteDeps } from '../../http/deps.js';
 import type { Identity } from '../../auth/keys.js';
 import { API_PROTOCOL_VERSION } from '../../protocol/api-version.js';
 import { FabricError, isFabricError } from '../../protocol/errors.js';
-import { fabricVersion } from '../../auth/http/fabric-version.js';
+import { fabricVersion } from '../../http/fabric-version.js';
 import { resultField } from '../results/result-field.js';
 import { parseCursor } from '../status/cursor.js';
 import type { Draft } from '../status/messages.js';

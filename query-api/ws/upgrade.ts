@@ -4,12 +4,12 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { WebSocketServer } from 'ws';
-import type { RouteDeps } from '../../auth/http/deps.js';
-import { toHttpFailure, type HttpFailure } from '../../auth/http/error-handler.js';
-import { identify, presentedKey } from '../../auth/http/identify.js';
-import { checkClientProtocol } from '../../auth/http/protocol-check.js';
+import type { RouteDeps } from '../../http/deps.js';
+import { toHttpFailure, type HttpFailure } from '../../http/error-handler.js';
+import { identify, presentedKey } from '../../http/identify.js';
+import { checkClientProtocol } from '../../http/protocol-check.js';
 import { PROTOCOL_HEADER, API_PROTOCOL_VERSION } from '../../protocol/api-version.js';
-import { ApiErrorCode } from '../../auth/http/errors.js';
+import { ApiErrorCode } from '../../http/errors.js';
 import { StatusConnection } from './connection.js';
 import type { StatusHub } from './hub.js';
 

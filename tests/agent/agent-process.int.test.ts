@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { createInProcessBlocks } from '../../gpu-agent/block/index.js';
 import { loadModel, type HostedModel } from '../../gpu-agent/runtime/index.js';
 import { decodeResultContainer } from '../../protocol/result-container.js';
-import { ensureModel } from '../../scripts/generate-model.js';
+import { ensureModel } from '../../catalog/bundled/generate-model.js';
 import { startHarness, spawnAgent, type AgentProcess, type Harness } from './harness.js';
 import { HANGING_BLOCK, READ_SWAP_BLOCK, slowBlock } from './payloads.js';
 

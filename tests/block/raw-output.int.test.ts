@@ -4,7 +4,7 @@
 // to the real stream untouched. Two requests run concurrently on two hosted models in this one process.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ensureModel } from '../../scripts/generate-model.js';
+import { ensureModel } from '../../catalog/bundled/generate-model.js';
 import { loadModel } from '../../gpu-agent/runtime/index.js';
 import type { HostedModel, RunResult } from '../../gpu-agent/runtime/index.js';
 import { createInProcessBlocks } from '../../gpu-agent/block/index.js';
@@ -104,10 +104,16 @@ test('a timer a block leaves behind writes nowhere: not to the agent\'s streams,
   assert.deepEqual(reached, []);
 });
 
-test('a block that writes while it is being compiled, and one that throws, keep their lines', async () => {
+test('code outside the block\'s function never runs (refused before compiling); a block that throws keeps its last line', async () => {
   const hm = models[1]!;
-  const r = await trusted(hm, ["(process.stdout.write('rawtest:compiling\\n'), async () => 1)"]);
-  assert.deepEqual(r.logs.map((l) => l.line), ['rawtest:compiling']);
+  const written: string[] = [];
+  await assert.rejects(
+    hm.run({ invokes: [{ tokens: TOKENS, block: "(process.stdout.write('rawtest:compiling\\n'), async () => 1)" }], timeoutMs: 20_000, onLog: (l) => written.push(l.line) }, () =>
+      createInProcessBlocks({ manifest: hm.manifest(), tokenizer: hm.tokenizer }),
+    ),
+    /BlockSyntaxError.*not a function expression but a sequence/,
+  );
+  assert.deepEqual(written, []);
   const lines: string[] = [];
   await assert.rejects(
     hm.run(

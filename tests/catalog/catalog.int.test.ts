@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FabricModelCatalog, loadManifestWithRuntime, catalogConfigFromEnv, parseModelList, withBundled, onDemandFromCatalog, type ManifestLoader } from '../../catalog/index.js';
 import { loadModel } from '../../gpu-agent/runtime/index.js';
-import { ensureModel } from '../../scripts/generate-model.js';
+import { ensureModel } from '../../catalog/bundled/generate-model.js';
 import { isFabricError } from '../../protocol/errors.js';
 
 function counting(): { loader: ManifestLoader; calls: string[] } {

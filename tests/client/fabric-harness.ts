@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
-import type { ApiConfigInput } from '../../auth/http/config.js';
+import type { ApiConfigInput } from '../../http/config.js';
 import { ApiKeys } from '../../auth/keys.js';
 import { SqliteApiKeyStore } from '../../auth/sqlite.js';
 import { FileBlobStore } from '../../blobstore/files.js';

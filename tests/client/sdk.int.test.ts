@@ -9,7 +9,7 @@ import { loadModel } from '../../gpu-agent/runtime/index.js';
 import type { HostedModel } from '../../gpu-agent/runtime/index.js';
 import { createInProcessBlocks } from '../../gpu-agent/block/index.js';
 import { materializeTree } from '../../protocol/result-container.js';
-import { ensureModel } from '../../scripts/generate-model.js';
+import { ensureModel } from '../../catalog/bundled/generate-model.js';
 import { startInProcessFabric } from './fabric-harness.js';
 import type { InProcessFabric } from './fabric-harness.js';
 

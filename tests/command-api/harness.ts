@@ -10,7 +10,7 @@ import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import { ApiKeys } from '../../auth/keys.js';
 import { SqliteApiKeyStore } from '../../auth/sqlite.js';
-import type { ApiConfigInput } from '../../auth/http/config.js';
+import type { ApiConfigInput } from '../../http/config.js';
 import { FileBlobStore } from '../../blobstore/files.js';
 import { FabricModelCatalog } from '../../catalog/catalog.js';
 import { RegisteredCatalog } from '../../catalog/registered.js';

@@ -17,7 +17,7 @@ import { createInProcessBlocks } from '../../gpu-agent/block/index.js';
 import { loadModel } from '../../gpu-agent/runtime/index.js';
 import type { HostedModel } from '../../gpu-agent/runtime/index.js';
 import { materializeTree } from '../../protocol/result-container.js';
-import { ensureModel } from '../../scripts/generate-model.js';
+import { ensureModel } from '../../catalog/bundled/generate-model.js';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
 const distDir = resolve(here, '..', '..');

@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { createInProcessBlocks } from '../../gpu-agent/block/index.js';
 import { loadModel, type HostedModel } from '../../gpu-agent/runtime/index.js';
 import { decodeResultContainer } from '../../protocol/result-container.js';
-import { ensureModel } from '../../scripts/generate-model.js';
+import { ensureModel } from '../../catalog/bundled/generate-model.js';
 
 const MAIN = fileURLToPath(new URL('../../fabric/embedded/main.js', import.meta.url));
 const BLOCK = `async (m) => {

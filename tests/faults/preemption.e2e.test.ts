@@ -1,7 +1,7 @@
 // Fault: demotion HOT → WARM and eviction by an operator while requests run and wait, with user cancels in the
 // same windows — on the embedded fabric's real processes (scenarios/preemption.ts).
 import { after, before, it } from 'node:test';
-import { ensureModel } from '../../scripts/generate-model.js';
+import { ensureModel } from '../../catalog/bundled/generate-model.js';
 import type { FaultFabric } from './fabric.js';
 import { startEmbedded } from './embedded.js';
 import { preemptionWindow } from './scenarios/preemption.js';

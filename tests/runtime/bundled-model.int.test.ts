@@ -7,7 +7,7 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import gpt3 from 'gpt-3-encoder';
-import { ensureModel, generateModel } from '../../scripts/generate-model.js';
+import { ensureModel, generateModel } from '../../catalog/bundled/generate-model.js';
 import { loadTokenizer } from '../../gpu-agent/runtime/tokenizer.js';
 import { decodeModel } from '../../gpu-agent/runtime/onnx/codec.js';
 import { run, tinyModel } from './tiny-model.js';

@@ -2,7 +2,7 @@
 // in-process through the real host and block side.
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ensureModel } from '../../scripts/generate-model.js';
+import { ensureModel } from '../../catalog/bundled/generate-model.js';
 import { loadModel } from '../../gpu-agent/runtime/index.js';
 import type { HostedModel, RunRequest, RunResult } from '../../gpu-agent/runtime/index.js';
 import { createInProcessBlocks } from '../../gpu-agent/block/index.js';

@@ -1,7 +1,7 @@
 // Shared by the sandbox tests: the bundled tiny model loaded once per file, its INIT assets, a sandbox
 // configured for tests, and process/condition polling.
 import { processRunning } from '../../sandbox/process-alive.js';
-import { ensureModel } from '../../scripts/generate-model.js';
+import { ensureModel } from '../../catalog/bundled/generate-model.js';
 import { loadModel } from '../../gpu-agent/runtime/index.js';
 import type { HostedModel } from '../../gpu-agent/runtime/index.js';
 import { createInProcessBlocks } from '../../gpu-agent/block/index.js';

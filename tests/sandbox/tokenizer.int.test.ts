@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ensureModel } from '../../scripts/generate-model.js';
+import { ensureModel } from '../../catalog/bundled/generate-model.js';
 import { loadTokenizer } from '../../gpu-agent/runtime/tokenizer.js';
 import { RUNNER_SCRIPT, TOKENIZER_MODULE } from '../../sandbox/launcher.js';
 import { bundleRunnerSource } from '../../sandbox/runner-bundle.js';

@@ -16,7 +16,7 @@ import type { StoredEvent } from '../../eventstore/port.js';
 import type { SqliteEventStore } from '../../eventstore/sqlite/store.js';
 import { controlPlaneToSnapshot, foldControlPlane } from '../../projections/control-plane/state.js';
 import { SqliteCheckpoints } from '../../projections/runner/sqlite-checkpoints.js';
-import { ensureModel } from '../../scripts/generate-model.js';
+import { ensureModel } from '../../catalog/bundled/generate-model.js';
 import { TestSocket } from '../query-api/ws-client.js';
 import { startEmbedded } from '../faults/embedded.js';
 import { readLog, type FaultFabric } from '../faults/fabric.js';

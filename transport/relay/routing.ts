@@ -91,7 +91,7 @@ export function route(state: RelayState, event: StoredEvent): Draft[] {
       const attempt = d.attempt as number;
       const bootId = state.replicas[replicaId]?.bootId ?? state.agents[agentId] ?? '';
       state.inFlight[requestId] = { agentId, bootId, attempt, replicaId };
-      return [{ kind: 'run', agentId, bootId, requestId, attempt, replicaId, modelKey: d.modelKey as string }];
+      return [{ kind: 'run', agentId, bootId, requestId, attempt, replicaId, modelKey: d.modelKey as string, ...(d.isolated === true ? { isolated: true } : {}) }];
     }
     case 'RequestCompleted':
       return finish(state, d, null);

@@ -1,8 +1,8 @@
 // Operators' agent route: drain. Agents register, heartbeat and report through the relay, not over HTTP.
 import type { FastifyInstance } from 'fastify';
-import { callerOf } from '../../../auth/http/access.js';
-import type { RouteDeps } from '../../../auth/http/deps.js';
-import { parseInput } from '../../../auth/http/validate.js';
+import { callerOf } from '../../../http/access.js';
+import type { RouteDeps } from '../../../http/deps.js';
+import { parseInput } from '../../../http/validate.js';
 import { commandIdOf, metaOf } from '../meta.js';
 import { idParams, noBody } from '../schemas.js';
 

@@ -1,9 +1,9 @@
 // Operators' deployment routes: deploy (additive), scale, evict (a model, a replica, or all), pin.
 import type { FastifyInstance } from 'fastify';
-import { callerOf } from '../../../auth/http/access.js';
-import type { RouteDeps } from '../../../auth/http/deps.js';
-import { invalidInput, unknownModel } from '../../../auth/http/errors.js';
-import { parseInput } from '../../../auth/http/validate.js';
+import { callerOf } from '../../../http/access.js';
+import type { RouteDeps } from '../../../http/deps.js';
+import { invalidInput, unknownModel } from '../../../http/errors.js';
+import { parseInput } from '../../../http/validate.js';
 import type { DeploymentSettingsInput } from '../../../domain/deployment/settings.js';
 import type { DomainEvent } from '../../../domain/events/types.js';
 import { activeReplicas } from '../../../projections/cluster/queries.js';

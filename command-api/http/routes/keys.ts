@@ -1,9 +1,9 @@
 // Operators' API key routes: create (the secret is in this answer only), list, revoke.
 import type { FastifyInstance } from 'fastify';
-import { callerOf } from '../../../auth/http/access.js';
-import type { RouteDeps } from '../../../auth/http/deps.js';
-import { nowIso } from '../../../auth/http/deps.js';
-import { parseInput } from '../../../auth/http/validate.js';
+import { callerOf } from '../../../http/access.js';
+import type { RouteDeps } from '../../../http/deps.js';
+import { nowIso } from '../../../http/deps.js';
+import { parseInput } from '../../../http/validate.js';
 import { noKeyStore } from '../../../auth/errors.js';
 import type { ApiKeys } from '../../../auth/keys.js';
 import { createKeySchema, keyIdParams, noBody } from '../schemas.js';

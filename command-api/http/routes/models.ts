@@ -2,10 +2,10 @@
 // fingerprint recorded as ModelRegistered) and remove a model (refused while it is deployed). The list and each
 // model's manifest are read routes of the query API (GET /models).
 import type { FastifyInstance } from 'fastify';
-import { callerOf } from '../../../auth/http/access.js';
-import type { RouteDeps } from '../../../auth/http/deps.js';
-import { nowIso } from '../../../auth/http/deps.js';
-import { parseInput } from '../../../auth/http/validate.js';
+import { callerOf } from '../../../http/access.js';
+import type { RouteDeps } from '../../../http/deps.js';
+import { nowIso } from '../../../http/deps.js';
+import { parseInput } from '../../../http/validate.js';
 import { registerModelFolder } from '../../../catalog/register.js';
 import { entryOf } from '../../../catalog/registered.js';
 import { activeReplicas } from '../../../projections/cluster/queries.js';

@@ -1,8 +1,8 @@
 // Users' routes: submit a request, cancel one (an operator cancels any: a kill).
 import type { FastifyInstance } from 'fastify';
-import { callerOf } from '../../../auth/http/access.js';
-import type { RouteDeps } from '../../../auth/http/deps.js';
-import { parseInput } from '../../../auth/http/validate.js';
+import { callerOf } from '../../../http/access.js';
+import type { RouteDeps } from '../../../http/deps.js';
+import { parseInput } from '../../../http/validate.js';
 import { commandIdOf, metaOf } from '../meta.js';
 import { idParams, noBody } from '../schemas.js';
 import { submitSchema } from '../submit/schema.js';

@@ -2,9 +2,9 @@
 // idempotency by request id (the same body again: the request as it is; another body: 409).
 import { FabricError } from '../../../protocol/errors.js';
 import { requestStream } from '../../../domain/shared/ids.js';
-import type { RouteDeps } from '../../../auth/http/deps.js';
-import { nowIso } from '../../../auth/http/deps.js';
-import { unknownModel } from '../../../auth/http/errors.js';
+import type { RouteDeps } from '../../../http/deps.js';
+import { nowIso } from '../../../http/deps.js';
+import { unknownModel } from '../../../http/errors.js';
 import type { Identity } from '../../../auth/keys.js';
 import { requestStatus } from '../../../projections/control-plane/status.js';
 import { checkBlockSource } from './block-check.js';

@@ -1,7 +1,7 @@
 // Routes both APIs serve: /ping, /version (the handshake), /ready, /whoami.
 import type { FastifyInstance } from 'fastify';
-import { API_PROTOCOL_VERSION, COMPATIBILITY_RULE } from '../../protocol/api-version.js';
-import { FabricError } from '../../protocol/errors.js';
+import { API_PROTOCOL_VERSION, COMPATIBILITY_RULE } from '../protocol/api-version.js';
+import { FabricError } from '../protocol/errors.js';
 import { callerOf } from './access.js';
 import type { RouteDeps } from './deps.js';
 import { nowIso } from './deps.js';

@@ -1,6 +1,6 @@
 // Errors of the HTTP edge shared by the command and query APIs; codes are listed in docs/errors.md
 // ("Command API and query API").
-import { FabricError } from '../../protocol/errors.js';
+import { FabricError } from '../protocol/errors.js';
 
 export const ApiErrorCode = {
   bodyTooLarge: 'API_BODY_TOO_LARGE',

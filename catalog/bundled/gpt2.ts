@@ -6,10 +6,10 @@
 // padding mask (float32 min where masked, as transformers does). The MLP activation is gelu_new, the tanh
 // approximation 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), written out op by op as torch exports it.
 // lm_head is tied to wte and computed as Gemm(transB=1) so the embedding is stored once.
-import { TensorDataType } from '../gpu-agent/runtime/onnx/types.js';
-import type { ModelProto } from '../gpu-agent/runtime/onnx/types.js';
-import { GraphBuilder, floatTensor, int64Tensor, tensorInfo } from './model-onnx-builder.js';
-import { Sfc32, fillUniform } from './model-prng.js';
+import { TensorDataType } from '../../gpu-agent/runtime/onnx/types.js';
+import type { ModelProto } from '../../gpu-agent/runtime/onnx/types.js';
+import { GraphBuilder, floatTensor, int64Tensor, tensorInfo } from './onnx-builder.js';
+import { Sfc32, fillUniform } from './prng.js';
 
 export interface Gpt2Shape {
   layers: number;
@@ -130,7 +130,7 @@ export function buildGpt2(s: Gpt2Shape): Gpt2Graph {
   const model: ModelProto = {
     ir_version: 8,
     opset_import: [{ domain: '', version: 17 }],
-    producer_name: 'ndif-fabric scripts/generate-model',
+    producer_name: 'ndif-fabric catalog/bundled/generate-model',
     producer_version: '1',
     graph: {
       name: 'gpt2',

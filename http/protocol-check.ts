@@ -1,7 +1,7 @@
 // The client's protocol version (x-ndif-protocol, or ?protocol= on websocket upgrades) must have the server's
 // major; no version given is served (curl, browsers).
-import { API_PROTOCOL_VERSION, COMPATIBILITY_RULE, isCompatibleProtocol, parseProtocolVersion } from '../../protocol/api-version.js';
-import { FabricError } from '../../protocol/errors.js';
+import { API_PROTOCOL_VERSION, COMPATIBILITY_RULE, isCompatibleProtocol, parseProtocolVersion } from '../protocol/api-version.js';
+import { FabricError } from '../protocol/errors.js';
 import { ApiErrorCode } from './errors.js';
 
 export function checkClientProtocol(sent: string | string[] | undefined): void {

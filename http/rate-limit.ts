@@ -1,6 +1,6 @@
 // Per-caller token buckets: `burst` calls at once, refilled at `perSecond`. A call over the limit is refused with
 // API_RATE_LIMITED and how long to wait (Retry-After).
-import { FabricError } from '../../protocol/errors.js';
+import { FabricError } from '../protocol/errors.js';
 import type { RateLimitConfig } from './config.js';
 import { ApiErrorCode } from './errors.js';
 

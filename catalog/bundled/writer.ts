@@ -3,10 +3,10 @@
 // tokenizer.json, tokenizer_config.json.
 import { closeSync, mkdirSync, openSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { encodeModel } from '../gpu-agent/runtime/onnx/codec.js';
-import { DataLocation } from '../gpu-agent/runtime/onnx/types.js';
-import type { ModelProto, TensorProto } from '../gpu-agent/runtime/onnx/types.js';
-import type { Gpt2Weight } from './model-gpt2.js';
+import { encodeModel } from '../../gpu-agent/runtime/onnx/codec.js';
+import { DataLocation } from '../../gpu-agent/runtime/onnx/types.js';
+import type { ModelProto, TensorProto } from '../../gpu-agent/runtime/onnx/types.js';
+import type { Gpt2Weight } from './gpt2.js';
 
 export const WEIGHTS_FILE = 'model.onnx.data';
 const ALIGN = 4096;

@@ -1,9 +1,9 @@
 // Reads the API key a call presents (Authorization: Bearer, x-api-key, or ?key= on websocket upgrades) and turns
 // it into the caller's identity. With auth off every caller is `local`.
 import type { IncomingHttpHeaders } from 'node:http';
-import type { ApiKeys, Identity } from '../keys.js';
-import { LOCAL_IDENTITY } from '../keys.js';
-import { keyMalformed, keyMissing, noKeyStore } from '../errors.js';
+import type { ApiKeys, Identity } from '../auth/keys.js';
+import { LOCAL_IDENTITY } from '../auth/keys.js';
+import { keyMalformed, keyMissing, noKeyStore } from '../auth/errors.js';
 
 /** The key text sent with a call, undefined when none; throws AUTH_KEY_MALFORMED for a header of the wrong shape. */
 export function presentedKey(headers: IncomingHttpHeaders, queryKey?: string): string | undefined {

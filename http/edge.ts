@@ -2,9 +2,9 @@
 // admission hook (protocol version, caller identity, operator tag, rate limit, in that order, before the body is
 // read) and the error handling.
 import type { FastifyInstance } from 'fastify';
-import { API_PROTOCOL_VERSION, PROTOCOL_HEADER } from '../../protocol/api-version.js';
-import type { ApiKeys } from '../keys.js';
-import { operatorRequired } from '../errors.js';
+import { API_PROTOCOL_VERSION, PROTOCOL_HEADER } from '../protocol/api-version.js';
+import type { ApiKeys } from '../auth/keys.js';
+import { operatorRequired } from '../auth/errors.js';
 import './access.js';
 import type { ApiConfig } from './config.js';
 import { installErrorHandling } from './error-handler.js';

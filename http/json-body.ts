@@ -1,7 +1,7 @@
 // The JSON body parser: an empty body is no body (POST /requests/:id/cancel with Content-Type set), `__proto__`
 // keys are refused, anything else that is not JSON is API_INVALID_JSON.
 import type { FastifyInstance } from 'fastify';
-import { FabricError } from '../../protocol/errors.js';
+import { FabricError } from '../protocol/errors.js';
 import { ApiErrorCode } from './errors.js';
 
 function refuseProto(key: string, value: unknown): unknown {

@@ -1,7 +1,7 @@
 // Settings of the HTTP APIs (both the command and the query API), with their defaults and their environment
 // variables (docs/http-api.md, docs/operating.md).
 import { randomBytes } from 'node:crypto';
-import { FabricError } from '../../protocol/errors.js';
+import { FabricError } from '../protocol/errors.js';
 
 export interface RateLimitConfig {
   /** Tokens added per second (sustained calls per second per caller). */

@@ -3,7 +3,7 @@
 // it was logged under. Every 5xx is logged with its cause.
 import { randomUUID } from 'node:crypto';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { FabricError, isFabricError, type ErrorBody } from '../../protocol/errors.js';
+import { FabricError, isFabricError, type ErrorBody } from '../protocol/errors.js';
 import { ApiErrorCode } from './errors.js';
 
 export interface HttpFailure {

@@ -1,7 +1,7 @@
 // Who may call a route, declared in the route's `config.access`: 'public' (no key, no protocol check: /ping,
 // /version, /ready, the status page), 'optional' (a key is checked when sent: signed result downloads),
 // 'user' (the default: a key when auth is on) and 'operator' (a key with the operator tag).
-import type { Identity } from '../keys.js';
+import type { Identity } from '../auth/keys.js';
 
 export type Access = 'public' | 'optional' | 'user' | 'operator';
 

@@ -1,5 +1,5 @@
 // The fabric's version: package.json's, read once from the repository root (this file is at
-// <root>/<dist>/auth/http/ when compiled).
+// <root>/<dist>/http/ when compiled).
 import { readFileSync } from 'node:fs';
 
 let cached: string | undefined;
@@ -7,7 +7,7 @@ let cached: string | undefined;
 export function fabricVersion(): string {
   if (cached !== undefined) return cached;
   try {
-    const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version?: unknown };
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: unknown };
     cached = typeof pkg.version === 'string' ? pkg.version : 'unknown';
   } catch {
     cached = 'unknown';

@@ -1,7 +1,7 @@
 // What every route module of both APIs is given, and how a composition root hands it over.
-import type { FabricContext } from '../../fabric/context.js';
-import { ApiKeys } from '../keys.js';
-import type { ApiKeyStore } from '../port.js';
+import type { FabricContext } from '../fabric/context.js';
+import { ApiKeys } from '../auth/keys.js';
+import type { ApiKeyStore } from '../auth/port.js';
 import { resolveApiConfig, type ApiConfig, type ApiConfigInput } from './config.js';
 
 export type ApiKind = 'embedded' | 'command' | 'query';
