@@ -40,4 +40,6 @@ export const createKeySchema = z.strictObject({
   /** The key's own limits (each one left out: the fabric's default). */
   limits: z.strictObject({ maxTimeoutMs: limit.max(86_400_000).optional(), maxQueued: limit.optional(), maxRunning: limit.optional(), storageQuotaBytes: limit.optional() }).optional(),
 });
+export const registerModelSchema = z.strictObject({ model: modelKey, dir: z.string().min(1).max(4096), replace: z.boolean().optional() });
+export const removeModelSchema = z.strictObject({ model: modelKey });
 export const keyIdParams = z.strictObject({ id: z.string().max(200) });

@@ -88,6 +88,8 @@ export interface ReportRequestCompleted extends AgentReport {
   resultRef: string;
   bytes: number;
   sha256: string;
+  /** Fingerprint of the model files the attempt ran on. */
+  weightsFingerprint?: string;
 }
 
 export interface ReportRequestFailed extends AgentReport {
@@ -96,6 +98,7 @@ export interface ReportRequestFailed extends AgentReport {
   errorType: string;
   message: string;
   stack: string | null;
+  weightsFingerprint?: string;
 }
 
 /** The scheduler (retention) or the submitter / an operator (delete): the result's blob goes. */

@@ -23,8 +23,11 @@ export interface RequestView {
   dispatchedAtMs: number | null;
   startedAtMs: number | null;
   finishedAtMs: number | null;
-  /** The stored result; `expiredAt` once its blob was deleted (retention, or deleted by its submitter). */
-  result: { ref: string; bytes: number; sha256: string; expiredAt?: string; expiredBecause?: 'RETENTION' | 'DELETED' } | null;
+  /**
+   * The stored result; `expiredAt` once its blob was deleted (retention, or deleted by its submitter);
+   * `weightsFingerprint`: the model files the attempt ran on (when the agent reported it).
+   */
+  result: { ref: string; bytes: number; sha256: string; weightsFingerprint?: string; expiredAt?: string; expiredBecause?: 'RETENTION' | 'DELETED' } | null;
   error: { phase: string; type: string; message: string; stack: string | null; reportedBy: string } | null;
   cancelled: { by: 'user' | 'operator'; actor: string } | null;
   requeues: { reason: RequeueReason; attempt: number; atMs: number; text: string }[];

@@ -32,7 +32,7 @@ export interface Draft {
   kind: 'event' | 'waiting';
   terminal: boolean;
   /** COMPLETED: the blob to show inline or by URL. */
-  result?: { ref: string; bytes: number; sha256: string };
+  result?: { ref: string; bytes: number; sha256: string; weightsFingerprint?: string };
   /** Further messages of the same event, sent right after `msg` (a batch of log lines: one LOG message per line). */
   more?: StatusMessage[];
 }
@@ -108,8 +108,9 @@ export function eventDraft(e: StoredEvent, live: ControlPlaneState | null, repla
     case 'RequestLogTruncated':
       return draft(e, d.data.requestId, 'LOG', { attempt: d.data.attempt, stream: 'stderr', code: 'LOG_TRUNCATED', line: logTruncatedLine(d.data) }, replay);
     case 'RequestCompleted': {
-      const x = draft(e, d.data.requestId, 'COMPLETED', { attempt: d.data.attempt, bytes: d.data.bytes, sha256: d.data.sha256 }, replay);
-      x.result = { ref: d.data.resultRef, bytes: d.data.bytes, sha256: d.data.sha256 };
+      const weights = d.data.weightsFingerprint === undefined ? {} : { weightsFingerprint: d.data.weightsFingerprint };
+      const x = draft(e, d.data.requestId, 'COMPLETED', { attempt: d.data.attempt, bytes: d.data.bytes, sha256: d.data.sha256, ...weights }, replay);
+      x.result = { ref: d.data.resultRef, bytes: d.data.bytes, sha256: d.data.sha256, ...weights };
       return x;
     }
     case 'RequestFailed':
