@@ -134,7 +134,11 @@ export function explainDomainEvent(d: DomainEvent): EventExplanation {
       return decided(
         `requeued because ${interruptedBy(d.data.reason, d.data.because.refs ?? {})} (${d.data.reason}); attempt ${d.data.attempt} was interrupted, the next is attempt ${d.data.attempt + 1}; ` +
           `back at rank ${d.data.rank} (${rankName(d.data.rank)}) keeping its enqueue time ${d.data.enqueuedAt}` +
-          (d.data.crash === undefined ? '' : `; ${describeCrash(d.data.crash)}: the request is a poison suspect, its next attempt runs isolated and a second death fails it`),
+          (d.data.crash === undefined
+            ? ''
+            : d.data.crash.suspect === false
+              ? `; ${describeCrash(d.data.crash)}`
+              : `; ${describeCrash(d.data.crash)}: the request is a poison suspect, its next attempt runs isolated and a second such death fails it`),
         d.data.because,
         { attempt: d.data.attempt, nextAttempt: d.data.attempt + 1, rank: d.data.rank },
       );

@@ -60,7 +60,7 @@ export const commandSchema = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('CancelRequest'), requestId, actor, operator: z.boolean() }),
   z.strictObject({ type: z.literal('ExpireResult'), requestId, reason: z.enum(['RETENTION', 'DELETED']), actor, operator: z.boolean(), because: because.nullable() }),
   z.strictObject({ type: z.literal('DispatchRequest'), requestId, attempt, replicaId, agentId: entityId, because }),
-  z.strictObject({ type: z.literal('RequeueRequest'), requestId, attempt, reason: requeueReason, because, crash: crashEvidence.omit({ attempt: true }).optional() }),
+  z.strictObject({ type: z.literal('RequeueRequest'), requestId, attempt, reason: requeueReason, because, crash: crashEvidence.omit({ attempt: true, suspect: true }).optional() }),
   z.strictObject({
     type: z.literal('FailRequest'),
     requestId,

@@ -43,7 +43,7 @@ export interface RequeueRequest {
   at: string;
   because: Because;
   /** For AGENT_RESTARTED / AGENT_LOST: the agent death, with what is known of how it ended. */
-  crash?: Omit<CrashEvidence, 'attempt'>;
+  crash?: Omit<CrashEvidence, 'attempt' | 'suspect'>;
 }
 
 /** Scheduler: the request fails for a reason of the control plane (timeout, placement refused, …). */

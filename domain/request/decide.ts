@@ -20,7 +20,7 @@ import type {
   SubmitRequest,
 } from './commands.js';
 import { evolveRequest, initialRequestState, TERMINAL, type RequestState } from './state.js';
-import { isAgentDeath, POISON_ERROR_TYPE, poisonMessage } from './poison.js';
+import { implicates, isAgentDeath, POISON_ERROR_TYPE, poisonMessage } from './poison.js';
 
 export const DEFAULT_MAX_ATTEMPTS = 5;
 /** The error type the agent reports when a sandbox runner died under the request (sandbox/session.ts). */
@@ -125,10 +125,9 @@ function requeue(c: RequeueRequest, s: RequestState): RequestEvent[] {
   mustExist(s, c.requestId);
   // Finished, cancelled, or already requeued (a later attempt may be in flight): nothing to do.
   if (!inFlight(s) || s.attempt !== c.attempt) return [];
-  const crash = isAgentDeath(c.reason)
-    ? { attempt: s.attempt, ...(c.crash ?? { agentId: s.agentId ?? 'unknown', bootId: 'unknown', nextBootId: null, exit: null }) }
-    : undefined;
-  if (crash && s.crashes.length > 0) {
+  const death = isAgentDeath(c.reason) ? (c.crash ?? { agentId: s.agentId ?? 'unknown', bootId: 'unknown', nextBootId: null, exit: null }) : undefined;
+  const crash = death ? { attempt: s.attempt, ...death, suspect: implicates(death, c.requestId) } : undefined;
+  if (crash?.suspect && s.crashes.length > 0) {
     const crashes = [...s.crashes, crash];
     const finalAttempt = `attempt ${s.attempt} ran isolated${s.isolated ? '' : ' (as far as it could)'} and its agent died again`;
     return [

@@ -101,7 +101,7 @@ export function evolveRequest(s: RequestState, e: RequestEvent): RequestState {
     case 'RequestFailed':
       return { ...s, status: 'ERROR' };
     case 'RequestRequeued':
-      return { ...s, status: 'QUEUED', agentId: null, replicaId: null, requeues: [...s.requeues, e.data.reason], crashes: e.data.crash ? [...s.crashes, e.data.crash] : s.crashes, isolated: false };
+      return { ...s, status: 'QUEUED', agentId: null, replicaId: null, requeues: [...s.requeues, e.data.reason], crashes: e.data.crash && e.data.crash.suspect !== false ? [...s.crashes, e.data.crash] : s.crashes, isolated: false };
     case 'RequestCancelled':
       return { ...s, status: 'CANCELLED' };
     case 'AgentReportIgnored':

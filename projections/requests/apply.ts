@@ -163,7 +163,7 @@ export function applyRequests(s: RequestsState, e: StoredEvent, d: DomainEvent |
       v.queuedAtMs = toMs(d.data.requeuedAt);
       v.lastEvent = ref;
       v.requeues.push({ reason: d.data.reason, attempt: d.data.attempt, atMs: toMs(d.data.requeuedAt), text: d.data.because.text });
-      if (d.data.crash !== undefined) v.crashes++;
+      if (d.data.crash !== undefined && d.data.crash.suspect !== false) v.crashes++;
       v.isolated = false;
       s.totals.requeued++;
       return s;
