@@ -4,7 +4,7 @@
 //
 //   node dist/catalog/bundled/generate-model.js [name...]     generate (or find cached) and print the directories
 import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildGpt2 } from './gpt2.js';
 import type { Gpt2Shape } from './gpt2.js';
@@ -83,12 +83,18 @@ export function ensureModel(name: string): string {
   if (!isBundledModel(name)) {
     throw new Error(`unknown bundled model ${JSON.stringify(name)}; bundled models: ${Object.keys(BUNDLED_MODELS).join(', ')}`);
   }
-  const dir = bundledModelDir(name);
+  return ensureGenerated(basename(bundledModelDir(name)), (tmp) => generateModel(name, tmp));
+}
+
+/** The cached model folder `<cache>/<folder>`, written by `write` into a temporary folder renamed into place when absent. */
+export function ensureGenerated(folder: string, write: (tmpDir: string) => void): string {
+  const root = modelCacheDir();
+  const dir = join(root, folder);
   if (existsSync(join(dir, 'model.onnx'))) return dir;
-  mkdirSync(modelCacheDir(), { recursive: true });
+  mkdirSync(root, { recursive: true });
   const tmp = `${dir}.tmp-${process.pid}-${Date.now()}`;
   try {
-    generateModel(name, tmp);
+    write(tmp);
     try {
       renameSync(tmp, dir);
     } catch (e) {
