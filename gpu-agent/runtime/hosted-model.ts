@@ -203,6 +203,7 @@ export class HostedModel {
       throw new RequestError('MODEL_NOT_GENERATIVE', `model ${this.key} has no language-model head (its outputs are ${m.outputNames.join(', ')}), so it cannot generate tokens; run a single forward pass (newTokens 0) and read its outputs`, { outputs: m.outputNames });
     }
     const options: GenerationOptions[] = [];
+    const ownSeeds: Array<number | undefined> = [];
     const invokes = req.invokes.map((inv, i) => {
       let tokens: number[];
       if (inv.prompt !== undefined && inv.tokens !== undefined) throw new RequestError('INVOKE_BAD_INPUT', `invoke ${i}: give a prompt or tokens, not both`);
@@ -215,8 +216,10 @@ export class HostedModel {
         if (bad >= 0) throw new RequestError('INVOKE_TOKEN_OUT_OF_RANGE', `invoke ${i}: token ${bad} is ${String(tokens[bad])}; token ids are integers in [0, ${m.vocabSize})`, { invoke: i, index: bad });
       } else throw new RequestError('INVOKE_BAD_INPUT', `invoke ${i}: give a prompt (string) or tokens (array of ids)`);
       if (tokens.length === 0) throw new RequestError('INVOKE_EMPTY_PROMPT', `invoke ${i}: the prompt has no tokens`);
-      const own = asRequestError(() => invokeGeneration(gen, checkGenerationOptions(inv.generation, `invoke ${i} generation`, 'invoke'), i, newTokens));
+      const given = asRequestError(() => checkGenerationOptions(inv.generation, `invoke ${i} generation`, 'invoke'));
+      const own = asRequestError(() => invokeGeneration(gen, given, i, newTokens));
       options.push(own);
+      ownSeeds.push(given.seed);
       this.checkGeneration(own, i);
       const rowNew = Math.min(own.maxNewTokens ?? newTokens, newTokens);
       if (tokens.length > m.maxPositions) {
@@ -245,7 +248,7 @@ export class HostedModel {
     const cached = newTokens > 1 && gen.cache !== false && this.ctx.kv.mode !== 'none';
     const start: StartRequest = { kind: 'START', requestId: req.requestId ?? randomUUID(), invokes, steps, cache: cached };
     if (newTokens === 0) return { start, generation: null };
-    const rows: RowSpec[] = invokes.map((inv, i) => ({ invoke: i, prompt: inv.tokens, options: options[i]!, seed: resolveSeed(options[i]!.seed, gen.seed, i) }));
+    const rows: RowSpec[] = invokes.map((inv, i) => ({ invoke: i, prompt: inv.tokens, options: options[i]!, seed: resolveSeed(ownSeeds[i], gen.seed, i) }));
     return { start, generation: { maxNewTokens: newTokens, cached, rows, decode: this.tokenizer ? (ids) => this.tokenizer!.decode(ids) : undefined } };
   }
 

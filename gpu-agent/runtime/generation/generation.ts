@@ -68,12 +68,12 @@ export class Generation {
     specs: RowSpec[],
   ) {
     this.feeder = new KvFeeder(setup.plan, setup.layout, setup.cached, specs.map((s) => s.prompt), setup.padTokenId);
-    this.rows = specs.map((spec, r) => {
+    this.rows = specs.map((spec) => {
       const o = spec.options;
       const eos = o.ignoreEos ? [] : setup.eos;
       return {
         spec,
-        sampler: new RowSampler(samplerSettings(o), spec.seed, r),
+        sampler: new RowSampler(samplerSettings(o), spec.seed),
         stopper: new RowStopper({ eos, stopTokenIds: o.stopTokenIds ?? [], stop: o.stop ?? [], maxNewTokens: o.maxNewTokens ?? setup.maxNewTokens }, setup.decode),
         generated: [],
       };

@@ -31,9 +31,8 @@ export class RowSampler {
   constructor(
     private readonly s: SamplerSettings,
     seed: number,
-    stream: number,
   ) {
-    this.rng = s.sampling ? Sfc32.seeded(seed, stream) : undefined;
+    this.rng = s.sampling ? Sfc32.seeded(seed) : undefined;
   }
 
   /** The next token from `logits[offset, offset + vocab)`; `seen` are the row's tokens so far (prompt and generated). */

@@ -15,12 +15,9 @@ export class Sfc32 {
     for (let i = 0; i < 15; i++) this.nextU32();
   }
 
-  /** A generator for a seed of up to 53 bits and a stream number (rows of one request draw from their own streams). */
-  static seeded(seed: number, stream = 0): Sfc32 {
-    const lo = seed % 4294967296;
-    const hi = Math.floor(seed / 4294967296);
-    const g = new Sfc32(lo, (hi ^ Math.imul(stream + 1, 0x85ebca6b)) >>> 0);
-    return g;
+  /** A generator for a seed of up to 53 bits (the high bits go into a second state word). */
+  static seeded(seed: number): Sfc32 {
+    return new Sfc32(seed % 4294967296, Math.floor(seed / 4294967296));
   }
 
   nextU32(): number {
