@@ -110,6 +110,11 @@ export function explainDomainEvent(d: DomainEvent): EventExplanation {
       return plain(`agent ${d.data.agentId} started attempt ${d.data.attempt}`, { attempt: d.data.attempt });
     case 'RequestLogged':
       return plain(`attempt ${d.data.attempt} ${d.data.stream}: ${clip(d.data.line)}`, { attempt: d.data.attempt });
+    case 'RequestTokensGenerated': {
+      const t = d.data.tokens;
+      const steps = t[0]!.step === t[t.length - 1]!.step ? `step ${t[0]!.step}` : `steps ${t[0]!.step}–${t[t.length - 1]!.step}`;
+      return plain(`attempt ${d.data.attempt} generated ${t.length} token${t.length === 1 ? '' : 's'} (${steps}): ${clip(JSON.stringify(t.map((x) => x.text ?? x.token)))}`, { attempt: d.data.attempt, tokens: t.length });
+    }
     case 'RequestCompleted':
       return plain(
         `attempt ${d.data.attempt} completed on agent ${d.data.agentId}${onWeights(d.data.weightsFingerprint)}: result ${d.data.resultRef} (${d.data.bytes} B, sha256 ${d.data.sha256.slice(0, 12)}…)`,

@@ -13,7 +13,7 @@ export interface GenerationOptions {
   topK?: number;
   /** Sample among the most likely tokens whose probabilities add up to p (nucleus), 0 < p ≤ 1. */
   topP?: number;
-  /** Seeds the sampler: the same seed and request give the same tokens. Absent: drawn by the agent and reported. */
+  /** Seeds the sampler: the same seed and request give the same tokens. Absent: derived from the request id (so a retry samples alike; a request without an id draws one), and reported. */
   seed?: number;
   /** Above 1 discourages tokens already in the row (prompt and generated), as transformers does; 1 is none. */
   repetitionPenalty?: number;

@@ -56,11 +56,22 @@ export interface RequestReply {
   asOf: number;
 }
 
+/** One generated token as the fabric streams it (a STREAM message holds one or more). */
+export interface StreamedToken {
+  step: number;
+  invoke: number;
+  token: number;
+  /** Its text, decoded after the tokens before it (absent when the model has no tokenizer). */
+  text?: string;
+  /** Set on the token that ended its invoke's row. */
+  finish?: { reason: 'eos' | 'stop-token' | 'stop-string' | 'length'; step: number; match?: string | number };
+}
+
 /** One `{ "type": "status" }` message of the status websocket. */
 export interface StatusMessage {
   type: 'status';
   requestId: string;
-  status: 'RECEIVED' | 'QUEUED' | 'PROVISIONING' | 'DEPLOYING' | 'DISPATCHED' | 'RUNNING' | 'LOG' | 'COMPLETED' | 'ERROR' | 'CANCELLED';
+  status: 'RECEIVED' | 'QUEUED' | 'PROVISIONING' | 'DEPLOYING' | 'DISPATCHED' | 'RUNNING' | 'LOG' | 'STREAM' | 'COMPLETED' | 'ERROR' | 'CANCELLED';
   cursor: string;
   at: string;
   replay: boolean;
@@ -74,6 +85,8 @@ export interface StatusMessage {
   agentId?: string;
   stream?: 'stdout' | 'stderr';
   line?: string;
+  /** STREAM: tokens generated since the last STREAM message, in step order. */
+  tokens?: StreamedToken[];
   bytes?: number;
   sha256?: string;
   inline?: string;

@@ -72,6 +72,23 @@ export interface ReportRequestStarted extends AgentReport {
   type: 'ReportRequestStarted';
 }
 
+/** One token a row got at one step, as the agent streams it. */
+export interface StreamedToken {
+  step: number;
+  invoke: number;
+  token: number;
+  /** The token decoded with the model's tokenizer (absent when the model has none). */
+  text?: string;
+  /** Set on the token that ended the invoke's row. */
+  finish?: { reason: 'eos' | 'stop-token' | 'stop-string' | 'length'; step: number; match?: string | number };
+}
+
+/** Tokens generated since the agent's last report for this attempt, in step order. */
+export interface ReportRequestTokens extends AgentReport {
+  type: 'ReportRequestTokens';
+  tokens: StreamedToken[];
+}
+
 export interface ReportRequestLog extends AgentReport {
   type: 'ReportRequestLog';
   stream: 'stdout' | 'stderr';
@@ -104,5 +121,6 @@ export type RequestCommand =
   | FailRequest
   | ReportRequestStarted
   | ReportRequestLog
+  | ReportRequestTokens
   | ReportRequestCompleted
   | ReportRequestFailed;

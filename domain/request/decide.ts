@@ -12,6 +12,7 @@ import type {
   ReportRequestCompleted,
   ReportRequestFailed,
   ReportRequestLog,
+  ReportRequestTokens,
   ReportRequestStarted,
   RequestCommand,
   RequeueRequest,
@@ -38,6 +39,7 @@ export function decideRequest(c: RequestCommand, s: RequestState): RequestEvent[
       return fail(c, s);
     case 'ReportRequestStarted':
     case 'ReportRequestLog':
+    case 'ReportRequestTokens':
     case 'ReportRequestCompleted':
     case 'ReportRequestFailed':
       return report(c, s);
@@ -203,11 +205,12 @@ function fail(c: FailRequest, s: RequestState): RequestEvent[] {
   ];
 }
 
-type Report = ReportRequestStarted | ReportRequestLog | ReportRequestCompleted | ReportRequestFailed;
+type Report = ReportRequestStarted | ReportRequestLog | ReportRequestTokens | ReportRequestCompleted | ReportRequestFailed;
 
 const REPORT_EVENT = {
   ReportRequestStarted: 'RequestStarted',
   ReportRequestLog: 'RequestLogged',
+  ReportRequestTokens: 'RequestTokensGenerated',
   ReportRequestCompleted: 'RequestCompleted',
   ReportRequestFailed: 'RequestFailed',
 } as const;
@@ -216,7 +219,8 @@ function report(c: Report, s: RequestState): RequestEvent[] {
   mustExist(s, c.requestId);
   const kind = REPORT_EVENT[c.type];
   const ignore = (reason: AgentReportIgnoredData['reason'], text: string): RequestEvent[] => {
-    if (kind === 'RequestLogged' && s.ignoredLogAttempts.includes(c.attempt)) return [];
+    // Stale log lines and tokens are recorded as ignored once per attempt, not once per line.
+    if ((kind === 'RequestLogged' || kind === 'RequestTokensGenerated') && s.ignoredLogAttempts.includes(c.attempt)) return [];
     return [
       {
         type: 'AgentReportIgnored',
@@ -254,6 +258,8 @@ function report(c: Report, s: RequestState): RequestEvent[] {
       return s.status === 'RUNNING' ? [] : [{ type: 'RequestStarted', data: { requestId: c.requestId, attempt: c.attempt, agentId: c.agentId, startedAt: c.at } }];
     case 'ReportRequestLog':
       return [{ type: 'RequestLogged', data: { requestId: c.requestId, attempt: c.attempt, stream: c.stream, line: c.line } }];
+    case 'ReportRequestTokens':
+      return [{ type: 'RequestTokensGenerated', data: { requestId: c.requestId, attempt: c.attempt, tokens: c.tokens } }];
     case 'ReportRequestCompleted':
       return [
         {

@@ -67,6 +67,7 @@ export function evolveRequest(s: RequestState, e: RequestEvent): RequestState {
     case 'RequestStarted':
       return { ...s, status: 'RUNNING' };
     case 'RequestLogged':
+    case 'RequestTokensGenerated':
       return s.status === 'DISPATCHED' ? { ...s, status: 'RUNNING' } : s;
     case 'RequestCompleted':
       return { ...s, status: 'COMPLETED', completedBy: e.data.agentMessageId };
@@ -77,7 +78,7 @@ export function evolveRequest(s: RequestState, e: RequestEvent): RequestState {
     case 'RequestCancelled':
       return { ...s, status: 'CANCELLED' };
     case 'AgentReportIgnored':
-      return e.data.report === 'RequestLogged' && e.data.attempt !== undefined
+      return (e.data.report === 'RequestLogged' || e.data.report === 'RequestTokensGenerated') && e.data.attempt !== undefined
         ? { ...s, ignoredLogAttempts: [...s.ignoredLogAttempts, e.data.attempt] }
         : s;
   }

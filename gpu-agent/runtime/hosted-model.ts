@@ -43,7 +43,7 @@ import type { GenerationPlan, HostContext } from './interleave/request-run.js';
 import { GenerationErrorCode, checkGenerationOptions, invokeGeneration, requestedNewTokens } from '../../protocol/generation.js';
 import type { GenerationOptions } from '../../protocol/generation.js';
 import { FabricError } from '../../protocol/errors.js';
-import { resolveSeed } from './generation/generation.js';
+import { resolveSeed, seedOfRequestId } from './generation/generation.js';
 import type { RowSpec } from './generation/generation.js';
 import type { OpenChannel, RunRequest, RunResult } from './interleave/request-types.js';
 
@@ -248,7 +248,8 @@ export class HostedModel {
     const cached = newTokens > 1 && gen.cache !== false && this.ctx.kv.mode !== 'none';
     const start: StartRequest = { kind: 'START', requestId: req.requestId ?? randomUUID(), invokes, steps, cache: cached };
     if (newTokens === 0) return { start, generation: null };
-    const rows: RowSpec[] = invokes.map((inv, i) => ({ invoke: i, prompt: inv.tokens, options: options[i]!, seed: resolveSeed(ownSeeds[i], gen.seed, i) }));
+    const requestSeed = gen.seed ?? (req.requestId !== undefined ? seedOfRequestId(req.requestId) : undefined);
+    const rows: RowSpec[] = invokes.map((inv, i) => ({ invoke: i, prompt: inv.tokens, options: options[i]!, seed: resolveSeed(ownSeeds[i], requestSeed, i) }));
     return { start, generation: { maxNewTokens: newTokens, cached, rows, decode: this.tokenizer ? (ids) => this.tokenizer!.decode(ids) : undefined } };
   }
 

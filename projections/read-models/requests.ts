@@ -15,7 +15,7 @@ import { ident, requestsDdl, runDdl } from './schema.js';
 export const REQUESTS_READ_MODEL_VERSION = 1;
 
 /** The event types applyRequests folds; each names its request in data.requestId. */
-const FOLDED = new Set(['RequestReceived', 'RequestQueued', 'RequestDispatched', 'RequestStarted', 'RequestLogged', 'RequestCompleted', 'RequestFailed', 'RequestCancelled', 'RequestRequeued', 'AgentReportIgnored']);
+const FOLDED = new Set(['RequestReceived', 'RequestQueued', 'RequestDispatched', 'RequestStarted', 'RequestLogged', 'RequestTokensGenerated', 'RequestCompleted', 'RequestFailed', 'RequestCancelled', 'RequestRequeued', 'AgentReportIgnored']);
 
 export function requestsReadModel(schema: string): ReadModelProjection<pg.PoolClient> {
   const s = ident(schema);

@@ -26,6 +26,7 @@ export function historyOf(events: StoredEvent[]): { statuses: HistoryEntry[]; lo
     const d = eventDraft(e, null, true);
     if (d === undefined) continue;
     const m = d.msg;
+    if (m.status === 'STREAM') continue;
     if (m.status === 'LOG') {
       logs.push({ attempt: m.attempt as number, stream: m.stream as 'stdout' | 'stderr', line: m.line as string });
       if (logs.length > 2 * MAX_LOG_LINES) {

@@ -8,7 +8,7 @@ import { deploymentPhase } from '../../projections/cluster/queries.js';
 import { positionOf, queueLength } from '../../projections/queue/queries.js';
 import { formatCursor, waitingKeyOf, type WaitingStatus } from './cursor.js';
 
-export type StatusName = 'RECEIVED' | WaitingStatus | 'DISPATCHED' | 'RUNNING' | 'LOG' | 'COMPLETED' | 'ERROR' | 'CANCELLED';
+export type StatusName = 'RECEIVED' | WaitingStatus | 'DISPATCHED' | 'RUNNING' | 'LOG' | 'STREAM' | 'COMPLETED' | 'ERROR' | 'CANCELLED';
 
 export interface StatusMessage {
   type: 'status';
@@ -95,6 +95,8 @@ export function eventDraft(e: StoredEvent, live: ControlPlaneState | null, repla
       return draft(e, d.data.requestId, 'RUNNING', { attempt: d.data.attempt, agentId: d.data.agentId }, replay);
     case 'RequestLogged':
       return draft(e, d.data.requestId, 'LOG', { attempt: d.data.attempt, stream: d.data.stream, line: d.data.line }, replay);
+    case 'RequestTokensGenerated':
+      return draft(e, d.data.requestId, 'STREAM', { attempt: d.data.attempt, tokens: d.data.tokens }, replay);
     case 'RequestCompleted': {
       const x = draft(e, d.data.requestId, 'COMPLETED', { attempt: d.data.attempt, bytes: d.data.bytes, sha256: d.data.sha256 }, replay);
       x.result = { ref: d.data.resultRef, bytes: d.data.bytes, sha256: d.data.sha256 };

@@ -1,7 +1,7 @@
 // One request's generation: per batch row its sampler (seeded stream), its stop rules and what it generated; the
 // feeder builds each pass's inputs and carries the KV cache. After each pass `choose` picks every live row's next
 // token from the logits of its last position and decides which rows are finished.
-import { randomInt } from 'node:crypto';
+import { createHash, randomInt } from 'node:crypto';
 import type { GenerationOptions } from '../../../protocol/generation.js';
 import type { OrtTensor } from '../ort/session.js';
 import type { InputPlan } from '../model-inputs.js';
@@ -44,6 +44,11 @@ interface Row {
   stopper: RowStopper;
   generated: number[];
   finish?: Finish;
+}
+
+/** A request's seed when it gives none: 48 bits of the sha256 of its id, so every attempt of it (a retry on another agent) samples alike. */
+export function seedOfRequestId(requestId: string): number {
+  return Number.parseInt(createHash('sha256').update(requestId).digest('hex').slice(0, 12), 16);
 }
 
 /** The seed of invoke `i`: its own, else one derived from the request's (invoke 0 gets the request's as is), else drawn. */
