@@ -7,6 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Fabric, FabricHttpError } from '../../client/sdk/index.js';
 import type { StatusMessage, StreamedToken } from '../../client/sdk/index.js';
+import { main } from '../../client/cli/main.js';
 import { startInProcessFabric } from './fabric-harness.js';
 import type { InProcessFabric } from './fabric-harness.js';
 
@@ -94,5 +95,30 @@ describe('streaming generation', () => {
     await refused({ maxNewTokens: 4, generation: { cache: 'yes' as never } }, 'GENERATION_BAD_OPTION');
     // maxNewTokens beyond the model's positions is known on the agent, before anything runs: the request fails in validation.
     await assert.rejects(ndif.trace('gpt2-tiny', 'Hi', undefined, { maxNewTokens: 200 }), (e: unknown) => (e as { type?: string; phase?: string }).type === 'GENERATION_TOO_LONG' && (e as { phase?: string }).phase === 'validation');
+  });
+});
+
+describe('ndif generate', () => {
+  it('prints the text as it is generated, then why it ended; --json gives one line per token and the result', async () => {
+    const run = async (args: string[]) => {
+      let out = '';
+      let err = '';
+      const code = await main(args, { stdout: { write: (x: string) => (out += x) }, stderr: { write: (x: string) => (err += x) }, env: { NDIF_URL: fab.url } });
+      return { code, out, err };
+    };
+    const j = await run(['generate', 'gpt2-tiny', 'The Eiffel Tower is in', '-n', '6', '--ignore-eos', '--json']);
+    assert.equal(j.code, 0, j.err);
+    const lines = j.out.trim().split('\n').map((l) => JSON.parse(l));
+    const last = lines.pop();
+    assert.deepEqual(lines.map((t) => t.step), [0, 1, 2, 3, 4, 5]);
+    assert.deepEqual(last.generated, [lines.map((t) => t.token)]);
+    assert.deepEqual(last.finish, [{ reason: 'length', step: 5 }]);
+    const t = await run(['generate', 'gpt2-tiny', 'The Eiffel Tower is in', '-n', '6', '--ignore-eos']);
+    assert.equal(t.code, 0, t.err);
+    assert.equal(t.out, `${lines.map((x) => x.text).join('')}\n`, 'the streamed text, then a newline');
+    assert.match(t.err, /length · 6 tokens · cache past/);
+    const bad = await run(['generate', 'gpt2-tiny', 'Hi', '--top-p', '0']);
+    assert.equal(bad.code, 1);
+    assert.match(bad.err, /GENERATION_BAD_TOP_P/);
   });
 });
