@@ -271,6 +271,11 @@ export class RequestRun {
       if (this.gen) this.chooseTokens();
     }
     this.finished = stoppedEarly ? 'stopped' : 'done';
+    // The last step's tokens (and who finished) reach blocks still running, before their waits are answered.
+    if (this.gen && steps > 0 && !stoppedEarly) {
+      this.step = steps;
+      this.sendStep();
+    }
     for (const inv of this.invokes) {
       if (inv.status !== 'waiting') continue;
       const w = inv.wait!;
