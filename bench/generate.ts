@@ -11,6 +11,7 @@
 import { performance } from 'node:perf_hooks';
 import { join } from 'node:path';
 import ort from 'onnxruntime-node';
+import { arg, median } from './bench-args.js';
 import { ensureBenchModel } from './bench-model.js';
 import { BUNDLED_MODELS } from '../catalog/bundled/generate-model.js';
 import { loadModel } from '../gpu-agent/runtime/index.js';
@@ -21,17 +22,6 @@ const MODEL = 'gpt2-small-random';
 /** Attention heads of the model (BUNDLED_MODELS['gpt2-small-random'].heads). */
 const HEADS = BUNDLED_MODELS[MODEL].heads;
 const TEXT = 'The fabric runs intervention experiments on hosted models: a block of code reads and replaces the activations of named modules during the forward pass, remotely, while operators deploy and scale the models across agents.';
-
-function arg(args: string[], name: string, fallback: number): number {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 && args[i + 1] !== undefined ? Number(args[i + 1]) : fallback;
-}
-
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const n = s.length;
-  return n % 2 ? s[(n - 1) / 2]! : (s[n / 2 - 1]! + s[n / 2]!) / 2;
-};
 
 /** Greedy generation with the KV cache on a plain onnxruntime session: what the runtime's cached path is compared with. */
 async function rawLoop(session: ort.InferenceSession, prompt: number[], newTokens: number, layers: number, heads: number, headDim: number): Promise<number[]> {

@@ -27,6 +27,20 @@ export interface GenerationOptions {
   cache?: boolean;
 }
 
+/** Why a row stopped generating (the token that ended it is kept). */
+export type FinishReason = 'eos' | 'stop-token' | 'stop-string' | 'length';
+
+/** One token a row got at one step, as the agent streams it (RequestTokensGenerated, the STREAM message). */
+export interface StreamedToken {
+  step: number;
+  invoke: number;
+  token: number;
+  /** The token decoded after the ones before it (absent when the model has no tokenizer). */
+  text?: string;
+  /** Set on the token that ended the invoke's row: why, at which step, and the stop string or id that matched. */
+  finish?: { reason: FinishReason; step: number; match?: string | number };
+}
+
 export const GENERATION_LIMITS = { maxNewTokens: 4095, stops: 16, stopChars: 256, stopTokenIds: 64, seed: Number.MAX_SAFE_INTEGER } as const;
 
 export const GenerationErrorCode = {

@@ -9,25 +9,8 @@ export type { GenerationOptions };
 /** One invoke: a prompt (text), token ids, or either with its own block (and params) and generation options. */
 export type Invoke = string | number[] | { input: string | number[]; block?: BlockFn | string; params?: unknown; generation?: Omit<GenerationOptions, 'cache'> };
 
-/** How tokens are generated (docs/sdk.md, "Generation"); each is also a field of `generation`. */
-export interface GenerationFields {
-  /** Tokens to generate (steps 0 … n−1; blocks address step i with `m.step(i)` or follow steps with `m.iter`). */
-  maxNewTokens?: number;
-  /** 0 or absent: greedy; above 0 sample at this temperature. */
-  temperature?: number;
-  topK?: number;
-  /** Nucleus sampling: the most likely tokens holding this much probability, 0 < p ≤ 1. */
-  topP?: number;
-  /** The same seed and request give the same tokens. */
-  seed?: number;
-  repetitionPenalty?: number;
-  /** Text that ends a row (one string or several). */
-  stop?: string | string[];
-  stopTokenIds?: number[];
-  ignoreEos?: boolean;
-  /** false: every step runs the whole sequence (no KV cache). */
-  cache?: boolean;
-}
+/** How tokens are generated (protocol/generation.ts, docs/sdk.md "Generation"), as trace options; `stop` may be one string. */
+export type GenerationFields = Omit<GenerationOptions, 'stop'> & { stop?: string | string[] };
 
 const GENERATION_FIELDS = ['maxNewTokens', 'temperature', 'topK', 'topP', 'seed', 'repetitionPenalty', 'stop', 'stopTokenIds', 'ignoreEos', 'cache'] as const;
 

@@ -56,16 +56,10 @@ export interface RequestReply {
   asOf: number;
 }
 
+import type { StreamedToken } from '../../protocol/generation.js';
+
 /** One generated token as the fabric streams it (a STREAM message holds one or more). */
-export interface StreamedToken {
-  step: number;
-  invoke: number;
-  token: number;
-  /** Its text, decoded after the tokens before it (absent when the model has no tokenizer). */
-  text?: string;
-  /** Set on the token that ended its invoke's row. */
-  finish?: { reason: 'eos' | 'stop-token' | 'stop-string' | 'length'; step: number; match?: string | number };
-}
+export type { StreamedToken };
 
 /** One `{ "type": "status" }` message of the status websocket. */
 export interface StatusMessage {

@@ -72,16 +72,9 @@ export interface ReportRequestStarted extends AgentReport {
   type: 'ReportRequestStarted';
 }
 
-/** One token a row got at one step, as the agent streams it. */
-export interface StreamedToken {
-  step: number;
-  invoke: number;
-  token: number;
-  /** The token decoded with the model's tokenizer (absent when the model has none). */
-  text?: string;
-  /** Set on the token that ended the invoke's row. */
-  finish?: { reason: 'eos' | 'stop-token' | 'stop-string' | 'length'; step: number; match?: string | number };
-}
+import type { StreamedToken } from '../../protocol/generation.js';
+
+export type { StreamedToken };
 
 /** Tokens generated since the agent's last report for this attempt, in step order. */
 export interface ReportRequestTokens extends AgentReport {

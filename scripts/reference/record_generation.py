@@ -25,7 +25,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from hf_fixtures import safetensors_io  # noqa: E402
+from hf_fixtures import record, safetensors_io  # noqa: E402
 from hf_fixtures.families import FAMILIES, PROMPTS, SEED, build_model  # noqa: E402
 from hf_fixtures.tokenizers_build import family_tokenizer  # noqa: E402
 
@@ -37,51 +37,27 @@ SWAP_STEPS = (0, 2)
 
 
 def generate(model, ids: list[int], new_tokens: int, swap: tuple[str, int] | None) -> tuple[list[int], np.ndarray]:
-    from transformers import DynamicCache
-
-    handles = []
+    """record.greedy_generate, with `swap`'s module output zeroed by a forward hook during one forward pass only."""
+    if swap is None:
+        return record.greedy_generate(model, ids, new_tokens)
+    path, at = swap
     step = {"i": 0}
-    if swap is not None:
-        path, at = swap
 
-        def zero(_m, _a, output):
-            if step["i"] != at:
-                return None
-            if isinstance(output, tuple):
-                return (torch.zeros_like(output[0]),) + output[1:]
-            return torch.zeros_like(output)
+    def zero(_m, _a, output):
+        if step["i"] != at:
+            return None
+        if isinstance(output, tuple):
+            return (torch.zeros_like(output[0]),) + output[1:]
+        return torch.zeros_like(output)
 
-        handles.append(model.get_submodule(path).register_forward_hook(zero))
-    cache = DynamicCache(config=model.config)
-    tokens: list[int] = []
-    logits: list[np.ndarray] = []
-    step_ids = torch.tensor([ids])
-    length = len(ids)
+    handle = model.get_submodule(path).register_forward_hook(zero)
     try:
-        with torch.no_grad():
-            for i in range(new_tokens):
-                step["i"] = i
-                start = length - step_ids.shape[1]
-                out = model(
-                    input_ids=step_ids,
-                    attention_mask=torch.ones(1, length, dtype=torch.int64),
-                    position_ids=torch.arange(start, length)[None],
-                    cache=cache,
-                    use_cache=True,
-                )
-                last = out.logits[0, -1].float()
-                logits.append(last.numpy().copy())
-                nxt = int(torch.argmax(last))
-                tokens.append(nxt)
-                step_ids = torch.tensor([[nxt]])
-                length += 1
+        return record.greedy_generate(model, ids, new_tokens, on_step=lambda i: step.__setitem__("i", i))
     finally:
-        for h in handles:
-            h.remove()
-    return tokens, np.stack(logits)
+        handle.remove()
 
 
-def record(name: str) -> dict:
+def record_family(name: str) -> dict:
     family = FAMILIES[name]
     model = build_model(family)
     tokenizer = family_tokenizer(family.tokenizer, model.config.vocab_size)
@@ -121,7 +97,7 @@ def main() -> None:
     parser.add_argument("--family", action="append", choices=causal)
     args = parser.parse_args()
     torch.set_num_threads(2)
-    print(json.dumps([record(n) for n in args.family or causal], indent=1))
+    print(json.dumps([record_family(n) for n in args.family or causal], indent=1))
 
 
 if __name__ == "__main__":

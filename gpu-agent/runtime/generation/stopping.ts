@@ -2,15 +2,12 @@
 // id, a stop string the generated text now contains, or its maxNewTokens. The token that ends a row is kept, as in
 // transformers.
 
-export type FinishReason = 'eos' | 'stop-token' | 'stop-string' | 'length';
+import type { FinishReason, StreamedToken } from '../../../protocol/generation.js';
 
-export interface Finish {
-  reason: FinishReason;
-  /** The step whose token ended the row. */
-  step: number;
-  /** The stop string or token id that matched (eos: the EOS id). */
-  match?: string | number;
-}
+export type { FinishReason };
+
+/** Why a row ended: the reason, the step whose token ended it, the stop string or token id that matched (eos: the EOS id). */
+export type Finish = NonNullable<StreamedToken['finish']>;
 
 export interface StopSettings {
   eos: readonly number[];
