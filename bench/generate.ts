@@ -11,7 +11,7 @@
 import { performance } from 'node:perf_hooks';
 import { join } from 'node:path';
 import ort from 'onnxruntime-node';
-import { arg, median } from './bench-args.js';
+import { median, numberArg as arg } from './_numbers.js';
 import { ensureBenchModel } from './bench-model.js';
 import { BUNDLED_MODELS } from '../catalog/bundled/generate-model.js';
 import { loadModel } from '../gpu-agent/runtime/index.js';

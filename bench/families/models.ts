@@ -9,7 +9,8 @@ import { writeModelDir } from '../../catalog/bundled/writer.js';
 import { buildBert } from './model-bert.js';
 import { buildLlama } from './model-llama.js';
 
-const VERSION = 1;
+// 2: the GPT-2 builder (catalog/bundled/gpt2.ts) writes the with-past layout.
+const VERSION = 2;
 const VOCAB = 4096;
 const POSITIONS = 256;
 
@@ -47,7 +48,7 @@ export function ensureFamilyModel(name: FamilyName): { dir: string; generateS: n
   const spec = FAMILY_MODELS[name];
   const cached = existsSync(join(modelCacheDir(), spec.folder, 'model.onnx'));
   const t = performance.now();
-  const dir = ensureGenerated(spec.folder, (tmp) => {
+  const dir = ensureGenerated(join(modelCacheDir(), spec.folder), (tmp) => {
     const { model, weights } = spec.build();
     writeModelDir(tmp, { model, weights, config: spec.config, tokenizer: NO_TOKENIZER, tokenizerConfig: {} });
   });

@@ -4,7 +4,7 @@
 //
 //   node dist/catalog/bundled/generate-model.js [name...]     generate (or find cached) and print the directories
 import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
-import { basename, dirname, join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildGpt2 } from './gpt2.js';
 import type { Gpt2Shape } from './gpt2.js';
@@ -83,15 +83,13 @@ export function ensureModel(name: string): string {
   if (!isBundledModel(name)) {
     throw new Error(`unknown bundled model ${JSON.stringify(name)}; bundled models: ${Object.keys(BUNDLED_MODELS).join(', ')}`);
   }
-  return ensureGenerated(basename(bundledModelDir(name)), (tmp) => generateModel(name, tmp));
+  return ensureGenerated(bundledModelDir(name), (tmp) => generateModel(name, tmp));
 }
 
-/** The cached model folder `<cache>/<folder>`, written by `write` into a temporary folder renamed into place when absent. */
-export function ensureGenerated(folder: string, write: (tmpDir: string) => void): string {
-  const root = modelCacheDir();
-  const dir = join(root, folder);
+/** The cached model folder `dir`, written by `write` into a temporary folder renamed into place when absent. */
+export function ensureGenerated(dir: string, write: (tmpDir: string) => void): string {
   if (existsSync(join(dir, 'model.onnx'))) return dir;
-  mkdirSync(root, { recursive: true });
+  mkdirSync(modelCacheDir(), { recursive: true });
   const tmp = `${dir}.tmp-${process.pid}-${Date.now()}`;
   try {
     write(tmp);

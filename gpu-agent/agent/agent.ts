@@ -10,7 +10,6 @@ import { assignmentsGroupId } from './assignments-group.js';
 import type { Logger } from 'pino';
 import type { BlobStore } from '../../blobstore/port.js';
 import type { AgentExit } from '../../domain/events/index.js';
-import type { ModelCatalog } from '../../catalog/port.js';
 import type { LocalModels } from './replicas.js';
 import { readJson } from '../../transport/json.js';
 import type { Subscription, Transport, TransportMessage } from '../../transport/port.js';
