@@ -138,7 +138,16 @@ export class HostedModel {
           layout = carriedLayout(carried);
         }
       }
-      let s = carried !== undefined && typeof carried !== 'string' ? await serve(carried.model, analyzeGraph(carried.model.graph!)) : await serve(base, graph);
+      let s: Awaited<ReturnType<typeof serve>>;
+      if (carried !== undefined && typeof carried !== 'string') {
+        try {
+          s = await serve(carried.model, analyzeGraph(carried.model.graph!));
+        } catch (e) {
+          // The rewritten graph does not even compile: serve the export as it is, without the cache.
+          layout = NO_CACHE(`carrying each attention's keys and values gives a graph onnxruntime refuses: ${(e as Error).message.split('\n')[0]!.slice(0, 300)}`);
+          s = await serve(base, graph);
+        }
+      } else s = await serve(base, graph);
       try {
         if (layout.mode !== 'none' && logits !== null) {
           const problem = await checkCache(s.run, s.plan, layout, logits, cfg.padTokenId, cfg.vocabSize, s.padding);

@@ -9,7 +9,7 @@ import { ensureModel } from '../../catalog/bundled/generate-model.js';
 import { loadModel, RequestError, InterventionError } from '../../gpu-agent/runtime/index.js';
 import type { HostedModel, RunRequest, TokenEvent } from '../../gpu-agent/runtime/index.js';
 import type { Tensor } from '../../gpu-agent/block/tensor.js';
-import { maxAbsDiff, run, tinyModel, value } from './tiny-model.js';
+import { fixtureDir, maxAbsDiff, run, tinyModel, value } from './tiny-model.js';
 
 const EOS = 50256;
 const A = [464, 412, 733, 417, 8765, 318, 287];
@@ -202,4 +202,25 @@ test('bad generation options are refused with a code before anything runs', asyn
   assert.equal(opened, 0, 'no channel was opened: nothing ran');
   const ok = await run(hm, { generation: { maxNewTokens: 2 }, invokes: [{ tokens: B }] });
   assert.equal(ok.steps, 2, 'the model still serves');
+});
+
+test('an export that numbers positions itself is served without the cache, saying why, and still generates', async () => {
+  const hm = await loadModel(fixtureDir, { key: 'gpt2-reference' });
+  try {
+    const g = hm.manifest().generation!;
+    assert.equal(g.cache, 'none');
+    assert.match(g.cacheReason!, /no position_ids input: it numbers positions itself/);
+    const prompt = [46, 104, 31];
+    const r = await run(hm, { generation: { maxNewTokens: 3, ignoreEos: true }, invokes: [{ tokens: prompt, block: 'async (m) => (await m.step(2).output).shape' }] });
+    assert.equal(r.cache, 'none');
+    assert.deepEqual(r.invokes[0]!.result.tree, [1, 5, hm.manifest().vocabSize], 'each step runs the whole sequence');
+    const seq = [...prompt];
+    for (let i = 0; i < 3; i++) {
+      const one = await run(hm, { invokes: [{ tokens: seq, block: 'async (m) => (await m.output).slice(0, -1).argmax().item()' }] });
+      seq.push(one.invokes[0]!.result.tree as number);
+    }
+    assert.deepEqual(r.invokes[0]!.generated, seq.slice(3));
+  } finally {
+    await hm.close();
+  }
 });
