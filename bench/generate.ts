@@ -1,4 +1,4 @@
-// `npm run bench -- generate [--rounds N] [--tokens T] [--new N] [--layer L]`: generation on the GPT-2-small-shaped
+// `npm run bench -- generate [--rounds N (default 1)] [--tokens T] [--new N] [--layer L]`: generation on the GPT-2-small-shaped
 // bundled model (with-past layout), a 32-token prompt and 64 new tokens, greedy, EOS ignored so every run makes
 // all 64. Times, each end to end:
 //   cached    HostedModel.run with the KV cache and a block reading transformer.h[L].output at every step (m.all)
@@ -59,7 +59,7 @@ async function rawLoop(session: ort.InferenceSession, prompt: number[], newToken
 
 export async function run(args: string[]): Promise<Record<string, unknown>> {
   const t0 = performance.now();
-  const rounds = arg(args, 'rounds', 2);
+  const rounds = arg(args, 'rounds', 1);
   const promptTokens = arg(args, 'tokens', 32);
   const newTokens = arg(args, 'new', 64);
   const layer = arg(args, 'layer', 6);
