@@ -8,6 +8,14 @@
 // Each rate is the median of --rounds rounds (default 3; every round is printed too), after a warm-up: the machine
 // is shared, and one round can land on a burst of other work. `load_avg_1m` is the load when the bench ended.
 // Options: --requests N (requests in the replay log, default 29000 ≈ 204k events), --rounds N.
+// --tokens: the cost of streamed tokens as events of the requests' streams (docs/events.md, "Streamed tokens"):
+//   token_reports_per_s        ReportRequestTokens through the handlers, 16 generating requests back to back,
+//                              each stream growing by one event per report (64 per request)
+//   enqueue_without_tokens_per_s  an enqueue round of 30k commands on the same store, alone
+//   enqueue_with_tokens_per_s  the same round while 16 requests stream tokens as the agent reports them (one
+//                              report per request every 50 ms: up to 320 events/s)
+//   enqueue_with_per_token_events_per_s  the same with one event per token at 100 tokens/s per request (up to
+//                              1600 events/s); token_events_during_* count the token events appended meanwhile
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -49,6 +57,72 @@ async function benchEnqueue(store: EventStore, commands: number, concurrency: nu
     }),
   );
   return (commands / (performance.now() - t)) * 1000;
+}
+
+/** 16 requests dispatched and started on agent a1 (their streams as an agent's reports find them). */
+async function startGenerating(cp: ControlPlaneCommands, n: number, tag: string): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const id = `gen-${tag}-${i}`;
+    const meta = (c: string) => ({ commandId: `${c}-${id}`, actor: 'system:scheduler', at: iso(T0) });
+    await cp.execute({ type: 'SubmitRequest', requestId: id, modelKey: 'gpt2', submitter: 'key:client0', priority: false, trusted: true, payload: { prompt: 'x' } }, meta('s'));
+    await cp.execute({ type: 'DispatchRequest', requestId: id, attempt: 1, replicaId: 'gpt2#1', agentId: 'a1', because }, meta('d'));
+    await cp.execute({ type: 'ReportRequestStarted', requestId: id, attempt: 1, agentId: 'a1', agentMessageId: `${id}-start` }, meta('r'));
+    ids.push(id);
+  }
+  return ids;
+}
+
+function tokenReport(id: string, n: number, step0: number, perReport: number) {
+  return {
+    type: 'ReportRequestTokens' as const,
+    requestId: id,
+    attempt: 1,
+    agentId: 'a1',
+    agentMessageId: `${id}-t${n}`,
+    tokens: Array.from({ length: perReport }, (_, k) => ({ step: step0 + k, invoke: 0, token: 318 + k, text: ' is' })),
+  };
+}
+
+/** ReportRequestTokens appended back to back for 16 generating requests (64 reports each): reports per second. */
+async function benchTokenReports(store: EventStore): Promise<number> {
+  const cp = new ControlPlaneCommands(store);
+  const ids = await startGenerating(cp, 16, 'burst');
+  const t = performance.now();
+  await Promise.all(ids.map(async (id) => {
+    for (let n = 0; n < 64; n++) await cp.execute(tokenReport(id, n, n, 1), { commandId: `agent:a1:${id}-t${n}`, actor: 'agent:a1', at: iso(T0 + n) });
+  }));
+  return ((16 * 64) / (performance.now() - t)) * 1000;
+}
+
+/** Commands of one enqueue round in the token measurement: long enough (~2 s) for the streams to reach their rate. */
+const TOKEN_ROUND = 30_000;
+
+/** The enqueue round while 16 requests stream tokens: a report per request every `everyMs`, carrying `perReport` tokens. */
+async function benchEnqueueWithTokens(store: EventStore, first: number, everyMs: number, perReport: number, tag: string): Promise<{ enqueuePerS: number; tokenEvents: number }> {
+  const cp = new ControlPlaneCommands(store);
+  const ids = await startGenerating(cp, 16, tag);
+  let stop = false;
+  let events = 0;
+  // The SQLite store answers synchronously, so the enqueue round never yields to timers: the streams poll the clock
+  // between microtasks instead, and report when their next report is due.
+  const streams = ids.map(async (id, k) => {
+    let due = performance.now() + (everyMs * k) / ids.length;
+    for (let n = 0; !stop; ) {
+      if (performance.now() < due) {
+        await Promise.resolve();
+        continue;
+      }
+      await cp.execute(tokenReport(id, n, n * perReport, perReport), { commandId: `agent:a1:${id}-t${n}`, actor: 'agent:a1', at: iso(T0 + n) });
+      events++;
+      n++;
+      due += everyMs;
+    }
+  });
+  const enqueuePerS = await benchEnqueue(store, TOKEN_ROUND, 64, first);
+  stop = true;
+  await Promise.all(streams);
+  return { enqueuePerS, tokenEvents: events };
 }
 
 /** Appends a realistic log: per request received, queued, dispatched, started, two log lines, completed (or a requeue). */
@@ -189,6 +263,22 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
     for (let r = 0; r < rounds; r++) enqueue.push(Math.round(await benchEnqueue(store, 10_000, 64, 2_000 + r * 10_000)));
     result.enqueue_per_s = median(enqueue);
     result.enqueue_rounds_per_s = enqueue;
+    if (args.includes('--tokens')) {
+      result.token_reports_per_s = Math.round(await benchTokenReports(store));
+      result.enqueue_without_tokens_per_s = Math.round(await benchEnqueue(store, TOKEN_ROUND, 64, 50_000));
+      const batched = await benchEnqueueWithTokens(store, 100_000, 50, 3, 'batched');
+      result.enqueue_with_tokens_per_s = Math.round(batched.enqueuePerS);
+      result.token_events_during_batched = batched.tokenEvents;
+      const perToken = await benchEnqueueWithTokens(store, 200_000, 10, 1, 'per-token');
+      result.enqueue_with_per_token_events_per_s = Math.round(perToken.enqueuePerS);
+      result.token_events_during_per_token = perToken.tokenEvents;
+      if (args.includes('--tokens-only')) {
+        await store.close();
+        result.elapsed_s = Number(((performance.now() - started) / 1000).toFixed(1));
+        result.load_avg_1m = Number(loadavg()[0].toFixed(2));
+        return result;
+      }
+    }
     await store.close();
 
     const replayStore = new SqliteEventStore({ path: join(dir, 'replay.db') });

@@ -119,6 +119,11 @@ export function explainDomainEvent(d: DomainEvent): EventExplanation {
       return d.data.because === null
         ? plain(`result ${d.data.resultRef} (${d.data.bytes} B) deleted by ${d.data.actor}`, { bytes: d.data.bytes })
         : decided(`result ${d.data.resultRef} (${d.data.bytes} B) expired (${d.data.reason})`, d.data.because, { bytes: d.data.bytes });
+    case 'RequestTokensGenerated': {
+      const t = d.data.tokens;
+      const steps = t[0]!.step === t[t.length - 1]!.step ? `step ${t[0]!.step}` : `steps ${t[0]!.step}–${t[t.length - 1]!.step}`;
+      return plain(`attempt ${d.data.attempt} generated ${t.length} token${t.length === 1 ? '' : 's'} (${steps}): ${clip(JSON.stringify(t.map((x) => x.text ?? x.token)))}`, { attempt: d.data.attempt, tokens: t.length });
+    }
     case 'RequestCompleted':
       return plain(
         `attempt ${d.data.attempt} completed on agent ${d.data.agentId}${onWeights(d.data.weightsFingerprint)}: result ${d.data.resultRef} (${d.data.bytes} B, sha256 ${d.data.sha256.slice(0, 12)}…)`,

@@ -216,12 +216,14 @@ async function causesOf(lookup: EventLookup, e: StoredEvent, steps: ReadonlySet<
   return out;
 }
 
-/** Folds runs of consecutive log lines of one attempt into their first event (with a count). */
+const FOLDED_RUNS = new Set(['RequestLogged', 'RequestTokensGenerated']);
+
+/** Folds runs of consecutive log lines (or token batches) of one attempt into their first event (with a count). */
 function foldLogLines(events: StoredEvent[]): { event: StoredEvent; count: number }[] {
   const out: { event: StoredEvent; count: number }[] = [];
   for (const e of events) {
     const last = out[out.length - 1];
-    if (e.type === 'RequestLogged' && last?.event.type === 'RequestLogged' && (last.event.data as { attempt: number }).attempt === (e.data as { attempt: number }).attempt) last.count++;
+    if (FOLDED_RUNS.has(e.type) && last?.event.type === e.type && (last.event.data as { attempt: number }).attempt === (e.data as { attempt: number }).attempt) last.count++;
     else out.push({ event: e, count: 1 });
   }
   return out;
@@ -244,7 +246,8 @@ export async function explainWhy(store: EventStore, id: string, options: WhyOpti
   const steps: WhyStep[] = [];
   for (const { event: e, count } of foldLogLines(subject.events)) {
     const f = await explainWithLog(lookup, e, derivedAt.get(e.position) ?? {});
-    if (count > 1) f.summary = `${count} ${(e.data as { stream: string }).stream === 'stderr' ? 'stderr' : 'output'} lines of attempt ${(e.data as { attempt: number }).attempt}, the first: ${f.summary.replace(/^attempt \d+ \w+: /, '')}`;
+    if (count > 1 && e.type === 'RequestTokensGenerated') f.summary = `${count} token batches of attempt ${(e.data as { attempt: number }).attempt}, the first: ${f.summary.replace(/^attempt \d+ /, '')}`;
+    else if (count > 1) f.summary = `${count} ${(e.data as { stream: string }).stream === 'stderr' ? 'stderr' : 'output'} lines of attempt ${(e.data as { attempt: number }).attempt}, the first: ${f.summary.replace(/^attempt \d+ \w+: /, '')}`;
     if (typeof f.derived.queuePosition === 'number') f.summary += `; position ${f.derived.queuePosition} of ${f.derived.queueLength} in the queue`;
     const effects = maxEffects === 0 ? [] : (await lookup.effectsOf(e, Math.min(10_000, maxEffects + stepIds.size))).filter((x) => !stepIds.has(x.id)).slice(0, maxEffects);
     steps.push({

@@ -8,7 +8,7 @@ import { FabricError } from './errors.js';
 import type { BlockError, BlockToHost, Dtype, HostToBlock, SavedTree, TensorPayload } from './interleave.js';
 
 /** Bumped whenever a frame layout changes; INIT and READY carry it so mismatched builds refuse each other. */
-export const FRAME_VERSION = 1;
+export const FRAME_VERSION = 2;
 /** Bytes before the body: u32 length + u8 tag. */
 export const FRAME_HEADER_BYTES = 5;
 /** Default cap on one frame (tag + body). GPT-2-small logits for 1024 tokens are ~206 MB. */
@@ -55,7 +55,7 @@ export type FrameDirection = 'agent-to-runner' | 'runner-to-agent';
 
 /** One tag per message kind and direction. STOP exists in both directions with different bodies. */
 export const TAGS = {
-  'agent-to-runner': { START: 0x01, VALUE: 0x02, RAISE: 0x03, STOP: 0x04, INIT: 0x21 },
+  'agent-to-runner': { START: 0x01, VALUE: 0x02, RAISE: 0x03, STOP: 0x04, STEP: 0x05, INIT: 0x21 },
   'runner-to-agent': { WAIT: 0x11, SWAP: 0x12, SKIP: 0x13, STOP: 0x14, LOG: 0x15, END: 0x16, EXCEPTION: 0x17, READY: 0x22, FAILED: 0x23 },
 } as const;
 
@@ -240,6 +240,7 @@ export function encodeAgentToRunner(msg: AgentToRunner, opts: EncodeOptions = {}
       tag = tags.START;
       w.str(msg.requestId, 'requestId');
       w.u32(msg.steps, 'steps');
+      w.u8(msg.cache ? 1 : 0);
       w.u32(msg.invokes.length, 'invoke count');
       for (const inv of msg.invokes) {
         w.u32(inv.invoke, 'invoke');
@@ -265,6 +266,17 @@ export function encodeAgentToRunner(msg: AgentToRunner, opts: EncodeOptions = {}
     case 'STOP':
       tag = tags.STOP;
       w.str(msg.reason, 'reason');
+      break;
+    case 'STEP':
+      tag = tags.STEP;
+      w.u32(msg.step, 'step');
+      w.u32(msg.invokes.length, 'invoke count');
+      for (const inv of msg.invokes) {
+        w.u32(inv.invoke, 'invoke');
+        // -1 (no token) travels as 2^32 - 1.
+        w.u32(inv.token === -1 ? U32_MAX : inv.token, 'token');
+        w.u8(inv.finished ? 1 : 0);
+      }
       break;
     case 'INIT':
       tag = tags.INIT;
@@ -503,6 +515,7 @@ function decodeAgentToRunner(tag: number, r: FrameReader): AgentToRunner {
     case t.START: {
       const requestId = r.str('requestId');
       const steps = r.u32('steps');
+      const cache = r.flag('cache');
       const n = r.count('invokes', 20);
       const invokes: Array<{ invoke: number; source: string; tokens: number[]; batchStart: number; batchSize: number }> = [];
       for (let i = 0; i < n; i++) {
@@ -515,7 +528,7 @@ function decodeAgentToRunner(tag: number, r: FrameReader): AgentToRunner {
         const batchSize = r.u32('batchSize');
         invokes.push({ invoke, source, tokens, batchStart, batchSize });
       }
-      return { kind: 'START', requestId, invokes, steps };
+      return { kind: 'START', requestId, invokes, steps, cache };
     }
     case t.VALUE: {
       const invoke = r.u32('invoke');
@@ -529,6 +542,18 @@ function decodeAgentToRunner(tag: number, r: FrameReader): AgentToRunner {
     }
     case t.STOP:
       return { kind: 'STOP', reason: r.str('reason') };
+    case t.STEP: {
+      const step = r.u32('step');
+      const n = r.count('invokes', 9);
+      const invokes: Array<{ invoke: number; token: number; finished: boolean }> = [];
+      for (let i = 0; i < n; i++) {
+        const invoke = r.u32('invoke');
+        const raw = r.u32('token');
+        const finished = r.flag('finished');
+        invokes.push({ invoke, token: raw === U32_MAX ? -1 : raw, finished });
+      }
+      return { kind: 'STEP', step, invokes };
+    }
     case t.INIT: {
       const version = r.u32('version');
       const model = r.str('model');

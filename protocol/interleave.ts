@@ -69,13 +69,43 @@ export interface StartRequest {
   invokes: Array<{ invoke: number; source: string; tokens: number[]; batchStart: number; batchSize: number }>;
   /**
    * Number of forward passes, numbered 0 … steps-1: 1 for a single forward; N to generate N tokens (each pass
-   * appends one greedy token and the next pass re-runs the whole sequence; there is no KV cache).
+   * appends one token per row).
    */
   steps: number;
+  /**
+   * Generation carries the KV cache: steps ≥ 1 run only the new position (module outputs have sequence length 1).
+   * False: every step runs the whole sequence (length = prompt + step).
+   */
+  cache: boolean;
+}
+
+/** The address of the start of step i (`step.<i>`): a WAIT for it is answered, with no tensors, before the step's first point. */
+export function stepAddr(step: number): string {
+  return `step.${step}`;
+}
+
+/** The step of a `step.<i>` address, or undefined for any other address. */
+export function parseStepAddr(addr: string): number | undefined {
+  const m = /^step\.(\d+)$/.exec(addr);
+  return m ? Number(m[1]) : undefined;
+}
+
+/** Sent at the start of each generation step ≥ 1, before any value of it: what the last step chose. */
+export interface StepMessage {
+  kind: 'STEP';
+  step: number;
+  invokes: Array<{
+    invoke: number;
+    /** The token the invoke's row got at step − 1 (-1: none, the row had finished before). */
+    token: number;
+    /** The row has finished (EOS, a stop, its maxNewTokens): the invoke sees no later step. */
+    finished: boolean;
+  }>;
 }
 
 export type HostToBlock =
   | StartRequest
+  | StepMessage
   | { kind: 'VALUE'; invoke: number; addr: string; values: TensorPayload[] }
   | { kind: 'RAISE'; invoke: number; addr: string; error: BlockError }
   /** The host stops every block of the request (cancel, timeout, the forward ended early). */

@@ -64,12 +64,25 @@ export interface Manifest {
   padding?: 'left' | 'right' | 'none';
   /** The graph output with next-token logits; null when the model has no language-model head (it cannot generate). */
   logits?: string | null;
+  /** How the model generates (models with a language-model head). */
+  generation?: ManifestGeneration;
   /** Every module, in forward order, root ('') first. */
   modules: ManifestModule[];
   /** Observable points in forward order, as `<path>.output` / `<path>.input` ('' path → `output`, `input`). */
   order: string[];
   /** Present when shapes are resolved for one batch size and sequence length. */
   resolved?: { batch: number; sequence: number };
+}
+
+export interface ManifestGeneration {
+  /**
+   * How the KV cache goes from step to step: `past` (the export's past_key_values/present), `carried` (the runtime
+   * carries each attention's keys and values), `none` (each step runs the whole sequence; `cacheReason` says why).
+   */
+  cache: 'past' | 'carried' | 'none';
+  cacheReason?: string;
+  /** Token ids that end a row (config.json / generation_config.json). */
+  eosTokenIds: number[];
 }
 
 export function resolveDim(d: ManifestDim | null, batch: number, sequence: number): number {

@@ -4,6 +4,7 @@
 // `newTokens + 1`; the request's `options.timeoutMs` wins over the payload's copy.
 import { z } from 'zod';
 import { FabricError } from './errors.js';
+import type { GenerationOptions } from './generation.js';
 
 export const REQUEST_PAYLOAD_FORMAT = 'ndif-request/1';
 
@@ -22,6 +23,8 @@ export interface InvokePayload {
   tokens?: number[];
   /** This invoke's block: an async function expression `async (m, ctx) => { … }`. */
   block?: string;
+  /** This invoke's generation options over the request's (protocol/generation.ts; checked by the agent). */
+  generation?: GenerationOptions;
 }
 
 export interface RequestPayload {
@@ -29,8 +32,10 @@ export interface RequestPayload {
   invokes: InvokePayload[];
   /** The block of every invoke that has none of its own. */
   block?: string;
-  /** Tokens to generate greedily (0: one forward pass). */
+  /** Tokens to generate (0: one forward pass); the older name of generation.maxNewTokens. */
   newTokens?: number;
+  /** How tokens are generated (protocol/generation.ts; checked again by the agent before anything runs). */
+  generation?: GenerationOptions;
   timeoutMs?: number | null;
   /** Recorded for the client's benefit: a non-blocking client polls GET /requests/:id. */
   blocking?: boolean;
@@ -42,6 +47,7 @@ const invoke = z
     prompt: text.optional(),
     tokens: z.array(z.number().int().nonnegative()).min(1).max(PAYLOAD_LIMITS.tokens).optional(),
     block: text.optional(),
+    generation: z.record(z.string(), z.unknown()).optional(),
   })
   .refine((i) => (i.prompt === undefined) !== (i.tokens === undefined), 'give a prompt or tokens, exactly one of the two');
 
@@ -50,6 +56,7 @@ const payload = z.strictObject({
   invokes: z.array(invoke).min(1).max(PAYLOAD_LIMITS.invokes),
   block: text.optional(),
   newTokens: z.number().int().min(0).max(PAYLOAD_LIMITS.newTokens).optional(),
+  generation: z.record(z.string(), z.unknown()).optional(),
   timeoutMs: z.number().int().positive().nullable().optional(),
   blocking: z.boolean().optional(),
 });

@@ -9,7 +9,8 @@ import { writeModelDir } from '../../catalog/bundled/writer.js';
 import { buildBert } from './model-bert.js';
 import { buildLlama } from './model-llama.js';
 
-const VERSION = 1;
+// 2: the GPT-2 builder (catalog/bundled/gpt2.ts) writes the with-past layout.
+const VERSION = 2;
 const VOCAB = 4096;
 const POSITIONS = 256;
 

@@ -1,9 +1,13 @@
 // The GPT-2 architecture as an ONNX graph (opset 17), with torch-exporter scope names and seeded weights.
 //
-// Inputs: input_ids, attention_mask (int64 [batch, sequence]). Output: logits (float32 [batch, sequence, vocab]).
-// Position ids are computed in the graph from the mask (cumsum(mask) - 1, floored at 0), so left padding gives
-// each real token the same position it has unpadded. The attention bias combines the causal mask with the
-// padding mask (float32 min where masked, as transformers does). The MLP activation is gelu_new, the tanh
+// Inputs in optimum's with-past layout: input_ids (int64 [batch, sequence]), attention_mask (int64 [batch,
+// past + sequence]) and past_key_values.<i>.key/value (float32 [batch, heads, past, head_dim]; empty for a prompt).
+// Outputs: logits (float32 [batch, sequence, vocab]) and present.<i>.key/value (the past with this pass's keys and
+// values appended), so the runtime can carry the KV cache from one generation step to the next.
+// Position ids are computed in the graph from the mask (cumsum(mask) - 1, floored at 0, the last `sequence` of
+// them), so left padding gives each real token the same position it has unpadded. The attention bias combines the
+// causal mask (query past + i sees keys up to past + i) with the padding mask (float32 min where masked, as
+// transformers does). The MLP activation is gelu_new, the tanh
 // approximation 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), written out op by op as torch exports it.
 // lm_head is tied to wte and computed as Gemm(transB=1) so the embedding is stored once.
 import { TensorDataType } from '../../gpu-agent/runtime/onnx/types.js';
@@ -48,6 +52,11 @@ export function buildGpt2(s: Gpt2Shape): Gpt2Graph {
     return name;
   };
   const i64 = (scope: string, v: number[], dims?: number[]) => g.constant(scope, int64Tensor(v, dims));
+  /** Renames the output of the node just added (a graph output). */
+  const named = (_output: string, name: string): string => {
+    g.nodes[g.nodes.length - 1]!.output = [name];
+    return name;
+  };
   const f32 = (scope: string, v: number) => g.constant(scope, floatTensor([v], []));
 
   const wte = weight('transformer.wte.weight', [s.vocab, d], 0.02);
@@ -56,17 +65,23 @@ export function buildGpt2(s: Gpt2Shape): Gpt2Graph {
   // Embeddings, positions from the mask, attention bias.
   const T = '/transformer';
   const tok = g.one(`${T}/wte`, 'Gather', [wte, 'input_ids']);
+  const shape = g.one(T, 'Shape', ['input_ids']);
+  const seqLen = g.one(T, 'Gather', [shape, i64(T, [1], [])], { axis: 0 });
+  const maskShape = g.one(T, 'Shape', ['attention_mask']);
+  const totalLen = g.one(T, 'Gather', [maskShape, i64(T, [1], [])], { axis: 0 });
+  const pastLen = g.one(T, 'Sub', [totalLen, seqLen]);
   const cum = g.one(T, 'CumSum', ['attention_mask', i64(T, [1], [])]);
   const pos0 = g.one(T, 'Sub', [cum, i64(T, [1], [])]);
-  const positionIds = g.one(T, 'Max', [pos0, i64(T, [0], [])]);
+  const allPositions = g.one(T, 'Max', [pos0, i64(T, [0], [])]);
+  const unsq = (x: string) => g.one(T, 'Unsqueeze', [x, i64(T, [0])]);
+  const positionIds = g.one(T, 'Slice', [allPositions, unsq(pastLen), unsq(totalLen), i64(T, [1])]);
   const posEmb = g.one(`${T}/wpe`, 'Gather', [wpe, positionIds]);
   let hidden = g.one(T, 'Add', [tok, posEmb]);
 
-  const shape = g.one(T, 'Shape', ['input_ids']);
-  const seqLen = g.one(T, 'Gather', [shape, i64(T, [1], [])], { axis: 0 });
-  const range = g.one(T, 'Range', [i64(T, [0], []), seqLen, i64(T, [1], [])]);
-  const queryIdx = g.one(T, 'Unsqueeze', [range, i64(T, [1])]);
-  const keyIdx = g.one(T, 'Unsqueeze', [range, i64(T, [0])]);
+  const queries = g.one(T, 'Range', [pastLen, totalLen, i64(T, [1], [])]);
+  const keys = g.one(T, 'Range', [i64(T, [0], []), totalLen, i64(T, [1], [])]);
+  const queryIdx = g.one(T, 'Unsqueeze', [queries, i64(T, [1])]);
+  const keyIdx = g.one(T, 'Unsqueeze', [keys, i64(T, [0])]);
   const causal = g.one(T, 'LessOrEqual', [keyIdx, queryIdx]);
   const padBool = g.one(T, 'Cast', ['attention_mask'], { to: TensorDataType.BOOL });
   const pad4 = g.one(T, 'Unsqueeze', [padBool, i64(T, [1, 2])]);
@@ -94,11 +109,14 @@ export function buildGpt2(s: Gpt2Shape): Gpt2Graph {
     const [q, k, v] = g.op(A, 'Split', [qkv, i64(A, [d, d, d])], { axis: 2 }, 3) as [string, string, string];
     const heads = i64(A, [0, 0, s.heads, dh]);
     const qh = g.one(A, 'Transpose', [g.one(A, 'Reshape', [q, heads])], { perm: [0, 2, 1, 3] });
-    const kh = g.one(A, 'Transpose', [g.one(A, 'Reshape', [k, heads])], { perm: [0, 2, 3, 1] });
+    const kh = g.one(A, 'Transpose', [g.one(A, 'Reshape', [k, heads])], { perm: [0, 2, 1, 3] });
     const vh = g.one(A, 'Transpose', [g.one(A, 'Reshape', [v, heads])], { perm: [0, 2, 1, 3] });
-    const scores = g.one(A, 'Div', [g.one(A, 'MatMul', [qh, kh]), f32(A, Math.sqrt(dh))]);
+    const presentK = named(g.one(A, 'Concat', [`past_key_values.${i}.key`, kh], { axis: 2 }), `present.${i}.key`);
+    const presentV = named(g.one(A, 'Concat', [`past_key_values.${i}.value`, vh], { axis: 2 }), `present.${i}.value`);
+    const kT = g.one(A, 'Transpose', [presentK], { perm: [0, 1, 3, 2] });
+    const scores = g.one(A, 'Div', [g.one(A, 'MatMul', [qh, kT]), f32(A, Math.sqrt(dh))]);
     const probs = g.one(A, 'Softmax', [g.one(A, 'Add', [scores, bias])], { axis: -1 });
-    const ctx = g.one(A, 'Transpose', [g.one(A, 'MatMul', [probs, vh])], { perm: [0, 2, 1, 3] });
+    const ctx = g.one(A, 'Transpose', [g.one(A, 'MatMul', [probs, presentV])], { perm: [0, 2, 1, 3] });
     const merged = g.one(A, 'Reshape', [ctx, i64(A, [0, 0, d])]);
     const attnOut = linear(`${A}/c_proj`, merged, `${P}.attn.c_proj`, d, d, 0.02 / Math.sqrt(2 * s.layers));
     const resid = g.one(H, 'Add', [attnOut, hidden]);
@@ -123,9 +141,7 @@ export function buildGpt2(s: Gpt2Shape): Gpt2Graph {
   ], { axis: 0 });
   const flat = g.one(L, 'Reshape', [lnF, i64(L, [-1, d])]);
   const gemm = g.one(L, 'Gemm', [flat, wte], { transB: 1 });
-  const reshape = g.nodes.length;
-  g.one(L, 'Reshape', [gemm, outShape]);
-  g.nodes[reshape]!.output = ['logits'];
+  named(g.one(L, 'Reshape', [gemm, outShape]), 'logits');
 
   const model: ModelProto = {
     ir_version: 8,
@@ -138,9 +154,13 @@ export function buildGpt2(s: Gpt2Shape): Gpt2Graph {
       initializer: weights.map((w) => ({ name: w.name, dims: w.dims, data_type: TensorDataType.FLOAT })),
       input: [
         tensorInfo('input_ids', TensorDataType.INT64, ['batch', 'sequence']),
-        tensorInfo('attention_mask', TensorDataType.INT64, ['batch', 'sequence']),
+        tensorInfo('attention_mask', TensorDataType.INT64, ['batch', 'past_sequence + sequence']),
+        ...Array.from({ length: s.layers }, (_, i) => ['key', 'value'].map((kv) => tensorInfo(`past_key_values.${i}.${kv}`, TensorDataType.FLOAT, ['batch', s.heads, 'past_sequence', dh]))).flat(),
       ],
-      output: [tensorInfo('logits', TensorDataType.FLOAT, ['batch', 'sequence', s.vocab])],
+      output: [
+        tensorInfo('logits', TensorDataType.FLOAT, ['batch', 'sequence', s.vocab]),
+        ...Array.from({ length: s.layers }, (_, i) => ['key', 'value'].map((kv) => tensorInfo(`present.${i}.${kv}`, TensorDataType.FLOAT, ['batch', s.heads, 'past_sequence + sequence', dh]))).flat(),
+      ],
     },
   };
   return { model, weights };

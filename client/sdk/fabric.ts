@@ -16,7 +16,8 @@ import type { Invoke, RequestOptions } from './request-body.js';
 import { StatusSocket, SubscriptionEndedError } from './status-socket.js';
 import { updateFromMessage } from './status.js';
 import type { LogLine, StatusUpdate } from './status.js';
-import type { StatusMessage, SubmitReply, VersionReply } from './wire.js';
+import type { StatusMessage, StreamedToken, SubmitReply, VersionReply } from './wire.js';
+import { GenerationStream } from './token-stream.js';
 
 export interface FabricOptions {
   /** The fabric's API (default: $NDIF_URL, else http://127.0.0.1:8080). */
@@ -48,6 +49,8 @@ export interface TraceOptions extends RequestOptions {
   onStatus?: (u: StatusUpdate) => void;
   /** Every status websocket message of the request, LOG included, as the fabric sent it. */
   onMessage?: (m: StatusMessage) => void;
+  /** The tokens of each STREAM message, as they are generated (see also `stream`). */
+  onTokens?: (tokens: StreamedToken[]) => void;
   /** Stop waiting after this long (ms) with ClientTimeoutError; the request goes on (default: no limit). */
   waitMs?: number;
 }
@@ -121,6 +124,10 @@ export class Fabric {
           onLog?.({ requestId, attempt: m.attempt ?? null, stream: m.stream === 'stderr' ? 'stderr' : 'stdout', line: m.line ?? '' });
           return;
         }
+        if (m.status === 'STREAM') {
+          if (Array.isArray(m.tokens)) opts.onTokens?.(m.tokens);
+          return;
+        }
         const u = updateFromMessage(m);
         progress?.status(u);
         opts.onStatus?.(u);
@@ -180,6 +187,26 @@ export class Fabric {
     } finally {
       for (const f of cleanup.reverse()) f();
     }
+  }
+
+  /**
+   * Generates and yields the tokens as they are produced: `for await (const t of ndif.stream(model, prompt, block,
+   * { maxNewTokens: 20 })) process.stdout.write(t.text ?? '')`. Each token once, in step order per invoke, across
+   * websocket reconnects; `.result` is the request's outcome (what `execute` returns). Progress is off unless asked.
+   */
+  stream(model: string, input: Invoke | Invoke[], block?: BlockFn | string, opts: TraceOptions = {}): GenerationStream {
+    const requestId = opts.requestId ?? randomUUID();
+    return new GenerationStream(requestId, (onTokens) =>
+      this.execute(model, input, block, {
+        progress: false,
+        ...opts,
+        requestId,
+        onTokens: (t) => {
+          opts.onTokens?.(t);
+          onTokens(t);
+        },
+      }),
+    );
   }
 
   /** Submits without waiting: the handle polls `GET /requests/:id` for status and result. */

@@ -3,13 +3,14 @@ export { Fabric } from './fabric.js';
 export type { FabricOptions, TraceOptions, TraceResult } from './fabric.js';
 export { RequestHandle } from './request-handle.js';
 export type { RequestInfo, WaitOptions } from './request-handle.js';
-export type { Invoke, RequestOptions } from './request-body.js';
+export type { GenerationFields, GenerationOptions, Invoke, RequestOptions } from './request-body.js';
+export { GenerationStream } from './token-stream.js';
 export { RequestShapeError } from './request-body.js';
 export type { BlockFn } from './block-source.js';
 export { BlockSourceError, blockSource } from './block-source.js';
 export { Tensor, TensorError } from './tensor.js';
 export type { LogLine, RequestStatus, StatusUpdate } from './status.js';
-export type { StatusMessage, VersionReply, RequestReply } from './wire.js';
+export type { StatusMessage, StreamedToken, VersionReply, RequestReply } from './wire.js';
 export {
   CancelledError,
   ClientTimeoutError,

@@ -2,13 +2,23 @@
 import { blockSource } from './block-source.js';
 import type { BlockFn } from './block-source.js';
 import { FabricClientError } from './errors.js';
+import type { GenerationOptions } from '../../protocol/generation.js';
 
-/** One invoke: a prompt (text), token ids, or either with its own block (and params). */
-export type Invoke = string | number[] | { input: string | number[]; block?: BlockFn | string; params?: unknown };
+export type { GenerationOptions };
 
-export interface RequestOptions {
-  /** Tokens to generate greedily (0: one forward pass; blocks address step i with `m.step(i)`). */
+/** One invoke: a prompt (text), token ids, or either with its own block (and params) and generation options. */
+export type Invoke = string | number[] | { input: string | number[]; block?: BlockFn | string; params?: unknown; generation?: Omit<GenerationOptions, 'cache'> };
+
+/** How tokens are generated (protocol/generation.ts, docs/sdk.md "Generation"), as trace options; `stop` may be one string. */
+export type GenerationFields = Omit<GenerationOptions, 'stop'> & { stop?: string | string[] };
+
+const GENERATION_FIELDS = ['maxNewTokens', 'temperature', 'topK', 'topP', 'seed', 'repetitionPenalty', 'stop', 'stopTokenIds', 'ignoreEos', 'cache'] as const;
+
+export interface RequestOptions extends GenerationFields {
+  /** The older name of maxNewTokens. */
   newTokens?: number;
+  /** Generation options as one object (the fields above win where both are given). */
+  generation?: GenerationOptions;
   /** Execution limit on the fabric, from dispatch (default: the deployment's). */
   timeoutMs?: number;
   /** Longest wait in the fabric's queue. */
@@ -24,9 +34,10 @@ export interface RequestOptions {
 export interface SubmitBody {
   requestId: string;
   model: string;
-  invokes: Array<{ input: string | number[]; block?: string }>;
+  invokes: Array<{ input: string | number[]; block?: string; generation?: GenerationOptions }>;
   block?: string;
   newTokens?: number;
+  generation?: GenerationOptions;
   timeoutMs?: number;
   queueTimeoutMs?: number;
   untrusted?: boolean;
@@ -50,17 +61,29 @@ export function buildSubmitBody(model: string, input: Invoke | Invoke[], block: 
     if (Array.isArray(inv)) return { input: tokenList(inv, i) };
     if (inv && typeof inv === 'object' && 'input' in inv) {
       const input = typeof inv.input === 'string' ? inv.input : Array.isArray(inv.input) ? tokenList(inv.input, i) : bad(i);
-      return inv.block !== undefined ? { input, block: blockSource(inv.block, inv.params ?? opts.params) } : { input };
+      const out: SubmitBody['invokes'][number] = inv.block !== undefined ? { input, block: blockSource(inv.block, inv.params ?? opts.params) } : { input };
+      if (inv.generation !== undefined) out.generation = normalised(inv.generation);
+      return out;
     }
     return bad(i);
   });
   const body: SubmitBody = { requestId, model, invokes, blocking };
   if (block !== undefined) body.block = blockSource(block, opts.params);
   if (opts.newTokens !== undefined) body.newTokens = opts.newTokens;
+  const generation: GenerationOptions = { ...(opts.generation ?? {}) };
+  for (const k of GENERATION_FIELDS) if (opts[k] !== undefined) (generation as Record<string, unknown>)[k] = opts[k];
+  if (Object.keys(generation).length > 0) body.generation = normalised(generation);
   if (opts.timeoutMs !== undefined) body.timeoutMs = opts.timeoutMs;
   if (opts.queueTimeoutMs !== undefined) body.queueTimeoutMs = opts.queueTimeoutMs;
   if (opts.untrusted) body.untrusted = true;
   return body;
+}
+
+/** `stop` as a list (a single string is one stop string). */
+function normalised(g: GenerationOptions | GenerationFields): GenerationOptions {
+  const out = { ...g } as GenerationOptions;
+  if (typeof (g as GenerationFields).stop === 'string') out.stop = [(g as GenerationFields).stop as string];
+  return out;
 }
 
 function tokenList(t: number[], i: number): number[] {

@@ -56,11 +56,16 @@ export interface RequestReply {
   asOf: number;
 }
 
+import type { StreamedToken } from '../../protocol/generation.js';
+
+/** One generated token as the fabric streams it (a STREAM message holds one or more). */
+export type { StreamedToken };
+
 /** One `{ "type": "status" }` message of the status websocket. */
 export interface StatusMessage {
   type: 'status';
   requestId: string;
-  status: 'RECEIVED' | 'QUEUED' | 'PROVISIONING' | 'DEPLOYING' | 'DISPATCHED' | 'RUNNING' | 'LOG' | 'COMPLETED' | 'ERROR' | 'CANCELLED';
+  status: 'RECEIVED' | 'QUEUED' | 'PROVISIONING' | 'DEPLOYING' | 'DISPATCHED' | 'RUNNING' | 'LOG' | 'STREAM' | 'COMPLETED' | 'ERROR' | 'CANCELLED';
   cursor: string;
   at: string;
   replay: boolean;
@@ -74,6 +79,8 @@ export interface StatusMessage {
   agentId?: string;
   stream?: 'stdout' | 'stderr';
   line?: string;
+  /** STREAM: tokens generated since the last STREAM message, in step order. */
+  tokens?: StreamedToken[];
   bytes?: number;
   sha256?: string;
   inline?: string;

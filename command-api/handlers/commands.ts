@@ -33,6 +33,7 @@ const REQUEST = new Set<string>([
   'FailRequest',
   'ReportRequestStarted',
   'ReportRequestLog',
+  'ReportRequestTokens',
   'ReportRequestCompleted',
   'ReportRequestFailed',
   'ExpireResult',

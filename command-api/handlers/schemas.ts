@@ -1,7 +1,7 @@
 // Zod schemas of every control-plane command as it arrives (from the HTTP API, the agent relay or the
 // scheduler), without `at`: the time comes from the command's metadata. Unknown fields are refused.
 import { z } from 'zod';
-import { agentExit, because, crashEvidence, gpuSpec, modelFacts, requeueReason, sha256 } from '../../domain/events/index.js';
+import { agentExit, because, crashEvidence, gpuSpec, modelFacts, requeueReason, sha256, streamedToken } from '../../domain/events/index.js';
 import { ENTITY_ID, MODEL_KEY, REQUEST_ID } from '../../domain/shared/ids.js';
 
 const modelKey = z.string().regex(MODEL_KEY, 'a model key: letters, digits and . _ / - (up to 128), starting with a letter or digit');
@@ -78,6 +78,7 @@ export const commandSchema = z.discriminatedUnion('type', [
     lines: z.array(z.strictObject({ stream: z.enum(['stdout', 'stderr']), line: z.string().max(65536) })).max(10_000, 'at most 10000 lines per log report'),
     truncated: z.boolean().optional(),
   }).refine((c) => c.lines.length > 0 || c.truncated === true, { message: 'a log report carries at least one line (or says truncated)', path: ['lines'] }),
+  z.strictObject({ type: z.literal('ReportRequestTokens'), ...agentReport, tokens: z.array(streamedToken).min(1).max(4096) }),
   z.strictObject({
     type: z.literal('ReportRequestCompleted'),
     ...agentReport,

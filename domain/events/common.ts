@@ -55,6 +55,7 @@ export const agentReportIgnored = z.object({
   report: z.enum([
     'RequestStarted',
     'RequestLogged',
+    'RequestTokensGenerated',
     'RequestCompleted',
     'RequestFailed',
     'ReplicaLoading',

@@ -24,6 +24,16 @@ export const requestOptions = z.object({
 });
 export type RequestOptions = z.infer<typeof requestOptions>;
 
+export const streamedToken = z.object({
+  step: z.number().int().nonnegative(),
+  invoke: z.number().int().nonnegative(),
+  token: z.number().int().nonnegative(),
+  text: z.string().max(4096).optional(),
+  finish: z
+    .object({ reason: z.enum(['eos', 'stop-token', 'stop-string', 'length']), step: z.number().int().nonnegative(), match: z.union([z.string().max(256), z.number().int()]).optional() })
+    .optional(),
+});
+
 export const requestEventSchemas = {
   RequestReceived: z.object({
     requestId: id,
@@ -71,6 +81,12 @@ export const requestEventSchemas = {
     keptBytes: count,
     maxLines: z.number().int().positive(),
     maxBytes: z.number().int().positive(),
+  }),
+  /** Tokens the agent streamed while generating (a batch: every token since its last report, in step order). */
+  RequestTokensGenerated: z.object({
+    requestId: id,
+    attempt: z.number().int().positive(),
+    tokens: z.array(streamedToken).min(1).max(4096),
   }),
   RequestCompleted: z.object({
     requestId: id,

@@ -73,6 +73,16 @@ export interface ReportRequestStarted extends AgentReport {
   type: 'ReportRequestStarted';
 }
 
+import type { StreamedToken } from '../../protocol/generation.js';
+
+export type { StreamedToken };
+
+/** Tokens generated since the agent's last report for this attempt, in step order. */
+export interface ReportRequestTokens extends AgentReport {
+  type: 'ReportRequestTokens';
+  tokens: StreamedToken[];
+}
+
 /** A batch of output lines. */
 export interface ReportRequestLog extends AgentReport {
   type: 'ReportRequestLog';
@@ -122,5 +132,6 @@ export type RequestCommand =
   | FailRequest
   | ReportRequestStarted
   | ReportRequestLog
+  | ReportRequestTokens
   | ReportRequestCompleted
   | ReportRequestFailed;

@@ -14,6 +14,7 @@ import type {
   ReportRequestCompleted,
   ReportRequestFailed,
   ReportRequestLog,
+  ReportRequestTokens,
   ReportRequestStarted,
   RequestCommand,
   RequeueRequest,
@@ -42,6 +43,7 @@ export function decideRequest(c: RequestCommand, s: RequestState): RequestEvent[
       return expire(c, s);
     case 'ReportRequestStarted':
     case 'ReportRequestLog':
+    case 'ReportRequestTokens':
     case 'ReportRequestCompleted':
     case 'ReportRequestFailed':
       return report(c, s);
@@ -227,11 +229,12 @@ function expire(c: ExpireResult, s: RequestState): RequestEvent[] {
   ];
 }
 
-type Report = ReportRequestStarted | ReportRequestLog | ReportRequestCompleted | ReportRequestFailed;
+type Report = ReportRequestStarted | ReportRequestLog | ReportRequestTokens | ReportRequestCompleted | ReportRequestFailed;
 
 const REPORT_EVENT = {
   ReportRequestStarted: 'RequestStarted',
   ReportRequestLog: 'RequestLogged',
+  ReportRequestTokens: 'RequestTokensGenerated',
   ReportRequestCompleted: 'RequestCompleted',
   ReportRequestFailed: 'RequestFailed',
 } as const;
@@ -240,7 +243,8 @@ function report(c: Report, s: RequestState): RequestEvent[] {
   mustExist(s, c.requestId);
   const kind = REPORT_EVENT[c.type];
   const ignore = (reason: AgentReportIgnoredData['reason'], text: string): RequestEvent[] => {
-    if (kind === 'RequestLogged' && s.ignoredLogAttempts.includes(c.attempt)) return [];
+    // Stale log lines and tokens are recorded as ignored once per attempt, not once per line.
+    if ((kind === 'RequestLogged' || kind === 'RequestTokensGenerated') && s.ignoredLogAttempts.includes(c.attempt)) return [];
     return [
       {
         type: 'AgentReportIgnored',
@@ -278,6 +282,8 @@ function report(c: Report, s: RequestState): RequestEvent[] {
       return s.status === 'RUNNING' ? [] : [{ type: 'RequestStarted', data: { requestId: c.requestId, attempt: c.attempt, agentId: c.agentId, startedAt: c.at } }];
     case 'ReportRequestLog':
       return logBatch(c, s);
+    case 'ReportRequestTokens':
+      return [{ type: 'RequestTokensGenerated', data: { requestId: c.requestId, attempt: c.attempt, tokens: c.tokens } }];
     case 'ReportRequestCompleted':
       return [
         {

@@ -94,6 +94,8 @@ export function evolveRequest(s: RequestState, e: RequestEvent): RequestState {
     }
     case 'RequestLogTruncated':
       return { ...s, log: { ...logOf(s, e.data.attempt), truncated: true } };
+    case 'RequestTokensGenerated':
+      return s.status === 'DISPATCHED' ? { ...s, status: 'RUNNING' } : s;
     case 'RequestCompleted':
       return { ...s, status: 'COMPLETED', completedBy: e.data.agentMessageId, result: { ref: e.data.resultRef, bytes: e.data.bytes, expired: false } };
     case 'ResultExpired':
@@ -105,7 +107,7 @@ export function evolveRequest(s: RequestState, e: RequestEvent): RequestState {
     case 'RequestCancelled':
       return { ...s, status: 'CANCELLED' };
     case 'AgentReportIgnored':
-      return e.data.report === 'RequestLogged' && e.data.attempt !== undefined
+      return (e.data.report === 'RequestLogged' || e.data.report === 'RequestTokensGenerated') && e.data.attempt !== undefined
         ? { ...s, ignoredLogAttempts: [...s.ignoredLogAttempts, e.data.attempt] }
         : s;
   }

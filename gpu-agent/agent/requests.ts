@@ -26,6 +26,7 @@ export interface RunLimits {
   log: LogLimits;
   resultMaxBytes: number;
 }
+import { TokenStream } from './token-stream.js';
 
 type RunAssignment = Extract<Assignment, { kind: 'run' }>;
 type AbortAssignment = Extract<Assignment, { kind: 'abort' }>;
@@ -109,6 +110,7 @@ export class RequestExecutor {
     }
     let stage: FailureReport['phase'] | undefined;
     const t0 = performance.now();
+    const tokens = new TokenStream((t) => void report('ReportRequestTokens', { tokens: t }), model.tokenizer ? (ids) => model.tokenizer!.decode(ids) : undefined);
     try {
       const payload = await this.payload(a);
       const timeoutMs = a.options.timeoutMs ?? payload.timeoutMs ?? this.maxRunMs;
@@ -117,12 +119,16 @@ export class RequestExecutor {
         invokes: payload.invokes.map((inv, i) => {
           const block = blockOf(payload, i);
           const input = inv.prompt !== undefined ? { prompt: inv.prompt } : { tokens: inv.tokens! };
-          return block === undefined ? input : { ...input, block };
+          return { ...input, ...(block === undefined ? {} : { block }), ...(inv.generation === undefined ? {} : { generation: inv.generation }) };
         }),
-        newTokens: payload.newTokens ?? Math.max(0, a.options.steps - 1),
+        newTokens: payload.newTokens ?? (payload.generation?.maxNewTokens === undefined ? Math.max(0, a.options.steps - 1) : undefined),
+        ...(payload.generation === undefined ? {} : { generation: payload.generation }),
         timeoutMs,
         signal: entry.controller.signal,
         onLog: (l) => logs.push(l.stream, l.line),
+        onToken: (t) => {
+          if (!entry.aborted) tokens.add(t);
+        },
       };
       const opener = await this.opener(a, model, timeoutMs, entry.controller.signal);
       // The model runs one request at a time: RUNNING is reported when this one's turn comes (the runtime opens
@@ -135,6 +141,7 @@ export class RequestExecutor {
       };
       const result = await model.run(req, open);
       if (entry.aborted) return logs.discard();
+      tokens.close();
       stage = 'result';
       const t2 = performance.now();
       const bytes = encodeResultContainer({ meta: this.meta(a, result), invokes: result.invokes.map((i) => i.result) });
@@ -153,6 +160,7 @@ export class RequestExecutor {
       await report('ReportRequestCompleted', { resultRef: blob.ref, bytes: blob.size, sha256: blob.sha256, ...(weights === undefined ? {} : { weightsFingerprint: weights }) });
     } catch (err) {
       if (entry.aborted) return logs.discard();
+      tokens.close();
       this.log.debug({ err, requestId: a.requestId }, 'request failed');
       await fail(failureReport(err, stage));
     }
@@ -206,6 +214,9 @@ export class RequestExecutor {
       stoppedEarly: r.stoppedEarly,
       tokens: r.invokes.map((i) => i.tokens),
       generated: r.invokes.map((i) => i.generated),
+      finish: r.invokes.map((i) => i.finish ?? null),
+      seeds: r.invokes.map((i) => i.seed ?? null),
+      cache: r.cache,
       timings: r.timings,
     };
   }

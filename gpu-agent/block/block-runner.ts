@@ -40,6 +40,12 @@ export interface BlockContext {
   /** Rows of the batch this invoke owns, and the padded sequence length at step 0. */
   batchSize: number;
   sequence: number;
+  /** Generation carries the KV cache: at steps ≥ 1 module outputs cover the new position only (sequence 1). */
+  cached: boolean;
+  /** Tokens generated for this invoke so far (as of the step the block is in). */
+  readonly generated: number[];
+  /** Its row has finished (EOS, a stop, its maxNewTokens): no later step runs for it. */
+  readonly finished: boolean;
   Tensor: typeof Tensor;
   encode(text: string): number[];
   decode(ids: number[] | Tensor): string;
@@ -47,7 +53,7 @@ export interface BlockContext {
 
 const EMPTY_BLOCK = 'async () => undefined';
 
-function context(start: StartRequest, i: number, env: BlockEnvironment): BlockContext {
+function context(start: StartRequest, i: number, env: BlockEnvironment, session: InvokeSession): BlockContext {
   const inv = start.invokes[i]!;
   const noTokenizer = () => {
     throw new Error(`model ${env.manifest.model} has no tokenizer`);
@@ -58,6 +64,13 @@ function context(start: StartRequest, i: number, env: BlockEnvironment): BlockCo
     steps: start.steps,
     batchSize: inv.batchSize,
     sequence: Math.max(...start.invokes.map((x) => x.tokens.length)),
+    cached: start.cache,
+    get generated() {
+      return [...session.generated];
+    },
+    get finished() {
+      return session.finished;
+    },
     Tensor,
     encode: (text) => (env.tokenizer ? env.tokenizer.encode(text) : noTokenizer()),
     decode: (ids) => {
@@ -98,7 +111,7 @@ export async function serveBlocks(channel: BlockEndpoint, env: BlockEnvironment)
 
   for (let i = 0; i < start.invokes.length; i++) {
     const inv = start.invokes[i]!;
-    const session = new InvokeSession({ invoke: inv.invoke, batchSize: inv.batchSize, totalBatch, sequence, steps: start.steps }, index, send);
+    const session = new InvokeSession({ invoke: inv.invoke, batchSize: inv.batchSize, totalBatch, sequence, steps: start.steps, cached: start.cache }, index, send);
     sessions.set(inv.invoke, session);
     const log = (stream: 'stdout' | 'stderr', line: string) => send({ kind: 'LOG', invoke: inv.invoke, stream, line });
     const cons = captureConsole(log);
@@ -133,7 +146,7 @@ export async function serveBlocks(channel: BlockEndpoint, env: BlockEnvironment)
       continue;
     }
     const m = createModelProxy(session, index);
-    const ctx = context(start, i, env);
+    const ctx = context(start, i, env, session);
     void (async () => {
       try {
         const value = await runAsInvoke(output, () => fn(m, ctx));
@@ -167,6 +180,10 @@ export async function serveBlocks(channel: BlockEndpoint, env: BlockEnvironment)
       break;
     }
     if (msg.kind === 'START') continue;
+    if (msg.kind === 'STEP') {
+      for (const e of msg.invokes) sessions.get(e.invoke)?.onStep(e.token, e.finished);
+      continue;
+    }
     const s = sessions.get(msg.invoke);
     if (!s) continue;
     try {

@@ -2,7 +2,7 @@
 // earliest-first), received values (cached per address), swaps, skips and stop. Checks what it can locally so
 // a mistake throws at the user's own line: out-of-order access, shape and dtype of swaps, non-finite values.
 import type { BlockError, BlockToHost, Point, TensorPayload } from '../../protocol/interleave.js';
-import { formatAddr } from '../../protocol/interleave.js';
+import { formatAddr, stepAddr } from '../../protocol/interleave.js';
 import { firstNonFinite, isFloatDtype, sameShape } from '../../protocol/tensor-payload.js';
 import { resolveShape } from '../../protocol/manifest.js';
 import type { ManifestTensor } from '../../protocol/manifest.js';
@@ -26,9 +26,11 @@ export interface InvokeLayout {
   batchSize: number;
   /** Rows of the whole batch (all invokes). */
   totalBatch: number;
-  /** Padded sequence length of the batch at step 0 (grows by one per generation step). */
+  /** Padded sequence length of the batch at step 0 (without the cache it grows by one per generation step). */
   sequence: number;
   steps: number;
+  /** Generation carries the KV cache: module outputs at steps ≥ 1 have sequence length 1. */
+  cached: boolean;
 }
 
 export class InvokeSession {
@@ -43,6 +45,9 @@ export class InvokeSession {
   /** Set when the block returned: nothing more goes out for it. */
   private returned = false;
   stopped = false;
+  /** Tokens generated for this invoke's row so far, and whether it has finished (from the host's STEP messages). */
+  readonly generated: number[] = [];
+  finished = false;
 
   constructor(
     readonly layout: InvokeLayout,
@@ -66,18 +71,33 @@ export class InvokeSession {
     }
   }
 
+  /** The step the last value was received in (undefined before any). */
+  get lastStep(): number | undefined {
+    return this.last?.step;
+  }
+
+  /** Resolves at the start of step `step` (before any of its points); rejects NotProvided when the step does not run for this invoke. */
+  waitStep(step: number): Promise<Tensor[]> {
+    if (this.closed) return Promise.reject(this.closed);
+    this.checkStep(step);
+    return this.enqueue(stepAddr(step), step, -1, `the start of step ${step}`);
+  }
+
   /** The values at `path.point` in step `step` (resolves when the forward pass gets there). */
   wait(path: string, point: Point, step: number): Promise<Tensor[]> {
     if (this.closed) return Promise.reject(this.closed);
     const rank = this.rankOf(path, point);
     this.checkStep(step);
-    const addr = formatAddr({ path, point, step });
+    return this.enqueue(formatAddr({ path, point, step }), step, rank, path || 'the model');
+  }
+
+  private enqueue(addr: string, step: number, rank: number, what: string): Promise<Tensor[]> {
     const cached = this.cache.get(addr);
     if (cached) return Promise.resolve(cached);
     if (this.stopped) return Promise.reject(new InterleaveError('NotProvided', `${addr} was requested after m.stop()`));
     if (this.before(step, rank)) {
       return Promise.reject(new InterleaveError('OutOfOrder',
-        `${addr} was requested after ${this.last!.addr}; ${path || 'the model'} comes earlier in the forward pass, so request modules in forward order`));
+        `${addr} was requested after ${this.last!.addr}; ${what} comes earlier in the forward pass, so request modules in forward order`));
     }
     const same = this.inFlight?.addr === addr ? this.inFlight : this.pending.find((w) => w.addr === addr);
     if (same) return same.promise;
@@ -151,6 +171,12 @@ export class InvokeSession {
     this.scheduleFlush();
   }
 
+  /** The host's STEP: the token this invoke's row got at the last step (-1: none) and whether it has finished. */
+  onStep(token: number, finished: boolean): void {
+    if (token >= 0) this.generated.push(token);
+    this.finished = finished;
+  }
+
   /** Values last received (or swapped in) at an address. */
   cached(path: string, point: Point, step: number): Tensor[] | undefined {
     return this.cache.get(formatAddr({ path, point, step }));
@@ -159,7 +185,7 @@ export class InvokeSession {
   private expected(tensors: ManifestTensor[], step: number): Array<{ dtype: string; shape: number[] }> {
     return tensors.map((t) => ({
       dtype: String(t.dtype),
-      shape: resolveShape(t, t.batched ? this.layout.batchSize : this.layout.totalBatch, this.layout.sequence + step),
+      shape: resolveShape(t, t.batched ? this.layout.batchSize : this.layout.totalBatch, this.layout.cached && step > 0 ? 1 : this.layout.sequence + step),
     }));
   }
 

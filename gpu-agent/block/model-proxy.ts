@@ -7,6 +7,9 @@
 //   m.transformer.h[3].skip(t)               do not compute h.3: use t as its output
 //   await m.output                           the model's output (logits)
 //   m.step(2).transformer.h[5].output        the same at generation step 2 (m itself is step 0)
+//   await m.iter([1, 4], async (s, i) => …)  the function at steps 1, 2, 3 (s is m.step(i)); m.iter(2, f) one step,
+//   await m.all(async (s, i) => …)           m.iter() every step; both end early when the invoke's row finishes
+//                                            (EOS, a stop) and return the function's results per step run
 //   m.stop()                                 stop the forward pass (and generation) once every invoke is done
 //   m.transformer.h.length, for (const b of m.transformer.h)   module lists
 //
@@ -18,7 +21,7 @@ import type { InvokeSession } from './invoke-session.js';
 import type { ManifestIndex } from './manifest-index.js';
 import { Tensor } from './tensor.js';
 
-const API = new Set(['output', 'outputs', 'input', 'inputs', 'skip', 'path', 'module', 'children', 'length', 'step', 'stop', 'steps']);
+const API = new Set(['output', 'outputs', 'input', 'inputs', 'skip', 'path', 'module', 'children', 'length', 'step', 'stop', 'steps', 'iter', 'all']);
 
 function child(path: string, name: string): string {
   return path === '' ? name : `${path}.${name}`;
@@ -28,6 +31,47 @@ function asTensors(v: unknown, what: string): Tensor[] {
   if (v instanceof Tensor) return [v];
   if (Array.isArray(v) && v.every((x) => x instanceof Tensor)) return v as Tensor[];
   throw new InterleaveError('ShapeMismatch', `${what} must be a Tensor or an array of Tensors`);
+}
+
+type StepFn = (s: unknown, step: number) => unknown;
+
+/** The steps a range names: a step, [start, end) with end null/absent for "to the last step", or every step. */
+function stepRange(range: unknown, steps: number): [number, number] {
+  const bad = () => new InterleaveError('BlockError', `m.iter(range, fn): range must be a step number, [start, end] (end exclusive; null: to the last step) or left out for every step, got ${JSON.stringify(range)}`);
+  if (range === undefined || range === null) return [0, steps];
+  if (typeof range === 'number') {
+    if (!Number.isInteger(range) || range < 0) throw bad();
+    return [range, range + 1];
+  }
+  if (!Array.isArray(range) || range.length < 1 || range.length > 2) throw bad();
+  const [a, b] = range as unknown[];
+  if (!Number.isInteger(a) || (a as number) < 0) throw bad();
+  if (b !== undefined && b !== null && (!Number.isInteger(b) || (b as number) < (a as number))) throw bad();
+  return [a as number, b === undefined || b === null ? steps : Math.min(b as number, steps)];
+}
+
+/**
+ * nnsight's `tracer.iter[...]` / `.all()`: `fn(m.step(i), i)` for each step in the range, one after another, each
+ * started at the beginning of its step (a `step.<i>` wait). It ends early, without error, when the host says the
+ * step does not run for this invoke (its row finished, every row finished, the request stopped).
+ */
+async function iterate(session: InvokeSession, index: ManifestIndex, range: unknown, fn: unknown): Promise<unknown[]> {
+  if (typeof fn !== 'function') throw new InterleaveError('BlockError', 'm.iter(range, fn) / m.all(fn): fn must be a function (s, step) => …, called with m.step(step)');
+  const [from, to] = stepRange(range, session.layout.steps);
+  const out: unknown[] = [];
+  for (let i = from; i < to; i++) {
+    // Already in step i (a value of it was received): the function runs from here; its reads are in order or not.
+    if (session.lastStep !== i) {
+      try {
+        await session.waitStep(i);
+      } catch (e) {
+        if (e instanceof InterleaveError && e.type === 'NotProvided') break;
+        throw e;
+      }
+    }
+    out.push(await (fn as StepFn)(createModelProxy(session, index, i), i));
+  }
+  return out;
 }
 
 export function createModelProxy(session: InvokeSession, index: ManifestIndex, step = 0): unknown {
@@ -94,6 +138,8 @@ export function createModelProxy(session: InvokeSession, index: ManifestIndex, s
           }
           if (prop === 'stop') return () => session.stop();
           if (prop === 'steps') return session.layout.steps;
+          if (prop === 'iter') return (range: unknown, fn: unknown) => iterate(session, index, range, fn);
+          if (prop === 'all') return (fn: unknown) => iterate(session, index, undefined, fn);
         }
         return moduleProxy(resolveChild(prop));
       },

@@ -28,12 +28,23 @@ import type { InputPlan, PaddingSide } from './model-inputs.js';
 import { checkInputs, findLmHead, probePadding } from './model-interface.js';
 import { checkOps, opErrorFromOrt } from './op-support.js';
 import { runSegment } from './segments/segment-cache.js';
+import type { OrtTensor } from './ort/session.js';
+import { carryKv } from './generation/kv-carry.js';
+import type { CarriedKv } from './generation/kv-carry.js';
+import { NO_CACHE, carriedLayout, exportedPast } from './generation/kv-layout.js';
+import type { KvLayout } from './generation/kv-layout.js';
+import { checkCache } from './generation/kv-check.js';
 import { loadTokenizer } from './tokenizer.js';
 import type { LoadedTokenizer } from './tokenizer.js';
 import { InterventionError, ModelLoadError, RequestError } from './errors.js';
 import { blockSourceMessage, checkBlockSource } from '../../protocol/block-source.js';
 import { ALIAS_MARK, RequestRun } from './interleave/request-run.js';
-import type { HostContext } from './interleave/request-run.js';
+import type { GenerationPlan, HostContext } from './interleave/request-run.js';
+import { GenerationErrorCode, checkGenerationOptions, invokeGeneration, requestedNewTokens } from '../../protocol/generation.js';
+import type { GenerationOptions } from '../../protocol/generation.js';
+import { FabricError } from '../../protocol/errors.js';
+import { resolveSeed, seedOfRequestId } from './generation/generation.js';
+import type { RowSpec } from './generation/generation.js';
 import type { OpenChannel, RunRequest, RunResult } from './interleave/request-types.js';
 
 export interface LoadOptions {
@@ -91,25 +102,73 @@ export class HostedModel {
         base = bypassed;
         graph = analyzeGraph(base.graph!);
       }
-      const addresses = buildAddressTable(graph);
       const cfg = configFacts(config, graph, facts);
       const key = opts.key ?? basename(dir);
-      const cache = new SegmentCache(base, graph, weights.initializers, (t) => facts.get(aliasedTensor(t))?.elemType, settings, opts.segmentCacheBytes ?? 4 * weights.totalBytes);
-      const whole = await cache.acquire({ start: 0, end: graph.nodes.length });
-      const plan = inputPlan(graph.graphInputs);
       const logits = findLmHead(graph, facts, cfg.vocabSize);
-      let padding: PaddingSide;
-      try {
-        padding = await probePadding(async (batch) => {
-          const table = new Map(Object.entries(feedsFor(plan, batch)));
+      const cacheBudget = opts.segmentCacheBytes ?? 4 * weights.totalBytes;
+      const elemType = (t: string) => facts.get(aliasedTensor(t))?.elemType;
+      // Serving state for one graph: its points, segment cache and padding side.
+      const serve = async (b: ModelProto, g: ModelGraph) => {
+        const cache = new SegmentCache(b, g, weights.initializers, elemType, settings, cacheBudget);
+        const whole = await cache.acquire({ start: 0, end: g.nodes.length });
+        const plan = inputPlan(g.graphInputs);
+        const run = async (feeds: Record<string, OrtTensor>) => {
+          const table = new Map(Object.entries(feeds));
           await runSegment(whole, table);
-          return table.get(graph.graphOutputs[0]!.name)!;
-        }, cfg.padTokenId, cfg.vocabSize, logits !== null ? 'left' : 'right');
-      } finally {
-        cache.release(whole);
+          return table;
+        };
+        try {
+          const padding = await probePadding(async (batch) => (await run(feedsFor(plan, batch))).get(g.graphOutputs[0]!.name)!, cfg.padTokenId, cfg.vocabSize, logits !== null ? 'left' : 'right');
+          return { base: b, graph: g, cache, plan, padding, run, release: () => cache.release(whole) };
+        } catch (e) {
+          cache.release(whole);
+          await cache.dispose();
+          throw e;
+        }
+      };
+      // The KV cache: the export's own past_key_values, else each attention's keys and values carried by a rewrite
+      // of the graph (generation/kv-carry.ts); either is checked against the whole sequence before it is used.
+      let layout = exportedPast(graph, inputPlan(graph.graphInputs));
+      let carried: CarriedKv | string | undefined;
+      if (layout === null) {
+        carried = logits === null ? 'the model has no language-model head' : carryKv(base, graph, facts);
+        if (typeof carried === 'string') layout = NO_CACHE(carried);
+        else {
+          for (const [t, f] of carried.facts) facts.set(t, f);
+          layout = carriedLayout(carried);
+        }
       }
-      const manifest = buildManifest(key, graph, addresses, facts, cfg, weights.totalBytes, { padding, logits });
-      const ctx = hostContext(graph, addresses, cache, facts, cfg.padTokenId, plan, padding, logits);
+      let s: Awaited<ReturnType<typeof serve>>;
+      if (carried !== undefined && typeof carried !== 'string') {
+        try {
+          s = await serve(carried.model, analyzeGraph(carried.model.graph!));
+        } catch (e) {
+          // The rewritten graph does not even compile: serve the export as it is, without the cache.
+          layout = NO_CACHE(`carrying each attention's keys and values gives a graph onnxruntime refuses: ${(e as Error).message.split('\n')[0]!.slice(0, 300)}`);
+          s = await serve(base, graph);
+        }
+      } else s = await serve(base, graph);
+      try {
+        if (layout.mode !== 'none' && logits !== null) {
+          const problem = await checkCache(s.run, s.plan, layout, logits, cfg.padTokenId, cfg.vocabSize, s.padding);
+          if (problem) {
+            if (layout.mode === 'carried') {
+              s.release();
+              await s.cache.dispose();
+              s = await serve(base, graph);
+            }
+            layout = NO_CACHE(`${layout.mode === 'carried' ? 'carrying each attention\'s keys and values' : 'the export\'s past_key_values'} does not reproduce the whole pass: ${problem}`);
+          }
+        }
+      } finally {
+        s.release();
+      }
+      ({ base, graph } = s);
+      const { cache, plan, padding } = s;
+      const addresses = buildAddressTable(graph);
+      const generation = logits === null ? undefined : { cache: layout.mode, ...(layout.reason ? { cacheReason: layout.reason } : {}), eosTokenIds: cfg.eosTokenIds };
+      const manifest = buildManifest(key, graph, addresses, facts, cfg, weights.totalBytes, { padding, logits, ...(generation ? { generation } : {}) });
+      const ctx = hostContext(graph, addresses, cache, facts, cfg.padTokenId, plan, padding, logits, layout, cfg.eosTokenIds);
       return new HostedModel(key, dir, loadTokenizer(dir), weights.totalBytes, provider, manifest, ctx, cache, weights, facts);
     } catch (e) {
       weights.dispose();
@@ -138,13 +197,22 @@ export class HostedModel {
 
   /** The StartRequest the host will send for `req` (tokenized, validated); throws RequestError on bad input. */
   prepare(req: RunRequest): StartRequest {
+    return this.plan(req).start;
+  }
+
+  private plan(req: RunRequest): { start: StartRequest; generation: GenerationPlan | null } {
     if (!Array.isArray(req.invokes) || req.invokes.length === 0) throw new RequestError('REQUEST_NO_INVOKES', 'a request needs at least one invoke (a prompt or token list)');
-    const newTokens = req.newTokens ?? 0;
-    if (!Number.isInteger(newTokens) || newTokens < 0) throw new RequestError('REQUEST_BAD_NEW_TOKENS', `newTokens must be a non-negative integer, got ${String(req.newTokens)}`);
+    if (req.newTokens !== undefined && (!Number.isInteger(req.newTokens) || req.newTokens < 0)) {
+      throw new RequestError('REQUEST_BAD_NEW_TOKENS', `newTokens must be a non-negative integer, got ${String(req.newTokens)}`);
+    }
+    const gen = asRequestError(() => checkGenerationOptions(req.generation, 'generation', 'request'));
+    const newTokens = asRequestError(() => requestedNewTokens(req.newTokens, gen));
     const m = this.baseManifest;
     if (newTokens > 0 && this.ctx.logitsName === null) {
       throw new RequestError('MODEL_NOT_GENERATIVE', `model ${this.key} has no language-model head (its outputs are ${m.outputNames.join(', ')}), so it cannot generate tokens; run a single forward pass (newTokens 0) and read its outputs`, { outputs: m.outputNames });
     }
+    const options: GenerationOptions[] = [];
+    const ownSeeds: Array<number | undefined> = [];
     const invokes = req.invokes.map((inv, i) => {
       let tokens: number[];
       if (inv.prompt !== undefined && inv.tokens !== undefined) throw new RequestError('INVOKE_BAD_INPUT', `invoke ${i}: give a prompt or tokens, not both`);
@@ -157,11 +225,21 @@ export class HostedModel {
         if (bad >= 0) throw new RequestError('INVOKE_TOKEN_OUT_OF_RANGE', `invoke ${i}: token ${bad} is ${String(tokens[bad])}; token ids are integers in [0, ${m.vocabSize})`, { invoke: i, index: bad });
       } else throw new RequestError('INVOKE_BAD_INPUT', `invoke ${i}: give a prompt (string) or tokens (array of ids)`);
       if (tokens.length === 0) throw new RequestError('INVOKE_EMPTY_PROMPT', `invoke ${i}: the prompt has no tokens`);
-      const needed = tokens.length + Math.max(0, newTokens - 1);
+      const given = asRequestError(() => checkGenerationOptions(inv.generation, `invoke ${i} generation`, 'invoke'));
+      const own = asRequestError(() => invokeGeneration(gen, given, i, newTokens));
+      options.push(own);
+      ownSeeds.push(given.seed);
+      this.checkGeneration(own, i);
+      const rowNew = Math.min(own.maxNewTokens ?? newTokens, newTokens);
+      if (tokens.length > m.maxPositions) {
+        throw new RequestError('PROMPT_TOO_LONG', `invoke ${i}: ${tokens.length} prompt tokens need ${tokens.length} positions; model ${this.key} has ${m.maxPositions}. Shorten the prompt.`,
+          { invoke: i, tokens: tokens.length, maxPositions: m.maxPositions });
+      }
+      const needed = tokens.length + Math.max(0, rowNew - 1);
       if (needed > m.maxPositions) {
-        throw new RequestError('PROMPT_TOO_LONG',
-          `invoke ${i}: ${tokens.length} prompt tokens${newTokens > 1 ? ` + ${newTokens - 1} generated tokens fed back` : ''} need ${needed} positions; model ${this.key} has ${m.maxPositions}. Shorten the prompt${newTokens > 1 ? ' or generate fewer tokens' : ''}.`,
-          { invoke: i, tokens: tokens.length, newTokens, maxPositions: m.maxPositions });
+        throw new RequestError(GenerationErrorCode.tooLong,
+          `invoke ${i}: ${tokens.length} prompt tokens + ${rowNew - 1} generated tokens fed back need ${needed} positions; model ${this.key} has ${m.maxPositions}. Generate at most ${m.maxPositions - tokens.length + 1} tokens (maxNewTokens) or shorten the prompt.`,
+          { invoke: i, tokens: tokens.length, maxNewTokens: rowNew, maxPositions: m.maxPositions });
       }
       if (inv.block !== undefined && typeof inv.block !== 'string') throw new RequestError('INVOKE_BAD_INPUT', `invoke ${i}: block must be source text`);
       // Exactly one function expression, checked before anything is compiled (in this process or a runner).
@@ -175,7 +253,25 @@ export class HostedModel {
         `model ${this.key} cannot mask padding (its export has ${m.inputNames.includes('attention_mask') ? 'an attention_mask input that does not keep a padded row equal to the prompt alone' : 'no attention_mask input'}), so prompts of different lengths (${[...lengths].join(', ')} tokens) cannot share a batch; send prompts of one length, one prompt per request, or re-export the model with attention_mask and position_ids inputs`,
         { lengths: invokes.map((inv) => inv.tokens.length) });
     }
-    return { kind: 'START', requestId: req.requestId ?? randomUUID(), invokes, steps: Math.max(1, newTokens) };
+    const steps = Math.max(1, newTokens);
+    const cached = newTokens > 1 && gen.cache !== false && this.ctx.kv.mode !== 'none';
+    const start: StartRequest = { kind: 'START', requestId: req.requestId ?? randomUUID(), invokes, steps, cache: cached };
+    if (newTokens === 0) return { start, generation: null };
+    const requestSeed = gen.seed ?? (req.requestId !== undefined ? seedOfRequestId(req.requestId) : undefined);
+    const rows: RowSpec[] = invokes.map((inv, i) => ({ invoke: i, prompt: inv.tokens, options: options[i]!, seed: resolveSeed(ownSeeds[i], requestSeed, i) }));
+    return { start, generation: { maxNewTokens: newTokens, cached, rows, decode: this.tokenizer ? (ids) => this.tokenizer!.decode(ids) : undefined } };
+  }
+
+  /** Options that need the model: stop token ids in its vocabulary, stop strings need its tokenizer. */
+  private checkGeneration(o: GenerationOptions, invoke: number): void {
+    const vocab = this.baseManifest.vocabSize;
+    const bad = (o.stopTokenIds ?? []).find((t) => vocab > 0 && t >= vocab);
+    if (bad !== undefined) {
+      throw new RequestError(GenerationErrorCode.badOption, `invoke ${invoke}: stop token id ${bad} is not in model ${this.key}'s vocabulary (ids 0 to ${vocab - 1})`, { option: 'stopTokenIds', invoke });
+    }
+    if ((o.stop ?? []).length > 0 && !this.tokenizer) {
+      throw new RequestError(GenerationErrorCode.badOption, `invoke ${invoke}: stop strings need the model's tokenizer to read the generated text, and model ${this.key} has no tokenizer.json; give stopTokenIds instead`, { option: 'stop', invoke });
+    }
   }
 
   /**
@@ -185,14 +281,15 @@ export class HostedModel {
    */
   run(req: RunRequest, open: OpenChannel | BlockChannel): Promise<RunResult> {
     if (this.closed) return Promise.reject(new RequestError('MODEL_CLOSED', `model ${this.key} is closed`, undefined, 503));
-    let start: StartRequest;
+    let planned: { start: StartRequest; generation: GenerationPlan | null };
     try {
-      start = this.prepare(req);
+      planned = this.plan(req);
     } catch (e) {
       return Promise.reject(e);
     }
+    const { start, generation } = planned;
     const opener = typeof open === 'function' ? () => open(start) : () => open;
-    const next = this.queue.then(() => RequestRun.execute(this.ctx, req, start, opener));
+    const next = this.queue.then(() => RequestRun.execute(this.ctx, req, start, opener, generation));
     this.queue = next.catch(() => {});
     return next;
   }
@@ -217,6 +314,16 @@ export class HostedModel {
   }
 }
 
+/** Runs `f`, turning its coded FabricError (a bad generation option) into the RequestError of a refused request. */
+function asRequestError<T>(f: () => T): T {
+  try {
+    return f();
+  } catch (e) {
+    if (e instanceof FabricError && !(e instanceof RequestError)) throw new RequestError(e.code, e.hint ? `${e.message} (${e.hint})` : e.message, e.details);
+    throw e;
+  }
+}
+
 function readModel(file: string): ModelProto {
   try {
     const m = decodeModel(readFileSync(file));
@@ -227,17 +334,23 @@ function readModel(file: string): ModelProto {
   }
 }
 
+/** config.json, with generation_config.json (when present) as its `generation_config`. */
 function readConfig(dir: string): Record<string, unknown> {
-  const file = join(dir, 'config.json');
-  if (!existsSync(file)) return {};
-  try {
-    return JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
-  } catch (e) {
-    throw new ModelLoadError('MODEL_CONFIG_INVALID', `${file} is not valid JSON (${(e as Error).message}); write it with transformers' save_pretrained`, { cause: e, details: { file } });
-  }
+  const read = (name: string): Record<string, unknown> | undefined => {
+    const file = join(dir, name);
+    if (!existsSync(file)) return undefined;
+    try {
+      return JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+    } catch (e) {
+      throw new ModelLoadError('MODEL_CONFIG_INVALID', `${file} is not valid JSON (${(e as Error).message}); write it with transformers' save_pretrained`, { cause: e, details: { file } });
+    }
+  };
+  const config = read('config.json') ?? {};
+  const gen = read('generation_config.json');
+  return gen ? { ...config, generation_config: gen } : config;
 }
 
-function hostContext(graph: ModelGraph, addresses: AddressTable, cache: SegmentCache, facts: Map<string, TensorFacts>, padTokenId: number, plan: InputPlan, padding: PaddingSide, logits: string | null): HostContext {
+function hostContext(graph: ModelGraph, addresses: AddressTable, cache: SegmentCache, facts: Map<string, TensorFacts>, padTokenId: number, plan: InputPlan, padding: PaddingSide, logits: string | null, kv: KvLayout, eosTokenIds: number[]): HostContext {
   const lastRead = new Map<string, number>();
   for (const [t, cs] of graph.consumers) lastRead.set(t, cs[cs.length - 1]!);
   const batched = new Map<string, boolean>();
@@ -263,6 +376,8 @@ function hostContext(graph: ModelGraph, addresses: AddressTable, cache: SegmentC
       return { dtype: mt.dtype, shape };
     },
     padTokenId,
+    kv,
+    eosTokenIds,
   };
 }
 

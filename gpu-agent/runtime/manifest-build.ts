@@ -4,6 +4,7 @@ import { MANIFEST_FORMAT } from '../../protocol/manifest.js';
 import type { Manifest, ManifestModule, ManifestTensor } from '../../protocol/manifest.js';
 import type { Dtype } from '../../protocol/interleave.js';
 import type { ModelGraph } from './graph/model-graph.js';
+import { isCacheInput, isCacheOutput } from './graph/model-graph.js';
 import type { AddressTable } from './addresses.js';
 import type { TensorFacts } from './probe.js';
 import { formatDim } from './dims.js';
@@ -34,6 +35,8 @@ export interface ModelConfigFacts {
   vocabSize: number;
   maxPositions: number;
   eosTokenId: number | null;
+  /** Every EOS id (config.json's eos_token_id may be a list; generation_config.json's wins when present). */
+  eosTokenIds: number[];
   padTokenId: number;
 }
 
@@ -45,11 +48,15 @@ export function configFacts(config: Record<string, unknown>, g: ModelGraph, fact
   const logits = g.graphOutputs[0] ? facts.get(g.graphOutputs[0].name) : undefined;
   const lastDim = logits?.dims[logits.dims.length - 1];
   const vocabFromGraph = lastDim && lastDim.b === 0 && lastDim.t === 0 && lastDim.bt === 0 ? lastDim.k : undefined;
-  const eos = num('eos_token_id') ?? null;
+  const ids = (v: unknown): number[] => (typeof v === 'number' ? [v] : Array.isArray(v) ? v.filter((x): x is number => Number.isInteger(x)) : []);
+  const gen = (config.generation_config ?? {}) as Record<string, unknown>;
+  const eosTokenIds = ids(gen.eos_token_id).length > 0 ? ids(gen.eos_token_id) : ids(config.eos_token_id);
+  const eos = num('eos_token_id') ?? eosTokenIds[0] ?? null;
   return {
     vocabSize: num('vocab_size') ?? vocabFromGraph ?? 0,
     maxPositions: num('n_positions', 'max_position_embeddings', 'n_ctx') ?? Number.MAX_SAFE_INTEGER,
     eosTokenId: eos,
+    eosTokenIds,
     padTokenId: num('pad_token_id') ?? eos ?? 0,
   };
 }
@@ -66,6 +73,7 @@ export function weightsDtype(g: ModelGraph): string {
 export interface InterfaceFacts {
   padding: 'left' | 'right' | 'none';
   logits: string | null;
+  generation?: Manifest['generation'];
 }
 
 export function buildManifest(
@@ -93,13 +101,14 @@ export function buildManifest(
     vocabSize: cfg.vocabSize,
     maxPositions: cfg.maxPositions,
     weightsBytes,
-    inputNames: g.graphInputs.map((v) => v.name),
-    outputNames: g.graphOutputs.map((v) => v.name),
+    inputNames: g.graphInputs.map((v) => v.name).filter((t) => !isCacheInput(t)),
+    outputNames: g.graphOutputs.map((v) => v.name).filter((t) => !isCacheOutput(t)),
     eosTokenId: cfg.eosTokenId,
     padTokenId: cfg.padTokenId,
     dtype: weightsDtype(g),
     padding: iface.padding,
     logits: iface.logits,
+    ...(iface.generation ? { generation: iface.generation } : {}),
     modules,
     order: table.points.map((p) => p.key),
   };

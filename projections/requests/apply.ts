@@ -115,6 +115,12 @@ export function applyRequests(s: RequestsState, e: StoredEvent, d: DomainEvent |
       v.lastEvent = ref;
       return s;
     }
+    case 'RequestTokensGenerated': {
+      const v = view(s, d.data.requestId, e);
+      if (v.status === 'DISPATCHED') v.status = 'RUNNING';
+      v.lastEvent = ref;
+      return s;
+    }
     case 'RequestCompleted': {
       const v = view(s, d.data.requestId, e);
       v.status = 'COMPLETED';

@@ -1,5 +1,7 @@
 // The status web page: one HTML document with a small script (no build step). It reads /cluster, /queue and
 // /requests, and re-reads them when the status websocket says something changed (and every 5 s regardless).
+// Requests that are running are subscribed to on the same websocket: the text they generate (STREAM messages)
+// shows under "Generating" as it is produced.
 // With auth on, the page takes the key from #key=… once and keeps it in sessionStorage.
 
 export const STATUS_PAGE_HTML = `<!doctype html>
@@ -17,6 +19,7 @@ export const STATUS_PAGE_HTML = `<!doctype html>
   .HOT { color: #1a7f37; font-weight: 600; } .WARM { color: #9a6700; } .COLD { color: #57606a; }
   .COMPLETED { color: #1a7f37; } .ERROR { color: #cf222e; } .CANCELLED { color: #6e7781; } .RUNNING, .DISPATCHED { color: #0969da; }
   #conn.live { color: #1a7f37; } #conn.down { color: #cf222e; }
+  #streams pre { margin: 0; white-space: pre-wrap; font: 13px/1.4 ui-monospace, monospace; }
 </style>
 </head>
 <body>
@@ -28,6 +31,8 @@ export const STATUS_PAGE_HTML = `<!doctype html>
 <table id="gpus"><thead><tr><th>agent</th><th>state</th><th>GPU</th><th>used / memory</th><th>replicas</th></tr></thead><tbody></tbody></table>
 <h2>Queues</h2>
 <table id="queues"><thead><tr><th>model</th><th>position</th><th>request</th><th>priority</th><th>requeued</th><th>enqueued</th></tr></thead><tbody></tbody></table>
+<h2>Generating</h2>
+<table id="streams"><thead><tr><th>request</th><th>invoke</th><th>tokens</th><th>text</th></tr></thead><tbody><tr class="empty"><td colspan="4">nothing generating</td></tr></tbody></table>
 <h2>Recent requests</h2>
 <table id="requests"><thead><tr><th>request</th><th>model</th><th>status</th><th>position</th><th>submitter</th><th>received</th></tr></thead><tbody></tbody></table>
 <script>
@@ -59,6 +64,35 @@ export const STATUS_PAGE_HTML = `<!doctype html>
     if (!r.ok) throw new Error(body.code + ': ' + body.message);
     return body;
   }
+  let ws = null;
+  const followed = new Set();
+  const streams = new Map();
+  function follow(requestId) {
+    if (followed.has(requestId) || !ws || ws.readyState !== 1) return;
+    followed.add(requestId);
+    ws.send(JSON.stringify({ type: 'subscribe', requestId }));
+  }
+  function onTokens(requestId, tokens) {
+    const body = $('streams').tBodies[0];
+    if (body.querySelector('.empty')) body.replaceChildren();
+    for (const t of tokens) {
+      const k = requestId + '/' + t.invoke;
+      let s = streams.get(k);
+      if (!s) {
+        const tr = row([requestId, t.invoke, 0, ''], { 'data-stream': requestId, 'data-invoke': String(t.invoke) });
+        const pre = document.createElement('pre');
+        tr.cells[3].appendChild(pre);
+        body.appendChild(tr);
+        s = { tr, pre, next: 0 };
+        streams.set(k, s);
+      }
+      if (t.step !== s.next) continue;
+      s.next++;
+      s.pre.textContent += t.text == null ? '[' + t.token + ']' : t.text;
+      s.tr.cells[2].textContent = String(s.next);
+      if (t.finish) s.tr.setAttribute('data-finish', t.finish.reason);
+    }
+  }
   let busy = false, again = false;
   async function refresh() {
     if (busy) { again = true; return; }
@@ -80,6 +114,7 @@ export const STATUS_PAGE_HTML = `<!doctype html>
       for (const q of queue.queues) for (const e of q.entries) qrows.push(row([q.model, e.position, e.requestId, e.priority ? 'yes' : '', e.requeued ? 'yes' : '', e.enqueuedAt], { 'data-queued': e.requestId }));
       fill('queues', qrows, 'nothing queued', 6);
       fill('requests', recent.requests.map((r) => row([r.requestId, r.model, { text: r.status, cls: r.status + ' status' }, r.position == null ? '' : r.position, r.submitter, r.receivedAt], { 'data-request': r.requestId, 'data-status': r.status })), 'no requests yet', 6);
+      for (const r of recent.requests) if (r.status === 'RUNNING' || r.status === 'DISPATCHED') follow(r.requestId);
     } catch (e) {
       $('error').textContent = String(e.message || e);
     } finally {
@@ -89,9 +124,14 @@ export const STATUS_PAGE_HTML = `<!doctype html>
   }
   function connect() {
     const url = (location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + '/ws' + (key ? '?key=' + encodeURIComponent(key) : '');
-    const ws = new WebSocket(url);
+    ws = new WebSocket(url);
+    followed.clear();
     ws.onopen = () => { $('conn').textContent = 'live'; $('conn').className = 'live'; ws.send(JSON.stringify({ type: 'watch', topic: 'cluster' })); refresh(); };
-    ws.onmessage = (ev) => { const msg = JSON.parse(ev.data); if (msg.type === 'changed') refresh(); };
+    ws.onmessage = (ev) => {
+      const msg = JSON.parse(ev.data);
+      if (msg.type === 'changed') refresh();
+      else if (msg.type === 'status' && msg.status === 'STREAM') onTokens(msg.requestId, msg.tokens);
+    };
     ws.onclose = () => { $('conn').textContent = 'reconnecting…'; $('conn').className = 'down'; setTimeout(connect, 1000); };
   }
   refresh();

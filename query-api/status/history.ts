@@ -38,6 +38,7 @@ export function historyOf(events: StoredEvent[]): { statuses: HistoryEntry[]; lo
     const d = eventDraft(e, null, true);
     if (d === undefined) continue;
     const m = d.msg;
+    if (m.status === 'STREAM') continue;
     const h: HistoryEntry = { status: m.status, at: m.at, cursor: m.cursor };
     if (typeof m.attempt === 'number') h.attempt = m.attempt;
     const requeued = m.requeued as { reason?: string } | undefined;

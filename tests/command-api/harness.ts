@@ -165,6 +165,11 @@ export class ReportingAgent {
     return this.report({ type: 'ReportRequestLog', requestId, attempt, agentId: this.agentId, agentMessageId: '', lines: [{ stream, line }] });
   }
 
+  /** Streams tokens (ReportRequestTokens), as the agent's TokenStream reports them. */
+  tokens(requestId: string, attempt: number, tokens: Array<{ step: number; invoke: number; token: number; text?: string }>) {
+    return this.report({ type: 'ReportRequestTokens', requestId, attempt, agentId: this.agentId, agentMessageId: '', tokens });
+  }
+
   /** Completes with a result container holding one float32 tensor of `elements` values (i / 2). */
   async complete(requestId: string, attempt: number, elements = 4): Promise<Uint8Array> {
     const data = new Float32Array(elements).map((_, i) => i / 2);

@@ -52,6 +52,13 @@ it('shows the deployed model and a request changing status live', async () => {
   const d = (await agent.dispatched())[0]!;
   await agent.started('page-1', d.attempt);
   await page.locator('#requests tr[data-request="page-1"][data-status="RUNNING"]').waitFor();
+  // A running request is followed: the text it generates shows as it is streamed.
+  const stream = page.locator('#streams tr[data-stream="page-1"][data-invoke="0"]');
+  await agent.tokens('page-1', d.attempt, [{ step: 0, invoke: 0, token: 383, text: ' The' }]);
+  await stream.locator('pre', { hasText: 'The' }).waitFor();
+  await agent.tokens('page-1', d.attempt, [{ step: 1, invoke: 0, token: 3290, text: ' fabric' }, { step: 2, invoke: 0, token: 318, text: ' is' }]);
+  await stream.locator('pre', { hasText: 'The fabric is' }).waitFor();
+  assert.equal(await stream.locator('td').nth(2).innerText(), '3');
   await agent.complete('page-1', d.attempt);
   await page.locator('#requests tr[data-request="page-1"][data-status="COMPLETED"]').waitFor();
   assert.match(await row.locator('td.status').innerText(), /COMPLETED/);

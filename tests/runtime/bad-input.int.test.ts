@@ -106,7 +106,7 @@ test('a prompt longer than the model\'s positions is refused before anything run
   await assert.rejects(run(hm, { invokes: [{ tokens: new Array(129).fill(11), block: 'async () => 1' }] }),
     fails('PROMPT_TOO_LONG', /129 prompt tokens need 129 positions; model gpt2-tiny has 128/));
   await assert.rejects(run(hm, { newTokens: 10, invokes: [{ tokens: new Array(120).fill(11) }] }),
-    fails('PROMPT_TOO_LONG', /\+ 9 generated tokens fed back need 129 positions/));
+    fails('GENERATION_TOO_LONG', /\+ 9 generated tokens fed back need 129 positions; model gpt2-tiny has 128\. Generate at most 9 tokens/));
   await assert.rejects(run(hm, { invokes: [{ tokens: [1, 50257] }] }), fails('INVOKE_TOKEN_OUT_OF_RANGE', /\[0, 50257\)/));
   await assert.rejects(run(hm, { invokes: [{ prompt: '' }] }), fails('INVOKE_EMPTY_PROMPT'));
   await assert.rejects(run(hm, { invokes: [] }), fails('REQUEST_NO_INVOKES'));

@@ -31,7 +31,8 @@ test('the tiny model is generated bit for bit the same every time', () => {
   assert.ok(names.includes('/transformer/h.0/attn/c_attn/MatMul'));
   assert.ok(names.includes('/transformer/h.1/mlp/act/Tanh'));
   assert.ok(names.includes('/lm_head/Gemm'));
-  assert.deepEqual(m.graph!.input!.map((v) => v.name), ['input_ids', 'attention_mask']);
+  assert.deepEqual(m.graph!.input!.map((v) => v.name), ['input_ids', 'attention_mask', 'past_key_values.0.key', 'past_key_values.0.value', 'past_key_values.1.key', 'past_key_values.1.value']);
+  assert.deepEqual(m.graph!.output!.map((v) => v.name), ['logits', 'present.0.key', 'present.0.value', 'present.1.key', 'present.1.value']);
   assert.ok(m.graph!.initializer!.every((t) => t.data_location === 1), 'weights are external data');
   assert.throws(() => ensureModel('gpt5'), /unknown bundled model "gpt5"; bundled models: gpt2-tiny, gpt2-mini, gpt2-small-random/);
 });

@@ -1,7 +1,8 @@
 // Greedy generation against PyTorch: the fixtures record, for prompt 0 of each causal family, the tokens and the
-// per-step last-position logits of greedy decoding with transformers' KV cache. The runtime re-runs the sequence
-// each step (a with-past export gets an empty cache); tokens must be the same and every step's logits within
-// the fixture's tolerance.
+// per-step last-position logits of greedy decoding with transformers' KV cache. The runtime generates with its own
+// KV cache (the export's past_key_values, or carried keys and values; hf-generation-cache.int.test.ts checks
+// the uncached path and interventions too); tokens must be the same and every step's logits within the fixture's
+// tolerance.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';

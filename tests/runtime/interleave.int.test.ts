@@ -108,11 +108,17 @@ test('skip by one invoke of two: its rows are replaced, the other invoke is comp
   assert.ok(sameBits(tensor(skipped.invokes[1]!.result), tensor(plain.invokes[1]!.result)));
 });
 
-test('generation: greedy tokens, one full pass per token, with per-step access', async () => {
+test('generation: greedy tokens, one pass per token, with per-step access (cached: the new position only; uncached: the whole sequence)', async () => {
   const hm = await tinyModel();
-  const r = await run(hm, { newTokens: 3, invokes: [{ tokens: B, block: 'async (m) => { const shapes = []; for (let i = 0; i < m.steps; i++) shapes.push((await m.step(i).output).shape); return shapes; }' }] });
+  const shapes = 'async (m) => { const shapes = []; for (let i = 0; i < m.steps; i++) shapes.push((await m.step(i).output).shape); return shapes; }';
+  const r = await run(hm, { newTokens: 3, invokes: [{ tokens: B, block: shapes }] });
   assert.equal(r.steps, 3);
-  assert.deepEqual(r.invokes[0]!.result.tree, [[1, 3, 50257], [1, 4, 50257], [1, 5, 50257]]);
+  assert.equal(r.cache, 'past');
+  assert.deepEqual(r.invokes[0]!.result.tree, [[1, 3, 50257], [1, 1, 50257], [1, 1, 50257]]);
+  const uncached = await run(hm, { newTokens: 3, generation: { cache: false }, invokes: [{ tokens: B, block: shapes }] });
+  assert.equal(uncached.cache, 'none');
+  assert.deepEqual(uncached.invokes[0]!.result.tree, [[1, 3, 50257], [1, 4, 50257], [1, 5, 50257]]);
+  assert.deepEqual(uncached.invokes[0]!.generated, r.invokes[0]!.generated);
   const gen = r.invokes[0]!.generated;
   assert.equal(gen.length, 3);
   // The same tokens by hand: argmax of the last position, fed back.
@@ -133,7 +139,7 @@ test('m.stop() ends the forward pass and the generation early', async () => {
   assert.equal(r.stoppedEarly, true);
   assert.equal(r.steps, 2, 'step 1 started, then stopped');
   assert.equal(r.invokes[0]!.generated.length, 1, 'only step 0 finished and produced a token');
-  assert.deepEqual(r.invokes[0]!.result.tree, [1, 4, 64]);
+  assert.deepEqual(r.invokes[0]!.result.tree, [1, 1, 64]);
 });
 
 test('out of forward order: the error names both modules', async () => {

@@ -64,6 +64,20 @@ const SCRIPTS: Record<string, RunRequest> = {
       },
     ],
   },
+  'm.iter over sampled generation with a finished row (STEP frames, ctx.generated, ctx.finished)': {
+    generation: { maxNewTokens: 5, temperature: 0.9, seed: 4, ignoreEos: true },
+    invokes: [
+      {
+        tokens: A,
+        generation: { maxNewTokens: 2 },
+        block: `async (m, ctx) => {
+          const seen = await m.all(async (s, i) => ({ i, h: await s.transformer.h[0].output, generated: ctx.generated }));
+          return { seen, finished: ctx.finished, generated: ctx.generated, cached: ctx.cached };
+        }`,
+      },
+      { tokens: B, block: 'async (m) => m.iter([1, null], async (s, i) => (await s.output).argmax(-1))' },
+    ],
+  },
   'tokenizer, tensor maths and plain values': {
     invokes: [
       {

@@ -56,6 +56,12 @@ const agentToRunner: fc.Arbitrary<AgentToRunner> = fc.oneof(
       { maxLength: 3 },
     ),
     steps: small,
+    cache: fc.boolean(),
+  }),
+  fc.record({
+    kind: fc.constant('STEP' as const),
+    step: u32,
+    invokes: fc.array(fc.record({ invoke: u32, token: fc.integer({ min: -1, max: 50_256 }), finished: fc.boolean() }), { maxLength: 4 }),
   }),
   fc.record({ kind: fc.constant('VALUE' as const), invoke: u32, addr: text, values: tensors }),
   fc.record({ kind: fc.constant('RAISE' as const), invoke: u32, addr: text, error: blockError }),
@@ -244,7 +250,7 @@ test('the encoder refuses what it cannot write exactly', () => {
   refuses(() => encodeRunnerToAgent({ kind: 'WAIT', invoke: 1.5, addr: 'a.output.0' }), /invoke must be an integer/);
   refuses(() => encodeRunnerToAgent({ kind: 'SWAP', invoke: 0, addr: 'a', values: [{ dtype: 'float64' as Dtype, shape: [1], data: new Uint8Array(8) }] }), /unknown dtype/);
   refuses(() => encodeRunnerToAgent({ kind: 'END', invoke: 0, result: { tree: { n: 1n }, tensors: [] } }), /not JSON-serialisable/);
-  refuses(() => encodeAgentToRunner({ kind: 'START', requestId: 'r', steps: 1, invokes: [{ invoke: 0, source: '', tokens: [-1], batchStart: 0, batchSize: 1 }] }), /token id/);
+  refuses(() => encodeAgentToRunner({ kind: 'START', requestId: 'r', steps: 1, cache: false, invokes: [{ invoke: 0, source: '', tokens: [-1], batchStart: 0, batchSize: 1 }] }), /token id/);
   refuses(() => encodeRunnerToAgent({ kind: 'READY', version: 1, pid: 1, startupMs: Number.NaN, rssBytes: 0 }), /finite/);
 });
 

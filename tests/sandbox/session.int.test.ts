@@ -175,6 +175,7 @@ test("runUntrusted's own timeout and signal: the runner is killed, open invokes 
     kind: 'START' as const,
     requestId: 'direct',
     steps: 1,
+    cache: false,
     invokes: [{ invoke: 0, source, tokens: TOKENS, batchStart: 0, batchSize: 1 }],
   });
   const s = await sb.runUntrusted({ model: 'gpt2-tiny', timeoutMs: 300 });

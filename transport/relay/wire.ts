@@ -94,6 +94,7 @@ export const AGENT_COMMAND_TYPES = [
   'ReportReplicaFailed',
   'ReportRequestStarted',
   'ReportRequestLog',
+  'ReportRequestTokens',
   'ReportRequestCompleted',
   'ReportRequestFailed',
 ] as const;

@@ -10,6 +10,8 @@ export const invokeSchema = z.strictObject({
     z.array(z.number().int('token ids are integers').nonnegative('token ids are >= 0').max(2 ** 31 - 1)).min(1, 'a token list must not be empty').max(100_000),
   ]),
   block: blockSource.optional(),
+  /** This invoke's generation options (checked by protocol/generation.ts). */
+  generation: z.record(z.string(), z.unknown()).optional(),
 });
 
 export const submitSchema = z.strictObject({
@@ -18,6 +20,8 @@ export const submitSchema = z.strictObject({
   invokes: z.array(invokeSchema).min(1, 'send at least one invoke ({ "input": "<prompt>" })').max(64, 'at most 64 invokes per request'),
   block: blockSource.optional(),
   newTokens: z.number().int().min(0).max(4095).optional(),
+  /** Generation options (protocol/generation.ts): maxNewTokens, temperature, topK, topP, seed, repetitionPenalty, stop, stopTokenIds, ignoreEos, cache. */
+  generation: z.record(z.string(), z.unknown()).optional(),
   timeoutMs: z.number().int().positive().max(86_400_000).optional(),
   queueTimeoutMs: z.number().int().positive().max(7 * 86_400_000).optional(),
   untrusted: z.boolean().optional(),

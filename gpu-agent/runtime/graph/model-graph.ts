@@ -89,11 +89,17 @@ export function analyzeGraph(graph: GraphProto): ModelGraph {
 }
 
 /**
- * The KV cache a with-past export returns (optimum's `present.<i>.key/value`): in PyTorch the attention writes it
- * into the cache object, it does not return it, so it is an output of the model only.
+ * The KV cache a with-past export returns (optimum's `present.<i>.key/value`, or the runtime's carried
+ * `ndif.present.<i>.key/value`): in PyTorch the attention writes it into the cache object, it does not return it,
+ * so it is an output of no module, the model included.
  */
 export function isCacheOutput(tensor: string): boolean {
-  return /^present\.\d+\.(key|value)$/.test(tensor);
+  return /^(?:ndif\.)?present\.\d+\.(key|value)$/.test(tensor);
+}
+
+/** The cache fed back in (`past_key_values.<i>.*`, `ndif.past.<i>.*`, `ndif.past_bias`): an input of no module. */
+export function isCacheInput(tensor: string): boolean {
+  return /^(?:past_key_values|ndif\.past)\.\d+\.(key|value)$/.test(tensor) || tensor === 'ndif.past_bias';
 }
 
 const INTEGER_TYPES = new Set([2, 3, 4, 5, 6, 7, 12, 13]);
@@ -218,10 +224,10 @@ function buildModules(
   const shared = { scopes, consumers, isList: (p: string) => modules.get(p)?.isList ?? false };
   for (const m of modules.values()) {
     m.outputs = [...(outputSets.get(m.path) ?? [])].filter((t) => (isGraphOutput.has(t) ? !isCacheOutput(t) : !isSharedValue(shared, m.path, t)));
-    m.inputs = [...(inputSets.get(m.path) ?? [])];
+    m.inputs = [...(inputSets.get(m.path) ?? [])].filter((t) => !isCacheInput(t));
   }
   // The model's output is what its forward returns for the prompt; the cache it also returns is not observable here.
   root.outputs = graphOutputs.map((v) => v.name).filter((t) => !isCacheOutput(t));
-  root.inputs = graphInputs.map((v) => v.name);
+  root.inputs = graphInputs.map((v) => v.name).filter((t) => !isCacheInput(t));
   return modules;
 }

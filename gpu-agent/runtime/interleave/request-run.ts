@@ -3,11 +3,13 @@
 //
 // At each point the invokes waiting for it are served in index order: VALUE with the invoke's own batch rows,
 // then the host reads that invoke's messages until it waits for a later point, ends, or fails. Swaps replace
-// the invoke's rows in the tensor table before the pass continues. Generation re-runs the whole sequence each
-// step (no KV cache; a with-past export gets an empty cache) and appends the greedy argmax token of each row's last
-// real position.
+// the invoke's rows in the tensor table before the pass continues. Generation (generation/) feeds each step's
+// inputs — with the KV cache only the new position after step 0 — and after each step chooses every live row's
+// next token; a row that finished (EOS, a stop, its maxNewTokens) is fed the pad token, masked, and its invoke sees
+// no later step. At the start of each step ≥ 1 the blocks get STEP (the tokens chosen, who finished), and waits
+// for `step.<i>` (m.iter) are answered.
 import type { Addr, BlockChannel, BlockError, BlockToHost, SavedTree, StartRequest, TensorPayload } from '../../../protocol/interleave.js';
-import { formatAddr, parseAddr } from '../../../protocol/interleave.js';
+import { formatAddr, parseAddr, parseStepAddr, stepAddr } from '../../../protocol/interleave.js';
 import { checkPayload, firstNonFinite, floatValues, isFloatDtype, sameShape, sliceRows } from '../../../protocol/tensor-payload.js';
 import { normalizePath, unknownModuleMessage } from '../../../protocol/module-paths.js';
 import { pointKey } from '../../../protocol/manifest.js';
@@ -16,10 +18,15 @@ import type { ModelGraph, ModuleNode } from '../graph/model-graph.js';
 import { isWithin } from '../graph/scopes.js';
 import type { OrtTensor } from '../ort/session.js';
 import type { SegmentCache } from '../segments/segment-cache.js';
-import { feedsFor, lastRealPosition, padRows } from '../model-inputs.js';
-import type { InputPlan, PaddedBatch, PaddingSide } from '../model-inputs.js';
+import { feedsFor, padRows } from '../model-inputs.js';
+import type { InputPlan, PaddingSide } from '../model-inputs.js';
+import { Generation } from '../generation/generation.js';
+import type { RowSpec } from '../generation/generation.js';
+import type { KvLayout } from '../generation/kv-layout.js';
+import type { Finish } from '../generation/stopping.js';
 import { ortToPayload, payloadToOrt, replaceRows } from '../tensor-convert.js';
 import { InterventionError, blockError } from '../errors.js';
+import { isSampling } from '../../../protocol/generation.js';
 import { ForwardPass } from './forward-pass.js';
 import type { PassTimings } from './forward-pass.js';
 import type { InvokeResult, LogLine, RunRequest, RunResult } from './request-types.js';
@@ -39,7 +46,28 @@ export interface HostContext {
   /** Expected [dtype, shape] of a tensor for `rows` batch rows at sequence length `seq`. */
   expected: (tensor: string, rows: number, seq: number) => { dtype: string; shape: number[] };
   padTokenId: number;
+  /** How the KV cache is carried (mode none: each step runs the whole sequence). */
+  kv: KvLayout;
+  eosTokenIds: number[];
 }
+
+/** What the host generates for a request (null: a single forward pass). */
+export interface GenerationPlan {
+  maxNewTokens: number;
+  cached: boolean;
+  rows: RowSpec[];
+  decode: ((ids: number[]) => string) | undefined;
+}
+
+/** The start of a step as a point a block can wait for (`step.<i>`): before every other point of the step. */
+const STEP_START: ObservationPoint = { path: '', point: 'input', key: 'step', cut: 0, tensors: [], rank: -1 };
+
+const FINISH_TEXT: Record<Finish['reason'], string> = {
+  eos: 'its EOS token',
+  'stop-token': 'a stop token',
+  'stop-string': 'a stop string',
+  length: 'its maxNewTokens',
+};
 
 type Status = 'running' | 'waiting' | 'ended';
 
@@ -53,8 +81,8 @@ interface InvokeState {
   result?: SavedTree;
   swaps: Map<string, TensorPayload[]>;
   skips: Map<string, TensorPayload[]>;
-  tokens: number[];
   generated: number[];
+  finish?: Finish;
 }
 
 /** Separates a tensor's name from the module whose swapped input an alias carries. */
@@ -100,7 +128,11 @@ export class RequestRun {
   /** Rank of the last point served in the current step (-1: none yet). */
   private rank = -1;
   private pass!: ForwardPass;
-  private batch!: PaddedBatch;
+  private readonly gen: Generation | null;
+  /** Padded prompt length (sequence at step 0). */
+  private readonly width: number;
+  /** Set when every row finished before the last step: the step after the last one run. */
+  private allFinishedAt: number | undefined;
   private readonly logs: LogLine[] = [];
   private readonly timings: PassTimings = { forwardMs: 0, segmentRuns: 0 };
   private blockMs = 0;
@@ -114,7 +146,18 @@ export class RequestRun {
     private readonly start: StartRequest,
     private readonly channel: BlockChannel,
     private readonly deadline: Deadline,
+    private readonly plan: GenerationPlan | null,
   ) {
+    this.width = Math.max(...start.invokes.map((inv) => inv.tokens.length));
+    this.gen = plan === null ? null : new Generation({
+      plan: ctx.inputs,
+      layout: ctx.kv,
+      cached: plan.cached,
+      padTokenId: ctx.padTokenId,
+      eos: ctx.eosTokenIds,
+      maxNewTokens: plan.maxNewTokens,
+      decode: plan.decode,
+    }, plan.rows);
     this.invokes = start.invokes.map((inv) => ({
       index: inv.invoke,
       row: inv.batchStart,
@@ -123,7 +166,6 @@ export class RequestRun {
       stopped: false,
       swaps: new Map(),
       skips: new Map(),
-      tokens: [...inv.tokens],
       generated: [],
     }));
     this.modulePaths = [...ctx.graph.modules.keys()];
@@ -134,6 +176,7 @@ export class RequestRun {
     req: RunRequest,
     start: StartRequest,
     open: () => BlockChannel | Promise<BlockChannel>,
+    plan: GenerationPlan | null = null,
   ): Promise<RunResult> {
     const t0 = performance.now();
     const deadline = new Deadline(req.timeoutMs ?? 60_000, req.signal);
@@ -142,7 +185,7 @@ export class RequestRun {
     let stopReason = 'completed';
     try {
       channel = await Promise.race([Promise.resolve(open()), deadline.expired]);
-      const run = new RequestRun(ctx, req, start, channel, deadline);
+      const run = new RequestRun(ctx, req, start, channel, deadline, plan);
       const { steps, stoppedEarly } = await run.drive();
       const stats1 = ctx.cache.getStats();
       return {
@@ -150,6 +193,7 @@ export class RequestRun {
         invokes: run.results(),
         steps,
         stoppedEarly,
+        cache: plan === null ? 'none' : plan.cached ? ctx.kv.mode : 'none',
         logs: run.logs,
         timings: {
           totalMs: performance.now() - t0,
@@ -177,11 +221,17 @@ export class RequestRun {
   }
 
   private results(): InvokeResult[] {
-    return this.invokes.map((inv) => ({
-      result: inv.result ?? { tree: null, tensors: [] },
-      tokens: this.start.invokes[inv.index]!.tokens,
-      generated: inv.generated,
-    }));
+    return this.invokes.map((inv) => {
+      const row = this.plan?.rows[inv.index];
+      const sampled = row !== undefined && this.gen !== null && isSampling(row.options);
+      return {
+        result: inv.result ?? { tree: null, tensors: [] },
+        tokens: this.start.invokes[inv.index]!.tokens,
+        generated: inv.generated,
+        ...(inv.finish ? { finish: inv.finish } : {}),
+        ...(sampled ? { seed: row.seed } : {}),
+      };
+    });
   }
 
   // ---------------------------------------------------------------- the pass
@@ -196,29 +246,109 @@ export class RequestRun {
         stoppedEarly = true;
         break;
       }
+      if (this.step > 0 && this.gen) {
+        if (this.gen.allFinished) {
+          this.allFinishedAt = this.step;
+          break;
+        }
+        this.sendStep();
+        await this.releaseFinished();
+        if (this.shouldStop()) {
+          stoppedEarly = true;
+          break;
+        }
+      }
       this.rank = -1;
-      this.batch = padRows(this.invokes.map((i) => i.tokens), this.ctx.padTokenId, this.ctx.padding === 'right' ? 'right' : 'left');
-      const feeds = feedsFor(this.ctx.inputs, this.batch);
+      const feeds = this.gen ? this.gen.feeder.feeds() : feedsFor(this.ctx.inputs, padRows(this.start.invokes.map((i) => i.tokens), this.ctx.padTokenId, this.ctx.padding === 'right' ? 'right' : 'left'));
       this.pass = new ForwardPass(this.ctx.graph, this.ctx.cache, this.ctx.lastRead, feeds, this.timings);
+      await this.serveStepStart();
       const finished = await this.runStep();
       steps++;
       if (!finished) {
         stoppedEarly = true;
         break;
       }
-      if ((this.req.newTokens ?? 0) > 0) this.appendTokens();
+      if (this.gen) this.chooseTokens();
     }
     this.finished = stoppedEarly ? 'stopped' : 'done';
+    // The last step's tokens (and who finished) reach blocks still running, before their waits are answered.
+    if (this.gen && steps > 0 && !stoppedEarly) {
+      this.step = steps;
+      this.sendStep();
+    }
     for (const inv of this.invokes) {
       if (inv.status !== 'waiting') continue;
-      const a = formatAddr({ path: inv.wait!.point.path, point: inv.wait!.point.point, step: inv.wait!.step });
+      const w = inv.wait!;
+      const a = w.point === STEP_START ? `the start of step ${w.step}` : formatAddr({ path: w.point.path, point: w.point.point, step: w.step });
       const why = stoppedEarly
         ? `the request stopped early (m.stop()) before the forward pass reached ${a}`
-        : `the forward pass never reached ${a} (${this.start.steps} step${this.start.steps === 1 ? '' : 's'}${inv.wait!.step >= this.start.steps ? `; steps are numbered from 0` : ''})`;
-      await this.raise(inv, a, blockError('NotProvided', why));
+        : this.finishedBefore(inv, w.step) ?? `the forward pass never reached ${a} (${this.start.steps} step${this.start.steps === 1 ? '' : 's'}${w.step >= this.start.steps ? `; steps are numbered from 0` : ''})`;
+      await this.raise(inv, w.point === STEP_START ? stepAddr(w.step) : a, blockError('NotProvided', why));
     }
     await this.settleAll();
     return { steps, stoppedEarly };
+  }
+
+  /** Why step `step` does not run for the invoke (its row finished, or every row did), or undefined. */
+  private finishedBefore(inv: InvokeState, step: number): string | undefined {
+    const f = inv.finish;
+    if (f && step > f.step) {
+      return `invoke ${inv.index} finished at step ${f.step} (${FINISH_TEXT[f.reason]}${f.match !== undefined ? ` ${JSON.stringify(f.match)}` : ''}), so it has no step ${step}`;
+    }
+    if (this.allFinishedAt !== undefined && step >= this.allFinishedAt) return `generation ended after step ${this.allFinishedAt - 1}: every row finished`;
+    return undefined;
+  }
+
+  /** STEP to the blocks: the token each row got at the last step, and which rows have finished. */
+  private sendStep(): void {
+    this.channel.send({
+      kind: 'STEP',
+      step: this.step,
+      invokes: this.invokes.map((inv) => {
+        const g = inv.generated;
+        const fresh = g.length === this.step;
+        return { invoke: inv.index, token: fresh ? g[g.length - 1]! : -1, finished: inv.finish !== undefined };
+      }),
+    });
+  }
+
+  /** A finished invoke's waits for this step or later are answered NotProvided. */
+  private async releaseFinished(): Promise<void> {
+    for (const inv of this.invokes) {
+      if (inv.status !== 'waiting' || !inv.finish) continue;
+      const why = this.finishedBefore(inv, inv.wait!.step);
+      if (!why) continue;
+      const w = inv.wait!;
+      await this.raise(inv, w.point === STEP_START ? stepAddr(w.step) : formatAddr({ path: w.point.path, point: w.point.point, step: w.step }), blockError('NotProvided', why));
+    }
+  }
+
+  /** Answers the waits for the start of this step, in invoke order. */
+  private async serveStepStart(): Promise<void> {
+    for (const inv of this.invokes) {
+      if (!(inv.status === 'waiting' && inv.wait!.point === STEP_START && inv.wait!.step === this.step)) continue;
+      inv.status = 'running';
+      inv.wait = undefined;
+      this.channel.send({ kind: 'VALUE', invoke: inv.index, addr: stepAddr(this.step), values: [] });
+      await this.settle(inv);
+    }
+  }
+
+  /** Sequence length of the module outputs at `step`. */
+  private seqAt(step: number): number {
+    return this.plan?.cached && step > 0 ? 1 : this.width + step;
+  }
+
+  private chooseTokens(): void {
+    const name = this.ctx.logitsName;
+    const logits = name === null ? undefined : this.pass.table.get(name);
+    if (!logits) throw new Error(`internal: graph output ${String(name)} missing after the forward pass`);
+    for (const c of this.gen!.choose(this.step, logits, this.pass.table)) {
+      const inv = this.invokes[c.invoke]!;
+      inv.generated.push(c.token);
+      if (c.finish) inv.finish = c.finish;
+      this.req.onToken?.({ invoke: c.invoke, step: this.step, token: c.token, ...(c.finish ? { finish: c.finish } : {}) });
+    }
   }
 
   /** True once every invoke has ended or stopped and at least one stopped. */
@@ -372,24 +502,6 @@ export class RequestRun {
     return this.pass.aliases.find((a) => a.tensor === tensor && a.from === m.start && a.to === m.end)?.alias;
   }
 
-  private appendTokens(): void {
-    const name = this.ctx.logitsName;
-    const logits = name === null ? undefined : this.pass.table.get(name);
-    if (!logits) throw new Error(`internal: graph output ${String(name)} missing after the forward pass`);
-    const [batch, seq, vocab] = logits.dims as [number, number, number];
-    const data = floatValues(logits.data as Float32Array | Uint16Array, logits.type === 'float16' ? 'float16' : 'float32');
-    for (const inv of this.invokes) {
-      for (let r = 0; r < inv.rows && inv.row + r < batch; r++) {
-        const row = inv.row + r;
-        const off = (row * seq + lastRealPosition(this.batch, row)) * vocab;
-        let best = 0;
-        for (let v = 1; v < vocab; v++) if (data[off + v]! > data[off + best]!) best = v;
-        inv.tokens.push(best);
-        inv.generated.push(best);
-      }
-    }
-  }
-
   // ------------------------------------------------------------- messages
 
   private async receive(): Promise<BlockToHost> {
@@ -488,6 +600,8 @@ export class RequestRun {
   }
 
   private onWait(inv: InvokeState, addr: string): void {
+    const stepWait = parseStepAddr(addr);
+    if (stepWait !== undefined) return this.onStepWait(inv, addr, stepWait);
     const r = this.resolve(addr);
     if ('type' in r) return void this.raiseNow(inv, addr, r);
     const { a, p } = r;
@@ -501,12 +615,36 @@ export class RequestRun {
     if (this.before(a.step, p.rank)) {
       return void this.raiseNow(inv, addr, blockError('OutOfOrder', `${addr} was requested after the forward pass had reached ${this.here()}; ${p.path || 'the model'} comes earlier in the forward order, so request modules in forward order`));
     }
+    const over = this.finishedBefore(inv, a.step);
+    if (over) return void this.raiseNow(inv, addr, blockError('NotProvided', over));
     if (a.step === this.step && p.rank === this.rank) {
       this.channel.send({ kind: 'VALUE', invoke: inv.index, addr, values: this.valuesFor(inv, p) });
       return;
     }
     inv.status = 'waiting';
     inv.wait = { step: a.step, point: p };
+  }
+
+  /** A wait for the start of step `step` (m.iter): answered there, or now when the pass is at it. */
+  private onStepWait(inv: InvokeState, addr: string, step: number): void {
+    if (this.finished) {
+      const why = this.finished === 'stopped' ? 'the request stopped early (m.stop())' : 'the forward pass had already finished';
+      return void this.raiseNow(inv, addr, blockError('NotProvided', `the start of step ${step} was requested after ${why}`));
+    }
+    if (step >= this.start.steps) {
+      return void this.raiseNow(inv, addr, blockError('NotProvided', `step ${step} does not exist: the request runs ${this.start.steps} step${this.start.steps === 1 ? '' : 's'} (numbered from 0)`));
+    }
+    const over = this.finishedBefore(inv, step);
+    if (over) return void this.raiseNow(inv, addr, blockError('NotProvided', over));
+    if (step < this.step || (step === this.step && this.rank >= 0)) {
+      return void this.raiseNow(inv, addr, blockError('OutOfOrder', `the start of step ${step} was requested after the forward pass had reached ${this.here()}`));
+    }
+    if (step === this.step) {
+      this.channel.send({ kind: 'VALUE', invoke: inv.index, addr, values: [] });
+      return;
+    }
+    inv.status = 'waiting';
+    inv.wait = { step, point: STEP_START };
   }
 
   /** RAISE in answer to a WAIT while the invoke stays running. */
@@ -543,7 +681,10 @@ export class RequestRun {
     if (values.length !== m.outputs.length) {
       throw new InterventionError(blockError('ShapeMismatch', `${path} has ${m.outputs.length} output tensor${m.outputs.length === 1 ? '' : 's'}; the skip gave ${values.length}`), inv.index);
     }
-    const seq = Math.max(...this.invokes.map((i) => i.tokens.length)) + (step - this.step);
+    if (this.plan?.cached && step < this.start.steps - 1 && this.holdsCache(m)) {
+      throw new InterventionError(blockError('NotSkippable', `${path} computes keys and values of the KV cache, which later steps read: with the cache it cannot be skipped before the last step (${this.start.steps - 1}); run the request with generation.cache false to skip it`), inv.index);
+    }
+    const seq = this.seqAt(step);
     m.outputs.forEach((name, j) => {
       const want = this.ctx.expected(name, this.ctx.batched(name) ? inv.rows : this.invokes.reduce((n, i) => n + i.rows, 0), seq);
       this.checkValue(inv, `skip of ${path}`, values[j]!, want.dtype, want.shape);
@@ -608,6 +749,14 @@ export class RequestRun {
       const current = this.pass.table.get(name)!;
       const v = values[j]!;
       this.pass.table.set(name, this.ctx.batched(name) ? replaceRows(current, inv.row, v) : payloadToOrt(v));
+    });
+  }
+
+  /** Whether a node of `m` writes a cache tensor (a present output). */
+  private holdsCache(m: ModuleNode): boolean {
+    return this.ctx.kv.slots.some((s) => {
+      const k = this.ctx.graph.producer.get(s.present);
+      return k !== undefined && k >= m.start && k < m.end;
     });
   }
 

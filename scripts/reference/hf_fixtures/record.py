@@ -164,10 +164,10 @@ def gradients(family: Family, model, ids: list[int]) -> tuple[dict[str, np.ndarr
     return grads, spec
 
 
-def greedy_generate(model, ids: list[int], new_tokens: int) -> tuple[list[int], np.ndarray]:
+def greedy_generate(model, ids: list[int], new_tokens: int, on_step=None) -> tuple[list[int], np.ndarray]:
     """Greedy decoding with the KV cache, step by step: step 0 runs the prompt, each later step only the
     token chosen before (with the cache). No stopping at EOS. Returns the chosen tokens and, per step,
-    the logits of the last position."""
+    the logits of the last position. `on_step(i)`, when given, is called before the i-th forward pass."""
     from transformers import DynamicCache
 
     cache = DynamicCache(config=model.config)
@@ -176,7 +176,9 @@ def greedy_generate(model, ids: list[int], new_tokens: int) -> tuple[list[int], 
     step_ids = torch.tensor([ids])
     length = len(ids)
     with torch.no_grad():
-        for _ in range(new_tokens):
+        for i in range(new_tokens):
+            if on_step is not None:
+                on_step(i)
             start = length - step_ids.shape[1]
             out = model(
                 input_ids=step_ids,
