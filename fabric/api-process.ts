@@ -42,7 +42,7 @@ export async function runApiProcess(role: ApiRole, build: (ctx: ApiContext) => P
     const catalog = await FabricModelCatalog.open(catalogConfigFromEnv(env));
     // No relay here: the transport is never used; the control plane is the view and the command handlers.
     const transport = new InProcessTransport();
-    const cp = new ControlPlane({ store: opened.store, snapshots: opened.snapshots, transport, blobs, catalog, log, schedule: false });
+    const cp = new ControlPlane({ store: opened.store, snapshots: opened.snapshots, transport, blobs, catalog, log, schedule: false, registerModels: role === 'command-api' });
     await cp.start();
     const readModels = role === 'query-api' ? await startReadModels(readModelsConfig, opened.store, log) : undefined;
     const keys = await openKeys(env);

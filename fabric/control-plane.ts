@@ -6,7 +6,9 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { BlobStore } from '../blobstore/port.js';
 import { onDemandFromCatalog } from '../catalog/on-demand.js';
-import type { ModelCatalog } from '../catalog/port.js';
+import type { FabricModelCatalog } from '../catalog/catalog.js';
+import { RegisteredCatalog } from '../catalog/registered.js';
+import { registerConfiguredModels, type StartupResult } from '../catalog/startup.js';
 import { ControlPlaneCommands } from '../command-api/handlers/service.js';
 import type { EventStore } from '../eventstore/port.js';
 import { ControlPlaneView } from '../projections/control-plane/live.js';
@@ -24,7 +26,11 @@ export interface ControlPlaneOptions {
   snapshots: SnapshotStore;
   transport: Transport;
   blobs: BlobStore;
-  catalog: ModelCatalog;
+  /**
+   * The model folders configured on this machine (NDIF_MODELS): registered at start with the same command as
+   * `POST /models`, and where manifests are computed and cached. What is served is what is registered.
+   */
+  catalog: FabricModelCatalog;
   log: Logger;
   clock?: () => number;
   topics?: RelayTopics;
@@ -35,6 +41,8 @@ export interface ControlPlaneOptions {
   onDemandDefaults?: OnDemandDefaults;
   /** Run the scheduler and relay here (default true). The API-only processes of distributed mode pass false. */
   schedule?: boolean;
+  /** Register the configured folders at start (default true; the query API, which only reads, passes false). */
+  registerModels?: boolean;
 }
 
 export class ControlPlane {
@@ -43,11 +51,16 @@ export class ControlPlane {
   readonly scheduler: Scheduler | undefined;
   readonly relay: Relay | undefined;
   readonly context: FabricContext;
+  /** What is served: the registered models. */
+  readonly catalog: RegisteredCatalog;
+  /** The NDIF_MODELS registration of the last start. */
+  startupModels: StartupResult | undefined;
 
   constructor(private readonly options: ControlPlaneOptions) {
     const clock = options.clock ?? Date.now;
     const log = options.log;
     this.view = new ControlPlaneView(options.store, options.snapshots, { onListenerError: (err) => log.error({ err }, 'control-plane view listener failed') });
+    this.catalog = new RegisteredCatalog(() => this.view.state.models, options.catalog);
     let scheduler: Scheduler | undefined;
     this.commands = new ControlPlaneCommands(options.store, { onHeartbeat: (agentId, bootId, at) => scheduler?.observeHeartbeat(agentId, bootId, Date.parse(at)) });
     if (options.schedule !== false) {
@@ -55,19 +68,24 @@ export class ControlPlane {
         view: this.view,
         commands: this.commands,
         clock,
-        config: { ...options.scheduler, onDemand: withDefaults(onDemandFromCatalog(options.catalog), options.onDemandDefaults) },
+        config: { ...options.scheduler, onDemand: withDefaults(onDemandFromCatalog(this.catalog), options.onDemandDefaults) },
         onError: (err) => log.error({ err }, 'scheduler step failed'),
       });
       this.relay = new Relay({ store: options.store, snapshots: options.snapshots, transport: options.transport, blobs: options.blobs, commands: this.commands, log, clock, topics: options.topics, groupId: options.relayGroupId });
     }
     this.scheduler = scheduler;
-    this.context = { store: options.store, commands: this.commands, view: this.view, blobs: options.blobs, catalog: options.catalog, clock, newId: randomUUID, log };
+    this.context = { store: options.store, commands: this.commands, view: this.view, blobs: options.blobs, catalog: this.catalog, localModels: options.catalog, clock, newId: randomUUID, log };
   }
 
-  /** Catches the view up (from its snapshot), then starts the relay and the scheduler. */
+  /** Catches the view up (from its snapshot), registers the configured models, then starts the relay and the scheduler. */
   async start(): Promise<void> {
     await this.view.start();
     await this.view.catchUp(120_000);
+    if (this.options.registerModels !== false) {
+      const clock = this.options.clock ?? Date.now;
+      this.startupModels = await registerConfiguredModels({ local: this.options.catalog, commands: this.commands, view: this.view }, this.options.catalog, () => new Date(clock()).toISOString(), this.options.log);
+      if (this.startupModels.position !== undefined) await this.view.waitForPosition(this.startupModels.position, 60_000);
+    }
     await this.relay?.start();
     this.scheduler?.start();
   }

@@ -72,6 +72,9 @@ function because(b: Because | null | undefined): Pick<EventExplanation, 'rule' |
   return { rule: b.rule, decision: b.text, numbers: { ...(b.numbers ?? {}) }, refs: { ...(b.refs ?? {}) } };
 }
 
+/** ` on weights 3fa2c1…` when the event records the model files' fingerprint. */
+const onWeights = (fp: string | undefined) => (fp === undefined ? '' : ` on weights ${fp.slice(0, 12)}…`);
+
 const clip = (s: string, n = 160) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
 
 export function explainEvent(e: StoredEvent): EventExplanation {
@@ -108,10 +111,13 @@ export function explainDomainEvent(d: DomainEvent): EventExplanation {
     case 'RequestLogged':
       return plain(`attempt ${d.data.attempt} ${d.data.stream}: ${clip(d.data.line)}`, { attempt: d.data.attempt });
     case 'RequestCompleted':
-      return plain(`attempt ${d.data.attempt} completed on agent ${d.data.agentId}: result ${d.data.resultRef} (${d.data.bytes} B, sha256 ${d.data.sha256.slice(0, 12)}…)`, { attempt: d.data.attempt, bytes: d.data.bytes });
+      return plain(
+        `attempt ${d.data.attempt} completed on agent ${d.data.agentId}${onWeights(d.data.weightsFingerprint)}: result ${d.data.resultRef} (${d.data.bytes} B, sha256 ${d.data.sha256.slice(0, 12)}…)`,
+        { attempt: d.data.attempt, bytes: d.data.bytes, ...(d.data.weightsFingerprint === undefined ? {} : { weights: d.data.weightsFingerprint }) },
+      );
     case 'RequestFailed':
       return decided(
-        `failed in phase ${d.data.phase} (${d.data.errorType}, reported by the ${d.data.reportedBy}${d.data.attempt > 0 ? `, attempt ${d.data.attempt}` : ', never ran'}): ${clip(d.data.message, 400)}`,
+        `failed in phase ${d.data.phase} (${d.data.errorType}, reported by the ${d.data.reportedBy}${d.data.attempt > 0 ? `, attempt ${d.data.attempt}` : ', never ran'}${onWeights(d.data.weightsFingerprint)}): ${clip(d.data.message, 400)}`,
         d.data.because,
         { attempt: d.data.attempt },
       );
@@ -159,7 +165,10 @@ export function explainDomainEvent(d: DomainEvent): EventExplanation {
     case 'ReplicaLoading':
       return plain(`agent ${d.data.agentId} is loading ${d.data.replicaId}`);
     case 'ReplicaHot':
-      return plain(`${d.data.replicaId} is HOT on agent ${d.data.agentId}${d.data.loadMs === null ? '' : ` (loaded in ${fmtMs(d.data.loadMs)})`}`, d.data.loadMs === null ? {} : { loadMs: d.data.loadMs });
+      return plain(
+        `${d.data.replicaId} is HOT on agent ${d.data.agentId}${onWeights(d.data.weightsFingerprint)}${d.data.loadMs === null ? '' : ` (loaded in ${fmtMs(d.data.loadMs)})`}`,
+        { ...(d.data.loadMs === null ? {} : { loadMs: d.data.loadMs }), ...(d.data.weightsFingerprint === undefined ? {} : { weights: d.data.weightsFingerprint }) },
+      );
     case 'ReplicaFailed':
       return plain(`${d.data.replicaId} failed on agent ${d.data.agentId} (${d.data.phase}): ${clip(d.data.message, 400)}`);
     case 'ReplicaDemotionRequested':
@@ -209,5 +218,14 @@ export function explainDomainEvent(d: DomainEvent): EventExplanation {
       return plain(`drain of agent ${d.data.agentId} requested by ${d.data.by}`);
     case 'AgentDrained':
       return plain(`agent ${d.data.agentId} drained`);
+    case 'ModelRegistered':
+      return plain(
+        `model ${d.data.modelKey} registered by ${d.data.registeredBy}: ${d.data.architecture ?? d.data.family} from ${d.data.dir}, weights sha256 ${d.data.fingerprint.slice(0, 12)}… ` +
+          `(${d.data.files.length} file(s), ${fmtBytes(d.data.weightsBytes)} ${d.data.dtype}, ${d.data.moduleCount} modules, inputs ${d.data.inputs.join(', ')}` +
+          `${d.data.previousFingerprint === null ? '' : `; replaces ${d.data.previousFingerprint.slice(0, 12)}…`})`,
+        { weightsBytes: d.data.weightsBytes, moduleCount: d.data.moduleCount, weights: d.data.fingerprint },
+      );
+    case 'ModelRemoved':
+      return plain(`model ${d.data.modelKey} (weights sha256 ${d.data.fingerprint.slice(0, 12)}…) removed by ${d.data.removedBy}`, { weights: d.data.fingerprint });
   }
 }

@@ -1,7 +1,7 @@
 // Zod schemas of every control-plane command as it arrives (from the HTTP API, the agent relay or the
 // scheduler), without `at`: the time comes from the command's metadata. Unknown fields are refused.
 import { z } from 'zod';
-import { agentExit, because, crashEvidence, gpuSpec, requeueReason } from '../../domain/events/index.js';
+import { agentExit, because, crashEvidence, gpuSpec, modelFacts, requeueReason, sha256 } from '../../domain/events/index.js';
 import { ENTITY_ID, MODEL_KEY } from '../../domain/shared/ids.js';
 
 const modelKey = z.string().regex(MODEL_KEY, 'a model key: letters, digits and . _ / - (up to 128), starting with a letter or digit');
@@ -74,7 +74,8 @@ export const commandSchema = z.discriminatedUnion('type', [
     ...agentReport,
     resultRef: z.string().min(1).max(1000),
     bytes: count,
-    sha256: z.string().regex(/^[0-9a-f]{64}$/, '64 lowercase hex digits'),
+    sha256,
+    weightsFingerprint: sha256.optional(),
   }),
   z.strictObject({
     type: z.literal('ReportRequestFailed'),
@@ -83,6 +84,7 @@ export const commandSchema = z.discriminatedUnion('type', [
     errorType: z.string().min(1).max(200),
     message: z.string().max(20000),
     stack: z.string().max(65536).nullable(),
+    weightsFingerprint: sha256.optional(),
   }),
   z.strictObject({
     type: z.literal('RequestDeployment'),
@@ -125,7 +127,7 @@ export const commandSchema = z.discriminatedUnion('type', [
   }),
   z.strictObject({ type: z.literal('PinDeployment'), modelKey, pinned: z.boolean(), actor }),
   z.strictObject({ type: z.literal('ReportReplicaLoading'), ...replicaReport }),
-  z.strictObject({ type: z.literal('ReportReplicaHot'), ...replicaReport, loadMs: count.nullable() }),
+  z.strictObject({ type: z.literal('ReportReplicaHot'), ...replicaReport, loadMs: count.nullable(), weightsFingerprint: sha256.optional() }),
   z.strictObject({ type: z.literal('ReportReplicaFailed'), ...replicaReport, phase: z.enum(['load', 'runtime']), message: z.string().max(20000) }),
   z.strictObject({
     type: z.literal('RegisterAgent'),
@@ -148,4 +150,6 @@ export const commandSchema = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('MarkAgentLost'), agentId: entityId, bootId: entityId }),
   z.strictObject({ type: z.literal('DrainAgent'), agentId: entityId, actor }),
   z.strictObject({ type: z.literal('CompleteAgentDrain'), agentId: entityId }),
+  z.strictObject({ type: z.literal('RegisterModel'), modelKey, actor, replace: z.boolean(), deployedReplicas: count, model: modelFacts.strict() }),
+  z.strictObject({ type: z.literal('RemoveModel'), modelKey, actor, deployedReplicas: count }),
 ]);

@@ -31,5 +31,7 @@ export const deploySchema = z.strictObject({
 export const scaleSchema = z.strictObject({ model: modelKey, replicas: z.number().int() });
 export const evictSchema = z.strictObject({ model: modelKey.optional(), replica: replicaId.optional(), all: z.literal(true).optional() });
 export const pinSchema = z.strictObject({ model: modelKey, pinned: z.boolean() });
+export const registerModelSchema = z.strictObject({ model: modelKey, dir: z.string().min(1).max(4096), replace: z.boolean().optional() });
+export const removeModelSchema = z.strictObject({ model: modelKey });
 export const createKeySchema = z.strictObject({ label: z.string().min(1).max(200), trusted: z.boolean().optional(), priority: z.boolean().optional(), operator: z.boolean().optional() });
 export const keyIdParams = z.strictObject({ id: z.string().max(200) });

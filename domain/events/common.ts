@@ -5,6 +5,7 @@ export const isoTime = z.string().regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.
 export const bytes = z.number().int().nonnegative();
 export const count = z.number().int().nonnegative();
 export const id = z.string().min(1).max(200);
+export const sha256 = z.string().regex(/^[0-9a-f]{64}$/, '64 lowercase hex digits');
 
 const fact = z.union([z.number(), z.string(), z.boolean(), z.null()]);
 

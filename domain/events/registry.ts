@@ -4,6 +4,7 @@
 import type { z } from 'zod';
 import { agentEventSchemas } from './agent.js';
 import { deploymentEventSchemas } from './deployment.js';
+import { modelEventSchemas } from './model.js';
 import { requestEventSchemas } from './request.js';
 import type { DomainEvent, DomainEventType } from './types.js';
 
@@ -11,6 +12,7 @@ export const eventSchemas: { readonly [K in DomainEventType]: z.ZodType } = {
   ...requestEventSchemas,
   ...deploymentEventSchemas,
   ...agentEventSchemas,
+  ...modelEventSchemas,
 };
 
 /** An upcaster turns the data of version `from` into the data of version `from + 1`. */

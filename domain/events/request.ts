@@ -1,6 +1,6 @@
 // Events of the request aggregate, stream `request-<requestId>`.
 import { z } from 'zod';
-import { agentReportIgnored, because, bytes, count, crashEvidence, id, isoTime } from './common.js';
+import { agentReportIgnored, because, bytes, count, crashEvidence, id, isoTime, sha256 } from './common.js';
 
 export const requeueReason = z.enum(['PREEMPTED', 'AGENT_LOST', 'AGENT_RESTARTED', 'REPLICA_FAILED']);
 export type RequeueReason = z.infer<typeof requeueReason>;
@@ -65,6 +65,8 @@ export const requestEventSchemas = {
     sha256: z.string().regex(/^[0-9a-f]{64}$/),
     completedAt: isoTime,
     agentMessageId: id,
+    /** sha256 fingerprint of the model files the attempt ran on; absent in events from before it was reported. */
+    weightsFingerprint: sha256.optional(),
   }),
   RequestFailed: z.object({
     requestId: id,
@@ -79,6 +81,8 @@ export const requestEventSchemas = {
     because: because.nullable(),
     /** For AGENT_CRASHED_BY_REQUEST: each agent death the request was in flight for, and how the last attempt ended. */
     evidence: z.object({ crashes: z.array(crashEvidence), finalAttempt: z.string().max(4000) }).optional(),
+    /** The model files' fingerprint, when the agent had loaded them (absent otherwise, and before it was reported). */
+    weightsFingerprint: sha256.optional(),
   }),
   RequestRequeued: z.object({
     requestId: id,

@@ -83,6 +83,8 @@ export interface ReportRequestCompleted extends AgentReport {
   resultRef: string;
   bytes: number;
   sha256: string;
+  /** Fingerprint of the model files the attempt ran on. */
+  weightsFingerprint?: string;
 }
 
 export interface ReportRequestFailed extends AgentReport {
@@ -91,6 +93,7 @@ export interface ReportRequestFailed extends AgentReport {
   errorType: string;
   message: string;
   stack: string | null;
+  weightsFingerprint?: string;
 }
 
 export type RequestCommand =

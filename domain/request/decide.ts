@@ -258,7 +258,17 @@ function report(c: Report, s: RequestState): RequestEvent[] {
       return [
         {
           type: 'RequestCompleted',
-          data: { requestId: c.requestId, attempt: c.attempt, agentId: c.agentId, resultRef: c.resultRef, bytes: c.bytes, sha256: c.sha256, completedAt: c.at, agentMessageId: c.agentMessageId },
+          data: {
+            requestId: c.requestId,
+            attempt: c.attempt,
+            agentId: c.agentId,
+            resultRef: c.resultRef,
+            bytes: c.bytes,
+            sha256: c.sha256,
+            completedAt: c.at,
+            agentMessageId: c.agentMessageId,
+            ...(c.weightsFingerprint === undefined ? {} : { weightsFingerprint: c.weightsFingerprint }),
+          },
         },
       ];
     case 'ReportRequestFailed':
@@ -296,6 +306,7 @@ function report(c: Report, s: RequestState): RequestEvent[] {
             reportedBy: 'agent',
             failedAt: c.at,
             because: null,
+            ...(c.weightsFingerprint === undefined ? {} : { weightsFingerprint: c.weightsFingerprint }),
           },
         },
       ];

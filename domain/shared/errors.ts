@@ -22,6 +22,9 @@ export const DomainErrorCode = {
   agentBootMismatch: 'CP_AGENT_BOOT_MISMATCH',
   agentLost: 'CP_AGENT_LOST',
   agentWrongState: 'CP_AGENT_WRONG_STATE',
+  modelNotFound: 'CP_MODEL_NOT_FOUND',
+  modelConflict: 'CP_MODEL_CONFLICT',
+  modelDeployed: 'CP_MODEL_DEPLOYED',
 } as const;
 
 export type DomainErrorCodeName = (typeof DomainErrorCode)[keyof typeof DomainErrorCode];
@@ -46,6 +49,9 @@ const STATUS: Record<DomainErrorCodeName, number> = {
   CP_AGENT_BOOT_MISMATCH: 409,
   CP_AGENT_LOST: 409,
   CP_AGENT_WRONG_STATE: 409,
+  CP_MODEL_NOT_FOUND: 404,
+  CP_MODEL_CONFLICT: 409,
+  CP_MODEL_DEPLOYED: 409,
 };
 
 export class DomainError extends FabricError {

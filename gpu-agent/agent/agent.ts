@@ -10,7 +10,7 @@ import { assignmentsGroupId } from './assignments-group.js';
 import type { Logger } from 'pino';
 import type { BlobStore } from '../../blobstore/port.js';
 import type { AgentExit } from '../../domain/events/index.js';
-import type { ModelCatalog } from '../../catalog/port.js';
+import type { LocalModels } from './replicas.js';
 import { readJson } from '../../transport/json.js';
 import type { Subscription, Transport, TransportMessage } from '../../transport/port.js';
 import { agentInboundSchema, type AgentInbound, type RefusedNotice } from '../../transport/relay/wire.js';
@@ -23,7 +23,8 @@ export interface GpuAgentOptions {
   config: AgentConfig;
   transport: Transport;
   blobs: BlobStore;
-  catalog: ModelCatalog;
+  /** The model folders on this machine (NDIF_MODELS). */
+  catalog: LocalModels;
   log: Logger;
   /** Opens sandbox runners for untrusted blocks; absent: untrusted requests fail with AGENT_SANDBOX_UNAVAILABLE. */
   untrusted?: UntrustedOpener;

@@ -88,7 +88,8 @@ export class RequestExecutor {
     };
     const fail = (f: FailureReport) => {
       this.failed++;
-      return report('ReportRequestFailed', { phase: f.phase, errorType: f.errorType, message: f.message, stack: f.stack });
+      const weights = this.replicas.weightsOf(a.replicaId);
+      return report('ReportRequestFailed', { phase: f.phase, errorType: f.errorType, message: f.message, stack: f.stack, ...(weights === undefined ? {} : { weightsFingerprint: weights }) });
     };
     const model = this.replicas.hot(a.replicaId);
     if (model === undefined) {
@@ -131,7 +132,8 @@ export class RequestExecutor {
       this.completed++;
       const t3 = performance.now();
       this.log.debug({ requestId: a.requestId, waitMs: t1 - t0, runMs: t2 - t1, resultMs: t3 - t2, bytes: blob.size }, 'request completed');
-      await report('ReportRequestCompleted', { resultRef: blob.ref, bytes: blob.size, sha256: blob.sha256 });
+      const weights = this.replicas.weightsOf(a.replicaId);
+      await report('ReportRequestCompleted', { resultRef: blob.ref, bytes: blob.size, sha256: blob.sha256, ...(weights === undefined ? {} : { weightsFingerprint: weights }) });
     } catch (err) {
       if (entry.aborted) return;
       this.log.debug({ err, requestId: a.requestId }, 'request failed');
@@ -182,6 +184,7 @@ export class RequestExecutor {
       replicaId: a.replicaId,
       agentId: this.agentId,
       attempt: a.attempt,
+      weightsFingerprint: this.replicas.weightsOf(a.replicaId) ?? null,
       steps: r.steps,
       stoppedEarly: r.stoppedEarly,
       tokens: r.invokes.map((i) => i.tokens),

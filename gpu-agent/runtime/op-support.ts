@@ -27,6 +27,8 @@ export function opErrorFromOrt(e: unknown): ModelLoadError | undefined {
   const msg = e instanceof Error ? e.message : String(e);
   const impl = /Could not find an implementation for (\S+?)\((\d+)\) node with name '([^']*)'/.exec(msg);
   if (impl) return opUnsupported(impl[1]!, impl[3]!, '', `onnxruntime has no kernel for it at opset ${impl[2]} with these input types`);
+  const none = /In Node, \("([^"]*)", (\w+), "([^"]*)", -?\d+\).*No Op registered for \w+ with domain_version of (\d+)/s.exec(msg);
+  if (none) return opUnsupported(none[2]!, none[1]!, none[3]!, `no such op is registered at opset ${none[4]}`);
   const reg = /(?:([\w.]+):)?(\w+)\((-?\d+)\) is not a registered function\/op/.exec(msg);
   if (reg) return opUnsupported(reg[2]!, '', reg[1] ?? '', 'onnxruntime does not know it');
   return undefined;

@@ -140,4 +140,14 @@ describe('GPU agent process', () => {
     assert.equal(types.filter((t) => t === 'RequestCompleted').length, 1);
     assert.ok(!types.includes('AgentReportIgnored'), `no stale report: ${types.join(', ')}`);
   });
+
+  it('refuses to start with NDIF_AGENT_EP=cuda where the CUDA binaries are absent: AGENT_CUDA_UNAVAILABLE, exit 1', async () => {
+    const refused = spawnAgent(h, 'agent-cuda', { NDIF_AGENT_EP: 'cuda', NDIF_LOG_LEVEL: 'fatal' });
+    let stderr = '';
+    refused.child.stderr!.on('data', (d: string) => (stderr += d));
+    const [code] = (await refused.exited) as [number];
+    await assert.rejects(refused.ready, /exited \(1\) before it was ready/);
+    assert.equal(code, 1);
+    assert.match(stderr, /NDIF_AGENT_EP=cuda, but onnxruntime-node's CUDA execution provider is not installed/);
+  });
 });

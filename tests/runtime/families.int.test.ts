@@ -112,7 +112,7 @@ for (const v of variants()) {
     assert.ok(cut.timings.segmentRuns > 1, 'reading a layer cuts the pass');
     for (let i = 0; i < ref.prompts.length; i++) {
       const alone = await run(hm, { invokes: [{ prompt: ref.prompts[i]!.text, block: readOutputs }] });
-      const outs = hm.manifest().outputNames;
+      const outs = hm.manifest().modules.find((mod) => mod.path === '')!.outputs.map((t) => t.name);
       for (let j = 0; j < outs.length; j++) {
         const whole = tensor(batch.invokes[i]!.result, j);
         const segmented = tensor(cut.invokes[i]!.result, j);

@@ -30,6 +30,12 @@ export interface AssignmentBase {
   correlationId: string;
 }
 
+/** The files a model key is registered with: their sha256 fingerprint and the folder they were registered from. */
+export interface RegisteredFiles {
+  fingerprint: string;
+  dir: string;
+}
+
 export interface BlobRef {
   ref: string;
   size: number;
@@ -37,7 +43,16 @@ export interface BlobRef {
 }
 
 export type Assignment =
-  | (AssignmentBase & { kind: 'load'; replicaId: string; modelKey: string; gpus: number[]; bytesPerGpu: number; reason: 'PLACED' | 'RELOAD' | 'RESTORE' })
+  | (AssignmentBase & {
+      kind: 'load';
+      replicaId: string;
+      modelKey: string;
+      gpus: number[];
+      bytesPerGpu: number;
+      reason: 'PLACED' | 'RELOAD' | 'RESTORE';
+      /** The registered files (ModelRegistered): the agent loads only these, from its own folder for the key or from `dir`. */
+      model?: RegisteredFiles;
+    })
   | (AssignmentBase & { kind: 'demote'; replicaId: string; modelKey: string })
   | (AssignmentBase & { kind: 'unload'; replicaId: string; modelKey: string; reason: string })
   | (AssignmentBase & {

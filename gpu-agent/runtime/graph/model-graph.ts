@@ -220,7 +220,8 @@ function buildModules(
     m.outputs = [...(outputSets.get(m.path) ?? [])].filter((t) => (isGraphOutput.has(t) ? !isCacheOutput(t) : !isSharedValue(shared, m.path, t)));
     m.inputs = [...(inputSets.get(m.path) ?? [])];
   }
-  root.outputs = graphOutputs.map((v) => v.name);
+  // The model's output is what its forward returns for the prompt; the cache it also returns is not observable here.
+  root.outputs = graphOutputs.map((v) => v.name).filter((t) => !isCacheOutput(t));
   root.inputs = graphInputs.map((v) => v.name);
   return modules;
 }
