@@ -9,7 +9,7 @@
 // arithmetic and reductions compute in float64 and store float32 (integer-only add/sub/mul stay int64); indices
 // (argmax, topk) are int64. Values of int64 tensors read back as numbers.
 import type { Dtype, TensorPayload } from '../../protocol/interleave.js';
-import { bytesPerElement, elementCount, halfToFloat, payloadFrom, typedData } from '../../protocol/tensor-payload.js';
+import { bytesPerElement, elementCount, floatToHalf, halfToFloat, payloadFrom, typedData } from '../../protocol/tensor-payload.js';
 import type { TypedData } from '../../protocol/tensor-payload.js';
 
 export type SliceSpec = number | null | undefined | [start?: number | null, end?: number | null, step?: number];
@@ -38,22 +38,6 @@ function alloc(dtype: Dtype, n: number): TypedData {
     case 'bool':
       return new Uint8Array(n);
   }
-}
-
-function floatToHalf(v: number): number {
-  if (Number.isNaN(v)) return 0x7e00;
-  const s = v < 0 || Object.is(v, -0) ? 0x8000 : 0;
-  const a = Math.abs(v);
-  if (a >= 65520) return s | 0x7c00;
-  if (a < 2 ** -24) return s;
-  if (a < 2 ** -14) return s | Math.round(a / 2 ** -24);
-  let e = Math.floor(Math.log2(a));
-  let m = Math.round((a / 2 ** e - 1) * 1024);
-  if (m === 1024) {
-    m = 0;
-    e++;
-  }
-  return s | ((e + 15) << 10) | m;
 }
 
 function stridesOf(shape: readonly number[]): number[] {
