@@ -19,6 +19,8 @@ interface Waiter {
   promise: Promise<Tensor[]>;
   resolve: (v: Tensor[]) => void;
   reject: (e: Error) => void;
+  /** Reads sharing this wait (a read cancelled for its gradient withdraws it when it was the last). */
+  refs: number;
 }
 
 export interface InvokeLayout {
@@ -40,6 +42,7 @@ export class InvokeSession {
   private closed: InterleaveError | undefined;
   /** Reads the block made that are not yet both awaited and settled. */
   private readonly reads = new Set<PendingRead<unknown>>();
+  private readonly readWaiters = new WeakMap<PendingRead<unknown>, Waiter>();
   /** Set when the block returned: nothing more goes out for it. */
   private returned = false;
   stopped = false;
@@ -68,6 +71,16 @@ export class InvokeSession {
 
   /** The values at `path.point` in step `step` (resolves when the forward pass gets there). */
   wait(path: string, point: Point, step: number): Promise<Tensor[]> {
+    return this.waitFor(path, point, step).promise;
+  }
+
+  private waitFor(path: string, point: Point, step: number): { promise: Promise<Tensor[]>; waiter?: Waiter } {
+    const promise = this.waitOrAnswer(path, point, step);
+    return promise instanceof Promise ? { promise } : { promise: promise.promise, waiter: promise };
+  }
+
+  /** An answer already known (cache, refusal), or the waiter — new or shared — the answer will come to. */
+  private waitOrAnswer(path: string, point: Point, step: number): Promise<Tensor[]> | Waiter {
     if (this.closed) return Promise.reject(this.closed);
     const rank = this.rankOf(path, point);
     this.checkStep(step);
@@ -80,22 +93,42 @@ export class InvokeSession {
         `${addr} was requested after ${this.last!.addr}; ${path || 'the model'} comes earlier in the forward pass, so request modules in forward order`));
     }
     const same = this.inFlight?.addr === addr ? this.inFlight : this.pending.find((w) => w.addr === addr);
-    if (same) return same.promise;
+    if (same) {
+      same.refs++;
+      return same;
+    }
     let resolve!: (v: Tensor[]) => void;
     let reject!: (e: Error) => void;
     const promise = new Promise<Tensor[]>((res, rej) => {
       resolve = res;
       reject = rej;
     });
-    this.pending.push({ addr, step, rank, promise, resolve, reject });
+    const w: Waiter = { addr, step, rank, promise, resolve, reject, refs: 1 };
+    this.pending.push(w);
     this.scheduleFlush();
-    return promise;
+    return w;
   }
 
   /** A read as the block sees it: `wait` mapped by `map`, tracked so a forgotten `await` can be named. */
   read<T>(path: string, point: Point, step: number, map: (v: Tensor[]) => T): PendingRead<T> {
-    const source = this.wait(path, point, step);
-    return pendingRead(formatAddr({ path, point, step }), source, map, this.reads);
+    const { promise, waiter } = this.waitFor(path, point, step);
+    const r = pendingRead(formatAddr({ path, point, step }), promise, map, this.reads);
+    if (waiter) this.readWaiters.set(r as PendingRead<unknown>, waiter);
+    return r;
+  }
+
+  /**
+   * The read was made only to reach its `.grad` (`m.x.output.grad`, in the same expression): it is no read of the
+   * value, so it is not tracked, and its WAIT, not sent yet, is withdrawn unless another read shares it.
+   */
+  cancelRead(read: PendingRead<unknown>): void {
+    this.reads.delete(read);
+    const w = this.readWaiters.get(read);
+    if (!w) return;
+    this.readWaiters.delete(read);
+    if (--w.refs > 0) return;
+    const i = this.pending.indexOf(w);
+    if (i >= 0) this.pending.splice(i, 1);
   }
 
   /**

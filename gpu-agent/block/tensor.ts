@@ -8,12 +8,45 @@
 // Conventions: dims accept negative indices; operations return new tensors (only `setSlice` and `fill` mutate);
 // arithmetic and reductions compute in float64 and store float32 (integer-only add/sub/mul stay int64); indices
 // (argmax, topk) are int64. Values of int64 tensors read back as numbers.
+//
+// Tape: a tensor computed from values the model handed to a block carries `tape`, how it was computed (the op, its
+// operands as they were, its arguments). gpu-agent/block/grad/tape.ts differentiates a loss along it for
+// `ctx.backward(loss)`; this file only records. In-place writes (`setSlice`, `fill`) bump `version`, so a derivative
+// that needs an operand's values can tell that they changed after it was used.
 import type { Dtype, TensorPayload } from '../../protocol/interleave.js';
 import { bytesPerElement, elementCount, floatToHalf, halfToFloat, payloadFrom, typedData } from '../../protocol/tensor-payload.js';
 import type { TypedData } from '../../protocol/tensor-payload.js';
 
 export type SliceSpec = number | null | undefined | [start?: number | null, end?: number | null, step?: number];
 type Nested = number | boolean | Nested[];
+
+/** Where a tensor the model handed to a block came from (a leaf of the tape). */
+export interface TapeLeaf {
+  /** Forward address, e.g. `output.0`. */
+  addr: string;
+  /** Which of the point's tensors. */
+  index: number;
+  step: number;
+  /** Runs the backward pass from a loss computed from this value (the invoke's gradient session). */
+  owner: { backward(loss: Tensor): void };
+}
+
+export interface TapeInput {
+  tensor: Tensor;
+  /** The operand's tape when the op ran (undefined: a constant). */
+  node: TapeNode | undefined;
+  version: number;
+}
+
+/** How a tensor was computed from model values. */
+export interface TapeNode {
+  op: string;
+  inputs: TapeInput[];
+  args: readonly unknown[];
+  out: Tensor;
+  outVersion: number;
+  leaf?: TapeLeaf;
+}
 
 export class TensorError extends Error {
   constructor(message: string) {
@@ -112,6 +145,10 @@ export class Tensor {
   readonly shape: readonly number[];
   /** Row-major element data (float16 as raw half bits, int64 as BigInt64Array). */
   readonly data: TypedData;
+  /** How this tensor was computed from values of the model (undefined for constants). */
+  tape: TapeNode | undefined;
+  /** Bumped by every in-place write. */
+  version = 0;
 
   constructor(dtype: Dtype, shape: readonly number[], data?: TypedData) {
     const n = elementCount(shape);
@@ -245,7 +282,7 @@ export class Tensor {
   }
 
   clone(): Tensor {
-    return new Tensor(this.dtype, this.shape, this.data.slice() as TypedData);
+    return this.recorded(new Tensor(this.dtype, this.shape, this.data.slice() as TypedData), 'clone', [this]);
   }
 
   /** A copy converted to another dtype. */
@@ -253,7 +290,30 @@ export class Tensor {
     if (dtype === this.dtype) return this.clone();
     const t = new Tensor(dtype, this.shape);
     for (let i = 0; i < this.size; i++) t.setFlat(i, this.flat(i));
-    return t;
+    return this.recorded(t, 'to', [this], dtype);
+  }
+
+  /** `out`, with the op that made it recorded when an operand is on the tape. */
+  private recorded(out: Tensor, op: string, operands: readonly Tensor[], ...args: unknown[]): Tensor {
+    if (operands.some((t) => t.tape)) {
+      out.tape = { op, inputs: operands.map((t) => ({ tensor: t, node: t.tape, version: t.version })), args, out, outVersion: out.version };
+    }
+    return out;
+  }
+
+  /**
+   * Runs the backward pass from this one-element loss, computed from values of the model (nnsight's
+   * `loss.backward()`; the same as `ctx.backward(loss)`). Gradients are then read with `await m.<path>.output.grad`.
+   */
+  backward(): void {
+    const seen = new Set<TapeNode>();
+    const todo = this.tape ? [this.tape] : [];
+    while (todo.length > 0) {
+      const node = todo.pop()!;
+      if (node.leaf) return node.leaf.owner.backward(this);
+      for (const i of node.inputs) if (i.node && !seen.has(i.node)) seen.add(i.node), todo.push(i.node);
+    }
+    throw new TensorError('backward(): this tensor was not computed from values of the model; compute the loss from a module value (await m.<path>.output)');
   }
 
   reshape(shape: readonly number[]): Tensor {
@@ -266,11 +326,14 @@ export class Tensor {
     if (elementCount(s) !== this.size || s.some((d) => !Number.isInteger(d) || d < 0)) {
       throw new TensorError(`cannot reshape [${this.shape.join(', ')}] (${this.size} elements) to [${shape.join(', ')}]`);
     }
-    return new Tensor(this.dtype, s, this.data.slice() as TypedData);
+    return this.recorded(new Tensor(this.dtype, s, this.data.slice() as TypedData), 'reshape', [this], s);
   }
 
+  /** Sets every element (in place): the tensor becomes a constant. */
   fill(value: number): this {
     for (let i = 0; i < this.size; i++) this.setFlat(i, value);
+    this.version++;
+    this.tape = undefined;
     return this;
   }
 
@@ -340,7 +403,7 @@ export class Tensor {
     const src = this.data as unknown as ArrayLike<number | bigint> & { [i: number]: number | bigint };
     const dst = out.data as unknown as { [i: number]: number | bigint };
     for (let k = 0; k < offsets.length; k++) dst[k] = src[offsets[k]!]!;
-    return out;
+    return this.recorded(out, 'slice', [this], specs);
   }
 
   /** `slice(i)` along dim 0. */
@@ -351,6 +414,13 @@ export class Tensor {
   /** Writes `value` (a number, or a tensor broadcastable to the slice) into the slice, in place. */
   setSlice(specs: readonly SliceSpec[], value: Tensor | number): this {
     const { offsets, shape } = this.selection(specs);
+    const before: TapeInput = { tensor: this, node: this.tape, version: this.version };
+    const taped = this.tape !== undefined || (value instanceof Tensor && value.tape !== undefined);
+    this.version++;
+    if (taped) {
+      const inputs = value instanceof Tensor ? [before, { tensor: value, node: value.tape, version: value.version }] : [before];
+      this.tape = { op: 'setSlice', inputs, args: [specs], out: this, outVersion: this.version };
+    }
     if (typeof value === 'number') {
       for (let k = 0; k < offsets.length; k++) this.setFlat(offsets[k]!, value);
       return this;
@@ -380,7 +450,7 @@ export class Tensor {
     const dtype: Dtype = intResult && this.isInt() && o.isInt() ? 'int64' : 'float32';
     const out = new Tensor(dtype, shape);
     for (let i = 0; i < out.size; i++) out.setFlat(i, op(this.flat(ai[i]!), o.flat(bi[i]!)));
-    return out;
+    return this.recorded(out, name, [this, o]);
   }
 
   private isInt(): boolean {
@@ -407,7 +477,34 @@ export class Tensor {
     return this.mul(-1);
   }
 
+  /** Applies `f` to every element. It has no derivative: a loss computed through map() cannot be differentiated. */
   map(f: (x: number) => number): Tensor {
+    const out = new Tensor('float32', this.shape);
+    for (let i = 0; i < this.size; i++) out.setFlat(i, f(this.flat(i)));
+    return this.recorded(out, 'map', [this]);
+  }
+
+  exp(): Tensor {
+    return this.recorded(this.mapped(Math.exp), 'exp', [this]);
+  }
+
+  log(): Tensor {
+    return this.recorded(this.mapped(Math.log), 'log', [this]);
+  }
+
+  sqrt(): Tensor {
+    return this.recorded(this.mapped(Math.sqrt), 'sqrt', [this]);
+  }
+
+  abs(): Tensor {
+    return this.recorded(this.mapped(Math.abs), 'abs', [this]);
+  }
+
+  pow(p: number): Tensor {
+    return this.recorded(this.mapped((x) => x ** p), 'pow', [this], p);
+  }
+
+  private mapped(f: (x: number) => number): Tensor {
     const out = new Tensor('float32', this.shape);
     for (let i = 0; i < this.size; i++) out.setFlat(i, f(this.flat(i)));
     return out;
@@ -447,19 +544,19 @@ export class Tensor {
   }
 
   sum(dim?: number, keepdim = false): Tensor {
-    return this.reduce(dim, keepdim, 0, (a, x) => a + x, (a) => a, this.isInt() ? 'int64' : 'float32');
+    return this.recorded(this.reduce(dim, keepdim, 0, (a, x) => a + x, (a) => a, this.isInt() ? 'int64' : 'float32'), 'sum', [this], dim, keepdim);
   }
 
   mean(dim?: number, keepdim = false): Tensor {
-    return this.reduce(dim, keepdim, 0, (a, x) => a + x, (a, n) => a / n, 'float32');
+    return this.recorded(this.reduce(dim, keepdim, 0, (a, x) => a + x, (a, n) => a / n, 'float32'), 'mean', [this], dim, keepdim);
   }
 
   max(dim?: number, keepdim = false): Tensor {
-    return this.reduce(dim, keepdim, -Infinity, (a, x) => (x > a || Number.isNaN(x) ? x : a), (a) => a, this.isInt() ? 'int64' : 'float32');
+    return this.recorded(this.reduce(dim, keepdim, -Infinity, (a, x) => (x > a || Number.isNaN(x) ? x : a), (a) => a, this.isInt() ? 'int64' : 'float32'), 'max', [this], dim, keepdim);
   }
 
   min(dim?: number, keepdim = false): Tensor {
-    return this.reduce(dim, keepdim, Infinity, (a, x) => (x < a || Number.isNaN(x) ? x : a), (a) => a, this.isInt() ? 'int64' : 'float32');
+    return this.recorded(this.reduce(dim, keepdim, Infinity, (a, x) => (x < a || Number.isNaN(x) ? x : a), (a) => a, this.isInt() ? 'int64' : 'float32'), 'min', [this], dim, keepdim);
   }
 
   /** Index of the largest value along `dim` (default: last), int64. The first wins ties. */
@@ -487,7 +584,23 @@ export class Tensor {
       for (let k = 0; k < n; k++) z += e[k] = Math.exp(this.flat(base + k * stride) - m);
       for (let k = 0; k < n; k++) out.setFlat(base + k * stride, e[k]! / z);
     });
-    return out;
+    return this.recorded(out, 'softmax', [this], d);
+  }
+
+  /** log(softmax(x)) along `dim` (default: last), computed stably. */
+  logSoftmax(dim = -1): Tensor {
+    const d = normDim(dim, this.ndim);
+    const n = this.shape[d]!;
+    const out = new Tensor('float32', this.shape);
+    this.lines(d, (base, stride) => {
+      let m = -Infinity;
+      for (let k = 0; k < n; k++) m = Math.max(m, this.flat(base + k * stride));
+      let z = 0;
+      for (let k = 0; k < n; k++) z += Math.exp(this.flat(base + k * stride) - m);
+      const lz = m + Math.log(z);
+      for (let k = 0; k < n; k++) out.setFlat(base + k * stride, this.flat(base + k * stride) - lz);
+    });
+    return this.recorded(out, 'logSoftmax', [this], d);
   }
 
   /** The k largest values along `dim` (default: last), largest first, and their int64 indices. */
@@ -519,7 +632,7 @@ export class Tensor {
         indices.setFlat(obase + i * ost[d]!, order[i]!);
       }
     });
-    return { values, indices };
+    return { values: this.recorded(values, 'topk', [this], d, indices), indices };
   }
 
   // ------------------------------------------------------------ linear algebra
@@ -543,7 +656,7 @@ export class Tensor {
         counter[d] = 0;
       }
     }
-    return out;
+    return this.recorded(out, 'transpose', [this], a, b);
   }
 
   /** Matrix product with numpy semantics: 1-d operands are promoted, leading dims broadcast. */
@@ -577,7 +690,7 @@ export class Tensor {
     let shape = [...batch, n, m];
     if (this.ndim === 1) shape = shape.filter((_, i) => i !== shape.length - 2);
     if (other.ndim === 1) shape = shape.slice(0, -1);
-    return shape.length === out.ndim ? out : out.reshape(shape);
+    return this.recorded(shape.length === out.ndim ? out : new Tensor('float32', shape, out.data), 'matmul', [this, other]);
   }
 
   // ------------------------------------------------------------ display

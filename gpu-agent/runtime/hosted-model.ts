@@ -33,6 +33,7 @@ import type { LoadedTokenizer } from './tokenizer.js';
 import { InterventionError, ModelLoadError, RequestError } from './errors.js';
 import { blockSourceMessage, checkBlockSource } from '../../protocol/block-source.js';
 import { ALIAS_MARK, RequestRun } from './interleave/request-run.js';
+import { GradModel } from './grad/grad-model.js';
 import type { HostContext } from './interleave/request-run.js';
 import type { OpenChannel, RunRequest, RunResult } from './interleave/request-types.js';
 
@@ -109,7 +110,7 @@ export class HostedModel {
         cache.release(whole);
       }
       const manifest = buildManifest(key, graph, addresses, facts, cfg, weights.totalBytes, { padding, logits });
-      const ctx = hostContext(graph, addresses, cache, facts, cfg.padTokenId, plan, padding, logits);
+      const ctx = hostContext(base, graph, addresses, cache, facts, cfg.padTokenId, plan, padding, logits);
       return new HostedModel(key, dir, loadTokenizer(dir), weights.totalBytes, provider, manifest, ctx, cache, weights, facts);
     } catch (e) {
       weights.dispose();
@@ -237,7 +238,8 @@ function readConfig(dir: string): Record<string, unknown> {
   }
 }
 
-function hostContext(graph: ModelGraph, addresses: AddressTable, cache: SegmentCache, facts: Map<string, TensorFacts>, padTokenId: number, plan: InputPlan, padding: PaddingSide, logits: string | null): HostContext {
+function hostContext(base: ModelProto, graph: ModelGraph, addresses: AddressTable, cache: SegmentCache, facts: Map<string, TensorFacts>, padTokenId: number, plan: InputPlan, padding: PaddingSide, logits: string | null): HostContext {
+  let gradients: GradModel | undefined;
   const lastRead = new Map<string, number>();
   for (const [t, cs] of graph.consumers) lastRead.set(t, cs[cs.length - 1]!);
   const batched = new Map<string, boolean>();
@@ -263,6 +265,7 @@ function hostContext(graph: ModelGraph, addresses: AddressTable, cache: SegmentC
       return { dtype: mt.dtype, shape };
     },
     padTokenId,
+    gradients: () => (gradients ??= new GradModel(graph, base, (t) => facts.get(t), addresses, aliasedTensor)),
   };
 }
 

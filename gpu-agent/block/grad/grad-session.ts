@@ -1,0 +1,229 @@
+// The block side of one invoke's gradients. `backward(loss)` differentiates the loss along the block's tape down to
+// the values the model handed over (tape.ts), sends BACKWARD with those gradients as seeds, and starts a fresh
+// backward: `.grad` reads of points go out as WAITs on `<addr>.grad`, one in flight, latest point first (a read of
+// a later point after an earlier one is OutOfOrder, as in nnsight's backward), answered from a cache when repeated;
+// assigning `.grad` swaps the gradient. Values the model hands over become the tape's leaves here (`received`).
+import type { BlockError, BlockToHost, GradSeed, Point, TensorPayload } from '../../../protocol/interleave.js';
+import { formatGradAddr } from '../../../protocol/gradients.js';
+import { firstNonFinite, isFloatDtype, sameShape } from '../../../protocol/tensor-payload.js';
+import { InterleaveError } from '../block-errors.js';
+import type { ManifestIndex } from '../manifest-index.js';
+import { PendingRead, pendingRead } from '../pending-read.js';
+import { realSetImmediate } from '../invoke-guard.js';
+import { Tensor } from '../tensor.js';
+import { leafGradients } from './tape.js';
+
+interface GradWaiter {
+  addr: string;
+  rank: number;
+  promise: Promise<Tensor[]>;
+  resolve: (v: Tensor[]) => void;
+  reject: (e: Error) => void;
+}
+
+/** Seeds with at most this share of nonzero elements travel sparse (a loss of two logits is two numbers). */
+const SPARSE_SHARE = 1 / 8;
+
+export class GradSession {
+  /** The step of the backward running (undefined: none yet). */
+  private step: number | undefined;
+  private readonly cache = new Map<string, Tensor[]>();
+  private pending: GradWaiter[] = [];
+  private inFlight: GradWaiter | undefined;
+  private lastRank = Number.POSITIVE_INFINITY;
+  private lastAddr = '';
+  private flushScheduled = false;
+  private closed: InterleaveError | undefined;
+  private returned = false;
+  private readonly reads = new Set<PendingRead<unknown>>();
+  private readonly owner = { backward: (loss: Tensor) => this.backward(loss) };
+
+  constructor(
+    private readonly invoke: number,
+    private readonly index: ManifestIndex,
+    private readonly send: (msg: BlockToHost) => void,
+    /**
+     * Whether values become tape leaves: only for a block whose source names `backward` (the host records the
+     * forward pass on the same condition), so other blocks' tensor ops keep no history.
+     */
+    private readonly taping: boolean,
+  ) {}
+
+  /** The model handed these values over at `addr` (step `step`): they become leaves of the tape. */
+  received(addr: string, step: number, values: Tensor[]): void {
+    if (!this.taping) return;
+    values.forEach((t, index) => {
+      if (t.tape || !isFloatDtype(t.dtype)) return;
+      t.tape = { op: 'leaf', inputs: [], args: [], out: t, outVersion: t.version, leaf: { addr, index, step, owner: this.owner } };
+    });
+  }
+
+  backward(loss: Tensor): void {
+    if (this.closed) throw this.closed;
+    const leaves = leafGradients(loss);
+    const steps = new Set(leaves.map((l) => l.leaf.step));
+    if (steps.size > 1) throw new InterleaveError('BackwardError', `backward(loss): the loss mixes values of steps ${[...steps].sort().join(' and ')}; a backward runs over one step's forward pass`);
+    const seeds = leaves.map(({ leaf, grad }) => seed(leaf.addr, leaf.index, grad));
+    // A new backward: gradients of the previous one are no longer available.
+    for (const w of [...this.pending, ...(this.inFlight ? [this.inFlight] : [])]) w.reject(new InterleaveError('NoBackward', `${w.addr} belonged to a backward pass replaced by a later backward()`));
+    this.pending = [];
+    this.inFlight = undefined;
+    this.cache.clear();
+    this.lastRank = Number.POSITIVE_INFINITY;
+    this.lastAddr = '';
+    this.step = leaves[0]!.leaf.step;
+    this.send({ kind: 'BACKWARD', invoke: this.invoke, step: this.step, seeds });
+  }
+
+  private rankOf(path: string, point: Point): number {
+    const rank = this.index.rank(path, point);
+    if (rank === undefined) throw new InterleaveError('NotObservable', `${path ? `${path}.` : ''}${point}: ${this.index.unobservable(path, point)}`);
+    return rank;
+  }
+
+  private addrOf(path: string, point: Point, step: number): string {
+    return formatGradAddr({ path, point, step });
+  }
+
+  /** The gradient at `path.point` of `step`, as the block sees it (a tracked read). */
+  read<T>(path: string, point: Point, step: number, map: (v: Tensor[]) => T): PendingRead<T> {
+    const addr = this.addrOf(path, point, step);
+    return pendingRead(addr, this.wait(path, point, step, addr), map, this.reads);
+  }
+
+  private wait(path: string, point: Point, step: number, addr: string): Promise<Tensor[]> {
+    if (this.closed) return Promise.reject(this.closed);
+    const rank = this.rankOf(path, point);
+    if (this.step === undefined) return Promise.reject(new InterleaveError('NoBackward', `${addr} was requested before any backward pass: call ctx.backward(loss) (or loss.backward()) first`));
+    if (step !== this.step) return Promise.reject(new InterleaveError('NoBackward', `${addr} is at step ${step}, but the backward pass runs over step ${this.step}`));
+    const cached = this.cache.get(addr);
+    if (cached) return Promise.resolve(cached);
+    if (rank > this.lastRank) {
+      return Promise.reject(new InterleaveError('OutOfOrder', `${addr} was requested after ${this.lastAddr}; gradients come in reverse forward order (latest point first), as the backward pass computes them`));
+    }
+    const same = this.inFlight?.addr === addr ? this.inFlight : this.pending.find((w) => w.addr === addr);
+    if (same) return same.promise;
+    let resolve!: (v: Tensor[]) => void;
+    let reject!: (e: Error) => void;
+    const promise = new Promise<Tensor[]>((res, rej) => {
+      resolve = res;
+      reject = rej;
+    });
+    this.pending.push({ addr, rank, promise, resolve, reject });
+    this.scheduleFlush();
+    return promise;
+  }
+
+  private scheduleFlush(): void {
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    realSetImmediate(() => {
+      this.flushScheduled = false;
+      this.flush();
+    });
+  }
+
+  private flush(): void {
+    if (this.inFlight || this.pending.length === 0 || this.closed || this.returned) return;
+    this.pending.sort((a, b) => b.rank - a.rank);
+    const w = this.pending.shift()!;
+    if (w.rank > this.lastRank) {
+      w.reject(new InterleaveError('OutOfOrder', `${w.addr} was requested after ${this.lastAddr}; gradients come latest point first`));
+      this.scheduleFlush();
+      return;
+    }
+    this.inFlight = w;
+    this.send({ kind: 'WAIT', invoke: this.invoke, addr: w.addr });
+  }
+
+  onValue(addr: string, values: TensorPayload[]): void {
+    const w = this.inFlight;
+    if (!w || w.addr !== addr) throw new InterleaveError('ProtocolError', `VALUE for ${addr} while waiting for ${w?.addr ?? 'no gradient'}`);
+    this.inFlight = undefined;
+    const tensors = values.map((p) => Tensor.fromPayload(p));
+    this.cache.set(addr, tensors);
+    this.lastRank = w.rank;
+    this.lastAddr = addr;
+    w.resolve(tensors);
+    this.scheduleFlush();
+  }
+
+  onRaise(addr: string, error: BlockError): void {
+    const w = this.inFlight;
+    if (!w || w.addr !== addr) throw new InterleaveError('ProtocolError', `RAISE for ${addr} while waiting for ${w?.addr ?? 'no gradient'}`);
+    this.inFlight = undefined;
+    w.reject(InterleaveError.from(error));
+    this.scheduleFlush();
+  }
+
+  /** Gradients last received (or swapped in) at a point. */
+  cached(path: string, point: Point, step: number): Tensor[] | undefined {
+    return this.cache.get(this.addrOf(path, point, step));
+  }
+
+  /** Replaces the gradient at `path.point` (the one just received, or one the backward has not reached). */
+  swap(path: string, point: Point, step: number, values: Tensor[]): void {
+    if (this.closed) throw this.closed;
+    const addr = this.addrOf(path, point, step);
+    const rank = this.rankOf(path, point);
+    if (this.step === undefined || step !== this.step) throw new InterleaveError('NoBackward', `cannot swap ${addr}: no backward pass runs over step ${step} (call ctx.backward(loss) first)`);
+    if (rank > this.lastRank) throw new InterleaveError('OutOfOrder', `cannot swap ${addr}: the backward pass has already passed it (last gradient received: ${this.lastAddr})`);
+    const mod = this.index.modules.get(path)!;
+    const tensors = point === 'output' ? mod.outputs : mod.inputs;
+    const current = this.cache.get(addr);
+    if (values.length !== tensors.length) throw new InterleaveError('ShapeMismatch', `swap of ${addr} takes ${tensors.length} tensor${tensors.length === 1 ? '' : 's'}, got ${values.length}`);
+    values.forEach((t, i) => {
+      if (!(t instanceof Tensor)) throw new InterleaveError('ShapeMismatch', `swap of ${addr}: value ${i} is not a Tensor`);
+      const want = current?.[i];
+      const dtype = String(tensors[i]!.dtype);
+      if (t.dtype !== dtype) throw new InterleaveError('DtypeMismatch', `swap of ${addr}: expected ${dtype}, got ${t.dtype} (convert with .to('${dtype}'))`);
+      if (want && !sameShape(t.shape, want.shape)) throw new InterleaveError('ShapeMismatch', `swap of ${addr}: expected shape [${want.shape.join(', ')}], got [${t.shape.join(', ')}]`);
+      const bad = firstNonFinite(t.toPayload());
+      if (bad >= 0) throw new InterleaveError('NonFinite', `swap of ${addr}: element ${bad} is ${t.flat(bad)}; gradients must be finite`);
+    });
+    const copies = values.map((t) => new Tensor(t.dtype, t.shape, t.data.slice() as Tensor['data']));
+    if (current) this.cache.set(addr, copies);
+    this.send({ kind: 'SWAP', invoke: this.invoke, addr, values: copies.map((t) => t.toPayload()) });
+  }
+
+  blockReturned(): Array<{ addr: string; awaited: boolean; settled: boolean; origin: Error | undefined }> {
+    this.returned = true;
+    const left = [...this.reads].filter((r) => !r.awaited || !r.settled);
+    this.reads.clear();
+    return left.map((r) => ({ addr: r.addr, awaited: r.awaited, settled: r.settled, origin: r.origin }));
+  }
+
+  close(reason: string): void {
+    if (this.closed) return;
+    this.closed = new InterleaveError(reason === 'timeout' ? 'Timeout' : 'Cancelled', `the request was stopped by the host (${reason})`);
+    const all = [...this.pending, ...(this.inFlight ? [this.inFlight] : [])];
+    this.pending = [];
+    this.inFlight = undefined;
+    for (const w of all) w.reject(this.closed);
+  }
+}
+
+/** A seed for one leaf: sparse when most of the gradient is zero. */
+function seed(addr: string, index: number, grad: Tensor): GradSeed {
+  const g = grad.dtype === 'float32' ? grad : grad.to('float32');
+  const data = g.data as Float32Array;
+  let nonzero = 0;
+  for (let i = 0; i < data.length; i++) if (data[i] !== 0) nonzero++;
+  if (nonzero > data.length * SPARSE_SHARE) return { addr, index, grad: g.toPayload() };
+  const at = new BigInt64Array(nonzero);
+  const values = new Float32Array(nonzero);
+  let k = 0;
+  for (let i = 0; i < data.length; i++) {
+    if (data[i] === 0) continue;
+    at[k] = BigInt(i);
+    values[k++] = data[i]!;
+  }
+  return {
+    addr,
+    index,
+    shape: [...g.shape],
+    at: { dtype: 'int64', shape: [nonzero], data: new Uint8Array(at.buffer) },
+    grad: { dtype: 'float32', shape: [nonzero], data: new Uint8Array(values.buffer) },
+  };
+}
+
