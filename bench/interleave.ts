@@ -7,6 +7,7 @@
 // medians are compared. Model generation (first run only) and loading are timed separately, not in the ratios.
 import { performance } from 'node:perf_hooks';
 import { ensureBenchModel } from './bench-model.js';
+import { median, numberArg } from './bench-args.js';
 import { loadModel } from '../gpu-agent/runtime/index.js';
 import type { HostedModel, RunRequest } from '../gpu-agent/runtime/index.js';
 import { createInProcessBlocks } from '../gpu-agent/block/index.js';
@@ -15,16 +16,7 @@ import { Tensor } from '../gpu-agent/block/tensor.js';
 const MODEL = 'gpt2-small-random';
 const TEXT = 'The fabric runs intervention experiments on hosted models: a block of code reads and replaces the activations of named modules during the forward pass, remotely, while operators deploy and scale the models across agents.';
 
-function arg(args: string[], name: string, fallback: number): number {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 && args[i + 1] !== undefined ? Number(args[i + 1]) : fallback;
-}
-
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const n = s.length;
-  return n % 2 ? s[(n - 1) / 2]! : (s[n / 2 - 1]! + s[n / 2]!) / 2;
-};
+const arg = numberArg;
 
 function sameBits(a: Tensor, b: Tensor): boolean {
   const x = new Uint8Array(a.data.buffer, a.data.byteOffset, a.data.byteLength);

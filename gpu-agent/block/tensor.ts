@@ -14,7 +14,7 @@
 // `ctx.backward(loss)`; this file only records. In-place writes (`setSlice`, `fill`) bump `version`, so a derivative
 // that needs an operand's values can tell that they changed after it was used.
 import type { Dtype, TensorPayload } from '../../protocol/interleave.js';
-import { bytesPerElement, elementCount, floatToHalf, halfToFloat, payloadFrom, typedData } from '../../protocol/tensor-payload.js';
+import { bytesPerElement, elementCount, floatToHalf, halfToFloat, payloadFrom, sameShape, typedData } from '../../protocol/tensor-payload.js';
 import type { TypedData } from '../../protocol/tensor-payload.js';
 
 export type SliceSpec = number | null | undefined | [start?: number | null, end?: number | null, step?: number];
@@ -372,6 +372,11 @@ export class Tensor {
     return { indices, keep };
   }
 
+  /** Flat offsets of the elements `slice(...specs)` picks, in its order (the tape sends sparse gradients with them). */
+  sliceOffsets(specs: readonly SliceSpec[]): Int32Array {
+    return this.selection(specs).offsets;
+  }
+
   /** Flat offsets of the selected elements, in row-major order of the selection. */
   private selection(specs: readonly SliceSpec[]): { offsets: Int32Array; shape: number[] } {
     const { indices, keep } = this.resolveSlices(specs);
@@ -444,6 +449,18 @@ export class Tensor {
   private binary(other: Tensor | number, op: (a: number, b: number) => number, name: string, intResult: boolean): Tensor {
     const o = typeof other === 'number' ? Tensor.from(other, [], Number.isInteger(other) && this.isInt() ? 'int64' : 'float32') : other;
     if (!(o instanceof Tensor)) throw new TensorError(`${name}() takes a tensor or a number`);
+    if (this.dtype === 'float32' && o.dtype === 'float32' && (o.size === 1 || sameShape(this.shape, o.shape)) && o.ndim <= this.ndim) {
+      // Fast path (same shapes, or a scalar operand): no index arrays, no per-element dtype dispatch.
+      const out = new Tensor('float32', this.shape);
+      const x = this.data as Float32Array;
+      const y = o.data as Float32Array;
+      const z = out.data as Float32Array;
+      if (o.size === 1 && !sameShape(this.shape, o.shape)) {
+        const c = y[0]!;
+        for (let i = 0; i < z.length; i++) z[i] = op(x[i]!, c);
+      } else for (let i = 0; i < z.length; i++) z[i] = op(x[i]!, y[i]!);
+      return this.recorded(out, name, [this, o]);
+    }
     const shape = broadcastShapes(this.shape, o.shape);
     const ai = broadcastIndex(this.shape, shape);
     const bi = broadcastIndex(o.shape, shape);

@@ -13,7 +13,7 @@ import { loadModel } from '../../gpu-agent/runtime/index.js';
 import type { HostedModel } from '../../gpu-agent/runtime/index.js';
 import type { Tensor } from '../../gpu-agent/block/tensor.js';
 import { run, value } from './tiny-model.js';
-import { moduleExpr, parseKey, readReference, readSafetensors, variants } from './hf-fixtures.js';
+import { hfDir, moduleExpr, parseKey, readReference, readSafetensors, variants } from './hf-fixtures.js';
 import type { Variant } from './hf-fixtures.js';
 
 interface Gradients {
@@ -36,10 +36,9 @@ function model(v: Variant): Promise<HostedModel> {
 }
 
 function fixture(family: string): { g: Gradients; tensors: Map<string, Tensor> } {
-  const dir = join(v0dir, family);
+  const dir = join(hfDir, family);
   return { g: JSON.parse(readFileSync(join(dir, 'gradients.json'), 'utf8')) as Gradients, tensors: readSafetensors(join(dir, 'gradients.safetensors')) };
 }
-const v0dir = join(new URL('../../../tests/fixtures/hf', import.meta.url).pathname);
 
 /** |got − want| ≤ 1e-4 + 1e-3·|want| everywhere; returns the worst absolute difference. */
 function assertClose(got: Tensor, want: Tensor, what: string): number {

@@ -12,6 +12,7 @@ import { PendingRead, pendingRead } from '../pending-read.js';
 import { realSetImmediate } from '../invoke-guard.js';
 import { Tensor } from '../tensor.js';
 import { leafGradients } from './tape.js';
+import type { Gradient } from './tape.js';
 
 interface GradWaiter {
   addr: string;
@@ -60,6 +61,9 @@ export class GradSession {
 
   backward(loss: Tensor): void {
     if (this.closed) throw this.closed;
+    if (!this.taping) {
+      throw new InterleaveError('BackwardError', 'backward(loss): this block\'s source never names `backward`, so its tensor ops were not recorded (and the request did not record its forward pass); call it by name: ctx.backward(loss) or loss.backward()');
+    }
     const leaves = leafGradients(loss);
     const steps = new Set(leaves.map((l) => l.leaf.step));
     if (steps.size > 1) throw new InterleaveError('BackwardError', `backward(loss): the loss mixes values of steps ${[...steps].sort().join(' and ')}; a backward runs over one step's forward pass`);
@@ -204,26 +208,23 @@ export class GradSession {
 }
 
 /** A seed for one leaf: sparse when most of the gradient is zero. */
-function seed(addr: string, index: number, grad: Tensor): GradSeed {
+function seed(addr: string, index: number, grad: Gradient): GradSeed {
+  if (!(grad instanceof Tensor)) {
+    const at = BigInt64Array.from(grad.at, (k) => BigInt(k));
+    return {
+      addr,
+      index,
+      shape: [...grad.shape],
+      at: { dtype: 'int64', shape: [at.length], data: new Uint8Array(at.buffer) },
+      grad: { dtype: 'float32', shape: [grad.values.length], data: new Uint8Array(grad.values.buffer, grad.values.byteOffset, grad.values.byteLength) },
+    };
+  }
   const g = grad.dtype === 'float32' ? grad : grad.to('float32');
   const data = g.data as Float32Array;
   let nonzero = 0;
   for (let i = 0; i < data.length; i++) if (data[i] !== 0) nonzero++;
   if (nonzero > data.length * SPARSE_SHARE) return { addr, index, grad: g.toPayload() };
-  const at = new BigInt64Array(nonzero);
-  const values = new Float32Array(nonzero);
-  let k = 0;
-  for (let i = 0; i < data.length; i++) {
-    if (data[i] === 0) continue;
-    at[k] = BigInt(i);
-    values[k++] = data[i]!;
-  }
-  return {
-    addr,
-    index,
-    shape: [...g.shape],
-    at: { dtype: 'int64', shape: [nonzero], data: new Uint8Array(at.buffer) },
-    grad: { dtype: 'float32', shape: [nonzero], data: new Uint8Array(values.buffer) },
-  };
+  const at: number[] = [];
+  for (let i = 0; i < data.length; i++) if (data[i] !== 0) at.push(i);
+  return seed(addr, index, { shape: g.shape, at: Int32Array.from(at), values: Float32Array.from(at, (i) => data[i]!) });
 }
-

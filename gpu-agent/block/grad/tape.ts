@@ -2,14 +2,47 @@
 // handed to the block (the tape's leaves). The result, per leaf, is the gradient of the loss with respect to that
 // value — the seed the host's backward pass starts from at that point of the model. Derivatives use the operands as
 // they were when the op ran; one whose values were written in place since (setSlice, fill) is refused, as PyTorch
-// refuses it. Gradients are float32.
+// refuses it. Gradients are float32. A gradient that a slice leaves mostly zero (the two logits of a logit
+// difference in a [batch, seq, vocab] tensor) stays sparse — offsets and values — down to the leaf and the seed.
 import { InterleaveError } from '../block-errors.js';
 import { Tensor } from '../tensor.js';
 import type { SliceSpec, TapeInput, TapeLeaf, TapeNode } from '../tensor.js';
 
+/** A gradient that is zero except at flat offsets `at` of a tensor of `shape`. */
+export interface SparseGradient {
+  shape: readonly number[];
+  at: Int32Array;
+  values: Float32Array;
+}
+
+export type Gradient = Tensor | SparseGradient;
+
 export interface LeafGradient {
   leaf: TapeLeaf;
-  grad: Tensor;
+  grad: Gradient;
+}
+
+/** Slices picking at most this share of a tensor give sparse gradients. */
+const SPARSE_SHARE = 1 / 8;
+
+/** The gradient as a dense tensor. */
+export function dense(g: Gradient): Tensor {
+  if (g instanceof Tensor) return g;
+  const out = Tensor.zeros(g.shape);
+  const d = out.data as Float32Array;
+  for (let i = 0; i < g.at.length; i++) d[g.at[i]!]! += g.values[i]!;
+  return out;
+}
+
+function addGradients(a: Gradient, b: Gradient): Gradient {
+  if (a instanceof Tensor || b instanceof Tensor) return dense(a).add(dense(b));
+  const at = new Int32Array(a.at.length + b.at.length);
+  at.set(a.at);
+  at.set(b.at, a.at.length);
+  const values = new Float32Array(at.length);
+  values.set(a.values);
+  values.set(b.values, a.values.length);
+  return { shape: a.shape, at, values };
 }
 
 const fail = (type: string, message: string): never => {
@@ -81,14 +114,17 @@ function extremum(node: TapeNode, g: Tensor, max: boolean): Tensor {
   return out;
 }
 
-type Derivative = (node: TapeNode, g: Tensor) => Array<Tensor | undefined>;
+type Derivative = (node: TapeNode, g: Tensor) => Array<Gradient | undefined>;
 
 const DERIVATIVES: Record<string, Derivative> = {
   clone: (_n, g) => [g],
   to: (_n, g) => [g],
   reshape: (n, g) => [g.reshape(n.inputs[0]!.tensor.shape)],
   slice: (n, g) => {
-    const gx = Tensor.zeros(n.inputs[0]!.tensor.shape);
+    const x = n.inputs[0]!.tensor;
+    const at = x.sliceOffsets(n.args[0] as SliceSpec[]);
+    if (at.length <= x.size * SPARSE_SHARE) return [{ shape: x.shape, at, values: (g.dtype === 'float32' ? g : g.to('float32')).data as Float32Array }];
+    const gx = Tensor.zeros(x.shape);
     gx.setSlice(n.args[0] as SliceSpec[], g);
     return [gx];
   },
@@ -195,8 +231,8 @@ export function leafGradients(loss: Tensor): LeafGradient[] {
   if (loss.size !== 1) fail('BackwardError', `backward(loss): the loss must have one element, it has shape [${loss.shape.join(', ')}]; reduce it first (sum(), mean(), or index one element)`);
   if (!loss.tape) fail('BackwardError', 'backward(loss): the loss was not computed from values of the model; compute it from a module value (await m.<path>.output)');
   if (loss.dtype !== 'float32' && loss.dtype !== 'float16') fail('BackwardError', `backward(loss): the loss must be a float tensor, it is ${loss.dtype}`);
-  const grads = new Map<TapeNode, Tensor>([[loss.tape!, Tensor.ones(loss.shape)]]);
-  const leaves = new Map<TapeLeaf, Tensor>();
+  const grads = new Map<TapeNode, Gradient>([[loss.tape!, Tensor.ones(loss.shape)]]);
+  const leaves = new Map<TapeLeaf, Gradient>();
   for (const node of order(loss.tape!)) {
     const g = grads.get(node);
     if (!g) continue;
@@ -206,12 +242,12 @@ export function leafGradients(loss: Tensor): LeafGradient[] {
     }
     const derivative = DERIVATIVES[node.op];
     if (!derivative) fail('NotDifferentiable', `the loss was computed through ${node.op}(), which has no derivative`);
-    const parts = derivative!(node, plain(g));
+    const parts = derivative!(node, plain(dense(g)));
     node.inputs.forEach((input: TapeInput, i) => {
       const part = parts[i];
       if (!input.node || !part) return;
       const had = grads.get(input.node);
-      grads.set(input.node, had ? had.add(part) : part);
+      grads.set(input.node, had ? addGradients(had, part) : part);
     });
   }
   return [...leaves].map(([leaf, grad]) => ({ leaf, grad }));

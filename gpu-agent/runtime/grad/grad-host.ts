@@ -76,7 +76,8 @@ export class GradientHost {
       }
       if (!sameShape(grad.shape, want.shape)) fail('ShapeMismatch', `${what} has shape [${grad.shape.join(', ')}]; the value has [${want.shape.join(', ')}]`);
       if (firstNonFinite(grad) >= 0) fail('NonFinite', `${what} is not finite at element ${firstNonFinite(grad)}`);
-      const value = batched ? replaceRows(payloadToOrt(zerosPayload(grad.dtype, [record.batch, ...want.shape.slice(1)])), inv.row, grad) : payloadToOrt(grad);
+      const whole = !batched || (inv.row === 0 && inv.rows === record.batch);
+      const value = whole ? payloadToOrt(grad) : replaceRows(payloadToOrt(zerosPayload(grad.dtype, [record.batch, ...want.shape.slice(1)])), inv.row, grad);
       return { cut: r.p.cut, tensor: tensorAt(record, this.e.modules, r.p, t), value };
     });
     this.runs.set(inv.index, new BackwardRun(this.e, record, inv, built));

@@ -44,14 +44,14 @@ export function addOrt(a: OrtTensor, b: OrtTensor): OrtTensor {
 /** A dense payload from the nonzero values at flat offsets `at` of a tensor of `shape`. */
 export function denseFromSparse(dtype: Dtype, shape: number[], at: TensorPayload, values: TensorPayload): TensorPayload {
   const n = elementCount(shape);
-  const out = new Float64Array(n);
   const offsets = typedData(at) as BigInt64Array;
   const v = floats(values);
   if (at.dtype !== 'int64' || offsets.length !== v.length) throw new Error('a sparse seed needs int64 offsets, one per value');
+  const out = dtype === 'float32' ? new Float32Array(n) : new Float64Array(n);
   for (let i = 0; i < v.length; i++) {
     const k = Number(offsets[i]!);
     if (!Number.isInteger(k) || k < 0 || k >= n) throw new Error(`sparse seed offset ${k} is outside a tensor of ${n} elements`);
     out[k]! += v[i]!;
   }
-  return floatPayload(dtype, shape, out);
+  return out instanceof Float32Array ? { dtype, shape: [...shape], data: new Uint8Array(out.buffer) } : floatPayload(dtype, shape, out);
 }
