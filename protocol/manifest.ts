@@ -64,6 +64,13 @@ export interface Manifest {
   padding?: 'left' | 'right' | 'none';
   /** The graph output with next-token logits; null when the model has no language-model head (it cannot generate). */
   logits?: string | null;
+  /**
+   * Estimated memory beyond the weights file, for one batch row of `sequence` tokens (the model's positions, at most
+   * 1024): activations of a forward pass at its peak and of a backward over the whole model at its peak, and the
+   * bytes of the weight matrices onnxruntime packs a copy of in each session that multiplies by them (forward and
+   * gradient sessions share one cache, bounded by the model's segment-cache budget). docs/runtime.md, "Memory".
+   */
+  memory?: { sequence: number; forwardActivationBytes: number; backwardActivationBytes: number; packedWeightsBytes: number };
   /** Every module, in forward order, root ('') first. */
   modules: ManifestModule[];
   /** Observable points in forward order, as `<path>.output` / `<path>.input` ('' path → `output`, `input`). */

@@ -34,6 +34,8 @@ import { InterventionError, ModelLoadError, RequestError } from './errors.js';
 import { blockSourceMessage, checkBlockSource } from '../../protocol/block-source.js';
 import { ALIAS_MARK, RequestRun } from './interleave/request-run.js';
 import { GradModel } from './grad/grad-model.js';
+import { differentiableTensors } from './grad/activity.js';
+import { estimateMemory } from './grad/memory-estimate.js';
 import type { HostContext } from './interleave/request-run.js';
 import type { OpenChannel, RunRequest, RunResult } from './interleave/request-types.js';
 
@@ -109,7 +111,9 @@ export class HostedModel {
       } finally {
         cache.release(whole);
       }
-      const manifest = buildManifest(key, graph, addresses, facts, cfg, weights.totalBytes, { padding, logits });
+      const active = differentiableTensors(graph, (t) => facts.get(t)?.elemType, addresses);
+      const memory = estimateMemory(graph, (t) => facts.get(t), active, Math.min(cfg.maxPositions, 1024));
+      const manifest = buildManifest(key, graph, addresses, facts, cfg, weights.totalBytes, { padding, logits, memory });
       const ctx = hostContext(base, graph, addresses, cache, facts, cfg.padTokenId, plan, padding, logits);
       return new HostedModel(key, dir, loadTokenizer(dir), weights.totalBytes, provider, manifest, ctx, cache, weights, facts);
     } catch (e) {

@@ -66,6 +66,7 @@ export function weightsDtype(g: ModelGraph): string {
 export interface InterfaceFacts {
   padding: 'left' | 'right' | 'none';
   logits: string | null;
+  memory?: Manifest['memory'];
 }
 
 export function buildManifest(
@@ -100,6 +101,7 @@ export function buildManifest(
     dtype: weightsDtype(g),
     padding: iface.padding,
     logits: iface.logits,
+    ...(iface.memory ? { memory: iface.memory } : {}),
     modules,
     order: table.points.map((p) => p.key),
   };

@@ -196,3 +196,17 @@ test('an op without a derivative rule is refused naming the op and its module, b
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('the example of docs/interleaving.md ("Gradients") runs: saliency per position, and the swap halves what flows down', async () => {
+  const hm = await tinyModel();
+  const doc = readFileSync(join(repoRoot, 'docs', 'interleaving.md'), 'utf8');
+  const section = doc.slice(doc.indexOf('## Gradients'));
+  const block = /```js\n([\s\S]*?)```/.exec(section)![1]!;
+  const r = await run(hm, { invokes: [{ tokens: A, block }] });
+  const out = value(r.invokes[0]!.result) as { saliency: Tensor; g0: Tensor };
+  assert.deepEqual([...out.saliency.shape], [1, A.length]);
+  const plain = await run(hm, { invokes: [{ tokens: A, block: `async (m, ctx) => { ${LOSS} ctx.backward(loss); await m.transformer.h[1].output.grad; return await m.transformer.h[0].output.grad; }` }] });
+  const g0 = value(plain.invokes[0]!.result) as Tensor;
+  assert.ok(g0.abs().max().item() > 0);
+  assert.ok(maxAbsDiff(out.g0, g0.mul(0.5)) <= 1e-7, 'halving the gradient at h[1] halves the gradient at h[0]');
+});
