@@ -24,22 +24,13 @@ import { createInProcessBlocks } from '../gpu-agent/block/index.js';
 import { loadModel } from '../gpu-agent/runtime/index.js';
 import type { HostedModel } from '../gpu-agent/runtime/index.js';
 import { ensureBenchModel } from './bench-model.js';
+import { median, numberArg } from './_numbers.js';
 
 const MODEL = 'gpt2-small-random';
 const TEXT = 'The fabric runs intervention experiments on hosted models: a block of code reads and replaces the activations of named modules during the forward pass, remotely, while operators deploy and scale the models across agents.';
 const distDir = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const repoRoot = resolve(distDir, '..');
 
-function arg(args: string[], name: string, fallback: number): number {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 && args[i + 1] !== undefined ? Number(args[i + 1]) : fallback;
-}
-
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const n = s.length;
-  return n % 2 ? s[(n - 1) / 2]! : (s[n / 2 - 1]! + s[n / 2]!) / 2;
-};
 
 const round2 = (x: number) => Number(x.toFixed(2));
 
@@ -77,14 +68,14 @@ async function startFabric(dataDir: string): Promise<{ child: ChildProcess; url:
 }
 
 export async function run(args: string[]): Promise<Record<string, unknown>> {
-  const rounds = arg(args, 'rounds', 25);
-  const clients = arg(args, 'clients', 8);
-  const perClient = arg(args, 'per-client', 2);
-  const layer = arg(args, 'layer', 6);
-  const promptTokens = arg(args, 'tokens', 32);
-  const budgetMs = arg(args, 'budget-ms', 9_000);
+  const rounds = numberArg(args, 'rounds', 25);
+  const clients = numberArg(args, 'clients', 8);
+  const perClient = numberArg(args, 'per-client', 2);
+  const layer = numberArg(args, 'layer', 6);
+  const promptTokens = numberArg(args, 'tokens', 32);
+  const budgetMs = numberArg(args, 'budget-ms', 9_000);
   /** Requests in flight per replica (the deployment's `concurrency`; 1 is the default of a deploy). */
-  const concurrency = arg(args, 'concurrency', 1);
+  const concurrency = numberArg(args, 'concurrency', 1);
 
   const { dir, cached, generateS } = ensureBenchModel(MODEL);
   process.stderr.write(`${MODEL}: ${cached ? 'cached' : `generated in ${generateS.toFixed(1)} s`}\n`);

@@ -14,17 +14,8 @@ import type { HostedModel, RunRequest } from '../gpu-agent/runtime/index.js';
 import { createInProcessBlocks } from '../gpu-agent/block/index.js';
 import { Sfc32 } from '../catalog/bundled/prng.js';
 import { ensureFamilyModel, FAMILY_MODELS, type FamilyName } from './families/models.js';
+import { median, numberArg } from './_numbers.js';
 
-function arg(args: string[], name: string, fallback: number): number {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 && args[i + 1] !== undefined ? Number(args[i + 1]) : fallback;
-}
-
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const n = s.length;
-  return n % 2 ? s[(n - 1) / 2]! : (s[n / 2 - 1]! + s[n / 2]!) / 2;
-};
 
 const bytesOf = (r: Awaited<ReturnType<HostedModel['run']>>) => r.invokes[0]!.result.tensors.map((t) => Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength));
 const sameBits = (a: Buffer[], b: Buffer[]) => a.length === b.length && a.every((x, i) => x.equals(b[i]!));
@@ -90,7 +81,7 @@ async function benchFamily(name: FamilyName, o: { rounds: number; tokens: number
 
 export async function run(args: string[]): Promise<Record<string, unknown>> {
   const t0 = performance.now();
-  const o = { rounds: arg(args, 'rounds', 80), tokens: arg(args, 'tokens', 64), budgetMs: arg(args, 'budget-ms', 9000) };
+  const o = { rounds: numberArg(args, 'rounds', 80), tokens: numberArg(args, 'tokens', 64), budgetMs: numberArg(args, 'budget-ms', 9000) };
   const families: Record<string, Awaited<ReturnType<typeof benchFamily>>> = {};
   for (const name of Object.keys(FAMILY_MODELS) as FamilyName[]) families[name] = await benchFamily(name, o);
   const all = Object.values(families);

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { ensureBenchModel } from './bench-model.js';
-import { median, numberArg } from './bench-args.js';
+import { median, numberArg } from './_numbers.js';
 import { loadModel } from '../gpu-agent/runtime/index.js';
 import type { HostedModel, RunRequest, RunResult } from '../gpu-agent/runtime/index.js';
 import { createInProcessBlocks } from '../gpu-agent/block/index.js';

@@ -7,16 +7,15 @@
 // medians are compared. Model generation (first run only) and loading are timed separately, not in the ratios.
 import { performance } from 'node:perf_hooks';
 import { ensureBenchModel } from './bench-model.js';
-import { median, numberArg } from './bench-args.js';
 import { loadModel } from '../gpu-agent/runtime/index.js';
 import type { HostedModel, RunRequest } from '../gpu-agent/runtime/index.js';
 import { createInProcessBlocks } from '../gpu-agent/block/index.js';
 import { Tensor } from '../gpu-agent/block/tensor.js';
+import { median, numberArg } from './_numbers.js';
 
 const MODEL = 'gpt2-small-random';
 const TEXT = 'The fabric runs intervention experiments on hosted models: a block of code reads and replaces the activations of named modules during the forward pass, remotely, while operators deploy and scale the models across agents.';
 
-const arg = numberArg;
 
 function sameBits(a: Tensor, b: Tensor): boolean {
   const x = new Uint8Array(a.data.buffer, a.data.byteOffset, a.data.byteLength);
@@ -26,10 +25,10 @@ function sameBits(a: Tensor, b: Tensor): boolean {
 
 export async function run(args: string[]): Promise<Record<string, unknown>> {
   const t0 = performance.now();
-  const rounds = arg(args, 'rounds', 25);
-  const promptTokens = arg(args, 'tokens', 32);
-  const layer = arg(args, 'layer', 6);
-  const budgetMs = arg(args, 'budget-ms', 26_000);
+  const rounds = numberArg(args, 'rounds', 25);
+  const promptTokens = numberArg(args, 'tokens', 32);
+  const layer = numberArg(args, 'layer', 6);
+  const budgetMs = numberArg(args, 'budget-ms', 26_000);
 
   const { dir, cached, generateS } = ensureBenchModel(MODEL);
   const tl = performance.now();

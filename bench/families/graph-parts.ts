@@ -1,7 +1,8 @@
-// Pieces the families benchmark's generated graphs share: seeded weights collected for the writer, and the
-// additive attention bias from the attention mask (float32 min where a key is masked; causal or not).
+// Pieces the families benchmark's generated graphs share: seeded weights collected for the writer, the additive
+// attention bias from the attention mask (float32 min where a key is masked; causal or not), the model wrapper.
 import { TensorDataType } from '../../gpu-agent/runtime/onnx/types.js';
-import { GraphBuilder, floatTensor, int64Tensor } from '../../catalog/bundled/onnx-builder.js';
+import type { ModelProto, ValueInfoProto } from '../../gpu-agent/runtime/onnx/types.js';
+import { GraphBuilder, floatTensor, int64Tensor, tensorInfo } from '../../catalog/bundled/onnx-builder.js';
 import type { Gpt2Weight } from '../../catalog/bundled/gpt2.js';
 import { Sfc32, fillUniform } from '../../catalog/bundled/prng.js';
 
@@ -30,4 +31,21 @@ export function attentionBias(g: GraphBuilder, scope: string, causal = true): st
     allowed = g.one(scope, 'And', [causalMask, allowed]);
   }
   return g.one(scope, 'Where', [allowed, g.constant(scope, floatTensor([0], [])), g.constant(scope, floatTensor([FLOAT32_MIN], []))]);
+}
+
+/** The opset-17 model of a generated graph: int64 `[batch, sequence]` token inputs, the given outputs, weights listed without data (the writer attaches them). */
+export function generatedModel(name: string, g: GraphBuilder, weights: Gpt2Weight[], inputs: string[], outputs: ValueInfoProto[]): ModelProto {
+  return {
+    ir_version: 8,
+    opset_import: [{ domain: '', version: 17 }],
+    producer_name: 'ndif-fabric bench/families',
+    producer_version: '1',
+    graph: {
+      name,
+      node: g.nodes,
+      initializer: weights.map((w) => ({ name: w.name, dims: w.dims, data_type: TensorDataType.FLOAT })),
+      input: inputs.map((n) => tensorInfo(n, TensorDataType.INT64, ['batch', 'sequence'])),
+      output: outputs,
+    },
+  };
 }

@@ -4,10 +4,9 @@
 // attention_mask, token_type_ids; outputs last_hidden_state, pooler_output. Seeded weights; for the families
 // benchmark.
 import { TensorDataType } from '../../gpu-agent/runtime/onnx/types.js';
-import type { ModelProto } from '../../gpu-agent/runtime/onnx/types.js';
 import { floatTensor, int64Tensor, tensorInfo } from '../../catalog/bundled/onnx-builder.js';
 import type { Gpt2Graph } from '../../catalog/bundled/gpt2.js';
-import { attentionBias, weightFactory } from './graph-parts.js';
+import { attentionBias, generatedModel, weightFactory } from './graph-parts.js';
 
 export interface BertShape {
   layers: number;
@@ -70,18 +69,6 @@ export function buildBert(s: BertShape): Gpt2Graph {
   g.one(PO, 'Tanh', [dense]);
   g.nodes[pooled]!.output = ['pooler_output'];
 
-  const model: ModelProto = {
-    ir_version: 8,
-    opset_import: [{ domain: '', version: 17 }],
-    producer_name: 'ndif-fabric bench/families',
-    producer_version: '1',
-    graph: {
-      name: 'bert',
-      node: g.nodes,
-      initializer: weights.map((w) => ({ name: w.name, dims: w.dims, data_type: TensorDataType.FLOAT })),
-      input: ['input_ids', 'attention_mask', 'token_type_ids'].map((n) => tensorInfo(n, TensorDataType.INT64, ['batch', 'sequence'])),
-      output: [tensorInfo('last_hidden_state', TensorDataType.FLOAT, ['batch', 'sequence', d]), tensorInfo('pooler_output', TensorDataType.FLOAT, ['batch', d])],
-    },
-  };
+  const model = generatedModel('bert', g, weights, ['input_ids', 'attention_mask', 'token_type_ids'], [tensorInfo('last_hidden_state', TensorDataType.FLOAT, ['batch', 'sequence', d]), tensorInfo('pooler_output', TensorDataType.FLOAT, ['batch', d])]);
   return { model, weights };
 }

@@ -4,10 +4,9 @@
 // position_ids; output logits. Seeded weights; for the families benchmark (real exports are checked against
 // PyTorch by tests/runtime/families.int.test.ts).
 import { TensorDataType } from '../../gpu-agent/runtime/onnx/types.js';
-import type { ModelProto } from '../../gpu-agent/runtime/onnx/types.js';
 import { floatTensor, int64Tensor, tensorInfo } from '../../catalog/bundled/onnx-builder.js';
 import type { Gpt2Graph } from '../../catalog/bundled/gpt2.js';
-import { attentionBias, weightFactory } from './graph-parts.js';
+import { attentionBias, generatedModel, weightFactory } from './graph-parts.js';
 
 export interface LlamaShape {
   layers: number;
@@ -93,18 +92,6 @@ export function buildLlama(s: LlamaShape): Gpt2Graph {
   g.one('/lm_head', 'MatMul', [normed, weight('lm_head.weight', [d, s.vocab], 0.02)]);
   g.nodes[head]!.output = ['logits'];
 
-  const model: ModelProto = {
-    ir_version: 8,
-    opset_import: [{ domain: '', version: 17 }],
-    producer_name: 'ndif-fabric bench/families',
-    producer_version: '1',
-    graph: {
-      name: 'llama',
-      node: g.nodes,
-      initializer: weights.map((w) => ({ name: w.name, dims: w.dims, data_type: TensorDataType.FLOAT })),
-      input: ['input_ids', 'attention_mask', 'position_ids'].map((n) => tensorInfo(n, TensorDataType.INT64, ['batch', 'sequence'])),
-      output: [tensorInfo('logits', TensorDataType.FLOAT, ['batch', 'sequence', s.vocab])],
-    },
-  };
+  const model = generatedModel('llama', g, weights, ['input_ids', 'attention_mask', 'position_ids'], [tensorInfo('logits', TensorDataType.FLOAT, ['batch', 'sequence', s.vocab])]);
   return { model, weights };
 }

@@ -47,7 +47,7 @@ export function ensureFamilyModel(name: FamilyName): { dir: string; generateS: n
   const spec = FAMILY_MODELS[name];
   const cached = existsSync(join(modelCacheDir(), spec.folder, 'model.onnx'));
   const t = performance.now();
-  const dir = ensureGenerated(spec.folder, (tmp) => {
+  const dir = ensureGenerated(join(modelCacheDir(), spec.folder), (tmp) => {
     const { model, weights } = spec.build();
     writeModelDir(tmp, { model, weights, config: spec.config, tokenizer: NO_TOKENIZER, tokenizerConfig: {} });
   });

@@ -83,12 +83,11 @@ export function ensureModel(name: string): string {
   if (!isBundledModel(name)) {
     throw new Error(`unknown bundled model ${JSON.stringify(name)}; bundled models: ${Object.keys(BUNDLED_MODELS).join(', ')}`);
   }
-  return ensureGenerated(`${name}-v${GENERATOR_VERSION}`, (tmp) => generateModel(name, tmp));
+  return ensureGenerated(bundledModelDir(name), (tmp) => generateModel(name, tmp));
 }
 
-/** The cached model folder `<cache>/<folder>`, written by `write` into a temporary folder renamed into place when absent. */
-export function ensureGenerated(folder: string, write: (tmpDir: string) => void): string {
-  const dir = join(modelCacheDir(), folder);
+/** The cached model folder `dir`, written by `write` into a temporary folder renamed into place when absent. */
+export function ensureGenerated(dir: string, write: (tmpDir: string) => void): string {
   if (existsSync(join(dir, 'model.onnx'))) return dir;
   mkdirSync(modelCacheDir(), { recursive: true });
   const tmp = `${dir}.tmp-${process.pid}-${Date.now()}`;

@@ -79,10 +79,10 @@ export const requestEventSchemas = {
     reportedBy: z.enum(['agent', 'scheduler']),
     failedAt: isoTime,
     because: because.nullable(),
-    /** For AGENT_CRASHED_BY_REQUEST: each agent death the request was in flight for, and how the last attempt ended. */
-    evidence: z.object({ crashes: z.array(crashEvidence), finalAttempt: z.string().max(4000) }).optional(),
     /** The model files' fingerprint, when the agent had loaded them (absent otherwise, and before it was reported). */
     weightsFingerprint: sha256.optional(),
+    /** For AGENT_CRASHED_BY_REQUEST: each agent death the request was in flight for, and how the last attempt ended. */
+    evidence: z.object({ crashes: z.array(crashEvidence), finalAttempt: z.string().max(4000) }).optional(),
   }),
   RequestRequeued: z.object({
     requestId: id,

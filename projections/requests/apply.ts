@@ -103,7 +103,7 @@ export function applyRequests(s: RequestsState, e: StoredEvent, d: DomainEvent |
     case 'RequestCompleted': {
       const v = view(s, d.data.requestId, e);
       v.status = 'COMPLETED';
-      v.result = { ref: d.data.resultRef, bytes: d.data.bytes, sha256: d.data.sha256 };
+      v.result = { ref: d.data.resultRef, bytes: d.data.bytes, sha256: d.data.sha256, ...(d.data.weightsFingerprint === undefined ? {} : { weightsFingerprint: d.data.weightsFingerprint }) };
       v.lastEvent = ref;
       finish(s, v, toMs(d.data.completedAt));
       s.totals.completed++;

@@ -23,7 +23,8 @@ export interface RequestView {
   dispatchedAtMs: number | null;
   startedAtMs: number | null;
   finishedAtMs: number | null;
-  result: { ref: string; bytes: number; sha256: string } | null;
+  /** `weightsFingerprint`: the model files the attempt ran on (when the agent reported it). */
+  result: { ref: string; bytes: number; sha256: string; weightsFingerprint?: string } | null;
   error: { phase: string; type: string; message: string; stack: string | null; reportedBy: string } | null;
   cancelled: { by: 'user' | 'operator'; actor: string } | null;
   requeues: { reason: RequeueReason; attempt: number; atMs: number; text: string }[];

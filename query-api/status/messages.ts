@@ -31,7 +31,7 @@ export interface Draft {
   kind: 'event' | 'waiting';
   terminal: boolean;
   /** COMPLETED: the blob to show inline or by URL. */
-  result?: { ref: string; bytes: number; sha256: string };
+  result?: { ref: string; bytes: number; sha256: string; weightsFingerprint?: string };
 }
 
 export interface WaitingFacts {
@@ -96,8 +96,9 @@ export function eventDraft(e: StoredEvent, live: ControlPlaneState | null, repla
     case 'RequestLogged':
       return draft(e, d.data.requestId, 'LOG', { attempt: d.data.attempt, stream: d.data.stream, line: d.data.line }, replay);
     case 'RequestCompleted': {
-      const x = draft(e, d.data.requestId, 'COMPLETED', { attempt: d.data.attempt, bytes: d.data.bytes, sha256: d.data.sha256 }, replay);
-      x.result = { ref: d.data.resultRef, bytes: d.data.bytes, sha256: d.data.sha256 };
+      const weights = d.data.weightsFingerprint === undefined ? {} : { weightsFingerprint: d.data.weightsFingerprint };
+      const x = draft(e, d.data.requestId, 'COMPLETED', { attempt: d.data.attempt, bytes: d.data.bytes, sha256: d.data.sha256, ...weights }, replay);
+      x.result = { ref: d.data.resultRef, bytes: d.data.bytes, sha256: d.data.sha256, ...weights };
       return x;
     }
     case 'RequestFailed':

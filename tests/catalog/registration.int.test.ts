@@ -85,6 +85,8 @@ describe('registering models', () => {
     const events = await fab.cp.context.store.readStream(requestStream('llama-req-1'));
     const done = events.find((e) => e.type === 'RequestCompleted')!;
     assert.equal((done.data as { weightsFingerprint?: string }).weightsFingerprint, fingerprint);
+    const status = (await (await fetch(`${fab.url}/requests/llama-req-1`, { headers: { authorization: `Bearer ${fab.keys!.user}` } })).json()) as { result: { weightsFingerprint?: string } };
+    assert.equal(status.result.weightsFingerprint, fingerprint, 'GET /requests/:id says which weights answered');
     const why = await ndif(['why', 'llama-req-1']);
     assert.match(why.out, new RegExp(`on weights ${fingerprint.slice(0, 12)}`));
   });

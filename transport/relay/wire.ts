@@ -145,7 +145,16 @@ const base = {
 };
 
 export const agentInboundSchema = z.discriminatedUnion('kind', [
-  z.looseObject({ ...base, kind: z.literal('load'), replicaId: z.string(), modelKey: z.string(), gpus: z.array(z.number().int()), bytesPerGpu: z.number(), reason: z.enum(['PLACED', 'RELOAD', 'RESTORE']) }),
+  z.looseObject({
+    ...base,
+    kind: z.literal('load'),
+    replicaId: z.string(),
+    modelKey: z.string(),
+    gpus: z.array(z.number().int()),
+    bytesPerGpu: z.number(),
+    reason: z.enum(['PLACED', 'RELOAD', 'RESTORE']),
+    model: z.object({ fingerprint: z.string().regex(/^[0-9a-f]{64}$/), dir: z.string().min(1) }).optional(),
+  }),
   z.looseObject({ ...base, kind: z.literal('demote'), replicaId: z.string(), modelKey: z.string() }),
   z.looseObject({ ...base, kind: z.literal('unload'), replicaId: z.string(), modelKey: z.string(), reason: z.string() }),
   z.looseObject({

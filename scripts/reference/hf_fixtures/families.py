@@ -87,8 +87,9 @@ def _gpt2_config() -> GPT2Config:
     return c
 
 
-def _llama_config() -> LlamaConfig:
-    c = LlamaConfig(
+def _decoder_shape(**extra) -> dict:
+    """The Llama-family shape the fixtures share: 2 layers, hidden 64, 4 heads over 2 KV heads."""
+    return dict(
         hidden_size=64,
         intermediate_size=128,
         num_hidden_layers=2,
@@ -97,30 +98,18 @@ def _llama_config() -> LlamaConfig:
         vocab_size=VOCAB,
         max_position_embeddings=64,
         rms_norm_eps=1e-6,
-        rope_theta=10000.0,
-        bos_token_id=1,
-        eos_token_id=2,
-        tie_word_embeddings=False,
+        **extra,
     )
+
+
+def _llama_config() -> LlamaConfig:
+    c = LlamaConfig(**_decoder_shape(rope_theta=10000.0, bos_token_id=1, eos_token_id=2, tie_word_embeddings=False))
     c.architectures = ["LlamaForCausalLM"]
     return c
 
 
 def _qwen2_config() -> Qwen2Config:
-    c = Qwen2Config(
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        vocab_size=VOCAB,
-        max_position_embeddings=64,
-        rms_norm_eps=1e-6,
-        bos_token_id=0,
-        eos_token_id=0,
-        tie_word_embeddings=True,
-        use_sliding_window=False,
-    )
+    c = Qwen2Config(**_decoder_shape(bos_token_id=0, eos_token_id=0, tie_word_embeddings=True, use_sliding_window=False))
     c.architectures = ["Qwen2ForCausalLM"]
     return c
 
@@ -189,17 +178,22 @@ def _with_past_class(base):
     return ExportedWithPast
 
 
-def build_model(family: Family):
-    """The seeded float32 model in eval mode. Biases and norm weights are redrawn from seeded noise
-    (transformers leaves them 0 and 1), so every parameter is exercised."""
-    torch.manual_seed(SEED)
-    model = family.base_class()(family.config())
+def redraw_small_parameters(model) -> None:
+    """transformers initialises biases to 0 and norm weights to 1; seeded noise instead makes the check
+    exercise every parameter (and keeps the TorchScript exporter from merging identical initialisers)."""
     with torch.no_grad():
         for name, param in model.named_parameters():
             if name.endswith(".bias"):
                 param.normal_(0.0, 0.02)
             elif param.dim() == 1 and ("norm" in name.lower() or ".ln_" in name):
                 param.normal_(1.0, 0.1)
+
+
+def build_model(family: Family):
+    """The seeded float32 model in eval mode."""
+    torch.manual_seed(SEED)
+    model = family.base_class()(family.config())
+    redraw_small_parameters(model)
     model.eval()
     return model.float()
 

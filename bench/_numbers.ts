@@ -1,4 +1,5 @@
-// Small helpers the benchmarks share: numeric `--name value` arguments and the median of timings.
+// What the benchmarks share: a numeric `--name value` argument and the median of a sample.
+
 export function numberArg(args: string[], name: string, fallback: number): number {
   const i = args.indexOf(`--${name}`);
   return i >= 0 && args[i + 1] !== undefined ? Number(args[i + 1]) : fallback;
