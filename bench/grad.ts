@@ -11,10 +11,9 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { ensureBenchModel } from './bench-model.js';
-import { median, numberArg } from './_numbers.js';
-import { loadModel } from '../gpu-agent/runtime/index.js';
-import type { HostedModel, RunRequest, RunResult } from '../gpu-agent/runtime/index.js';
+import { loadBenchModel } from './bench-model.js';
+import { interleavedRounds, median, numberArg } from './_numbers.js';
+import type { RunRequest, RunResult } from '../gpu-agent/runtime/index.js';
 import { createInProcessBlocks } from '../gpu-agent/block/index.js';
 import { Tensor } from '../gpu-agent/block/tensor.js';
 
@@ -45,11 +44,7 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
   const want = readTensor(`${FIXTURE}.safetensors`, ref.gradients[point]!);
   const layer = Number(/\.h\.(\d+)\.output$/.exec(point)![1]);
 
-  const { dir, cached, generateS } = ensureBenchModel(MODEL);
-  const tl = performance.now();
-  const hm: HostedModel = await loadModel(dir, { key: MODEL });
-  const loadS = (performance.now() - tl) / 1000;
-  process.stderr.write(`${MODEL}: ${cached ? 'cached' : `generated in ${generateS.toFixed(1)} s`}, loaded in ${loadS.toFixed(1)} s\n`);
+  const { hm, loadS } = await loadBenchModel(MODEL);
   try {
     const tokens = ref.ids;
     const open = () => createInProcessBlocks({ manifest: hm.manifest(), tokenizer: hm.tokenizer });
@@ -71,39 +66,25 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
     let scale = 0;
     for (let i = 0; i < want.size; i++) scale = Math.max(scale, Math.abs(want.flat(i)));
 
-    const names = Object.keys(variants);
-    const times: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
     const backwardMs: number[] = [];
-    const tm = performance.now();
-    let done = 0;
-    for (let r = 0; r < rounds; r++) {
-      for (let k = 0; k < names.length; k++) {
-        const n = names[(r + k) % names.length]!;
-        const ts = performance.now();
-        const res = await hm.run(variants[n]!, open);
-        times[n]!.push(performance.now() - ts);
-        if (n === 'grad') backwardMs.push(res.timings.backwardMs);
-      }
-      done++;
-      if (performance.now() - tm > budgetMs) break;
-    }
-    const plainMs = median(times.plain!);
-    const gradMs = median(times.grad!);
-    const stats = hm.segmentStats();
+    const { times, rounds: done } = await interleavedRounds(Object.keys(variants), rounds, budgetMs, async (n) => {
+      const res = await hm.run(variants[n]!, open);
+      if (n === 'grad') backwardMs.push(res.timings.backwardMs);
+    });
+    const [plainMs, gradMs] = [median(times.plain!), median(times.grad!)];
+    const ms = (x: number) => Number(x.toFixed(2));
     return {
       bench: 'grad',
       model: MODEL,
-      prompt_tokens: tokens.length,
       point,
+      prompt_tokens: tokens.length,
       rounds: done,
-      plain_ms: Number(plainMs.toFixed(2)),
-      grad_ms: Number(gradMs.toFixed(2)),
-      backward_ms: Number(median(backwardMs).toFixed(2)),
+      ...{ plain_ms: ms(plainMs), grad_ms: ms(gradMs), backward_ms: ms(median(backwardMs)) },
       max_abs_grad: Number(scale.toExponential(3)),
-      segments_compiled: stats.compiled,
-      warm_s: Number(warmS.toFixed(2)),
-      load_s: Number(loadS.toFixed(2)),
-      total_s: Number(((performance.now() - t0) / 1000).toFixed(2)),
+      segments_compiled: hm.segmentStats().compiled,
+      warm_s: ms(warmS),
+      load_s: ms(loadS),
+      total_s: ms((performance.now() - t0) / 1000),
       grad_over_forward: Number((gradMs / plainMs).toFixed(4)),
       max_abs_err_vs_reference: Number(err.toExponential(3)),
     };

@@ -9,19 +9,9 @@ import type { ManifestTensor } from '../../protocol/manifest.js';
 import { InterleaveError } from './block-errors.js';
 import type { ManifestIndex } from './manifest-index.js';
 import { PendingRead, pendingRead } from './pending-read.js';
-import { realSetImmediate } from './invoke-guard.js';
 import { Tensor } from './tensor.js';
-
-interface Waiter {
-  addr: string;
-  step: number;
-  rank: number;
-  promise: Promise<Tensor[]>;
-  resolve: (v: Tensor[]) => void;
-  reject: (e: Error) => void;
-  /** Reads sharing this wait (a read cancelled for its gradient withdraws it when it was the last). */
-  refs: number;
-}
+import { WaitQueue } from './wait-queue.js';
+import type { Waiter } from './wait-queue.js';
 
 export interface InvokeLayout {
   invoke: number;
@@ -35,10 +25,7 @@ export interface InvokeLayout {
 
 export class InvokeSession {
   private readonly cache = new Map<string, Tensor[]>();
-  private pending: Waiter[] = [];
-  private inFlight: Waiter | undefined;
   private last: { step: number; rank: number; addr: string } | undefined;
-  private flushScheduled = false;
   private closed: InterleaveError | undefined;
   /** Reads the block made that are not yet both awaited and settled. */
   private readonly reads = new Set<PendingRead<unknown>>();
@@ -46,6 +33,14 @@ export class InvokeSession {
   /** Set when the block returned: nothing more goes out for it. */
   private returned = false;
   stopped = false;
+
+  /** Waits go out earliest first (forward order). */
+  private readonly queue = new WaitQueue(
+    (addr) => this.send({ kind: 'WAIT', invoke: this.layout.invoke, addr }),
+    (a, b) => a.step - b.step || a.rank - b.rank,
+    (w) => (this.before(w.step, w.rank) ? new InterleaveError('OutOfOrder', `${w.addr} was requested after ${this.last!.addr}; request modules in forward order`) : undefined),
+    () => !this.closed && !this.returned,
+  );
 
   constructor(
     readonly layout: InvokeLayout,
@@ -92,21 +87,7 @@ export class InvokeSession {
       return Promise.reject(new InterleaveError('OutOfOrder',
         `${addr} was requested after ${this.last!.addr}; ${path || 'the model'} comes earlier in the forward pass, so request modules in forward order`));
     }
-    const same = this.inFlight?.addr === addr ? this.inFlight : this.pending.find((w) => w.addr === addr);
-    if (same) {
-      same.refs++;
-      return same;
-    }
-    let resolve!: (v: Tensor[]) => void;
-    let reject!: (e: Error) => void;
-    const promise = new Promise<Tensor[]>((res, rej) => {
-      resolve = res;
-      reject = rej;
-    });
-    const w: Waiter = { addr, step, rank, promise, resolve, reject, refs: 1 };
-    this.pending.push(w);
-    this.scheduleFlush();
-    return w;
+    return this.queue.enqueue(addr, step, rank);
   }
 
   /** A read as the block sees it: `wait` mapped by `map`, tracked so a forgotten `await` can be named. */
@@ -126,9 +107,7 @@ export class InvokeSession {
     const w = this.readWaiters.get(read);
     if (!w) return;
     this.readWaiters.delete(read);
-    if (--w.refs > 0) return;
-    const i = this.pending.indexOf(w);
-    if (i >= 0) this.pending.splice(i, 1);
+    this.queue.withdraw(w);
   }
 
   /**
@@ -142,46 +121,16 @@ export class InvokeSession {
     return left.map((r) => ({ addr: r.addr, awaited: r.awaited, settled: r.settled, origin: r.origin }));
   }
 
-  /** Sends the earliest queued WAIT once the block has finished reacting to the last value (next macrotask). */
-  private scheduleFlush(): void {
-    if (this.flushScheduled) return;
-    this.flushScheduled = true;
-    realSetImmediate(() => {
-      this.flushScheduled = false;
-      this.flush();
-    });
-  }
-
-  private flush(): void {
-    if (this.inFlight || this.pending.length === 0 || this.closed || this.returned) return;
-    this.pending.sort((a, b) => a.step - b.step || a.rank - b.rank);
-    const w = this.pending.shift()!;
-    if (this.before(w.step, w.rank)) {
-      w.reject(new InterleaveError('OutOfOrder', `${w.addr} was requested after ${this.last!.addr}; request modules in forward order`));
-      this.scheduleFlush();
-      return;
-    }
-    this.inFlight = w;
-    this.send({ kind: 'WAIT', invoke: this.layout.invoke, addr: w.addr });
-  }
-
   onValue(addr: string, values: TensorPayload[]): void {
-    const w = this.inFlight;
-    if (!w || w.addr !== addr) throw new InterleaveError('ProtocolError', `VALUE for ${addr} while waiting for ${w?.addr ?? 'nothing'}`);
-    this.inFlight = undefined;
+    const w = this.queue.answered(addr, 'VALUE');
     const tensors = values.map((p) => Tensor.fromPayload(p));
     this.cache.set(addr, tensors);
     this.last = { step: w.step, rank: w.rank, addr };
     w.resolve(tensors);
-    this.scheduleFlush();
   }
 
   onRaise(addr: string, error: BlockError): void {
-    const w = this.inFlight;
-    if (!w || w.addr !== addr) throw new InterleaveError('ProtocolError', `RAISE for ${addr} while waiting for ${w?.addr ?? 'nothing'}`);
-    this.inFlight = undefined;
-    w.reject(InterleaveError.from(error));
-    this.scheduleFlush();
+    this.queue.answered(addr, 'RAISE').reject(InterleaveError.from(error));
   }
 
   /** Values last received (or swapped in) at an address. */
@@ -262,9 +211,6 @@ export class InvokeSession {
   close(reason: string): void {
     if (this.closed) return;
     this.closed = new InterleaveError(reason === 'timeout' ? 'Timeout' : 'Cancelled', `the request was stopped by the host (${reason})`);
-    const all = [...this.pending, ...(this.inFlight ? [this.inFlight] : [])];
-    this.pending = [];
-    this.inFlight = undefined;
-    for (const w of all) w.reject(this.closed);
+    this.queue.rejectAll(this.closed);
   }
 }

@@ -591,22 +591,17 @@ export class Tensor {
 
   softmax(dim = -1): Tensor {
     const d = normDim(dim, this.ndim);
-    const n = this.shape[d]!;
-    const out = new Tensor('float32', this.shape);
-    this.lines(d, (base, stride) => {
-      let m = -Infinity;
-      for (let k = 0; k < n; k++) m = Math.max(m, this.flat(base + k * stride));
-      let z = 0;
-      const e = new Float64Array(n);
-      for (let k = 0; k < n; k++) z += e[k] = Math.exp(this.flat(base + k * stride) - m);
-      for (let k = 0; k < n; k++) out.setFlat(base + k * stride, e[k]! / z);
-    });
-    return this.recorded(out, 'softmax', [this], d);
+    return this.recorded(this.exponentialLines(d, (x, m, z) => Math.exp(x - m) / z), 'softmax', [this], d);
   }
 
   /** log(softmax(x)) along `dim` (default: last), computed stably. */
   logSoftmax(dim = -1): Tensor {
     const d = normDim(dim, this.ndim);
+    return this.recorded(this.exponentialLines(d, (x, m, z) => x - m - Math.log(z)), 'logSoftmax', [this], d);
+  }
+
+  /** Along dim `d`, each line's max m and z = Σ exp(x − m); every element becomes f(x, m, z). */
+  private exponentialLines(d: number, f: (x: number, m: number, z: number) => number): Tensor {
     const n = this.shape[d]!;
     const out = new Tensor('float32', this.shape);
     this.lines(d, (base, stride) => {
@@ -614,10 +609,9 @@ export class Tensor {
       for (let k = 0; k < n; k++) m = Math.max(m, this.flat(base + k * stride));
       let z = 0;
       for (let k = 0; k < n; k++) z += Math.exp(this.flat(base + k * stride) - m);
-      const lz = m + Math.log(z);
-      for (let k = 0; k < n; k++) out.setFlat(base + k * stride, this.flat(base + k * stride) - lz);
+      for (let k = 0; k < n; k++) out.setFlat(base + k * stride, f(this.flat(base + k * stride), m, z));
     });
-    return this.recorded(out, 'logSoftmax', [this], d);
+    return out;
   }
 
   /** The k largest values along `dim` (default: last), largest first, and their int64 indices. */

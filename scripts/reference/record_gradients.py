@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from hf_fixtures import safetensors_io  # noqa: E402
 from hf_fixtures.families import FAMILIES, PROMPTS, Family, build_model  # noqa: E402
-from hf_fixtures.record import GRAD_TOKENS, forward_outputs, graph_inputs, tensor_elements  # noqa: E402
+from hf_fixtures.record import backward_through  # noqa: E402
 from hf_fixtures.tokenizers_build import family_tokenizer  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -48,46 +48,9 @@ POINTS = {
 }
 
 
-def metric_of(family: Family, outs: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict]:
-    if family.causal:
-        a, b = GRAD_TOKENS
-        return outs["logits"][0, -1, a] - outs["logits"][0, -1, b], {"output": "logits", "index_a": [0, -1, a], "index_b": [0, -1, b]}
-    return outs["pooler_output"][0, 0] - outs["pooler_output"][0, 1], {"output": "pooler_output", "index_a": [0, 0], "index_b": [0, 1]}
-
-
 def swapped(g: torch.Tensor) -> torch.Tensor:
     half = g.shape[-1] // 2
     return torch.cat([2 * g[..., :half], 0 * g[..., half:]], dim=-1)
-
-
-def backward(family: Family, model, ids: list[int], keep: list[str], hook: str | None = None) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], float, dict]:
-    """Module outputs (element 0) kept for `keep`, their gradients, the metric and its spec."""
-    kept: dict[str, torch.Tensor] = {}
-    handles = []
-
-    def keeper(path):
-        def on_output(_m, _a, output):
-            t = tensor_elements(output)[0]
-            t.retain_grad()
-            kept[path] = t
-            if path == hook:
-                t.register_hook(swapped)
-
-        return on_output
-
-    for path in dict.fromkeys(keep + ([hook] if hook else [])):
-        handles.append(model.get_submodule(path).register_forward_hook(keeper(path)))
-    try:
-        outs = forward_outputs(family, model, graph_inputs(family, ids))
-        metric, spec = metric_of(family, outs)
-        model.zero_grad(set_to_none=True)
-        metric.backward()
-    finally:
-        for h in handles:
-            h.remove()
-    values = {p: kept[p].detach().float().numpy().copy() for p in keep}
-    grads = {p: kept[p].grad.detach().float().numpy().copy() for p in keep}
-    return values, grads, float(metric.detach()), spec
 
 
 def record_family(family: Family) -> dict:
@@ -104,18 +67,18 @@ def record_family(family: Family) -> dict:
     tensors: dict[str, np.ndarray] = {}
 
     names = list(dict.fromkeys([pts["embedding"], *family.grad_modules]))
-    _, grads, value, spec = backward(family, model, clean, names)
+    _, grads, value, spec = backward_through(family, model, clean, names)
     if abs(value - ref["gradients"]["metric"]["value"]) > 1e-5:
         raise SystemExit(f"{family.name}: the rebuilt model's metric {value} differs from reference.json's {ref['gradients']['metric']['value']}")
     for p, g in grads.items():
         tensors[f"logit_diff/{p}.output"] = g
 
-    _, hooked, hooked_value, _ = backward(family, model, clean, pts["upstream"] + [pts["swap"]], hook=pts["swap"])
+    _, hooked, hooked_value, _ = backward_through(family, model, clean, pts["upstream"] + [pts["swap"]], hook=(pts["swap"], swapped))
     for p in pts["upstream"] + [pts["swap"]]:
         tensors[f"swap/{p}.output"] = hooked[p]
 
-    clean_values, _, _, _ = backward(family, model, clean, [pts["swap"]])
-    corrupt_values, corrupt_grads, corrupt_metric, _ = backward(family, model, corrupt, [pts["swap"]])
+    clean_values, _, _, _ = backward_through(family, model, clean, [pts["swap"]])
+    corrupt_values, corrupt_grads, corrupt_metric, _ = backward_through(family, model, corrupt, [pts["swap"]])
     a_clean = clean_values[pts["swap"]]
     estimate = ((a_clean - corrupt_values[pts["swap"]]) * corrupt_grads[pts["swap"]]).sum(-1)
     tensors["attribution/clean"] = a_clean

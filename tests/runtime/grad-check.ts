@@ -11,6 +11,7 @@ import { analyzeGraph } from '../../gpu-agent/runtime/graph/model-graph.js';
 import { gradOut, gradSegmentModel, planGradSegment } from '../../gpu-agent/runtime/grad/grad-segment.js';
 import type { GradModelContext, TensorFacts } from '../../gpu-agent/runtime/grad/grad-segment.js';
 import { FLOAT_TYPES, attribute, floatLiteral, int64Literal } from '../../gpu-agent/runtime/grad/onnx-nodes.js';
+import { Sfc32 } from '../../catalog/bundled/prng.js';
 import type { AttrValue } from '../../gpu-agent/runtime/grad/onnx-nodes.js';
 
 export type Fill = 'normal' | 'positive' | 'unit';
@@ -55,14 +56,8 @@ export function constFloat(name: string, value: number, elemType: number): NodeP
 }
 
 function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const r = new Sfc32(seed);
+  return () => r.next();
 }
 
 function values(r: () => number, count: number, fill: Fill = 'normal'): number[] {

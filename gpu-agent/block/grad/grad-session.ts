@@ -9,18 +9,11 @@ import { firstNonFinite, isFloatDtype, sameShape } from '../../../protocol/tenso
 import { InterleaveError } from '../block-errors.js';
 import type { ManifestIndex } from '../manifest-index.js';
 import { PendingRead, pendingRead } from '../pending-read.js';
-import { realSetImmediate } from '../invoke-guard.js';
 import { Tensor } from '../tensor.js';
+import { WaitQueue } from '../wait-queue.js';
+import type { Waiter } from '../wait-queue.js';
 import { leafGradients } from './tape.js';
 import type { Gradient } from './tape.js';
-
-interface GradWaiter {
-  addr: string;
-  rank: number;
-  promise: Promise<Tensor[]>;
-  resolve: (v: Tensor[]) => void;
-  reject: (e: Error) => void;
-}
 
 /** Seeds with at most this share of nonzero elements travel sparse (a loss of two logits is two numbers). */
 const SPARSE_SHARE = 1 / 8;
@@ -29,12 +22,18 @@ export class GradSession {
   /** The step of the backward running (undefined: none yet). */
   private step: number | undefined;
   private readonly cache = new Map<string, Tensor[]>();
-  private pending: GradWaiter[] = [];
-  private inFlight: GradWaiter | undefined;
   private lastRank = Number.POSITIVE_INFINITY;
   private lastAddr = '';
-  private flushScheduled = false;
   private closed: InterleaveError | undefined;
+  /** Waits go out latest point first (reverse forward order). */
+  private readonly queue = new WaitQueue(
+    (addr) => this.send({ kind: 'WAIT', invoke: this.invoke, addr }),
+    (a, b) => b.rank - a.rank,
+    (w) => (w.rank > this.lastRank ? new InterleaveError('OutOfOrder', `${w.addr} was requested after ${this.lastAddr}; gradients come latest point first`) : undefined),
+    () => !this.closed && !this.returned,
+  );
+  /** A wait of a replaced backward still in flight: its answer goes to it, not into the cache. */
+  private orphan: Waiter | undefined;
   private returned = false;
   private readonly reads = new Set<PendingRead<unknown>>();
   private readonly owner = { backward: (loss: Tensor) => this.backward(loss) };
@@ -69,9 +68,7 @@ export class GradSession {
     if (steps.size > 1) throw new InterleaveError('BackwardError', `backward(loss): the loss mixes values of steps ${[...steps].sort().join(' and ')}; a backward runs over one step's forward pass`);
     const seeds = leaves.map(({ leaf, grad }) => seed(leaf.addr, leaf.index, grad));
     // A new backward: gradients of the previous one are no longer available.
-    for (const w of [...this.pending, ...(this.inFlight ? [this.inFlight] : [])]) w.reject(new InterleaveError('NoBackward', `${w.addr} belonged to a backward pass replaced by a later backward()`));
-    this.pending = [];
-    this.inFlight = undefined;
+    this.orphan = this.queue.rejectPending(new InterleaveError('NoBackward', 'the gradient belonged to a backward pass replaced by a later backward()'));
     this.cache.clear();
     this.lastRank = Number.POSITIVE_INFINITY;
     this.lastAddr = '';
@@ -105,59 +102,26 @@ export class GradSession {
     if (rank > this.lastRank) {
       return Promise.reject(new InterleaveError('OutOfOrder', `${addr} was requested after ${this.lastAddr}; gradients come in reverse forward order (latest point first), as the backward pass computes them`));
     }
-    const same = this.inFlight?.addr === addr ? this.inFlight : this.pending.find((w) => w.addr === addr);
-    if (same) return same.promise;
-    let resolve!: (v: Tensor[]) => void;
-    let reject!: (e: Error) => void;
-    const promise = new Promise<Tensor[]>((res, rej) => {
-      resolve = res;
-      reject = rej;
-    });
-    this.pending.push({ addr, rank, promise, resolve, reject });
-    this.scheduleFlush();
-    return promise;
-  }
-
-  private scheduleFlush(): void {
-    if (this.flushScheduled) return;
-    this.flushScheduled = true;
-    realSetImmediate(() => {
-      this.flushScheduled = false;
-      this.flush();
-    });
-  }
-
-  private flush(): void {
-    if (this.inFlight || this.pending.length === 0 || this.closed || this.returned) return;
-    this.pending.sort((a, b) => b.rank - a.rank);
-    const w = this.pending.shift()!;
-    if (w.rank > this.lastRank) {
-      w.reject(new InterleaveError('OutOfOrder', `${w.addr} was requested after ${this.lastAddr}; gradients come latest point first`));
-      this.scheduleFlush();
-      return;
-    }
-    this.inFlight = w;
-    this.send({ kind: 'WAIT', invoke: this.invoke, addr: w.addr });
+    return this.queue.enqueue(addr, step, rank).promise;
   }
 
   onValue(addr: string, values: TensorPayload[]): void {
-    const w = this.inFlight;
-    if (!w || w.addr !== addr) throw new InterleaveError('ProtocolError', `VALUE for ${addr} while waiting for ${w?.addr ?? 'no gradient'}`);
-    this.inFlight = undefined;
+    const w = this.queue.answered(addr, 'VALUE');
     const tensors = values.map((p) => Tensor.fromPayload(p));
+    if (w === this.orphan) {
+      this.orphan = undefined;
+      return w.resolve(tensors);
+    }
     this.cache.set(addr, tensors);
     this.lastRank = w.rank;
     this.lastAddr = addr;
     w.resolve(tensors);
-    this.scheduleFlush();
   }
 
   onRaise(addr: string, error: BlockError): void {
-    const w = this.inFlight;
-    if (!w || w.addr !== addr) throw new InterleaveError('ProtocolError', `RAISE for ${addr} while waiting for ${w?.addr ?? 'no gradient'}`);
-    this.inFlight = undefined;
+    const w = this.queue.answered(addr, 'RAISE');
+    if (w === this.orphan) this.orphan = undefined;
     w.reject(InterleaveError.from(error));
-    this.scheduleFlush();
   }
 
   /** Gradients last received (or swapped in) at a point. */
@@ -200,10 +164,7 @@ export class GradSession {
   close(reason: string): void {
     if (this.closed) return;
     this.closed = new InterleaveError(reason === 'timeout' ? 'Timeout' : 'Cancelled', `the request was stopped by the host (${reason})`);
-    const all = [...this.pending, ...(this.inFlight ? [this.inFlight] : [])];
-    this.pending = [];
-    this.inFlight = undefined;
-    for (const w of all) w.reject(this.closed);
+    this.queue.rejectAll(this.closed);
   }
 }
 
