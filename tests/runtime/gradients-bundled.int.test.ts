@@ -210,3 +210,19 @@ test('the example of docs/interleaving.md ("Gradients") runs: saliency per posit
   assert.ok(g0.abs().max().item() > 0);
   assert.ok(maxAbsDiff(out.g0, g0.mul(0.5)) <= 1e-7, 'halving the gradient at h[1] halves the gradient at h[0]');
 });
+
+test('an input swapped for one module only (an alias): its gradient there plus the residual\'s gives the unswapped gradient', async () => {
+  const hm = await tinyModel();
+  const grads = (swap: boolean) => `async (m, ctx) => {
+    const x = await m.transformer.h[1].ln_1.input;
+    ${swap ? 'm.transformer.h[1].ln_1.input = x.mul(1);' : ''}
+    ${LOSS}
+    ctx.backward(loss);
+    return { ln1: await m.transformer.h[1].ln_1.input.grad, h0: await m.transformer.h[0].output.grad };
+  }`;
+  const plain = value((await run(hm, { invokes: [{ tokens: A, block: grads(false) }] })).invokes[0]!.result) as Record<string, Tensor>;
+  const swapped = value((await run(hm, { invokes: [{ tokens: A, block: grads(true) }] })).invokes[0]!.result) as Record<string, Tensor>;
+  assert.ok(sameBits(plain.ln1!, plain.h0!), 'unswapped, the tensor is one: the same gradient at both points');
+  assert.ok(maxAbsDiff(swapped.h0!, plain.h0!) > 1e-4, 'the swapped copy takes the ln_1 path out of the tensor\'s gradient');
+  assert.ok(maxAbsDiff(swapped.ln1!.add(swapped.h0!), plain.h0!) <= 1e-6, 'ln_1 path (the alias) + the residual = the whole');
+});
