@@ -114,7 +114,7 @@ export class HostedModel {
       const active = differentiableTensors(graph, (t) => facts.get(t)?.elemType, addresses);
       const memory = estimateMemory(graph, (t) => facts.get(t), active, Math.min(cfg.maxPositions, 1024));
       const manifest = buildManifest(key, graph, addresses, facts, cfg, weights.totalBytes, { padding, logits, memory });
-      const ctx = hostContext(base, graph, addresses, cache, facts, cfg.padTokenId, plan, padding, logits);
+      const ctx = hostContext(base, graph, addresses, cache, facts, active, cfg.padTokenId, plan, padding, logits);
       return new HostedModel(key, dir, loadTokenizer(dir), weights.totalBytes, provider, manifest, ctx, cache, weights, facts);
     } catch (e) {
       weights.dispose();
@@ -242,7 +242,7 @@ function readConfig(dir: string): Record<string, unknown> {
   }
 }
 
-function hostContext(base: ModelProto, graph: ModelGraph, addresses: AddressTable, cache: SegmentCache, facts: Map<string, TensorFacts>, padTokenId: number, plan: InputPlan, padding: PaddingSide, logits: string | null): HostContext {
+function hostContext(base: ModelProto, graph: ModelGraph, addresses: AddressTable, cache: SegmentCache, facts: Map<string, TensorFacts>, active: Set<string>, padTokenId: number, plan: InputPlan, padding: PaddingSide, logits: string | null): HostContext {
   let gradients: GradModel | undefined;
   const lastRead = new Map<string, number>();
   for (const [t, cs] of graph.consumers) lastRead.set(t, cs[cs.length - 1]!);
@@ -269,7 +269,7 @@ function hostContext(base: ModelProto, graph: ModelGraph, addresses: AddressTabl
       return { dtype: mt.dtype, shape };
     },
     padTokenId,
-    gradients: () => (gradients ??= new GradModel(graph, base, (t) => facts.get(t), addresses, aliasedTensor)),
+    gradients: () => (gradients ??= new GradModel(graph, base, (t) => facts.get(t), active, aliasedTensor)),
   };
 }
 

@@ -60,7 +60,7 @@ export class GradEmitter {
     return this.literal(`i${scalar ? 's' : 'v'}:${values.join(',')}`, () => [attribute('value', { tensor: int64Literal(values, scalar ? [] : [values.length]) })]);
   }
 
-  /** A zero scalar of the element type of gradient `like` (given as its ONNX type). */
+  /** A zero scalar of ONNX element type `elemType`. */
   zero(elemType: number): string {
     return this.float(0, elemType);
   }

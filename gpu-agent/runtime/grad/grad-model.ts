@@ -3,9 +3,7 @@
 // gradients arrive, so it is planned once per key; the compiled session lives in the model's segment cache).
 import type { ModelProto } from '../onnx/types.js';
 import type { ModelGraph } from '../graph/model-graph.js';
-import type { AddressTable } from '../addresses.js';
 import type { InputAlias } from '../segments/segment-model.js';
-import { differentiableTensors } from './activity.js';
 import { gradSegmentKey, gradSegmentModel, planGradSegment } from './grad-segment.js';
 import type { GradModelContext, GradSegmentPlan, GradSegmentSpec, TensorFacts } from './grad-segment.js';
 
@@ -16,9 +14,9 @@ export class GradModel {
   readonly ctx: GradModelContext;
   private readonly plans = new Map<string, GradSegmentPlan>();
 
-  constructor(graph: ModelGraph, base: ModelProto, facts: (t: string) => TensorFacts | undefined, addresses: AddressTable, baseName: (t: string) => string) {
+  /** `active`: the tensors gradients flow through (activity.ts, computed at load for the manifest's memory estimate). */
+  constructor(graph: ModelGraph, base: ModelProto, facts: (t: string) => TensorFacts | undefined, active: Set<string>, baseName: (t: string) => string) {
     const opset = (base.opset_import ?? []).find((o) => (o.domain ?? '') === '' || o.domain === 'ai.onnx')?.version ?? 0;
-    const active = differentiableTensors(graph, (t) => facts(t)?.elemType, addresses);
     this.ctx = { graph, base, facts, baseName, active, opset };
   }
 

@@ -13,7 +13,7 @@
 import type { ModelProto, NodeProto, TensorProto, ValueInfoProto } from '../onnx/types.js';
 import { TensorDataType } from '../onnx/types.js';
 import type { ModelGraph } from '../graph/model-graph.js';
-import type { DimFit } from '../dims.js';
+import type { TensorFacts } from '../probe.js';
 import type { InputAlias, SegmentPlan } from '../segments/segment-model.js';
 import { GradEmitter } from './emitter.js';
 import type { Dims } from './emitter.js';
@@ -26,10 +26,7 @@ export const gradIn = (t: string) => `gin::${t}`;
 export const gradOut = (t: string) => `gout::${t}`;
 export const shapeIn = (t: string) => `shape::${t}`;
 
-export interface TensorFacts {
-  elemType: number;
-  dims: Array<DimFit | null>;
-}
+export type { TensorFacts };
 
 export interface GradModelContext {
   graph: ModelGraph;
