@@ -4,15 +4,12 @@
 // AGENT_CRASHED_BY_REQUEST. Reported: good requests completed, poison requests failed with that type, agent
 // restarts (boot changes the control plane saw), and the good requests' delay (submit → completed, from the
 // fabric's own timestamps) at p50/p99, against the same N good requests run first without poison (baseline).
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
+import { startEmbeddedFabric, type EmbeddedFabric } from './_embedded-fabric.js';
 
-const distDir = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const repoRoot = resolve(distDir, '..');
 const GOOD = 'async (m) => (await m.transformer.h[1].output).shape';
 const POISON = 'async (m) => { await m.transformer.h[0].output; process.abort(); }';
 
@@ -27,24 +24,9 @@ const quantile = (xs: number[], q: number) => {
 };
 const round2 = (x: number) => Number(x.toFixed(2));
 
-async function startFabric(dataDir: string): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, [join(distDir, 'fabric', 'embedded', 'main.js')], {
-    cwd: repoRoot,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, NDIF_PORT: '0', NDIF_DATA_DIR: dataDir, NDIF_AGENT_RESTART_MS: '100', NDIF_LOG_LEVEL: 'fatal', NDIF_AGENT_GPUS: '1x16GiB', NDIF_AGENT_RAM: '8GiB' },
-  });
-  // The aborting agents print their native stack traces on stderr: drained, not shown.
-  child.stderr!.resume();
-  const url = await new Promise<string>((ok, fail) => {
-    let out = '';
-    child.stdout!.setEncoding('utf8').on('data', (d: string) => {
-      out += d;
-      const m = /NDIF fabric listening on (http:\/\/\S+)/.exec(out);
-      if (m) ok(m[1]!);
-    });
-    child.once('exit', (code) => fail(new Error(`the fabric exited (${code}) before it listened: ${out}`)));
-  });
-  return { child, url };
+/** The embedded fabric; the aborting agents print their native stack traces on stderr: kept, not shown. */
+function startFabric(dataDir: string): Promise<EmbeddedFabric> {
+  return startEmbeddedFabric(dataDir, { NDIF_AGENT_RESTART_MS: '100', NDIF_LOG_LEVEL: 'fatal', NDIF_AGENT_GPUS: '1x16GiB', NDIF_AGENT_RAM: '8GiB' });
 }
 
 async function json(url: string, init?: RequestInit): Promise<Record<string, unknown>> {

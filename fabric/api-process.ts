@@ -4,7 +4,6 @@
 // (PostgreSQL when DATABASE_URL is set, else SQLite under NDIF_DATA_DIR), the blob store, the catalog, and the
 // fastify server on HOST/PORT (or NDIF_HOST/NDIF_PORT; default 0.0.0.0:8080 for the command API, 8081 for the query API).
 import { join } from 'node:path';
-import { mkdirSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
 import { blobStoreConfigFromEnv, openBlobStore } from '../blobstore/config.js';
 import { FabricModelCatalog } from '../catalog/catalog.js';
@@ -15,6 +14,7 @@ import { prepareKeys } from './bootstrap-key.js';
 import type { ApiKeyStore } from '../auth/port.js';
 import { InProcessTransport } from '../transport/inprocess/transport.js';
 import { ControlPlane } from './control-plane.js';
+import { privateDir, privateFile } from './private-files.js';
 import { dataDirFromEnv, openEventStoreFromEnv } from './event-store.js';
 import { processLogger } from './log.js';
 import { readModelsConfigFromEnv, startReadModels } from './read-models.js';
@@ -28,7 +28,8 @@ async function openKeys(env: NodeJS.ProcessEnv): Promise<ApiKeyStore & { close()
   }
   const { SqliteApiKeyStore } = await import('../auth/sqlite.js');
   const dir = dataDirFromEnv(env);
-  mkdirSync(dir, { recursive: true });
+  privateDir(dir);
+  privateFile(join(dir, 'keys.sqlite'));
   return new SqliteApiKeyStore({ path: join(dir, 'keys.sqlite') });
 }
 

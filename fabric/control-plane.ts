@@ -16,9 +16,11 @@ import type { SnapshotStore } from '../projections/runner/projection.js';
 import { Scheduler } from '../scheduler/scheduler.js';
 import type { SchedulerConfig } from '../scheduler/config.js';
 import type { Transport } from '../transport/port.js';
+import type { LogLimits } from '../protocol/log-limits.js';
 import { Relay } from '../transport/relay/relay.js';
 import type { RelayTopics } from '../transport/relay/wire.js';
 import type { FabricContext } from './context.js';
+import { ResultReaper } from './result-reaper.js';
 import type { OnDemandDefaults } from './scheduler-env.js';
 
 export interface ControlPlaneOptions {
@@ -39,6 +41,8 @@ export interface ControlPlaneOptions {
   scheduler?: Partial<Omit<SchedulerConfig, 'onDemand'>>;
   /** Settings every on-demand deployment gets on top of its catalog entry's (e.g. a shorter minimum deployment time). */
   onDemandDefaults?: OnDemandDefaults;
+  /** What each attempt may log (default DEFAULT_LOG_LIMITS; NDIF_LOG_MAX_LINES / NDIF_LOG_MAX_BYTES). */
+  logLimits?: LogLimits;
   /** Run the scheduler and relay here (default true). The API-only processes of distributed mode pass false. */
   schedule?: boolean;
   /** Register the configured folders at start (default true; the query API, which only reads, passes false). */
@@ -50,6 +54,7 @@ export class ControlPlane {
   readonly commands: ControlPlaneCommands;
   readonly scheduler: Scheduler | undefined;
   readonly relay: Relay | undefined;
+  readonly reaper: ResultReaper | undefined;
   readonly context: FabricContext;
   /** What is served: the registered models. */
   readonly catalog: RegisteredCatalog;
@@ -62,7 +67,7 @@ export class ControlPlane {
     this.view = new ControlPlaneView(options.store, options.snapshots, { onListenerError: (err) => log.error({ err }, 'control-plane view listener failed') });
     this.catalog = new RegisteredCatalog(() => this.view.state.models, options.catalog);
     let scheduler: Scheduler | undefined;
-    this.commands = new ControlPlaneCommands(options.store, { onHeartbeat: (agentId, bootId, at) => scheduler?.observeHeartbeat(agentId, bootId, Date.parse(at)) });
+    this.commands = new ControlPlaneCommands(options.store, { logLimits: options.logLimits, onHeartbeat: (agentId, bootId, at) => scheduler?.observeHeartbeat(agentId, bootId, Date.parse(at)) });
     if (options.schedule !== false) {
       scheduler = new Scheduler({
         view: this.view,
@@ -71,6 +76,7 @@ export class ControlPlane {
         config: { ...options.scheduler, onDemand: withDefaults(onDemandFromCatalog(this.catalog), options.onDemandDefaults) },
         onError: (err) => log.error({ err }, 'scheduler step failed'),
       });
+      this.reaper = new ResultReaper(this.view, options.blobs, log);
       this.relay = new Relay({ store: options.store, snapshots: options.snapshots, transport: options.transport, blobs: options.blobs, commands: this.commands, log, clock, topics: options.topics, groupId: options.relayGroupId });
     }
     this.scheduler = scheduler;
@@ -87,12 +93,14 @@ export class ControlPlane {
       if (this.startupModels.position !== undefined) await this.view.waitForPosition(this.startupModels.position, 60_000);
     }
     await this.relay?.start();
+    this.reaper?.start();
     this.scheduler?.start();
   }
 
   async stop(): Promise<void> {
     await this.scheduler?.stop();
     await this.relay?.stop();
+    await this.reaper?.stop();
     await this.view.stop();
   }
 }

@@ -76,6 +76,8 @@ function fromBlock(e: unknown): boolean {
 
 async function main(): Promise<void> {
   dropEventStoreCredentials(process.env);
+  // Runner directories of agents that died without closing their sandbox (kill -9, OOM) go at start.
+  (await import('../sandbox/runner-dir.js')).sweepDeadAgents();
   const config = agentConfigFromEnv(process.env, cudaAvailable());
   const bootId = randomUUID();
   const wordsFile = lastWordsFile(config.stateDir, config.agentId);

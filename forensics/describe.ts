@@ -108,8 +108,17 @@ export function explainDomainEvent(d: DomainEvent): EventExplanation {
       );
     case 'RequestStarted':
       return plain(`agent ${d.data.agentId} started attempt ${d.data.attempt}`, { attempt: d.data.attempt });
-    case 'RequestLogged':
-      return plain(`attempt ${d.data.attempt} ${d.data.stream}: ${clip(d.data.line)}`, { attempt: d.data.attempt });
+    case 'RequestLogged': {
+      const [first] = d.data.lines;
+      const more = d.data.lines.length - 1;
+      return plain(`attempt ${d.data.attempt} ${first!.stream}: ${clip(first!.line)}${more > 0 ? ` (+${more} more line${more === 1 ? '' : 's'})` : ''}`, { attempt: d.data.attempt, lines: d.data.lines.length });
+    }
+    case 'RequestLogTruncated':
+      return plain(`attempt ${d.data.attempt} reached its log limit (${d.data.maxLines} lines or ${d.data.maxBytes} bytes) after ${d.data.keptLines} lines; later output is dropped`, { attempt: d.data.attempt, keptLines: d.data.keptLines, keptBytes: d.data.keptBytes });
+    case 'ResultExpired':
+      return d.data.because === null
+        ? plain(`result ${d.data.resultRef} (${d.data.bytes} B) deleted by ${d.data.actor}`, { bytes: d.data.bytes })
+        : decided(`result ${d.data.resultRef} (${d.data.bytes} B) expired (${d.data.reason})`, d.data.because, { bytes: d.data.bytes });
     case 'RequestCompleted':
       return plain(
         `attempt ${d.data.attempt} completed on agent ${d.data.agentId}${onWeights(d.data.weightsFingerprint)}: result ${d.data.resultRef} (${d.data.bytes} B, sha256 ${d.data.sha256.slice(0, 12)}…)`,
@@ -125,7 +134,11 @@ export function explainDomainEvent(d: DomainEvent): EventExplanation {
       return decided(
         `requeued because ${interruptedBy(d.data.reason, d.data.because.refs ?? {})} (${d.data.reason}); attempt ${d.data.attempt} was interrupted, the next is attempt ${d.data.attempt + 1}; ` +
           `back at rank ${d.data.rank} (${rankName(d.data.rank)}) keeping its enqueue time ${d.data.enqueuedAt}` +
-          (d.data.crash === undefined ? '' : `; ${describeCrash(d.data.crash)}: the request is a poison suspect, its next attempt runs isolated and a second death fails it`),
+          (d.data.crash === undefined
+            ? ''
+            : d.data.crash.suspect === false
+              ? `; ${describeCrash(d.data.crash)}`
+              : `; ${describeCrash(d.data.crash)}: the request is a poison suspect, its next attempt runs isolated and a second such death fails it`),
         d.data.because,
         { attempt: d.data.attempt, nextAttempt: d.data.attempt + 1, rank: d.data.rank },
       );

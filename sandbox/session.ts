@@ -11,6 +11,7 @@ import { describeExit } from './launcher.js';
 import type { KillReason, RunnerExit, RunnerProcess } from './runner-process.js';
 import { ChannelClosedError } from './socket-channel.js';
 import type { ChannelEnd } from './socket-channel.js';
+import { Fifo } from '../protocol/fifo.js';
 
 export interface SessionOptions {
   /** Wall-clock limit from open to the last invoke's END; the runner is SIGKILLed when it passes. */
@@ -44,8 +45,8 @@ const EXIT_GRACE_MS = 1000;
 const RAW_OUTPUT_DRAIN_MS = 200;
 
 export class SandboxSession implements BlockChannel {
-  private readonly queue: BlockToHost[] = [];
-  private readonly waiters: Array<{ resolve: (m: BlockToHost) => void; reject: (e: Error) => void }> = [];
+  private readonly queue = new Fifo<BlockToHost>();
+  private readonly waiters = new Fifo<{ resolve: (m: BlockToHost) => void; reject: (e: Error) => void }>();
   private readonly open = new Set<number>();
   private started = false;
   private startedAt = 0;
@@ -101,7 +102,7 @@ export class SandboxSession implements BlockChannel {
   }
 
   receive(): Promise<BlockToHost> {
-    const m = this.queue.shift();
+    const m = this.queue.take();
     if (m) return Promise.resolve(m);
     if (this.terminal) return Promise.reject(this.terminal);
     return new Promise((resolve, reject) => this.waiters.push({ resolve, reject }));
@@ -132,7 +133,7 @@ export class SandboxSession implements BlockChannel {
   }
 
   private deliver(m: BlockToHost): void {
-    const w = this.waiters.shift();
+    const w = this.waiters.take();
     if (w) w.resolve(m);
     else this.queue.push(m);
   }
@@ -140,7 +141,7 @@ export class SandboxSession implements BlockChannel {
   private end(err: Error): void {
     if (this.terminal) return;
     this.terminal = err;
-    for (const w of this.waiters.splice(0)) w.reject(err);
+    for (const w of this.waiters.drain()) w.reject(err);
     this.dispose();
     this.concluded();
   }

@@ -35,6 +35,7 @@ const REQUEST = new Set<string>([
   'ReportRequestLog',
   'ReportRequestCompleted',
   'ReportRequestFailed',
+  'ExpireResult',
 ]);
 const AGENT = new Set<string>(['RegisterAgent', 'ReportAgentHeartbeat', 'MarkAgentUnresponsive', 'MarkAgentLost', 'DrainAgent', 'CompleteAgentDrain']);
 

@@ -45,6 +45,8 @@ export const crashEvidence = z.object({
   bootId: id,
   nextBootId: id.nullable(),
   exit: agentExit.nullable(),
+  /** Whether this death points at the requests that were in flight (domain/request/poison.ts `implicates`). */
+  suspect: z.boolean().optional(),
 });
 export type CrashEvidence = z.infer<typeof crashEvidence>;
 

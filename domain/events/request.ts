@@ -5,6 +5,9 @@ import { agentReportIgnored, because, bytes, count, crashEvidence, id, isoTime, 
 export const requeueReason = z.enum(['PREEMPTED', 'AGENT_LOST', 'AGENT_RESTARTED', 'REPLICA_FAILED']);
 export type RequeueReason = z.infer<typeof requeueReason>;
 
+export const logLine = z.object({ stream: z.enum(['stdout', 'stderr']), line: z.string().max(65536) });
+export type LogLine = z.infer<typeof logLine>;
+
 export const requestOptions = z.object({
   /** Execution limit from dispatch to completion; null: the deployment's limit, else none. */
   timeoutMs: z.number().int().positive().nullable(),
@@ -14,6 +17,10 @@ export const requestOptions = z.object({
   steps: z.number().int().positive(),
   /** Requeues after which the request fails instead of returning to the queue again. */
   maxAttempts: z.number().int().positive(),
+  /** The submitter's key allows at most this execution limit (the deployment's default included); absent: none. */
+  maxTimeoutMs: z.number().int().positive().nullable().optional(),
+  /** The submitter's key runs at most this many requests at once; absent: no limit. */
+  maxRunning: z.number().int().positive().nullable().optional(),
 });
 export type RequestOptions = z.infer<typeof requestOptions>;
 
@@ -50,11 +57,20 @@ export const requestEventSchemas = {
     isolated: z.boolean().optional(),
   }),
   RequestStarted: z.object({ requestId: id, attempt: z.number().int().positive(), agentId: id, startedAt: isoTime }),
+  /** A batch of the block's output lines (version 1 held one line: `stream, line`). */
   RequestLogged: z.object({
     requestId: id,
     attempt: z.number().int().positive(),
-    stream: z.enum(['stdout', 'stderr']),
-    line: z.string().max(65536),
+    lines: z.array(logLine).min(1).max(100_000),
+  }),
+  /** The attempt reached its log limits: later lines are dropped (recorded once per attempt). */
+  RequestLogTruncated: z.object({
+    requestId: id,
+    attempt: z.number().int().positive(),
+    keptLines: count,
+    keptBytes: count,
+    maxLines: z.number().int().positive(),
+    maxBytes: z.number().int().positive(),
   }),
   RequestCompleted: z.object({
     requestId: id,
@@ -105,6 +121,16 @@ export const requestEventSchemas = {
     previousStatus: z.string(),
     attempt: count,
     cancelledAt: isoTime,
+  }),
+  /** The result's blob is deleted: kept longer than the retention, or deleted by its submitter or an operator. */
+  ResultExpired: z.object({
+    requestId: id,
+    resultRef: z.string().min(1).max(1000),
+    bytes,
+    reason: z.enum(['RETENTION', 'DELETED']),
+    actor: id,
+    expiredAt: isoTime,
+    because: because.nullable(),
   }),
   AgentReportIgnored: agentReportIgnored,
 } as const;

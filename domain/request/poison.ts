@@ -1,10 +1,27 @@
-// Poison requests: a request in flight when its agent died is a suspect; its next attempt runs isolated (alone on
-// its agent, in a sandbox runner where the agent has one). A second death with it in flight — the agent again, or
-// the sandbox runner of the isolated attempt — fails it with AGENT_CRASHED_BY_REQUEST and it is never requeued
-// again. The failure carries the evidence: each death's agent, boots, exit code or signal, last stderr lines.
+// Poison requests: a request in flight when its agent died of something that points at what it was running is a
+// suspect; its next attempt runs isolated (alone on its agent, in a sandbox runner where the agent has one). A
+// second such death with it in flight — the agent again, or the sandbox runner of the isolated attempt — fails it
+// with AGENT_CRASHED_BY_REQUEST and it is never requeued again. The failure carries the evidence: each death's
+// agent, boots, exit code or signal, last words, last stderr lines.
+//
+// Which deaths point at the requests in flight (`implicates`): a crash signal (SIGABRT, SIGSEGV, …), a non-zero exit
+// code, or last words that name the request (the watchdog's stall, the agent's own uncaught fault). Not: a SIGKILL
+// or SIGTERM without last words (an operator, the OOM killer, a host shutting down), a clean exit, an agent lost
+// without a restart or whose exit nobody observed — those requeue the request as any interruption does.
 import type { CrashEvidence, RequeueReason } from '../events/index.js';
 
 export const POISON_ERROR_TYPE = 'AGENT_CRASHED_BY_REQUEST';
+
+const CRASH_SIGNALS = new Set(['SIGABRT', 'SIGSEGV', 'SIGBUS', 'SIGILL', 'SIGFPE', 'SIGTRAP', 'SIGSYS']);
+
+/** Whether this death is evidence against `requestId`, which was in flight when it happened. */
+export function implicates(crash: Omit<CrashEvidence, 'attempt' | 'suspect'>, requestId: string): boolean {
+  const x = crash.exit;
+  if (x === null) return false;
+  if (x.cause !== null) return x.running.length === 0 || x.running.includes(requestId);
+  if (x.signal !== null) return CRASH_SIGNALS.has(x.signal);
+  return x.code !== null && x.code !== 0;
+}
 
 /** Requeue reasons that mean the agent process died (or vanished) under the attempt. */
 export function isAgentDeath(reason: RequeueReason): boolean {
@@ -22,7 +39,7 @@ export function describeCrash(c: CrashEvidence): string {
   if (x?.cause) facts.push(`its last words: ${x.cause.split('\n')[0]!.slice(0, 300)}`);
   const tail = x?.stderrTail.filter((l) => l.trim() !== '').slice(-2);
   if (tail && tail.length > 0) facts.push(`last stderr: ${tail.join(' | ').slice(0, 300)}`);
-  return `agent ${c.agentId} died during attempt ${c.attempt} (${facts.join('; ')})`;
+  return `agent ${c.agentId} died during attempt ${c.attempt} (${facts.join('; ')})${c.suspect === false ? ', of nothing that points at this request' : ''}`;
 }
 
 /** The message of the final failure: every death, then how the isolated attempt ended. */

@@ -3,6 +3,8 @@
 
 export const MODEL_KEY = /^[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$/;
 export const ENTITY_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+/** A recorded request id: an entity id, or one scoped to its submitter's key (`<keyId>:<id>`, http/request-ids.ts). */
+export const REQUEST_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,159}$/;
 
 export const requestStream = (requestId: string): string => `request-${requestId}`;
 export const deploymentStream = (modelKey: string): string => `deployment-${modelKey}`;

@@ -6,6 +6,9 @@
 //   NDIF_AGENT_CPU_CACHE     CPU memory for WARM replicas (default: 90 % of the RAM, decided by the control plane)
 //   NDIF_AGENT_HEARTBEAT_MS  heartbeat interval (default 2000; the scheduler's timeout is 6000)
 //   NDIF_AGENT_MAX_RUN_MS    limit for a request that has none of its own (default 3600000)
+//   NDIF_LOG_MAX_LINES, NDIF_LOG_MAX_BYTES  what one attempt may log (defaults 10000 lines, 1 MiB; the control plane
+//                            enforces the same settings, the agent stops sending at them)
+//   NDIF_RESULT_MAX_BYTES    largest encoded result of one request (default 64 MiB; larger: RESULT_TOO_LARGE)
 //   NDIF_AGENT_EP            cpu (default) | cuda: onnxruntime's execution provider; cuda refuses to start where
 //                            onnxruntime-node's CUDA binaries are not installed (AGENT_CUDA_UNAVAILABLE)
 //   NDIF_AGENT_PROVIDER      the older name: auto (CUDA when its binaries are installed, else CPU) | cpu | cuda
@@ -20,6 +23,7 @@ import { ENTITY_ID } from '../../domain/shared/ids.js';
 import { relayTopicsFromEnv, type RelayTopics } from '../../transport/relay/wire.js';
 import { agentConfigInvalid, cudaUnavailable } from './errors.js';
 import { parseBytes } from './sizes.js';
+import { logLimitsFromEnv, type LogLimits } from '../../protocol/log-limits.js';
 
 export type ProviderChoice = 'auto' | 'cpu' | 'cuda';
 
@@ -35,7 +39,11 @@ export interface AgentConfig {
   stateDir: string;
   /** 0: no watchdog. */
   stallMs: number;
+  logLimits: LogLimits;
+  resultMaxBytes: number;
 }
+
+export const DEFAULT_RESULT_MAX_BYTES = 64 * 1024 * 1024;
 
 /** `2x24GiB` → two GPUs of 24 GiB; `24GiB,16GiB` → two GPUs of those sizes. */
 export function parseGpus(spec: string, name: string): GpuSpec[] | undefined {
@@ -66,6 +74,15 @@ function bytes(env: NodeJS.ProcessEnv, name: string): number | undefined {
   const b = parseBytes(raw);
   if (b === undefined) throw agentConfigInvalid(name, raw, 'a size such as 64GiB, 512MiB or a byte count');
   return b;
+}
+
+function readLogLimits(env: NodeJS.ProcessEnv): LogLimits {
+  try {
+    return logLimitsFromEnv(env);
+  } catch (e) {
+    const name = /NDIF_LOG_MAX_\w+/.exec((e as Error).message)?.[0] ?? 'NDIF_LOG_MAX_LINES';
+    throw agentConfigInvalid(name, env[name] ?? '', 'a positive integer');
+  }
 }
 
 /** NDIF_AGENT_EP (cpu | cuda, default cpu), or the older NDIF_AGENT_PROVIDER (auto | cpu | cuda). */
@@ -107,6 +124,8 @@ export function agentConfigFromEnv(env: NodeJS.ProcessEnv = process.env, cuda = 
     topics: relayTopicsFromEnv(env),
     stateDir: env.NDIF_AGENT_STATE_DIR || join(tmpdir(), 'ndif-agent'),
     stallMs: int(env, 'NDIF_AGENT_STALL_MS', 20_000, 0),
+    logLimits: readLogLimits(env),
+    resultMaxBytes: bytes(env, 'NDIF_RESULT_MAX_BYTES') ?? DEFAULT_RESULT_MAX_BYTES,
   };
   if (config.stallMs > 0 && config.stallMs < 1000) throw agentConfigInvalid('NDIF_AGENT_STALL_MS', env.NDIF_AGENT_STALL_MS!, '0 (no watchdog) or at least 1000');
   if (cache !== undefined) config.cpuCacheBudgetBytes = cache;

@@ -6,6 +6,7 @@ export const AgentErrorCode = {
   ReplicaNotLoaded: 'AGENT_REPLICA_NOT_LOADED',
   SandboxUnavailable: 'AGENT_SANDBOX_UNAVAILABLE',
   PayloadUnavailable: 'AGENT_PAYLOAD_UNAVAILABLE',
+  ResultTooLarge: 'RESULT_TOO_LARGE',
   CudaUnavailable: 'AGENT_CUDA_UNAVAILABLE',
 } as const;
 

@@ -29,7 +29,8 @@ export interface ControlPlaneState {
 }
 
 /** Bump when any part's apply changes its output (the runner then rebuilds from position 0). */
-export const CONTROL_PLANE_PROJECTION_VERSION = 1;
+// 2 (issue 12): fair-share queue order, result expiry and the storage and retention indexes.
+export const CONTROL_PLANE_PROJECTION_VERSION = 2;
 
 export function initialControlPlaneState(): ControlPlaneState {
   return { position: 0, cluster: initialClusterState(), queue: initialQueueState(), requests: initialRequestsState(), agents: initialAgentsState(), audit: initialAuditState(), models: initialModelsState() };

@@ -1,5 +1,6 @@
 // How a completed request's result is shown: inline (base64 of the result container) up to the inline limit,
-// else a signed download URL valid for resultUrlTtlMs.
+// else a signed download URL valid for resultUrlTtlMs (naming the recorded request id: a token needs no key);
+// once expired, when and why.
 import type { RouteDeps } from '../../http/deps.js';
 import { isFabricError } from '../../protocol/errors.js';
 import { signResultToken } from './token.js';
@@ -8,6 +9,9 @@ export interface ResultRef {
   ref: string;
   bytes: number;
   sha256: string;
+  /** Set once the result expired (its blob is deleted). */
+  expiredAt?: string;
+  expiredBecause?: 'RETENTION' | 'DELETED';
   /** The model files the attempt ran on (when the agent reported it). */
   weightsFingerprint?: string;
 }
@@ -16,6 +20,7 @@ type Weights = { weightsFingerprint?: string };
 
 export type ResultField =
   | ({ bytes: number; sha256: string; inline: string } & Weights)
+  | ({ bytes: number; sha256: string; expiredAt: string; expired: 'RETENTION' | 'DELETED' } & Weights)
   | ({ bytes: number; sha256: string; url: string; expiresAt: string; inlineError?: { code: string; message: string } } & Weights);
 
 export function resultUrl(deps: RouteDeps, requestId: string, r: ResultRef): { url: string; expiresAt: string } {
@@ -30,6 +35,7 @@ export function resultUrl(deps: RouteDeps, requestId: string, r: ResultRef): { u
  */
 export async function resultField(deps: RouteDeps, requestId: string, r: ResultRef): Promise<ResultField> {
   const weights: Weights = r.weightsFingerprint === undefined ? {} : { weightsFingerprint: r.weightsFingerprint };
+  if (r.expiredAt !== undefined) return { bytes: r.bytes, sha256: r.sha256, expiredAt: r.expiredAt, expired: r.expiredBecause ?? 'RETENTION', ...weights };
   if (r.bytes <= deps.config.inlineResultMaxBytes) {
     try {
       const blob = await deps.ctx.blobs.get(r.ref);

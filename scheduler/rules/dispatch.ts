@@ -1,5 +1,7 @@
 // Dispatch: the queue heads of each model go to its HOT replicas on ACTIVE agents that have room (in flight <
-// the replica's concurrency), every HOT replica considered on every decision, the least busy first.
+// the replica's concurrency), every HOT replica considered on every decision, the least busy first. The queue is
+// in fair-share order (submitters take turns inside a rank); a submitter already running as many requests as its
+// key allows (maxRunning) is passed over until one of them finishes, as the positions users are told assume.
 //
 // A poison suspect (a request that was in flight when an agent died) runs isolated: only on an agent with nothing
 // in flight, and nothing else goes to that agent until it is done. A suspect at the head of its queue that finds no
@@ -7,8 +9,12 @@
 // behind it wait at most one run for that.
 import type { PlanContext } from '../plan-context.js';
 import { activeReplicas } from '../../projections/cluster/queries.js';
+import { isHeld, runningBySubmitter } from '../../projections/control-plane/positions.js';
 import { heads, queuedModels, queueLength } from '../../projections/queue/queries.js';
 import type { ClusterReplica } from '../../projections/cluster/state.js';
+
+/** Queued requests looked at per model and round before giving up on finding one not held by its key's limit. */
+const MAX_SCAN = 5000;
 
 interface AgentLoad {
   inFlight: number;
@@ -69,11 +75,16 @@ export function dispatchRule(ctx: PlanContext): void {
     if (slots.length === 0) continue;
     const free = slots.reduce((n, x) => n + x.r.settings.concurrency - x.inFlight, 0);
     const queued = queueLength(s.queue, modelKey);
+    const running = (ctx.running ??= runningBySubmitter(s.requests));
     let position = 0;
-    for (const head of heads(s.queue, modelKey, free + ctx.touchedRequests.size)) {
+    let scanned = 0;
+    let dispatched = 0;
+    for (const head of s.queue.byModel.get(modelKey)!.entries()) {
+      if (++scanned > MAX_SCAN + ctx.touchedRequests.size || dispatched >= free) break;
+      const v = s.requests.byId.get(head.id)!;
+      if (isHeld(running.get(v.submitter) ?? 0, v.options.maxRunning)) continue;
       const pos = position++;
       if (ctx.touchedRequests.has(head.id)) continue;
-      const v = s.requests.byId.get(head.id)!;
       const suspect = v.crashes > 0;
       const usable = slots.filter((x) => {
         if (x.inFlight >= x.r.settings.concurrency) return false;
@@ -88,6 +99,8 @@ export function dispatchRule(ctx: PlanContext): void {
       // A suspect that cannot run alone yet holds its place: those behind it wait (at most one run).
       if (slot === undefined) break;
       ctx.touchedRequests.add(head.id);
+      dispatched++;
+      running.set(v.submitter, (running.get(v.submitter) ?? 0) + 1);
       const busy = usable.length;
       ctx.emit(
         `sched:dispatch:${head.id}:${v.attempt + 1}`,

@@ -162,7 +162,7 @@ export class ReportingAgent {
   }
 
   log(requestId: string, attempt: number, line: string, stream: 'stdout' | 'stderr' = 'stdout') {
-    return this.report({ type: 'ReportRequestLog', requestId, attempt, agentId: this.agentId, agentMessageId: '', stream, line });
+    return this.report({ type: 'ReportRequestLog', requestId, attempt, agentId: this.agentId, agentMessageId: '', lines: [{ stream, line }] });
   }
 
   /** Completes with a result container holding one float32 tensor of `elements` values (i / 2). */

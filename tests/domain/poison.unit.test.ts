@@ -25,7 +25,7 @@ const dispatched = (attempt: number, isolated = false): RequestEvent => ({
 });
 const exit = { bootId: 'boot-1', code: null, signal: 'SIGABRT', cause: null, stderrTail: ['Aborted'], running: [] };
 const death = { agentId: 'a1', bootId: 'boot-1', nextBootId: 'boot-2', exit };
-const crash1: CrashEvidence = { attempt: 1, ...death };
+const crash1: CrashEvidence = { attempt: 1, ...death, suspect: true };
 const requeuedAfterDeath: RequestEvent = {
   type: 'RequestRequeued',
   data: { requestId: 'r1', modelKey: 'gpt2', attempt: 1, reason: 'AGENT_RESTARTED', rank: 2, enqueuedAt: T0, requeuedAt: T2, because: why, crash: crash1 },
@@ -61,16 +61,38 @@ describe('poison requests', () => {
     if (e.type !== 'RequestFailed') return;
     assert.equal(e.data.errorType, 'AGENT_CRASHED_BY_REQUEST');
     assert.equal(e.data.phase, 'execution');
-    assert.deepEqual(e.data.evidence?.crashes, [crash1, { attempt: 2, ...second }]);
+    assert.deepEqual(e.data.evidence?.crashes, [crash1, { attempt: 2, ...second, suspect: true }]);
     assert.match(e.data.message, /agent a1 died during attempt 1 \(boot boot-1 → boot-2; signal SIGABRT; last stderr: Aborted\); then agent a1 died during attempt 2 \(boot boot-2 → boot-3; signal SIGSEGV/);
     assert.match(e.data.message, /It is not requeued again/);
   });
 
-  it('an agent lost (no restart) counts as a death', () => {
-    const lost = { agentId: 'a1', bootId: 'boot-2', nextBootId: null, exit: null };
-    const events = g([...received, dispatched(1), requeuedAfterDeath, dispatched(2, true)]).when(requeue(2, 'AGENT_LOST', lost)).thenMatch(() => {});
-    assert.equal(events[0]!.type, 'RequestFailed');
-    assert.match((events[0]!.data as { message: string }).message, /boot boot-2, lost: no heartbeat and no restart/);
+  it('deaths that do not point at the request are not evidence: requeued as before, not isolated, never failed', () => {
+    const external = [
+      { agentId: 'a1', bootId: 'boot-1', nextBootId: 'boot-2', exit: { ...exit, signal: 'SIGKILL', stderrTail: [] } },
+      { agentId: 'a1', bootId: 'boot-1', nextBootId: 'boot-2', exit: { ...exit, signal: null, code: 0, stderrTail: [] } },
+      { agentId: 'a1', bootId: 'boot-1', nextBootId: 'boot-2', exit: null },
+      { agentId: 'a1', bootId: 'boot-1', nextBootId: null, exit: null },
+    ];
+    for (const death of external) {
+      const [e] = g([...received, dispatched(1)]).when(requeue(1, death.nextBootId === null ? 'AGENT_LOST' : 'AGENT_RESTARTED', death)).thenMatch(() => {});
+      assert.equal(e!.type, 'RequestRequeued');
+      assert.equal((e!.data as { crash: CrashEvidence }).crash.suspect, false, JSON.stringify(death.exit));
+      const [d] = g([...received, dispatched(1), e!]).when({ type: 'DispatchRequest', requestId: 'r1', attempt: 2, replicaId: 'gpt2#1', agentId: 'a1', at: T1, because: why }).thenMatch(() => {});
+      assert.equal((d!.data as { isolated?: boolean }).isolated, undefined, 'not isolated');
+    }
+    // A suspect whose isolated attempt meets an outside kill is requeued (still a suspect), not failed.
+    const [again] = g([...received, dispatched(1), requeuedAfterDeath, dispatched(2, true)]).when(requeue(2, 'AGENT_RESTARTED', external[0])).thenMatch(() => {});
+    assert.equal(again!.type, 'RequestRequeued');
+  });
+
+  it('last words that name the request (the watchdog, the agent\'s own fault) and non-zero exit codes are evidence', () => {
+    const watchdog: Omit<CrashEvidence, 'attempt' | 'suspect'> = { agentId: 'a1', bootId: 'boot-1', nextBootId: 'boot-2', exit: { bootId: 'boot-1', code: null, signal: 'SIGKILL', cause: 'watchdog: the event loop was blocked', stderrTail: [], running: ['r1'] } };
+    const other = { ...watchdog, exit: { ...watchdog.exit!, running: ['r9'] } };
+    const code3 = { ...watchdog, exit: { ...watchdog.exit!, signal: null, code: 3, cause: null, running: [] } };
+    const suspectOf = (death: Omit<CrashEvidence, 'attempt' | 'suspect'>) => ((g([...received, dispatched(1)]).when(requeue(1, 'AGENT_RESTARTED', death)).thenMatch(() => {})[0]!.data as { crash: CrashEvidence }).crash.suspect);
+    assert.equal(suspectOf(watchdog), true);
+    assert.equal(suspectOf(other), false, 'last words naming another request');
+    assert.equal(suspectOf(code3), true);
   });
 
   it('the isolated attempt killing its sandbox runner is the second death', () => {

@@ -1,5 +1,5 @@
-// The scheduler's side of poison requests, over a real store with simulated agents: after an agent dies with
-// requests in flight, each of them runs alone on its agent (isolated) even where the replica takes more at once;
+// The scheduler's side of poison requests, over a real store with simulated agents: after an agent crashes (SIGSEGV)
+// with requests in flight, each of them runs alone on its agent (isolated) even where the replica takes more at once;
 // nothing else is dispatched beside an isolated attempt; a second death fails the suspect with
 // AGENT_CRASHED_BY_REQUEST and the boots of both deaths, and the others complete.
 import assert from 'node:assert/strict';
@@ -26,7 +26,7 @@ describe('poison requests: isolation and the second death', () => {
     await settle(h, [a]);
     assert.deepEqual(['r1', 'r2', 'r3', 'r4'].map(status), ['RUNNING', 'RUNNING', 'QUEUED', 'QUEUED'], 'concurrency 2: two at once');
 
-    await a.restart();
+    await a.restart({ signal: 'SIGSEGV' });
     await settle(h, [a]);
     const first = inFlight();
     assert.equal(first.length, 1, 'after the death, one suspect runs alone although the replica takes two');
@@ -37,7 +37,7 @@ describe('poison requests: isolation and the second death', () => {
     assert.equal(data<{ isolated?: boolean }>(dispatch).isolated, true);
 
     // The suspect kills its agent again: it fails with the evidence; the next suspect gets the agent alone.
-    await a.restart();
+    await a.restart({ signal: 'SIGSEGV' });
     await settle(h, [a]);
     assert.equal(status('r1'), 'ERROR');
     const failed = (await allEvents(h)).find((e) => e.type === 'RequestFailed' && data<{ requestId: string }>(e).requestId === 'r1')!;
@@ -73,7 +73,7 @@ describe('poison requests: isolation and the second death', () => {
     await settle(h, [a]);
     await submit(h, 'r1', 'gpt2');
     await settle(h, [a]);
-    await a.restart();
+    await a.restart({ signal: 'SIGSEGV' });
     // r1 is a suspect; before the scheduler runs again, ordinary requests arrive behind it.
     for (const id of ['n1', 'n2']) await submit(h, id, 'gpt2');
     await settle(h, [a]);
