@@ -10,3 +10,24 @@ export function median(xs: number[]): number {
   const n = s.length;
   return n % 2 ? s[(n - 1) / 2]! : (s[n / 2 - 1]! + s[n / 2]!) / 2;
 }
+
+/**
+ * Runs each named variant once per round, rotating their order each round so drift on a shared machine hits all
+ * alike, until `rounds` are done or `budgetMs` has passed; returns each variant's wall times and the rounds run.
+ */
+export async function interleavedRounds(names: string[], rounds: number, budgetMs: number, runOne: (name: string) => Promise<unknown>): Promise<{ times: Record<string, number[]>; rounds: number }> {
+  const times: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
+  const t0 = performance.now();
+  let done = 0;
+  while (done < rounds) {
+    for (let k = 0; k < names.length; k++) {
+      const n = names[(done + k) % names.length]!;
+      const ts = performance.now();
+      await runOne(n);
+      times[n]!.push(performance.now() - ts);
+    }
+    done++;
+    if (performance.now() - t0 > budgetMs) break;
+  }
+  return { times, rounds: done };
+}

@@ -6,12 +6,11 @@
 // Rounds interleave the three (rotating their order) so drift on a shared machine hits all alike; the
 // medians are compared. Model generation (first run only) and loading are timed separately, not in the ratios.
 import { performance } from 'node:perf_hooks';
-import { ensureBenchModel } from './bench-model.js';
-import { loadModel } from '../gpu-agent/runtime/index.js';
-import type { HostedModel, RunRequest } from '../gpu-agent/runtime/index.js';
+import { loadBenchModel } from './bench-model.js';
+import type { RunRequest } from '../gpu-agent/runtime/index.js';
 import { createInProcessBlocks } from '../gpu-agent/block/index.js';
 import { Tensor } from '../gpu-agent/block/tensor.js';
-import { median, numberArg } from './_numbers.js';
+import { interleavedRounds, median, numberArg } from './_numbers.js';
 
 const MODEL = 'gpt2-small-random';
 const TEXT = 'The fabric runs intervention experiments on hosted models: a block of code reads and replaces the activations of named modules during the forward pass, remotely, while operators deploy and scale the models across agents.';
@@ -30,11 +29,7 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
   const layer = numberArg(args, 'layer', 6);
   const budgetMs = numberArg(args, 'budget-ms', 26_000);
 
-  const { dir, cached, generateS } = ensureBenchModel(MODEL);
-  const tl = performance.now();
-  const hm: HostedModel = await loadModel(dir, { key: MODEL });
-  const loadS = (performance.now() - tl) / 1000;
-  process.stderr.write(`${MODEL}: ${cached ? 'cached' : `generated in ${generateS.toFixed(1)} s`}, loaded in ${loadS.toFixed(1)} s\n`);
+  const { hm, generateS, loadS } = await loadBenchModel(MODEL);
 
   try {
     const tokens = hm.tokenizer!.encode(TEXT).slice(0, promptTokens);
@@ -56,20 +51,8 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
     const swapChanges = !sameBits(plainLogits, swapLogits);
 
     const names = Object.keys(variants);
-    const times: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
     for (const n of names) await hm.run(variants[n]!, open); // warm: compiles the segments each variant uses
-    const tm = performance.now();
-    let done = 0;
-    for (let r = 0; r < rounds; r++) {
-      for (let k = 0; k < names.length; k++) {
-        const n = names[(r + k) % names.length]!;
-        const ts = performance.now();
-        await hm.run(variants[n]!, open);
-        times[n]!.push(performance.now() - ts);
-      }
-      done++;
-      if (performance.now() - tm > budgetMs) break;
-    }
+    const { times, rounds: done } = await interleavedRounds(names, rounds, budgetMs, (n) => hm.run(variants[n]!, open));
     const plainMs = median(times.plain!);
     const readMs = median(times.read!);
     const swapMs = median(times.swap!);

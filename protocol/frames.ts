@@ -5,10 +5,10 @@
 // decodes to a message only if encoding that message gives back exactly those bytes, so a corrupted or
 // misframed stream raises a ProtocolError instead of being misread.
 import { FabricError } from './errors.js';
-import type { BlockError, BlockToHost, Dtype, HostToBlock, SavedTree, TensorPayload } from './interleave.js';
+import type { BlockError, BlockToHost, Dtype, GradSeed, HostToBlock, SavedTree, TensorPayload } from './interleave.js';
 
 /** Bumped whenever a frame layout changes; INIT and READY carry it so mismatched builds refuse each other. */
-export const FRAME_VERSION = 2;
+export const FRAME_VERSION = 3;
 /** Bytes before the body: u32 length + u8 tag. */
 export const FRAME_HEADER_BYTES = 5;
 /** Default cap on one frame (tag + body). GPT-2-small logits for 1024 tokens are ~206 MB. */
@@ -56,7 +56,7 @@ export type FrameDirection = 'agent-to-runner' | 'runner-to-agent';
 /** One tag per message kind and direction. STOP exists in both directions with different bodies. */
 export const TAGS = {
   'agent-to-runner': { START: 0x01, VALUE: 0x02, RAISE: 0x03, STOP: 0x04, STEP: 0x05, INIT: 0x21 },
-  'runner-to-agent': { WAIT: 0x11, SWAP: 0x12, SKIP: 0x13, STOP: 0x14, LOG: 0x15, END: 0x16, EXCEPTION: 0x17, READY: 0x22, FAILED: 0x23 },
+  'runner-to-agent': { WAIT: 0x11, SWAP: 0x12, SKIP: 0x13, STOP: 0x14, LOG: 0x15, END: 0x16, EXCEPTION: 0x17, BACKWARD: 0x18, READY: 0x22, FAILED: 0x23 },
 } as const;
 
 export type ProtocolErrorCode = 'FRAME_UNKNOWN_TAG' | 'FRAME_TOO_LARGE' | 'FRAME_TRUNCATED' | 'FRAME_MALFORMED' | 'FRAME_UNENCODABLE';
@@ -226,6 +226,43 @@ function writeTree(w: FrameWriter, r: SavedTree): void {
   writeTensors(w, r?.tensors, 'result tensors');
 }
 
+/** A seed: address, tensor index, then the dense gradient, or (flag 1) the dense shape, the offsets and the values. */
+function writeSeeds(w: FrameWriter, seeds: GradSeed[]): void {
+  if (!Array.isArray(seeds)) unencodable('seeds must be an array');
+  w.u32(seeds.length, 'seed count');
+  seeds.forEach((s, i) => {
+    w.str(s.addr, `seed ${i} addr`);
+    w.u32(s.index, `seed ${i} index`);
+    const sparse = s.at !== undefined;
+    w.u8(sparse ? 1 : 0);
+    if (sparse) {
+      if (!Array.isArray(s.shape) || s.shape.length > MAX_RANK) unencodable(`seed ${i}: a sparse seed needs its dense shape (at most ${MAX_RANK} dims)`);
+      w.u8(s.shape.length);
+      for (const d of s.shape) w.u32(d, `seed ${i} dimension`);
+      writeTensor(w, s.at!, `seed ${i} offsets`);
+    }
+    writeTensor(w, s.grad, `seed ${i} gradient`);
+  });
+}
+
+function readSeeds(r: FrameReader): GradSeed[] {
+  const n = r.count('seeds', 13);
+  const out: GradSeed[] = [];
+  for (let i = 0; i < n; i++) {
+    const addr = r.str(`seed ${i} addr`);
+    const index = r.u32(`seed ${i} index`);
+    if (r.flag(`seed ${i} sparse`)) {
+      const rank = r.u8(`seed ${i} rank`);
+      if (rank > MAX_RANK) throw malformed(`seed ${i}: rank ${rank} over ${MAX_RANK}`);
+      const shape: number[] = [];
+      for (let d = 0; d < rank; d++) shape.push(r.u32(`seed ${i} dimension`));
+      const at = readTensor(r, `seed ${i} offsets`);
+      out.push({ addr, index, shape, at, grad: readTensor(r, `seed ${i} gradient`) });
+    } else out.push({ addr, index, grad: readTensor(r, `seed ${i} gradient`) });
+  }
+  return out;
+}
+
 export interface EncodeOptions {
   maxFrameBytes?: number;
 }
@@ -339,6 +376,12 @@ export function encodeRunnerToAgent(msg: RunnerToAgent, opts: EncodeOptions = {}
       tag = tags.EXCEPTION;
       w.u32(msg.invoke, 'invoke');
       writeError(w, msg.error);
+      break;
+    case 'BACKWARD':
+      tag = tags.BACKWARD;
+      w.u32(msg.invoke, 'invoke');
+      w.u32(msg.step, 'step');
+      writeSeeds(w, msg.seeds);
       break;
     case 'READY':
       tag = tags.READY;
@@ -602,6 +645,11 @@ function decodeRunnerToAgent(tag: number, r: FrameReader): RunnerToAgent {
     case t.EXCEPTION: {
       const invoke = r.u32('invoke');
       return { kind: 'EXCEPTION', invoke, error: readError(r) };
+    }
+    case t.BACKWARD: {
+      const invoke = r.u32('invoke');
+      const step = r.u32('step');
+      return { kind: 'BACKWARD', invoke, step, seeds: readSeeds(r) };
     }
     case t.READY: {
       const version = r.u32('version');

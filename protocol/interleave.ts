@@ -50,7 +50,10 @@ export type BlockErrorType =
   | 'UncaughtException'
   | 'Timeout'
   | 'Cancelled'
-  | 'ProtocolError';
+  | 'ProtocolError'
+  | 'NotDifferentiable'
+  | 'NoBackward'
+  | 'BackwardError';
 
 export interface BlockError {
   /** Where it went wrong: compiling/decoding the block, running it, or the channel itself. */
@@ -111,6 +114,21 @@ export type HostToBlock =
   /** The host stops every block of the request (cancel, timeout, the forward ended early). */
   | { kind: 'STOP'; reason: string };
 
+/**
+ * The gradient of a block's loss with respect to one tensor of a value it received (BACKWARD): `grad` holds this
+ * invoke's rows, dense, or — when `at` is given — only the nonzero elements, at the flat offsets `at` (int64) of a
+ * tensor of shape `shape` (a loss reading two logits has two).
+ */
+export interface GradSeed {
+  /** Forward address of the value, e.g. `output.0` or `transformer.h.3.output.0`. */
+  addr: string;
+  /** Which of the point's tensors. */
+  index: number;
+  grad: TensorPayload;
+  at?: TensorPayload;
+  shape?: number[];
+}
+
 export type BlockToHost =
   /** Park until the forward reaches addr. The only message the host answers. */
   | { kind: 'WAIT'; invoke: number; addr: string }
@@ -122,7 +140,12 @@ export type BlockToHost =
   | { kind: 'STOP'; invoke: number }
   | { kind: 'LOG'; invoke: number; stream: 'stdout' | 'stderr'; line: string }
   | { kind: 'END'; invoke: number; result: SavedTree }
-  | { kind: 'EXCEPTION'; invoke: number; error: BlockError };
+  | { kind: 'EXCEPTION'; invoke: number; error: BlockError }
+  /**
+   * Run the backward pass of step `step` from these gradients (ctx.backward(loss)); the invoke then reads gradients
+   * with WAIT on `<addr>.grad` addresses, latest point first, and may SWAP them.
+   */
+  | { kind: 'BACKWARD'; invoke: number; step: number; seeds: GradSeed[] };
 
 /** One end of the host↔blocks conversation. In-process: promise queues. Sandbox: frames on a Unix socket. */
 export interface BlockChannel {

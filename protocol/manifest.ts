@@ -66,6 +66,13 @@ export interface Manifest {
   logits?: string | null;
   /** How the model generates (models with a language-model head). */
   generation?: ManifestGeneration;
+  /**
+   * Estimated memory beyond the weights file, for one batch row of `sequence` tokens (the model's positions, at most
+   * 1024): activations of a forward pass at its peak and of a backward over the whole model at its peak, and the
+   * bytes of the weight matrices onnxruntime packs a copy of in each session that multiplies by them (forward and
+   * gradient sessions share one cache, bounded by the model's segment-cache budget). docs/runtime.md, "Memory".
+   */
+  memory?: { sequence: number; forwardActivationBytes: number; backwardActivationBytes: number; packedWeightsBytes: number };
   /** Every module, in forward order, root ('') first. */
   modules: ManifestModule[];
   /** Observable points in forward order, as `<path>.output` / `<path>.input` ('' path → `output`, `input`). */

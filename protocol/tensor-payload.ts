@@ -96,6 +96,23 @@ export function halfToFloat(h: number): number {
   return s * 2 ** (e - 15) * (1 + f / 1024);
 }
 
+/** The IEEE float16 bit pattern nearest to `v` (ties round away from zero). */
+export function floatToHalf(v: number): number {
+  if (Number.isNaN(v)) return 0x7e00;
+  const s = v < 0 || Object.is(v, -0) ? 0x8000 : 0;
+  const a = Math.abs(v);
+  if (a >= 65520) return s | 0x7c00;
+  if (a < 2 ** -24) return s;
+  if (a < 2 ** -14) return s | Math.round(a / 2 ** -24);
+  let e = Math.floor(Math.log2(a));
+  let m = Math.round((a / 2 ** e - 1) * 1024);
+  if (m === 1024) {
+    m = 0;
+    e++;
+  }
+  return s | ((e + 15) << 10) | m;
+}
+
 /** Float32 values of float32 or float16 data (float16 bits converted; float32 returned as is). */
 export function floatValues(data: Float32Array | Uint16Array, dtype: 'float32' | 'float16'): Float32Array {
   if (dtype === 'float32') return data as Float32Array;

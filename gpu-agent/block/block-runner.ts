@@ -21,6 +21,9 @@ import { ManifestIndex } from './manifest-index.js';
 import { createModelProxy } from './model-proxy.js';
 import { toSavedTree } from './saved-tree.js';
 import { Tensor } from './tensor.js';
+import { GradSession } from './grad/grad-session.js';
+import { isGradAddr } from '../../protocol/gradients.js';
+import { parseAddr } from '../../protocol/interleave.js';
 
 export type { TextCodec } from '../../protocol/text-codec.js';
 
@@ -49,11 +52,16 @@ export interface BlockContext {
   Tensor: typeof Tensor;
   encode(text: string): number[];
   decode(ids: number[] | Tensor): string;
+  /**
+   * Runs the backward pass from `loss`, a one-element tensor the block computed from values of the model (the same as
+   * `loss.backward()`); then `await m.<path>.output.grad` reads gradients, latest point first.
+   */
+  backward(loss: Tensor): void;
 }
 
 const EMPTY_BLOCK = 'async () => undefined';
 
-function context(start: StartRequest, i: number, env: BlockEnvironment, session: InvokeSession): BlockContext {
+function context(start: StartRequest, i: number, env: BlockEnvironment, session: InvokeSession, grads: GradSession): BlockContext {
   const inv = start.invokes[i]!;
   const noTokenizer = () => {
     throw new Error(`model ${env.manifest.model} has no tokenizer`);
@@ -77,6 +85,7 @@ function context(start: StartRequest, i: number, env: BlockEnvironment, session:
       const list = ids instanceof Tensor ? Array.from({ length: ids.size }, (_, k) => ids.flat(k)) : ids;
       return env.tokenizer ? env.tokenizer.decode(list) : noTokenizer();
     },
+    backward: (loss) => grads.backward(loss),
   };
 }
 
@@ -107,12 +116,15 @@ export async function serveBlocks(channel: BlockEndpoint, env: BlockEnvironment)
     }
   };
   const sessions = new Map<number, InvokeSession>();
+  const gradSessions = new Map<number, GradSession>();
   const guards: InvokeGuard[] = [];
 
   for (let i = 0; i < start.invokes.length; i++) {
     const inv = start.invokes[i]!;
     const session = new InvokeSession({ invoke: inv.invoke, batchSize: inv.batchSize, totalBatch, sequence, steps: start.steps, cached: start.cache }, index, send);
     sessions.set(inv.invoke, session);
+    const grads = new GradSession(inv.invoke, index, send, inv.source.includes('backward'));
+    gradSessions.set(inv.invoke, grads);
     const log = (stream: 'stdout' | 'stderr', line: string) => send({ kind: 'LOG', invoke: inv.invoke, stream, line });
     const cons = captureConsole(log);
     const output = new InvokeOutput(inv.invoke, log);
@@ -128,7 +140,9 @@ export async function serveBlocks(channel: BlockEndpoint, env: BlockEnvironment)
       if (!ended) {
         end({ kind: 'EXCEPTION', invoke: inv.invoke, error: be });
         session.blockReturned();
+        grads.blockReturned();
         session.close('failed');
+        grads.close('failed');
         guard.close();
       } else if (open) {
         log('stderr', `[ndif] ${be.type} after the block returned (ignored): ${be.message.split('\n')[0]}`);
@@ -145,12 +159,12 @@ export async function serveBlocks(channel: BlockEndpoint, env: BlockEnvironment)
       end({ kind: 'EXCEPTION', invoke: inv.invoke, error: e instanceof BlockCompileError ? e.blockError : toBlockError(e, inv.invoke) });
       continue;
     }
-    const m = createModelProxy(session, index);
-    const ctx = context(start, i, env, session);
+    const m = createModelProxy(session, index, 0, grads);
+    const ctx = context(start, i, env, session, grads);
     void (async () => {
       try {
         const value = await runAsInvoke(output, () => fn(m, ctx));
-        const left = session.blockReturned();
+        const left = [...session.blockReturned(), ...grads.blockReturned()];
         await nextMacrotask();
         if (ended) return;
         if (left.length > 0) throw unawaitedReadError(left, inv.invoke);
@@ -158,6 +172,7 @@ export async function serveBlocks(channel: BlockEndpoint, env: BlockEnvironment)
         end({ kind: 'END', invoke: inv.invoke, result });
       } catch (e) {
         session.blockReturned();
+        grads.blockReturned();
         end({ kind: 'EXCEPTION', invoke: inv.invoke, error: toBlockError(e, inv.invoke) });
       }
     })();
@@ -165,6 +180,7 @@ export async function serveBlocks(channel: BlockEndpoint, env: BlockEnvironment)
 
   const closeAll = (reason: string) => {
     for (const s of sessions.values()) s.close(reason);
+    for (const g of gradSessions.values()) g.close(reason);
     for (const g of guards) g.close();
   };
   for (;;) {
@@ -185,10 +201,17 @@ export async function serveBlocks(channel: BlockEndpoint, env: BlockEnvironment)
       continue;
     }
     const s = sessions.get(msg.invoke);
-    if (!s) continue;
+    const g = gradSessions.get(msg.invoke);
+    if (!s || !g) continue;
     try {
-      if (msg.kind === 'VALUE') s.onValue(msg.addr, msg.values);
-      else s.onRaise(msg.addr, msg.error);
+      if (isGradAddr(msg.addr)) {
+        if (msg.kind === 'VALUE') g.onValue(msg.addr, msg.values);
+        else g.onRaise(msg.addr, msg.error);
+      } else if (msg.kind === 'VALUE') {
+        s.onValue(msg.addr, msg.values);
+        const a = parseAddr(msg.addr);
+        g.received(msg.addr, a.step, s.cached(a.path, a.point, a.step)!);
+      } else s.onRaise(msg.addr, msg.error);
     } catch (e) {
       send({ kind: 'EXCEPTION', invoke: msg.invoke, error: { phase: 'protocol', type: 'ProtocolError', message: (e as Error).message } });
     }

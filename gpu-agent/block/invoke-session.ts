@@ -9,17 +9,9 @@ import type { ManifestTensor } from '../../protocol/manifest.js';
 import { InterleaveError } from './block-errors.js';
 import type { ManifestIndex } from './manifest-index.js';
 import { PendingRead, pendingRead } from './pending-read.js';
-import { realSetImmediate } from './invoke-guard.js';
 import { Tensor } from './tensor.js';
-
-interface Waiter {
-  addr: string;
-  step: number;
-  rank: number;
-  promise: Promise<Tensor[]>;
-  resolve: (v: Tensor[]) => void;
-  reject: (e: Error) => void;
-}
+import { WaitQueue } from './wait-queue.js';
+import type { Waiter } from './wait-queue.js';
 
 export interface InvokeLayout {
   invoke: number;
@@ -35,19 +27,25 @@ export interface InvokeLayout {
 
 export class InvokeSession {
   private readonly cache = new Map<string, Tensor[]>();
-  private pending: Waiter[] = [];
-  private inFlight: Waiter | undefined;
   private last: { step: number; rank: number; addr: string } | undefined;
-  private flushScheduled = false;
   private closed: InterleaveError | undefined;
   /** Reads the block made that are not yet both awaited and settled. */
   private readonly reads = new Set<PendingRead<unknown>>();
+  private readonly readWaiters = new WeakMap<PendingRead<unknown>, Waiter>();
   /** Set when the block returned: nothing more goes out for it. */
   private returned = false;
   stopped = false;
   /** Tokens generated for this invoke's row so far, and whether it has finished (from the host's STEP messages). */
   readonly generated: number[] = [];
   finished = false;
+
+  /** Waits go out earliest first (forward order). */
+  private readonly queue = new WaitQueue(
+    (addr) => this.send({ kind: 'WAIT', invoke: this.layout.invoke, addr }),
+    (a, b) => a.step - b.step || a.rank - b.rank,
+    (w) => (this.before(w.step, w.rank) ? new InterleaveError('OutOfOrder', `${w.addr} was requested after ${this.last!.addr}; request modules in forward order`) : undefined),
+    () => !this.closed && !this.returned,
+  );
 
   constructor(
     readonly layout: InvokeLayout,
@@ -80,18 +78,29 @@ export class InvokeSession {
   waitStep(step: number): Promise<Tensor[]> {
     if (this.closed) return Promise.reject(this.closed);
     this.checkStep(step);
-    return this.enqueue(stepAddr(step), step, -1, `the start of step ${step}`);
+    const r = this.enqueue(stepAddr(step), step, -1, `the start of step ${step}`);
+    return r instanceof Promise ? r : r.promise;
   }
 
   /** The values at `path.point` in step `step` (resolves when the forward pass gets there). */
   wait(path: string, point: Point, step: number): Promise<Tensor[]> {
+    return this.waitFor(path, point, step).promise;
+  }
+
+  private waitFor(path: string, point: Point, step: number): { promise: Promise<Tensor[]>; waiter?: Waiter } {
+    const promise = this.waitOrAnswer(path, point, step);
+    return promise instanceof Promise ? { promise } : { promise: promise.promise, waiter: promise };
+  }
+
+  /** An answer already known (cache, refusal), or the waiter — new or shared — the answer will come to. */
+  private waitOrAnswer(path: string, point: Point, step: number): Promise<Tensor[]> | Waiter {
     if (this.closed) return Promise.reject(this.closed);
     const rank = this.rankOf(path, point);
     this.checkStep(step);
     return this.enqueue(formatAddr({ path, point, step }), step, rank, path || 'the model');
   }
 
-  private enqueue(addr: string, step: number, rank: number, what: string): Promise<Tensor[]> {
+  private enqueue(addr: string, step: number, rank: number, what: string): Promise<Tensor[]> | Waiter {
     const cached = this.cache.get(addr);
     if (cached) return Promise.resolve(cached);
     if (this.stopped) return Promise.reject(new InterleaveError('NotProvided', `${addr} was requested after m.stop()`));
@@ -99,23 +108,27 @@ export class InvokeSession {
       return Promise.reject(new InterleaveError('OutOfOrder',
         `${addr} was requested after ${this.last!.addr}; ${what} comes earlier in the forward pass, so request modules in forward order`));
     }
-    const same = this.inFlight?.addr === addr ? this.inFlight : this.pending.find((w) => w.addr === addr);
-    if (same) return same.promise;
-    let resolve!: (v: Tensor[]) => void;
-    let reject!: (e: Error) => void;
-    const promise = new Promise<Tensor[]>((res, rej) => {
-      resolve = res;
-      reject = rej;
-    });
-    this.pending.push({ addr, step, rank, promise, resolve, reject });
-    this.scheduleFlush();
-    return promise;
+    return this.queue.enqueue(addr, step, rank);
   }
 
   /** A read as the block sees it: `wait` mapped by `map`, tracked so a forgotten `await` can be named. */
   read<T>(path: string, point: Point, step: number, map: (v: Tensor[]) => T): PendingRead<T> {
-    const source = this.wait(path, point, step);
-    return pendingRead(formatAddr({ path, point, step }), source, map, this.reads);
+    const { promise, waiter } = this.waitFor(path, point, step);
+    const r = pendingRead(formatAddr({ path, point, step }), promise, map, this.reads);
+    if (waiter) this.readWaiters.set(r as PendingRead<unknown>, waiter);
+    return r;
+  }
+
+  /**
+   * The read was made only to reach its `.grad` (`m.x.output.grad`, in the same expression): it is no read of the
+   * value, so it is not tracked, and its WAIT, not sent yet, is withdrawn unless another read shares it.
+   */
+  cancelRead(read: PendingRead<unknown>): void {
+    this.reads.delete(read);
+    const w = this.readWaiters.get(read);
+    if (!w) return;
+    this.readWaiters.delete(read);
+    this.queue.withdraw(w);
   }
 
   /**
@@ -129,46 +142,16 @@ export class InvokeSession {
     return left.map((r) => ({ addr: r.addr, awaited: r.awaited, settled: r.settled, origin: r.origin }));
   }
 
-  /** Sends the earliest queued WAIT once the block has finished reacting to the last value (next macrotask). */
-  private scheduleFlush(): void {
-    if (this.flushScheduled) return;
-    this.flushScheduled = true;
-    realSetImmediate(() => {
-      this.flushScheduled = false;
-      this.flush();
-    });
-  }
-
-  private flush(): void {
-    if (this.inFlight || this.pending.length === 0 || this.closed || this.returned) return;
-    this.pending.sort((a, b) => a.step - b.step || a.rank - b.rank);
-    const w = this.pending.shift()!;
-    if (this.before(w.step, w.rank)) {
-      w.reject(new InterleaveError('OutOfOrder', `${w.addr} was requested after ${this.last!.addr}; request modules in forward order`));
-      this.scheduleFlush();
-      return;
-    }
-    this.inFlight = w;
-    this.send({ kind: 'WAIT', invoke: this.layout.invoke, addr: w.addr });
-  }
-
   onValue(addr: string, values: TensorPayload[]): void {
-    const w = this.inFlight;
-    if (!w || w.addr !== addr) throw new InterleaveError('ProtocolError', `VALUE for ${addr} while waiting for ${w?.addr ?? 'nothing'}`);
-    this.inFlight = undefined;
+    const w = this.queue.answered(addr, 'VALUE');
     const tensors = values.map((p) => Tensor.fromPayload(p));
     this.cache.set(addr, tensors);
     this.last = { step: w.step, rank: w.rank, addr };
     w.resolve(tensors);
-    this.scheduleFlush();
   }
 
   onRaise(addr: string, error: BlockError): void {
-    const w = this.inFlight;
-    if (!w || w.addr !== addr) throw new InterleaveError('ProtocolError', `RAISE for ${addr} while waiting for ${w?.addr ?? 'nothing'}`);
-    this.inFlight = undefined;
-    w.reject(InterleaveError.from(error));
-    this.scheduleFlush();
+    this.queue.answered(addr, 'RAISE').reject(InterleaveError.from(error));
   }
 
   /** The host's STEP: the token this invoke's row got at the last step (-1: none) and whether it has finished. */
@@ -255,9 +238,6 @@ export class InvokeSession {
   close(reason: string): void {
     if (this.closed) return;
     this.closed = new InterleaveError(reason === 'timeout' ? 'Timeout' : 'Cancelled', `the request was stopped by the host (${reason})`);
-    const all = [...this.pending, ...(this.inFlight ? [this.inFlight] : [])];
-    this.pending = [];
-    this.inFlight = undefined;
-    for (const w of all) w.reject(this.closed);
+    this.queue.rejectAll(this.closed);
   }
 }

@@ -4,6 +4,8 @@
 //   await m.transformer.h[5].outputs         always Tensor[]
 //   await m.transformer.h[5].input           its first input; `.inputs` all of them
 //   m.transformer.h[5].mlp.output = t        replace the output (this invoke's rows); `.input = t` likewise
+//   await m.transformer.h[5].output.grad     after ctx.backward(loss): the gradient there (`.input.grad`, … too)
+//   m.transformer.h[5].output.grad = g       swap that gradient (everything before it in the model sees g)
 //   m.transformer.h[3].skip(t)               do not compute h.3: use t as its output
 //   await m.output                           the model's output (logits)
 //   m.step(2).transformer.h[5].output        the same at generation step 2 (m itself is step 0)
@@ -20,6 +22,8 @@ import { InterleaveError } from './block-errors.js';
 import type { InvokeSession } from './invoke-session.js';
 import type { ManifestIndex } from './manifest-index.js';
 import { Tensor } from './tensor.js';
+import type { GradSession } from './grad/grad-session.js';
+import { withGrad } from './grad/grad-property.js';
 
 const API = new Set(['output', 'outputs', 'input', 'inputs', 'skip', 'path', 'module', 'children', 'length', 'step', 'stop', 'steps', 'iter', 'all']);
 
@@ -74,7 +78,7 @@ async function iterate(session: InvokeSession, index: ManifestIndex, range: unkn
   return out;
 }
 
-export function createModelProxy(session: InvokeSession, index: ManifestIndex, step = 0): unknown {
+export function createModelProxy(session: InvokeSession, index: ManifestIndex, step = 0, grads?: GradSession): unknown {
   const cache = new Map<string, unknown>();
 
   const moduleProxy = (path: string): unknown => {
@@ -96,6 +100,16 @@ export function createModelProxy(session: InvokeSession, index: ManifestIndex, s
     const first = (v: Tensor[]) => v[0];
     const single = (v: Tensor[]) => (v.length === 1 ? v[0] : v);
     const all = (v: Tensor[]) => v;
+    const graded = <T>(read: ReturnType<InvokeSession['read']>, point: 'output' | 'input', map: (v: Tensor[]) => T, assign: (v: unknown) => Tensor[]) =>
+      grads ? withGrad(read as never, { session, grads, path, point, step }, map, assign) : read;
+    const firstInputGrad = (value: unknown): Tensor[] => {
+      const [first] = asTensors(value, `the new ${label}.input.grad`);
+      const rest = grads?.cached(path, 'input', step)?.slice(1);
+      if (mod.inputs.length > 1 && !rest) {
+        throw new InterleaveError('ShapeMismatch', `${label} has ${mod.inputs.length} inputs; await ${label}.inputs.grad first, or assign all of them with ${label}.inputs.grad = [...]`);
+      }
+      return [first!, ...(rest ?? [])];
+    };
     const target = Object.create(null) as object;
     const proxy = new Proxy(target, {
       get(_t, prop) {
@@ -119,13 +133,13 @@ export function createModelProxy(session: InvokeSession, index: ManifestIndex, s
           case 'module':
             return (name: string) => moduleProxy(resolveChild(name));
           case 'output':
-            return session.read(path, 'output', step, single);
+            return graded(session.read(path, 'output', step, single), 'output', single, (v) => asTensors(v, `the new ${label}.output.grad`));
           case 'outputs':
-            return session.read(path, 'output', step, all);
+            return graded(session.read(path, 'output', step, all), 'output', all, (v) => asTensors(v, `the new ${label}.outputs.grad`));
           case 'input':
-            return session.read(path, 'input', step, first);
+            return graded(session.read(path, 'input', step, first), 'input', first, firstInputGrad);
           case 'inputs':
-            return session.read(path, 'input', step, all);
+            return graded(session.read(path, 'input', step, all), 'input', all, (v) => asTensors(v, `the new ${label}.inputs.grad`));
           case 'skip':
             return (value: unknown) => session.skip(path, step, asTensors(value, `skip of ${label}`));
         }
@@ -133,7 +147,7 @@ export function createModelProxy(session: InvokeSession, index: ManifestIndex, s
           if (prop === 'step') {
             return (i: number) => {
               if (!Number.isInteger(i) || i < 0) throw new InterleaveError('NotProvided', `m.step(${String(i)}): steps are integers from 0`);
-              return createModelProxy(session, index, i);
+              return createModelProxy(session, index, i, grads);
             };
           }
           if (prop === 'stop') return () => session.stop();

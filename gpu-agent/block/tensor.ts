@@ -8,12 +8,45 @@
 // Conventions: dims accept negative indices; operations return new tensors (only `setSlice` and `fill` mutate);
 // arithmetic and reductions compute in float64 and store float32 (integer-only add/sub/mul stay int64); indices
 // (argmax, topk) are int64. Values of int64 tensors read back as numbers.
+//
+// Tape: a tensor computed from values the model handed to a block carries `tape`, how it was computed (the op, its
+// operands as they were, its arguments). gpu-agent/block/grad/tape.ts differentiates a loss along it for
+// `ctx.backward(loss)`; this file only records. In-place writes (`setSlice`, `fill`) bump `version`, so a derivative
+// that needs an operand's values can tell that they changed after it was used.
 import type { Dtype, TensorPayload } from '../../protocol/interleave.js';
-import { bytesPerElement, elementCount, halfToFloat, payloadFrom, typedData } from '../../protocol/tensor-payload.js';
+import { bytesPerElement, elementCount, floatToHalf, halfToFloat, payloadFrom, sameShape, typedData } from '../../protocol/tensor-payload.js';
 import type { TypedData } from '../../protocol/tensor-payload.js';
 
 export type SliceSpec = number | null | undefined | [start?: number | null, end?: number | null, step?: number];
 type Nested = number | boolean | Nested[];
+
+/** Where a tensor the model handed to a block came from (a leaf of the tape). */
+export interface TapeLeaf {
+  /** Forward address, e.g. `output.0`. */
+  addr: string;
+  /** Which of the point's tensors. */
+  index: number;
+  step: number;
+  /** Runs the backward pass from a loss computed from this value (the invoke's gradient session). */
+  owner: { backward(loss: Tensor): void };
+}
+
+export interface TapeInput {
+  tensor: Tensor;
+  /** The operand's tape when the op ran (undefined: a constant). */
+  node: TapeNode | undefined;
+  version: number;
+}
+
+/** How a tensor was computed from model values. */
+export interface TapeNode {
+  op: string;
+  inputs: TapeInput[];
+  args: readonly unknown[];
+  out: Tensor;
+  outVersion: number;
+  leaf?: TapeLeaf;
+}
 
 export class TensorError extends Error {
   constructor(message: string) {
@@ -38,22 +71,6 @@ function alloc(dtype: Dtype, n: number): TypedData {
     case 'bool':
       return new Uint8Array(n);
   }
-}
-
-function floatToHalf(v: number): number {
-  if (Number.isNaN(v)) return 0x7e00;
-  const s = v < 0 || Object.is(v, -0) ? 0x8000 : 0;
-  const a = Math.abs(v);
-  if (a >= 65520) return s | 0x7c00;
-  if (a < 2 ** -24) return s;
-  if (a < 2 ** -14) return s | Math.round(a / 2 ** -24);
-  let e = Math.floor(Math.log2(a));
-  let m = Math.round((a / 2 ** e - 1) * 1024);
-  if (m === 1024) {
-    m = 0;
-    e++;
-  }
-  return s | ((e + 15) << 10) | m;
 }
 
 function stridesOf(shape: readonly number[]): number[] {
@@ -128,6 +145,10 @@ export class Tensor {
   readonly shape: readonly number[];
   /** Row-major element data (float16 as raw half bits, int64 as BigInt64Array). */
   readonly data: TypedData;
+  /** How this tensor was computed from values of the model (undefined for constants). */
+  tape: TapeNode | undefined;
+  /** Bumped by every in-place write. */
+  version = 0;
 
   constructor(dtype: Dtype, shape: readonly number[], data?: TypedData) {
     const n = elementCount(shape);
@@ -261,7 +282,7 @@ export class Tensor {
   }
 
   clone(): Tensor {
-    return new Tensor(this.dtype, this.shape, this.data.slice() as TypedData);
+    return this.recorded(new Tensor(this.dtype, this.shape, this.data.slice() as TypedData), 'clone', [this]);
   }
 
   /** A copy converted to another dtype. */
@@ -269,7 +290,30 @@ export class Tensor {
     if (dtype === this.dtype) return this.clone();
     const t = new Tensor(dtype, this.shape);
     for (let i = 0; i < this.size; i++) t.setFlat(i, this.flat(i));
-    return t;
+    return this.recorded(t, 'to', [this], dtype);
+  }
+
+  /** `out`, with the op that made it recorded when an operand is on the tape. */
+  private recorded(out: Tensor, op: string, operands: readonly Tensor[], ...args: unknown[]): Tensor {
+    if (operands.some((t) => t.tape)) {
+      out.tape = { op, inputs: operands.map((t) => ({ tensor: t, node: t.tape, version: t.version })), args, out, outVersion: out.version };
+    }
+    return out;
+  }
+
+  /**
+   * Runs the backward pass from this one-element loss, computed from values of the model (nnsight's
+   * `loss.backward()`; the same as `ctx.backward(loss)`). Gradients are then read with `await m.<path>.output.grad`.
+   */
+  backward(): void {
+    const seen = new Set<TapeNode>();
+    const todo = this.tape ? [this.tape] : [];
+    while (todo.length > 0) {
+      const node = todo.pop()!;
+      if (node.leaf) return node.leaf.owner.backward(this);
+      for (const i of node.inputs) if (i.node && !seen.has(i.node)) seen.add(i.node), todo.push(i.node);
+    }
+    throw new TensorError('backward(): this tensor was not computed from values of the model; compute the loss from a module value (await m.<path>.output)');
   }
 
   reshape(shape: readonly number[]): Tensor {
@@ -282,11 +326,14 @@ export class Tensor {
     if (elementCount(s) !== this.size || s.some((d) => !Number.isInteger(d) || d < 0)) {
       throw new TensorError(`cannot reshape [${this.shape.join(', ')}] (${this.size} elements) to [${shape.join(', ')}]`);
     }
-    return new Tensor(this.dtype, s, this.data.slice() as TypedData);
+    return this.recorded(new Tensor(this.dtype, s, this.data.slice() as TypedData), 'reshape', [this], s);
   }
 
+  /** Sets every element (in place): the tensor becomes a constant. */
   fill(value: number): this {
     for (let i = 0; i < this.size; i++) this.setFlat(i, value);
+    this.version++;
+    this.tape = undefined;
     return this;
   }
 
@@ -325,6 +372,11 @@ export class Tensor {
     return { indices, keep };
   }
 
+  /** Flat offsets of the elements `slice(...specs)` picks, in its order (the tape sends sparse gradients with them). */
+  sliceOffsets(specs: readonly SliceSpec[]): Int32Array {
+    return this.selection(specs).offsets;
+  }
+
   /** Flat offsets of the selected elements, in row-major order of the selection. */
   private selection(specs: readonly SliceSpec[]): { offsets: Int32Array; shape: number[] } {
     const { indices, keep } = this.resolveSlices(specs);
@@ -356,7 +408,7 @@ export class Tensor {
     const src = this.data as unknown as ArrayLike<number | bigint> & { [i: number]: number | bigint };
     const dst = out.data as unknown as { [i: number]: number | bigint };
     for (let k = 0; k < offsets.length; k++) dst[k] = src[offsets[k]!]!;
-    return out;
+    return this.recorded(out, 'slice', [this], specs);
   }
 
   /** `slice(i)` along dim 0. */
@@ -367,6 +419,13 @@ export class Tensor {
   /** Writes `value` (a number, or a tensor broadcastable to the slice) into the slice, in place. */
   setSlice(specs: readonly SliceSpec[], value: Tensor | number): this {
     const { offsets, shape } = this.selection(specs);
+    const before: TapeInput = { tensor: this, node: this.tape, version: this.version };
+    const taped = this.tape !== undefined || (value instanceof Tensor && value.tape !== undefined);
+    this.version++;
+    if (taped) {
+      const inputs = value instanceof Tensor ? [before, { tensor: value, node: value.tape, version: value.version }] : [before];
+      this.tape = { op: 'setSlice', inputs, args: [specs], out: this, outVersion: this.version };
+    }
     if (typeof value === 'number') {
       for (let k = 0; k < offsets.length; k++) this.setFlat(offsets[k]!, value);
       return this;
@@ -390,13 +449,25 @@ export class Tensor {
   private binary(other: Tensor | number, op: (a: number, b: number) => number, name: string, intResult: boolean): Tensor {
     const o = typeof other === 'number' ? Tensor.from(other, [], Number.isInteger(other) && this.isInt() ? 'int64' : 'float32') : other;
     if (!(o instanceof Tensor)) throw new TensorError(`${name}() takes a tensor or a number`);
+    if (this.dtype === 'float32' && o.dtype === 'float32' && (o.size === 1 || sameShape(this.shape, o.shape)) && o.ndim <= this.ndim) {
+      // Fast path (same shapes, or a scalar operand): no index arrays, no per-element dtype dispatch.
+      const out = new Tensor('float32', this.shape);
+      const x = this.data as Float32Array;
+      const y = o.data as Float32Array;
+      const z = out.data as Float32Array;
+      if (o.size === 1 && !sameShape(this.shape, o.shape)) {
+        const c = y[0]!;
+        for (let i = 0; i < z.length; i++) z[i] = op(x[i]!, c);
+      } else for (let i = 0; i < z.length; i++) z[i] = op(x[i]!, y[i]!);
+      return this.recorded(out, name, [this, o]);
+    }
     const shape = broadcastShapes(this.shape, o.shape);
     const ai = broadcastIndex(this.shape, shape);
     const bi = broadcastIndex(o.shape, shape);
     const dtype: Dtype = intResult && this.isInt() && o.isInt() ? 'int64' : 'float32';
     const out = new Tensor(dtype, shape);
     for (let i = 0; i < out.size; i++) out.setFlat(i, op(this.flat(ai[i]!), o.flat(bi[i]!)));
-    return out;
+    return this.recorded(out, name, [this, o]);
   }
 
   private isInt(): boolean {
@@ -423,7 +494,34 @@ export class Tensor {
     return this.mul(-1);
   }
 
+  /** Applies `f` to every element. It has no derivative: a loss computed through map() cannot be differentiated. */
   map(f: (x: number) => number): Tensor {
+    const out = new Tensor('float32', this.shape);
+    for (let i = 0; i < this.size; i++) out.setFlat(i, f(this.flat(i)));
+    return this.recorded(out, 'map', [this]);
+  }
+
+  exp(): Tensor {
+    return this.recorded(this.mapped(Math.exp), 'exp', [this]);
+  }
+
+  log(): Tensor {
+    return this.recorded(this.mapped(Math.log), 'log', [this]);
+  }
+
+  sqrt(): Tensor {
+    return this.recorded(this.mapped(Math.sqrt), 'sqrt', [this]);
+  }
+
+  abs(): Tensor {
+    return this.recorded(this.mapped(Math.abs), 'abs', [this]);
+  }
+
+  pow(p: number): Tensor {
+    return this.recorded(this.mapped((x) => x ** p), 'pow', [this], p);
+  }
+
+  private mapped(f: (x: number) => number): Tensor {
     const out = new Tensor('float32', this.shape);
     for (let i = 0; i < this.size; i++) out.setFlat(i, f(this.flat(i)));
     return out;
@@ -463,19 +561,19 @@ export class Tensor {
   }
 
   sum(dim?: number, keepdim = false): Tensor {
-    return this.reduce(dim, keepdim, 0, (a, x) => a + x, (a) => a, this.isInt() ? 'int64' : 'float32');
+    return this.recorded(this.reduce(dim, keepdim, 0, (a, x) => a + x, (a) => a, this.isInt() ? 'int64' : 'float32'), 'sum', [this], dim, keepdim);
   }
 
   mean(dim?: number, keepdim = false): Tensor {
-    return this.reduce(dim, keepdim, 0, (a, x) => a + x, (a, n) => a / n, 'float32');
+    return this.recorded(this.reduce(dim, keepdim, 0, (a, x) => a + x, (a, n) => a / n, 'float32'), 'mean', [this], dim, keepdim);
   }
 
   max(dim?: number, keepdim = false): Tensor {
-    return this.reduce(dim, keepdim, -Infinity, (a, x) => (x > a || Number.isNaN(x) ? x : a), (a) => a, this.isInt() ? 'int64' : 'float32');
+    return this.recorded(this.reduce(dim, keepdim, -Infinity, (a, x) => (x > a || Number.isNaN(x) ? x : a), (a) => a, this.isInt() ? 'int64' : 'float32'), 'max', [this], dim, keepdim);
   }
 
   min(dim?: number, keepdim = false): Tensor {
-    return this.reduce(dim, keepdim, Infinity, (a, x) => (x < a || Number.isNaN(x) ? x : a), (a) => a, this.isInt() ? 'int64' : 'float32');
+    return this.recorded(this.reduce(dim, keepdim, Infinity, (a, x) => (x < a || Number.isNaN(x) ? x : a), (a) => a, this.isInt() ? 'int64' : 'float32'), 'min', [this], dim, keepdim);
   }
 
   /** Index of the largest value along `dim` (default: last), int64. The first wins ties. */
@@ -493,15 +591,25 @@ export class Tensor {
 
   softmax(dim = -1): Tensor {
     const d = normDim(dim, this.ndim);
+    return this.recorded(this.exponentialLines(d, (x, m, z) => Math.exp(x - m) / z), 'softmax', [this], d);
+  }
+
+  /** log(softmax(x)) along `dim` (default: last), computed stably. */
+  logSoftmax(dim = -1): Tensor {
+    const d = normDim(dim, this.ndim);
+    return this.recorded(this.exponentialLines(d, (x, m, z) => x - m - Math.log(z)), 'logSoftmax', [this], d);
+  }
+
+  /** Along dim `d`, each line's max m and z = Σ exp(x − m); every element becomes f(x, m, z). */
+  private exponentialLines(d: number, f: (x: number, m: number, z: number) => number): Tensor {
     const n = this.shape[d]!;
     const out = new Tensor('float32', this.shape);
     this.lines(d, (base, stride) => {
       let m = -Infinity;
       for (let k = 0; k < n; k++) m = Math.max(m, this.flat(base + k * stride));
       let z = 0;
-      const e = new Float64Array(n);
-      for (let k = 0; k < n; k++) z += e[k] = Math.exp(this.flat(base + k * stride) - m);
-      for (let k = 0; k < n; k++) out.setFlat(base + k * stride, e[k]! / z);
+      for (let k = 0; k < n; k++) z += Math.exp(this.flat(base + k * stride) - m);
+      for (let k = 0; k < n; k++) out.setFlat(base + k * stride, f(this.flat(base + k * stride), m, z));
     });
     return out;
   }
@@ -535,7 +643,7 @@ export class Tensor {
         indices.setFlat(obase + i * ost[d]!, order[i]!);
       }
     });
-    return { values, indices };
+    return { values: this.recorded(values, 'topk', [this], d, indices), indices };
   }
 
   // ------------------------------------------------------------ linear algebra
@@ -559,7 +667,7 @@ export class Tensor {
         counter[d] = 0;
       }
     }
-    return out;
+    return this.recorded(out, 'transpose', [this], a, b);
   }
 
   /** Matrix product with numpy semantics: 1-d operands are promoted, leading dims broadcast. */
@@ -593,7 +701,7 @@ export class Tensor {
     let shape = [...batch, n, m];
     if (this.ndim === 1) shape = shape.filter((_, i) => i !== shape.length - 2);
     if (other.ndim === 1) shape = shape.slice(0, -1);
-    return shape.length === out.ndim ? out : out.reshape(shape);
+    return this.recorded(shape.length === out.ndim ? out : new Tensor('float32', shape, out.data), 'matmul', [this, other]);
   }
 
   // ------------------------------------------------------------ display

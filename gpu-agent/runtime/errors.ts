@@ -22,6 +22,10 @@ export const BLOCK_CODES: Readonly<Record<string, { code: string; status: number
   UnhandledRejection: { code: 'BLOCK_UNHANDLED_REJECTION', status: 400 },
   UncaughtException: { code: 'BLOCK_UNCAUGHT_EXCEPTION', status: 400 },
   InvalidResult: { code: 'BLOCK_INVALID_RESULT', status: 400 },
+  // Gradients (gpu-agent/runtime/grad/, gpu-agent/block/grad/).
+  NotDifferentiable: { code: 'BLOCK_NOT_DIFFERENTIABLE', status: 400 },
+  NoBackward: { code: 'BLOCK_NO_BACKWARD', status: 400 },
+  BackwardError: { code: 'BLOCK_BACKWARD_ERROR', status: 400 },
   Timeout: { code: 'REQUEST_TIMEOUT', status: 408 },
   Cancelled: { code: 'REQUEST_CANCELLED', status: 499 },
   ProtocolError: { code: 'BLOCK_PROTOCOL_ERROR', status: 500 },

@@ -45,6 +45,9 @@ import type { GenerationOptions } from '../../protocol/generation.js';
 import { FabricError } from '../../protocol/errors.js';
 import { resolveSeed, seedOfRequestId } from './generation/generation.js';
 import type { RowSpec } from './generation/generation.js';
+import { GradModel } from './grad/grad-model.js';
+import { differentiableTensors } from './grad/activity.js';
+import { estimateMemory } from './grad/memory-estimate.js';
 import type { OpenChannel, RunRequest, RunResult } from './interleave/request-types.js';
 
 export interface LoadOptions {
@@ -167,8 +170,10 @@ export class HostedModel {
       const { cache, plan, padding } = s;
       const addresses = buildAddressTable(graph);
       const generation = logits === null ? undefined : { cache: layout.mode, ...(layout.reason ? { cacheReason: layout.reason } : {}), eosTokenIds: cfg.eosTokenIds };
-      const manifest = buildManifest(key, graph, addresses, facts, cfg, weights.totalBytes, { padding, logits, ...(generation ? { generation } : {}) });
-      const ctx = hostContext(graph, addresses, cache, facts, cfg.padTokenId, plan, padding, logits, layout, cfg.eosTokenIds);
+      const active = differentiableTensors(graph, (t) => facts.get(t)?.elemType, addresses);
+      const memory = estimateMemory(graph, (t) => facts.get(t), active, Math.min(cfg.maxPositions, 1024));
+      const manifest = buildManifest(key, graph, addresses, facts, cfg, weights.totalBytes, { padding, logits, memory, ...(generation ? { generation } : {}) });
+      const ctx = hostContext(base, graph, addresses, cache, facts, active, cfg.padTokenId, plan, padding, logits, layout, cfg.eosTokenIds);
       return new HostedModel(key, dir, loadTokenizer(dir), weights.totalBytes, provider, manifest, ctx, cache, weights, facts);
     } catch (e) {
       weights.dispose();
@@ -350,7 +355,8 @@ function readConfig(dir: string): Record<string, unknown> {
   return gen ? { ...config, generation_config: gen } : config;
 }
 
-function hostContext(graph: ModelGraph, addresses: AddressTable, cache: SegmentCache, facts: Map<string, TensorFacts>, padTokenId: number, plan: InputPlan, padding: PaddingSide, logits: string | null, kv: KvLayout, eosTokenIds: number[]): HostContext {
+function hostContext(base: ModelProto, graph: ModelGraph, addresses: AddressTable, cache: SegmentCache, facts: Map<string, TensorFacts>, active: Set<string>, padTokenId: number, plan: InputPlan, padding: PaddingSide, logits: string | null, kv: KvLayout, eosTokenIds: number[]): HostContext {
+  let gradients: GradModel | undefined;
   const lastRead = new Map<string, number>();
   for (const [t, cs] of graph.consumers) lastRead.set(t, cs[cs.length - 1]!);
   const batched = new Map<string, boolean>();
@@ -378,6 +384,7 @@ function hostContext(graph: ModelGraph, addresses: AddressTable, cache: SegmentC
     padTokenId,
     kv,
     eosTokenIds,
+    gradients: () => (gradients ??= new GradModel(graph, base, (t) => facts.get(t), active, aliasedTensor)),
   };
 }
 

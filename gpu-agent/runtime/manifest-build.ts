@@ -74,6 +74,7 @@ export interface InterfaceFacts {
   padding: 'left' | 'right' | 'none';
   logits: string | null;
   generation?: Manifest['generation'];
+  memory?: Manifest['memory'];
 }
 
 export function buildManifest(
@@ -109,6 +110,7 @@ export function buildManifest(
     padding: iface.padding,
     logits: iface.logits,
     ...(iface.generation ? { generation: iface.generation } : {}),
+    ...(iface.memory ? { memory: iface.memory } : {}),
     modules,
     order: table.points.map((p) => p.key),
   };

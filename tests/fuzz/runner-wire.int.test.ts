@@ -4,7 +4,8 @@
 // channel a SandboxSession reads) while the other end — the "runner" — answers START with a fuzzed script:
 // well-formed frames of every kind with wrong invokes, addresses, shapes, dtypes, steps and orders, frames of the
 // other direction, sandbox-only frames, random bytes, corrupted and truncated frames, early closes.
-// 10,500 conversations. Properties: the run always settles; a failure is an InterventionError with a BlockError
+// BACKWARD frames (well-formed and damaged seeds) and gradient WAITs and SWAPs, with the forward pass recorded for a
+// backward or not. 10,500 conversations. Properties: the run always settles; a failure is an InterventionError with a BlockError
 // (ProtocolError for what is not the protocol, else one of the host's own types or the runner's EXCEPTION type),
 // never another exception; a run that succeeds returns exactly what the runner's first END of each invoke said;
 // LOG lines sent before a byte-level corruption all arrive, and the corruption is a ProtocolError naming a FRAME_
@@ -19,7 +20,7 @@ import fc from 'fast-check';
 import { InterventionError, type HostedModel, type LogLine } from '../../gpu-agent/runtime/index.js';
 import { encodeRunnerToAgent, FrameDecoder } from '../../protocol/frames.js';
 import type { RunnerToAgent } from '../../protocol/frames.js';
-import type { BlockChannel, BlockError, BlockToHost, Dtype, SavedTree, TensorPayload } from '../../protocol/interleave.js';
+import type { BlockChannel, BlockError, BlockToHost, Dtype, GradSeed, SavedTree, TensorPayload } from '../../protocol/interleave.js';
 import { agentEnd } from '../../sandbox/socket-channel.js';
 import type { Sandbox } from '../../sandbox/sandbox.js';
 import { tinyModel, tinySandbox } from '../sandbox/helpers.js';
@@ -31,7 +32,7 @@ const TOKENS = [464, 2068, 7586];
 const D = 64;
 
 /** Error types the host itself raises (gpu-agent/runtime); anything else must come from the runner's EXCEPTION. */
-const HOST_TYPES = new Set(['ProtocolError', 'OutOfOrder', 'NotProvided', 'UnknownModule', 'NotObservable', 'NotSkippable', 'ShapeMismatch', 'DtypeMismatch', 'NonFinite', 'SharedTensor', 'Timeout', 'InvalidResult']);
+const HOST_TYPES = new Set(['ProtocolError', 'OutOfOrder', 'NotProvided', 'UnknownModule', 'NotObservable', 'NotSkippable', 'ShapeMismatch', 'DtypeMismatch', 'NonFinite', 'SharedTensor', 'Timeout', 'InvalidResult', 'NotDifferentiable', 'NoBackward', 'BackwardError']);
 
 let hm: HostedModel;
 let dir: string;
@@ -67,7 +68,9 @@ type Action =
   | { kind: 'wait' };
 
 const DTYPE_BYTES: Record<Dtype, number> = { float32: 4, float16: 2, int64: 8, int32: 4, int8: 1, uint8: 1, bool: 1 };
-const ADDRS = ['transformer.h.0.output.0', 'transformer.h.1.output.0', 'transformer.h.0.input.0', 'transformer.h.0.mlp.output.0', 'transformer.wte.output.0', 'lm_head.output.0', 'transformer.h.1.output.1', 'transformer.h.0.output.5', 'transformer.h.9.output.0', 'transformer.h.0.output', 'transformer.h.0.outputs.0', '', 'h.0.output.0', 'transformer.h.0.output.-1', 'transformer..output.0'];
+const ADDRS = ['transformer.h.0.output.0', 'transformer.h.1.output.0', 'transformer.h.0.input.0', 'transformer.h.0.mlp.output.0', 'transformer.wte.output.0', 'lm_head.output.0', 'transformer.h.1.output.1', 'transformer.h.0.output.5', 'transformer.h.9.output.0', 'transformer.h.0.output', 'transformer.h.0.outputs.0', '', 'h.0.output.0', 'transformer.h.0.output.-1', 'transformer..output.0',
+  // gradient addresses (WAIT and SWAP of `<addr>.grad`)
+  'transformer.h.1.output.0.grad', 'transformer.h.0.output.0.grad', 'transformer.wte.output.0.grad', 'input.0.grad', 'output.0.grad', 'transformer.h.0.output.1.grad', 'nope.output.0.grad', '.grad'];
 const text = fc.string({ unit: 'binary', maxLength: 24 });
 const invoke = fc.oneof({ weight: 6, arbitrary: fc.constantFrom(0, 1) }, { weight: 1, arbitrary: fc.constantFrom(2, 99, 0xffff_ffff) });
 const addr = fc.oneof({ weight: 5, arbitrary: fc.constantFrom(...ADDRS) }, { weight: 1, arbitrary: text });
@@ -96,7 +99,21 @@ const tree = fc.oneof(fc.jsonValue({ maxDepth: 2 }), fc.constant({ $tensor: 0 })
 const savedTree: fc.Arbitrary<SavedTree> = fc.record({ tree, tensors });
 const blockError: fc.Arbitrary<BlockError> = fc.record({ phase: fc.constantFrom('deserialize', 'execute', 'protocol' as const), type: fc.oneof(fc.constantFrom('BlockError', 'OutOfOrder', 'RunnerSaysNo'), text), message: text });
 
+const LOGITS = [1, TOKENS.length, 50257];
+const offsets = (xs: number[]): TensorPayload => ({ dtype: 'int64', shape: [xs.length], data: new Uint8Array(BigInt64Array.from(xs.map(BigInt)).buffer) });
+const seed: fc.Arbitrary<GradSeed> = fc.oneof(
+  { weight: 2, arbitrary: fc.record({ addr, index: fc.constantFrom(0, 0, 1, 7), grad: tensor }) },
+  // a well-formed sparse seed of two logits, and damaged ones (offsets outside, wrong counts, another dtype)
+  { weight: 2, arbitrary: fc.constantFrom<GradSeed>(
+    { addr: 'output.0', index: 0, shape: LOGITS, at: offsets([2 * 50257 + 7, 2 * 50257 + 11]), grad: tensorOf('float32', [2], (i) => (i === 0 ? 1 : -1)) },
+    { addr: 'output.0', index: 0, shape: LOGITS, at: offsets([-1, 3]), grad: tensorOf('float32', [2]) },
+    { addr: 'output.0', index: 0, shape: LOGITS, at: offsets([1]), grad: tensorOf('float32', [2]) },
+    { addr: 'output.0', index: 0, shape: [1, 2], at: tensorOf('float32', [2]), grad: tensorOf('float32', [2]) },
+  ) },
+);
+
 const message: fc.Arbitrary<RunnerToAgent> = fc.oneof(
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('BACKWARD' as const), invoke, step: fc.constantFrom(0, 0, 1, 7), seeds: fc.array(seed, { maxLength: 3 }) }) },
   { weight: 5, arbitrary: fc.record({ kind: fc.constant('WAIT' as const), invoke, addr }) },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('SWAP' as const), invoke, addr, values: tensors }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('SKIP' as const), invoke, path: fc.oneof(fc.constantFrom('transformer.h.0', 'transformer.h.0.mlp', 'transformer.h', '', 'nope'), text), step: fc.constantFrom(0, 1, 7), values: tensors }) },
@@ -118,6 +135,8 @@ const action: fc.Arbitrary<Action> = fc.oneof(
 
 const conversation = fc.record({
   invokes: fc.constantFrom(1, 2),
+  /** Whether the blocks' source names `backward` (the host then records the forward pass for one). */
+  records: fc.boolean(),
   steps: fc.constantFrom(1, 1, 2),
   script: fc.array(action, { minLength: 1, maxLength: 12 }),
 });
@@ -129,7 +148,7 @@ interface Outcome {
 }
 
 /** Plays `script` as the runner once the host's START arrived; ends the socket afterwards (a truncation ends it there). */
-async function converse(c: { invokes: number; steps: number; script: Action[] }): Promise<Outcome> {
+async function converse(c: { invokes: number; records: boolean; steps: number; script: Action[] }): Promise<Outcome> {
   const { agent, runner } = await pair();
   const fromHost: unknown[] = [];
   let hostSpoke: () => void = () => undefined;
@@ -190,7 +209,7 @@ async function converse(c: { invokes: number; steps: number; script: Action[] })
   const out: Outcome = { logs };
   try {
     out.result = await hm.run(
-      { invokes: Array.from({ length: c.invokes }, () => ({ tokens: TOKENS, block: 'async (m) => 0' })), newTokens: c.steps - 1, timeoutMs: 5000, onLog: (l) => logs.push(l) },
+      { invokes: Array.from({ length: c.invokes }, () => ({ tokens: TOKENS, block: c.records ? "async (m) => 'backward'" : 'async (m) => 0' })), newTokens: c.steps - 1, timeoutMs: 5000, onLog: (l) => logs.push(l) },
       () => channel,
     );
   } catch (e) {

@@ -78,6 +78,37 @@ const SCRIPTS: Record<string, RunRequest> = {
       { tokens: B, block: 'async (m) => m.iter([1, null], async (s, i) => (await s.output).argmax(-1))' },
     ],
   },
+  'backward: gradients read latest first, one swapped, two invokes each with its own loss': {
+    invokes: [
+      {
+        tokens: A,
+        block: `async (m, ctx) => {
+          await m.transformer.h[0].output;
+          const l = (await m.output).slice(0, -1);
+          ctx.backward(l.slice(7).sub(l.slice(11)));
+          const h1 = await m.transformer.h[1].output.grad;
+          m.transformer.h[1].output.grad = h1.mul(-3);
+          return { h1, h0: await m.transformer.h[0].output.grad, wte: await m.transformer.wte.output.grad };
+        }`,
+      },
+      { tokens: B, block: 'async (m) => { const p = (await m.output).slice(0, -1).logSoftmax(-1); p.slice(42).backward(); return await m.transformer.h[1].attn.output.grad; }' },
+    ],
+  },
+  'backward at a generation step': {
+    newTokens: 2,
+    invokes: [
+      {
+        tokens: B,
+        block: `async (m, ctx) => {
+          const s = m.step(1);
+          const h = await s.transformer.h[0].mlp.output;
+          const l = (await s.output).slice(0, -1);
+          ctx.backward(l.slice(3).sub(l.slice(4)).add(h.sum().mul(0.01)));
+          return await s.transformer.h[0].mlp.output.grad;
+        }`,
+      },
+    ],
+  },
   'tokenizer, tensor maths and plain values': {
     invokes: [
       {

@@ -94,6 +94,15 @@ const runnerToAgent: fc.Arbitrary<RunnerToAgent> = fc.oneof(
   }),
   fc.record({ kind: fc.constant('EXCEPTION' as const), invoke: u32, error: blockError }),
   fc.record({
+    kind: fc.constant('BACKWARD' as const),
+    invoke: u32,
+    step: u32,
+    seeds: fc.array(fc.oneof(
+      fc.record({ addr: text, index: small, grad: tensor }),
+      fc.record({ addr: text, index: small, shape: fc.array(small, { maxLength: 4 }), at: tensor, grad: tensor }),
+    ), { maxLength: 3 }),
+  }),
+  fc.record({
     kind: fc.constant('READY' as const),
     version: u32,
     pid: u32,

@@ -6,6 +6,7 @@ import type { OrtTensor } from '../ort/session.js';
 import type { SegmentCache } from '../segments/segment-cache.js';
 import { runSegment } from '../segments/segment-cache.js';
 import type { InputAlias, SegmentSpec } from '../segments/segment-model.js';
+import type { ForwardRecord } from '../grad/forward-record.js';
 
 export interface PassTimings {
   /** Time inside session.run, summed over segments. */
@@ -24,6 +25,8 @@ export class ForwardPass {
     private readonly lastRead: Map<string, number>,
     feeds: Record<string, OrtTensor>,
     private readonly timings: PassTimings,
+    /** Set when the request records the pass for a backward (grad/forward-record.ts). */
+    readonly record?: ForwardRecord,
   ) {
     this.table = new Map(Object.entries(feeds));
   }
@@ -47,7 +50,10 @@ export class ForwardPass {
       if (jump.start > this.pos) await this.run({ start: this.pos, end: jump.start });
       const shapeOnly = this.crossingShapeTensors(jump);
       if (shapeOnly.length > 0) await this.run({ start: jump.start, end: jump.end, only: shapeOnly });
-      for (const [name, t] of outputs(jump)) this.table.set(name, t);
+      for (const [name, t] of outputs(jump)) {
+        this.table.set(name, t);
+        this.record?.replace(jump.end, name, 'all');
+      }
       this.pos = jump.end;
     }
     this.prune();
@@ -71,10 +77,15 @@ export class ForwardPass {
     const full = aliases.length > 0 ? { ...spec, aliases } : spec;
     const seg = await this.cache.acquire(full);
     try {
+      const kept = this.record ? new Map(seg.plan.inputs.map((n) => [n, this.table.get(n)!])) : undefined;
       const t0 = performance.now();
       await runSegment(seg, this.table);
       this.timings.forwardMs += performance.now() - t0;
       this.timings.segmentRuns++;
+      if (kept) {
+        for (const n of seg.plan.outputs) kept.set(n, this.table.get(n)!);
+        this.record!.add({ start: spec.start, end: spec.end, aliases, values: kept, skipped: spec.only !== undefined });
+      }
     } finally {
       this.cache.release(seg);
     }

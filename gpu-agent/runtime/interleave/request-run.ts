@@ -28,6 +28,11 @@ import { ortToPayload, payloadToOrt, replaceRows } from '../tensor-convert.js';
 import { InterventionError, blockError } from '../errors.js';
 import { isSampling } from '../../../protocol/generation.js';
 import { ForwardPass } from './forward-pass.js';
+import { GradientHost } from '../grad/grad-host.js';
+import { ForwardRecord } from '../grad/forward-record.js';
+import type { GradModel } from '../grad/grad-model.js';
+import { usesGradients } from '../grad/uses-gradients.js';
+import { isGradAddr } from '../../../protocol/gradients.js';
 import type { PassTimings } from './forward-pass.js';
 import type { InvokeResult, LogLine, RunRequest, RunResult } from './request-types.js';
 
@@ -49,6 +54,8 @@ export interface HostContext {
   /** How the KV cache is carried (mode none: each step runs the whole sequence). */
   kv: KvLayout;
   eosTokenIds: number[];
+  /** The model's backward side (built on first use). */
+  gradients: () => GradModel;
 }
 
 /** What the host generates for a request (null: a single forward pass). */
@@ -136,6 +143,8 @@ export class RequestRun {
   private readonly logs: LogLine[] = [];
   private readonly timings: PassTimings = { forwardMs: 0, segmentRuns: 0 };
   private blockMs = 0;
+  private readonly backward = { backwardMs: 0, backwardRuns: 0 };
+  private readonly grads: GradientHost;
   private readonly modulePaths: string[];
   /** Set once no forward pass will run any more. */
   private finished: 'done' | 'stopped' | undefined;
@@ -152,7 +161,9 @@ export class RequestRun {
     this.gen = plan === null ? null : new Generation({
       plan: ctx.inputs,
       layout: ctx.kv,
-      cached: plan.cached,
+      // A backward differentiates each step's own forward pass: steps of a request that asks for gradients run the
+      // whole sequence (no cache), so every step's graph is the model's own.
+      cached: plan.cached && !start.invokes.some((i) => usesGradients(i.source)),
       padTokenId: ctx.padTokenId,
       eos: ctx.eosTokenIds,
       maxNewTokens: plan.maxNewTokens,
@@ -169,6 +180,21 @@ export class RequestRun {
       generated: [],
     }));
     this.modulePaths = [...ctx.graph.modules.keys()];
+    this.grads = new GradientHost(
+      start.invokes.some((i) => usesGradients(i.source)),
+      () => ({
+        model: ctx.gradients(),
+        cache: ctx.cache,
+        points: ctx.addresses.points,
+        modules: ctx.graph.modules,
+        batched: ctx.batched,
+        expected: ctx.expected,
+        timings: this.backward,
+        check: () => this.deadline.check(),
+      }),
+      (addr) => this.resolve(addr),
+      (msg) => this.channel.send(msg),
+    );
   }
 
   static async execute(
@@ -202,6 +228,8 @@ export class RequestRun {
           segmentRuns: run.timings.segmentRuns,
           segmentsCompiled: stats1.compiled - stats0.compiled,
           blockMs: run.blockMs,
+          backwardMs: run.backward.backwardMs,
+          backwardRuns: run.backward.backwardRuns,
         },
       };
     } catch (e) {
@@ -259,8 +287,13 @@ export class RequestRun {
         }
       }
       this.rank = -1;
-      const feeds = this.gen ? this.gen.feeder.feeds() : feedsFor(this.ctx.inputs, padRows(this.start.invokes.map((i) => i.tokens), this.ctx.padTokenId, this.ctx.padding === 'right' ? 'right' : 'left'));
-      this.pass = new ForwardPass(this.ctx.graph, this.ctx.cache, this.ctx.lastRead, feeds, this.timings);
+      // What this pass feeds: the whole prompts, or (generating with the cache) only the newest position.
+      const padded = this.gen ? undefined : padRows(this.start.invokes.map((i) => i.tokens), this.ctx.padTokenId, this.ctx.padding === 'right' ? 'right' : 'left');
+      const fed = this.gen ? { batch: this.gen.feeder.batch, seq: this.gen.feeder.fedLength } : { batch: padded!.batch, seq: padded!.seq };
+      const feeds = this.gen ? this.gen.feeder.feeds() : feedsFor(this.ctx.inputs, padded!);
+      this.grads.endStep();
+      const record = this.grads.recording ? new ForwardRecord(this.step, fed.batch, fed.seq) : undefined;
+      this.pass = new ForwardPass(this.ctx.graph, this.ctx.cache, this.ctx.lastRead, feeds, this.timings, record);
       await this.serveStepStart();
       const finished = await this.runStep();
       steps++;
@@ -517,11 +550,11 @@ export class RequestRun {
   }
 
   private async settle(inv: InvokeState): Promise<void> {
-    while (inv.status === 'running') this.handle(await this.receive());
+    while (inv.status === 'running') await this.handle(await this.receive());
   }
 
   private async settleAll(): Promise<void> {
-    while (this.invokes.some((i) => i.status === 'running')) this.handle(await this.receive());
+    while (this.invokes.some((i) => i.status === 'running')) await this.handle(await this.receive());
   }
 
   private async raise(inv: InvokeState, addr: string, error: BlockError): Promise<void> {
@@ -537,7 +570,8 @@ export class RequestRun {
     return inv;
   }
 
-  private handle(msg: BlockToHost): void {
+  /** Handles one message; only a gradient WAIT (which runs the backward) takes time. */
+  private handle(msg: BlockToHost): void | Promise<void> {
     // An invoke that ended has said all it will: what its side sends after END (a second END from a hostile runner,
     // a dangling promise of the block still using m) changes nothing. Late console lines are still kept.
     const of = typeof (msg as { invoke?: unknown }).invoke === 'number' ? this.invokes[msg.invoke] : undefined;
@@ -564,14 +598,23 @@ export class RequestRun {
         this.invoke(msg.invoke).stopped = true;
         return;
       case 'WAIT':
+        if (isGradAddr(msg.addr)) return this.grads.onWait(this.rowsOf(msg.invoke), msg.addr);
         return this.onWait(this.invoke(msg.invoke), msg.addr);
       case 'SWAP':
+        if (isGradAddr(msg.addr)) return this.grads.onSwap(this.rowsOf(msg.invoke), msg.addr, msg.values);
         return this.onSwap(this.invoke(msg.invoke), msg.addr, msg.values);
+      case 'BACKWARD':
+        return this.grads.onBackward(this.rowsOf(msg.invoke), msg.step, msg.seeds, this.pass ? { step: this.step, record: this.pass.record } : undefined);
       case 'SKIP':
         return this.onSkip(this.invoke(msg.invoke), msg.path, msg.step, msg.values);
       default:
         throw new InterventionError(blockError('ProtocolError', `unexpected message ${JSON.stringify((msg as { kind?: unknown }).kind)} from the blocks`, 'protocol'));
     }
+  }
+
+  private rowsOf(index: number): { index: number; row: number; rows: number } {
+    const inv = this.invoke(index);
+    return { index: inv.index, row: inv.row, rows: inv.rows };
   }
 
   /** Resolves an address to a point, or explains why it has none. */
@@ -738,8 +781,10 @@ export class RequestRun {
           this.pass.aliases.push(alias);
         }
         this.pass.table.set(alias.alias, replaced);
+        this.pass.record?.replace(this.pass.pos, alias.alias, inv.index);
       } else {
         this.pass.table.set(name, replaced);
+        this.pass.record?.replace(this.pass.pos, name, inv.index);
       }
     });
   }
@@ -749,6 +794,7 @@ export class RequestRun {
       const current = this.pass.table.get(name)!;
       const v = values[j]!;
       this.pass.table.set(name, this.ctx.batched(name) ? replaceRows(current, inv.row, v) : payloadToOrt(v));
+      this.pass.record?.replace(this.pass.pos, name, inv.index);
     });
   }
 

@@ -67,6 +67,9 @@ export interface RunTimings {
   segmentsCompiled: number;
   /** Waiting for blocks (their own compute between values). */
   blockMs: number;
+  /** Inside onnxruntime running gradient segments (backward passes), and how many ran. */
+  backwardMs: number;
+  backwardRuns: number;
 }
 
 export interface RunResult {

@@ -50,15 +50,22 @@ export class SegmentCache {
   ) {}
 
   /** The compiled segment, marked in use until `release` is called with it. */
-  async acquire(spec: SegmentSpec): Promise<CompiledSegment> {
-    const key = segmentKey(spec);
+  acquire(spec: SegmentSpec): Promise<CompiledSegment> {
+    const pinned = spec.start === 0 && spec.end === this.graph.nodes.length && !spec.extraOutputs?.length && !spec.aliases?.length;
+    return this.acquireBuilt(segmentKey(spec), () => planSegment(this.graph, spec), (plan) => segmentModel(this.base, this.graph, this.initializers, plan, this.elemType), pinned);
+  }
+
+  /**
+   * A sub-model planned elsewhere (the backward's gradient segments), compiled and cached with the forward segments
+   * under its own key: the same LRU and weight-bytes budget, the same session settings.
+   */
+  async acquireBuilt<P extends SegmentPlan>(key: string, plan: () => P, model: (plan: P) => ModelProto, pinned = false): Promise<CompiledSegment> {
     let e = this.entries.get(key);
     if (e) this.stats.hits++;
     else {
-      const plan = planSegment(this.graph, spec);
-      const bytes = plan.initializers.reduce((n, name) => n + tensorBytes(this.initializers.get(name)!), 0);
-      const pinned = spec.start === 0 && spec.end === this.graph.nodes.length && !spec.extraOutputs?.length && !spec.aliases?.length;
-      e = { seg: this.compile(plan, bytes), bytes, pinned, inUse: 0, lastUsed: 0 };
+      const p = plan();
+      const bytes = p.initializers.reduce((n, name) => n + tensorBytes(this.initializers.get(name)!), 0);
+      e = { seg: this.compile(p, () => model(p), bytes), bytes, pinned, inUse: 0, lastUsed: 0 };
       this.entries.set(key, e);
       this.stats.compiled++;
       const failed = e;
@@ -82,10 +89,9 @@ export class SegmentCache {
     void this.evict();
   }
 
-  private async compile(plan: SegmentPlan, bytes: number): Promise<CompiledSegment> {
+  private async compile(plan: SegmentPlan, build: () => ModelProto, bytes: number): Promise<CompiledSegment> {
     const t0 = performance.now();
-    const model = segmentModel(this.base, this.graph, this.initializers, plan, this.elemType);
-    const session = await createSession(encodeModel(model), this.settings);
+    const session = await createSession(encodeModel(build()), this.settings);
     const compileMs = performance.now() - t0;
     this.stats.compileMs += compileMs;
     return { plan, session, weightBytes: bytes, compileMs };

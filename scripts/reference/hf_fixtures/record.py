@@ -127,41 +127,51 @@ def run_case(family: Family, model, ids: list[int], case: dict) -> dict[str, np.
     return recorded
 
 
-def gradients(family: Family, model, ids: list[int]) -> tuple[dict[str, np.ndarray], dict]:
-    """d(metric)/d(module output) for family.grad_modules, and the metric's definition.
+def metric_of(family: Family, outs: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict]:
+    """The scalar the gradients are of. Causal LMs: logits[0, -1, a] - logits[0, -1, b]; encoders:
+    pooler_output[0, 0] - pooler_output[0, 1]."""
+    if family.causal:
+        a, b = GRAD_TOKENS
+        return outs["logits"][0, -1, a] - outs["logits"][0, -1, b], {"output": "logits", "index_a": [0, -1, a], "index_b": [0, -1, b]}
+    return outs["pooler_output"][0, 0] - outs["pooler_output"][0, 1], {"output": "pooler_output", "index_a": [0, 0], "index_b": [0, 1]}
 
-    Causal LMs: logits[0, -1, a] - logits[0, -1, b]; encoders: pooler_output[0, 0] - pooler_output[0, 1].
-    """
+
+def backward_through(family: Family, model, ids: list[int], keep: list[str], hook: tuple[str, object] | None = None):
+    """Runs the metric's backward; returns the outputs (element 0) of the modules in `keep`, their gradients, the
+    metric's value and its spec. `hook` = (module, fn): a tensor hook on that module's output replacing its gradient."""
     kept: dict[str, torch.Tensor] = {}
     handles = []
 
-    def keep(path):
-        def hook(_m, _a, output):
+    def keeper(path):
+        def on_output(_m, _a, output):
             t = tensor_elements(output)[0]
             t.retain_grad()
             kept[path] = t
+            if hook is not None and path == hook[0]:
+                t.register_hook(hook[1])
 
-        return hook
+        return on_output
 
-    for path in family.grad_modules:
-        handles.append(model.get_submodule(path).register_forward_hook(keep(path)))
+    for path in dict.fromkeys(keep + ([hook[0]] if hook else [])):
+        handles.append(model.get_submodule(path).register_forward_hook(keeper(path)))
     try:
         outs = forward_outputs(family, model, graph_inputs(family, ids))
-        if family.causal:
-            a, b = GRAD_TOKENS
-            metric = outs["logits"][0, -1, a] - outs["logits"][0, -1, b]
-            spec = {"output": "logits", "index_a": [0, -1, a], "index_b": [0, -1, b]}
-        else:
-            metric = outs["pooler_output"][0, 0] - outs["pooler_output"][0, 1]
-            spec = {"output": "pooler_output", "index_a": [0, 0], "index_b": [0, 1]}
+        metric, spec = metric_of(family, outs)
         model.zero_grad(set_to_none=True)
         metric.backward()
     finally:
         for h in handles:
             h.remove()
-    grads = {f"{p}.output": kept[p].grad.detach().float().numpy().copy() for p in family.grad_modules}
-    spec["value"] = float(metric.detach())
-    return grads, spec
+    values = {p: kept[p].detach().float().numpy().copy() for p in keep}
+    grads = {p: kept[p].grad.detach().float().numpy().copy() for p in keep}
+    return values, grads, float(metric.detach()), spec
+
+
+def gradients(family: Family, model, ids: list[int]) -> tuple[dict[str, np.ndarray], dict]:
+    """d(metric)/d(module output) for family.grad_modules, and the metric's definition (metric_of)."""
+    _, grads, value, spec = backward_through(family, model, ids, family.grad_modules)
+    spec["value"] = value
+    return {f"{p}.output": g for p, g in grads.items()}, spec
 
 
 def greedy_generate(model, ids: list[int], new_tokens: int, on_step=None) -> tuple[list[int], np.ndarray]:
