@@ -23,7 +23,7 @@ import { toSavedTree } from './saved-tree.js';
 import { Tensor } from './tensor.js';
 import { GradSession } from './grad/grad-session.js';
 import { isGradAddr } from '../../protocol/gradients.js';
-import { parseAddr } from '../../protocol/interleave.js';
+import { parseAddr, parseStepAddr } from '../../protocol/interleave.js';
 
 export type { TextCodec } from '../../protocol/text-codec.js';
 
@@ -209,8 +209,11 @@ export async function serveBlocks(channel: BlockEndpoint, env: BlockEnvironment)
         else g.onRaise(msg.addr, msg.error);
       } else if (msg.kind === 'VALUE') {
         s.onValue(msg.addr, msg.values);
-        const a = parseAddr(msg.addr);
-        g.received(msg.addr, a.step, s.cached(a.path, a.point, a.step)!);
+        // A step's start (`step.<i>`, m.iter) carries no value to differentiate.
+        if (parseStepAddr(msg.addr) === undefined) {
+          const a = parseAddr(msg.addr);
+          g.received(msg.addr, a.step, s.cached(a.path, a.point, a.step)!);
+        }
       } else s.onRaise(msg.addr, msg.error);
     } catch (e) {
       send({ kind: 'EXCEPTION', invoke: msg.invoke, error: { phase: 'protocol', type: 'ProtocolError', message: (e as Error).message } });
