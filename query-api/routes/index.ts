@@ -6,7 +6,8 @@ import { clusterRoutes } from './cluster.js';
 import { modelRoutes } from './models.js';
 import { pageRoutes } from './page.js';
 import { requestQueryRoutes } from './requests.js';
+import { tokenizerRoutes } from './tokenizer.js';
 import type { QueryRoutes } from './types.js';
 
-export const QUERY_ROUTES: QueryRoutes[] = [requestQueryRoutes, clusterRoutes, modelRoutes, pageRoutes, forensicsRoutes];
+export const QUERY_ROUTES: QueryRoutes[] = [requestQueryRoutes, clusterRoutes, modelRoutes, tokenizerRoutes, pageRoutes, forensicsRoutes];
 export type { QueryRoutes } from './types.js';
