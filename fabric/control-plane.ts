@@ -9,13 +9,14 @@ import { onDemandFromCatalog } from '../catalog/on-demand.js';
 import type { ModelCatalog } from '../catalog/port.js';
 import { ControlPlaneCommands } from '../command-api/handlers/service.js';
 import type { EventStore } from '../eventstore/port.js';
+import type { FabricMetrics } from '../metrics/fabric-metrics.js';
 import { ControlPlaneView } from '../projections/control-plane/live.js';
 import type { SnapshotStore } from '../projections/runner/projection.js';
 import { Scheduler } from '../scheduler/scheduler.js';
 import type { SchedulerConfig } from '../scheduler/config.js';
 import type { Transport } from '../transport/port.js';
 import { Relay } from '../transport/relay/relay.js';
-import type { RelayTopics } from '../transport/relay/wire.js';
+import { DEFAULT_TOPICS, type RelayTopics } from '../transport/relay/wire.js';
 import type { FabricContext } from './context.js';
 import type { OnDemandDefaults } from './scheduler-env.js';
 
@@ -35,6 +36,12 @@ export interface ControlPlaneOptions {
   onDemandDefaults?: OnDemandDefaults;
   /** Run the scheduler and relay here (default true). The API-only processes of distributed mode pass false. */
   schedule?: boolean;
+  /**
+   * This process's metrics: the store's appends are timed (labelled `storeKind`), and once started the view's lag
+   * and the relay's are exported. What else the process counts, its root attaches (FabricMetrics.watch…).
+   */
+  metrics?: FabricMetrics;
+  storeKind?: string;
 }
 
 export class ControlPlane {
@@ -44,12 +51,15 @@ export class ControlPlane {
   readonly relay: Relay | undefined;
   readonly context: FabricContext;
 
+  private readonly store: EventStore;
+
   constructor(private readonly options: ControlPlaneOptions) {
     const clock = options.clock ?? Date.now;
     const log = options.log;
-    this.view = new ControlPlaneView(options.store, options.snapshots, { onListenerError: (err) => log.error({ err }, 'control-plane view listener failed') });
+    const store = (this.store = options.metrics ? options.metrics.instrumentStore(options.store, options.storeKind ?? 'unknown') : options.store);
+    this.view = new ControlPlaneView(store, options.snapshots, { onListenerError: (err) => log.error({ err }, 'control-plane view listener failed') });
     let scheduler: Scheduler | undefined;
-    this.commands = new ControlPlaneCommands(options.store, { onHeartbeat: (agentId, bootId, at) => scheduler?.observeHeartbeat(agentId, bootId, Date.parse(at)) });
+    this.commands = new ControlPlaneCommands(store, { onHeartbeat: (agentId, bootId, at) => scheduler?.observeHeartbeat(agentId, bootId, Date.parse(at)) });
     if (options.schedule !== false) {
       scheduler = new Scheduler({
         view: this.view,
@@ -58,10 +68,10 @@ export class ControlPlane {
         config: { ...options.scheduler, onDemand: withDefaults(onDemandFromCatalog(options.catalog), options.onDemandDefaults) },
         onError: (err) => log.error({ err }, 'scheduler step failed'),
       });
-      this.relay = new Relay({ store: options.store, snapshots: options.snapshots, transport: options.transport, blobs: options.blobs, commands: this.commands, log, clock, topics: options.topics, groupId: options.relayGroupId });
+      this.relay = new Relay({ store, snapshots: options.snapshots, transport: options.transport, blobs: options.blobs, commands: this.commands, log, clock, topics: options.topics, groupId: options.relayGroupId });
     }
     this.scheduler = scheduler;
-    this.context = { store: options.store, commands: this.commands, view: this.view, blobs: options.blobs, catalog: options.catalog, clock, newId: randomUUID, log };
+    this.context = { store, commands: this.commands, view: this.view, blobs: options.blobs, catalog: options.catalog, clock, newId: randomUUID, log, ...(options.metrics ? { metrics: options.metrics } : {}) };
   }
 
   /** Catches the view up (from its snapshot), then starts the relay and the scheduler. */
@@ -70,6 +80,11 @@ export class ControlPlane {
     await this.view.catchUp(120_000);
     await this.relay?.start();
     this.scheduler?.start();
+    const m = this.options.metrics;
+    if (m !== undefined) {
+      m.watchProjections(this.store, () => [{ name: 'control-plane', position: this.view.position }]);
+      if (this.relay !== undefined) m.watchRelay(this.relay, this.store, { agentEvents: (this.options.topics ?? DEFAULT_TOPICS).agentEvents, group: this.options.relayGroupId ?? 'ndif-relay' });
+    }
   }
 
   async stop(): Promise<void> {

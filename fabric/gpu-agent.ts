@@ -19,6 +19,8 @@ import { IpcTransport } from '../transport/ipc/client.js';
 import type { Transport } from '../transport/port.js';
 import { healthPortFromEnv, healthUrl, startHealthServer } from './health.js';
 import { processLogger } from './log.js';
+import { processMetrics } from './metrics.js';
+import { AgentMetrics } from '../metrics/agent.js';
 
 const log = processLogger('gpu-agent');
 
@@ -65,8 +67,11 @@ async function main(): Promise<void> {
     tc.kind === 'ipc'
       ? await IpcTransport.connect({ path: tc.socketPath, onDisconnect: () => void shutdown('the control plane closed the transport socket', 1) })
       : await openTransport(tc);
-  const sandbox = sandboxOpener(async () => new (await import('../sandbox/index.js')).Sandbox());
+  const metrics = processMetrics(process.env);
+  let agentMetrics: AgentMetrics | undefined;
+  const sandbox = sandboxOpener(async () => new (await import('../sandbox/index.js')).Sandbox(agentMetrics ? { onRunnerSpawned: agentMetrics.runnerSpawned } : {}));
   const agent = new GpuAgent({ config, transport, blobs, catalog, log, untrusted: sandbox.open });
+  if (metrics !== undefined) agentMetrics = new AgentMetrics(metrics.registry, agent, config, { stats: () => sandbox.current()?.allStats() ?? [] });
 
   const shutdown = (why: string, code: number): Promise<void> =>
     (shuttingDown ??= (async () => {
@@ -91,7 +96,7 @@ async function main(): Promise<void> {
   let health = '';
   if (port !== undefined) {
     const host = process.env.NDIF_HEALTH_HOST || '0.0.0.0';
-    const server = await startHealthServer(port, host, () => ({ ok: agent.health().registered, ...agent.health() }));
+    const server = await startHealthServer(port, host, () => ({ ok: agent.health().registered, ...agent.health() }), metrics?.registry);
     health = ` health ${healthUrl(server, host)}`;
   }
   process.stdout.write(`agent ${agent.agentId} ready boot ${agent.bootId}${health}\n`);

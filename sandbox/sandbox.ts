@@ -26,6 +26,8 @@ export interface SandboxOptions {
   /** Runner entry point and readable paths (default: the compiled runner next to this file). */
   script?: string;
   readPaths?: string[];
+  /** Told of each runner that started, ms from spawn to READY (the agent's ndif_sandbox_spawn_seconds). */
+  onRunnerSpawned?: (ms: number) => void;
 }
 
 /** The parts of a hosted model (gpu-agent/runtime HostedModel) a runner needs, typed structurally. */
@@ -65,8 +67,10 @@ export class Sandbox {
   private readonly pools = new Map<string, RunnerPool>();
   private readonly sessions = new Set<SandboxSession>();
   private closed = false;
+  private readonly onRunnerSpawned: ((ms: number) => void) | undefined;
 
   constructor(opts: SandboxOptions = {}) {
+    this.onRunnerSpawned = opts.onRunnerSpawned;
     this.config = opts.config ?? sandboxConfigFromEnv();
     this.plan = opts.plan ?? planIsolation({ limits: this.config.limits, networkNamespace: this.config.networkNamespace, uid: this.config.uid, gid: this.config.gid });
     this.launcher = new RunnerLauncher({
@@ -96,6 +100,7 @@ export class Sandbox {
     const pool = new RunnerPool(model.name, () => this.launcher.launch(model), {
       size: this.config.poolSize,
       maxSize: this.config.maxPoolSize,
+      ...(this.onRunnerSpawned === undefined ? {} : { onSpawned: this.onRunnerSpawned }),
     });
     this.pools.set(model.name, pool);
     pool.warm();
@@ -115,6 +120,11 @@ export class Sandbox {
 
   stats(model: string): PoolStats {
     return this.pool(model).stats();
+  }
+
+  /** Every registered model's pool stats. */
+  allStats(): { model: string; stats: PoolStats }[] {
+    return [...this.pools].map(([model, pool]) => ({ model, stats: pool.stats() }));
   }
 
   /** A fresh runner for one request, as the host's BlockChannel. Throws SandboxError when none can start. */

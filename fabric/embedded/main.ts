@@ -20,6 +20,7 @@ import { IpcTransportServer } from '../../transport/ipc/server.js';
 import { ControlPlane } from '../control-plane.js';
 import { openEventStoreFromEnv } from '../event-store.js';
 import { processLogger } from '../log.js';
+import { eventStoreKind, processMetrics } from '../metrics.js';
 import { onDemandDefaultsFromEnv, schedulerConfigFromEnv } from '../scheduler-env.js';
 import { AgentChild } from './agent-child.js';
 import { embeddedConfigFromEnv, paths } from './config.js';
@@ -37,6 +38,7 @@ async function main(): Promise<void> {
   const config = embeddedConfigFromEnv(env);
   const p = paths(config);
   mkdirSync(config.dataDir, { recursive: true });
+  const metrics = processMetrics(env);
   const opened = await openEventStoreFromEnv({ ...env, NDIF_EVENT_STORE: env.NDIF_EVENT_STORE || 'sqlite', NDIF_DATA_DIR: config.dataDir });
   const blobDir = env.NDIF_BLOB_DIR || p.blobs;
   const blobs = await FileBlobStore.open({ dir: blobDir });
@@ -45,8 +47,12 @@ async function main(): Promise<void> {
   const broker = new InProcessBroker();
   const transport = new InProcessTransport({ broker });
   const ipc = await IpcTransportServer.listen({ path: socketPath(config.dataDir), broker });
-  const cp = new ControlPlane({ store: opened.store, snapshots: opened.snapshots, transport, blobs, catalog, log, scheduler: schedulerConfigFromEnv(env), onDemandDefaults: onDemandDefaultsFromEnv(env) });
+  const cp = new ControlPlane({ store: opened.store, snapshots: opened.snapshots, transport, blobs, catalog, log, scheduler: schedulerConfigFromEnv(env), onDemandDefaults: onDemandDefaultsFromEnv(env), metrics, storeKind: eventStoreKind(env) });
   await cp.start();
+  if (metrics !== undefined) {
+    metrics.watchControlPlane(cp.view, cp.context.clock);
+    metrics.watchRequests(cp.view);
+  }
 
   const keys = new SqliteApiKeyStore({ path: p.keys });
   const api = apiConfigFromEnv(env);
@@ -103,7 +109,7 @@ async function main(): Promise<void> {
   if (config.agent) {
     await agent.ready(120_000).catch((err: unknown) => log.error({ err }, 'the agent is not ready yet; requests wait for it'));
   }
-  process.stdout.write(`NDIF fabric listening on ${url} (event store: ${opened.describe}; models: ${catalog.list().map((m) => m.key).join(', ')}; agent: ${config.agent ? config.agentId : 'off'}${api.auth ? '; auth on' : ''})\n`);
+  process.stdout.write(`NDIF fabric listening on ${url} (event store: ${opened.describe}; models: ${catalog.list().map((m) => m.key).join(', ')}; agent: ${config.agent ? config.agentId : 'off'}${agent.healthUrl ? ` (health ${agent.healthUrl}, metrics ${agent.healthUrl.replace(/\/health$/, '/metrics')})` : ''}${api.auth ? '; auth on' : ''}${metrics ? `; metrics ${url}/metrics` : ''})\n`);
   process.stdout.write(`try it: curl -s ${url}/models   ·   npm run ndif -- status --url ${url}\n`);
 }
 
