@@ -8,13 +8,10 @@
 // (separate Fabric instances, one websocket each) send K requests each at once: throughput in requests per second.
 // Model generation (first run only), the catalog's manifest cache, process start and model loading are timed
 // separately and are not in the ratios.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
 import { waitForHot } from '../client/cli/wait-ready.js';
 import { FabricAdmin } from '../client/sdk/admin.js';
 import { Fabric } from '../client/sdk/fabric.js';
@@ -24,11 +21,10 @@ import { createInProcessBlocks } from '../gpu-agent/block/index.js';
 import { loadModel } from '../gpu-agent/runtime/index.js';
 import type { HostedModel } from '../gpu-agent/runtime/index.js';
 import { ensureBenchModel } from './bench-model.js';
+import { startEmbeddedFabric, type BenchFabric } from './embedded-fabric.js';
 
 const MODEL = 'gpt2-small-random';
 const TEXT = 'The fabric runs intervention experiments on hosted models: a block of code reads and replaces the activations of named modules during the forward pass, remotely, while operators deploy and scale the models across agents.';
-const distDir = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const repoRoot = resolve(distDir, '..');
 
 function arg(args: string[], name: string, fallback: number): number {
   const i = args.indexOf(`--${name}`);
@@ -47,35 +43,6 @@ function sameBits(a: Tensor, b: Tensor): boolean {
   return a.shape.join() === b.shape.join() && Buffer.from(a.data.buffer, a.data.byteOffset, a.data.byteLength).equals(Buffer.from(b.data.buffer, b.data.byteOffset, b.data.byteLength));
 }
 
-/** Starts `node <dist>/fabric/embedded/main.js` serving gpt2-small-random on a free port; resolves with its URL. */
-async function startFabric(dataDir: string): Promise<{ child: ChildProcess; url: string; log: () => string }> {
-  const child = spawn(process.execPath, [join(distDir, 'fabric', 'embedded', 'main.js')], {
-    cwd: repoRoot,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: {
-      ...process.env,
-      NDIF_PORT: '0',
-      NDIF_DATA_DIR: dataDir,
-      NDIF_MODELS: MODEL,
-      NDIF_AGENT_GPUS: '1x16GiB',
-      NDIF_AGENT_RAM: '8GiB',
-      NDIF_LOG_LEVEL: process.env.NDIF_LOG_LEVEL ?? 'warn',
-    },
-  });
-  let log = '';
-  child.stderr!.setEncoding('utf8').on('data', (d: string) => (log = (log + d).slice(-20_000)));
-  const url = await new Promise<string>((resolveUrl, reject) => {
-    let out = '';
-    child.stdout!.setEncoding('utf8').on('data', (d: string) => {
-      out += d;
-      const m = /NDIF fabric listening on (http:\/\/\S+)/.exec(out);
-      if (m) resolveUrl(m[1]!);
-    });
-    child.once('exit', (code) => reject(new Error(`the fabric exited (${code}) before it listened:\n${out}\n${log}`)));
-  });
-  return { child, url, log: () => log };
-}
-
 export async function run(args: string[]): Promise<Record<string, unknown>> {
   const rounds = arg(args, 'rounds', 25);
   const clients = arg(args, 'clients', 8);
@@ -91,12 +58,12 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
 
   const t0 = performance.now();
   const tmp = mkdtempSync(join(tmpdir(), 'ndif-bench-e2e-'));
-  let fabric: Awaited<ReturnType<typeof startFabric>> | undefined;
+  let fabric: BenchFabric | undefined;
   let hm: HostedModel | undefined;
   const sdks: Fabric[] = [];
   try {
     const ts = performance.now();
-    const [started, loaded] = await Promise.all([startFabric(join(tmp, 'data')), loadModel(dir, { key: MODEL })]);
+    const [started, loaded] = await Promise.all([startEmbeddedFabric(join(tmp, 'data'), MODEL), loadModel(dir, { key: MODEL })]);
     fabric = started;
     hm = loaded;
     const startS = (performance.now() - ts) / 1000;
@@ -206,11 +173,7 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
   } finally {
     for (const s of sdks) s.close();
     await hm?.close();
-    if (fabric && fabric.child.exitCode === null) {
-      const exited = once(fabric.child, 'exit');
-      fabric.child.kill('SIGTERM');
-      await exited;
-    }
+    await fabric?.stop();
     rmSync(tmp, { recursive: true, force: true });
   }
 }

@@ -23,11 +23,17 @@ export function timedEventStore(store: EventStore, registry: Registry, kind: str
       throw e;
     }
   };
+  // Methods are bound once, not on every call: the store is on every request's hot path.
+  const bound = new Map<PropertyKey, unknown>([['append', append]]);
   return new Proxy(store, {
     get(target, prop) {
-      if (prop === 'append') return append;
+      const hit = bound.get(prop);
+      if (hit !== undefined) return hit;
       const v = Reflect.get(target, prop, target) as unknown;
-      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      if (typeof v !== 'function') return v;
+      const f = (v as (...a: unknown[]) => unknown).bind(target);
+      bound.set(prop, f);
+      return f;
     },
   });
 }
