@@ -4,71 +4,30 @@
 // latencies, replicas, GPU memory, relay and projection positions, and the agent's own view (its GPU memory,
 // requests, the sandbox pool after an untrusted request) all moved as the requests ran.
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
 import { Fabric } from '../../client/sdk/index.js';
-import { metricTypes, parsePrometheus, valueOf, type Sample } from './prom-text.js';
+import { scrape, startMetricsFabric, until, type MetricsFabric } from './fabric.js';
+import { metricTypes, valueOf } from './prom-text.js';
 
-const MAIN = fileURLToPath(new URL('../../fabric/embedded/main.js', import.meta.url));
 const MODEL = 'gpt2-tiny';
 const QUICK = 'async (m) => (await m.transformer.h[1].output).mean()';
 const SLOW = 'async (m) => { const t = Date.now(); while (Date.now() - t < 1500) {} return (await m.transformer.h[0].output).mean(); }';
 
-let tmp: string;
-let child: ChildProcess;
-let exited: Promise<unknown>;
+let fabric: MetricsFabric;
 let api: string;
 let agentMetrics: string;
 let ndif: Fabric;
 
-async function scrape(url: string): Promise<{ text: string; samples: Sample[] }> {
-  const res = await fetch(url);
-  assert.equal(res.status, 200, url);
-  assert.match(res.headers.get('content-type') ?? '', /^text\/plain; version=0\.0\.4/);
-  const text = await res.text();
-  return { text, samples: parsePrometheus(text) };
-}
-
-async function until<T>(what: string, f: () => Promise<T | undefined>, ms = 20_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
-
 before(async () => {
-  tmp = mkdtempSync(join(tmpdir(), 'ndif-metrics-'));
-  child = spawn(process.execPath, [MAIN], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, NDIF_DATA_DIR: join(tmp, 'data'), NDIF_PORT: '0', NDIF_HEALTH_PORT: '0', NDIF_HEALTH_HOST: '127.0.0.1', NDIF_LOG_LEVEL: 'warn', NDIF_AGENT_GPUS: '1x16GiB', NDIF_AGENT_RAM: '8GiB', NDIF_METRICS: '' },
-  });
-  exited = once(child, 'exit');
-  let out = '';
-  let err = '';
-  child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
-  child.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
-  const m = await until('the fabric to listen', async () => /listening on (http:\/\/\S+) .*agent: \S+ \(health \S+, metrics (http:\/\/\S+)\); metrics \1\/metrics\)/.exec(out) ?? (child.exitCode !== null ? assert.fail(`the fabric exited: ${err}`) : undefined), 60_000);
-  api = m[1]!;
-  agentMetrics = m[2]!;
+  fabric = await startMetricsFabric();
+  api = fabric.api;
+  agentMetrics = fabric.agentMetrics;
   ndif = new Fabric({ url: api, progress: false, onLog: null, cacheDir: false });
 });
 
 after(async () => {
   ndif?.close();
-  if (child?.exitCode === null) {
-    child.kill('SIGTERM');
-    await exited;
-  }
-  rmSync(tmp, { recursive: true, force: true });
+  await fabric?.stop();
 });
 
 it('exports the fabric metrics under Prometheus conventions', async () => {
