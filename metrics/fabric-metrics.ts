@@ -16,8 +16,7 @@ import { RequestMetrics } from './requests.js';
 
 export class FabricMetrics {
   readonly registry: Registry = newRegistry();
-  /** Set once `watchRequests` ran: the request metrics the HTTP and websocket layers add to. */
-  requests: RequestMetrics | undefined;
+  private requestMetrics: RequestMetrics | undefined;
   private readonly stops: Array<() => void> = [];
   private lag: ProjectionLag | undefined;
 
@@ -41,9 +40,17 @@ export class FabricMetrics {
    * counts them (embedded: the one; distributed: the query API), so that a sum over processes counts each once.
    */
   watchRequests(view: ControlPlaneView): RequestMetrics {
-    const r = (this.requests ??= new RequestMetrics(this.registry));
+    const r = this.requests;
     this.stops.push(r.attach(view));
     return r;
+  }
+
+  /**
+   * The request metrics, made on first use: the HTTP layer adds the `submit` phase and the websocket the `notify`
+   * phase wherever they run (distributed: submissions reach the command API, statuses leave the query API).
+   */
+  get requests(): RequestMetrics {
+    return (this.requestMetrics ??= new RequestMetrics(this.registry));
   }
 
   watchRelay(relay: Relay, store: EventStore, topics: { agentEvents: string; group: string }): void {

@@ -26,7 +26,7 @@ export function httpMetrics(app: FastifyInstance, metrics: FabricMetrics, isMode
     seconds.observe({ method: KNOWN_METHODS.has(req.method) ? req.method : 'OTHER', route, status_code: String(reply.statusCode) }, s);
     if (route === '/requests' && req.method === 'POST' && reply.statusCode < 300) {
       const model = (req.body as { model?: unknown } | undefined)?.model;
-      if (typeof model === 'string' && isModel(model)) metrics.requests?.observe('submit', model, s);
+      if (typeof model === 'string' && isModel(model)) metrics.requests.observe('submit', model, s);
     }
   });
   app.get('/metrics', { config: { access: 'public' } }, async (_req, reply) => {

@@ -143,11 +143,11 @@ export class StatusConnection {
 
   /** A live status message: from its event's append (`at`) to now is the request's notify phase. */
   private observeNotify(msg: object): void {
-    const requests = this.deps.ctx.metrics?.requests;
+    const metrics = this.deps.ctx.metrics;
     const m = msg as { type?: unknown; replay?: unknown; at?: unknown; requestId?: unknown };
-    if (requests === undefined || m.type !== 'status' || m.replay !== false || typeof m.at !== 'string' || typeof m.requestId !== 'string') return;
+    if (metrics === undefined || m.type !== 'status' || m.replay !== false || typeof m.at !== 'string' || typeof m.requestId !== 'string') return;
     const model = this.deps.ctx.view.state.requests.byId.get(m.requestId)?.modelKey;
-    if (model !== undefined) requests.observe('notify', model, (this.deps.ctx.clock() - Date.parse(m.at)) / 1000);
+    if (model !== undefined) metrics.requests.observe('notify', model, (this.deps.ctx.clock() - Date.parse(m.at)) / 1000);
   }
 
   close(): void {
