@@ -19,8 +19,8 @@ import { IpcTransport } from '../transport/ipc/client.js';
 import type { Transport } from '../transport/port.js';
 import { healthPortFromEnv, healthUrl, startHealthServer } from './health.js';
 import { processLogger } from './log.js';
-import { processMetrics } from './metrics.js';
 import { AgentMetrics } from '../metrics/agent.js';
+import { metricsEnabledFromEnv, newRegistry } from '../metrics/registry.js';
 
 const log = processLogger('gpu-agent');
 
@@ -67,11 +67,12 @@ async function main(): Promise<void> {
     tc.kind === 'ipc'
       ? await IpcTransport.connect({ path: tc.socketPath, onDisconnect: () => void shutdown('the control plane closed the transport socket', 1) })
       : await openTransport(tc);
-  const metrics = processMetrics(process.env);
+  // Only the agent's own metrics: FabricMetrics would bring the control plane's modules into this process.
+  const registry = metricsEnabledFromEnv(process.env) ? newRegistry() : undefined;
   let agentMetrics: AgentMetrics | undefined;
   const sandbox = sandboxOpener(async () => new (await import('../sandbox/index.js')).Sandbox(agentMetrics ? { onRunnerSpawned: agentMetrics.runnerSpawned } : {}));
   const agent = new GpuAgent({ config, transport, blobs, catalog, log, untrusted: sandbox.open });
-  if (metrics !== undefined) agentMetrics = new AgentMetrics(metrics.registry, agent, config, { stats: () => sandbox.current()?.allStats() ?? [] });
+  if (registry !== undefined) agentMetrics = new AgentMetrics(registry, agent, config, { stats: () => sandbox.current()?.allStats() ?? [] });
 
   const shutdown = (why: string, code: number): Promise<void> =>
     (shuttingDown ??= (async () => {
@@ -96,7 +97,7 @@ async function main(): Promise<void> {
   let health = '';
   if (port !== undefined) {
     const host = process.env.NDIF_HEALTH_HOST || '0.0.0.0';
-    const server = await startHealthServer(port, host, () => ({ ok: agent.health().registered, ...agent.health() }), metrics?.registry);
+    const server = await startHealthServer(port, host, () => ({ ok: agent.health().registered, ...agent.health() }), registry);
     health = ` health ${healthUrl(server, host)}`;
   }
   process.stdout.write(`agent ${agent.agentId} ready boot ${agent.bootId}${health}\n`);
