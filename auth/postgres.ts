@@ -1,6 +1,6 @@
 // API keys in PostgreSQL (the distributed fabric): one table in a schema of the caller's choice.
 import pg from 'pg';
-import type { ApiKeyStore, StoredApiKey } from './port.js';
+import { limitsFromText, limitsToText, type ApiKeyStore, type KeyTags, type StoredApiKey } from './port.js';
 
 export interface PgApiKeyStoreOptions {
   connectionString?: string;
@@ -10,13 +10,20 @@ export interface PgApiKeyStoreOptions {
   schema?: string;
 }
 
-type Row = { id: string; hash: string; label: string; trusted: boolean; priority: boolean; operator: boolean; created_at: string; created_by: string; revoked_at: string | null; revoked_by: string | null };
+type Row = { id: string; hash: string; label: string; trusted: boolean; priority: boolean; operator: boolean; created_at: string; created_by: string; revoked_at: string | null; revoked_by: string | null; limits: string | null };
+
+function tagsOf(r: Row): KeyTags {
+  const tags: KeyTags = { trusted: r.trusted, priority: r.priority, operator: r.operator };
+  const limits = limitsFromText(r.limits);
+  if (limits !== undefined) tags.limits = limits;
+  return tags;
+}
 
 const toKey = (r: Row): StoredApiKey => ({
   id: r.id,
   hash: r.hash,
   label: r.label,
-  tags: { trusted: r.trusted, priority: r.priority, operator: r.operator },
+  tags: tagsOf(r),
   createdAt: r.created_at,
   createdBy: r.created_by,
   revokedAt: r.revoked_at,
@@ -46,7 +53,8 @@ export class PgApiKeyStore implements ApiKeyStore {
         CREATE TABLE IF NOT EXISTS ${store.table} (
         id text PRIMARY KEY, hash text NOT NULL, label text NOT NULL,
         trusted boolean NOT NULL, priority boolean NOT NULL, operator boolean NOT NULL,
-        created_at text NOT NULL, created_by text NOT NULL, revoked_at text, revoked_by text)`);
+        created_at text NOT NULL, created_by text NOT NULL, revoked_at text, revoked_by text);
+        ALTER TABLE ${store.table} ADD COLUMN IF NOT EXISTS limits text`);
     } catch (e) {
       if (store.ownsPool) await pool.end().catch(() => undefined);
       throw e;
@@ -55,8 +63,8 @@ export class PgApiKeyStore implements ApiKeyStore {
   }
 
   async insert(k: StoredApiKey): Promise<void> {
-    await this.pool.query(`INSERT INTO ${this.table} VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`, [
-      k.id, k.hash, k.label, k.tags.trusted, k.tags.priority, k.tags.operator, k.createdAt, k.createdBy, k.revokedAt, k.revokedBy,
+    await this.pool.query(`INSERT INTO ${this.table} (id, hash, label, trusted, priority, operator, created_at, created_by, revoked_at, revoked_by, limits) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`, [
+      k.id, k.hash, k.label, k.tags.trusted, k.tags.priority, k.tags.operator, k.createdAt, k.createdBy, k.revokedAt, k.revokedBy, limitsToText(k.tags.limits),
     ]);
   }
 

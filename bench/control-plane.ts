@@ -79,8 +79,8 @@ export async function fillControlPlaneLog(store: EventStore, requests: number): 
         }
         const attempt = state.attempt;
         step({ type: 'ReportRequestStarted', attempt, agentMessageId: `m0-${i}`, ...report }, `a0-${i}`);
-        step({ type: 'ReportRequestLog', attempt, agentMessageId: `m1-${i}`, stream: 'stdout', line: 'tensor([1, 768])', ...report }, `a1-${i}`);
-        step({ type: 'ReportRequestLog', attempt, agentMessageId: `m2-${i}`, stream: 'stdout', line: 'done', ...report }, `a2-${i}`);
+        step({ type: 'ReportRequestLog', attempt, agentMessageId: `m1-${i}`, lines: [{ stream: 'stdout', line: 'tensor([1, 768])' }], ...report }, `a1-${i}`);
+        step({ type: 'ReportRequestLog', attempt, agentMessageId: `m2-${i}`, lines: [{ stream: 'stdout', line: 'done' }], ...report }, `a2-${i}`);
         step({ type: 'ReportRequestCompleted', attempt, agentMessageId: `m3-${i}`, resultRef: `blob:${id}`, bytes: 3072, sha256: 'ab'.repeat(32), ...report }, `a3-${i}`);
         const byCommand = new Map<string, number>();
         const encoded = events.map(({ e, commandId }) => {

@@ -8,6 +8,7 @@
 // (separate Fabric instances, one websocket each) send K requests each at once: throughput in requests per second.
 // Model generation (first run only), the catalog's manifest cache, process start and model loading are timed
 // separately and are not in the ratios.
+import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,21 +22,12 @@ import { createInProcessBlocks } from '../gpu-agent/block/index.js';
 import { loadModel } from '../gpu-agent/runtime/index.js';
 import type { HostedModel } from '../gpu-agent/runtime/index.js';
 import { ensureBenchModel } from './bench-model.js';
-import { startEmbeddedFabric, type BenchFabric } from './embedded-fabric.js';
+import { startEmbeddedFabric, type EmbeddedFabric } from './_embedded-fabric.js';
+import { median, numberArg } from './_numbers.js';
 
 const MODEL = 'gpt2-small-random';
 const TEXT = 'The fabric runs intervention experiments on hosted models: a block of code reads and replaces the activations of named modules during the forward pass, remotely, while operators deploy and scale the models across agents.';
 
-function arg(args: string[], name: string, fallback: number): number {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 && args[i + 1] !== undefined ? Number(args[i + 1]) : fallback;
-}
-
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const n = s.length;
-  return n % 2 ? s[(n - 1) / 2]! : (s[n / 2 - 1]! + s[n / 2]!) / 2;
-};
 
 const round2 = (x: number) => Number(x.toFixed(2));
 
@@ -43,27 +35,32 @@ function sameBits(a: Tensor, b: Tensor): boolean {
   return a.shape.join() === b.shape.join() && Buffer.from(a.data.buffer, a.data.byteOffset, a.data.byteLength).equals(Buffer.from(b.data.buffer, b.data.byteOffset, b.data.byteLength));
 }
 
+/** The embedded fabric serving gpt2-small-random. */
+function startFabric(dataDir: string): Promise<EmbeddedFabric> {
+  return startEmbeddedFabric(dataDir, { NDIF_MODELS: MODEL, NDIF_AGENT_GPUS: '1x16GiB', NDIF_AGENT_RAM: '8GiB' });
+}
+
 export async function run(args: string[]): Promise<Record<string, unknown>> {
-  const rounds = arg(args, 'rounds', 25);
-  const clients = arg(args, 'clients', 8);
-  const perClient = arg(args, 'per-client', 2);
-  const layer = arg(args, 'layer', 6);
-  const promptTokens = arg(args, 'tokens', 32);
-  const budgetMs = arg(args, 'budget-ms', 9_000);
+  const rounds = numberArg(args, 'rounds', 25);
+  const clients = numberArg(args, 'clients', 8);
+  const perClient = numberArg(args, 'per-client', 2);
+  const layer = numberArg(args, 'layer', 6);
+  const promptTokens = numberArg(args, 'tokens', 32);
+  const budgetMs = numberArg(args, 'budget-ms', 9_000);
   /** Requests in flight per replica (the deployment's `concurrency`; 1 is the default of a deploy). */
-  const concurrency = arg(args, 'concurrency', 1);
+  const concurrency = numberArg(args, 'concurrency', 1);
 
   const { dir, cached, generateS } = ensureBenchModel(MODEL);
   process.stderr.write(`${MODEL}: ${cached ? 'cached' : `generated in ${generateS.toFixed(1)} s`}\n`);
 
   const t0 = performance.now();
   const tmp = mkdtempSync(join(tmpdir(), 'ndif-bench-e2e-'));
-  let fabric: BenchFabric | undefined;
+  let fabric: Awaited<ReturnType<typeof startFabric>> | undefined;
   let hm: HostedModel | undefined;
   const sdks: Fabric[] = [];
   try {
     const ts = performance.now();
-    const [started, loaded] = await Promise.all([startEmbeddedFabric(join(tmp, 'data'), MODEL), loadModel(dir, { key: MODEL })]);
+    const [started, loaded] = await Promise.all([startFabric(join(tmp, 'data')), loadModel(dir, { key: MODEL })]);
     fabric = started;
     hm = loaded;
     const startS = (performance.now() - ts) / 1000;
@@ -173,7 +170,11 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
   } finally {
     for (const s of sdks) s.close();
     await hm?.close();
-    await fabric?.stop();
+    if (fabric && fabric.child.exitCode === null) {
+      const exited = once(fabric.child, 'exit');
+      fabric.child.kill('SIGTERM');
+      await exited;
+    }
     rmSync(tmp, { recursive: true, force: true });
   }
 }

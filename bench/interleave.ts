@@ -11,20 +11,11 @@ import { loadModel } from '../gpu-agent/runtime/index.js';
 import type { HostedModel, RunRequest } from '../gpu-agent/runtime/index.js';
 import { createInProcessBlocks } from '../gpu-agent/block/index.js';
 import { Tensor } from '../gpu-agent/block/tensor.js';
+import { median, numberArg } from './_numbers.js';
 
 const MODEL = 'gpt2-small-random';
 const TEXT = 'The fabric runs intervention experiments on hosted models: a block of code reads and replaces the activations of named modules during the forward pass, remotely, while operators deploy and scale the models across agents.';
 
-function arg(args: string[], name: string, fallback: number): number {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 && args[i + 1] !== undefined ? Number(args[i + 1]) : fallback;
-}
-
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const n = s.length;
-  return n % 2 ? s[(n - 1) / 2]! : (s[n / 2 - 1]! + s[n / 2]!) / 2;
-};
 
 function sameBits(a: Tensor, b: Tensor): boolean {
   const x = new Uint8Array(a.data.buffer, a.data.byteOffset, a.data.byteLength);
@@ -34,10 +25,10 @@ function sameBits(a: Tensor, b: Tensor): boolean {
 
 export async function run(args: string[]): Promise<Record<string, unknown>> {
   const t0 = performance.now();
-  const rounds = arg(args, 'rounds', 25);
-  const promptTokens = arg(args, 'tokens', 32);
-  const layer = arg(args, 'layer', 6);
-  const budgetMs = arg(args, 'budget-ms', 26_000);
+  const rounds = numberArg(args, 'rounds', 25);
+  const promptTokens = numberArg(args, 'tokens', 32);
+  const layer = numberArg(args, 'layer', 6);
+  const budgetMs = numberArg(args, 'budget-ms', 26_000);
 
   const { dir, cached, generateS } = ensureBenchModel(MODEL);
   const tl = performance.now();

@@ -8,6 +8,7 @@
 // apart, so a busy moment of this shared machine weighs on both sides alike; `same_setting_ratio` is the same
 // figure for two off fabrics (off-a against off-b): the noise to read the ratio against. gpt2-tiny's forward pass is ~0.3 ms, so nearly all of a request is the fabric's own
 // path that metrics instrument: the strict case.
+import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,15 +17,11 @@ import { waitForHot } from '../client/cli/wait-ready.js';
 import { FabricAdmin } from '../client/sdk/admin.js';
 import { Fabric } from '../client/sdk/fabric.js';
 import { ensureBenchModel } from './bench-model.js';
-import { startEmbeddedFabric, type BenchFabric } from './embedded-fabric.js';
+import { startEmbeddedFabric, type EmbeddedFabric } from './_embedded-fabric.js';
+import { numberArg } from './_numbers.js';
 
 const MODEL = 'gpt2-tiny';
 const BLOCK = 'async (m) => (await m.transformer.h[1].output).mean()';
-
-function arg(args: string[], name: string, fallback: number): number {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 && args[i + 1] !== undefined ? Number(args[i + 1]) : fallback;
-}
 
 const quantile = (xs: number[], q: number) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -37,13 +34,13 @@ const round2 = (x: number) => Number(x.toFixed(2));
 type Setting = 'off' | 'on';
 
 export async function run(args: string[]): Promise<Record<string, unknown>> {
-  const budgetMs = arg(args, 'budget-ms', 18_000);
-  const scrapeMs = arg(args, 'scrape-ms', 1000);
-  const perSetting = arg(args, 'per-setting', 3);
+  const budgetMs = numberArg(args, 'budget-ms', 18_000);
+  const scrapeMs = numberArg(args, 'scrape-ms', 1000);
+  const perSetting = numberArg(args, 'per-setting', 3);
   const t0 = performance.now();
   ensureBenchModel(MODEL);
   const tmp = mkdtempSync(join(tmpdir(), 'ndif-bench-metrics-'));
-  const started: BenchFabric[] = [];
+  const started: EmbeddedFabric[] = [];
   const clients: Fabric[] = [];
   let scraper: NodeJS.Timeout | undefined;
   try {
@@ -51,8 +48,8 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
     for (let i = 0; i < perSetting; i++) for (const setting of ['off', 'on'] as const) plan.push({ name: `${setting}-${String.fromCharCode(97 + i)}`, setting });
     const fabrics = await Promise.all(
       plan.map(async (p) => {
-        const env = p.setting === 'on' ? { NDIF_METRICS: 'on', NDIF_HEALTH_PORT: '0', NDIF_HEALTH_HOST: '127.0.0.1' } : { NDIF_METRICS: 'off' };
-        const f = await startEmbeddedFabric(join(tmp, p.name), MODEL, env);
+        const env: Record<string, string> = p.setting === 'on' ? { NDIF_METRICS: 'on', NDIF_HEALTH_PORT: '0', NDIF_HEALTH_HOST: '127.0.0.1' } : { NDIF_METRICS: 'off' };
+        const f = await startEmbeddedFabric(join(tmp, p.name), { NDIF_MODELS: MODEL, NDIF_AGENT_GPUS: '1x16GiB', NDIF_AGENT_RAM: '8GiB', ...env });
         started.push(f);
         const sdk = new Fabric({ url: f.url, progress: false, onLog: null, cacheDir: false });
         clients.push(sdk);
@@ -131,7 +128,14 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
   } finally {
     if (scraper !== undefined) clearInterval(scraper);
     for (const c of clients) c.close();
-    await Promise.all(started.map((f) => f.stop()));
+    await Promise.all(
+      started.map(async (f) => {
+        if (f.child.exitCode !== null) return;
+        const exited = once(f.child, 'exit');
+        f.child.kill('SIGTERM');
+        await exited;
+      }),
+    );
     rmSync(tmp, { recursive: true, force: true });
   }
 }

@@ -1,7 +1,8 @@
 // The embedded blob store: one folder, a data file and a metadata file per blob. A blob becomes
 // visible when its metadata file is renamed into place, after its data file was written and synced,
-// so a crash mid-put leaves no half blob behind (only a temp file, removed at the next open).
-import { mkdir, open, readFile, readdir, rename, rm, unlink } from 'node:fs/promises';
+// so a crash mid-put leaves no half blob behind (only a temp file, removed at the next open). Folders are 0700
+// and files 0600.
+import { chmod, mkdir, open, readFile, readdir, rename, rm, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { blobCorrupt, blobNotFound } from './errors.js';
 import { checkPut, checkRef, DEFAULT_MAX_BLOB_BYTES, newRef, sha256 } from './checks.js';
@@ -15,7 +16,7 @@ export interface FileBlobStoreOptions {
 }
 
 async function writeFileSynced(path: string, data: Uint8Array | string, sync: boolean): Promise<void> {
-  const fh = await open(path, 'wx');
+  const fh = await open(path, 'wx', 0o600);
   try {
     await fh.writeFile(data);
     if (sync) await fh.sync();
@@ -38,7 +39,9 @@ export class FileBlobStore implements BlobStore {
 
   static async open(options: FileBlobStoreOptions): Promise<FileBlobStore> {
     const store = new FileBlobStore(options.dir, options);
-    await mkdir(store.tmp, { recursive: true });
+    // Results are other users' data: the folder and every file in it are the owner's only (0700 / 0600).
+    await mkdir(store.tmp, { recursive: true, mode: 0o700 });
+    await chmod(options.dir, 0o700);
     for (const name of await readdir(store.tmp)) await rm(join(store.tmp, name), { force: true });
     return store;
   }
@@ -53,7 +56,7 @@ export class FileBlobStore implements BlobStore {
     const ref = newRef();
     const info: BlobInfo = { ref, size: bytes.byteLength, sha256: sha256(bytes), contentType };
     const p = this.paths(ref);
-    await mkdir(p.shard, { recursive: true });
+    await mkdir(p.shard, { recursive: true, mode: 0o700 });
     const tmpData = join(this.tmp, `${ref}.bin`);
     const tmpMeta = join(this.tmp, `${ref}.json`);
     try {

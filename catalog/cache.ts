@@ -1,9 +1,14 @@
-// The catalog's cache: one JSON file per model folder and key, `<cacheDir>/<key>-<fingerprint>.json`, holding what
-// is costly to compute (the weights bytes read from the ONNX file; the manifest, which needs the model loaded).
+// The catalog's cache: one JSON file per model folder and key, `<cacheDir>/<key>-<stamp>-v<version>.json`, holding what
+// is costly to compute (the weights bytes read from the ONNX file; the manifest, which needs the model loaded; the
+// files' sha256 fingerprint).
 // Written to a temp file and renamed, so a reader never sees half a file; an unreadable file counts as absent.
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Manifest } from '../protocol/manifest.js';
+import type { WeightsFingerprint } from './fingerprint.js';
+
+/** Bump when what an entry holds changes (a manifest computed by an older runtime lacks newer fields). */
+export const CACHE_VERSION = 2;
 
 export interface CacheEntry {
   key: string;
@@ -11,13 +16,15 @@ export interface CacheEntry {
   fingerprint: string;
   weightsBytes?: number;
   manifest?: Manifest;
+  /** The files' sha256s (reading every byte of the weights: cached like the manifest). */
+  weights?: WeightsFingerprint;
 }
 
 export class CatalogCache {
   constructor(private readonly dir: string) {}
 
   private file(key: string, fingerprint: string): string {
-    return join(this.dir, `${key.replace(/[^A-Za-z0-9._-]/g, '_')}-${fingerprint}.json`);
+    return join(this.dir, `${key.replace(/[^A-Za-z0-9._-]/g, '_')}-${fingerprint}-v${CACHE_VERSION}.json`);
   }
 
   read(key: string, dir: string, fingerprint: string): CacheEntry {

@@ -1,6 +1,8 @@
-// The model catalog of one process: the configured models (the allowlist), each with its folder on this machine,
-// its weights bytes (read from the ONNX file once, then cached) and its manifest (computed once by loading the
-// model with the runtime, then cached as JSON: loading GPT-2-small costs seconds).
+// The model folders one process knows (NDIF_MODELS): each key with its folder on this machine, its weights bytes
+// (read from the ONNX file once, then cached), its manifest (computed once by loading the model with the runtime,
+// then cached as JSON: loading GPT-2-small costs seconds) and its files' sha256 fingerprint (cached too). An agent
+// loads models from these folders; the control plane registers them at start (catalog/startup.ts) and serves what
+// is registered (catalog/registered.ts).
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ModelCatalog, ModelEntry } from './port.js';
@@ -9,7 +11,7 @@ import { BUNDLED_MODELS, ensureModel, isBundledModel } from './bundled/generate-
 import { CatalogCache, type CacheEntry } from './cache.js';
 import type { CatalogConfig, ModelSource } from './config.js';
 import { modelUnknown, modelUnreadable, shapeInvalid } from './errors.js';
-import { modelFingerprint } from './fingerprint.js';
+import { folderStamp, weightsFingerprint, type WeightsFingerprint } from './fingerprint.js';
 import { onnxWeightsBytes } from './weights.js';
 
 /** How a manifest is computed when the cache has none: load the model, read its manifest, release it. */
@@ -35,9 +37,10 @@ interface Slot {
   manifest?: Promise<Manifest>;
 }
 
-function describe(source: ModelSource, dir: string): string {
-  if ('bundled' in source && isBundledModel(source.bundled)) {
-    const s = BUNDLED_MODELS[source.bundled];
+/** One line for people, from config.json (or the bundled model's shape). */
+export function describeFolder(dir: string, bundled?: string): string {
+  if (bundled !== undefined && isBundledModel(bundled)) {
+    const s = BUNDLED_MODELS[bundled];
     return `GPT-2 architecture, ${s.layers} layers, d_model ${s.dModel}, ${s.heads} heads, ${s.positions} positions; bundled, seeded random weights`;
   }
   try {
@@ -52,6 +55,8 @@ export class FabricModelCatalog implements ModelCatalog {
   private readonly slots = new Map<string, Slot>();
   private readonly cache: CatalogCache;
   private readonly loadManifest: ManifestLoader;
+  /** Manifests of folders outside the configured list (registered elsewhere), by key and stamp. */
+  private readonly others = new Map<string, Promise<Manifest>>();
 
   private constructor(config: CatalogConfig, options: CatalogOptions) {
     this.cache = new CatalogCache(config.cacheDir);
@@ -71,8 +76,7 @@ export class FabricModelCatalog implements ModelCatalog {
   private add(source: ModelSource): void {
     const dir = 'bundled' in source ? ensureModel(source.bundled) : source.dir;
     if (!existsSync(join(dir, 'model.onnx'))) throw modelUnreadable(source.key, dir, new Error('no model.onnx in the folder'));
-    const fingerprint = modelFingerprint(dir);
-    const cache = this.cache.read(source.key, dir, fingerprint);
+    const cache = this.cache.read(source.key, dir, folderStamp(dir));
     if (cache.weightsBytes === undefined) {
       try {
         cache.weightsBytes = onnxWeightsBytes(dir);
@@ -81,7 +85,7 @@ export class FabricModelCatalog implements ModelCatalog {
       }
       this.cache.write(cache);
     }
-    const entry: ModelEntry = { key: source.key, description: describe(source, dir), weightsBytes: cache.weightsBytes, dir, defaults: { gpus: 1, dtype: 'float32' } };
+    const entry: ModelEntry = { key: source.key, description: describeFolder(dir, 'bundled' in source ? source.bundled : undefined), weightsBytes: cache.weightsBytes, dir, defaults: { gpus: 1, dtype: 'float32' } };
     this.slots.set(source.key, { entry, cache });
   }
 
@@ -103,11 +107,47 @@ export class FabricModelCatalog implements ModelCatalog {
   async manifest(key: string, shape?: { batch: number; sequence: number }): Promise<Manifest> {
     const slot = this.slots.get(key);
     if (slot === undefined) throw modelUnknown(key, [...this.slots.keys()]);
-    if (shape !== undefined && !(Number.isSafeInteger(shape.batch) && shape.batch > 0 && Number.isSafeInteger(shape.sequence) && shape.sequence > 0)) {
-      throw shapeInvalid(shape);
+    return withShape(await this.baseManifest(slot), shape);
+  }
+
+  /**
+   * The manifest of `key` served from `dir` (a registered folder, maybe not a configured one): the configured
+   * slot's when it is the same folder, else computed once per folder stamp and cached like the others.
+   */
+  async manifestFor(key: string, dir: string, shape?: { batch: number; sequence: number }): Promise<Manifest> {
+    const slot = this.slots.get(key);
+    if (slot !== undefined && slot.entry.dir === dir) return withShape(await this.baseManifest(slot), shape);
+    const cache = this.cache.read(key, dir, folderStamp(dir));
+    if (cache.manifest !== undefined) return withShape(cache.manifest, shape);
+    const id = `${key}\u0000${cache.fingerprint}`;
+    let p = this.others.get(id);
+    if (p === undefined) {
+      p = this.loadManifest(dir, key).then(
+        (m) => {
+          cache.manifest = m;
+          this.cache.write(cache);
+          return m;
+        },
+        (e: unknown) => {
+          this.others.delete(id);
+          throw modelUnreadable(key, dir, e);
+        },
+      );
+      this.others.set(id, p);
     }
-    const base = await this.baseManifest(slot);
-    return shape === undefined ? base : resolveManifest(base, shape.batch, shape.sequence);
+    return withShape(await p, shape);
+  }
+
+  /** The sha256 fingerprint of the model files in `dir` (cached by folder stamp: the bytes are read once). */
+  weights(key: string, dir: string): WeightsFingerprint {
+    const slot = this.slots.get(key);
+    const stamp = folderStamp(dir);
+    const cache = slot !== undefined && slot.entry.dir === dir && slot.cache.fingerprint === stamp ? slot.cache : this.cache.read(key, dir, stamp);
+    if (cache.weights === undefined) {
+      cache.weights = weightsFingerprint(dir);
+      this.cache.write(cache);
+    }
+    return cache.weights;
   }
 
   private baseManifest(slot: Slot): Promise<Manifest> {
@@ -125,4 +165,10 @@ export class FabricModelCatalog implements ModelCatalog {
     );
     return slot.manifest;
   }
+}
+
+function withShape(m: Manifest, shape?: { batch: number; sequence: number }): Manifest {
+  if (shape === undefined) return m;
+  if (!(Number.isSafeInteger(shape.batch) && shape.batch > 0 && Number.isSafeInteger(shape.sequence) && shape.sequence > 0)) throw shapeInvalid(shape);
+  return resolveManifest(m, shape.batch, shape.sequence);
 }

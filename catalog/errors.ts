@@ -6,6 +6,10 @@ export const CatalogErrorCode = {
   ModelUnknown: 'CATALOG_MODEL_UNKNOWN',
   ModelUnreadable: 'CATALOG_MODEL_UNREADABLE',
   ShapeInvalid: 'CATALOG_SHAPE_INVALID',
+  FilesMissing: 'CATALOG_MODEL_FILES_MISSING',
+  ConfigJsonInvalid: 'CATALOG_MODEL_CONFIG_INVALID',
+  TokenizerInvalid: 'CATALOG_TOKENIZER_INVALID',
+  KeyInvalid: 'CATALOG_MODEL_KEY_INVALID',
 } as const;
 
 export function catalogConfigInvalid(message: string, hint: string): FabricError {

@@ -3,6 +3,7 @@ export * from './events/index.js';
 export * from './request/index.js';
 export * from './deployment/index.js';
 export * from './agent/index.js';
+export * from './model/index.js';
 export * from './placement/index.js';
 export * from './queue/index.js';
 export * from './shared/decider.js';

@@ -1,10 +1,12 @@
-// Generic command handler: load the stream, fold it, decide, append with the expected revision; on a concurrent
-// append (WrongExpectedRevision) load and decide again, a bounded number of times. Event ids come from the codec
-// (deterministic per command), so a command handled twice stores its events once.
+// Generic command handler: load the stream (or take its folded state from the aggregate cache), decide, append
+// with the expected revision; on a concurrent append (WrongExpectedRevision) read the newer events and decide
+// again, a bounded number of times. Event ids come from the codec (deterministic per command), so a command
+// handled twice stores its events once.
 import { FabricError } from '../protocol/errors.js';
 import { deterministicEventId } from './event-id.js';
 import { EventStoreErrorCode, isWrongExpectedRevision } from './errors.js';
 import type { EventMetadata, EventStore, JsonValue, NewEvent, StoredEvent } from './port.js';
+import type { AggregateCache } from './aggregate-cache.js';
 
 export interface Decider<Command, State, Event> {
   initialState(): State;
@@ -27,6 +29,12 @@ export interface HandleCommandOptions<Command, State, Event> {
   codec: EventCodec<Event>;
   /** Attempts before giving up with ES_COMMAND_CONFLICT. Default 5. */
   maxAttempts?: number;
+  /**
+   * Folded states kept between commands (docs/event-store.md, "Aggregate cache"): with it a command reads only the
+   * events appended since the cached revision, so its cost does not grow with the stream. Without it every command
+   * folds the whole stream.
+   */
+  cache?: AggregateCache<State>;
 }
 
 export interface HandledCommand<State, Event> {
@@ -45,37 +53,92 @@ export interface HandledCommand<State, Event> {
 
 export const DEFAULT_COMMAND_ATTEMPTS = 5;
 
+interface Loaded<State> {
+  state: State;
+  revision: number;
+  /** The events read by this call (the whole stream, or the ones after a cached revision): where a repeat is looked for. */
+  read: readonly StoredEvent[];
+  /** The state came from the cache and no read has confirmed it yet. */
+  unconfirmed: boolean;
+}
+
 export async function handleCommand<Command, State, Event>(
   store: EventStore,
   options: HandleCommandOptions<Command, State, Event>,
 ): Promise<HandledCommand<State, Event>> {
-  const { streamId, command, decider, codec } = options;
+  const { streamId, command, decider, codec, cache } = options;
   const maxAttempts = options.maxAttempts ?? DEFAULT_COMMAND_ATTEMPTS;
   if (!Number.isSafeInteger(maxAttempts) || maxAttempts < 1) throw new TypeError('maxAttempts must be a positive integer');
+  const fold = (state: State, events: readonly StoredEvent[]): State => {
+    let s = state;
+    for (const stored of events) s = decider.evolve(s, codec.decode(stored));
+    return s;
+  };
+  const loadAll = async (): Promise<Loaded<State>> => {
+    const history = await store.readStream(streamId);
+    if (cache !== undefined) cache.stats.fullReads++;
+    const state = fold(decider.initialState(), history);
+    const revision = history.length === 0 ? -1 : history[history.length - 1].revision;
+    if (revision >= 0) cache?.set(streamId, state, revision);
+    return { state, revision, read: history, unconfirmed: false };
+  };
+  // The events after `l.revision`, folded in; undefined when there are none.
+  const loadNewer = async (l: Loaded<State>): Promise<Loaded<State> | undefined> => {
+    const newer = await store.readStream(streamId, { fromRevision: l.revision + 1 });
+    if (newer.length === 0) return undefined;
+    if (cache !== undefined) cache.stats.deltaEvents += newer.length;
+    const state = fold(l.state, newer);
+    const revision = newer[newer.length - 1].revision;
+    cache?.set(streamId, state, revision);
+    return { state, revision, read: newer, unconfirmed: false };
+  };
+
+  const cached = cache?.get(streamId);
+  if (cached !== undefined) cache!.stats.hits++;
+  let loaded: Loaded<State> = cached === undefined ? await loadAll() : { state: cached.state, revision: cached.revision, read: [], unconfirmed: true };
   let lastConflict: unknown;
   for (let attempt = 1; attempt <= maxAttempts; attempt++) {
-    const history = await store.readStream(streamId);
-    let state = decider.initialState();
-    for (const stored of history) state = decider.evolve(state, codec.decode(stored));
-    const revision = history.length === 0 ? -1 : history[history.length - 1].revision;
-    const events = [...decider.decide(command, state)];
+    let events: Event[];
+    try {
+      events = [...decider.decide(command, loaded.state)];
+    } catch (refusal) {
+      // A refusal is always decided on the latest state: a cached one is confirmed first.
+      const newer = loaded.unconfirmed ? await loadNewer(loaded) : undefined;
+      if (newer === undefined) throw refusal;
+      loaded = newer;
+      attempt--;
+      continue;
+    }
+    const { state, revision } = loaded;
     if (events.length === 0) {
+      // So is "nothing to do".
+      const newer = loaded.unconfirmed ? await loadNewer(loaded) : undefined;
+      if (newer !== undefined) {
+        loaded = newer;
+        attempt--;
+        continue;
+      }
       return { state, events, nextRevision: revision, position: undefined, alreadyStored: false, attempts: attempt };
     }
     const encoded = events.map((e, i) => codec.encode(e, i));
-    const stored = storedAlready(history, encoded);
+    const stored = storedAlready(loaded.read, encoded);
     if (stored !== undefined) {
       // Handled before (e.g. a redelivered command whose first run won): its events are the ones in the stream.
       return { state, events, nextRevision: revision, position: stored.position, alreadyStored: true, attempts: attempt };
     }
-    for (const e of events) state = decider.evolve(state, e);
+    let next = state;
+    for (const e of events) next = decider.evolve(next, e);
     try {
       const r = await store.append(streamId, encoded, { expectedRevision: revision === -1 ? 'no_stream' : revision });
-      return { state, events, nextRevision: r.nextRevision, position: r.position, alreadyStored: false, attempts: attempt };
+      cache?.set(streamId, next, r.nextRevision);
+      return { state: next, events, nextRevision: r.nextRevision, position: r.position, alreadyStored: false, attempts: attempt };
     } catch (e) {
       if (!isWrongExpectedRevision(e)) throw e;
       lastConflict = e;
     }
+    // Another writer appended after `revision` (fold its events and decide again), or nothing is newer and the
+    // decision's events sit at earlier revisions (a redelivery: the whole stream shows where).
+    loaded = (await loadNewer(loaded)) ?? (await loadAll());
   }
   throw new FabricError(
     EventStoreErrorCode.commandConflict,

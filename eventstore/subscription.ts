@@ -2,7 +2,9 @@
 // One loop per subscription: read a page after the cursor, hand each event to the handler (awaiting it only
 // when it returns a promise: backpressure without a promise per event), move the cursor; when a page is empty,
 // sleep until an append signal or the poll timer. The next page is read before the current page's last event is
-// delivered, so `caughtUp` is exact.
+// delivered, so `caughtUp` is exact. Synchronous handlers run back to back for at most SLICE_MS, then the loop lets
+// the event loop turn (a burst of large events must not hold up the process's HTTP answers for half a second).
+import { performance } from 'node:perf_hooks';
 import type { DeliveryInfo, StoredEvent, Subscription, SubscriptionEnd, SubscriptionHandler } from './port.js';
 
 export interface PageSource {
@@ -12,6 +14,11 @@ export interface PageSource {
   /** Upper bound on how long the loop sleeps without a signal (the fallback for appends in other processes). */
   pollIntervalMs: number;
 }
+
+/** Longest stretch of synchronous delivery before the loop yields to other work. */
+export const SLICE_MS = 8;
+
+const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 export function startSubscription(
   source: PageSource,
@@ -43,14 +50,24 @@ export function startSubscription(
       wake = done;
     });
 
-  const read = (after: number): Promise<StoredEvent[]> => {
+  // Pages shrink while reading one takes long (a page of 1000 events of 40 KB each is 40 MB of JSON to parse in
+  // one go) and grow back to batchSize when reads are quick.
+  let limit = batchSize;
+  const read = async (after: number): Promise<StoredEvent[]> => {
     signalled = false;
-    return source.readPage(after, batchSize);
+    const t = performance.now();
+    const page = await source.readPage(after, limit);
+    const ms = performance.now() - t;
+    if (ms > SLICE_MS / 2 && limit > 16) limit = Math.max(16, limit >> 1);
+    else if (ms < SLICE_MS / 8 && limit < batchSize) limit = Math.min(batchSize, limit * 2);
+    return page;
   };
 
   // Shared delivery infos: handlers only read them (frozen, so one that tries to keep or change one fails loudly).
   const behind: DeliveryInfo = Object.freeze({ caughtUp: false });
   const atHead: DeliveryInfo = Object.freeze({ caughtUp: true });
+
+  let sliceStart = performance.now();
 
   const loop = async (): Promise<SubscriptionEnd> => {
     try {
@@ -72,6 +89,10 @@ export function startSubscription(
           const r = handler(e, behind);
           if (r !== undefined && typeof (r as Promise<void>).then === 'function') await r;
           lastPosition = e.position;
+          if (performance.now() - sliceStart > SLICE_MS) {
+            await yieldToEventLoop();
+            sliceStart = performance.now();
+          }
         }
         current = undefined;
         if (stopped) break;
@@ -83,6 +104,7 @@ export function startSubscription(
         if (r !== undefined && typeof (r as Promise<void>).then === 'function') await r;
         lastPosition = e.position;
         current = undefined;
+        sliceStart = performance.now();
         page = following;
       }
       return { reason: 'stopped', lastPosition };

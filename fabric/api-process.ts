@@ -4,7 +4,6 @@
 // (PostgreSQL when DATABASE_URL is set, else SQLite under NDIF_DATA_DIR), the blob store, the catalog, and the
 // fastify server on HOST/PORT (or NDIF_HOST/NDIF_PORT; default 0.0.0.0:8080 for the command API, 8081 for the query API).
 import { join } from 'node:path';
-import { mkdirSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
 import { blobStoreConfigFromEnv, openBlobStore } from '../blobstore/config.js';
 import { FabricModelCatalog } from '../catalog/catalog.js';
@@ -15,6 +14,7 @@ import { prepareKeys } from './bootstrap-key.js';
 import type { ApiKeyStore } from '../auth/port.js';
 import { InProcessTransport } from '../transport/inprocess/transport.js';
 import { ControlPlane } from './control-plane.js';
+import { privateDir, privateFile } from './private-files.js';
 import { dataDirFromEnv, openEventStoreFromEnv } from './event-store.js';
 import { processLogger } from './log.js';
 import { eventStoreKind, processMetrics } from './metrics.js';
@@ -29,7 +29,8 @@ async function openKeys(env: NodeJS.ProcessEnv): Promise<ApiKeyStore & { close()
   }
   const { SqliteApiKeyStore } = await import('../auth/sqlite.js');
   const dir = dataDirFromEnv(env);
-  mkdirSync(dir, { recursive: true });
+  privateDir(dir);
+  privateFile(join(dir, 'keys.sqlite'));
   return new SqliteApiKeyStore({ path: join(dir, 'keys.sqlite') });
 }
 
@@ -44,7 +45,7 @@ export async function runApiProcess(role: ApiRole, build: (ctx: ApiContext) => P
     // No relay here: the transport is never used; the control plane is the view and the command handlers.
     const transport = new InProcessTransport();
     const metrics = processMetrics(env);
-    const cp = new ControlPlane({ store: opened.store, snapshots: opened.snapshots, transport, blobs, catalog, log, schedule: false, metrics, storeKind: eventStoreKind(env) });
+    const cp = new ControlPlane({ store: opened.store, snapshots: opened.snapshots, transport, blobs, catalog, log, schedule: false, registerModels: role === 'command-api', metrics, storeKind: eventStoreKind(env) });
     await cp.start();
     const readModels = role === 'query-api' ? await startReadModels(readModelsConfig, opened.store, log) : undefined;
     // The query API counts requests and exports the cluster's state; the command API its calls and appends.

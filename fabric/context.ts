@@ -2,6 +2,7 @@
 // fabric/command-api, fabric/query-api). Every part is a port; the roots pick the adapters.
 import type { Logger } from 'pino';
 import type { BlobStore } from '../blobstore/port.js';
+import type { FabricModelCatalog } from '../catalog/catalog.js';
 import type { ModelCatalog } from '../catalog/port.js';
 import type { ControlPlaneCommands } from '../command-api/handlers/service.js';
 import type { EventStore } from '../eventstore/port.js';
@@ -15,7 +16,10 @@ export interface FabricContext {
   /** The live control-plane projection (cluster, queue, requests, agents, audit). */
   view: ControlPlaneView;
   blobs: BlobStore;
+  /** The registered models (what the fabric serves). */
   catalog: ModelCatalog;
+  /** This process's model folders and their manifest cache: `POST /models` inspects folders through it. */
+  localModels: FabricModelCatalog;
   /** Milliseconds since the epoch; the only clock the APIs read. */
   clock: () => number;
   /** A fresh unique id (uuid v4 unless a test injects another). */

@@ -6,7 +6,9 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { BlobStore } from '../blobstore/port.js';
 import { onDemandFromCatalog } from '../catalog/on-demand.js';
-import type { ModelCatalog } from '../catalog/port.js';
+import type { FabricModelCatalog } from '../catalog/catalog.js';
+import { RegisteredCatalog } from '../catalog/registered.js';
+import { registerConfiguredModels, type StartupResult } from '../catalog/startup.js';
 import { ControlPlaneCommands } from '../command-api/handlers/service.js';
 import type { EventStore } from '../eventstore/port.js';
 import type { FabricMetrics } from '../metrics/fabric-metrics.js';
@@ -15,9 +17,11 @@ import type { SnapshotStore } from '../projections/runner/projection.js';
 import { Scheduler } from '../scheduler/scheduler.js';
 import type { SchedulerConfig } from '../scheduler/config.js';
 import type { Transport } from '../transport/port.js';
+import type { LogLimits } from '../protocol/log-limits.js';
 import { Relay } from '../transport/relay/relay.js';
 import { DEFAULT_TOPICS, type RelayTopics } from '../transport/relay/wire.js';
 import type { FabricContext } from './context.js';
+import { ResultReaper } from './result-reaper.js';
 import type { OnDemandDefaults } from './scheduler-env.js';
 
 export interface ControlPlaneOptions {
@@ -25,7 +29,11 @@ export interface ControlPlaneOptions {
   snapshots: SnapshotStore;
   transport: Transport;
   blobs: BlobStore;
-  catalog: ModelCatalog;
+  /**
+   * The model folders configured on this machine (NDIF_MODELS): registered at start with the same command as
+   * `POST /models`, and where manifests are computed and cached. What is served is what is registered.
+   */
+  catalog: FabricModelCatalog;
   log: Logger;
   clock?: () => number;
   topics?: RelayTopics;
@@ -34,8 +42,12 @@ export interface ControlPlaneOptions {
   scheduler?: Partial<Omit<SchedulerConfig, 'onDemand'>>;
   /** Settings every on-demand deployment gets on top of its catalog entry's (e.g. a shorter minimum deployment time). */
   onDemandDefaults?: OnDemandDefaults;
+  /** What each attempt may log (default DEFAULT_LOG_LIMITS; NDIF_LOG_MAX_LINES / NDIF_LOG_MAX_BYTES). */
+  logLimits?: LogLimits;
   /** Run the scheduler and relay here (default true). The API-only processes of distributed mode pass false. */
   schedule?: boolean;
+  /** Register the configured folders at start (default true; the query API, which only reads, passes false). */
+  registerModels?: boolean;
   /**
    * This process's metrics: the store's appends are timed (labelled `storeKind`), and once started the view's lag
    * and the relay's are exported. What else the process counts, its root attaches (FabricMetrics.watch…).
@@ -49,7 +61,12 @@ export class ControlPlane {
   readonly commands: ControlPlaneCommands;
   readonly scheduler: Scheduler | undefined;
   readonly relay: Relay | undefined;
+  readonly reaper: ResultReaper | undefined;
   readonly context: FabricContext;
+  /** What is served: the registered models. */
+  readonly catalog: RegisteredCatalog;
+  /** The NDIF_MODELS registration of the last start. */
+  startupModels: StartupResult | undefined;
 
   private readonly store: EventStore;
 
@@ -58,27 +75,35 @@ export class ControlPlane {
     const log = options.log;
     const store = (this.store = options.metrics ? options.metrics.instrumentStore(options.store, options.storeKind ?? 'unknown') : options.store);
     this.view = new ControlPlaneView(store, options.snapshots, { onListenerError: (err) => log.error({ err }, 'control-plane view listener failed') });
+    this.catalog = new RegisteredCatalog(() => this.view.state.models, options.catalog);
     let scheduler: Scheduler | undefined;
-    this.commands = new ControlPlaneCommands(store, { onHeartbeat: (agentId, bootId, at) => scheduler?.observeHeartbeat(agentId, bootId, Date.parse(at)) });
+    this.commands = new ControlPlaneCommands(store, { logLimits: options.logLimits, onHeartbeat: (agentId, bootId, at) => scheduler?.observeHeartbeat(agentId, bootId, Date.parse(at)) });
     if (options.schedule !== false) {
       scheduler = new Scheduler({
         view: this.view,
         commands: this.commands,
         clock,
-        config: { ...options.scheduler, onDemand: withDefaults(onDemandFromCatalog(options.catalog), options.onDemandDefaults) },
+        config: { ...options.scheduler, onDemand: withDefaults(onDemandFromCatalog(this.catalog), options.onDemandDefaults) },
         onError: (err) => log.error({ err }, 'scheduler step failed'),
       });
+      this.reaper = new ResultReaper(this.view, options.blobs, log);
       this.relay = new Relay({ store, snapshots: options.snapshots, transport: options.transport, blobs: options.blobs, commands: this.commands, log, clock, topics: options.topics, groupId: options.relayGroupId });
     }
     this.scheduler = scheduler;
-    this.context = { store, commands: this.commands, view: this.view, blobs: options.blobs, catalog: options.catalog, clock, newId: randomUUID, log, ...(options.metrics ? { metrics: options.metrics } : {}) };
+    this.context = { store, commands: this.commands, view: this.view, blobs: options.blobs, catalog: this.catalog, localModels: options.catalog, clock, newId: randomUUID, log, ...(options.metrics ? { metrics: options.metrics } : {}) };
   }
 
-  /** Catches the view up (from its snapshot), then starts the relay and the scheduler. */
+  /** Catches the view up (from its snapshot), registers the configured models, then starts the relay and the scheduler. */
   async start(): Promise<void> {
     await this.view.start();
     await this.view.catchUp(120_000);
+    if (this.options.registerModels !== false) {
+      const clock = this.options.clock ?? Date.now;
+      this.startupModels = await registerConfiguredModels({ local: this.options.catalog, commands: this.commands, view: this.view }, this.options.catalog, () => new Date(clock()).toISOString(), this.options.log);
+      if (this.startupModels.position !== undefined) await this.view.waitForPosition(this.startupModels.position, 60_000);
+    }
     await this.relay?.start();
+    this.reaper?.start();
     this.scheduler?.start();
     const m = this.options.metrics;
     if (m !== undefined) {
@@ -90,6 +115,7 @@ export class ControlPlane {
   async stop(): Promise<void> {
     await this.scheduler?.stop();
     await this.relay?.stop();
+    await this.reaper?.stop();
     await this.view.stop();
   }
 }

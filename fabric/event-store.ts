@@ -6,6 +6,7 @@
 // SQLite keeps checkpoints in its own file; PostgreSQL in its database; KurrentDB in PostgreSQL (DATABASE_URL)
 // when given, else in a SQLite file under the data folder.
 import { mkdirSync } from 'node:fs';
+import { privateFile } from './private-files.js';
 import { dirname, join, resolve } from 'node:path';
 import { FabricError } from '../protocol/errors.js';
 import type { EventStore } from '../eventstore/port.js';
@@ -31,7 +32,8 @@ export async function openEventStoreFromEnv(env: NodeJS.ProcessEnv = process.env
   const kind = env.NDIF_EVENT_STORE || 'sqlite';
   if (kind === 'sqlite') {
     const path = resolve(env.NDIF_SQLITE_PATH || join(dataDirFromEnv(env), 'events.sqlite'));
-    mkdirSync(dirname(path), { recursive: true });
+    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+    privateFile(path);
     const { SqliteEventStore } = await import('../eventstore/sqlite/store.js');
     const { SqliteCheckpoints } = await import('../projections/runner/sqlite-checkpoints.js');
     const store = new SqliteEventStore({ path });
@@ -62,7 +64,8 @@ export async function openEventStoreFromEnv(env: NodeJS.ProcessEnv = process.env
     const Database = (await import('better-sqlite3')).default;
     const { SqliteCheckpoints } = await import('../projections/runner/sqlite-checkpoints.js');
     const file = join(dataDirFromEnv(env), 'checkpoints.sqlite');
-    mkdirSync(dirname(file), { recursive: true });
+    mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+    privateFile(file);
     const db = new Database(file);
     return { store, snapshots: new SqliteCheckpoints(db), describe: `kurrentdb (checkpoints in ${file})`, close: async () => {
         await store.close();

@@ -4,7 +4,18 @@
 // SIGTERM/SIGINT (stopping cleanly), when its parent's IPC channel closes (the embedded fabric died), and when the
 // IPC transport's socket closes. It never holds event-store credentials: DATABASE_URL and KURRENTDB_URL are removed
 // from its environment at start (with a warning) and its PostgreSQL blob store takes BLOB_DATABASE_URL only.
+//
+// No block can end it: a fault a block causes is contained in that block's request (gpu-agent/block/fault-handlers.ts);
+// an unhandled rejection of the agent's own code is logged and it goes on; an uncaught exception of its own code
+// leaves it in an unknown state, so it records the cause as its last words (last-words.ts) and exits once with code
+// 70. A watchdog thread (watchdog.ts) ends a process whose event loop a trusted block has blocked.
+import { randomUUID } from 'node:crypto';
 import { cudaAvailable } from '../gpu-agent/runtime/ort/session.js';
+import { setProcessFaultPolicy } from '../gpu-agent/block/fault-handlers.js';
+import { errorText } from '../gpu-agent/block/compile.js';
+import { setLateFaultReporter } from '../gpu-agent/block/fault-errors.js';
+import { lastWordsFile, previousExit, supervisorExitFromEnv, takeLastWords, writeLastWords } from '../gpu-agent/agent/last-words.js';
+import { Watchdog } from '../gpu-agent/agent/watchdog.js';
 import { agentConfigFromEnv } from '../gpu-agent/agent/config.js';
 import { GpuAgent } from '../gpu-agent/agent/agent.js';
 import { sandboxOpener } from '../gpu-agent/agent/sandbox-opener.js';
@@ -56,9 +67,41 @@ function dropEventStoreCredentials(env: NodeJS.ProcessEnv): void {
   if (given.length > 0) log.warn({ ignored: given }, `${given.join(' and ')} ignored: a GPU agent never holds event-store credentials (its blob store's database is BLOB_DATABASE_URL)`);
 }
 
+/** True when a stack has frames of a block's compiled file: a block's fault that escaped its context. */
+function fromBlock(e: unknown): boolean {
+  try {
+    return e instanceof Error && /\bblock-\d+\.js:\d+/.test(String(e.stack));
+  } catch {
+    return false;
+  }
+}
+
 async function main(): Promise<void> {
   dropEventStoreCredentials(process.env);
+  // Runner directories of agents that died without closing their sandbox (kill -9, OOM) go at start.
+  (await import('../sandbox/runner-dir.js')).sweepDeadAgents();
   const config = agentConfigFromEnv(process.env, cudaAvailable());
+  const bootId = randomUUID();
+  const wordsFile = lastWordsFile(config.stateDir, config.agentId);
+  const before = previousExit(supervisorExitFromEnv(process.env), takeLastWords(wordsFile));
+  let running: () => string[] = () => [];
+  let faulted = false;
+  setProcessFaultPolicy({
+    exception(err) {
+      if (fromBlock(err)) return void log.warn({ err }, "a block's exception escaped its request's context; contained");
+      if (faulted) return;
+      faulted = true;
+      const cause = `uncaught exception in the agent's own code: ${errorText(err)}`;
+      writeLastWords(wordsFile, { agentId: config.agentId, bootId, at: new Date().toISOString(), cause, running: running() });
+      log.fatal({ err, running: running() }, `${cause}; the agent exits (code 70) and its supervisor starts it again`);
+      setTimeout(() => process.exit(70), 50);
+    },
+    rejection(reason) {
+      if (fromBlock(reason)) return void log.warn({ err: reason }, "a block's rejection escaped its request's context; contained");
+      log.error({ err: reason }, "unhandled rejection in the agent's own code; contained, the agent goes on");
+    },
+  });
+  setLateFaultReporter((requestId, invoke, e) => log.warn({ requestId, invoke, type: e.type, message: e.message }, 'a block faulted after its request ended; dropped'));
   const catalog = await FabricModelCatalog.open(catalogConfigFromEnv());
   const blobs = await openResultBlobs(process.env);
   let shuttingDown: Promise<void> | undefined;
@@ -70,9 +113,18 @@ async function main(): Promise<void> {
   // Only the agent's own metrics: FabricMetrics would bring the control plane's modules into this process.
   const registry = metricsEnabledFromEnv(process.env) ? newRegistry() : undefined;
   let agentMetrics: AgentMetrics | undefined;
-  const sandbox = sandboxOpener(async () => new (await import('../sandbox/index.js')).Sandbox(agentMetrics ? { onRunnerSpawned: agentMetrics.runnerSpawned } : {}));
-  const agent = new GpuAgent({ config, transport, blobs, catalog, log, untrusted: sandbox.open });
+  const sandbox = sandboxOpener(async () =>
+    new (await import('../sandbox/index.js')).Sandbox({
+      onRunnerCrashed: (r) => log.warn({ pid: r.pid, code: r.exit.code, signal: r.exit.signal, printed: r.withheld.slice(-30) }, 'a sandbox runner died under a request; what it printed as it died (not shown to the user)'),
+      ...(agentMetrics ? { onRunnerSpawned: agentMetrics.runnerSpawned } : {}),
+    }),
+  );
+  const agent = new GpuAgent({ config, transport, blobs, catalog, log, untrusted: sandbox.open, bootId, ...(before ? { previousExit: before } : {}) });
   if (registry !== undefined) agentMetrics = new AgentMetrics(registry, agent, config, { stats: () => sandbox.current()?.allStats() ?? [] });
+  running = () => agent.requests.runningIds();
+  if (before) log.warn({ previousExit: before }, 'the previous process of this agent ended; reporting how with the registration');
+  const watchdog = config.stallMs > 0 ? new Watchdog({ stallMs: config.stallMs, lastWordsFile: wordsFile, agentId: config.agentId, bootId }) : undefined;
+  if (watchdog) agent.requests.onRunningChange = (ids) => watchdog.setRunning(ids);
 
   const shutdown = (why: string, code: number): Promise<void> =>
     (shuttingDown ??= (async () => {
@@ -81,6 +133,7 @@ async function main(): Promise<void> {
       force.unref();
       try {
         await agent.stop();
+        await watchdog?.stop();
         await sandbox.close();
         await transport.close().catch(() => undefined);
         await blobs.close();

@@ -5,6 +5,7 @@
 //   NDIF_SCHEDULER_AGENT_GRACE_MS        an UNRESPONSIVE agent is waited for this long before it is LOST (30000)
 //   NDIF_SCHEDULER_AUTOSCALE_CHECK_MS    how often autoscale is considered (5000)
 //   NDIF_SCHEDULER_TICK_MS               time-based rules run at least this often (1000)
+//   NDIF_RESULT_RETENTION_MS             results are deleted this long after completing (86400000; 0: kept)
 //   NDIF_ONDEMAND_MIN_DEPLOYMENT_MS      minimum deployment time of an on-demand deployment (3600000)
 //   NDIF_ONDEMAND_AUTOSCALE_THRESHOLD_MS oldest wait that adds a replica to an on-demand deployment (30000)
 //   NDIF_ONDEMAND_AUTOSCALE_BACKOFF_MS   wait between two autoscale steps of an on-demand deployment (120000)
@@ -37,6 +38,8 @@ export function schedulerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Pa
   if (agentGraceMs !== undefined) out.agentGraceMs = agentGraceMs;
   if (autoscaleCheckMs !== undefined) out.autoscaleCheckMs = autoscaleCheckMs;
   if (tickMs !== undefined) out.tickMs = tickMs;
+  const retention = ms(env, 'NDIF_RESULT_RETENTION_MS', 0);
+  if (retention !== undefined) out.resultRetentionMs = retention === 0 ? null : retention;
   return out;
 }
 

@@ -14,6 +14,7 @@ import { InProcessTransport } from '../transport/inprocess/transport.js';
 import { IpcTransportServer } from '../transport/ipc/server.js';
 import type { Transport } from '../transport/port.js';
 import { relayTopicsFromEnv } from '../transport/relay/wire.js';
+import { logLimitsFromEnv } from '../protocol/log-limits.js';
 import { ControlPlane } from './control-plane.js';
 import { openEventStoreFromEnv } from './event-store.js';
 import { healthPortFromEnv, healthUrl, startHealthServer } from './health.js';
@@ -49,7 +50,7 @@ async function main(): Promise<void> {
   const blobs = await openBlobStore(blobStoreConfigFromEnv(env));
   const catalog = await FabricModelCatalog.open(catalogConfigFromEnv(env));
   const metrics = processMetrics(env);
-  const cp = new ControlPlane({ store: opened.store, snapshots: opened.snapshots, transport, blobs, catalog, log, topics: relayTopicsFromEnv(env), relayGroupId: env.NDIF_RELAY_GROUP || undefined, scheduler: schedulerConfigFromEnv(env), onDemandDefaults: onDemandDefaultsFromEnv(env), metrics, storeKind: eventStoreKind(env) });
+  const cp = new ControlPlane({ store: opened.store, snapshots: opened.snapshots, transport, blobs, catalog, log, topics: relayTopicsFromEnv(env), relayGroupId: env.NDIF_RELAY_GROUP || undefined, scheduler: schedulerConfigFromEnv(env), onDemandDefaults: onDemandDefaultsFromEnv(env), logLimits: logLimitsFromEnv(env), metrics, storeKind: eventStoreKind(env) });
   await cp.start();
   const port = healthPortFromEnv(env);
   let health = '';

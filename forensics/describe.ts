@@ -1,6 +1,7 @@
 // One event as forensics shows it: who decided it, a sentence, the rule and the numbers the decision recorded.
 // Pure: reads only the event (numbers derived from the rest of the log are added by why.ts).
-import type { Because, DomainEvent } from '../domain/events/index.js';
+import type { AgentExit, Because, DomainEvent } from '../domain/events/index.js';
+import { describeCrash } from '../domain/request/poison.js';
 import { fmtBytes, fmtMs } from '../domain/shared/format.js';
 import type { StoredEvent } from '../eventstore/port.js';
 import { decode } from '../projections/decode.js';
@@ -49,6 +50,14 @@ const CAUSE_VERB: Record<string, string> = {
   AgentRegistered: 'was on an agent that restarted',
 };
 
+/** `; it ended with signal SIGABRT; its last words: …` for a restart whose previous boot reported how it ended. */
+function previousExitText(x: AgentExit | null | undefined): string {
+  if (x === null || x === undefined) return '';
+  const how = x.signal ? `signal ${x.signal}` : x.code !== null ? `exit code ${x.code}` : 'an unobserved exit';
+  const tail = x.stderrTail.filter((l) => l.trim() !== '').slice(-2);
+  return `; it ended with ${how}${x.cause ? `; its last words: ${clip(x.cause, 300)}` : ''}${x.running.length ? `; it was running ${x.running.join(', ')}` : ''}${tail.length ? `; last stderr: ${clip(tail.join(' | '), 300)}` : ''}`;
+}
+
 /** "replica gpt2#1 was being demoted to the CPU cache", from the requeue decision's refs. */
 function interruptedBy(reason: string, refs: Record<string, string>): string {
   const replica = refs.replicaId;
@@ -62,6 +71,9 @@ function because(b: Because | null | undefined): Pick<EventExplanation, 'rule' |
   if (b === null || b === undefined) return { rule: null, decision: null, numbers: {}, refs: {} };
   return { rule: b.rule, decision: b.text, numbers: { ...(b.numbers ?? {}) }, refs: { ...(b.refs ?? {}) } };
 }
+
+/** ` on weights 3fa2c1…` when the event records the model files' fingerprint. */
+const onWeights = (fp: string | undefined) => (fp === undefined ? '' : ` on weights ${fp.slice(0, 12)}…`);
 
 const clip = (s: string, n = 160) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
 
@@ -89,23 +101,44 @@ export function explainDomainEvent(d: DomainEvent): EventExplanation {
     case 'RequestQueued':
       return plain(`queued for ${d.data.modelKey} at rank ${d.data.rank} (${rankName(d.data.rank)})`, { rank: d.data.rank });
     case 'RequestDispatched':
-      return decided(`attempt ${d.data.attempt} dispatched to ${d.data.replicaId} on agent ${d.data.agentId}`, d.data.because, { attempt: d.data.attempt });
+      return decided(
+        `attempt ${d.data.attempt} dispatched ${d.data.isolated === true ? 'isolated (alone on its agent, in a sandbox runner where it has one: a poison suspect) ' : ''}to ${d.data.replicaId} on agent ${d.data.agentId}`,
+        d.data.because,
+        { attempt: d.data.attempt, ...(d.data.isolated === true ? { isolated: true } : {}) },
+      );
     case 'RequestStarted':
       return plain(`agent ${d.data.agentId} started attempt ${d.data.attempt}`, { attempt: d.data.attempt });
-    case 'RequestLogged':
-      return plain(`attempt ${d.data.attempt} ${d.data.stream}: ${clip(d.data.line)}`, { attempt: d.data.attempt });
+    case 'RequestLogged': {
+      const [first] = d.data.lines;
+      const more = d.data.lines.length - 1;
+      return plain(`attempt ${d.data.attempt} ${first!.stream}: ${clip(first!.line)}${more > 0 ? ` (+${more} more line${more === 1 ? '' : 's'})` : ''}`, { attempt: d.data.attempt, lines: d.data.lines.length });
+    }
+    case 'RequestLogTruncated':
+      return plain(`attempt ${d.data.attempt} reached its log limit (${d.data.maxLines} lines or ${d.data.maxBytes} bytes) after ${d.data.keptLines} lines; later output is dropped`, { attempt: d.data.attempt, keptLines: d.data.keptLines, keptBytes: d.data.keptBytes });
+    case 'ResultExpired':
+      return d.data.because === null
+        ? plain(`result ${d.data.resultRef} (${d.data.bytes} B) deleted by ${d.data.actor}`, { bytes: d.data.bytes })
+        : decided(`result ${d.data.resultRef} (${d.data.bytes} B) expired (${d.data.reason})`, d.data.because, { bytes: d.data.bytes });
     case 'RequestCompleted':
-      return plain(`attempt ${d.data.attempt} completed on agent ${d.data.agentId}: result ${d.data.resultRef} (${d.data.bytes} B, sha256 ${d.data.sha256.slice(0, 12)}…)`, { attempt: d.data.attempt, bytes: d.data.bytes });
+      return plain(
+        `attempt ${d.data.attempt} completed on agent ${d.data.agentId}${onWeights(d.data.weightsFingerprint)}: result ${d.data.resultRef} (${d.data.bytes} B, sha256 ${d.data.sha256.slice(0, 12)}…)`,
+        { attempt: d.data.attempt, bytes: d.data.bytes, ...(d.data.weightsFingerprint === undefined ? {} : { weights: d.data.weightsFingerprint }) },
+      );
     case 'RequestFailed':
       return decided(
-        `failed in phase ${d.data.phase} (${d.data.errorType}, reported by the ${d.data.reportedBy}${d.data.attempt > 0 ? `, attempt ${d.data.attempt}` : ', never ran'}): ${clip(d.data.message, 400)}`,
+        `failed in phase ${d.data.phase} (${d.data.errorType}, reported by the ${d.data.reportedBy}${d.data.attempt > 0 ? `, attempt ${d.data.attempt}` : ', never ran'}${onWeights(d.data.weightsFingerprint)}): ${clip(d.data.message, 400)}`,
         d.data.because,
         { attempt: d.data.attempt },
       );
     case 'RequestRequeued':
       return decided(
         `requeued because ${interruptedBy(d.data.reason, d.data.because.refs ?? {})} (${d.data.reason}); attempt ${d.data.attempt} was interrupted, the next is attempt ${d.data.attempt + 1}; ` +
-          `back at rank ${d.data.rank} (${rankName(d.data.rank)}) keeping its enqueue time ${d.data.enqueuedAt}`,
+          `back at rank ${d.data.rank} (${rankName(d.data.rank)}) keeping its enqueue time ${d.data.enqueuedAt}` +
+          (d.data.crash === undefined
+            ? ''
+            : d.data.crash.suspect === false
+              ? `; ${describeCrash(d.data.crash)}`
+              : `; ${describeCrash(d.data.crash)}: the request is a poison suspect, its next attempt runs isolated and a second such death fails it`),
         d.data.because,
         { attempt: d.data.attempt, nextAttempt: d.data.attempt + 1, rank: d.data.rank },
       );
@@ -145,7 +178,10 @@ export function explainDomainEvent(d: DomainEvent): EventExplanation {
     case 'ReplicaLoading':
       return plain(`agent ${d.data.agentId} is loading ${d.data.replicaId}`);
     case 'ReplicaHot':
-      return plain(`${d.data.replicaId} is HOT on agent ${d.data.agentId}${d.data.loadMs === null ? '' : ` (loaded in ${fmtMs(d.data.loadMs)})`}`, d.data.loadMs === null ? {} : { loadMs: d.data.loadMs });
+      return plain(
+        `${d.data.replicaId} is HOT on agent ${d.data.agentId}${onWeights(d.data.weightsFingerprint)}${d.data.loadMs === null ? '' : ` (loaded in ${fmtMs(d.data.loadMs)})`}`,
+        { ...(d.data.loadMs === null ? {} : { loadMs: d.data.loadMs }), ...(d.data.weightsFingerprint === undefined ? {} : { weights: d.data.weightsFingerprint }) },
+      );
     case 'ReplicaFailed':
       return plain(`${d.data.replicaId} failed on agent ${d.data.agentId} (${d.data.phase}): ${clip(d.data.message, 400)}`);
     case 'ReplicaDemotionRequested':
@@ -174,7 +210,7 @@ export function explainDomainEvent(d: DomainEvent): EventExplanation {
       const gpus = d.data.gpus.map((g) => `${g.index}: ${fmtBytes(g.memoryBytes)}`).join(', ');
       return plain(
         `agent ${d.data.agentId} registered boot ${d.data.bootId} with GPU(s) ${gpus}, RAM ${fmtBytes(d.data.ramBytes)}, CPU cache budget ${fmtBytes(d.data.cpuCacheBudgetBytes)}` +
-          (d.data.previousBootId === null ? '' : ` (a restart: previous boot ${d.data.previousBootId}, ${d.data.previousState})`),
+          (d.data.previousBootId === null ? '' : ` (a restart: previous boot ${d.data.previousBootId}, ${d.data.previousState}${previousExitText(d.data.previousExit)})`),
         { gpus: d.data.gpus.length, ramBytes: d.data.ramBytes, cpuCacheBudgetBytes: d.data.cpuCacheBudgetBytes },
       );
     }
@@ -195,5 +231,14 @@ export function explainDomainEvent(d: DomainEvent): EventExplanation {
       return plain(`drain of agent ${d.data.agentId} requested by ${d.data.by}`);
     case 'AgentDrained':
       return plain(`agent ${d.data.agentId} drained`);
+    case 'ModelRegistered':
+      return plain(
+        `model ${d.data.modelKey} registered by ${d.data.registeredBy}: ${d.data.architecture ?? d.data.family} from ${d.data.dir}, weights sha256 ${d.data.fingerprint.slice(0, 12)}… ` +
+          `(${d.data.files.length} file(s), ${fmtBytes(d.data.weightsBytes)} ${d.data.dtype}, ${d.data.moduleCount} modules, inputs ${d.data.inputs.join(', ')}` +
+          `${d.data.previousFingerprint === null ? '' : `; replaces ${d.data.previousFingerprint.slice(0, 12)}…`})`,
+        { weightsBytes: d.data.weightsBytes, moduleCount: d.data.moduleCount, weights: d.data.fingerprint },
+      );
+    case 'ModelRemoved':
+      return plain(`model ${d.data.modelKey} (weights sha256 ${d.data.fingerprint.slice(0, 12)}…) removed by ${d.data.removedBy}`, { weights: d.data.fingerprint });
   }
 }

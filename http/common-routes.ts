@@ -7,6 +7,7 @@ import type { RouteDeps } from './deps.js';
 import { nowIso } from './deps.js';
 import { ApiErrorCode } from './errors.js';
 import { fabricVersion } from './fabric-version.js';
+import { limitsOf } from './key-limits.js';
 
 export const BASE_CAPABILITIES = ['operator', 'api-keys'];
 
@@ -38,6 +39,8 @@ export function commonRoutes(app: FastifyInstance, deps: RouteDeps): void {
       inlineResultMaxBytes: config.inlineResultMaxBytes,
       resultUrlTtlMs: config.resultUrlTtlMs,
       rateLimit: config.rateLimit,
+      downloadRateLimit: config.downloadRateLimit,
+      keyLimits: config.auth ? config.keyLimits : null,
     },
     auth: config.auth,
   }));
@@ -77,6 +80,6 @@ export function commonRoutes(app: FastifyInstance, deps: RouteDeps): void {
 
   app.get('/whoami', async (req) => {
     const me = callerOf(req);
-    return { actor: me.actor, keyId: me.keyId, label: me.label, tags: me.tags, auth: me.auth };
+    return { actor: me.actor, keyId: me.keyId, label: me.label, tags: me.tags, auth: me.auth, limits: limitsOf(me, config) };
   });
 }

@@ -22,6 +22,7 @@ export interface EdgeDeps {
 export function installEdge(app: FastifyInstance, deps: EdgeDeps): void {
   const limiter = deps.config.rateLimit === null ? undefined : new RateLimiter(deps.config.rateLimit, deps.clock);
   app.decorateRequest('identity', null);
+  app.decorateRequest('releaseRateSlot', undefined);
   installJsonBody(app);
   installErrorHandling(app, deps.config.bodyLimitBytes);
   app.addHook('onRequest', async (req, reply) => {
@@ -34,6 +35,12 @@ export function installEdge(app: FastifyInstance, deps: EdgeDeps): void {
     req.identity = identity;
     if (identity === null) return;
     if (access === 'operator' && !identity.tags.operator) throw operatorRequired(identity.actor);
-    if (limiter !== undefined && access !== 'optional') limiter.take(identity.actor);
+    if (limiter !== undefined && access !== 'optional') {
+      // A websocket upgrade is one call; the socket it opens is not a call in flight.
+      const release = limiter.take(identity.actor, req.headers.upgrade === undefined);
+      req.releaseRateSlot = release;
+      reply.raw.once('close', release);
+    }
   });
+  app.addHook('onResponse', async (req) => req.releaseRateSlot?.());
 }

@@ -52,7 +52,8 @@ export function toHttpFailure(err: unknown, log: FastifyRequest['log'], bodyLimi
   if (fe !== undefined) {
     if (fe.httpStatus >= 500) log.error({ err: fe.cause ?? fe, code: fe.code, where }, `${where}: ${fe.code}: ${fe.message}`);
     const headers: Record<string, string> = {};
-    if (fe.code === ApiErrorCode.rateLimited) headers['retry-after'] = String(Math.max(1, Math.ceil(Number(fe.details?.retryAfterMs ?? 1000) / 1000)));
+    // Every refusal for a limit (429) says when to try again.
+    if (fe.httpStatus === 429) headers['retry-after'] = String(Math.max(1, Math.ceil(Number(fe.details?.retryAfterMs ?? 1000) / 1000)));
     if (fe.code === 'AUTH_KEY_MISSING') headers['www-authenticate'] = 'Bearer';
     return { status: fe.httpStatus, body: fe.toBody(), headers };
   }

@@ -45,6 +45,9 @@ export type BlockErrorType =
   | 'NonFinite'
   | 'BlockSyntaxError'
   | 'BlockError'
+  | 'UnawaitedRead'
+  | 'UnhandledRejection'
+  | 'UncaughtException'
   | 'Timeout'
   | 'Cancelled'
   | 'ProtocolError';

@@ -55,6 +55,15 @@ export interface Manifest {
   eosTokenId: number | null;
   /** Token used for left padding when invokes are batched. */
   padTokenId: number;
+  /** Element type of most of the weights' bytes (float32, float16, …). */
+  dtype?: string;
+  /**
+   * Where the host pads the rows of a batch: `left` (decoders), `right` (encoders whose graph numbers positions
+   * itself), `none` (the export cannot mask padding: rows of a batch must have one length).
+   */
+  padding?: 'left' | 'right' | 'none';
+  /** The graph output with next-token logits; null when the model has no language-model head (it cannot generate). */
+  logits?: string | null;
   /** Every module, in forward order, root ('') first. */
   modules: ManifestModule[];
   /** Observable points in forward order, as `<path>.output` / `<path>.input` ('' path → `output`, `input`). */

@@ -82,16 +82,23 @@ export function decodeResultContainer(bytes: Uint8Array): ResultContainer {
   };
 }
 
-/** The tree with each { $tensor: i } replaced by `f(tensors[i])` and { $number } by the number. */
+/**
+ * The tree with each { $tensor: i } replaced by `f(tensors[i])` and { $number } by the number. The block's own keys
+ * that start with `$` were saved with one more `$` (gpu-agent/block/saved-tree.ts), which is removed here.
+ */
 export function materializeTree<T>(s: SavedTree, f: (t: TensorPayload) => T): unknown {
   const walk = (v: unknown): unknown => {
     if (Array.isArray(v)) return v.map(walk);
     if (v && typeof v === 'object') {
       const o = v as Record<string, unknown>;
       const keys = Object.keys(o);
-      if (keys.length === 1 && typeof o.$tensor === 'number') return f(s.tensors[o.$tensor]!);
+      if (keys.length === 1 && typeof o.$tensor === 'number') {
+        const t = s.tensors[o.$tensor];
+        if (t === undefined) throw new ResultContainerError(`the tree refers to tensor ${o.$tensor}, which the result does not have`);
+        return f(t);
+      }
       if (keys.length === 1 && typeof o.$number === 'string') return Number(o.$number);
-      return Object.fromEntries(keys.map((k) => [k, walk(o[k])]));
+      return Object.fromEntries(keys.map((k) => [k.startsWith('$$') ? k.slice(1) : k, walk(o[k])]));
     }
     return v;
   };

@@ -86,6 +86,24 @@ export function firstNonFinite(p: TensorPayload): number {
   return -1;
 }
 
+/** The number an IEEE float16 bit pattern stands for. */
+export function halfToFloat(h: number): number {
+  const s = h & 0x8000 ? -1 : 1;
+  const e = (h >> 10) & 0x1f;
+  const f = h & 0x3ff;
+  if (e === 0) return s * 2 ** -14 * (f / 1024);
+  if (e === 31) return f ? NaN : s * Infinity;
+  return s * 2 ** (e - 15) * (1 + f / 1024);
+}
+
+/** Float32 values of float32 or float16 data (float16 bits converted; float32 returned as is). */
+export function floatValues(data: Float32Array | Uint16Array, dtype: 'float32' | 'float16'): Float32Array {
+  if (dtype === 'float32') return data as Float32Array;
+  const out = new Float32Array(data.length);
+  for (let i = 0; i < data.length; i++) out[i] = halfToFloat(data[i]!);
+  return out;
+}
+
 export function sameShape(a: readonly number[], b: readonly number[]): boolean {
   return a.length === b.length && a.every((d, i) => d === b[i]);
 }

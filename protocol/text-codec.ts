@@ -19,8 +19,9 @@ export type TokenizerClass = new (tokenizerJson: object, tokenizerConfig: object
 export function textCodecFromJson(Tokenizer: TokenizerClass, json: string, config: object = {}): TextCodec {
   const tok = new Tokenizer(JSON.parse(json) as object, config);
   return {
-    // The prompt is the text as given: no BOS/EOS added, and special tokens decode as their text.
-    encode: (text) => tok.encode(text, { add_special_tokens: false }).ids,
+    // Special tokens are added as the model's tokenizer says (its post-processor: BOS for Llama, [CLS] … [SEP] for
+    // BERT, nothing for GPT-2), as transformers' tokenizer(text) does; they decode as their text.
+    encode: (text) => tok.encode(text, { add_special_tokens: true }).ids,
     decode: (ids) => (ids.length === 0 ? '' : tok.decode(ids, { skip_special_tokens: false })),
   };
 }

@@ -10,6 +10,8 @@
 // import.meta. Arguments: `--tokenizer-module=<path>` (the tokenizer library's CommonJS entry).
 import { Socket } from 'node:net';
 import { serveBlocks } from '../gpu-agent/block/index.js';
+import { setProcessFaultPolicy } from '../gpu-agent/block/fault-handlers.js';
+import { containInLowestLive } from '../gpu-agent/block/invoke-guard.js';
 import { FRAME_VERSION, ProtocolError } from '../protocol/frames.js';
 import type { BlockEndpoint, BlockToHost, HostToBlock } from '../protocol/interleave.js';
 import type { Manifest } from '../protocol/manifest.js';
@@ -61,6 +63,17 @@ async function main(): Promise<void> {
   for (const raw of ['_kill', '_debugProcess'] as const) {
     (process as unknown as Record<string, unknown>)[raw] = unavailable(`process.${raw}()`, 'blocks cannot signal processes');
   }
+
+  // Every fault in a runner is its request's: one raised outside every invoke's context goes to the lowest
+  // invoke still open, as writes do. Only with no invoke left does the runner end (it serves one request).
+  setProcessFaultPolicy({
+    exception: (e) => {
+      if (!containInLowestLive(e, 'UncaughtException')) exit(1);
+    },
+    rejection: (r) => {
+      if (!containInLowestLive(r, 'UnhandledRejection')) exit(1);
+    },
+  });
 
   // A block's writes are its invoke's (serveBlocks runs each invoke in its output context); writes made
   // outside every invoke's context go to the lowest invoke still running. Before the last END, the drain

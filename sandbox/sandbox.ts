@@ -15,7 +15,7 @@ import type { ModelAssets, RunnerEntry } from './launcher.js';
 import { removeCgroupParent } from './memory-cgroup.js';
 import { RunnerPool } from './pool.js';
 import type { PoolStats } from './pool.js';
-import { SandboxSession } from './session.js';
+import { SandboxSession, type SessionReport } from './session.js';
 
 export interface SandboxOptions {
   config?: SandboxConfig;
@@ -28,6 +28,8 @@ export interface SandboxOptions {
   readPaths?: string[];
   /** Told of each runner that started, ms from spawn to READY (the agent's ndif_sandbox_spawn_seconds). */
   onRunnerSpawned?: (ms: number) => void;
+  /** Told of every runner that died under a request, with what it printed as it died (not shown to the user). */
+  onRunnerCrashed?: (report: SessionReport) => void;
 }
 
 /** The parts of a hosted model (gpu-agent/runtime HostedModel) a runner needs, typed structurally. */
@@ -68,9 +70,11 @@ export class Sandbox {
   private readonly sessions = new Set<SandboxSession>();
   private closed = false;
   private readonly onRunnerSpawned: ((ms: number) => void) | undefined;
+  private readonly onRunnerCrashed: ((report: SessionReport) => void) | undefined;
 
   constructor(opts: SandboxOptions = {}) {
     this.onRunnerSpawned = opts.onRunnerSpawned;
+    this.onRunnerCrashed = opts.onRunnerCrashed;
     this.config = opts.config ?? sandboxConfigFromEnv();
     this.plan = opts.plan ?? planIsolation({ limits: this.config.limits, networkNamespace: this.config.networkNamespace, uid: this.config.uid, gid: this.config.gid });
     this.launcher = new RunnerLauncher({
@@ -139,7 +143,9 @@ export class Sandbox {
       ...(opts.signal === undefined ? {} : { signal: opts.signal }),
     });
     this.sessions.add(session);
-    void session.report.finally(() => this.sessions.delete(session));
+    void session.report.then((r) => {
+      if (r.outcome === 'crashed') this.onRunnerCrashed?.(r);
+    }).finally(() => this.sessions.delete(session));
     return session;
   }
 

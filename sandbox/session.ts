@@ -11,6 +11,7 @@ import { describeExit } from './launcher.js';
 import type { KillReason, RunnerExit, RunnerProcess } from './runner-process.js';
 import { ChannelClosedError } from './socket-channel.js';
 import type { ChannelEnd } from './socket-channel.js';
+import { Fifo } from '../protocol/fifo.js';
 
 export interface SessionOptions {
   /** Wall-clock limit from open to the last invoke's END; the runner is SIGKILLed when it passes. */
@@ -21,11 +22,21 @@ export interface SessionOptions {
   onExecuted?: (ms: number) => void;
 }
 
+/**
+ * How long a line the runner wrote straight to its stderr pipe is held before it becomes a LOG line. A runner that
+ * dies prints Node's fatal report (the runner's own frames and paths) there just before it goes: lines still held
+ * when it dies are withheld from the user (the report keeps them, for the agent's log). A runner alive this long
+ * after the line is not dying, so the line was the block's own (`fs.writeSync(2, …)`).
+ */
+const RAW_STDERR_HOLD_MS = 250;
+
 export interface SessionReport {
   pid: number;
   exit: RunnerExit;
   /** Why the session ended: every invoke ended, or the reason it was cut short. */
   outcome: 'completed' | 'timeout' | 'cancelled' | 'crashed' | 'protocol' | 'closed';
+  /** Raw stderr lines of a runner that died, not shown to the user (its fatal report): for the agent's log. */
+  withheld: string[];
 }
 
 /** After the last END the runner exits by itself; if it has not within this, it is killed (never reused). */
@@ -34,8 +45,8 @@ const EXIT_GRACE_MS = 1000;
 const RAW_OUTPUT_DRAIN_MS = 200;
 
 export class SandboxSession implements BlockChannel {
-  private readonly queue: BlockToHost[] = [];
-  private readonly waiters: Array<{ resolve: (m: BlockToHost) => void; reject: (e: Error) => void }> = [];
+  private readonly queue = new Fifo<BlockToHost>();
+  private readonly waiters = new Fifo<{ resolve: (m: BlockToHost) => void; reject: (e: Error) => void }>();
   private readonly open = new Set<number>();
   private started = false;
   private startedAt = 0;
@@ -45,6 +56,9 @@ export class SandboxSession implements BlockChannel {
   private readonly onAbort = () => this.cut('cancel');
   private concluded!: () => void;
   private readonly conclusion = new Promise<void>((r) => (this.concluded = r));
+  private held: string[] = [];
+  private heldTimer: NodeJS.Timeout | undefined;
+  private readonly withheld: string[] = [];
   /** Resolves once the runner has exited and the session has reached its outcome. */
   readonly report: Promise<SessionReport>;
 
@@ -57,12 +71,18 @@ export class SandboxSession implements BlockChannel {
       else opts.signal.addEventListener('abort', this.onAbort, { once: true });
     }
     runner.onOutput((stream, line) => {
-      if (this.started && this.open.size > 0) this.deliver({ kind: 'LOG', invoke: Math.min(...this.open), stream, line });
+      if (!this.started || this.open.size === 0) return;
+      if (stream === 'stdout') return this.deliver({ kind: 'LOG', invoke: Math.min(...this.open), stream, line });
+      this.held.push(line);
+      this.heldTimer ??= setTimeout(() => {
+        this.heldTimer = undefined;
+        if (this.runner.alive) this.releaseHeld();
+      }, RAW_STDERR_HOLD_MS);
     });
     void this.pump();
     this.report = Promise.all([runner.exited, this.conclusion]).then(([exit]) => {
       this.dispose();
-      return { pid: runner.pid, exit, outcome: this.outcome ?? 'closed' };
+      return { pid: runner.pid, exit, outcome: this.outcome ?? 'closed', withheld: [...this.withheld] };
     });
   }
 
@@ -82,7 +102,7 @@ export class SandboxSession implements BlockChannel {
   }
 
   receive(): Promise<BlockToHost> {
-    const m = this.queue.shift();
+    const m = this.queue.take();
     if (m) return Promise.resolve(m);
     if (this.terminal) return Promise.reject(this.terminal);
     return new Promise((resolve, reject) => this.waiters.push({ resolve, reject }));
@@ -95,8 +115,25 @@ export class SandboxSession implements BlockChannel {
     this.end(new SandboxError('SANDBOX_CLOSED', 'the sandbox session was closed'));
   }
 
+  /** The runner is alive after writing them: held raw stderr lines are the block's. */
+  private releaseHeld(): void {
+    clearTimeout(this.heldTimer);
+    this.heldTimer = undefined;
+    const lines = this.held;
+    this.held = [];
+    if (this.started && this.open.size > 0 && !this.terminal) for (const line of lines) this.deliver({ kind: 'LOG', invoke: Math.min(...this.open), stream: 'stderr', line });
+  }
+
+  /** The runner died: what it still had on its stderr pipe is its fatal report, not the block's output. */
+  private withholdHeld(): void {
+    clearTimeout(this.heldTimer);
+    this.heldTimer = undefined;
+    this.withheld.push(...this.held);
+    this.held = [];
+  }
+
   private deliver(m: BlockToHost): void {
-    const w = this.waiters.shift();
+    const w = this.waiters.take();
     if (w) w.resolve(m);
     else this.queue.push(m);
   }
@@ -104,13 +141,14 @@ export class SandboxSession implements BlockChannel {
   private end(err: Error): void {
     if (this.terminal) return;
     this.terminal = err;
-    for (const w of this.waiters.splice(0)) w.reject(err);
+    for (const w of this.waiters.drain()) w.reject(err);
     this.dispose();
     this.concluded();
   }
 
   private dispose(): void {
     clearTimeout(this.timer);
+    clearTimeout(this.heldTimer);
     this.opts.signal?.removeEventListener('abort', this.onAbort);
   }
 
@@ -129,6 +167,7 @@ export class SandboxSession implements BlockChannel {
         if (this.started && this.open.size === 1 && this.open.has(m.invoke)) {
           await this.runner.rawOutputDrained(RAW_OUTPUT_DRAIN_MS);
           if (this.terminal) return;
+          if (this.runner.alive) this.releaseHeld();
         }
         this.open.delete(m.invoke);
       }
@@ -151,6 +190,7 @@ export class SandboxSession implements BlockChannel {
   private cut(reason: Extract<KillReason, 'timeout' | 'cancel'>): void {
     if (this.terminal || (this.started && this.open.size === 0)) return;
     this.outcome = reason === 'timeout' ? 'timeout' : 'cancelled';
+    this.releaseHeld();
     this.runner.kill(reason);
     const error: BlockError =
       reason === 'timeout'
@@ -173,6 +213,7 @@ export class SandboxSession implements BlockChannel {
     if (this.started && this.open.size === 0) return this.end(new ChannelClosedError(end));
     if (end.reason === 'protocol') {
       this.outcome = 'protocol';
+      this.releaseHeld();
       this.runner.kill('refused');
       const error: BlockError = { phase: 'protocol', type: 'ProtocolError', message: `the sandbox runner sent an unreadable frame (${end.error.code}): ${end.error.message}` };
       return this.failOpen(error, end.error);
@@ -184,6 +225,7 @@ export class SandboxSession implements BlockChannel {
     const info = exit ?? (await this.runner.exited);
     if (this.terminal) return;
     this.outcome = 'crashed';
+    this.withholdHeld();
     const error = crashError(info, this.opts.limits);
     this.failOpen(error, new ChannelClosedError(end));
   }
@@ -201,6 +243,11 @@ export function crashError(exit: RunnerExit, limits: RunnerLimits): BlockError {
   if (exit.signal === 'SIGXCPU') {
     return { phase: 'execute', type: 'CpuLimit', message: `the block used its ${limits.cpuSeconds} s CPU allowance; its runner was killed (${how})` };
   }
-  const tail = exit.stderrTail.length ? `; last stderr: ${exit.stderrTail.slice(-3).join(' | ')}` : '';
-  return { phase: 'execute', type: 'SandboxCrashed', message: `the sandbox runner died during the request (${how})${tail}` };
+  // What the runner itself printed as it died (Node's fatal report: runner frames, paths) is not the user's: it
+  // goes to the agent's log (SessionReport.withheld); the block's own output already arrived as LOG lines.
+  return {
+    phase: 'execute',
+    type: 'SandboxCrashed',
+    message: `the sandbox runner died during the request (${how}); the block's own output is in the request's log, and what the runner printed as it died is in the agent's log`,
+  };
 }

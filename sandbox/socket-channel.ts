@@ -6,6 +6,7 @@ import type { Socket } from 'node:net';
 import { FabricError } from '../protocol/errors.js';
 import { FrameDecoder, ProtocolError, encodeAgentToRunner, encodeRunnerToAgent } from '../protocol/frames.js';
 import type { AgentToRunner, FrameDirection, RunnerToAgent } from '../protocol/frames.js';
+import { Fifo } from '../protocol/fifo.js';
 
 /** Why a socket channel stopped delivering messages. */
 export type ChannelEnd =
@@ -25,8 +26,8 @@ export class ChannelClosedError extends FabricError {
 }
 
 export class SocketChannel<In, Out> {
-  private readonly queue: In[] = [];
-  private readonly waiters: Array<{ resolve: (m: In) => void; reject: (e: Error) => void }> = [];
+  private readonly queue = new Fifo<In>();
+  private readonly waiters = new Fifo<{ resolve: (m: In) => void; reject: (e: Error) => void }>();
   private readonly decoder: FrameDecoder<FrameDirection>;
   private ended: ChannelEnd | undefined;
   private readonly endListeners: Array<(end: ChannelEnd) => void> = [];
@@ -54,7 +55,7 @@ export class SocketChannel<In, Out> {
     // The frames before an unreadable one in the same chunk are delivered first, then the channel ends.
     const { messages, error } = this.decoder.pushAll(chunk);
     for (const m of messages as In[]) {
-      const w = this.waiters.shift();
+      const w = this.waiters.take();
       if (w) w.resolve(m);
       else this.queue.push(m);
     }
@@ -68,7 +69,7 @@ export class SocketChannel<In, Out> {
     if (this.ended) return;
     this.ended = end;
     const err = new ChannelClosedError(end);
-    for (const w of this.waiters.splice(0)) w.reject(err);
+    for (const w of this.waiters.drain()) w.reject(err);
     for (const l of this.endListeners.splice(0)) l(end);
   }
 
@@ -95,7 +96,7 @@ export class SocketChannel<In, Out> {
   }
 
   receive(): Promise<In> {
-    const m = this.queue.shift();
+    const m = this.queue.take();
     if (m !== undefined) return Promise.resolve(m);
     if (this.ended) return Promise.reject(new ChannelClosedError(this.ended));
     return new Promise((resolve, reject) => this.waiters.push({ resolve, reject }));

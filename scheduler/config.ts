@@ -15,6 +15,8 @@ export interface SchedulerConfig {
   autoscaleCheckMs: number;
   /** Time-based rules (heartbeats, timeouts, autoscale) run on ticks at least this far apart. Default 1000 ms. */
   tickMs: number;
+  /** Results are deleted (ResultExpired) this long after their request completed; null: kept. Default 24 h. */
+  resultRetentionMs: number | null;
   /** Upper bound on plan → execute rounds in one step (each round waits for the view to catch up). Default 50. */
   maxRoundsPerStep: number;
   /**
@@ -30,6 +32,7 @@ export const DEFAULT_SCHEDULER_CONFIG: Omit<SchedulerConfig, 'onDemand'> = {
   autoscaleCheckMs: 5000,
   tickMs: 1000,
   maxRoundsPerStep: 50,
+  resultRetentionMs: 24 * 3_600_000,
 };
 
 export const SCHEDULER_ACTOR = 'system:scheduler';

@@ -32,6 +32,8 @@ export class PlanContext {
   /** Requests already given a command this round (a later rule leaves them alone). */
   readonly touchedRequests = new Set<string>();
   readonly touchedReplicas = new Set<string>();
+  /** Requests in flight per submitter, counting the dispatches planned this round (computed when first needed). */
+  running: Map<string, number> | undefined;
 
   constructor(readonly input: PlanInput) {}
 

@@ -83,12 +83,16 @@ export function ensureModel(name: string): string {
   if (!isBundledModel(name)) {
     throw new Error(`unknown bundled model ${JSON.stringify(name)}; bundled models: ${Object.keys(BUNDLED_MODELS).join(', ')}`);
   }
-  const dir = bundledModelDir(name);
+  return ensureGenerated(bundledModelDir(name), (tmp) => generateModel(name, tmp));
+}
+
+/** The cached model folder `dir`, written by `write` into a temporary folder renamed into place when absent. */
+export function ensureGenerated(dir: string, write: (tmpDir: string) => void): string {
   if (existsSync(join(dir, 'model.onnx'))) return dir;
   mkdirSync(modelCacheDir(), { recursive: true });
   const tmp = `${dir}.tmp-${process.pid}-${Date.now()}`;
   try {
-    generateModel(name, tmp);
+    write(tmp);
     try {
       renameSync(tmp, dir);
     } catch (e) {

@@ -1,7 +1,8 @@
-// Operator calls (the `ndif` CLI is built on these): deploy, scale, evict, pin, kill, API keys, and the cluster,
+// Operator calls (the `ndif` CLI is built on these): register and remove models, deploy, scale, evict, pin, kill,
+// API keys, and the cluster,
 // queue and agent views. Each call checks the fabric's protocol version once first.
 import type { CallOptions, FabricHttp } from './http.js';
-import type { AgentsReply, ClusterReply, CreatedKeyReply, DeployBody, KeyReply, QueueReply, VersionReply, WhoamiReply } from './wire.js';
+import type { AgentsReply, ClusterReply, CreatedKeyReply, DeployBody, KeyReply, ModelReply, QueueReply, RegisteredModelReply, VersionReply, WhoamiReply } from './wire.js';
 import { versionChecker } from './version-check.js';
 
 export class FabricAdmin {
@@ -21,7 +22,9 @@ export class FabricAdmin {
   cluster = (signal?: AbortSignal) => this.json<ClusterReply>('GET', '/cluster', signal ? { signal } : {});
   queue = (q: { model?: string; limit?: number } = {}) => this.json<QueueReply>('GET', '/queue', { query: q });
   agents = () => this.json<AgentsReply>('GET', '/agents');
-  models = () => this.json<{ models: Array<{ key: string; description: string; weightsBytes: number; defaults: Record<string, unknown>; phase: string; replicas: Record<string, number> }> }>('GET', '/models');
+  models = () => this.json<{ models: ModelReply[] }>('GET', '/models');
+  registerModel = (body: { model: string; dir: string; replace?: boolean }) => this.json<RegisteredModelReply>('POST', '/models', { body });
+  removeModel = (model: string) => this.json<{ model: string; removed: boolean; logPosition: number | null }>('POST', '/models/remove', { body: { model } });
 
   deploy = (body: DeployBody) => this.json<{ model: string; replicaIds: string[]; logPosition: number }>('POST', '/deployments', { body });
   scale = (model: string, replicas: number) => this.json<{ model: string; replicas: number; replicaIds: string[]; evicting: string[]; logPosition: number }>('POST', '/deployments/scale', { body: { model, replicas } });

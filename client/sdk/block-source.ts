@@ -29,7 +29,9 @@ export function blockSource(block: BlockFn | string, params?: unknown): string {
     throw new BlockSourceError(`params must be JSON: ${(e as Error).message}`);
   }
   if (json === undefined) throw new BlockSourceError('params must be JSON (got a function or undefined)');
-  return `((params) => { const block = (${src}\n); return (m, ctx) => block(m, ctx, params); })(${json})`;
+  // Still exactly one function expression (the fabric refuses anything else); the JSON has no raw newline, so the
+  // block's first line stays line 1.
+  return `(m, ctx) => { const params = ${json}; return (${src}\n)(m, ctx, params); }`;
 }
 
 /**

@@ -166,6 +166,43 @@ export interface CreatedKeyReply {
   createdAt: string;
 }
 
+/** One model of GET /models: the registered files' fingerprint and what registration found, and its deployment. */
+export interface ModelReply {
+  key: string;
+  description: string;
+  weightsBytes: number;
+  defaults: { gpus: number; dtype: string };
+  fingerprint?: string;
+  family?: string;
+  architecture?: string | null;
+  generative?: boolean;
+  registeredAt?: string;
+  registeredBy?: string;
+  phase: string;
+  replicas: Record<string, number>;
+}
+
+/** POST /models. */
+export interface RegisteredModelReply {
+  model: string;
+  /** false: the key already named these files (nothing new was recorded). */
+  registered: boolean;
+  fingerprint: string;
+  entry: null | {
+    key: string;
+    description: string;
+    weightsBytes: number;
+    dir: string;
+    defaults: { gpus: number; dtype: string };
+    files: Array<{ name: string; bytes: number; sha256: string }>;
+    inputs: string[];
+    outputs: string[];
+    moduleCount: number;
+    padding: string;
+  };
+  logPosition: number | null;
+}
+
 export interface DeployBody {
   model: string;
   replicas?: number;

@@ -5,15 +5,17 @@ import { agentDecider } from '../../domain/agent/decide.js';
 import type { DeploymentCommand } from '../../domain/deployment/commands.js';
 import { deploymentDecider } from '../../domain/deployment/decide.js';
 import type { DomainEvent } from '../../domain/events/types.js';
+import type { ModelCommand } from '../../domain/model/commands.js';
+import { modelDecider } from '../../domain/model/decide.js';
 import type { RequestCommand } from '../../domain/request/commands.js';
 import { requestDecider } from '../../domain/request/decide.js';
 import type { Decider } from '../../domain/shared/decider.js';
 import { DomainErrorCode, refuse } from '../../domain/shared/errors.js';
-import { agentStream, deploymentStream, modelKeyOfReplica, requestStream } from '../../domain/shared/ids.js';
+import { agentStream, deploymentStream, modelKeyOfReplica, modelStream, requestStream } from '../../domain/shared/ids.js';
 
 type WithoutAt<C> = C extends unknown ? Omit<C, 'at'> : never;
 
-export type DomainCommand = RequestCommand | DeploymentCommand | AgentCommand;
+export type DomainCommand = RequestCommand | DeploymentCommand | AgentCommand | ModelCommand;
 /** A command as callers give it: the domain command without `at`. */
 export type ControlPlaneCommand = WithoutAt<DomainCommand>;
 export type CommandType = ControlPlaneCommand['type'];
@@ -33,6 +35,7 @@ const REQUEST = new Set<string>([
   'ReportRequestLog',
   'ReportRequestCompleted',
   'ReportRequestFailed',
+  'ExpireResult',
 ]);
 const AGENT = new Set<string>(['RegisterAgent', 'ReportAgentHeartbeat', 'MarkAgentUnresponsive', 'MarkAgentLost', 'DrainAgent', 'CompleteAgentDrain']);
 
@@ -40,6 +43,7 @@ const AGENT = new Set<string>(['RegisterAgent', 'ReportAgentHeartbeat', 'MarkAge
 export function routeOf(c: ControlPlaneCommand): Route {
   if (REQUEST.has(c.type)) return { streamId: requestStream((c as { requestId: string }).requestId), decider: requestDecider as unknown as Route['decider'] };
   if (AGENT.has(c.type)) return { streamId: agentStream((c as { agentId: string }).agentId), decider: agentDecider as unknown as Route['decider'] };
+  if (c.type === 'RegisterModel' || c.type === 'RemoveModel') return { streamId: modelStream(c.modelKey), decider: modelDecider as unknown as Route['decider'] };
   let modelKey: string | undefined = (c as { modelKey?: string }).modelKey;
   if (modelKey === undefined) {
     const replicaId = (c as { replicaId: string }).replicaId;

@@ -1,11 +1,12 @@
 // Zod schemas of every control-plane command as it arrives (from the HTTP API, the agent relay or the
 // scheduler), without `at`: the time comes from the command's metadata. Unknown fields are refused.
 import { z } from 'zod';
-import { because, gpuSpec, requeueReason } from '../../domain/events/index.js';
-import { ENTITY_ID, MODEL_KEY } from '../../domain/shared/ids.js';
+import { agentExit, because, crashEvidence, gpuSpec, modelFacts, requeueReason, sha256 } from '../../domain/events/index.js';
+import { ENTITY_ID, MODEL_KEY, REQUEST_ID } from '../../domain/shared/ids.js';
 
 const modelKey = z.string().regex(MODEL_KEY, 'a model key: letters, digits and . _ / - (up to 128), starting with a letter or digit');
 const entityId = z.string().regex(ENTITY_ID, 'an id: letters, digits and . _ : - (up to 128), starting with a letter or digit');
+const requestId = z.string().regex(REQUEST_ID, 'a request id: letters, digits and . _ : - (up to 160), starting with a letter or digit');
 const replicaId = z.string().min(3).max(140).regex(/^[A-Za-z0-9][A-Za-z0-9._/-]*#[1-9][0-9]*$/, 'a replica id <modelKey>#<n>');
 const actor = z.string().min(1).max(200);
 const attempt = z.number().int().positive();
@@ -33,13 +34,13 @@ const settingsInput = z.strictObject({
   autoscale: z.strictObject({ enabled: z.boolean().optional(), thresholdMs: z.number().optional(), maxReplicas: z.number().optional(), backoffMs: z.number().optional() }).optional(),
 });
 
-const agentReport = { attempt, agentId: entityId, agentMessageId: z.string().min(1).max(200), requestId: entityId };
+const agentReport = { attempt, agentId: entityId, agentMessageId: z.string().min(1).max(200), requestId };
 const replicaReport = { replicaId, agentId: entityId, agentMessageId: z.string().min(1).max(200) };
 
 export const commandSchema = z.discriminatedUnion('type', [
   z.strictObject({
     type: z.literal('SubmitRequest'),
-    requestId: entityId,
+    requestId,
     modelKey,
     submitter: actor,
     priority: z.boolean(),
@@ -51,15 +52,18 @@ export const commandSchema = z.discriminatedUnion('type', [
         queueTimeoutMs: z.number().int().positive().nullable().optional(),
         steps: z.number().int().positive().max(4096).optional(),
         maxAttempts: z.number().int().positive().max(100).optional(),
+        maxTimeoutMs: z.number().int().positive().nullable().optional(),
+        maxRunning: z.number().int().positive().nullable().optional(),
       })
       .optional(),
   }),
-  z.strictObject({ type: z.literal('CancelRequest'), requestId: entityId, actor, operator: z.boolean() }),
-  z.strictObject({ type: z.literal('DispatchRequest'), requestId: entityId, attempt, replicaId, agentId: entityId, because }),
-  z.strictObject({ type: z.literal('RequeueRequest'), requestId: entityId, attempt, reason: requeueReason, because }),
+  z.strictObject({ type: z.literal('CancelRequest'), requestId, actor, operator: z.boolean() }),
+  z.strictObject({ type: z.literal('ExpireResult'), requestId, reason: z.enum(['RETENTION', 'DELETED']), actor, operator: z.boolean(), because: because.nullable() }),
+  z.strictObject({ type: z.literal('DispatchRequest'), requestId, attempt, replicaId, agentId: entityId, because }),
+  z.strictObject({ type: z.literal('RequeueRequest'), requestId, attempt, reason: requeueReason, because, crash: crashEvidence.omit({ attempt: true, suspect: true }).optional() }),
   z.strictObject({
     type: z.literal('FailRequest'),
-    requestId: entityId,
+    requestId,
     when: z.enum(['QUEUED', 'IN_FLIGHT']),
     attempt: count,
     phase: z.enum(['queue', 'placement', 'deployment', 'execution', 'scheduling']),
@@ -68,13 +72,19 @@ export const commandSchema = z.discriminatedUnion('type', [
     because,
   }),
   z.strictObject({ type: z.literal('ReportRequestStarted'), ...agentReport }),
-  z.strictObject({ type: z.literal('ReportRequestLog'), ...agentReport, stream: z.enum(['stdout', 'stderr']), line: z.string().max(65536) }),
+  z.strictObject({
+    type: z.literal('ReportRequestLog'),
+    ...agentReport,
+    lines: z.array(z.strictObject({ stream: z.enum(['stdout', 'stderr']), line: z.string().max(65536) })).max(10_000, 'at most 10000 lines per log report'),
+    truncated: z.boolean().optional(),
+  }).refine((c) => c.lines.length > 0 || c.truncated === true, { message: 'a log report carries at least one line (or says truncated)', path: ['lines'] }),
   z.strictObject({
     type: z.literal('ReportRequestCompleted'),
     ...agentReport,
     resultRef: z.string().min(1).max(1000),
     bytes: count,
-    sha256: z.string().regex(/^[0-9a-f]{64}$/, '64 lowercase hex digits'),
+    sha256,
+    weightsFingerprint: sha256.optional(),
   }),
   z.strictObject({
     type: z.literal('ReportRequestFailed'),
@@ -83,6 +93,7 @@ export const commandSchema = z.discriminatedUnion('type', [
     errorType: z.string().min(1).max(200),
     message: z.string().max(20000),
     stack: z.string().max(65536).nullable(),
+    weightsFingerprint: sha256.optional(),
   }),
   z.strictObject({
     type: z.literal('RequestDeployment'),
@@ -125,7 +136,7 @@ export const commandSchema = z.discriminatedUnion('type', [
   }),
   z.strictObject({ type: z.literal('PinDeployment'), modelKey, pinned: z.boolean(), actor }),
   z.strictObject({ type: z.literal('ReportReplicaLoading'), ...replicaReport }),
-  z.strictObject({ type: z.literal('ReportReplicaHot'), ...replicaReport, loadMs: count.nullable() }),
+  z.strictObject({ type: z.literal('ReportReplicaHot'), ...replicaReport, loadMs: count.nullable(), weightsFingerprint: sha256.optional() }),
   z.strictObject({ type: z.literal('ReportReplicaFailed'), ...replicaReport, phase: z.enum(['load', 'runtime']), message: z.string().max(20000) }),
   z.strictObject({
     type: z.literal('RegisterAgent'),
@@ -134,6 +145,7 @@ export const commandSchema = z.discriminatedUnion('type', [
     gpus: z.array(gpuSpec).min(1).max(64),
     ramBytes: count,
     cpuCacheBudgetBytes: count.optional(),
+    previousExit: agentExit.optional(),
   }),
   z.strictObject({ type: z.literal('ReportAgentHeartbeat'), agentId: entityId, bootId: entityId }),
   z.strictObject({
@@ -147,4 +159,6 @@ export const commandSchema = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('MarkAgentLost'), agentId: entityId, bootId: entityId }),
   z.strictObject({ type: z.literal('DrainAgent'), agentId: entityId, actor }),
   z.strictObject({ type: z.literal('CompleteAgentDrain'), agentId: entityId }),
+  z.strictObject({ type: z.literal('RegisterModel'), modelKey, actor, replace: z.boolean(), deployedReplicas: count, model: modelFacts.strict() }),
+  z.strictObject({ type: z.literal('RemoveModel'), modelKey, actor, deployedReplicas: count }),
 ]);

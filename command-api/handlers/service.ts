@@ -1,11 +1,13 @@
 // The control plane's application service: a command and its metadata in, events appended out. Validates the
 // command (zod; unknown fields refused), routes it to its aggregate's stream, and runs the store's retrying
 // command handler (load, decide, append with the expected revision; on a concurrent append decide again),
-// one command per stream at a time in this process.
+// one command per stream at a time in this process, with the folded aggregates cached between commands.
 // No HTTP here: the fastify routes call `execute`.
 import { isIsoUtc } from '../../domain/shared/time.js';
+import { DEFAULT_LOG_LIMITS, type LogLimits } from '../../protocol/log-limits.js';
 import { DomainError, DomainErrorCode } from '../../domain/shared/errors.js';
 import type { DomainEvent } from '../../domain/events/types.js';
+import { AggregateCache } from '../../eventstore/aggregate-cache.js';
 import { handleCommand } from '../../eventstore/handle-command.js';
 import type { EventStore } from '../../eventstore/port.js';
 import { domainCodec, type CommandMetadata } from './codec.js';
@@ -29,6 +31,10 @@ export interface CommandOutcome {
 export interface ControlPlaneCommandsOptions {
   /** Attempts on concurrent appends before ES_COMMAND_CONFLICT. Default 5. */
   maxAttempts?: number;
+  /** Lines and bytes each attempt of a request may log (default DEFAULT_LOG_LIMITS: 10000 lines, 1 MiB). */
+  logLimits?: LogLimits;
+  /** Aggregates whose folded state is kept between commands (least recently used dropped). Default 10000. */
+  cachedStreams?: number;
   /** Called after every command that appended events (the embedded fabric wakes the scheduler with it). */
   onAppended?(outcome: CommandOutcome, command: ControlPlaneCommand, meta: CommandMetadata): void;
   /** Called for every accepted heartbeat (heartbeats are not stored; the scheduler's agent health rule needs them). */
@@ -61,18 +67,24 @@ function checkMetadata(meta: CommandMetadata): void {
 
 export class ControlPlaneCommands {
   private readonly locks = new StreamLocks();
+  /** Folded aggregates by stream (request, deployment and agent streams have distinct prefixes). */
+  readonly cache: AggregateCache<unknown>;
+  readonly logLimits: LogLimits;
 
   constructor(
     private readonly store: EventStore,
     private readonly options: ControlPlaneCommandsOptions = {},
-  ) {}
+  ) {
+    this.cache = new AggregateCache({ maxStreams: options.cachedStreams });
+    this.logLimits = options.logLimits ?? DEFAULT_LOG_LIMITS;
+  }
 
   /** Validates, decides and appends one command. Refusals throw a DomainError (or a store error) and append nothing. */
   async execute(input: ControlPlaneCommand, meta: CommandMetadata): Promise<CommandOutcome> {
     checkMetadata(meta);
     const command = parseCommand(input);
     const route = routeOf(command);
-    const domainCommand = { ...command, at: meta.at } as DomainCommand;
+    const domainCommand = (command.type === 'ReportRequestLog' ? { ...command, at: meta.at, limits: this.logLimits } : { ...command, at: meta.at }) as DomainCommand;
     const r = await this.locks.run(route.streamId, () =>
       handleCommand(this.store, {
         streamId: route.streamId,
@@ -80,6 +92,7 @@ export class ControlPlaneCommands {
         decider: route.decider,
         codec: domainCodec(meta),
         maxAttempts: this.options.maxAttempts,
+        cache: this.cache,
       }),
     );
     const outcome: CommandOutcome = { streamId: route.streamId, events: r.events, position: r.position, alreadyStored: r.alreadyStored, nextRevision: r.nextRevision, attempts: r.attempts };

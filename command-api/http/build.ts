@@ -9,9 +9,10 @@ export { newApiInstance };
 import { agentRoutes } from './routes/agents.js';
 import { deploymentRoutes } from './routes/deployments.js';
 import { keyRoutes } from './routes/keys.js';
+import { modelCommandRoutes } from './routes/models.js';
 import { requestRoutes } from './routes/requests.js';
 
-export const COMMAND_CAPABILITIES = ['submit', 'client-request-id', 'idempotent-submit', 'cancel', 'untrusted', 'generation'];
+export const COMMAND_CAPABILITIES = ['submit', 'client-request-id', 'idempotent-submit', 'cancel', 'untrusted', 'generation', 'register-models'];
 
 /** Registers the command routes on an instance whose edge is installed. */
 export function registerCommandRoutes(app: FastifyInstance, deps: RouteDeps): void {
@@ -20,6 +21,7 @@ export function registerCommandRoutes(app: FastifyInstance, deps: RouteDeps): vo
   deploymentRoutes(app, deps);
   agentRoutes(app, deps);
   keyRoutes(app, deps);
+  modelCommandRoutes(app, deps);
 }
 
 /** The command API alone (distributed mode). Call `listen` on it; `close` stops it. */

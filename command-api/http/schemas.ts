@@ -31,5 +31,15 @@ export const deploySchema = z.strictObject({
 export const scaleSchema = z.strictObject({ model: modelKey, replicas: z.number().int() });
 export const evictSchema = z.strictObject({ model: modelKey.optional(), replica: replicaId.optional(), all: z.literal(true).optional() });
 export const pinSchema = z.strictObject({ model: modelKey, pinned: z.boolean() });
-export const createKeySchema = z.strictObject({ label: z.string().min(1).max(200), trusted: z.boolean().optional(), priority: z.boolean().optional(), operator: z.boolean().optional() });
+const limit = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
+export const createKeySchema = z.strictObject({
+  label: z.string().min(1).max(200),
+  trusted: z.boolean().optional(),
+  priority: z.boolean().optional(),
+  operator: z.boolean().optional(),
+  /** The key's own limits (each one left out: the fabric's default). */
+  limits: z.strictObject({ maxTimeoutMs: limit.max(86_400_000).optional(), maxQueued: limit.optional(), maxRunning: limit.optional(), storageQuotaBytes: limit.optional() }).optional(),
+});
+export const registerModelSchema = z.strictObject({ model: modelKey, dir: z.string().min(1).max(4096), replace: z.boolean().optional() });
+export const removeModelSchema = z.strictObject({ model: modelKey });
 export const keyIdParams = z.strictObject({ id: z.string().max(200) });

@@ -1,5 +1,5 @@
 // Commands of the agent (node) aggregate, stream `agent-<agentId>`.
-import type { GpuSpec } from '../events/index.js';
+import type { AgentExit, GpuSpec } from '../events/index.js';
 
 export interface RegisterAgent {
   type: 'RegisterAgent';
@@ -10,6 +10,8 @@ export interface RegisterAgent {
   ramBytes: number;
   /** Default: 90 % of ramBytes. */
   cpuCacheBudgetBytes?: number;
+  /** How the previous boot of this agent ended, as this boot learned it (its supervisor, its own last words). */
+  previousExit?: AgentExit;
   at: string;
 }
 

@@ -40,6 +40,7 @@ function register(c: RegisterAgent, s: AgentState): AgentEvent[] {
         registeredAt: c.at,
         previousBootId: s.status === 'NONE' ? null : s.bootId,
         previousState: s.status === 'NONE' ? null : s.status,
+        ...(c.previousExit !== undefined && s.status !== 'NONE' && c.previousExit.bootId === s.bootId ? { previousExit: c.previousExit } : {}),
       },
     },
   ];

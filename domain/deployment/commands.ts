@@ -146,6 +146,7 @@ export interface ReportReplicaLoading extends ReplicaReport {
 export interface ReportReplicaHot extends ReplicaReport {
   type: 'ReportReplicaHot';
   loadMs: number | null;
+  weightsFingerprint?: string;
 }
 export interface ReportReplicaFailed extends ReplicaReport {
   type: 'ReportReplicaFailed';

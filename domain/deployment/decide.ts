@@ -300,7 +300,7 @@ function report(c: Report, s: DeploymentState): DeploymentEvent[] {
     case 'ReportReplicaHot':
       if (r.state === 'HOT') return [];
       if (r.state !== 'PLACED' && r.state !== 'LOADING') return ignore('WRONG_STATE', `replica ${c.replicaId} is ${r.state}; a HOT report applies to a PLACED or LOADING replica`);
-      return [{ type: 'ReplicaHot', data: { modelKey, replicaId: r.replicaId, agentId: c.agentId, hotAt: c.at, loadMs: c.loadMs } }];
+      return [{ type: 'ReplicaHot', data: { modelKey, replicaId: r.replicaId, agentId: c.agentId, hotAt: c.at, loadMs: c.loadMs, ...(c.weightsFingerprint === undefined ? {} : { weightsFingerprint: c.weightsFingerprint }) } }];
     case 'ReportReplicaFailed':
       if (r.state === 'FAILED') return [];
       if (r.state === 'REMOVED' || r.state === 'WARM' || r.state === 'REQUESTED') {

@@ -4,6 +4,8 @@ import { DEFAULT_BIAS_BYTES, DEFAULT_PADDING_FACTOR, modelSizeBytes } from '../p
 import { DomainErrorCode as C, refuse } from '../shared/errors.js';
 
 export const DEFAULT_MIN_DEPLOYMENT_MS = 3_600_000;
+/** Execution limit of a request on a deployment that names none (NDIF-like); an explicit null means no limit. */
+export const DEFAULT_TIMEOUT_MS = 60_000;
 export const DEFAULT_AUTOSCALE = { enabled: true, thresholdMs: 30_000, maxReplicas: 3, backoffMs: 120_000 } as const;
 
 export interface DeploymentSettingsInput {
@@ -15,6 +17,7 @@ export interface DeploymentSettingsInput {
   sizeBytes?: number;
   gpus?: number;
   dtype?: string;
+  /** Default DEFAULT_TIMEOUT_MS (60 s); null: no limit of the deployment's own (the key's maximum still applies). */
   timeoutMs?: number | null;
   concurrency?: number;
   minDeploymentMs?: number;
@@ -39,7 +42,7 @@ export function resolveSettings(input: DeploymentSettingsInput): DeploymentSetti
   check(isInt(gpus, 1, 16), 'gpus', 'must be an integer from 1 to 16');
   const dtype = input.dtype ?? 'float32';
   check(typeof dtype === 'string' && /^[a-z0-9]{1,32}$/.test(dtype), 'dtype', 'must be a type name such as float32 or float16');
-  const timeoutMs = input.timeoutMs ?? null;
+  const timeoutMs = input.timeoutMs === undefined ? DEFAULT_TIMEOUT_MS : input.timeoutMs;
   check(timeoutMs === null || isInt(timeoutMs, 1), 'timeoutMs', 'must be a positive integer (ms) or null');
   const concurrency = input.concurrency ?? 1;
   check(isInt(concurrency, 1, 64), 'concurrency', 'must be an integer from 1 to 64 (requests a replica runs at once)');

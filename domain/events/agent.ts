@@ -1,7 +1,7 @@
 // Events of the agent (node) aggregate, stream `agent-<agentId>`. Heartbeats are not stored; only the state
 // changes they cause (unresponsive, returned, lost).
 import { z } from 'zod';
-import { bytes, id, isoTime } from './common.js';
+import { agentExit, bytes, id, isoTime } from './common.js';
 
 export const gpuSpec = z.object({
   index: z.number().int().min(0).max(63),
@@ -22,6 +22,8 @@ export const agentEventSchemas = {
     /** The boot it replaces (a restart), null on first registration. */
     previousBootId: id.nullable(),
     previousState: z.enum(['ACTIVE', 'UNRESPONSIVE', 'LOST', 'DRAINING', 'DRAINED']).nullable(),
+    /** How the boot it replaces ended, as the new boot learned it (absent in events recorded before it existed). */
+    previousExit: agentExit.nullable().optional(),
   }),
   AgentUnresponsive: z.object({
     agentId: id,

@@ -1,7 +1,7 @@
 // Events of the deployment aggregate, stream `deployment-<modelKey>`: the deployment's settings and every
 // replica of it (replica ids are `<modelKey>#<n>`).
 import { z } from 'zod';
-import { agentReportIgnored, because, bytes, count, id, isoTime } from './common.js';
+import { agentReportIgnored, because, bytes, count, id, isoTime, sha256 } from './common.js';
 
 export const autoscaleSettings = z.object({
   enabled: z.boolean(),
@@ -112,7 +112,15 @@ export const deploymentEventSchemas = {
     because,
   }),
   ReplicaLoading: z.object({ modelKey: id, replicaId: id, agentId: id }),
-  ReplicaHot: z.object({ modelKey: id, replicaId: id, agentId: id, hotAt: isoTime, loadMs: count.nullable() }),
+  ReplicaHot: z.object({
+    modelKey: id,
+    replicaId: id,
+    agentId: id,
+    hotAt: isoTime,
+    loadMs: count.nullable(),
+    /** sha256 fingerprint of the files the agent loaded (catalog/fingerprint.ts); absent in events from before it was reported. */
+    weightsFingerprint: sha256.optional(),
+  }),
   ReplicaFailed: z.object({
     modelKey: id,
     replicaId: id,

@@ -1,9 +1,12 @@
 // Events of the request aggregate, stream `request-<requestId>`.
 import { z } from 'zod';
-import { agentReportIgnored, because, bytes, count, id, isoTime } from './common.js';
+import { agentReportIgnored, because, bytes, count, crashEvidence, id, isoTime, sha256 } from './common.js';
 
 export const requeueReason = z.enum(['PREEMPTED', 'AGENT_LOST', 'AGENT_RESTARTED', 'REPLICA_FAILED']);
 export type RequeueReason = z.infer<typeof requeueReason>;
+
+export const logLine = z.object({ stream: z.enum(['stdout', 'stderr']), line: z.string().max(65536) });
+export type LogLine = z.infer<typeof logLine>;
 
 export const requestOptions = z.object({
   /** Execution limit from dispatch to completion; null: the deployment's limit, else none. */
@@ -14,6 +17,10 @@ export const requestOptions = z.object({
   steps: z.number().int().positive(),
   /** Requeues after which the request fails instead of returning to the queue again. */
   maxAttempts: z.number().int().positive(),
+  /** The submitter's key allows at most this execution limit (the deployment's default included); absent: none. */
+  maxTimeoutMs: z.number().int().positive().nullable().optional(),
+  /** The submitter's key runs at most this many requests at once; absent: no limit. */
+  maxRunning: z.number().int().positive().nullable().optional(),
 });
 export type RequestOptions = z.infer<typeof requestOptions>;
 
@@ -43,13 +50,27 @@ export const requestEventSchemas = {
     agentId: id,
     dispatchedAt: isoTime,
     because,
+    /**
+     * The request was running when an agent died before: this attempt runs alone on its agent and, where the agent
+     * has a sandbox, in a sandbox runner even when the request is trusted (absent: false).
+     */
+    isolated: z.boolean().optional(),
   }),
   RequestStarted: z.object({ requestId: id, attempt: z.number().int().positive(), agentId: id, startedAt: isoTime }),
+  /** A batch of the block's output lines (version 1 held one line: `stream, line`). */
   RequestLogged: z.object({
     requestId: id,
     attempt: z.number().int().positive(),
-    stream: z.enum(['stdout', 'stderr']),
-    line: z.string().max(65536),
+    lines: z.array(logLine).min(1).max(100_000),
+  }),
+  /** The attempt reached its log limits: later lines are dropped (recorded once per attempt). */
+  RequestLogTruncated: z.object({
+    requestId: id,
+    attempt: z.number().int().positive(),
+    keptLines: count,
+    keptBytes: count,
+    maxLines: z.number().int().positive(),
+    maxBytes: z.number().int().positive(),
   }),
   RequestCompleted: z.object({
     requestId: id,
@@ -60,6 +81,8 @@ export const requestEventSchemas = {
     sha256: z.string().regex(/^[0-9a-f]{64}$/),
     completedAt: isoTime,
     agentMessageId: id,
+    /** sha256 fingerprint of the model files the attempt ran on; absent in events from before it was reported. */
+    weightsFingerprint: sha256.optional(),
   }),
   RequestFailed: z.object({
     requestId: id,
@@ -72,6 +95,10 @@ export const requestEventSchemas = {
     reportedBy: z.enum(['agent', 'scheduler']),
     failedAt: isoTime,
     because: because.nullable(),
+    /** The model files' fingerprint, when the agent had loaded them (absent otherwise, and before it was reported). */
+    weightsFingerprint: sha256.optional(),
+    /** For AGENT_CRASHED_BY_REQUEST: each agent death the request was in flight for, and how the last attempt ended. */
+    evidence: z.object({ crashes: z.array(crashEvidence), finalAttempt: z.string().max(4000) }).optional(),
   }),
   RequestRequeued: z.object({
     requestId: id,
@@ -84,6 +111,8 @@ export const requestEventSchemas = {
     enqueuedAt: isoTime,
     requeuedAt: isoTime,
     because,
+    /** For AGENT_RESTARTED and AGENT_LOST: the death that interrupted the attempt. */
+    crash: crashEvidence.optional(),
   }),
   RequestCancelled: z.object({
     requestId: id,
@@ -92,6 +121,16 @@ export const requestEventSchemas = {
     previousStatus: z.string(),
     attempt: count,
     cancelledAt: isoTime,
+  }),
+  /** The result's blob is deleted: kept longer than the retention, or deleted by its submitter or an operator. */
+  ResultExpired: z.object({
+    requestId: id,
+    resultRef: z.string().min(1).max(1000),
+    bytes,
+    reason: z.enum(['RETENTION', 'DELETED']),
+    actor: id,
+    expiredAt: isoTime,
+    because: because.nullable(),
   }),
   AgentReportIgnored: agentReportIgnored,
 } as const;

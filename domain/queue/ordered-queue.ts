@@ -151,6 +151,42 @@ export class OrderedQueue<T> {
     return best === null ? undefined : { id: best.id, key: best.key, value: best.value };
   }
 
+  /** The number of entries whose key is < `key` (where an entry with that key would go). */
+  countBefore(key: OrderKey): number {
+    let n = this.root;
+    let count = 0;
+    while (n !== null) {
+      if (compareKeys(n.key, key) < 0) {
+        count += sz(n.left) + 1;
+        n = n.right;
+      } else n = n.left;
+    }
+    return count;
+  }
+
+  /** The last entry whose key is < `key` (e.g. the last of the rank before). */
+  lastBefore(key: OrderKey): QueueEntry<T> | undefined {
+    let n = this.root;
+    let best: Node<T> | null = null;
+    while (n !== null) {
+      if (compareKeys(n.key, key) < 0) {
+        best = n;
+        n = n.right;
+      } else n = n.left;
+    }
+    return best === null ? undefined : { id: best.id, key: best.key, value: best.value };
+  }
+
+  /** Entries in queue order, one at a time (for scans that stop early). */
+  *entries(): Generator<QueueEntry<T>> {
+    let n = this.nodeAt(0);
+    while (n !== null) {
+      const next = this.successor(n);
+      yield { id: n.id, key: n.key, value: n.value };
+      n = next;
+    }
+  }
+
   /** Entries in queue order, from `from` (0-based), at most `limit`. */
   slice(from = 0, limit = Number.POSITIVE_INFINITY): QueueEntry<T>[] {
     const out: QueueEntry<T>[] = [];

@@ -1,5 +1,6 @@
 // Commands of the request aggregate. `at` is the time the command was accepted (passed in, never read here).
-import type { Because, RequeueReason } from '../events/index.js';
+import type { Because, CrashEvidence, LogLine, RequeueReason } from '../events/index.js';
+import type { LogLimits } from '../../protocol/log-limits.js';
 
 export interface SubmitRequest {
   type: 'SubmitRequest';
@@ -9,7 +10,7 @@ export interface SubmitRequest {
   priority: boolean;
   trusted: boolean;
   payload: unknown;
-  options?: { timeoutMs?: number | null; queueTimeoutMs?: number | null; steps?: number; maxAttempts?: number };
+  options?: { timeoutMs?: number | null; queueTimeoutMs?: number | null; steps?: number; maxAttempts?: number; maxTimeoutMs?: number | null; maxRunning?: number | null };
   at: string;
 }
 
@@ -41,6 +42,8 @@ export interface RequeueRequest {
   reason: RequeueReason;
   at: string;
   because: Because;
+  /** For AGENT_RESTARTED / AGENT_LOST: the agent death, with what is known of how it ended. */
+  crash?: Omit<CrashEvidence, 'attempt' | 'suspect'>;
 }
 
 /** Scheduler: the request fails for a reason of the control plane (timeout, placement refused, …). */
@@ -70,10 +73,14 @@ export interface ReportRequestStarted extends AgentReport {
   type: 'ReportRequestStarted';
 }
 
+/** A batch of output lines. */
 export interface ReportRequestLog extends AgentReport {
   type: 'ReportRequestLog';
-  stream: 'stdout' | 'stderr';
-  line: string;
+  lines: LogLine[];
+  /** The agent dropped lines after these (it reached the log limits itself). */
+  truncated?: boolean;
+  /** The attempt's log limits (the control plane's settings; default DEFAULT_LOG_LIMITS). */
+  limits?: LogLimits;
 }
 
 export interface ReportRequestCompleted extends AgentReport {
@@ -81,6 +88,8 @@ export interface ReportRequestCompleted extends AgentReport {
   resultRef: string;
   bytes: number;
   sha256: string;
+  /** Fingerprint of the model files the attempt ran on. */
+  weightsFingerprint?: string;
 }
 
 export interface ReportRequestFailed extends AgentReport {
@@ -89,9 +98,23 @@ export interface ReportRequestFailed extends AgentReport {
   errorType: string;
   message: string;
   stack: string | null;
+  weightsFingerprint?: string;
+}
+
+/** The scheduler (retention) or the submitter / an operator (delete): the result's blob goes. */
+export interface ExpireResult {
+  type: 'ExpireResult';
+  requestId: string;
+  reason: 'RETENTION' | 'DELETED';
+  actor: string;
+  /** Only the submitter or an operator may delete a result. */
+  operator: boolean;
+  at: string;
+  because: Because | null;
 }
 
 export type RequestCommand =
+  | ExpireResult
   | SubmitRequest
   | CancelRequest
   | DispatchRequest

@@ -1,12 +1,14 @@
 // The request decider: submit, cancel, dispatch, requeue, fail, and the agent's reports, decided against the
 // request's own history. Reports of a stale attempt or a finished request are recorded as ignored, so a
 // requeued request never completes twice and a cancelled one is never re-run.
-import type { AgentReportIgnoredData, RequestEvent } from '../events/index.js';
+import type { AgentReportIgnoredData, RequestEvent, RequestOptions } from '../events/index.js';
+import { DEFAULT_LOG_LIMITS, utf8Length } from '../../protocol/log-limits.js';
 import { rankOf } from '../queue/order-key.js';
 import type { Decider } from '../shared/decider.js';
 import { DomainErrorCode as C, refuse } from '../shared/errors.js';
 import type {
   CancelRequest,
+  ExpireResult,
   DispatchRequest,
   FailRequest,
   ReportRequestCompleted,
@@ -18,8 +20,11 @@ import type {
   SubmitRequest,
 } from './commands.js';
 import { evolveRequest, initialRequestState, TERMINAL, type RequestState } from './state.js';
+import { implicates, isAgentDeath, POISON_ERROR_TYPE, poisonMessage } from './poison.js';
 
 export const DEFAULT_MAX_ATTEMPTS = 5;
+/** The error type the agent reports when a sandbox runner died under the request (sandbox/session.ts). */
+const SANDBOX_CRASHED = 'SandboxCrashed';
 
 export function decideRequest(c: RequestCommand, s: RequestState): RequestEvent[] {
   switch (c.type) {
@@ -33,6 +38,8 @@ export function decideRequest(c: RequestCommand, s: RequestState): RequestEvent[
       return requeue(c, s);
     case 'FailRequest':
       return fail(c, s);
+    case 'ExpireResult':
+      return expire(c, s);
     case 'ReportRequestStarted':
     case 'ReportRequestLog':
     case 'ReportRequestCompleted':
@@ -51,12 +58,15 @@ function submit(c: SubmitRequest, s: RequestState): RequestEvent[] {
     refuse(C.requestExists, `request id ${c.requestId} is already taken`, 'submit with a new request id (or let the API pick one)');
   }
   const o = c.options ?? {};
-  const options = {
+  const options: RequestOptions = {
     timeoutMs: o.timeoutMs ?? null,
     queueTimeoutMs: o.queueTimeoutMs ?? null,
     steps: o.steps ?? 1,
     maxAttempts: o.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
   };
+  // The key's limits, recorded with the request so the scheduler enforces them without the key store.
+  if (o.maxTimeoutMs != null) options.maxTimeoutMs = o.maxTimeoutMs;
+  if (o.maxRunning != null) options.maxRunning = o.maxRunning;
   return [
     {
       type: 'RequestReceived',
@@ -95,7 +105,16 @@ function dispatch(c: DispatchRequest, s: RequestState): RequestEvent[] {
   return [
     {
       type: 'RequestDispatched',
-      data: { requestId: c.requestId, modelKey: s.modelKey, attempt: c.attempt, replicaId: c.replicaId, agentId: c.agentId, dispatchedAt: c.at, because: c.because },
+      data: {
+        requestId: c.requestId,
+        modelKey: s.modelKey,
+        attempt: c.attempt,
+        replicaId: c.replicaId,
+        agentId: c.agentId,
+        dispatchedAt: c.at,
+        because: c.because,
+        ...(s.crashes.length > 0 ? { isolated: true } : {}),
+      },
     },
   ];
 }
@@ -106,6 +125,29 @@ function requeue(c: RequeueRequest, s: RequestState): RequestEvent[] {
   mustExist(s, c.requestId);
   // Finished, cancelled, or already requeued (a later attempt may be in flight): nothing to do.
   if (!inFlight(s) || s.attempt !== c.attempt) return [];
+  const death = isAgentDeath(c.reason) ? (c.crash ?? { agentId: s.agentId ?? 'unknown', bootId: 'unknown', nextBootId: null, exit: null }) : undefined;
+  const crash = death ? { attempt: s.attempt, ...death, suspect: implicates(death, c.requestId) } : undefined;
+  if (crash?.suspect && s.crashes.length > 0) {
+    const crashes = [...s.crashes, crash];
+    const finalAttempt = `attempt ${s.attempt} ran isolated${s.isolated ? '' : ' (as far as it could)'} and its agent died again`;
+    return [
+      {
+        type: 'RequestFailed',
+        data: {
+          requestId: c.requestId,
+          attempt: s.attempt,
+          phase: 'execution',
+          errorType: POISON_ERROR_TYPE,
+          message: poisonMessage(c.requestId, crashes, finalAttempt),
+          stack: null,
+          reportedBy: 'scheduler',
+          failedAt: c.at,
+          because: c.because,
+          evidence: { crashes, finalAttempt },
+        },
+      },
+    ];
+  }
   const max = s.options?.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
   if (s.attempt >= max) {
     const history = [...s.requeues, c.reason].join(', ');
@@ -138,6 +180,7 @@ function requeue(c: RequeueRequest, s: RequestState): RequestEvent[] {
         enqueuedAt: s.enqueuedAt!,
         requeuedAt: c.at,
         because: c.because,
+        ...(crash ? { crash } : {}),
       },
     },
   ];
@@ -162,6 +205,24 @@ function fail(c: FailRequest, s: RequestState): RequestEvent[] {
         failedAt: c.at,
         because: c.because,
       },
+    },
+  ];
+}
+
+function expire(c: ExpireResult, s: RequestState): RequestEvent[] {
+  mustExist(s, c.requestId);
+  if (!c.operator && c.reason === 'DELETED' && c.actor !== s.submitter) {
+    refuse(C.requestNotFound, `request ${c.requestId} does not exist`, 'check the request id returned when it was submitted');
+  }
+  if (s.result === null) {
+    if (c.reason === 'RETENTION') return [];
+    refuse(C.noResult, `request ${c.requestId} has no result to delete (it is ${s.status})`, 'only a COMPLETED request has a result', { status: s.status });
+  }
+  if (s.result.expired) return [];
+  return [
+    {
+      type: 'ResultExpired',
+      data: { requestId: c.requestId, resultRef: s.result.ref, bytes: s.result.bytes, reason: c.reason, actor: c.actor, expiredAt: c.at, because: c.because },
     },
   ];
 }
@@ -216,15 +277,46 @@ function report(c: Report, s: RequestState): RequestEvent[] {
     case 'ReportRequestStarted':
       return s.status === 'RUNNING' ? [] : [{ type: 'RequestStarted', data: { requestId: c.requestId, attempt: c.attempt, agentId: c.agentId, startedAt: c.at } }];
     case 'ReportRequestLog':
-      return [{ type: 'RequestLogged', data: { requestId: c.requestId, attempt: c.attempt, stream: c.stream, line: c.line } }];
+      return logBatch(c, s);
     case 'ReportRequestCompleted':
       return [
         {
           type: 'RequestCompleted',
-          data: { requestId: c.requestId, attempt: c.attempt, agentId: c.agentId, resultRef: c.resultRef, bytes: c.bytes, sha256: c.sha256, completedAt: c.at, agentMessageId: c.agentMessageId },
+          data: {
+            requestId: c.requestId,
+            attempt: c.attempt,
+            agentId: c.agentId,
+            resultRef: c.resultRef,
+            bytes: c.bytes,
+            sha256: c.sha256,
+            completedAt: c.at,
+            agentMessageId: c.agentMessageId,
+            ...(c.weightsFingerprint === undefined ? {} : { weightsFingerprint: c.weightsFingerprint }),
+          },
         },
       ];
     case 'ReportRequestFailed':
+      if (s.isolated && s.crashes.length > 0 && c.errorType === SANDBOX_CRASHED) {
+        // The isolated attempt's sandbox runner died: the request killed a process twice.
+        const finalAttempt = `attempt ${c.attempt} ran isolated in a sandbox runner, which died too: ${c.message.slice(0, 600)}`;
+        return [
+          {
+            type: 'RequestFailed',
+            data: {
+              requestId: c.requestId,
+              attempt: c.attempt,
+              phase: 'execution',
+              errorType: POISON_ERROR_TYPE,
+              message: poisonMessage(c.requestId, s.crashes, finalAttempt),
+              stack: c.stack,
+              reportedBy: 'agent',
+              failedAt: c.at,
+              because: null,
+              evidence: { crashes: s.crashes, finalAttempt },
+            },
+          },
+        ];
+      }
       return [
         {
           type: 'RequestFailed',
@@ -238,10 +330,34 @@ function report(c: Report, s: RequestState): RequestEvent[] {
             reportedBy: 'agent',
             failedAt: c.at,
             because: null,
+            ...(c.weightsFingerprint === undefined ? {} : { weightsFingerprint: c.weightsFingerprint }),
           },
         },
       ];
   }
+}
+
+/** The batch's lines that fit the attempt's limits, and the LOG_TRUNCATED note once they are reached. */
+function logBatch(c: ReportRequestLog, s: RequestState): RequestEvent[] {
+  const used = s.log.attempt === c.attempt ? s.log : { lines: 0, bytes: 0, truncated: false };
+  if (used.truncated) return [];
+  const limits = c.limits ?? DEFAULT_LOG_LIMITS;
+  let lines = used.lines;
+  let bytes = used.bytes;
+  let kept = 0;
+  for (const l of c.lines) {
+    const b = utf8Length(l.line);
+    if (lines + 1 > limits.maxLines || bytes + b > limits.maxBytes) break;
+    lines++;
+    bytes += b;
+    kept++;
+  }
+  const out: RequestEvent[] = [];
+  if (kept > 0) out.push({ type: 'RequestLogged', data: { requestId: c.requestId, attempt: c.attempt, lines: kept === c.lines.length ? c.lines : c.lines.slice(0, kept) } });
+  if (kept < c.lines.length || c.truncated === true) {
+    out.push({ type: 'RequestLogTruncated', data: { requestId: c.requestId, attempt: c.attempt, keptLines: lines, keptBytes: bytes, maxLines: limits.maxLines, maxBytes: limits.maxBytes } });
+  }
+  return out;
 }
 
 export const requestDecider: Decider<RequestCommand, RequestState, RequestEvent> = {

@@ -7,6 +7,7 @@ export const DomainErrorCode = {
   requestExists: 'CP_REQUEST_EXISTS',
   requestNotFound: 'CP_REQUEST_NOT_FOUND',
   requestFinished: 'CP_REQUEST_FINISHED',
+  noResult: 'CP_NO_RESULT',
   cancelForbidden: 'CP_CANCEL_FORBIDDEN',
   requestNotQueued: 'CP_REQUEST_NOT_QUEUED',
   attemptMismatch: 'CP_ATTEMPT_MISMATCH',
@@ -22,6 +23,9 @@ export const DomainErrorCode = {
   agentBootMismatch: 'CP_AGENT_BOOT_MISMATCH',
   agentLost: 'CP_AGENT_LOST',
   agentWrongState: 'CP_AGENT_WRONG_STATE',
+  modelNotFound: 'CP_MODEL_NOT_FOUND',
+  modelConflict: 'CP_MODEL_CONFLICT',
+  modelDeployed: 'CP_MODEL_DEPLOYED',
 } as const;
 
 export type DomainErrorCodeName = (typeof DomainErrorCode)[keyof typeof DomainErrorCode];
@@ -31,6 +35,7 @@ const STATUS: Record<DomainErrorCodeName, number> = {
   CP_REQUEST_EXISTS: 409,
   CP_REQUEST_NOT_FOUND: 404,
   CP_REQUEST_FINISHED: 409,
+  CP_NO_RESULT: 409,
   CP_CANCEL_FORBIDDEN: 403,
   CP_REQUEST_NOT_QUEUED: 409,
   CP_ATTEMPT_MISMATCH: 409,
@@ -46,6 +51,9 @@ const STATUS: Record<DomainErrorCodeName, number> = {
   CP_AGENT_BOOT_MISMATCH: 409,
   CP_AGENT_LOST: 409,
   CP_AGENT_WRONG_STATE: 409,
+  CP_MODEL_NOT_FOUND: 404,
+  CP_MODEL_CONFLICT: 409,
+  CP_MODEL_DEPLOYED: 409,
 };
 
 export class DomainError extends FabricError {

@@ -2,6 +2,9 @@
 // when it dies (kill -9 included) after a short backoff, so a crashed agent comes back within the scheduler's
 // grace period as a new boot of the same agent. It is forked with an IPC channel: when this process dies, the
 // channel closes and the agent exits (it also exits when the transport socket closes).
+// It is the agent's supervisor: it keeps the last lines the process wrote on stderr (passed through to this
+// process's stderr as they come) and tells the next process how the previous one ended (NDIF_AGENT_PREVIOUS_EXIT:
+// boot, exit code or signal, stderr tail), which the agent reports with its registration.
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
@@ -16,6 +19,15 @@ export interface AgentChildOptions {
 }
 
 const ENTRY = fileURLToPath(new URL('../gpu-agent.js', import.meta.url));
+const STDERR_TAIL_LINES = 30;
+
+/** How an agent process ended, as this supervisor saw it. */
+export interface ObservedExit {
+  bootId: string;
+  code: number | null;
+  signal: string | null;
+  stderrTail: string[];
+}
 
 export class AgentChild {
   private child: ChildProcess | undefined;
@@ -27,6 +39,8 @@ export class AgentChild {
   bootId: string | undefined;
   /** The agent's health and metrics server (`…/health`; `/metrics` beside it), when NDIF_HEALTH_PORT gives it one. */
   healthUrl: string | undefined;
+  /** The end of the last process that died (not one this supervisor stopped). */
+  lastExit: ObservedExit | undefined;
 
   constructor(private readonly options: AgentChildOptions) {
     this.delay = options.restartDelayMs ?? 500;
@@ -40,8 +54,21 @@ export class AgentChild {
     if (this.stopping) return;
     this.starts++;
     const startedAt = Date.now();
-    const child = fork(ENTRY, [], { env: this.options.env, stdio: ['ignore', 'pipe', 'inherit', 'ipc'], execArgv: ['--enable-source-maps'] });
+    const previous = this.lastExit;
+    const env = previous === undefined ? this.options.env : { ...this.options.env, NDIF_AGENT_PREVIOUS_EXIT: JSON.stringify(previous) };
+    const child = fork(ENTRY, [], { env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'], execArgv: ['--enable-source-maps'] });
     this.child = child;
+    const tail: string[] = [];
+    let partial = '';
+    child.stderr!.setEncoding('utf8').on('data', (d: string) => {
+      process.stderr.write(d);
+      const lines = (partial + d).split('\n');
+      partial = lines.pop()!.slice(-4096);
+      for (const l of lines) {
+        tail.push(l.slice(0, 1000));
+        if (tail.length > STDERR_TAIL_LINES) tail.shift();
+      }
+    });
     let out = '';
     child.stdout!.setEncoding('utf8').on('data', (d: string) => {
       out = (out + d).slice(-4096);
@@ -53,9 +80,15 @@ export class AgentChild {
         for (const w of this.readyWaiters.splice(0)) w(m[2]);
       }
     });
+    let bootOfChild: string | undefined;
+    const onReady = (b: string) => (bootOfChild = b);
+    this.readyWaiters.push(onReady);
     child.on('exit', (code, signal) => {
       if (this.child === child) this.child = undefined;
+      this.readyWaiters = this.readyWaiters.filter((w) => w !== onReady);
       if (this.stopping) return;
+      if (partial !== '') tail.push(partial.slice(0, 1000));
+      if (bootOfChild !== undefined) this.lastExit = { bootId: bootOfChild, code, signal, stderrTail: tail.slice(-STDERR_TAIL_LINES) };
       if (Date.now() - startedAt > (this.options.restartResetMs ?? 60_000)) this.delay = this.options.restartDelayMs ?? 500;
       this.options.log.warn({ code, signal, restartInMs: this.delay }, 'agent process exited; starting it again');
       this.timer = setTimeout(() => this.start(), this.delay);

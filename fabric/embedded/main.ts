@@ -3,7 +3,6 @@
 // process connected to it over the IPC transport (a Unix socket in front of the in-process broker). Prints the URL
 // and a hint, stops cleanly (agent child too) on SIGINT/SIGTERM. Queued requests live in the event store: after a
 // restart over the same data folder they are still queued and run once the agent is back.
-import { mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -17,7 +16,10 @@ import { buildFabricServer } from '../../command-api/http/fabric-server.js';
 import { InProcessBroker } from '../../transport/inprocess/broker.js';
 import { InProcessTransport } from '../../transport/inprocess/transport.js';
 import { IpcTransportServer } from '../../transport/ipc/server.js';
+import { logLimitsFromEnv } from '../../protocol/log-limits.js';
 import { ControlPlane } from '../control-plane.js';
+import { privateDir, privateFile } from '../private-files.js';
+import { sweepDeadAgents } from '../../sandbox/runner-dir.js';
 import { openEventStoreFromEnv } from '../event-store.js';
 import { processLogger } from '../log.js';
 import { eventStoreKind, processMetrics } from '../metrics.js';
@@ -37,7 +39,7 @@ async function main(): Promise<void> {
   const env = process.env;
   const config = embeddedConfigFromEnv(env);
   const p = paths(config);
-  mkdirSync(config.dataDir, { recursive: true });
+  privateDir(config.dataDir);
   const metrics = processMetrics(env);
   const opened = await openEventStoreFromEnv({ ...env, NDIF_EVENT_STORE: env.NDIF_EVENT_STORE || 'sqlite', NDIF_DATA_DIR: config.dataDir });
   const blobDir = env.NDIF_BLOB_DIR || p.blobs;
@@ -47,13 +49,14 @@ async function main(): Promise<void> {
   const broker = new InProcessBroker();
   const transport = new InProcessTransport({ broker });
   const ipc = await IpcTransportServer.listen({ path: socketPath(config.dataDir), broker });
-  const cp = new ControlPlane({ store: opened.store, snapshots: opened.snapshots, transport, blobs, catalog, log, scheduler: schedulerConfigFromEnv(env), onDemandDefaults: onDemandDefaultsFromEnv(env), metrics, storeKind: eventStoreKind(env) });
+  const cp = new ControlPlane({ store: opened.store, snapshots: opened.snapshots, transport, blobs, catalog, log, scheduler: schedulerConfigFromEnv(env), onDemandDefaults: onDemandDefaultsFromEnv(env), logLimits: logLimitsFromEnv(env), metrics, storeKind: eventStoreKind(env) });
   await cp.start();
   if (metrics !== undefined) {
     metrics.watchControlPlane(cp.view, cp.context.clock);
     metrics.watchRequests(cp.view);
   }
 
+  privateFile(p.keys);
   const keys = new SqliteApiKeyStore({ path: p.keys });
   const api = apiConfigFromEnv(env);
   await prepareKeys(env, keys, api.auth, log);
@@ -82,6 +85,7 @@ async function main(): Promise<void> {
       NDIF_AGENT_ID: config.agentId,
       NDIF_MODELS: models.join(','),
       NDIF_CATALOG_CACHE: catalogConfig.cacheDir,
+      NDIF_AGENT_STATE_DIR: env.NDIF_AGENT_STATE_DIR || config.dataDir,
     },
   });
   if (config.agent) agent.start();
@@ -94,6 +98,8 @@ async function main(): Promise<void> {
       force.unref();
       await app.close().catch((err: unknown) => log.error({ err }, 'HTTP server did not close cleanly'));
       await agent.stop();
+      // An agent child that had to be killed leaves its sandbox runner directory behind.
+      sweepDeadAgents();
       await cp.stop();
       await ipc.close();
       await transport.close();

@@ -9,7 +9,8 @@ import { randomUUID } from 'node:crypto';
 import { assignmentsGroupId } from './assignments-group.js';
 import type { Logger } from 'pino';
 import type { BlobStore } from '../../blobstore/port.js';
-import type { ModelCatalog } from '../../catalog/port.js';
+import type { AgentExit } from '../../domain/events/index.js';
+import type { LocalModels } from './replicas.js';
 import { readJson } from '../../transport/json.js';
 import type { Subscription, Transport, TransportMessage } from '../../transport/port.js';
 import { agentInboundSchema, type AgentInbound, type RefusedNotice } from '../../transport/relay/wire.js';
@@ -22,12 +23,15 @@ export interface GpuAgentOptions {
   config: AgentConfig;
   transport: Transport;
   blobs: BlobStore;
-  catalog: ModelCatalog;
+  /** The model folders on this machine (NDIF_MODELS). */
+  catalog: LocalModels;
   log: Logger;
   /** Opens sandbox runners for untrusted blocks; absent: untrusted requests fail with AGENT_SANDBOX_UNAVAILABLE. */
   untrusted?: UntrustedOpener;
   /** Default: a random UUID (every start is a new boot). */
   bootId?: string;
+  /** How the previous process of this agent ended, sent with the registration (last-words.ts). */
+  previousExit?: AgentExit;
   clock?: () => number;
 }
 
@@ -61,7 +65,7 @@ export class GpuAgent {
     this.bootId = options.bootId ?? randomUUID();
     this.reporter = new Reporter(transport, config.topics.agentEvents, config.agentId, this.bootId, log, options.clock);
     this.replicas = new ReplicaHost(config.agentId, options.catalog, this.reporter, log, config.provider);
-    this.requests = new RequestExecutor(config.agentId, this.replicas, this.reporter, options.blobs, log, config.maxRunMs, options.untrusted);
+    this.requests = new RequestExecutor(config.agentId, this.replicas, this.reporter, options.blobs, log, config.maxRunMs, options.untrusted, { log: config.logLimits, resultMaxBytes: config.resultMaxBytes });
   }
 
   get agentId(): string {
@@ -103,7 +107,16 @@ export class GpuAgent {
     const c = this.options.config;
     this.lastRegisterAt = Date.now();
     const id = this.reporter.nextMessageId();
-    const command = { type: 'RegisterAgent' as const, agentId: c.agentId, bootId: this.bootId, gpus: c.gpus, ramBytes: c.ramBytes, ...(c.cpuCacheBudgetBytes === undefined ? {} : { cpuCacheBudgetBytes: c.cpuCacheBudgetBytes }) };
+    const previousExit = this.options.previousExit;
+    const command = {
+      type: 'RegisterAgent' as const,
+      agentId: c.agentId,
+      bootId: this.bootId,
+      gpus: c.gpus,
+      ramBytes: c.ramBytes,
+      ...(c.cpuCacheBudgetBytes === undefined ? {} : { cpuCacheBudgetBytes: c.cpuCacheBudgetBytes }),
+      ...(previousExit === undefined ? {} : { previousExit }),
+    };
     return this.reporter.send(id, command).then(() => {
       this.registered = true;
     });

@@ -6,14 +6,24 @@
 //   NDIF_AGENT_CPU_CACHE     CPU memory for WARM replicas (default: 90 % of the RAM, decided by the control plane)
 //   NDIF_AGENT_HEARTBEAT_MS  heartbeat interval (default 2000; the scheduler's timeout is 6000)
 //   NDIF_AGENT_MAX_RUN_MS    limit for a request that has none of its own (default 3600000)
-//   NDIF_AGENT_PROVIDER      auto (CUDA when its provider library is installed, else CPU) | cpu | cuda
+//   NDIF_LOG_MAX_LINES, NDIF_LOG_MAX_BYTES  what one attempt may log (defaults 10000 lines, 1 MiB; the control plane
+//                            enforces the same settings, the agent stops sending at them)
+//   NDIF_RESULT_MAX_BYTES    largest encoded result of one request (default 64 MiB; larger: RESULT_TOO_LARGE)
+//   NDIF_AGENT_EP            cpu (default) | cuda: onnxruntime's execution provider; cuda refuses to start where
+//                            onnxruntime-node's CUDA binaries are not installed (AGENT_CUDA_UNAVAILABLE)
+//   NDIF_AGENT_PROVIDER      the older name: auto (CUDA when its binaries are installed, else CPU) | cpu | cuda
 //   NDIF_TOPIC_ASSIGNMENTS, NDIF_TOPIC_AGENT_EVENTS   topic names (defaults ndif.assignments, ndif.agent-events)
-import { hostname, totalmem } from 'node:os';
+//   NDIF_AGENT_STATE_DIR     where the agent keeps its last words for its next boot (default <tmp>/ndif-agent)
+//   NDIF_AGENT_STALL_MS      the watchdog ends a process whose event loop is blocked this long (default 20000; 0: off)
+//   NDIF_AGENT_PREVIOUS_EXIT set by a supervisor that restarts the agent: how the previous process ended (JSON)
+import { hostname, tmpdir, totalmem } from 'node:os';
+import { join } from 'node:path';
 import type { GpuSpec } from '../../domain/events/agent.js';
 import { ENTITY_ID } from '../../domain/shared/ids.js';
 import { relayTopicsFromEnv, type RelayTopics } from '../../transport/relay/wire.js';
-import { agentConfigInvalid } from './errors.js';
+import { agentConfigInvalid, cudaUnavailable } from './errors.js';
 import { parseBytes } from './sizes.js';
+import { logLimitsFromEnv, type LogLimits } from '../../protocol/log-limits.js';
 
 export type ProviderChoice = 'auto' | 'cpu' | 'cuda';
 
@@ -26,7 +36,14 @@ export interface AgentConfig {
   maxRunMs: number;
   provider: ProviderChoice;
   topics: RelayTopics;
+  stateDir: string;
+  /** 0: no watchdog. */
+  stallMs: number;
+  logLimits: LogLimits;
+  resultMaxBytes: number;
 }
+
+export const DEFAULT_RESULT_MAX_BYTES = 64 * 1024 * 1024;
 
 /** `2x24GiB` → two GPUs of 24 GiB; `24GiB,16GiB` → two GPUs of those sizes. */
 export function parseGpus(spec: string, name: string): GpuSpec[] | undefined {
@@ -59,14 +76,41 @@ function bytes(env: NodeJS.ProcessEnv, name: string): number | undefined {
   return b;
 }
 
+function readLogLimits(env: NodeJS.ProcessEnv): LogLimits {
+  try {
+    return logLimitsFromEnv(env);
+  } catch (e) {
+    const name = /NDIF_LOG_MAX_\w+/.exec((e as Error).message)?.[0] ?? 'NDIF_LOG_MAX_LINES';
+    throw agentConfigInvalid(name, env[name] ?? '', 'a positive integer');
+  }
+}
+
+/** NDIF_AGENT_EP (cpu | cuda, default cpu), or the older NDIF_AGENT_PROVIDER (auto | cpu | cuda). */
+function providerFromEnv(env: NodeJS.ProcessEnv, cuda: boolean): ProviderChoice {
+  const ep = env.NDIF_AGENT_EP;
+  const legacy = env.NDIF_AGENT_PROVIDER;
+  if (ep !== undefined && ep !== '') {
+    if (ep !== 'cpu' && ep !== 'cuda') throw agentConfigInvalid('NDIF_AGENT_EP', ep, 'cpu or cuda');
+    if (legacy !== undefined && legacy !== '' && legacy !== 'auto' && legacy !== ep) {
+      throw agentConfigInvalid('NDIF_AGENT_PROVIDER', legacy, `the same as NDIF_AGENT_EP (${ep}), or unset`);
+    }
+    if (ep === 'cuda' && !cuda) throw cudaUnavailable();
+    return ep;
+  }
+  const provider = (legacy || 'cpu') as ProviderChoice;
+  if (!['auto', 'cpu', 'cuda'].includes(provider)) throw agentConfigInvalid('NDIF_AGENT_PROVIDER', provider, 'auto, cpu or cuda');
+  if (provider === 'cuda' && !cuda) throw cudaUnavailable();
+  return provider;
+}
+
 export function agentConfigFromEnv(env: NodeJS.ProcessEnv = process.env, cuda = false): AgentConfig {
   const agentId = env.NDIF_AGENT_ID || hostname().replace(/[^A-Za-z0-9._:-]/g, '-');
   if (!ENTITY_ID.test(agentId)) throw agentConfigInvalid('NDIF_AGENT_ID', agentId, 'letters, digits and . _ : - (up to 128), starting with a letter or digit');
+  const provider = providerFromEnv(env, cuda);
+  const onCuda = provider === 'cuda' || (provider === 'auto' && cuda);
   const spec = env.NDIF_AGENT_GPUS || '1x16GiB';
-  const gpus = parseGpus(spec, cuda ? 'cuda' : 'virtual (cpu)');
+  const gpus = parseGpus(spec, onCuda ? 'cuda' : 'virtual (cpu)');
   if (gpus === undefined) throw agentConfigInvalid('NDIF_AGENT_GPUS', spec, '<count>x<size> (2x24GiB) or sizes separated by commas (24GiB,16GiB), at most 64 GPUs');
-  const provider = (env.NDIF_AGENT_PROVIDER || 'auto') as ProviderChoice;
-  if (!['auto', 'cpu', 'cuda'].includes(provider)) throw agentConfigInvalid('NDIF_AGENT_PROVIDER', provider, 'auto, cpu or cuda');
   const ramBytes = bytes(env, 'NDIF_AGENT_RAM') ?? totalmem();
   const cache = bytes(env, 'NDIF_AGENT_CPU_CACHE');
   if (cache !== undefined && cache > ramBytes) throw agentConfigInvalid('NDIF_AGENT_CPU_CACHE', env.NDIF_AGENT_CPU_CACHE!, `at most the RAM (${ramBytes} bytes)`);
@@ -78,7 +122,12 @@ export function agentConfigFromEnv(env: NodeJS.ProcessEnv = process.env, cuda = 
     maxRunMs: int(env, 'NDIF_AGENT_MAX_RUN_MS', 3_600_000, 1000),
     provider,
     topics: relayTopicsFromEnv(env),
+    stateDir: env.NDIF_AGENT_STATE_DIR || join(tmpdir(), 'ndif-agent'),
+    stallMs: int(env, 'NDIF_AGENT_STALL_MS', 20_000, 0),
+    logLimits: readLogLimits(env),
+    resultMaxBytes: bytes(env, 'NDIF_RESULT_MAX_BYTES') ?? DEFAULT_RESULT_MAX_BYTES,
   };
+  if (config.stallMs > 0 && config.stallMs < 1000) throw agentConfigInvalid('NDIF_AGENT_STALL_MS', env.NDIF_AGENT_STALL_MS!, '0 (no watchdog) or at least 1000');
   if (cache !== undefined) config.cpuCacheBudgetBytes = cache;
   return config;
 }

@@ -8,12 +8,19 @@
 // every replica the old boot had, and the desired state is rebuilt from those.
 import type { Logger } from 'pino';
 import { loadModel, type HostedModel } from '../runtime/index.js';
-import type { ModelCatalog } from '../../catalog/port.js';
+import type { ModelEntry } from '../../catalog/port.js';
+import type { WeightsFingerprint } from '../../catalog/fingerprint.js';
 import type { Assignment } from '../../transport/relay/wire.js';
 import type { ProviderChoice } from './config.js';
 import type { Cause, Reporter } from './reporter.js';
 
 type Target = 'HOT' | 'WARM' | 'ABSENT';
+
+/** The model folders on this machine (NDIF_MODELS) and their files' fingerprints (catalog/catalog.ts). */
+export interface LocalModels {
+  get(key: string): ModelEntry | undefined;
+  weights(key: string, dir: string): WeightsFingerprint;
+}
 export type ReplicaPhase = 'PENDING' | 'LOADING' | 'HOT' | 'WARM' | 'FAILED';
 
 interface Slot {
@@ -25,6 +32,8 @@ interface Slot {
   target: Target;
   phase: ReplicaPhase;
   model: HostedModel | undefined;
+  /** sha256 fingerprint of the files the model was loaded from. */
+  weights: string | undefined;
   cause: Cause;
   chain: Promise<void>;
 }
@@ -48,7 +57,7 @@ export class ReplicaHost {
 
   constructor(
     private readonly agentId: string,
-    private readonly catalog: ModelCatalog,
+    private readonly catalog: LocalModels,
     private readonly reporter: Reporter,
     private readonly log: Logger,
     private readonly provider: ProviderChoice,
@@ -57,6 +66,11 @@ export class ReplicaHost {
   /** The desired and actual state of every replica here. */
   view(): ReplicaView[] {
     return [...this.slots.values()].map((s) => ({ replicaId: s.replicaId, modelKey: s.modelKey, gpus: s.gpus, bytesPerGpu: s.bytesPerGpu, target: s.target, phase: s.phase }));
+  }
+
+  /** The fingerprint of the files a HOT replica's model was loaded from. */
+  weightsOf(replicaId: string): string | undefined {
+    return this.slots.get(replicaId)?.weights;
   }
 
   /** The replica's model when it is HOT. */
@@ -70,7 +84,7 @@ export class ReplicaHost {
     let slot = this.slots.get(a.replicaId);
     if (a.kind === 'load') {
       if (slot === undefined) {
-        slot = { replicaId: a.replicaId, modelKey: a.modelKey, gpus: a.gpus, bytesPerGpu: a.bytesPerGpu, target: 'HOT', phase: 'PENDING', model: undefined, cause, chain: Promise.resolve() };
+        slot = { replicaId: a.replicaId, modelKey: a.modelKey, gpus: a.gpus, bytesPerGpu: a.bytesPerGpu, target: 'HOT', phase: 'PENDING', model: undefined, weights: undefined, cause, chain: Promise.resolve() };
         this.slots.set(a.replicaId, slot);
       }
       slot.target = 'HOT';
@@ -96,13 +110,28 @@ export class ReplicaHost {
     const cause = slot.cause;
     if (slot.phase === 'HOT' && slot.model !== undefined) {
       // Already serving (a repeated or restoring assignment): say so; the decider ignores what it already knows.
-      await this.report('ReportReplicaHot', slot, cause, { loadMs: 0 });
+      await this.report('ReportReplicaHot', slot, cause, { loadMs: 0, ...(slot.weights === undefined ? {} : { weightsFingerprint: slot.weights }) });
       return;
     }
-    const entry = this.catalog.get(slot.modelKey);
-    if (entry === undefined) {
+    const failLoad = async (message: string) => {
       slot.phase = 'FAILED';
-      await this.report('ReportReplicaFailed', slot, cause, { phase: 'load', message: `model ${slot.modelKey} is not in agent ${this.agentId}'s catalog (NDIF_MODELS); the agent cannot load it` });
+      await this.report('ReportReplicaFailed', slot, cause, { phase: 'load', message: message.slice(0, 20000) });
+    };
+    // The agent's own folder for the key (NDIF_MODELS on this machine), else the folder the model was registered from.
+    const dir = this.catalog.get(slot.modelKey)?.dir ?? a.model?.dir;
+    if (dir === undefined) {
+      await failLoad(`model ${slot.modelKey} is not in agent ${this.agentId}'s catalog (NDIF_MODELS) and is not registered; the agent cannot load it`);
+      return;
+    }
+    let weights: WeightsFingerprint;
+    try {
+      weights = this.catalog.weights(slot.modelKey, dir);
+    } catch (err) {
+      await failLoad(`model ${slot.modelKey}: the files in ${dir} cannot be read on agent ${this.agentId}: ${(err as Error).message}`);
+      return;
+    }
+    if (a.model !== undefined && a.model.fingerprint !== weights.fingerprint) {
+      await failLoad(`model ${slot.modelKey}: the files in ${dir} on agent ${this.agentId} (sha256 ${weights.fingerprint.slice(0, 12)}…) are not the registered ones (${a.model.fingerprint.slice(0, 12)}… from ${a.model.dir}); copy the registered files there, or register these (ndif models add ${slot.modelKey} <dir> --replace)`);
       return;
     }
     slot.phase = 'LOADING';
@@ -110,7 +139,7 @@ export class ReplicaHost {
     const started = Date.now();
     let model: HostedModel;
     try {
-      model = await loadModel(entry.dir, { key: slot.modelKey, provider: this.provider });
+      model = await loadModel(dir, { key: slot.modelKey, provider: this.provider });
     } catch (err) {
       slot.phase = 'FAILED';
       this.log.error({ err, replicaId: slot.replicaId, reason: a.reason }, 'replica load failed');
@@ -124,9 +153,10 @@ export class ReplicaHost {
       return;
     }
     slot.model = model;
+    slot.weights = weights.fingerprint;
     slot.phase = 'HOT';
     this.onHot?.(model);
-    await this.report('ReportReplicaHot', slot, cause, { loadMs: Date.now() - started });
+    await this.report('ReportReplicaHot', slot, cause, { loadMs: Date.now() - started, weightsFingerprint: weights.fingerprint });
   }
 
   private async release(slot: Slot): Promise<void> {

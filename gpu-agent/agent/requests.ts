@@ -1,6 +1,6 @@
 // Runs the requests dispatched to this agent's replicas: decodes the payload (inline or from the blob store),
 // reports STARTED, runs HostedModel.run with the blocks in this process (trusted) or in a sandbox runner
-// (untrusted), reports every LOG line, and ends with COMPLETED (the SavedTrees encoded as one result container,
+// (untrusted), reports LOG lines in batches (up to the attempt's log limits), and ends with COMPLETED (the SavedTrees encoded as one result container,
 // put in the blob store: the event carries its ref, size and sha256) or FAILED (phase, type, message, the
 // block's stack). An abort (cancelled, requeued, timed out by the control plane) stops the run through its
 // AbortSignal and reports nothing: the control plane has already decided the attempt's fate.
@@ -18,6 +18,14 @@ import { AgentErrorCode } from './errors.js';
 import { failureReport, type FailureReport } from './failure.js';
 import type { ReplicaHost } from './replicas.js';
 import type { Cause, Reporter } from './reporter.js';
+import { LogBatcher } from './log-batcher.js';
+import type { LogLimits } from '../../protocol/log-limits.js';
+
+/** What one attempt may produce: log lines and bytes, and the size of its encoded result. */
+export interface RunLimits {
+  log: LogLimits;
+  resultMaxBytes: number;
+}
 
 type RunAssignment = Extract<Assignment, { kind: 'run' }>;
 type AbortAssignment = Extract<Assignment, { kind: 'abort' }>;
@@ -38,6 +46,8 @@ export class RequestExecutor {
   private readonly running = new Map<string, Running>();
   completed = 0;
   failed = 0;
+  /** Told the running request ids whenever they change (the watchdog's last words name them). */
+  onRunningChange: ((ids: string[]) => void) | undefined;
 
   constructor(
     private readonly agentId: string,
@@ -47,10 +57,15 @@ export class RequestExecutor {
     private readonly log: Logger,
     private readonly maxRunMs: number,
     private readonly untrusted: UntrustedOpener | undefined,
+    private readonly limits: RunLimits,
   ) {}
 
   get inFlight(): number {
     return this.running.size;
+  }
+
+  runningIds(): string[] {
+    return [...this.running.keys()];
   }
 
   run(a: RunAssignment): void {
@@ -59,8 +74,10 @@ export class RequestExecutor {
     existing?.controller.abort('a newer attempt was dispatched');
     const entry: Running = { attempt: a.attempt, controller: new AbortController(), aborted: false, done: Promise.resolve() };
     this.running.set(a.requestId, entry);
+    this.onRunningChange?.(this.runningIds());
     entry.done = this.execute(a, entry).finally(() => {
       if (this.running.get(a.requestId) === entry) this.running.delete(a.requestId);
+      this.onRunningChange?.(this.runningIds());
     });
   }
 
@@ -78,9 +95,12 @@ export class RequestExecutor {
       const command = { type, requestId: a.requestId, attempt: a.attempt, agentId: this.agentId, agentMessageId, ...extra } as Parameters<Reporter['send']>[1];
       return this.reporter.send(agentMessageId, command, cause);
     };
+    const logs = new LogBatcher({ limits: this.limits.log, send: (b) => void report('ReportRequestLog', b.truncated ? { lines: b.lines, truncated: true } : { lines: b.lines }) });
     const fail = (f: FailureReport) => {
       this.failed++;
-      return report('ReportRequestFailed', { phase: f.phase, errorType: f.errorType, message: f.message, stack: f.stack });
+      logs.close();
+      const weights = this.replicas.weightsOf(a.replicaId);
+      return report('ReportRequestFailed', { phase: f.phase, errorType: f.errorType, message: f.message, stack: f.stack, ...(weights === undefined ? {} : { weightsFingerprint: weights }) });
     };
     const model = this.replicas.hot(a.replicaId);
     if (model === undefined) {
@@ -102,9 +122,9 @@ export class RequestExecutor {
         newTokens: payload.newTokens ?? Math.max(0, a.options.steps - 1),
         timeoutMs,
         signal: entry.controller.signal,
-        onLog: (l) => void report('ReportRequestLog', { stream: l.stream, line: l.line.length > 65536 ? l.line.slice(0, 65536) : l.line }),
+        onLog: (l) => logs.push(l.stream, l.line),
       };
-      const opener = a.trusted ? this.inProcess(model) : await this.sandboxed(model, timeoutMs, entry.controller.signal);
+      const opener = await this.opener(a, model, timeoutMs, entry.controller.signal);
       // The model runs one request at a time: RUNNING is reported when this one's turn comes (the runtime opens
       // the channel to the blocks then), not while it waits behind another.
       let t1 = t0;
@@ -114,21 +134,41 @@ export class RequestExecutor {
         return opener(start);
       };
       const result = await model.run(req, open);
-      if (entry.aborted) return;
+      if (entry.aborted) return logs.discard();
       stage = 'result';
       const t2 = performance.now();
       const bytes = encodeResultContainer({ meta: this.meta(a, result), invokes: result.invokes.map((i) => i.result) });
+      if (bytes.byteLength > this.limits.resultMaxBytes) {
+        throw new FabricError(AgentErrorCode.ResultTooLarge, 413, `the result is ${bytes.byteLength} bytes; a request's result may be at most ${this.limits.resultMaxBytes} bytes`, {
+          hint: 'save less (a slice, a mean, the top-k) in the block, or ask the operator to raise NDIF_RESULT_MAX_BYTES',
+        });
+      }
       const blob = await this.blobs.put(bytes, { contentType: RESULT_CONTENT_TYPE });
-      if (entry.aborted) return;
+      if (entry.aborted) return logs.discard();
       this.completed++;
       const t3 = performance.now();
       this.log.debug({ requestId: a.requestId, waitMs: t1 - t0, runMs: t2 - t1, resultMs: t3 - t2, bytes: blob.size }, 'request completed');
-      await report('ReportRequestCompleted', { resultRef: blob.ref, bytes: blob.size, sha256: blob.sha256 });
+      logs.close();
+      const weights = this.replicas.weightsOf(a.replicaId);
+      await report('ReportRequestCompleted', { resultRef: blob.ref, bytes: blob.size, sha256: blob.sha256, ...(weights === undefined ? {} : { weightsFingerprint: weights }) });
     } catch (err) {
-      if (entry.aborted) return;
+      if (entry.aborted) return logs.discard();
       this.log.debug({ err, requestId: a.requestId }, 'request failed');
       await fail(failureReport(err, stage));
     }
+  }
+
+  /**
+   * Trusted blocks run in this process; untrusted ones in a sandbox runner, and so does an isolated attempt (a
+   * request that was running when this agent died before) even when trusted, where the agent has a sandbox: if it
+   * kills a process again, it is the runner's.
+   */
+  private async opener(a: RunAssignment, model: HostedModel, timeoutMs: number, signal: AbortSignal): Promise<OpenChannel> {
+    if (a.trusted && a.isolated === true && this.untrusted !== undefined) {
+      this.log.warn({ requestId: a.requestId, attempt: a.attempt }, 'running a trusted request isolated in a sandbox runner: it was in flight when an agent died');
+      return this.sandboxed(model, timeoutMs, signal);
+    }
+    return a.trusted ? this.inProcess(model) : this.sandboxed(model, timeoutMs, signal);
   }
 
   private inProcess(model: HostedModel): OpenChannel {
@@ -161,6 +201,7 @@ export class RequestExecutor {
       replicaId: a.replicaId,
       agentId: this.agentId,
       attempt: a.attempt,
+      weightsFingerprint: this.replicas.weightsOf(a.replicaId) ?? null,
       steps: r.steps,
       stoppedEarly: r.stoppedEarly,
       tokens: r.invokes.map((i) => i.tokens),

@@ -3,11 +3,18 @@
 // sends STOP or the channel breaks. The same code runs in the agent (trusted blocks) and in a sandbox runner.
 // Each invoke's code runs in its own output context (invoke-output.ts): its console calls and its raw
 // process.stdout/stderr writes become LOG lines of that invoke, flushed before its END or EXCEPTION.
-import type { BlockEndpoint, HostToBlock, StartRequest } from '../../protocol/interleave.js';
+// The same context carries the invoke's guard (invoke-guard.ts): a fault the block causes outside its own call
+// stack (a throwing timer, a rejection nobody handles) ends that invoke with an EXCEPTION instead of the process.
+// A block that returns while a read is still pending, or without awaiting one, ends with UnawaitedRead naming
+// the read and its line.
+import type { BlockEndpoint, BlockToHost, HostToBlock, StartRequest } from '../../protocol/interleave.js';
 import type { Manifest } from '../../protocol/manifest.js';
 import type { TextCodec } from '../../protocol/text-codec.js';
 import { BlockCompileError, compileBlock, toBlockError } from './compile.js';
 import { captureConsole } from './console-capture.js';
+import { faultError, reportLateFault, unawaitedReadError } from './fault-errors.js';
+import { installBlockFaultHandlers } from './fault-handlers.js';
+import { InvokeGuard, installTimerGuards, realSetImmediate } from './invoke-guard.js';
 import { InvokeOutput, runAsInvoke } from './invoke-output.js';
 import { InvokeSession } from './invoke-session.js';
 import { ManifestIndex } from './manifest-index.js';
@@ -60,7 +67,12 @@ function context(start: StartRequest, i: number, env: BlockEnvironment): BlockCo
   };
 }
 
+/** One macrotask: lets the rejections and exceptions of what the block just did surface first. */
+const nextMacrotask = () => new Promise<void>((resolve) => realSetImmediate(resolve));
+
 export async function serveBlocks(channel: BlockEndpoint, env: BlockEnvironment): Promise<void> {
+  installTimerGuards();
+  installBlockFaultHandlers();
   const index = new ManifestIndex(env.manifest);
   let first: HostToBlock;
   try {
@@ -82,6 +94,7 @@ export async function serveBlocks(channel: BlockEndpoint, env: BlockEnvironment)
     }
   };
   const sessions = new Map<number, InvokeSession>();
+  const guards: InvokeGuard[] = [];
 
   for (let i = 0; i < start.invokes.length; i++) {
     const inv = start.invokes[i]!;
@@ -90,13 +103,33 @@ export async function serveBlocks(channel: BlockEndpoint, env: BlockEnvironment)
     const log = (stream: 'stdout' | 'stderr', line: string) => send({ kind: 'LOG', invoke: inv.invoke, stream, line });
     const cons = captureConsole(log);
     const output = new InvokeOutput(inv.invoke, log);
+    let ended = false;
+    const end = (msg: Extract<BlockToHost, { kind: 'END' | 'EXCEPTION' }>) => {
+      if (ended) return;
+      ended = true;
+      output.flush();
+      send(msg);
+    };
+    const guard = new InvokeGuard(inv.invoke, (error, kind) => {
+      const be = faultError(error, kind, inv.invoke);
+      if (!ended) {
+        end({ kind: 'EXCEPTION', invoke: inv.invoke, error: be });
+        session.blockReturned();
+        session.close('failed');
+        guard.close();
+      } else if (open) {
+        log('stderr', `[ndif] ${be.type} after the block returned (ignored): ${be.message.split('\n')[0]}`);
+      } else {
+        reportLateFault(start.requestId, inv.invoke, be);
+      }
+    });
+    output.guard = guard;
+    guards.push(guard);
     let fn;
     try {
       fn = runAsInvoke(output, () => compileBlock(inv.source.trim() === '' ? EMPTY_BLOCK : inv.source, inv.invoke, cons));
     } catch (e) {
-      const error = e instanceof BlockCompileError ? e.blockError : toBlockError(e, inv.invoke);
-      output.flush();
-      send({ kind: 'EXCEPTION', invoke: inv.invoke, error });
+      end({ kind: 'EXCEPTION', invoke: inv.invoke, error: e instanceof BlockCompileError ? e.blockError : toBlockError(e, inv.invoke) });
       continue;
     }
     const m = createModelProxy(session, index);
@@ -104,25 +137,33 @@ export async function serveBlocks(channel: BlockEndpoint, env: BlockEnvironment)
     void (async () => {
       try {
         const value = await runAsInvoke(output, () => fn(m, ctx));
+        const left = session.blockReturned();
+        await nextMacrotask();
+        if (ended) return;
+        if (left.length > 0) throw unawaitedReadError(left, inv.invoke);
         const result = runAsInvoke(output, () => toSavedTree(value));
-        output.flush();
-        send({ kind: 'END', invoke: inv.invoke, result });
+        end({ kind: 'END', invoke: inv.invoke, result });
       } catch (e) {
-        output.flush();
-        send({ kind: 'EXCEPTION', invoke: inv.invoke, error: toBlockError(e, inv.invoke) });
+        session.blockReturned();
+        end({ kind: 'EXCEPTION', invoke: inv.invoke, error: toBlockError(e, inv.invoke) });
       }
     })();
   }
 
+  const closeAll = (reason: string) => {
+    for (const s of sessions.values()) s.close(reason);
+    for (const g of guards) g.close();
+  };
   for (;;) {
     let msg: HostToBlock;
     try {
       msg = await channel.receive();
     } catch {
+      closeAll('closed');
       break;
     }
     if (msg.kind === 'STOP') {
-      for (const s of sessions.values()) s.close(msg.reason);
+      closeAll(msg.reason);
       break;
     }
     if (msg.kind === 'START') continue;

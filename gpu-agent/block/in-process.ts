@@ -4,22 +4,23 @@
 // in a sandbox runner).
 import type { BlockChannel, BlockEndpoint, BlockToHost, HostToBlock } from '../../protocol/interleave.js';
 import { serveBlocks } from './block-runner.js';
+import { Fifo } from '../../protocol/fifo.js';
 import type { BlockEnvironment } from './block-runner.js';
 
 class MessageQueue<T> {
-  private readonly items: T[] = [];
-  private readonly waiters: Array<{ resolve: (v: T) => void; reject: (e: Error) => void }> = [];
+  private readonly items = new Fifo<T>();
+  private readonly waiters = new Fifo<{ resolve: (v: T) => void; reject: (e: Error) => void }>();
   private closed: Error | undefined;
 
   push(v: T): void {
     if (this.closed) throw this.closed;
-    const w = this.waiters.shift();
+    const w = this.waiters.take();
     if (w) w.resolve(v);
     else this.items.push(v);
   }
 
   next(): Promise<T> {
-    if (this.items.length > 0) return Promise.resolve(this.items.shift()!);
+    if (this.items.size > 0) return Promise.resolve(this.items.take()!);
     if (this.closed) return Promise.reject(this.closed);
     return new Promise((resolve, reject) => this.waiters.push({ resolve, reject }));
   }
@@ -27,7 +28,7 @@ class MessageQueue<T> {
   close(reason: Error): void {
     if (this.closed) return;
     this.closed = reason;
-    for (const w of this.waiters.splice(0)) w.reject(reason);
+    for (const w of this.waiters.drain()) w.reject(reason);
   }
 }
 

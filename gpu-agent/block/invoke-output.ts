@@ -7,6 +7,7 @@
 // The two streams' `write` are replaced once per process, on first use, by a function that looks up the
 // current context; what it replaces is called for every write that is not a block's.
 import { AsyncLocalStorage } from 'node:async_hooks';
+import type { InvokeGuard } from './invoke-guard.js';
 import { LineSplitter } from './line-splitter.js';
 
 export type OutputStream = 'stdout' | 'stderr';
@@ -17,6 +18,8 @@ export type TextSink = (stream: OutputStream, text: string) => void;
 export class InvokeOutput {
   private readonly out: LineSplitter;
   private readonly err: LineSplitter;
+  /** Where faults of this invoke's code go (invoke-guard.ts); set by the block runner. */
+  guard: InvokeGuard | undefined;
 
   constructor(readonly invoke: number, sink: LineSink) {
     this.out = new LineSplitter((line) => sink('stdout', line));

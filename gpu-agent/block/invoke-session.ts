@@ -8,6 +8,8 @@ import { resolveShape } from '../../protocol/manifest.js';
 import type { ManifestTensor } from '../../protocol/manifest.js';
 import { InterleaveError } from './block-errors.js';
 import type { ManifestIndex } from './manifest-index.js';
+import { PendingRead, pendingRead } from './pending-read.js';
+import { realSetImmediate } from './invoke-guard.js';
 import { Tensor } from './tensor.js';
 
 interface Waiter {
@@ -36,6 +38,10 @@ export class InvokeSession {
   private last: { step: number; rank: number; addr: string } | undefined;
   private flushScheduled = false;
   private closed: InterleaveError | undefined;
+  /** Reads the block made that are not yet both awaited and settled. */
+  private readonly reads = new Set<PendingRead<unknown>>();
+  /** Set when the block returned: nothing more goes out for it. */
+  private returned = false;
   stopped = false;
 
   constructor(
@@ -86,18 +92,35 @@ export class InvokeSession {
     return promise;
   }
 
+  /** A read as the block sees it: `wait` mapped by `map`, tracked so a forgotten `await` can be named. */
+  read<T>(path: string, point: Point, step: number, map: (v: Tensor[]) => T): PendingRead<T> {
+    const source = this.wait(path, point, step);
+    return pendingRead(formatAddr({ path, point, step }), source, map, this.reads);
+  }
+
+  /**
+   * The block returned: no more WAITs go out for it, and the reads it never awaited, or that were still pending
+   * (awaited by something the block did not wait for), are returned, earliest first.
+   */
+  blockReturned(): Array<{ addr: string; awaited: boolean; settled: boolean; origin: Error | undefined }> {
+    this.returned = true;
+    const left = [...this.reads].filter((r) => !r.awaited || !r.settled);
+    this.reads.clear();
+    return left.map((r) => ({ addr: r.addr, awaited: r.awaited, settled: r.settled, origin: r.origin }));
+  }
+
   /** Sends the earliest queued WAIT once the block has finished reacting to the last value (next macrotask). */
   private scheduleFlush(): void {
     if (this.flushScheduled) return;
     this.flushScheduled = true;
-    setImmediate(() => {
+    realSetImmediate(() => {
       this.flushScheduled = false;
       this.flush();
     });
   }
 
   private flush(): void {
-    if (this.inFlight || this.pending.length === 0 || this.closed) return;
+    if (this.inFlight || this.pending.length === 0 || this.closed || this.returned) return;
     this.pending.sort((a, b) => a.step - b.step || a.rank - b.rank);
     const w = this.pending.shift()!;
     if (this.before(w.step, w.rank)) {

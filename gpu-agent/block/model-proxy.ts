@@ -12,7 +12,6 @@
 //
 // Names that are part of this API (output, input, skip, …) win over submodules of the same name; reach such a
 // submodule with `.module('output')`. An unknown name throws UnknownModule listing the nearest valid paths.
-import type { Point } from '../../protocol/interleave.js';
 import { unknownModuleMessage } from '../../protocol/module-paths.js';
 import { InterleaveError } from './block-errors.js';
 import type { InvokeSession } from './invoke-session.js';
@@ -50,7 +49,9 @@ export function createModelProxy(session: InvokeSession, index: ManifestIndex, s
       if (!index.modules.has(p)) throw new InterleaveError('UnknownModule', unknownModuleMessage(p, index.paths));
       return p;
     };
-    const wait = (point: Point) => session.wait(path, point, step);
+    const first = (v: Tensor[]) => v[0];
+    const single = (v: Tensor[]) => (v.length === 1 ? v[0] : v);
+    const all = (v: Tensor[]) => v;
     const target = Object.create(null) as object;
     const proxy = new Proxy(target, {
       get(_t, prop) {
@@ -74,13 +75,13 @@ export function createModelProxy(session: InvokeSession, index: ManifestIndex, s
           case 'module':
             return (name: string) => moduleProxy(resolveChild(name));
           case 'output':
-            return wait('output').then((v) => (v.length === 1 ? v[0] : v));
+            return session.read(path, 'output', step, single);
           case 'outputs':
-            return wait('output');
+            return session.read(path, 'output', step, all);
           case 'input':
-            return wait('input').then((v) => v[0]);
+            return session.read(path, 'input', step, first);
           case 'inputs':
-            return wait('input');
+            return session.read(path, 'input', step, all);
           case 'skip':
             return (value: unknown) => session.skip(path, step, asTensors(value, `skip of ${label}`));
         }

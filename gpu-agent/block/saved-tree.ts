@@ -1,7 +1,9 @@
 // A block's return value as a SavedTree: JSON-shaped data with every Tensor moved aside ({ $tensor: i }).
 // Non-finite numbers become { $number: "NaN" | "Infinity" | "-Infinity" }, bigints numbers, typed arrays
 // tensors; anything else that JSON cannot carry (functions, symbols, class instances, cycles) is refused with
-// the path where it sits.
+// the path where it sits. The block's own keys that start with `$` get one more `$` (`$tensor` → `$$tensor`), so
+// a returned `{ $tensor: 5 }` stays data and never reads as a tensor reference; decoders strip it
+// (protocol/result-container.ts materializeTree). Keys are set as own data properties (`__proto__` included).
 import type { SavedTree, TensorPayload } from '../../protocol/interleave.js';
 import { Tensor } from './tensor.js';
 import { InterleaveError } from './block-errors.js';
@@ -31,20 +33,27 @@ export function toSavedTree(value: unknown): SavedTree {
     seen.add(obj);
     try {
       if (Array.isArray(obj)) return obj.map((x, i) => walk(x, `${path}[${i}]`, depth + 1));
-      if (obj instanceof Map) return Object.fromEntries([...obj].map(([k, x]) => [String(k), walk(x, `${path}.${String(k)}`, depth + 1)]));
+      if (obj instanceof Map) return Object.fromEntries([...obj].map(([k, x]) => [escapeKey(String(k)), walk(x, `${path}.${String(k)}`, depth + 1)]));
       if (obj instanceof Set) return [...obj].map((x, i) => walk(x, `${path}[${i}]`, depth + 1));
       const proto = Object.getPrototypeOf(obj) as unknown;
       if (proto !== Object.prototype && proto !== null) {
         throw invalid(path, `is a ${(obj as { constructor?: { name?: string } }).constructor?.name ?? 'class'} instance; return plain objects, arrays, numbers, strings or tensors`);
       }
       const out: Record<string, unknown> = {};
-      for (const [k, x] of Object.entries(obj)) if (x !== undefined) out[k] = walk(x, `${path}.${k}`, depth + 1);
+      for (const [k, x] of Object.entries(obj)) {
+        if (x !== undefined) Object.defineProperty(out, escapeKey(k), { value: walk(x, `${path}.${k}`, depth + 1), enumerable: true, writable: true, configurable: true });
+      }
       return out;
     } finally {
       seen.delete(obj);
     }
   };
   return { tree: walk(value, 'result', 0), tensors };
+}
+
+/** `$x` → `$$x`: keys of the encoding (`$tensor`, `$number`) are never the block's. */
+export function escapeKey(k: string): string {
+  return k.startsWith('$') ? `$${k}` : k;
 }
 
 function invalid(path: string, why: string): InterleaveError {

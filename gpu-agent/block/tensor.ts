@@ -9,7 +9,7 @@
 // arithmetic and reductions compute in float64 and store float32 (integer-only add/sub/mul stay int64); indices
 // (argmax, topk) are int64. Values of int64 tensors read back as numbers.
 import type { Dtype, TensorPayload } from '../../protocol/interleave.js';
-import { bytesPerElement, elementCount, payloadFrom, typedData } from '../../protocol/tensor-payload.js';
+import { bytesPerElement, elementCount, halfToFloat, payloadFrom, typedData } from '../../protocol/tensor-payload.js';
 import type { TypedData } from '../../protocol/tensor-payload.js';
 
 export type SliceSpec = number | null | undefined | [start?: number | null, end?: number | null, step?: number];
@@ -38,15 +38,6 @@ function alloc(dtype: Dtype, n: number): TypedData {
     case 'bool':
       return new Uint8Array(n);
   }
-}
-
-function halfToFloat(h: number): number {
-  const s = h & 0x8000 ? -1 : 1;
-  const e = (h >> 10) & 0x1f;
-  const f = h & 0x3ff;
-  if (e === 0) return s * 2 ** -14 * (f / 1024);
-  if (e === 31) return f ? NaN : s * Infinity;
-  return s * 2 ** (e - 15) * (1 + f / 1024);
 }
 
 function floatToHalf(v: number): number {

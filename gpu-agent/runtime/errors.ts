@@ -17,6 +17,10 @@ export const BLOCK_CODES: Readonly<Record<string, { code: string; status: number
   SharedTensor: { code: 'BLOCK_SHARED_TENSOR', status: 400 },
   BlockSyntaxError: { code: 'BLOCK_SYNTAX_ERROR', status: 400 },
   BlockError: { code: 'BLOCK_ERROR', status: 400 },
+  // Contained faults of a block (gpu-agent/block/invoke-guard.ts, fault-errors.ts).
+  UnawaitedRead: { code: 'BLOCK_UNAWAITED_READ', status: 400 },
+  UnhandledRejection: { code: 'BLOCK_UNHANDLED_REJECTION', status: 400 },
+  UncaughtException: { code: 'BLOCK_UNCAUGHT_EXCEPTION', status: 400 },
   InvalidResult: { code: 'BLOCK_INVALID_RESULT', status: 400 },
   Timeout: { code: 'REQUEST_TIMEOUT', status: 408 },
   Cancelled: { code: 'REQUEST_CANCELLED', status: 499 },

@@ -10,6 +10,7 @@ import { resolveManifest, resolveShape } from '../../protocol/manifest.js';
 import { decodeModel } from './onnx/codec.js';
 import type { ModelProto } from './onnx/types.js';
 import { analyzeGraph } from './graph/model-graph.js';
+import { bypassPassThrough } from './graph/pass-through.js';
 import type { ModelGraph } from './graph/model-graph.js';
 import { buildAddressTable } from './addresses.js';
 import type { AddressTable } from './addresses.js';
@@ -22,10 +23,15 @@ import type { TensorFacts } from './probe.js';
 import { SegmentCache } from './segments/segment-cache.js';
 import type { SegmentCacheStats } from './segments/segment-cache.js';
 import { buildManifest, configFacts, dtypeOf, manifestTensor } from './manifest-build.js';
-import { SUPPORTED_INPUTS } from './model-inputs.js';
+import { feedsFor, inputPlan } from './model-inputs.js';
+import type { InputPlan, PaddingSide } from './model-inputs.js';
+import { checkInputs, findLmHead, probePadding } from './model-interface.js';
+import { checkOps, opErrorFromOrt } from './op-support.js';
+import { runSegment } from './segments/segment-cache.js';
 import { loadTokenizer } from './tokenizer.js';
 import type { LoadedTokenizer } from './tokenizer.js';
-import { ModelLoadError, RequestError } from './errors.js';
+import { InterventionError, ModelLoadError, RequestError } from './errors.js';
+import { blockSourceMessage, checkBlockSource } from '../../protocol/block-source.js';
 import { ALIAS_MARK, RequestRun } from './interleave/request-run.js';
 import type { HostContext } from './interleave/request-run.js';
 import type { OpenChannel, RunRequest, RunResult } from './interleave/request-types.js';
@@ -63,19 +69,11 @@ export class HostedModel {
     const dir = resolve(dirArg);
     const file = join(dir, 'model.onnx');
     if (!existsSync(file)) throw new ModelLoadError('MODEL_NOT_FOUND', `no model.onnx in ${dir}`);
-    let base: ModelProto;
-    try {
-      base = decodeModel(readFileSync(file));
-    } catch (e) {
-      throw new ModelLoadError('MODEL_INVALID', `${file} is not a readable ONNX model: ${(e as Error).message}`, { cause: e });
-    }
-    const graph = analyzeGraph(base.graph!);
-    const unsupported = graph.graphInputs.map((v) => v.name).filter((n) => !(SUPPORTED_INPUTS as readonly string[]).includes(n));
-    if (unsupported.length > 0) {
-      throw new ModelLoadError('MODEL_INPUT_UNSUPPORTED', `model inputs ${unsupported.join(', ')} cannot be fed; the runtime feeds ${SUPPORTED_INPUTS.join(', ')}`);
-    }
-    if (!graph.graphInputs.some((v) => v.name === 'input_ids')) throw new ModelLoadError('MODEL_INPUT_UNSUPPORTED', 'the model has no input_ids input');
-    const config = existsSync(join(dir, 'config.json')) ? (JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')) as Record<string, unknown>) : {};
+    let base = readModel(file);
+    checkOps(base);
+    let graph = analyzeGraph(base.graph!);
+    checkInputs(graph);
+    const config = readConfig(dir);
     const weights = prepareWeights(dir, base.graph!.initializer ?? []);
     try {
       const provider: ExecutionProvider = opts.provider === 'auto' || opts.provider === undefined ? (cudaAvailable() ? 'cuda' : 'cpu') : opts.provider;
@@ -88,19 +86,35 @@ export class HostedModel {
       };
       const maxPositions = configFacts(config, graph, new Map()).maxPositions;
       const facts = await probeTensors(base, graph, weights, settings, maxPositions);
+      const bypassed = bypassPassThrough(base, graph, (t) => facts.get(t)?.elemType);
+      if (bypassed) {
+        base = bypassed;
+        graph = analyzeGraph(base.graph!);
+      }
       const addresses = buildAddressTable(graph);
       const cfg = configFacts(config, graph, facts);
       const key = opts.key ?? basename(dir);
-      const manifest = buildManifest(key, graph, addresses, facts, cfg, weights.totalBytes);
       const cache = new SegmentCache(base, graph, weights.initializers, (t) => facts.get(aliasedTensor(t))?.elemType, settings, opts.segmentCacheBytes ?? 4 * weights.totalBytes);
       const whole = await cache.acquire({ start: 0, end: graph.nodes.length });
-      cache.release(whole);
-      const ctx = hostContext(graph, addresses, cache, facts, cfg.padTokenId);
+      const plan = inputPlan(graph.graphInputs);
+      const logits = findLmHead(graph, facts, cfg.vocabSize);
+      let padding: PaddingSide;
+      try {
+        padding = await probePadding(async (batch) => {
+          const table = new Map(Object.entries(feedsFor(plan, batch)));
+          await runSegment(whole, table);
+          return table.get(graph.graphOutputs[0]!.name)!;
+        }, cfg.padTokenId, cfg.vocabSize, logits !== null ? 'left' : 'right');
+      } finally {
+        cache.release(whole);
+      }
+      const manifest = buildManifest(key, graph, addresses, facts, cfg, weights.totalBytes, { padding, logits });
+      const ctx = hostContext(graph, addresses, cache, facts, cfg.padTokenId, plan, padding, logits);
       return new HostedModel(key, dir, loadTokenizer(dir), weights.totalBytes, provider, manifest, ctx, cache, weights, facts);
     } catch (e) {
       weights.dispose();
       if (e instanceof ModelLoadError) throw e;
-      throw new ModelLoadError('MODEL_LOAD_FAILED', `cannot serve ${dir}: ${(e as Error).message}`, { cause: e });
+      throw opErrorFromOrt(e) ?? new ModelLoadError('MODEL_LOAD_FAILED', `cannot serve ${dir}: ${(e as Error).message}`, { cause: e });
     }
   }
 
@@ -128,6 +142,9 @@ export class HostedModel {
     const newTokens = req.newTokens ?? 0;
     if (!Number.isInteger(newTokens) || newTokens < 0) throw new RequestError('REQUEST_BAD_NEW_TOKENS', `newTokens must be a non-negative integer, got ${String(req.newTokens)}`);
     const m = this.baseManifest;
+    if (newTokens > 0 && this.ctx.logitsName === null) {
+      throw new RequestError('MODEL_NOT_GENERATIVE', `model ${this.key} has no language-model head (its outputs are ${m.outputNames.join(', ')}), so it cannot generate tokens; run a single forward pass (newTokens 0) and read its outputs`, { outputs: m.outputNames });
+    }
     const invokes = req.invokes.map((inv, i) => {
       let tokens: number[];
       if (inv.prompt !== undefined && inv.tokens !== undefined) throw new RequestError('INVOKE_BAD_INPUT', `invoke ${i}: give a prompt or tokens, not both`);
@@ -147,13 +164,22 @@ export class HostedModel {
           { invoke: i, tokens: tokens.length, newTokens, maxPositions: m.maxPositions });
       }
       if (inv.block !== undefined && typeof inv.block !== 'string') throw new RequestError('INVOKE_BAD_INPUT', `invoke ${i}: block must be source text`);
+      // Exactly one function expression, checked before anything is compiled (in this process or a runner).
+      const problem = inv.block === undefined || inv.block.trim() === '' ? undefined : checkBlockSource(inv.block);
+      if (problem) throw new InterventionError({ phase: 'deserialize', type: 'BlockSyntaxError', message: blockSourceMessage(problem) }, i);
       return { invoke: i, source: inv.block ?? '', tokens, batchStart: i, batchSize: 1 };
     });
+    const lengths = new Set(invokes.map((inv) => inv.tokens.length));
+    if (this.ctx.padding === 'none' && lengths.size > 1) {
+      throw new RequestError('BATCH_PADDING_UNSUPPORTED',
+        `model ${this.key} cannot mask padding (its export has ${m.inputNames.includes('attention_mask') ? 'an attention_mask input that does not keep a padded row equal to the prompt alone' : 'no attention_mask input'}), so prompts of different lengths (${[...lengths].join(', ')} tokens) cannot share a batch; send prompts of one length, one prompt per request, or re-export the model with attention_mask and position_ids inputs`,
+        { lengths: invokes.map((inv) => inv.tokens.length) });
+    }
     return { kind: 'START', requestId: req.requestId ?? randomUUID(), invokes, steps: Math.max(1, newTokens) };
   }
 
   /**
-   * Runs one request: tokenizes, batches the invokes (left padding), opens the channel to the blocks (or
+   * Runs one request: tokenizes, batches the invokes (padded on the model's side), opens the channel to the blocks (or
    * uses the one given, fresh for this request) and interleaves them with the forward pass. Rejects with RequestError (bad input, nothing ran) or
    * InterventionError (a block failed, timed out or was cancelled).
    */
@@ -191,7 +217,27 @@ export class HostedModel {
   }
 }
 
-function hostContext(graph: ModelGraph, addresses: AddressTable, cache: SegmentCache, facts: Map<string, TensorFacts>, padTokenId: number): HostContext {
+function readModel(file: string): ModelProto {
+  try {
+    const m = decodeModel(readFileSync(file));
+    if (!m.graph || (m.graph.node ?? []).length === 0) throw new Error('it has no graph nodes');
+    return m;
+  } catch (e) {
+    throw new ModelLoadError('MODEL_INVALID', `${file} is not a readable ONNX model (${(e as Error).message}): the file is truncated or not an ONNX ModelProto; export or copy it again`, { cause: e, details: { file } });
+  }
+}
+
+function readConfig(dir: string): Record<string, unknown> {
+  const file = join(dir, 'config.json');
+  if (!existsSync(file)) return {};
+  try {
+    return JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+  } catch (e) {
+    throw new ModelLoadError('MODEL_CONFIG_INVALID', `${file} is not valid JSON (${(e as Error).message}); write it with transformers' save_pretrained`, { cause: e, details: { file } });
+  }
+}
+
+function hostContext(graph: ModelGraph, addresses: AddressTable, cache: SegmentCache, facts: Map<string, TensorFacts>, padTokenId: number, plan: InputPlan, padding: PaddingSide, logits: string | null): HostContext {
   const lastRead = new Map<string, number>();
   for (const [t, cs] of graph.consumers) lastRead.set(t, cs[cs.length - 1]!);
   const batched = new Map<string, boolean>();
@@ -200,8 +246,9 @@ function hostContext(graph: ModelGraph, addresses: AddressTable, cache: SegmentC
     addresses,
     cache,
     lastRead,
-    inputNames: graph.graphInputs.map((v) => v.name),
-    logitsName: graph.graphOutputs.find((v) => v.name === 'logits')?.name ?? graph.graphOutputs[0]!.name,
+    inputs: plan,
+    padding,
+    logitsName: logits,
     batched: (t) => {
       let b = batched.get(t);
       if (b === undefined) {

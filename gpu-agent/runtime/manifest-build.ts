@@ -7,6 +7,7 @@ import type { ModelGraph } from './graph/model-graph.js';
 import type { AddressTable } from './addresses.js';
 import type { TensorFacts } from './probe.js';
 import { formatDim } from './dims.js';
+import { tensorBytes } from './onnx/tensor-bytes.js';
 
 const ONNX_DTYPE: Record<number, Dtype | string> = {
   1: 'float32', 2: 'uint8', 3: 'int8', 4: 'uint16', 5: 'int16', 6: 'int32', 7: 'int64', 8: 'string',
@@ -53,6 +54,20 @@ export function configFacts(config: Record<string, unknown>, g: ModelGraph, fact
   };
 }
 
+/** Element type holding most of the initializers' bytes. */
+export function weightsDtype(g: ModelGraph): string {
+  const bytes = new Map<number, number>();
+  for (const t of g.initializers.values()) bytes.set(t.data_type ?? 0, (bytes.get(t.data_type ?? 0) ?? 0) + tensorBytes(t));
+  let best = 1;
+  for (const [type, n] of bytes) if (n > (bytes.get(best) ?? 0)) best = type;
+  return dtypeOf(best);
+}
+
+export interface InterfaceFacts {
+  padding: 'left' | 'right' | 'none';
+  logits: string | null;
+}
+
 export function buildManifest(
   key: string,
   g: ModelGraph,
@@ -60,6 +75,7 @@ export function buildManifest(
   facts: Map<string, TensorFacts>,
   cfg: ModelConfigFacts,
   weightsBytes: number,
+  iface: InterfaceFacts,
 ): Manifest {
   const modules: ManifestModule[] = [...g.modules.values()]
     .sort((a, b) => a.start - b.start || a.path.length - b.path.length)
@@ -81,6 +97,9 @@ export function buildManifest(
     outputNames: g.graphOutputs.map((v) => v.name),
     eosTokenId: cfg.eosTokenId,
     padTokenId: cfg.padTokenId,
+    dtype: weightsDtype(g),
+    padding: iface.padding,
+    logits: iface.logits,
     modules,
     order: table.points.map((p) => p.key),
   };

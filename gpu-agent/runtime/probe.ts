@@ -7,7 +7,8 @@ import type { ModelGraph } from './graph/model-graph.js';
 import type { WeightStore } from './weights.js';
 import { createSession } from './ort/session.js';
 import type { SessionSettings } from './ort/session.js';
-import { feedsFor, padLeft } from './model-inputs.js';
+import { feedsFor, inputPlan, padRows } from './model-inputs.js';
+import { ModelLoadError } from './errors.js';
 import { fitDim } from './dims.js';
 import type { DimFit, ProbePoint } from './dims.js';
 import { planSegment, segmentModel } from './segments/segment-model.js';
@@ -30,13 +31,10 @@ export function onnxElemType(ortType: string): number {
   return t;
 }
 
-function probePoints(g: ModelGraph, maxSeq: number): ProbePoint[] {
-  const ids = g.graphInputs.find((v) => v.name === 'input_ids');
-  const dims = ids?.type?.tensor_type?.shape?.dim ?? [];
-  const fixedB = dims[0]?.dim_value;
-  const fixedT = dims[1]?.dim_value;
+/** Batch-1 first, so a model that only fails at batch > 1 is told apart (a batch fixed by the export). */
+function probePoints(maxSeq: number): ProbePoint[] {
   const pts: Array<[number, number]> = [[1, 2], [2, 3], [1, 4], [3, 2], [2, 5]];
-  return pts.map(([b, t]) => ({ batch: fixedB ?? b, seq: Math.min(fixedT ?? t, maxSeq) }));
+  return pts.map(([b, t]) => ({ batch: b, seq: Math.min(t, maxSeq) }));
 }
 
 export async function probeTensors(
@@ -54,14 +52,27 @@ export async function probeTensors(
   const plan = planSegment(g, { start: 0, end: g.nodes.length, extraOutputs: names.filter((n) => !graphOutputs.has(n)) });
   const model = segmentModel(base, g, weights.initializers, plan, () => undefined);
   const session = await createSession(encodeModel(model), { ...settings, level: 'disabled', prepack: false });
-  const inputNames = g.graphInputs.map((v) => v.name);
-  const points = probePoints(g, maxSeq);
+  const inputs = inputPlan(g.graphInputs);
+  const points = probePoints(maxSeq);
   const shapes = new Map<string, number[][]>();
   const types = new Map<string, number>();
   try {
+    let ranBatchOne = false;
     for (const p of points) {
       const rows = Array.from({ length: p.batch }, (_, i) => Array.from({ length: p.seq }, (_, j) => (i * 7 + j * 3 + 1) % 50));
-      const out = await session.run(feedsFor(inputNames, padLeft(rows, 0)));
+      let out: Awaited<ReturnType<typeof session.run>>;
+      try {
+        out = await session.run(feedsFor(inputs, padRows(rows, 0, 'left')));
+      } catch (e) {
+        if (p.batch > 1 && ranBatchOne) {
+          throw new ModelLoadError('MODEL_STATIC_DIMS', `the model runs with batch 1 but fails with batch ${p.batch} (${(e as Error).message.slice(0, 300)}): the export fixed the batch size from a batch-1 example. Export with a batch >= 2 example and dynamic_shapes`, {
+            cause: e,
+            details: { batch: p.batch, sequence: p.seq },
+          });
+        }
+        throw e;
+      }
+      if (p.batch === 1) ranBatchOne = true;
       for (const [name, t] of Object.entries(out)) {
         types.set(name, onnxElemType(t.type));
         (shapes.get(name) ?? shapes.set(name, []).get(name)!).push([...t.dims]);

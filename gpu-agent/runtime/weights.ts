@@ -5,12 +5,13 @@
 // A model whose weights are already external data next to model.onnx uses its own directory. A model with
 // weights inside model.onnx (raw_data) gets a private folder under the OS temp dir holding those bytes in one
 // file, plus links to any external files it also has; `dispose()` removes it.
-import { mkdtempSync, rmSync, symlinkSync, writeFileSync, mkdirSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync, symlinkSync, writeFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, normalize, sep } from 'node:path';
 import { DataLocation } from './onnx/types.js';
 import type { TensorProto } from './onnx/types.js';
 import { externalEntry, tensorBytes } from './onnx/tensor-bytes.js';
+import { ModelLoadError } from './errors.js';
 
 /** Initializers at most this big stay inside the session models (shape constants and the like). */
 const INLINE_LIMIT = 1024;
@@ -26,14 +27,37 @@ export interface WeightStore {
   dispose(): void;
 }
 
-export class WeightsError extends Error {}
-
 function checkLocation(location: string, name: string): string {
   const n = normalize(location);
   if (isAbsolute(n) || n === '..' || n.startsWith(`..${sep}`)) {
-    throw new WeightsError(`initializer ${name}: external data location ${JSON.stringify(location)} must be a path inside the model directory`);
+    throw new ModelLoadError('MODEL_INVALID', `initializer ${name}: external data location ${JSON.stringify(location)} must be a path inside the model directory`);
   }
   return n;
+}
+
+/** Refuses external data whose file is absent or shorter than the initializers it should hold. */
+function checkExternalFiles(modelDir: string, external: TensorProto[]): void {
+  const sizes = new Map<string, number>();
+  for (const t of external) {
+    const loc = normalize(externalEntry(t, 'location')!);
+    let size = sizes.get(loc);
+    if (size === undefined) {
+      try {
+        size = statSync(join(modelDir, loc)).size;
+      } catch {
+        throw new ModelLoadError('MODEL_EXTERNAL_DATA_MISSING', `initializer ${t.name} is stored in ${loc}, which is not in ${modelDir}: copy the external data file (it is written next to model.onnx by the exporter) into the model folder`, {
+          details: { file: loc, initializer: t.name },
+        });
+      }
+      sizes.set(loc, size);
+    }
+    const end = Number(externalEntry(t, 'offset') ?? 0) + tensorBytes(t);
+    if (end > size) {
+      throw new ModelLoadError('MODEL_EXTERNAL_DATA_MISSING', `initializer ${t.name} needs bytes up to ${end} of ${loc}, which has ${size}: the external data file is truncated or from another export; copy it again`, {
+        details: { file: loc, initializer: t.name, bytes: size, needed: end },
+      });
+    }
+  }
 }
 
 export function prepareWeights(modelDir: string, initializers: TensorProto[]): WeightStore {
@@ -41,13 +65,15 @@ export function prepareWeights(modelDir: string, initializers: TensorProto[]): W
   let totalBytes = 0;
   const inline: TensorProto[] = [];
   const locations = new Set<string>();
+  const external: TensorProto[] = [];
   for (const t of initializers) {
     if (!t.name) continue;
     totalBytes += tensorBytes(t);
     if (t.data_location === DataLocation.EXTERNAL) {
       const loc = externalEntry(t, 'location');
-      if (loc === undefined) throw new WeightsError(`initializer ${t.name} is external data without a location`);
+      if (loc === undefined) throw new ModelLoadError('MODEL_INVALID', `initializer ${t.name} is external data without a location`);
       locations.add(checkLocation(loc, t.name));
+      external.push(t);
       byName.set(t.name, t);
     } else if (t.raw_data && t.raw_data.byteLength > INLINE_LIMIT) {
       inline.push(t);
@@ -55,6 +81,7 @@ export function prepareWeights(modelDir: string, initializers: TensorProto[]): W
       byName.set(t.name, t);
     }
   }
+  checkExternalFiles(modelDir, external);
   if (inline.length === 0) return { folder: modelDir, initializers: byName, totalBytes, dispose: () => {} };
 
   const folder = mkdtempSync(join(tmpdir(), 'ndif-weights-'));

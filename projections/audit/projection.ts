@@ -38,7 +38,7 @@ function modelOf(s: AuditState, e: StoredEvent): string | undefined {
     return typeof model === 'string' ? model : undefined;
   }
   const stream = parseStream(e.streamId);
-  if (stream?.kind !== 'deployment') return undefined;
+  if (stream?.kind !== 'deployment' && stream?.kind !== 'model') return undefined;
   s.modelOfStream.set(e.streamId, stream.id);
   return stream.id;
 }

@@ -30,6 +30,7 @@ export function applyCluster(s: ClusterState, e: StoredEvent, d: DomainEvent | u
         cpuCacheBudgetBytes: d.data.cpuCacheBudgetBytes,
         registeredAtMs: toMs(d.data.registeredAt),
         restarts: (prev?.restarts ?? 0) + (prev !== undefined && prev.bootId !== d.data.bootId ? 1 : 0),
+        previousExit: d.data.previousExit ?? null,
         lastEvent: ref,
       });
       return s;

@@ -1,5 +1,5 @@
 // The cluster read model: agents with their GPUs, deployments and replicas (level HOT/WARM/COLD), memory in use.
-import type { DeploymentSettings, GpuSpec, RemovalReason } from '../../domain/events/index.js';
+import type { AgentExit, DeploymentSettings, GpuSpec, RemovalReason } from '../../domain/events/index.js';
 import type { AgentStateName, ReplicaStateName } from '../../domain/placement/types.js';
 import type { EventRef } from '../decode.js';
 
@@ -15,6 +15,8 @@ export interface ClusterAgent {
   registeredAtMs: number;
   /** Boot changes seen (restarts). */
   restarts: number;
+  /** How the boot before this one ended, as this boot reported it (null: first boot, or not known). */
+  previousExit: AgentExit | null;
   lastEvent: EventRef;
 }
 

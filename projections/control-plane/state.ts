@@ -13,6 +13,7 @@ import { applyRequests } from '../requests/apply.js';
 import { requestsFromSnapshot, requestsToSnapshot } from '../requests/projection.js';
 import { initialRequestsState, type RequestsState } from '../requests/state.js';
 import type { Projection } from '../runner/projection.js';
+import { applyModels, initialModelsState, modelsFromSnapshot, modelsToSnapshot, type ModelsState } from '../models/projection.js';
 import { decode, refOf } from '../decode.js';
 
 export interface ControlPlaneState {
@@ -23,13 +24,16 @@ export interface ControlPlaneState {
   requests: RequestsState;
   agents: AgentsState;
   audit: AuditState;
+  /** Registered models (the catalog as events). */
+  models: ModelsState;
 }
 
 /** Bump when any part's apply changes its output (the runner then rebuilds from position 0). */
-export const CONTROL_PLANE_PROJECTION_VERSION = 1;
+// 2 (issue 12): fair-share queue order, result expiry and the storage and retention indexes.
+export const CONTROL_PLANE_PROJECTION_VERSION = 2;
 
 export function initialControlPlaneState(): ControlPlaneState {
-  return { position: 0, cluster: initialClusterState(), queue: initialQueueState(), requests: initialRequestsState(), agents: initialAgentsState(), audit: initialAuditState() };
+  return { position: 0, cluster: initialClusterState(), queue: initialQueueState(), requests: initialRequestsState(), agents: initialAgentsState(), audit: initialAuditState(), models: initialModelsState() };
 }
 
 export function applyControlPlane(s: ControlPlaneState, e: StoredEvent): ControlPlaneState {
@@ -40,6 +44,7 @@ export function applyControlPlane(s: ControlPlaneState, e: StoredEvent): Control
   applyRequests(s.requests, e, d, ref);
   applyAgents(s.agents, e, d, ref);
   applyAudit(s.audit, e);
+  applyModels(s.models, e, d);
   s.position = e.position;
   return s;
 }
@@ -52,6 +57,8 @@ export function controlPlaneToSnapshot(s: ControlPlaneState): JsonValue {
     requests: requestsToSnapshot(s.requests),
     agents: agentsProjection.toSnapshot!(s.agents),
     audit: auditProjection.toSnapshot!(s.audit),
+    // Left out while no model is registered, so logs without catalog events snapshot as they did before.
+    ...(s.models.byKey.size === 0 ? {} : { models: modelsToSnapshot(s.models) }),
   };
 }
 
@@ -64,6 +71,7 @@ export function controlPlaneFromSnapshot(j: JsonValue): ControlPlaneState {
     requests: requestsFromSnapshot(o.requests),
     agents: agentsProjection.fromSnapshot!(o.agents),
     audit: auditProjection.fromSnapshot!(o.audit),
+    models: modelsFromSnapshot(o.models),
   };
 }
 

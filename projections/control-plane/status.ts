@@ -4,7 +4,8 @@
 import type { StoredEvent } from '../../eventstore/port.js';
 import { parseStream } from '../../domain/shared/ids.js';
 import { deploymentPhase } from '../cluster/queries.js';
-import { positionOf, queueLength } from '../queue/queries.js';
+import { queueLength } from '../queue/queries.js';
+import { truePosition } from './positions.js';
 import type { RequestView } from '../requests/state.js';
 import type { ControlPlaneState } from './state.js';
 
@@ -57,7 +58,7 @@ export function requestStatusOf(s: ControlPlaneState, v: RequestView): RequestSt
     requestId,
     modelKey: v.modelKey,
     status,
-    position: waiting ? (positionOf(s.queue, requestId) ?? null) : null,
+    position: waiting ? (truePosition(s, requestId) ?? null) : null,
     queueLength: queueLength(s.queue, v.modelKey),
     attempt: v.attempt,
     requeues: v.requeues,

@@ -1,5 +1,4 @@
 // Questions asked of the queues: positions (read from the order), heads, the oldest wait.
-import { compareKeys } from '../../domain/queue/order-key.js';
 import type { QueueEntry } from '../../domain/queue/ordered-queue.js';
 import type { QueuedItem, QueueState } from './state.js';
 
@@ -27,23 +26,22 @@ export function queuedModels(s: QueueState): string[] {
   return out.sort();
 }
 
-/**
- * The queued request with the oldest original enqueue time. Inside a rank the order is by enqueued_at, so it is
- * the oldest of the four rank heads: four O(log n) lookups.
- */
+/** The queued request with the oldest original enqueue time (the head of the model's age index). */
 export function oldestQueued(s: QueueState, modelKey: string): QueuedItem | undefined {
-  const q = s.byModel.get(modelKey);
-  if (q === undefined || q.size === 0) return undefined;
-  let best: QueueEntry<QueuedItem> | undefined;
-  for (let rank = 0; rank <= 3; rank++) {
-    const e = q.firstAtOrAfter({ rank, enqueuedAtMs: Number.NEGATIVE_INFINITY, seq: Number.NEGATIVE_INFINITY });
-    if (e === undefined || e.key.rank !== rank) continue;
-    if (best === undefined || compareKeys({ ...e.key, rank: 0 }, { ...best.key, rank: 0 }) < 0) best = e;
-  }
-  return best?.value;
+  const first = s.byAge.get(modelKey)?.peek();
+  return first === undefined ? undefined : s.byModel.get(modelKey)?.get(first.id)?.value;
 }
 
 /** The queue of a model as the views show it. */
 export function queueView(s: QueueState, modelKey: string, limit = 100) {
-  return heads(s, modelKey, limit).map((e, position) => ({ position, requestId: e.id, rank: e.key.rank, priority: e.value.priority, requeued: e.value.requeued, enqueuedAt: new Date(e.value.enqueuedAtMs).toISOString() }));
+  return heads(s, modelKey, limit).map((e, position) => ({
+    position,
+    requestId: e.id,
+    submitter: e.value.submitter,
+    rank: e.key.rank,
+    round: e.key.round ?? 0,
+    priority: e.value.priority,
+    requeued: e.value.requeued,
+    enqueuedAt: new Date(e.value.enqueuedAtMs).toISOString(),
+  }));
 }

@@ -35,7 +35,7 @@ export function auditReadModel(schema: string): ReadModelProjection<pg.PoolClien
         if (typeof m === 'string') [model, remember] = [m, true];
       } else {
         const stream = parseStream(e.streamId);
-        if (stream?.kind === 'deployment') model = stream.id;
+        if (stream?.kind === 'deployment' || stream?.kind === 'model') model = stream.id;
       }
       const m = e.metadata;
       await tx.query(insert, [e.position, e.id, e.streamId, e.type, m.actor, m.correlationId, remember, model, m.causationId, m.at]);

@@ -12,10 +12,11 @@ import type { ReadModelProjection } from '../runner/projection.js';
 import { ident, requestsDdl, runDdl } from './schema.js';
 
 /** Bump when the rows written for an event change (the runner then rebuilds the tables from position 0). */
-export const REQUESTS_READ_MODEL_VERSION = 1;
+// 2 (issue 12): batched log lines, truncation notes, expired results.
+export const REQUESTS_READ_MODEL_VERSION = 2;
 
 /** The event types applyRequests folds; each names its request in data.requestId. */
-const FOLDED = new Set(['RequestReceived', 'RequestQueued', 'RequestDispatched', 'RequestStarted', 'RequestLogged', 'RequestCompleted', 'RequestFailed', 'RequestCancelled', 'RequestRequeued', 'AgentReportIgnored']);
+const FOLDED = new Set(['RequestReceived', 'RequestQueued', 'RequestDispatched', 'RequestStarted', 'RequestLogged', 'RequestLogTruncated', 'RequestCompleted', 'ResultExpired', 'RequestFailed', 'RequestCancelled', 'RequestRequeued', 'AgentReportIgnored']);
 
 export function requestsReadModel(schema: string): ReadModelProjection<pg.PoolClient> {
   const s = ident(schema);

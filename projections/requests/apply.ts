@@ -2,7 +2,7 @@
 import type { StoredEvent } from '../../eventstore/port.js';
 import { atMs as toMs, decode, refOf, type EventRef } from '../decode.js';
 import type { DomainEvent } from '../../domain/events/types.js';
-import type { RequestsState, RequestView } from './state.js';
+import { keepResult, storedBytesOf, type RequestsState, type RequestView } from './state.js';
 
 function view(s: RequestsState, requestId: string, e: StoredEvent): RequestView {
   const v = s.byId.get(requestId);
@@ -23,6 +23,16 @@ function finish(s: RequestsState, v: RequestView, atMs: number): void {
   leaveReplica(s, v);
   v.finishedAtMs = atMs;
   s.active.delete(v.requestId);
+}
+
+/** Drops expired results from the front of the retention queue (and the array's dead prefix now and then). */
+function compactRetention(s: RequestsState): void {
+  const r = s.retention;
+  while (r.head < r.queue.length && s.byId.get(r.queue[r.head]!.requestId)?.result?.expiredAt !== undefined) r.head++;
+  if (r.head > 1024 && r.head * 2 > r.queue.length) {
+    r.queue = r.queue.slice(r.head);
+    r.head = 0;
+  }
 }
 
 export function applyRequests(s: RequestsState, e: StoredEvent, d: DomainEvent | undefined = decode(e), eventRef?: EventRef): RequestsState {
@@ -52,6 +62,8 @@ export function applyRequests(s: RequestsState, e: StoredEvent, d: DomainEvent |
         error: null,
         cancelled: null,
         requeues: [],
+        crashes: 0,
+        isolated: false,
         logLines: 0,
         ignoredReports: 0,
         correlationId: e.metadata.correlationId,
@@ -75,6 +87,7 @@ export function applyRequests(s: RequestsState, e: StoredEvent, d: DomainEvent |
       v.replicaId = d.data.replicaId;
       v.agentId = d.data.agentId;
       v.dispatchedAtMs = toMs(d.data.dispatchedAt);
+      v.isolated = d.data.isolated === true;
       v.startedAtMs = null;
       v.queuedAtMs = null;
       v.lastEvent = ref;
@@ -92,18 +105,35 @@ export function applyRequests(s: RequestsState, e: StoredEvent, d: DomainEvent |
     }
     case 'RequestLogged': {
       const v = view(s, d.data.requestId, e);
-      v.logLines++;
+      v.logLines += d.data.lines.length;
       if (v.status === 'DISPATCHED') v.status = 'RUNNING';
+      v.lastEvent = ref;
+      return s;
+    }
+    case 'RequestLogTruncated': {
+      const v = view(s, d.data.requestId, e);
       v.lastEvent = ref;
       return s;
     }
     case 'RequestCompleted': {
       const v = view(s, d.data.requestId, e);
       v.status = 'COMPLETED';
-      v.result = { ref: d.data.resultRef, bytes: d.data.bytes, sha256: d.data.sha256 };
+      v.result = { ref: d.data.resultRef, bytes: d.data.bytes, sha256: d.data.sha256, ...(d.data.weightsFingerprint === undefined ? {} : { weightsFingerprint: d.data.weightsFingerprint }) };
       v.lastEvent = ref;
       finish(s, v, toMs(d.data.completedAt));
       s.totals.completed++;
+      keepResult(s, v);
+      return s;
+    }
+    case 'ResultExpired': {
+      const v = view(s, d.data.requestId, e);
+      if (v.result === null || v.result.expiredAt !== undefined) return s;
+      v.result = { ...v.result, expiredAt: d.data.expiredAt, expiredBecause: d.data.reason };
+      v.lastEvent = ref;
+      const left = storedBytesOf(s, v.submitter) - d.data.bytes;
+      if (left > 0) s.storedBytesBySubmitter.set(v.submitter, left);
+      else s.storedBytesBySubmitter.delete(v.submitter);
+      compactRetention(s);
       return s;
     }
     case 'RequestFailed': {
@@ -133,6 +163,8 @@ export function applyRequests(s: RequestsState, e: StoredEvent, d: DomainEvent |
       v.queuedAtMs = toMs(d.data.requeuedAt);
       v.lastEvent = ref;
       v.requeues.push({ reason: d.data.reason, attempt: d.data.attempt, atMs: toMs(d.data.requeuedAt), text: d.data.because.text });
+      if (d.data.crash !== undefined && d.data.crash.suspect !== false) v.crashes++;
+      v.isolated = false;
       s.totals.requeued++;
       return s;
     }

@@ -2,9 +2,10 @@
 import type { JsonValue } from '../../eventstore/port.js';
 import type { Projection } from '../runner/projection.js';
 import { applyRequests } from './apply.js';
-import { initialRequestsState, type RequestsState, type RequestView } from './state.js';
+import { initialRequestsState, keepResult, type RequestsState, type RequestView } from './state.js';
 
-export const REQUESTS_PROJECTION_VERSION = 1;
+// 2: ResultExpired, stored bytes per submitter, the retention queue.
+export const REQUESTS_PROJECTION_VERSION = 2;
 
 export function requestsToSnapshot(s: RequestsState): JsonValue {
   return {
@@ -16,9 +17,13 @@ export function requestsToSnapshot(s: RequestsState): JsonValue {
 
 export function requestsFromSnapshot(j: JsonValue): RequestsState {
   const o = j as unknown as { byId: RequestView[]; inFlightByReplica: [string, string[]][]; totals: RequestsState['totals'] };
-  const byId = new Map(o.byId.map((v) => [v.requestId, v]));
-  const active = new Set(o.byId.filter((v) => v.finishedAtMs === null).map((v) => v.requestId));
-  return { byId, active, inFlightByReplica: new Map(o.inFlightByReplica.map(([r, ids]) => [r, new Set(ids)])), totals: o.totals };
+  const s = initialRequestsState();
+  s.byId = new Map(o.byId.map((v) => [v.requestId, v]));
+  s.active = new Set(o.byId.filter((v) => v.finishedAtMs === null).map((v) => v.requestId));
+  s.inFlightByReplica = new Map(o.inFlightByReplica.map(([r, ids]) => [r, new Set(ids)]));
+  s.totals = o.totals;
+  for (const v of [...o.byId].sort((a, b) => (a.finishedAtMs ?? 0) - (b.finishedAtMs ?? 0))) keepResult(s, v);
+  return s;
 }
 
 export const requestsProjection: Projection<RequestsState> = {

@@ -23,10 +23,18 @@ export interface RequestView {
   dispatchedAtMs: number | null;
   startedAtMs: number | null;
   finishedAtMs: number | null;
-  result: { ref: string; bytes: number; sha256: string } | null;
+  /**
+   * The stored result; `expiredAt` once its blob was deleted (retention, or deleted by its submitter);
+   * `weightsFingerprint`: the model files the attempt ran on (when the agent reported it).
+   */
+  result: { ref: string; bytes: number; sha256: string; weightsFingerprint?: string; expiredAt?: string; expiredBecause?: 'RETENTION' | 'DELETED' } | null;
   error: { phase: string; type: string; message: string; stack: string | null; reportedBy: string } | null;
   cancelled: { by: 'user' | 'operator'; actor: string } | null;
   requeues: { reason: RequeueReason; attempt: number; atMs: number; text: string }[];
+  /** Agent deaths the request was in flight for: after one, it is dispatched isolated (docs/lifecycle.md). */
+  crashes: number;
+  /** The attempt in flight runs isolated: alone on its agent, in a sandbox runner where there is one. */
+  isolated: boolean;
   logLines: number;
   ignoredReports: number;
   correlationId: string;
@@ -40,8 +48,29 @@ export interface RequestsState {
   /** Requests DISPATCHED or RUNNING per replica. */
   inFlightByReplica: Map<string, Set<string>>;
   totals: { received: number; completed: number; failed: number; cancelled: number; requeued: number };
+  /** Derived from byId (not in the snapshot): bytes of results kept per submitter (storage quotas). */
+  storedBytesBySubmitter: Map<string, number>;
+  /** Derived from byId: results not yet expired, oldest completion first from `head` (retention). */
+  retention: { queue: { requestId: string; atMs: number }[]; head: number };
 }
 
 export function initialRequestsState(): RequestsState {
-  return { byId: new Map(), active: new Set(), inFlightByReplica: new Map(), totals: { received: 0, completed: 0, failed: 0, cancelled: 0, requeued: 0 } };
+  return {
+    byId: new Map(),
+    active: new Set(),
+    inFlightByReplica: new Map(),
+    totals: { received: 0, completed: 0, failed: 0, cancelled: 0, requeued: 0 },
+    storedBytesBySubmitter: new Map(),
+    retention: { queue: [], head: 0 },
+  };
 }
+
+/** Counts a result as kept (its bytes against its submitter's quota, its age for retention). */
+export function keepResult(s: RequestsState, v: RequestView): void {
+  if (v.result === null || v.result.expiredAt !== undefined) return;
+  s.storedBytesBySubmitter.set(v.submitter, (s.storedBytesBySubmitter.get(v.submitter) ?? 0) + v.result.bytes);
+  s.retention.queue.push({ requestId: v.requestId, atMs: v.finishedAtMs ?? v.receivedAtMs });
+}
+
+/** Bytes of results `submitter` keeps stored. */
+export const storedBytesOf = (s: RequestsState, submitter: string): number => s.storedBytesBySubmitter.get(submitter) ?? 0;

@@ -1,7 +1,13 @@
-// Cluster, queue and agent views, read from the live projection.
+// Cluster, queue and agent views, read from the live projection. Operators see everything; other keys see their
+// own requests and aggregate counts only (queue lengths, replica and GPU totals), never another key's request
+// ids nor the agents.
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { RouteDeps } from '../../http/deps.js';
+import { callerOf } from '../../http/access.js';
+import { displayRequestId } from '../../http/request-ids.js';
+import type { Identity } from '../../auth/keys.js';
+import { runningBySubmitter, truePosition } from '../../projections/control-plane/positions.js';
 import { parseInput } from '../../http/validate.js';
 import { MODEL_KEY } from '../../domain/shared/ids.js';
 import { clusterView } from '../../projections/cluster/queries.js';
@@ -9,6 +15,9 @@ import type { AgentHealth } from '../../projections/agents/projection.js';
 import { queueLength, queueView } from '../../projections/queue/queries.js';
 
 const queueQuery = z.strictObject({ model: z.string().regex(MODEL_KEY, 'a model key').optional(), limit: z.coerce.number().int().min(1).max(1000).optional() });
+
+/** Operators, and the only caller when auth is off. */
+const seesAll = (me: Identity): boolean => !me.auth || me.tags.operator;
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
@@ -20,9 +29,20 @@ function health(h: AgentHealth | undefined) {
 export function clusterRoutes(app: FastifyInstance, deps: RouteDeps): void {
   const { ctx } = deps;
 
-  app.get('/cluster', async () => {
+  app.get('/cluster', async (req) => {
+    const me = callerOf(req);
     const s = ctx.view.state;
     const c = clusterView(s.cluster);
+    if (!seesAll(me)) {
+      return {
+        asOf: s.position,
+        agents: [],
+        gpus: [],
+        summary: { agents: c.agents.length, activeAgents: c.agents.filter((a) => a.state === 'ACTIVE').length, gpus: c.gpus.length, gpuMemoryBytes: c.gpus.reduce((n, g) => n + g.memoryBytes, 0) },
+        deployments: c.deployments.map((d) => ({ modelKey: d.modelKey, phase: d.phase, replicas: d.replicas.map((r) => ({ replicaId: r.replicaId, state: r.state, level: r.level })), queueLength: queueLength(s.queue, d.modelKey) })),
+        totals: s.requests.totals,
+      };
+    }
     return {
       asOf: s.position,
       agents: c.agents.map((a) => ({ ...a, health: health(s.agents.byId.get(a.agentId)) })),
@@ -33,13 +53,25 @@ export function clusterRoutes(app: FastifyInstance, deps: RouteDeps): void {
   });
 
   app.get('/queue', async (req) => {
+    const me = callerOf(req);
     const q = parseInput(queueQuery, req.query, 'query');
     const s = ctx.view.state;
     const models = q.model !== undefined ? [q.model] : [...s.queue.byModel.keys()].filter((k) => queueLength(s.queue, k) > 0).sort();
-    return { asOf: s.position, queues: models.map((model) => ({ model, length: queueLength(s.queue, model), entries: queueView(s.queue, model, q.limit ?? 100) })) };
+    const running = runningBySubmitter(s.requests);
+    const limit = q.limit ?? 100;
+    const entries = (model: string) => {
+      // Positions as dispatch will take them (a key at its running limit is passed over).
+      if (seesAll(me)) return queueView(s.queue, model, limit).map((e) => ({ ...e, position: truePosition(s, e.requestId, running) ?? e.position }));
+      const mine = s.queue.bySubmitter.get(model)?.get(me.actor)?.slice(0, limit) ?? [];
+      return mine.map((e) => {
+        const item = s.queue.byModel.get(model)!.get(e.id)!.value;
+        return { position: truePosition(s, e.id, running) ?? null, requestId: displayRequestId(me, e.id), rank: e.key.rank, priority: item.priority, requeued: item.requeued, enqueuedAt: new Date(item.enqueuedAtMs).toISOString() };
+      });
+    };
+    return { asOf: s.position, queues: models.map((model) => ({ model, length: queueLength(s.queue, model), entries: entries(model) })) };
   });
 
-  app.get('/agents', async () => {
+  app.get('/agents', { config: { access: 'operator' } }, async () => {
     const s = ctx.view.state;
     return {
       asOf: s.position,

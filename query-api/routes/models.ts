@@ -1,4 +1,5 @@
-// The models the catalog serves (with their deployment's phase and replica levels) and each one's manifest.
+// The models the fabric serves — the registered ones, with their files' fingerprint, their deployment's phase and
+// replica levels — and each one's manifest.
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { RouteDeps } from '../../http/deps.js';
@@ -20,7 +21,15 @@ export function modelRoutes(app: FastifyInstance, deps: RouteDeps): void {
       models: ctx.catalog.list().map((e) => {
         const levels = { HOT: 0, WARM: 0, COLD: 0 };
         for (const r of activeReplicas(s.cluster, e.key)) levels[levelOf(r.state)]++;
-        return { key: e.key, description: e.description, weightsBytes: e.weightsBytes, defaults: e.defaults, phase: deploymentPhase(s.cluster, e.key), replicas: levels };
+        return {
+          key: e.key,
+          description: e.description,
+          weightsBytes: e.weightsBytes,
+          defaults: e.defaults,
+          ...(e.registration === undefined ? {} : { fingerprint: e.registration.fingerprint, family: e.registration.family, architecture: e.registration.architecture, generative: e.registration.generative, registeredAt: e.registration.registeredAt, registeredBy: e.registration.registeredBy }),
+          phase: deploymentPhase(s.cluster, e.key),
+          replicas: levels,
+        };
       }),
     };
   });

@@ -6,17 +6,19 @@ import { callerOf } from '../../http/access.js';
 import type { RouteDeps } from '../../http/deps.js';
 import { parseInput } from '../../http/validate.js';
 import { keyMissing } from '../../auth/errors.js';
-import { ENTITY_ID, requestStream } from '../../domain/shared/ids.js';
+import { REQUEST_ID, requestStream } from '../../domain/shared/ids.js';
+import { RateLimiter } from '../../http/rate-limit.js';
+import { displayRequestId } from '../../http/request-ids.js';
 import { FabricError } from '../../protocol/errors.js';
 import { userStatus } from '../../projections/control-plane/status.js';
-import { positionOf } from '../../projections/queue/queries.js';
+import { runningBySubmitter, truePosition } from '../../projections/control-plane/positions.js';
 import { resultField } from '../results/result-field.js';
 import { verifyResultToken } from '../results/token.js';
 import { historyOf } from '../status/history.js';
 import { mayRead } from '../ws/connection.js';
 import { readRequest, requestNotFound } from './read-request.js';
 
-const idParams = z.strictObject({ id: z.string().regex(ENTITY_ID, 'a request id: 1–128 of letters, digits and . _ : -') });
+const idParams = z.strictObject({ id: z.string().regex(REQUEST_ID, 'a request id: 1–160 of letters, digits and . _ : -') });
 const STATUSES = ['RECEIVED', 'QUEUED', 'PROVISIONING', 'DEPLOYING', 'DISPATCHED', 'RUNNING', 'COMPLETED', 'ERROR', 'CANCELLED'] as const;
 const listQuery = z.strictObject({ limit: z.coerce.number().int().min(1).max(500).optional(), status: z.enum(STATUSES).optional() });
 const resultQuery = z.strictObject({ token: z.string().max(300).optional() });
@@ -25,11 +27,12 @@ const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOStrin
 
 export function requestQueryRoutes(app: FastifyInstance, deps: RouteDeps): void {
   const { ctx } = deps;
+  const downloads = deps.config.downloadRateLimit === null || !deps.config.auth ? undefined : new RateLimiter(deps.config.downloadRateLimit, ctx.clock, 'result downloads');
 
   app.get('/requests/:id', async (req) => {
     const me = callerOf(req);
     const { id } = parseInput(idParams, req.params, 'params');
-    const { events, view, request: v } = await readRequest(deps, me, id);
+    const { requestId, events, view, request: v } = await readRequest(deps, me, id);
     const h = historyOf(events);
     return {
       requestId: id,
@@ -48,10 +51,11 @@ export function requestQueryRoutes(app: FastifyInstance, deps: RouteDeps): void 
       statuses: h.statuses,
       logs: h.logs,
       logsTruncated: h.logsTruncated,
+      logCapped: h.logCapped,
       logLines: view.logLines,
       error: view.error === null ? null : { phase: view.error.phase, type: view.error.type, message: view.error.message, stack: view.error.stack },
       cancelled: view.cancelled,
-      result: view.result === null ? null : await resultField(deps, id, view.result),
+      result: view.result === null ? null : await resultField(deps, requestId, view.result),
       asOf: view.asOf,
     };
   });
@@ -63,12 +67,13 @@ export function requestQueryRoutes(app: FastifyInstance, deps: RouteDeps): void 
     const s = ctx.view.state;
     const all = [...s.requests.byId.values()];
     const out = [];
+    const running = runningBySubmitter(s.requests);
     for (let i = all.length - 1; i >= 0 && out.length < limit; i--) {
       const v = all[i]!;
       if (!mayRead(me, v.submitter)) continue;
       const status = userStatus(s, v);
       if (q.status !== undefined && status !== q.status) continue;
-      out.push({ requestId: v.requestId, model: v.modelKey, status, position: v.status === 'QUEUED' ? (positionOf(s.queue, v.requestId) ?? null) : null, submitter: v.submitter, receivedAt: iso(v.receivedAtMs), finishedAt: iso(v.finishedAtMs) });
+      out.push({ requestId: displayRequestId(me, v.requestId), model: v.modelKey, status, position: v.status === 'QUEUED' ? (truePosition(s, v.requestId, running) ?? null) : null, submitter: v.submitter, receivedAt: iso(v.receivedAtMs), finishedAt: iso(v.finishedAtMs) });
     }
     return { asOf: s.position, requests: out };
   });
@@ -77,6 +82,7 @@ export function requestQueryRoutes(app: FastifyInstance, deps: RouteDeps): void 
     const { id } = parseInput(idParams, req.params, 'params');
     const { token } = parseInput(resultQuery, req.query, 'query');
     let view;
+    // A signed URL names the recorded id (it needs no key); with a key the id is the caller's.
     if (token !== undefined) {
       let known = ctx.view.state.requests.byId.get(id);
       if (known === undefined) {
@@ -97,6 +103,10 @@ export function requestQueryRoutes(app: FastifyInstance, deps: RouteDeps): void 
       view = (await readRequest(deps, req.identity, id)).request;
       if (view.result === null) throw notReady(id, userStatus(ctx.view.state, view));
     }
+    if (view.result!.expiredAt !== undefined) throw resultExpired(id, view.result!.expiredAt, view.result!.expiredBecause ?? 'RETENTION');
+    // Downloads count against the submitter of the result, signed URLs included (a shared URL is not a free pass).
+    const release = downloads?.take(`${view.submitter} (downloads)`) ?? (() => undefined);
+    reply.raw.once('close', release);
     const blob = await ctx.blobs.get(view.result!.ref);
     return reply
       .code(200)
@@ -104,6 +114,13 @@ export function requestQueryRoutes(app: FastifyInstance, deps: RouteDeps): void 
       .header('x-ndif-sha256', blob.sha256)
       .header('content-disposition', `attachment; filename="${id}.ndifres"`)
       .send(blob.bytes);
+  });
+}
+
+function resultExpired(requestId: string, expiredAt: string, why: 'RETENTION' | 'DELETED'): FabricError {
+  return new FabricError('RESULT_EXPIRED', 410, `the result of request ${requestId} is gone: ${why === 'DELETED' ? 'it was deleted' : 'it was kept as long as results are kept'} (at ${expiredAt})`, {
+    hint: 'run the request again for a new result; download results soon after they complete',
+    details: { requestId, expiredAt, reason: why },
   });
 }
 

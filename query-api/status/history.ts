@@ -1,6 +1,7 @@
 // A request's recorded statuses and log lines, read from its stream (GET /requests/:id).
 import type { StoredEvent } from '../../eventstore/port.js';
-import { eventDraft } from './messages.js';
+import { decode } from '../../projections/decode.js';
+import { eventDraft, messagesOf } from './messages.js';
 
 export interface HistoryEntry {
   status: string;
@@ -18,31 +19,49 @@ export interface LogEntry {
 
 export const MAX_LOG_LINES = 1000;
 
-export function historyOf(events: StoredEvent[]): { statuses: HistoryEntry[]; logs: LogEntry[]; logsTruncated: boolean } {
+/**
+ * `logsTruncated`: only the last MAX_LOG_LINES lines are shown here; `logCapped`: an attempt reached its log
+ * limits and the fabric dropped the rest of its output (the last line shown is the LOG_TRUNCATED note).
+ */
+export function historyOf(events: StoredEvent[]): { statuses: HistoryEntry[]; logs: LogEntry[]; logsTruncated: boolean; logCapped: boolean } {
   const statuses: HistoryEntry[] = [];
-  let logs: LogEntry[] = [];
-  let dropped = 0;
+  // Log events are only noted on the way forward; their lines are read backwards from the last one, as many as
+  // are shown (a request that logged 200,000 lines costs 1,000 here, not 200,000).
+  const logEvents: StoredEvent[] = [];
+  let logCapped = false;
   for (const e of events) {
+    if (e.type === 'RequestLogged' || e.type === 'RequestLogTruncated') {
+      logEvents.push(e);
+      if (e.type === 'RequestLogTruncated') logCapped = true;
+      continue;
+    }
     const d = eventDraft(e, null, true);
     if (d === undefined) continue;
     const m = d.msg;
-    if (m.status === 'LOG') {
-      logs.push({ attempt: m.attempt as number, stream: m.stream as 'stdout' | 'stderr', line: m.line as string });
-      if (logs.length > 2 * MAX_LOG_LINES) {
-        dropped += logs.length - MAX_LOG_LINES;
-        logs = logs.slice(-MAX_LOG_LINES);
-      }
-      continue;
-    }
     const h: HistoryEntry = { status: m.status, at: m.at, cursor: m.cursor };
     if (typeof m.attempt === 'number') h.attempt = m.attempt;
     const requeued = m.requeued as { reason?: string } | undefined;
     if (requeued?.reason !== undefined) h.reason = requeued.reason;
     statuses.push(h);
   }
-  if (logs.length > MAX_LOG_LINES) {
-    dropped += logs.length - MAX_LOG_LINES;
-    logs = logs.slice(-MAX_LOG_LINES);
+  const logs: LogEntry[] = [];
+  let total = 0;
+  for (let i = logEvents.length - 1; i >= 0; i--) {
+    if (logs.length >= MAX_LOG_LINES) {
+      // Only counted from here on.
+      const e = decode(logEvents[i]!);
+      total += e?.type === 'RequestLogged' ? e.data.lines.length : 1;
+      continue;
+    }
+    const d = eventDraft(logEvents[i]!, null, true);
+    if (d === undefined) continue;
+    const lines = messagesOf(d);
+    total += lines.length;
+    for (let j = lines.length - 1; j >= 0 && logs.length < MAX_LOG_LINES; j--) {
+      const x = lines[j]!;
+      logs.push({ attempt: x.attempt as number, stream: x.stream as 'stdout' | 'stderr', line: x.line as string });
+    }
   }
-  return { statuses, logs, logsTruncated: dropped > 0 };
+  logs.reverse();
+  return { statuses, logs, logsTruncated: total > logs.length, logCapped };
 }

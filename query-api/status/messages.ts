@@ -5,7 +5,8 @@ import { decode } from '../../projections/decode.js';
 import type { ControlPlaneState } from '../../projections/control-plane/state.js';
 import { userStatus } from '../../projections/control-plane/status.js';
 import { deploymentPhase } from '../../projections/cluster/queries.js';
-import { positionOf, queueLength } from '../../projections/queue/queries.js';
+import { queueLength } from '../../projections/queue/queries.js';
+import { truePosition } from '../../projections/control-plane/positions.js';
 import { formatCursor, waitingKeyOf, type WaitingStatus } from './cursor.js';
 
 export type StatusName = 'RECEIVED' | WaitingStatus | 'DISPATCHED' | 'RUNNING' | 'LOG' | 'COMPLETED' | 'ERROR' | 'CANCELLED';
@@ -31,8 +32,13 @@ export interface Draft {
   kind: 'event' | 'waiting';
   terminal: boolean;
   /** COMPLETED: the blob to show inline or by URL. */
-  result?: { ref: string; bytes: number; sha256: string };
+  result?: { ref: string; bytes: number; sha256: string; weightsFingerprint?: string };
+  /** Further messages of the same event, sent right after `msg` (a batch of log lines: one LOG message per line). */
+  more?: StatusMessage[];
 }
+
+/** Every message of a draft, in order. */
+export const messagesOf = (d: Draft): StatusMessage[] => (d.more === undefined ? [d.msg] : [d.msg, ...d.more]);
 
 export interface WaitingFacts {
   status: WaitingStatus;
@@ -50,7 +56,7 @@ export function waitingFacts(s: ControlPlaneState, requestId: string): WaitingFa
   const dep = s.cluster.deployments.get(v.modelKey);
   return {
     status,
-    position: positionOf(s.queue, requestId) ?? null,
+    position: truePosition(s, requestId) ?? null,
     queueLength: queueLength(s.queue, v.modelKey),
     attempt: v.attempt,
     deployment: status === 'QUEUED' ? null : { phase: deploymentPhase(s.cluster, v.modelKey), lastFailure: dep?.lastFailure?.text ?? null },
@@ -93,11 +99,18 @@ export function eventDraft(e: StoredEvent, live: ControlPlaneState | null, repla
       return draft(e, d.data.requestId, 'DISPATCHED', { attempt: d.data.attempt, replicaId: d.data.replicaId, agentId: d.data.agentId }, replay);
     case 'RequestStarted':
       return draft(e, d.data.requestId, 'RUNNING', { attempt: d.data.attempt, agentId: d.data.agentId }, replay);
-    case 'RequestLogged':
-      return draft(e, d.data.requestId, 'LOG', { attempt: d.data.attempt, stream: d.data.stream, line: d.data.line }, replay);
+    case 'RequestLogged': {
+      const [first, ...rest] = d.data.lines;
+      const x = draft(e, d.data.requestId, 'LOG', { attempt: d.data.attempt, stream: first!.stream, line: first!.line }, replay);
+      if (rest.length > 0) x.more = rest.map((l) => ({ ...x.msg, stream: l.stream, line: l.line }));
+      return x;
+    }
+    case 'RequestLogTruncated':
+      return draft(e, d.data.requestId, 'LOG', { attempt: d.data.attempt, stream: 'stderr', code: 'LOG_TRUNCATED', line: logTruncatedLine(d.data) }, replay);
     case 'RequestCompleted': {
-      const x = draft(e, d.data.requestId, 'COMPLETED', { attempt: d.data.attempt, bytes: d.data.bytes, sha256: d.data.sha256 }, replay);
-      x.result = { ref: d.data.resultRef, bytes: d.data.bytes, sha256: d.data.sha256 };
+      const weights = d.data.weightsFingerprint === undefined ? {} : { weightsFingerprint: d.data.weightsFingerprint };
+      const x = draft(e, d.data.requestId, 'COMPLETED', { attempt: d.data.attempt, bytes: d.data.bytes, sha256: d.data.sha256, ...weights }, replay);
+      x.result = { ref: d.data.resultRef, bytes: d.data.bytes, sha256: d.data.sha256, ...weights };
       return x;
     }
     case 'RequestFailed':
@@ -107,6 +120,11 @@ export function eventDraft(e: StoredEvent, live: ControlPlaneState | null, repla
     default:
       return undefined;
   }
+}
+
+/** The note that ends a truncated log. */
+export function logTruncatedLine(t: { attempt: number; keptLines: number; keptBytes: number; maxLines: number; maxBytes: number }): string {
+  return `LOG_TRUNCATED: attempt ${t.attempt} reached its log limit (${t.maxLines} lines or ${t.maxBytes} bytes) after ${t.keptLines} lines (${t.keptBytes} bytes); later output is dropped`;
 }
 
 /** A waiting status as of the event at `e` (its own or another stream's). */

@@ -1,9 +1,9 @@
 // A model's tokenizer as the SDK fetches it (GET /models/:key/tokenizer): tokenizer.json and
 // tokenizer_config.json as text, with the sha256 the client checks them by (protocol/tokenizer-bundle.ts). Read
-// from the model's folder once per version of its files (catalog/fingerprint.ts) and kept.
+// from the model's folder once per version of its files (folderStamp, catalog/fingerprint.ts) and kept.
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { modelFingerprint } from '../../catalog/fingerprint.js';
+import { folderStamp } from '../../catalog/fingerprint.js';
 import type { ModelEntry } from '../../catalog/port.js';
 import { FabricError } from '../../protocol/errors.js';
 import { tokenizerBundleSha256, type TokenizerBundle } from '../../protocol/tokenizer-bundle.js';
@@ -13,7 +13,7 @@ export class TokenizerBundles {
 
   /** The bundle of `entry` and its JSON text; throws API_NO_TOKENIZER when the folder has no tokenizer.json. */
   async get(entry: ModelEntry): Promise<{ bundle: TokenizerBundle; body: string }> {
-    const fingerprint = modelFingerprint(entry.dir);
+    const fingerprint = folderStamp(entry.dir);
     const hit = this.cache.get(entry.key);
     if (hit !== undefined && hit.fingerprint === fingerprint) return hit;
     const file = join(entry.dir, 'tokenizer.json');

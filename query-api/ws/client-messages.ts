@@ -1,8 +1,8 @@
 // Messages a status websocket client sends (docs/http-api.md, "Status websocket").
 import { z } from 'zod';
-import { ENTITY_ID } from '../../domain/shared/ids.js';
+import { REQUEST_ID } from '../../domain/shared/ids.js';
 
-const requestId = z.string().regex(ENTITY_ID, 'a request id: 1–128 of letters, digits and . _ : -, starting with a letter or digit');
+const requestId = z.string().regex(REQUEST_ID, 'a request id: 1–160 of letters, digits and . _ : -, starting with a letter or digit');
 
 export const clientMessage = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('subscribe'), requestId, since: z.union([z.string().max(64), z.number()]).optional() }),

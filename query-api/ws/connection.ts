@@ -8,7 +8,10 @@ import { FabricError, isFabricError } from '../../protocol/errors.js';
 import { fabricVersion } from '../../http/fabric-version.js';
 import { resultField } from '../results/result-field.js';
 import { parseCursor } from '../status/cursor.js';
-import type { Draft } from '../status/messages.js';
+import { messagesOf, type Draft } from '../status/messages.js';
+import { performance } from 'node:perf_hooks';
+import { candidateRequestIds } from '../../http/request-ids.js';
+import { Fifo } from '../../protocol/fifo.js';
 import { clientMessage } from './client-messages.js';
 import type { StatusHub } from './hub.js';
 import type { EndReason, RequestSubscription } from './subscription.js';
@@ -18,10 +21,20 @@ export function mayRead(me: Identity, submitter: string): boolean {
   return !me.auth || me.tags.operator || me.actor === submitter;
 }
 
+/** The TCP socket under a websocket: corked while a batch of messages is written, so they leave in one write. */
+export interface Corkable {
+  cork(): void;
+  uncork(): void;
+}
+
+/** Longest stretch of writing queued messages before the connection lets the event loop turn. */
+const OUTBOX_SLICE_MS = 4;
+
 export class StatusConnection {
   private readonly subs = new Map<string, RequestSubscription>();
   private unwatch: (() => void) | undefined;
-  private chain: Promise<void> | undefined;
+  private readonly outbox = new Fifo<object | (() => Promise<object>)>();
+  private flushing = false;
   private closed = false;
 
   constructor(
@@ -29,6 +42,7 @@ export class StatusConnection {
     private readonly me: Identity,
     private readonly hub: StatusHub,
     private readonly deps: RouteDeps,
+    private readonly socket: Partial<Corkable> = {},
   ) {
     ws.on('message', (data, isBinary) => this.onMessage(data, isBinary));
     ws.on('close', () => this.close());
@@ -87,8 +101,16 @@ export class StatusConnection {
     }
   }
 
+  /** The recorded id a subscription by `name` follows: the caller's own scope; for an operator a full id it knows. */
+  private recordedId(name: string): string {
+    const [own, full] = candidateRequestIds(this.me, name);
+    if (full === undefined || this.deps.ctx.view.state.requests.byId.has(own!)) return own!;
+    return this.deps.ctx.view.state.requests.byId.has(full) ? full : own!;
+  }
+
   private subscribe(requestId: string, since: string | number | undefined): void {
     const cursor = since === undefined ? null : parseCursor(since);
+    const recorded = this.recordedId(requestId);
     const old = this.subs.get(requestId);
     if (old !== undefined) {
       this.hub.drop(old);
@@ -97,36 +119,75 @@ export class StatusConnection {
     if (this.subs.size >= this.deps.config.wsMaxSubscriptions) {
       throw new FabricError('WS_TOO_MANY_SUBSCRIPTIONS', 429, `a websocket may follow at most ${this.deps.config.wsMaxSubscriptions} requests at once`, { hint: 'unsubscribe from finished ones, or open another socket' });
     }
-    const sub = this.hub.subscribe(requestId, cursor, { send: (d) => this.send(d), ended: (s, reason) => this.ended(s, reason) }, (submitter) => mayRead(this.me, submitter));
+    const sub = this.hub.subscribe(recorded, cursor, { send: (d) => this.send(d, requestId), ended: (s, reason) => this.ended(s, reason, requestId) }, (submitter) => mayRead(this.me, submitter));
     if (sub === undefined) throw forbidden(requestId, this.me);
     this.subs.set(requestId, sub);
     this.write({ type: 'subscribed', requestId, since: since === undefined ? null : String(since) });
   }
 
-  private ended(sub: RequestSubscription, reason: EndReason): void {
-    if (this.subs.get(sub.requestId) === sub) this.subs.delete(sub.requestId);
-    const msg = reason === 'forbidden' ? { type: 'error', ...forbidden(sub.requestId, this.me).toBody(), requestId: sub.requestId } : { type: 'ended', requestId: sub.requestId, reason };
-    this.enqueue(async () => msg);
+  private ended(sub: RequestSubscription, reason: EndReason, name: string): void {
+    if (this.subs.get(name) === sub) this.subs.delete(name);
+    this.push(reason === 'forbidden' ? { type: 'error', ...forbidden(name, this.me).toBody(), requestId: name } : { type: 'ended', requestId: name, reason });
   }
 
-  private send(d: Draft): void {
-    if (d.result === undefined && this.chain === undefined) {
-      this.write(d.msg);
+  /** Sends a draft's messages naming the request as the client subscribed to it. */
+  private send(d: Draft, name: string): void {
+    const named = (m: Draft['msg']) => (m.requestId === name ? m : { ...m, requestId: name });
+    const result = d.result;
+    if (result !== undefined) {
+      // The result's URL names the recorded id (a signed URL needs no key).
+      this.push(async () => named({ ...d.msg, ...(await resultField(this.deps, d.msg.requestId, result)) }));
       return;
     }
-    const result = d.result;
-    this.enqueue(async () => (result === undefined ? d.msg : { ...d.msg, ...(await resultField(this.deps, d.msg.requestId, result)) }));
+    for (const m of messagesOf(d)) this.push(named(m));
   }
 
-  private enqueue(make: () => Promise<object>): void {
-    const next = (this.chain ?? Promise.resolve()).then(async () => {
-      this.write(await make());
-    });
-    const settled = next.catch((e) => this.deps.ctx.log.error({ err: e }, 'status websocket: a message could not be sent'));
-    this.chain = settled.then(() => {
-      if (this.chain === tail) this.chain = undefined;
-    });
-    const tail = this.chain;
+  /**
+   * Status messages go out in order through one outbox: a message whose result is read for inlining holds back
+   * what follows it, and a burst (a batch of 1000 log lines is 1000 LOG messages) is written corked, a few ms of
+   * it per turn of the event loop, so it neither costs a system call per message nor holds up the process.
+   */
+  private push(item: object | (() => Promise<object>)): void {
+    this.outbox.push(item);
+    if (!this.flushing) void this.flush();
+  }
+
+  private async flush(): Promise<void> {
+    this.flushing = true;
+    let corked = false;
+    const uncork = () => {
+      if (corked) this.socket.uncork?.();
+      corked = false;
+    };
+    try {
+      let sliceStart = performance.now();
+      for (let item = this.outbox.take(); item !== undefined; item = this.outbox.take()) {
+        if (typeof item === 'function') {
+          uncork();
+          const m = await item().catch((e: unknown) => {
+            this.deps.ctx.log.error({ err: e }, 'status websocket: a message could not be sent');
+            return undefined;
+          });
+          if (m !== undefined) this.write(m);
+          sliceStart = performance.now();
+          continue;
+        }
+        if (!corked && this.outbox.size > 0) {
+          this.socket.cork?.();
+          corked = true;
+        }
+        this.write(item);
+        if (performance.now() - sliceStart > OUTBOX_SLICE_MS) {
+          uncork();
+          await new Promise((resolve) => setImmediate(resolve));
+          sliceStart = performance.now();
+        }
+      }
+    } finally {
+      uncork();
+      this.flushing = false;
+    }
+    if (this.outbox.size > 0) void this.flush();
   }
 
   private write(msg: object): void {
@@ -146,7 +207,8 @@ export class StatusConnection {
     const metrics = this.deps.ctx.metrics;
     const m = msg as { type?: unknown; replay?: unknown; at?: unknown; requestId?: unknown };
     if (metrics === undefined || m.type !== 'status' || m.replay !== false || typeof m.at !== 'string' || typeof m.requestId !== 'string') return;
-    const model = this.deps.ctx.view.state.requests.byId.get(m.requestId)?.modelKey;
+    const byId = this.deps.ctx.view.state.requests.byId;
+    const model = candidateRequestIds(this.me, m.requestId).map((id) => byId.get(id)?.modelKey).find((x) => x !== undefined);
     if (model !== undefined) metrics.requests.observe('notify', model, (this.deps.ctx.clock() - Date.parse(m.at)) / 1000);
   }
 

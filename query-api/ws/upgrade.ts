@@ -10,7 +10,7 @@ import { identify, presentedKey } from '../../http/identify.js';
 import { checkClientProtocol } from '../../http/protocol-check.js';
 import { PROTOCOL_HEADER, API_PROTOCOL_VERSION } from '../../protocol/api-version.js';
 import { ApiErrorCode } from '../../http/errors.js';
-import { StatusConnection } from './connection.js';
+import { StatusConnection, type Corkable } from './connection.js';
 import type { StatusHub } from './hub.js';
 
 const REASONS: Record<number, string> = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 429: 'Too Many Requests', 500: 'Internal Server Error', 503: 'Service Unavailable' };
@@ -38,7 +38,7 @@ export function attachStatusSocket(app: FastifyInstance, deps: RouteDeps, hub: S
         checkClientProtocol(req.headers[PROTOCOL_HEADER] ?? url.searchParams.get('protocol') ?? undefined);
         const identity = await identify(deps.config.auth, deps.keys, presentedKey(req.headers, url.searchParams.get('key') ?? undefined), false);
         wss.handleUpgrade(req, socket, head, (ws) => {
-          new StatusConnection(ws, identity!, hub, deps);
+          new StatusConnection(ws, identity!, hub, deps, socket as Partial<Corkable>);
         });
       } catch (e) {
         refuseUpgrade(socket, toHttpFailure(e, log, deps.config.bodyLimitBytes, 'GET /ws (upgrade)'));

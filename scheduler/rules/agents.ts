@@ -32,13 +32,22 @@ export function agentHealthRule(ctx: PlanContext): void {
   }
 }
 
-function requeueAll(ctx: PlanContext, r: ClusterReplica, reason: RequeueReason, text: string, cause: ClusterAgent['lastEvent']): void {
+/** The death as evidence: the boot that died, the one that replaced it (null: lost), how it ended if reported. */
+function crashOf(agent: ClusterAgent, diedBootId: string, reason: 'AGENT_LOST' | 'AGENT_RESTARTED') {
+  if (reason === 'AGENT_LOST') return { agentId: agent.agentId, bootId: diedBootId, nextBootId: null, exit: null };
+  const exit = agent.previousExit !== null && agent.previousExit.bootId === diedBootId ? agent.previousExit : null;
+  return { agentId: agent.agentId, bootId: diedBootId, nextBootId: agent.bootId, exit };
+}
+
+function requeueAll(ctx: PlanContext, r: ClusterReplica, reason: 'AGENT_LOST' | 'AGENT_RESTARTED', text: string, agent: ClusterAgent, diedBootId: string): void {
+  const cause = agent.lastEvent;
   requeueInFlight(
     ctx,
     r.replicaId,
     reason,
     (v) => ({ rule: `requeue-${reason.toLowerCase().replace(/_/g, '-')}`, text: `attempt ${v.attempt} on replica ${r.replicaId}: ${text}`, refs: { replicaId: r.replicaId, agentId: r.agentId ?? '', causeEvent: cause.type } }),
     cause,
+    crashOf(agent, diedBootId, reason),
   );
 }
 
@@ -50,10 +59,10 @@ export function agentLossRule(ctx: PlanContext): void {
     if (agent === undefined) continue;
     if (agent.state === 'LOST') {
       const health = ctx.state.agents.byId.get(agent.agentId);
-      requeueAll(ctx, r, 'AGENT_LOST', `agent ${agent.agentId} was lost (no heartbeat since ${new Date(health?.lastSeenAtMs ?? 0).toISOString()}, grace expired)`, agent.lastEvent);
+      requeueAll(ctx, r, 'AGENT_LOST', `agent ${agent.agentId} was lost (no heartbeat since ${new Date(health?.lastSeenAtMs ?? 0).toISOString()}, grace expired)`, agent, agent.bootId);
       releases.set(`${r.modelKey}|${agent.agentId}|LOST`, { modelKey: r.modelKey, agent, reason: 'AGENT_LOST', previousBootId: agent.bootId });
     } else if (r.bootId !== null && r.bootId !== agent.bootId) {
-      requeueAll(ctx, r, 'AGENT_RESTARTED', `agent ${agent.agentId} restarted (boot ${r.bootId} → ${agent.bootId}); the attempt died with the old process`, agent.lastEvent);
+      requeueAll(ctx, r, 'AGENT_RESTARTED', `agent ${agent.agentId} restarted (boot ${r.bootId} → ${agent.bootId}); the attempt died with the old process`, agent, r.bootId);
       releases.set(`${r.modelKey}|${agent.agentId}|RESTARTED|${r.bootId}`, { modelKey: r.modelKey, agent, reason: 'AGENT_RESTARTED', previousBootId: r.bootId });
     }
   }

@@ -10,10 +10,12 @@ import { inFlightOn } from '../view-queries.js';
 
 type Because = Extract<ControlPlaneCommand, { type: 'RequeueRequest' }>['because'];
 
-export function requeueInFlight(ctx: PlanContext, replicaId: string, reason: RequeueReason, because: (v: RequestView) => Because, cause: EventRef): void {
+type Crash = Extract<ControlPlaneCommand, { type: 'RequeueRequest' }>['crash'];
+
+export function requeueInFlight(ctx: PlanContext, replicaId: string, reason: RequeueReason, because: (v: RequestView) => Because, cause: EventRef, crash?: Crash): void {
   for (const v of inFlightOn(ctx.state, replicaId)) {
     if (ctx.touchedRequests.has(v.requestId)) continue;
     ctx.touchedRequests.add(v.requestId);
-    ctx.emit(`sched:requeue:${v.requestId}:${v.attempt}`, { type: 'RequeueRequest', requestId: v.requestId, attempt: v.attempt, reason, because: because(v) }, cause);
+    ctx.emit(`sched:requeue:${v.requestId}:${v.attempt}`, { type: 'RequeueRequest', requestId: v.requestId, attempt: v.attempt, reason, because: because(v), ...(crash ? { crash } : {}) }, cause);
   }
 }

@@ -1,5 +1,6 @@
-// Time limits: a request running past its execution limit (its own, else its deployment's) fails with Timeout;
-// a request waiting longer than its queue limit fails with QueueTimeout.
+// Time limits: a request running past its execution limit (its own, else its deployment's — 60 s unless the
+// deployment says otherwise —, never more than its key's maximum) fails with Timeout; a request waiting longer
+// than its queue limit fails with QueueTimeout.
 import { fmtMs } from '../../domain/shared/format.js';
 import type { PlanContext } from '../plan-context.js';
 
@@ -10,7 +11,9 @@ export function timeoutRule(ctx: PlanContext): void {
     const v = s.requests.byId.get(id)!;
     if (ctx.touchedRequests.has(id)) continue;
     if ((v.status === 'DISPATCHED' || v.status === 'RUNNING') && v.dispatchedAtMs !== null) {
-      const limit = v.options.timeoutMs ?? (v.replicaId === null ? null : (s.cluster.replicas.get(v.replicaId)?.settings.timeoutMs ?? null));
+      const own = v.options.timeoutMs ?? (v.replicaId === null ? null : (s.cluster.replicas.get(v.replicaId)?.settings.timeoutMs ?? null));
+      const keyMax = v.options.maxTimeoutMs ?? null;
+      const limit = own === null ? keyMax : keyMax === null ? own : Math.min(own, keyMax);
       const ran = ctx.now - v.dispatchedAtMs;
       if (limit === null || ran <= limit) continue;
       ctx.touchedRequests.add(id);

@@ -9,12 +9,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import struct
 from pathlib import Path
+
+import sys
 
 import numpy as np
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from hf_fixtures import safetensors_io  # noqa: E402
+from hf_fixtures.families import redraw_small_parameters  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = REPO_ROOT / "tests" / "fixtures" / "gpt2-reference"
@@ -95,14 +101,7 @@ class ExportedGPT2(GPT2LMHeadModel):
 def build_model() -> ExportedGPT2:
     torch.manual_seed(SEED)
     model = ExportedGPT2(build_config())
-    # transformers initialises biases to 0 and LayerNorm weights to 1; random values make the
-    # check exercise every parameter (and keep the exporter from merging identical initialisers).
-    with torch.no_grad():
-        for name, param in model.named_parameters():
-            if name.endswith(".bias"):
-                param.normal_(0.0, 0.02)
-            elif ".ln_" in name:
-                param.normal_(1.0, 0.1)
+    redraw_small_parameters(model)
     model.eval()
     return model.float()
 
@@ -160,32 +159,6 @@ def run_case(model: ExportedGPT2, input_ids: torch.Tensor, case: dict) -> dict[s
             handle.remove()
     recorded["logits"] = logits.detach().cpu().numpy().copy()
     return recorded
-
-
-def write_safetensors(path: Path, tensors: dict[str, np.ndarray], metadata: dict[str, str]) -> None:
-    dtype_names = {np.dtype("float32"): "F32", np.dtype("int64"): "I64"}
-    header: dict[str, object] = {"__metadata__": metadata}
-    chunks = []
-    offset = 0
-    for name in sorted(tensors):
-        array = np.ascontiguousarray(tensors[name])
-        if array.dtype not in dtype_names:
-            raise ValueError(f"{name}: dtype {array.dtype} is not F32 or I64")
-        data = array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
-        header[name] = {
-            "dtype": dtype_names[array.dtype],
-            "shape": list(array.shape),
-            "data_offsets": [offset, offset + len(data)],
-        }
-        chunks.append(data)
-        offset += len(data)
-    header_bytes = json.dumps(header, separators=(",", ":")).encode("utf-8")
-    header_bytes += b" " * (-len(header_bytes) % 8)
-    with path.open("wb") as f:
-        f.write(struct.pack("<Q", len(header_bytes)))
-        f.write(header_bytes)
-        for chunk in chunks:
-            f.write(chunk)
 
 
 def export_torchscript(model: ExportedGPT2, input_ids: torch.Tensor, path: Path) -> None:
@@ -250,7 +223,7 @@ def main() -> None:
         "onnx": onnx.__version__,
         "numpy": np.__version__,
     }
-    write_safetensors(out / "reference.safetensors", tensors, {"format": "ndif-reference/1", "seed": str(SEED)})
+    safetensors_io.write(out / "reference.safetensors", tensors, {"format": "ndif-reference/1", "seed": str(SEED)})
     reference = {
         "format": "ndif-reference/1",
         "tolerance": TOLERANCE,

@@ -1,6 +1,6 @@
 // A GPU agent as a real OS process (dist/fabric/gpu-agent.js) over the IPC transport, executing real assignments
 // from a real control plane: it registers, loads gpt2-tiny when the deployment places it, runs a trusted
-// read+swap block whose result in the blob store equals HostedModel.run called directly, reports every LOG line,
+// read+swap block whose result in the blob store equals HostedModel.run called directly, reports LOG lines (in batches),
 // stops a running request when it is cancelled (reporting nothing for it), and after kill -9 a new process of the
 // same agent registers a new boot, gets its replica back (RELOAD) and runs the requeued request.
 import { describe, it, before, after } from 'node:test';
@@ -13,6 +13,9 @@ import { startHarness, spawnAgent, type AgentProcess, type Harness } from './har
 import { HANGING_BLOCK, READ_SWAP_BLOCK, slowBlock } from './payloads.js';
 
 const PROMPT = 'The Eiffel Tower is in';
+
+/** The lines of a RequestLogged event (a batch). */
+const linesOf = (e: { data: unknown }): string[] => (e.data as { lines: { line: string }[] }).lines.map((l) => l.line);
 
 describe('GPU agent process', () => {
   let h: Harness;
@@ -53,8 +56,11 @@ describe('GPU agent process', () => {
     await h.submit('r-swap', [{ prompt: PROMPT, block: READ_SWAP_BLOCK }, { tokens: [464, 412, 733], block: READ_SWAP_BLOCK }]);
     const done = await h.waitFor('request-r-swap', 'RequestCompleted');
     const stream = await h.events('request-r-swap');
-    assert.deepEqual(stream.map((e) => e.type), ['RequestReceived', 'RequestQueued', 'RequestDispatched', 'RequestStarted', 'RequestLogged', 'RequestLogged', 'RequestCompleted']);
-    const logs = stream.filter((e) => e.type === 'RequestLogged').map((e) => e.data.line);
+    // Lines come in batches (one RequestLogged per batch), all of them before the completion.
+    const types = stream.map((e) => e.type);
+    assert.deepEqual(types.filter((t) => t !== 'RequestLogged'), ['RequestReceived', 'RequestQueued', 'RequestDispatched', 'RequestStarted', 'RequestCompleted']);
+    assert.ok(types.indexOf('RequestLogged') > types.indexOf('RequestStarted') && types.lastIndexOf('RequestLogged') < types.indexOf('RequestCompleted'));
+    const logs = stream.filter((e) => e.type === 'RequestLogged').flatMap((e) => linesOf(e));
     // Invokes are batched with left padding to the longest (7 tokens); each block sees its own row.
     assert.deepEqual(logs, ['mlp 1x7x64', 'mlp 1x7x64']);
     const dispatched = stream[2];
@@ -87,7 +93,7 @@ describe('GPU agent process', () => {
     await h.submit('r-untrusted', [{ prompt: PROMPT, block: READ_SWAP_BLOCK }], { trusted: false });
     await h.submit('r-trusted', [{ prompt: PROMPT, block: READ_SWAP_BLOCK }]);
     const [u, t] = await Promise.all([h.waitFor('request-r-untrusted', 'RequestCompleted', undefined, 45_000), h.waitFor('request-r-trusted', 'RequestCompleted')]);
-    const logs = (await h.events('request-r-untrusted')).filter((e) => e.type === 'RequestLogged').map((e) => e.data.line);
+    const logs = (await h.events('request-r-untrusted')).filter((e) => e.type === 'RequestLogged').flatMap((e) => linesOf(e));
     assert.deepEqual(logs, ['mlp 1x7x64']);
     const a = decodeResultContainer((await h.blobs.get(u.data.resultRef)).bytes);
     const b = decodeResultContainer((await h.blobs.get(t.data.resultRef)).bytes);
@@ -110,7 +116,7 @@ describe('GPU agent process', () => {
 
   it('stops a running request when it is cancelled, and reports nothing more for it', async () => {
     await h.submit('r-hang', [{ prompt: PROMPT, block: HANGING_BLOCK }]);
-    await h.waitFor('request-r-hang', 'RequestLogged', (e) => e.data.line === 'waiting');
+    await h.waitFor('request-r-hang', 'RequestLogged', (e) => linesOf(e).includes('waiting'));
     await h.run({ type: 'CancelRequest', requestId: 'r-hang', actor: 'key:operator', operator: true });
     // The model serves one request at a time: this one completes only if the cancelled run really stopped.
     await h.submit('r-after', [{ prompt: PROMPT, block: READ_SWAP_BLOCK }]);
@@ -122,7 +128,7 @@ describe('GPU agent process', () => {
   it('after kill -9, the restarted agent registers a new boot, reloads its replica and runs the requeued request', async () => {
     const oldBoot = await agent.ready;
     await h.submit('r-killed', [{ prompt: PROMPT, block: slowBlock(1500) }]);
-    await h.waitFor('request-r-killed', 'RequestLogged', (e) => e.data.line === 'slow');
+    await h.waitFor('request-r-killed', 'RequestLogged', (e) => linesOf(e).includes('slow'));
     await agent.kill9();
     agent = spawnAgent(h, 'agent-p1');
     const newBoot = await agent.ready;
@@ -139,5 +145,15 @@ describe('GPU agent process', () => {
     const types = (await h.events('request-r-killed')).map((e) => e.type);
     assert.equal(types.filter((t) => t === 'RequestCompleted').length, 1);
     assert.ok(!types.includes('AgentReportIgnored'), `no stale report: ${types.join(', ')}`);
+  });
+
+  it('refuses to start with NDIF_AGENT_EP=cuda where the CUDA binaries are absent: AGENT_CUDA_UNAVAILABLE, exit 1', async () => {
+    const refused = spawnAgent(h, 'agent-cuda', { NDIF_AGENT_EP: 'cuda', NDIF_LOG_LEVEL: 'fatal' });
+    let stderr = '';
+    refused.child.stderr!.on('data', (d: string) => (stderr += d));
+    const [code] = (await refused.exited) as [number];
+    await assert.rejects(refused.ready, /exited \(1\) before it was ready/);
+    assert.equal(code, 1);
+    assert.match(stderr, /NDIF_AGENT_EP=cuda, but onnxruntime-node's CUDA execution provider is not installed/);
   });
 });

@@ -23,10 +23,13 @@ test('defaults, CUDA naming and refusals with AGENT_CONFIG_INVALID', () => {
   assert.equal(c.agentId, 'a-1');
   assert.deepEqual(c.gpus, [{ index: 0, memoryBytes: 16 * GIB, name: 'virtual (cpu)' }]);
   assert.equal(c.heartbeatMs, 2000);
-  assert.equal(c.provider, 'auto');
+  assert.equal(c.provider, 'cpu', 'NDIF_AGENT_EP defaults to cpu');
   assert.deepEqual(c.topics, { assignments: 'ndif.assignments', agentEvents: 'ndif.agent-events' });
   assert.equal(c.cpuCacheBudgetBytes, undefined);
-  assert.equal(agentConfigFromEnv({ NDIF_AGENT_ID: 'a-1' }, true).gpus[0].name, 'cuda');
+  assert.equal(agentConfigFromEnv({ NDIF_AGENT_ID: 'a-1' }, true).gpus[0].name, 'virtual (cpu)', 'CUDA binaries alone do not switch the provider');
+  assert.equal(agentConfigFromEnv({ NDIF_AGENT_ID: 'a-1', NDIF_AGENT_EP: 'cuda' }, true).gpus[0].name, 'cuda');
+  assert.equal(agentConfigFromEnv({ NDIF_AGENT_ID: 'a-1', NDIF_AGENT_PROVIDER: 'auto' }, true).gpus[0].name, 'cuda', 'the older NDIF_AGENT_PROVIDER=auto still picks CUDA where installed');
+  assert.equal(agentConfigFromEnv({ NDIF_AGENT_ID: 'a-1', NDIF_AGENT_EP: 'cpu' }, true).provider, 'cpu');
   const d = agentConfigFromEnv({ NDIF_AGENT_ID: 'a-2', NDIF_AGENT_RAM: '64GiB', NDIF_AGENT_CPU_CACHE: '32GiB', NDIF_TOPIC_ASSIGNMENTS: 'x.a', NDIF_AGENT_PROVIDER: 'cpu' });
   assert.equal(d.ramBytes, 64 * GIB);
   assert.equal(d.cpuCacheBudgetBytes, 32 * GIB);
@@ -40,4 +43,18 @@ test('defaults, CUDA naming and refusals with AGENT_CONFIG_INVALID', () => {
   refused({ NDIF_AGENT_ID: 'a', NDIF_AGENT_RAM: '1GiB', NDIF_AGENT_CPU_CACHE: '2GiB' }, 'NDIF_AGENT_CPU_CACHE');
   refused({ NDIF_AGENT_ID: 'a', NDIF_AGENT_HEARTBEAT_MS: '5' }, 'NDIF_AGENT_HEARTBEAT_MS');
   refused({ NDIF_AGENT_ID: 'a', NDIF_AGENT_PROVIDER: 'tpu' }, 'NDIF_AGENT_PROVIDER');
+  refused({ NDIF_AGENT_ID: 'a', NDIF_AGENT_EP: 'rocm' }, 'NDIF_AGENT_EP');
+  refused({ NDIF_AGENT_ID: 'a', NDIF_AGENT_EP: 'cpu', NDIF_AGENT_PROVIDER: 'cuda' }, 'NDIF_AGENT_PROVIDER');
+});
+
+test('NDIF_AGENT_EP=cuda without onnxruntime-node\'s CUDA binaries: AGENT_CUDA_UNAVAILABLE saying what to install', () => {
+  for (const env of [{ NDIF_AGENT_EP: 'cuda' }, { NDIF_AGENT_PROVIDER: 'cuda' }]) {
+    assert.throws(() => agentConfigFromEnv({ NDIF_AGENT_ID: 'a', ...env }, false), (e: unknown) => {
+      const err = e as { code?: string; message: string; hint?: string };
+      assert.equal(err.code, 'AGENT_CUDA_UNAVAILABLE');
+      assert.match(err.message, /libonnxruntime_providers_cuda\.so/);
+      assert.match(err.hint ?? '', /ONNXRUNTIME_NODE_INSTALL=cuda12 node node_modules\/onnxruntime-node\/script\/install\.js/);
+      return true;
+    });
+  }
 });

@@ -29,6 +29,19 @@ export function apiKeyStoreContract(open: () => Promise<ApiKeyStore>): void {
     }
   });
 
+  it('keeps a key\'s limit tags; a key without them reads without', async () => {
+    const s = await open();
+    try {
+      const limited = key('0000000000000005', { tags: { trusted: false, priority: false, operator: false, limits: { maxQueued: 3, maxTimeoutMs: 60_000 } } });
+      await s.insert(limited);
+      assert.deepEqual(await s.get('0000000000000005'), limited);
+      await s.insert(key('0000000000000006'));
+      assert.equal((await s.get('0000000000000006'))!.tags.limits, undefined);
+    } finally {
+      await s.close();
+    }
+  });
+
   it('refuses a second key with the same id', async () => {
     const s = await open();
     try {

@@ -42,3 +42,18 @@ it('a bootstrap key given as text becomes an operator key once; another secret u
   await assert.rejects(keys.ensureBootstrapKey('nope', '2025-03-02T10:00:00.000Z'), (e: { code?: string }) => e.code === 'AUTH_KEY_MALFORMED');
   await store.close();
 });
+
+it('a keys file written before limit tags existed opens with the column added; its keys read without limits', async () => {
+  const path = join(dir, 'before-limits.sqlite');
+  const Database = (await import('better-sqlite3')).default;
+  const old = new Database(path);
+  old.exec(`CREATE TABLE api_keys (id TEXT PRIMARY KEY, hash TEXT NOT NULL, label TEXT NOT NULL, trusted INTEGER NOT NULL, priority INTEGER NOT NULL, operator INTEGER NOT NULL,
+    created_at TEXT NOT NULL, created_by TEXT NOT NULL, revoked_at TEXT, revoked_by TEXT)`);
+  old.prepare('INSERT INTO api_keys VALUES (?, ?, ?, 1, 0, 0, ?, ?, NULL, NULL)').run('00000000000000aa', 'ab'.repeat(32), 'old', '2025-03-01T10:00:00.000Z', 'key:boss');
+  old.close();
+  const store = new SqliteApiKeyStore({ path });
+  assert.deepEqual((await store.get('00000000000000aa'))!.tags, { trusted: true, priority: false, operator: false });
+  await store.insert({ id: '00000000000000bb', hash: 'cd'.repeat(32), label: 'new', tags: { trusted: false, priority: false, operator: false, limits: { maxRunning: 2 } }, createdAt: '2025-03-02T10:00:00.000Z', createdBy: 'key:boss', revokedAt: null, revokedBy: null });
+  assert.deepEqual((await store.get('00000000000000bb'))!.tags.limits, { maxRunning: 2 });
+  await store.close();
+});

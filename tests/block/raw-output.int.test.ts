@@ -104,10 +104,16 @@ test('a timer a block leaves behind writes nowhere: not to the agent\'s streams,
   assert.deepEqual(reached, []);
 });
 
-test('a block that writes while it is being compiled, and one that throws, keep their lines', async () => {
+test('code outside the block\'s function never runs (refused before compiling); a block that throws keeps its last line', async () => {
   const hm = models[1]!;
-  const r = await trusted(hm, ["(process.stdout.write('rawtest:compiling\\n'), async () => 1)"]);
-  assert.deepEqual(r.logs.map((l) => l.line), ['rawtest:compiling']);
+  const written: string[] = [];
+  await assert.rejects(
+    hm.run({ invokes: [{ tokens: TOKENS, block: "(process.stdout.write('rawtest:compiling\\n'), async () => 1)" }], timeoutMs: 20_000, onLog: (l) => written.push(l.line) }, () =>
+      createInProcessBlocks({ manifest: hm.manifest(), tokenizer: hm.tokenizer }),
+    ),
+    /BlockSyntaxError.*not a function expression but a sequence/,
+  );
+  assert.deepEqual(written, []);
   const lines: string[] = [];
   await assert.rejects(
     hm.run(

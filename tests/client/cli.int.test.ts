@@ -115,10 +115,12 @@ describe('kill', () => {
     try {
       const h = await user.submit('gpt2-tiny', 'Hello', 'async () => { await new Promise((r) => setTimeout(r, 2000)); return 1; }');
       for (let i = 0; i < 100 && (await h.status()).status !== 'RUNNING'; i++) await new Promise((r) => setTimeout(r, 50));
-      const r = await ndif(['kill', h.requestId]);
+      // An operator names another key's request by its full id, <key id>:<the id its submitter chose>.
+      const full = `${fab.keys!.user.split('_')[1]}:${h.requestId}`;
+      const r = await ndif(['kill', full]);
       assert.equal(r.code, 0, r.err);
-      assert.equal(r.out, `${h.requestId} cancelled\n`);
-      assert.equal((await ndif(['kill', h.requestId])).out, `${h.requestId} was already cancelled\n`);
+      assert.equal(r.out, `${full} cancelled\n`);
+      assert.equal((await ndif(['kill', full])).out, `${full} was already cancelled\n`);
       const info = await h.wait({ waitMs: 10_000 });
       assert.equal(info.reply.cancelled?.by, 'operator');
     } finally {

@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { checkBlockSource } from '../../protocol/block-source.js';
 import { blockSource, BlockSourceError } from '../../client/sdk/block-source.js';
 import { buildSubmitBody, isInvokeList, RequestShapeError } from '../../client/sdk/request-body.js';
 import { compileBlock } from '../../gpu-agent/block/compile.js';
@@ -32,7 +33,8 @@ test('method shorthand and function expressions become expressions the fabric co
 test('params reach the block as its third argument and as `params`, on the block\'s own lines', async () => {
   const src = blockSource('async (m, ctx, p) => {\n  return params.layer * 2 + p.layer;\n}', { layer: 5 });
   assert.equal(src.split('\n').length, 4, 'only the closing line is added');
-  assert.ok(src.startsWith('((params) => { const block = (async (m, ctx, p) => {'));
+  assert.ok(src.startsWith('(m, ctx) => { const params = {"layer":5}; return (async (m, ctx, p) => {'));
+  assert.equal(checkBlockSource(src), undefined, 'still exactly one function expression, as the fabric requires');
   const fn = compileBlock(src, 0, console);
   assert.equal(await fn({}, {}), 15);
   const typed = blockSource(async (_m: unknown, _ctx: unknown, p: { k: number }) => p.k + 1, { k: 41 });
@@ -54,7 +56,7 @@ test('the submit body follows docs/http-api.md', () => {
   const body = buildSubmitBody('gpt2-tiny', 'The Eiffel Tower is in', 'async (m) => 1', { newTokens: 3, timeoutMs: 5000, untrusted: true }, 'r-1', true);
   assert.deepEqual(body, { requestId: 'r-1', model: 'gpt2-tiny', invokes: [{ input: 'The Eiffel Tower is in' }], block: 'async (m) => 1', newTokens: 3, timeoutMs: 5000, untrusted: true, blocking: true });
   const multi = buildSubmitBody('m', ['a', [1, 2], { input: 'b', block: 'async () => 2', params: { k: 1 } }], undefined, {}, 'r-2', false);
-  assert.deepEqual(multi.invokes, [{ input: 'a' }, { input: [1, 2] }, { input: 'b', block: '((params) => { const block = (async () => 2\n); return (m, ctx) => block(m, ctx, params); })({"k":1})' }]);
+  assert.deepEqual(multi.invokes, [{ input: 'a' }, { input: [1, 2] }, { input: 'b', block: '(m, ctx) => { const params = {"k":1}; return (async () => 2\n)(m, ctx, params); }' }]);
   assert.equal(multi.blocking, false);
   assert.equal('block' in multi, false);
 });

@@ -13,6 +13,8 @@ import { SqliteApiKeyStore } from '../../auth/sqlite.js';
 import type { ApiConfigInput } from '../../http/config.js';
 import { FileBlobStore } from '../../blobstore/files.js';
 import { FabricModelCatalog } from '../../catalog/catalog.js';
+import { RegisteredCatalog } from '../../catalog/registered.js';
+import { registerConfiguredModels } from '../../catalog/startup.js';
 import { onDemandFromCatalog } from '../../catalog/on-demand.js';
 import type { ControlPlaneCommand } from '../../command-api/handlers/commands.js';
 import { ControlPlaneCommands } from '../../command-api/handlers/service.js';
@@ -66,7 +68,8 @@ export async function startApi(options: HarnessOptions = {}): Promise<ApiHarness
   let scheduler: Scheduler | undefined;
   const commands = new ControlPlaneCommands(store, { onHeartbeat: (a, b, at) => scheduler?.observeHeartbeat(a, b, Date.parse(at)) });
   const catalog = await FabricModelCatalog.open({ models: [{ key: MODEL, bundled: MODEL }], cacheDir: join(tmpdir(), 'ndif-api-catalog-cache') });
-  scheduler = new Scheduler({ view, commands, clock: () => clock.now, config: { onDemand: onDemandFromCatalog(catalog) }, onError: (e) => { throw e; } });
+  const registered = new RegisteredCatalog(() => view.state.models, catalog);
+  scheduler = new Scheduler({ view, commands, clock: () => clock.now, config: { onDemand: onDemandFromCatalog(registered) }, onError: (e) => { throw e; } });
   const blobs = await FileBlobStore.open({ dir: join(dir, 'blobs'), sync: false });
   const keyStore = new SqliteApiKeyStore({ path: join(dir, 'keys.sqlite') });
   const keys = new ApiKeys(keyStore);
@@ -78,7 +81,11 @@ export async function startApi(options: HarnessOptions = {}): Promise<ApiHarness
     },
   });
   const log = pino({ level: 'info' }, sink);
-  const ctx: FabricContext = { store, commands, view, blobs, catalog, clock: () => clock.now, newId: () => `gen-${++ids}`, log };
+  const ctx: FabricContext = { store, commands, view, blobs, catalog: registered, localModels: catalog, clock: () => clock.now, newId: () => `gen-${++ids}`, log };
+  // The served model is registered as NDIF_MODELS registers it at start.
+  const startup = await registerConfiguredModels({ local: catalog, commands, view }, catalog, () => new Date(clock.now).toISOString(), log);
+  if (startup.failed.length > 0) throw new Error(`harness model not registered: ${JSON.stringify(startup.failed)}`);
+  if (startup.position !== undefined) await view.waitForPosition(startup.position);
   const app = await buildFabricServer({ ...ctx, keys: keyStore, config: { auth: options.auth ?? false, ...options.config } });
   await app.ready();
   const h: ApiHarness = {
@@ -155,7 +162,7 @@ export class ReportingAgent {
   }
 
   log(requestId: string, attempt: number, line: string, stream: 'stdout' | 'stderr' = 'stdout') {
-    return this.report({ type: 'ReportRequestLog', requestId, attempt, agentId: this.agentId, agentMessageId: '', stream, line });
+    return this.report({ type: 'ReportRequestLog', requestId, attempt, agentId: this.agentId, agentMessageId: '', lines: [{ stream, line }] });
   }
 
   /** Completes with a result container holding one float32 tensor of `elements` values (i / 2). */

@@ -55,7 +55,7 @@ describe('ids and metadata', () => {
     assert.deepEqual([again.events.length, await store.headPosition()], [0, head]);
     await cp.execute({ type: 'RegisterAgent', agentId: 'a1', bootId: 'b1', gpus: [{ index: 0, memoryBytes: 8 * GIB, name: 'v' }], ramBytes: GIB }, meta('reg', 'agent:a1'));
     await cp.execute({ type: 'DispatchRequest', requestId: 'r1', attempt: 1, replicaId: 'gpt2#1', agentId: 'a1', because: { rule: 't', text: 't' } }, meta('d1', 'system:scheduler'));
-    const log = { type: 'ReportRequestLog', requestId: 'r1', attempt: 1, agentId: 'a1', agentMessageId: 'm7', stream: 'stdout', line: 'hi' } as const;
+    const log: ControlPlaneCommand = { type: 'ReportRequestLog', requestId: 'r1', attempt: 1, agentId: 'a1', agentMessageId: 'm7', lines: [{ stream: 'stdout', line: 'hi' }] };
     await cp.execute(log, meta('agent:a1:m7', 'agent:a1'));
     await cp.execute(log, meta('agent:a1:m7', 'agent:a1'));
     assert.deepEqual((await store.readStream('request-r1')).map((e) => e.type), ['RequestReceived', 'RequestQueued', 'RequestDispatched', 'RequestLogged']);
@@ -66,7 +66,7 @@ describe('concurrency', () => {
   it('concurrent commands on one stream all land, each decided on the latest state', async () => {
     await cp.execute(submit, meta('c1'));
     await cp.execute({ type: 'DispatchRequest', requestId: 'r1', attempt: 1, replicaId: 'gpt2#1', agentId: 'a1', because: { rule: 't', text: 't' } }, meta('d1', 'system:scheduler'));
-    const lines = Array.from({ length: 20 }, (_, i) => cp.execute({ type: 'ReportRequestLog', requestId: 'r1', attempt: 1, agentId: 'a1', agentMessageId: `m${i}`, stream: 'stdout', line: `line ${i}` }, meta(`agent:a1:m${i}`, 'agent:a1')));
+    const lines = Array.from({ length: 20 }, (_, i) => cp.execute({ type: 'ReportRequestLog', requestId: 'r1', attempt: 1, agentId: 'a1', agentMessageId: `m${i}`, lines: [{ stream: 'stdout', line: `line ${i}` }] }, meta(`agent:a1:m${i}`, 'agent:a1')));
     await Promise.all(lines);
     assert.equal((await store.readStream('request-r1')).filter((e) => e.type === 'RequestLogged').length, 20);
   });
@@ -86,7 +86,7 @@ describe('concurrency', () => {
     const because = { rule: 't', text: 't' };
     await cp.execute({ type: 'DispatchRequest', requestId: 'r1', attempt: 1, replicaId: 'gpt2#1', agentId: 'a1', because }, meta('d1', 'system:scheduler'));
     const report = (svc: ControlPlaneCommands, i: number) =>
-      svc.execute({ type: 'ReportRequestLog', requestId: 'r1', attempt: 1, agentId: 'a1', agentMessageId: `x${i}`, stream: 'stdout', line: `${i}` }, meta(`agent:a1:x${i}`, 'agent:a1'));
+      svc.execute({ type: 'ReportRequestLog', requestId: 'r1', attempt: 1, agentId: 'a1', agentMessageId: `x${i}`, lines: [{ stream: 'stdout', line: `${i}` }] }, meta(`agent:a1:x${i}`, 'agent:a1'));
     const out = await Promise.all([report(cp, 1), report(other, 2)]);
     assert.deepEqual(out.map((o) => o.attempts).sort(), [1, 2]);
     assert.equal((await store.readStream('request-r1')).filter((e) => e.type === 'RequestLogged').length, 2);

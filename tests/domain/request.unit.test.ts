@@ -87,7 +87,7 @@ describe('request: agent reports', () => {
   const running = [...received(), dispatched()];
   it('started, log, completed of the current attempt are recorded', () => {
     g(running).when({ type: 'ReportRequestStarted', attempt: 1, ...report }).then([{ type: 'RequestStarted', data: { requestId: 'r1', attempt: 1, agentId: 'a1', startedAt: T2 } }]);
-    g(running).when({ type: 'ReportRequestLog', attempt: 1, stream: 'stdout', line: 'hello', ...report }).then([{ type: 'RequestLogged', data: { requestId: 'r1', attempt: 1, stream: 'stdout', line: 'hello' } }]);
+    g(running).when({ type: 'ReportRequestLog', attempt: 1, lines: [{ stream: 'stdout', line: 'hello' }], ...report }).then([{ type: 'RequestLogged', data: { requestId: 'r1', attempt: 1, lines: [{ stream: 'stdout', line: 'hello' }] } }]);
     g(running)
       .when({ type: 'ReportRequestCompleted', attempt: 1, resultRef: 'blob:1', bytes: 10, sha256: sha, ...report })
       .then([{ type: 'RequestCompleted', data: { requestId: 'r1', attempt: 1, agentId: 'a1', resultRef: 'blob:1', bytes: 10, sha256: sha, completedAt: T2, agentMessageId: 'm1' } }]);
@@ -123,8 +123,8 @@ describe('request: agent reports', () => {
       .thenMatch(([e]) => assert.equal(e.type === 'AgentReportIgnored' && e.data.reason, 'WRONG_AGENT'));
   });
   it('stale log lines are recorded as ignored once per attempt', () => {
-    const first = g([...running, requeued()]).when({ type: 'ReportRequestLog', attempt: 1, stream: 'stderr', line: 'x', ...report }).thenMatch((es) => assert.equal(es.length, 1));
-    g([...running, requeued(), ...first]).when({ type: 'ReportRequestLog', attempt: 1, stream: 'stderr', line: 'y', ...report, agentMessageId: 'm2' }).then([]);
+    const first = g([...running, requeued()]).when({ type: 'ReportRequestLog', attempt: 1, lines: [{ stream: 'stderr', line: 'x' }], ...report }).thenMatch((es) => assert.equal(es.length, 1));
+    g([...running, requeued(), ...first]).when({ type: 'ReportRequestLog', attempt: 1, lines: [{ stream: 'stderr', line: 'y' }], ...report, agentMessageId: 'm2' }).then([]);
   });
   it('a failure of the current attempt is an ERROR with phase, type and message', () => {
     g(running)
@@ -178,5 +178,50 @@ describe('request: scheduler failures', () => {
     const cmd = { type: 'FailRequest', requestId: 'r1', when: 'IN_FLIGHT', attempt: 1, phase: 'execution', errorType: 'Timeout', message: 'ran too long', at: T2, because: why } as const;
     g([...received(), dispatched()]).when(cmd).thenMatch(([e]) => assert.equal(e.type, 'RequestFailed'));
     g([...received(), dispatched(), requeued()]).when(cmd).then([]);
+  });
+});
+
+describe('request: log limits', () => {
+  const running = [...received(), dispatched()];
+  const limits = { maxLines: 5, maxBytes: 20 };
+  const lines = (n: number, text = 'ab') => Array.from({ length: n }, (_, i) => ({ stream: 'stdout' as const, line: `${text}${i}` }));
+  it('a batch is one event; lines past the limit are dropped and one LOG_TRUNCATED note is recorded', () => {
+    const first = g(running).when({ type: 'ReportRequestLog', attempt: 1, lines: lines(3), limits, ...report }).thenMatch((es) => assert.deepEqual(es.map((e) => e.type), ['RequestLogged']));
+    g([...running, ...first])
+      .when({ type: 'ReportRequestLog', attempt: 1, lines: lines(4, 'cd'), limits, ...report, agentMessageId: 'm2' })
+      .then([
+        { type: 'RequestLogged', data: { requestId: 'r1', attempt: 1, lines: lines(2, 'cd') } },
+        { type: 'RequestLogTruncated', data: { requestId: 'r1', attempt: 1, keptLines: 5, keptBytes: 15, maxLines: 5, maxBytes: 20 } },
+      ]);
+  });
+  it('bytes count too (UTF-8), and after the note an attempt records nothing more', () => {
+    const big = [{ stream: 'stderr' as const, line: 'é'.repeat(8) }, { stream: 'stderr' as const, line: 'é'.repeat(3) }];
+    const out = g(running).when({ type: 'ReportRequestLog', attempt: 1, lines: big, limits, ...report }).thenMatch((es) => {
+      assert.deepEqual(es.map((e) => e.type), ['RequestLogged', 'RequestLogTruncated']);
+      assert.equal(es[0]!.type === 'RequestLogged' && es[0]!.data.lines.length, 1, '16 bytes fit, 6 more do not');
+    });
+    g([...running, ...out]).when({ type: 'ReportRequestLog', attempt: 1, lines: lines(1), limits, ...report, agentMessageId: 'm3' }).then([]);
+  });
+  it('an agent that stopped at the limits itself says so: the note is recorded with what it sent', () => {
+    g(running)
+      .when({ type: 'ReportRequestLog', attempt: 1, lines: [], truncated: true, limits, ...report })
+      .then([{ type: 'RequestLogTruncated', data: { requestId: 'r1', attempt: 1, keptLines: 0, keptBytes: 0, maxLines: 5, maxBytes: 20 } }]);
+  });
+  it('each attempt has its own limits', () => {
+    const full = g(running).when({ type: 'ReportRequestLog', attempt: 1, lines: lines(9), limits, ...report }).thenMatch(() => undefined);
+    g([...running, ...full, requeued(), dispatched(2)])
+      .when({ type: 'ReportRequestLog', attempt: 2, lines: lines(1), limits, ...report, agentMessageId: 'm9' })
+      .then([{ type: 'RequestLogged', data: { requestId: 'r1', attempt: 2, lines: lines(1) } }]);
+  });
+});
+
+describe('request: RequestLogged schema versions', () => {
+  it('a version 1 event (one line) reads as a version 2 batch of one line', async () => {
+    const { upcast, currentVersion } = await import('../../domain/events/registry.js');
+    assert.equal(currentVersion('RequestLogged'), 2);
+    assert.deepEqual(upcast('RequestLogged', 1, { requestId: 'r1', attempt: 2, stream: 'stderr', line: 'old' }), {
+      type: 'RequestLogged',
+      data: { requestId: 'r1', attempt: 2, lines: [{ stream: 'stderr', line: 'old' }] },
+    });
   });
 });

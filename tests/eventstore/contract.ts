@@ -4,9 +4,12 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
+import { AggregateCache } from '../../eventstore/aggregate-cache.js';
 import { isWrongExpectedRevision } from '../../eventstore/errors.js';
+import { handleCommand, typeDataCodec } from '../../eventstore/handle-command.js';
 import type { EventStore, NewEvent, StoredEvent } from '../../eventstore/port.js';
 import { isFabricError } from '../../protocol/errors.js';
+import { counterDecider, type Counter, type CounterEvent } from './counter.js';
 
 export interface StoreUnderTest {
   /** Opens a new instance (its own connection) on the same underlying store. */
@@ -360,6 +363,46 @@ export function runEventStoreContract(target: ContractTarget): void {
       const page2 = await store.query({ streamPrefix: q, limit: 3, afterPosition: page1[2].position });
       assert.deepEqual(types([...page1, ...page2]), ['DeploymentRequested', 'ReplicaPlaced', 'RequestReceived', 'RequestQueued']);
       assert.deepEqual(await store.query({ actor: `nobody-${randomUUID()}` }), []);
+    });
+
+    it('serves commands from an aggregate cache: reads only unfolded events, decides on the latest state across writers, rebuilds after a restart', async () => {
+      const s = stream('cached');
+      let read = 0;
+      // handleCommand reads and appends only; this store counts what it reads.
+      const counting = {
+        readStream: async (id: string, o?: Parameters<EventStore['readStream']>[1]) => {
+          const r = await store.readStream(id, o);
+          read += r.length;
+          return r;
+        },
+        append: (id: string, e: NewEvent[], o: Parameters<EventStore['append']>[2]) => store.append(id, e, o),
+      } as unknown as EventStore;
+      const increment = (cache: AggregateCache<Counter>, commandId: string) =>
+        handleCommand(counting, { streamId: s, command: { commandId, by: 1 }, decider: counterDecider, codec: typeDataCodec<CounterEvent>({ commandId, actor: 'system:test', at: AT }), cache, maxAttempts: 10 });
+      const a = new AggregateCache<Counter>();
+      const b = new AggregateCache<Counter>();
+      for (let i = 0; i < 30; i++) await increment(a, `a-${i}`);
+      assert.ok(read <= 1, `30 commands through one cache read ${read} events`);
+      // A second writer (another process's cache) folds the stream once, then both interleave.
+      read = 0;
+      await increment(b, 'b-0');
+      assert.equal(read, 30, 'the new cache folds the stream once');
+      read = 0;
+      for (let i = 1; i <= 10; i++) {
+        await increment(a, `a2-${i}`);
+        await increment(b, `b-${i}`);
+      }
+      assert.ok(read <= 40, `each writer read only the other's new events (read ${read})`);
+      const all = await store.readStream(s);
+      assert.deepEqual(all.map((e) => (e.data as { to: number }).to), all.map((_, i) => i + 1), 'no decision on a stale state got in');
+      // A redelivered command is stored once even though the cache holds its effect.
+      const again = await increment(a, 'a-3');
+      assert.equal(again.alreadyStored, true);
+      assert.equal((await store.readStream(s)).length, 51);
+      // A restart (an empty cache) rebuilds the same state.
+      const fresh = new AggregateCache<Counter>();
+      const r = await increment(fresh, 'after-restart');
+      assert.deepEqual(r.state, { count: 52 });
     });
 
     it('keeps every event across close and reopen', async () => {

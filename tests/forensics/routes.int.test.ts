@@ -47,7 +47,10 @@ before(async () => {
     commands: new ControlPlaneCommands(store),
     view,
     blobs: await FileBlobStore.open({ dir: join(dir, 'blobs') }),
-    catalog: await FabricModelCatalog.open({ models: [], cacheDir: join(dir, 'catalog') }),
+    ...(await (async () => {
+      const local = await FabricModelCatalog.open({ models: [], cacheDir: join(dir, 'catalog') });
+      return { catalog: local, localModels: local };
+    })()),
     clock: () => Date.parse('2025-03-03T09:00:00.000Z'),
     newId: () => 'id-1',
     log: pino({ level: 'silent' }),

@@ -2,11 +2,13 @@
 // equals the recorded final state, and each scenario run again with today's deciders, handlers and scheduler
 // writes the recorded log event for event. A change that alters history fails here, naming the first difference.
 import assert from 'node:assert/strict';
-import { statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { foldControlPlane } from '../../projections/control-plane/state.js';
-import { eventLine, GOLDEN_DIR, RE_RECORD, readFixture, recordScenario, stateJson } from './record.js';
+import { currentVersion, isDomainEventType, upcast } from '../../domain/events/registry.js';
+import type { StoredEvent } from '../../eventstore/port.js';
+import { eventLine, GOLDEN_DIR, parseEventLines, RE_RECORD, readFixture, recordScenario, stateJson } from './record.js';
 import { SCENARIOS } from './scenarios.js';
 
 /** The first path where two JSON values differ, with both sides (short). */
@@ -25,6 +27,28 @@ function firstDifference(a: unknown, b: unknown, path = '$'): string | undefined
   };
   return `${path}: recorded ${show(a)}, now ${show(b)}`;
 }
+
+/** An event as today's readers see it: an older schema version upcast to the current one. */
+function asReadToday(e: StoredEvent): StoredEvent {
+  if (!isDomainEventType(e.type) || e.version === currentVersion(e.type)) return e;
+  return { ...e, version: currentVersion(e.type), data: upcast(e.type, e.version, e.data)!.data as StoredEvent['data'] };
+}
+
+/** The logs an earlier build wrote (tests/fixtures/golden-v1): folded today, they give the state recorded then. */
+
+/** Like firstDifference, but fields the recorded state does not have (added to the projections since) are not compared. */
+function firstChangedField(recorded: unknown, now: unknown, path = '$'): string | undefined {
+  if (recorded !== null && now !== null && typeof recorded === 'object' && typeof now === 'object' && Array.isArray(recorded) === Array.isArray(now)) {
+    if (Array.isArray(recorded) && recorded.length !== (now as unknown[]).length) return `${path}: recorded ${recorded.length} entries, now ${(now as unknown[]).length}`;
+    for (const k of Object.keys(recorded as object)) {
+      const d = firstChangedField((recorded as Record<string, unknown>)[k], (now as Record<string, unknown>)[k], Array.isArray(recorded) ? `${path}[${k}]` : `${path}.${k}`);
+      if (d !== undefined) return d;
+    }
+    return undefined;
+  }
+  return firstDifference(recorded, now, path);
+}
+const LEGACY_DIR = join(GOLDEN_DIR, '..', 'golden-v1');
 
 const reRecord = `If the change is deliberate, re-record with \`${RE_RECORD}\` and commit tests/fixtures/golden with it.`;
 
@@ -58,7 +82,9 @@ describe('golden logs', () => {
         const produced = await recordScenario(s);
         const recorded = fixture.events;
         for (let i = 0; i < Math.max(recorded.length, produced.events.length); i++) {
-          const a = recorded[i];
+          // The recorded logs keep the schema versions they were written with (RequestLogged v1): today's run must
+          // write the same history as today's readers read the recorded one.
+          const a = recorded[i] === undefined ? undefined : asReadToday(recorded[i]!);
           const b = produced.events[i];
           if (a === undefined || b === undefined) {
             assert.fail(
@@ -73,6 +99,18 @@ describe('golden logs', () => {
         }
         assert.equal(produced.stateText, fixture.stateText, `${s.name}: the final state of today's run differs from state.json. ${reRecord}`);
       });
+    });
+  }
+});
+
+describe('golden logs written by an earlier build', () => {
+  for (const s of SCENARIOS) {
+    it(`${s.name}: folded with today's projections (older schema versions upcast), it gives the state recorded then (fields added since aside)`, () => {
+      const events = parseEventLines(readFileSync(join(LEGACY_DIR, s.name, 'events.jsonl'), 'utf8'));
+      assert.ok(events.some((e) => e.type === 'RequestLogged' && e.version === 1), 'the old log holds RequestLogged v1 events');
+      const then = JSON.parse(readFileSync(join(LEGACY_DIR, s.name, 'state.json'), 'utf8')) as unknown;
+      const diff = firstChangedField(then, JSON.parse(stateJson(foldControlPlane(events))));
+      assert.equal(diff, undefined, `${s.name} (earlier build) reads differently today at ${diff}`);
     });
   }
 });

@@ -101,7 +101,7 @@ export class ScriptedAgent {
         const started = this.msg();
         await this.report({ type: 'ReportRequestStarted', requestId: id, attempt: v.attempt, agentId: this.agentId, agentMessageId: started }, started, cause);
         const logged = this.msg();
-        await this.report({ type: 'ReportRequestLog', requestId: id, attempt: v.attempt, agentId: this.agentId, agentMessageId: logged, stream: 'stdout', line: `layer 5 mean activation for ${id}` }, logged, cause);
+        await this.report({ type: 'ReportRequestLog', requestId: id, attempt: v.attempt, agentId: this.agentId, agentMessageId: logged, lines: [{ stream: 'stdout', line: `layer 5 mean activation for ${id}` }] }, logged, cause);
         acted++;
       }
     }

@@ -30,10 +30,11 @@ async function complete(requestId: string, elements: number): Promise<Uint8Array
   const r = await h.app.inject({ method: 'POST', url: '/requests', payload: submitBody({ requestId }), headers: bearer(user) });
   assert.equal(r.statusCode, 202, r.body);
   await settle(h, [agent]);
-  const d = (await agent.dispatched()).find((x) => x.requestId === requestId)!;
-  await agent.started(requestId, d.attempt);
-  await agent.log(requestId, d.attempt, 'hello from the block');
-  const bytes = await agent.complete(requestId, d.attempt, elements);
+  // Recorded under alice's scope: <her key id>:<the id she chose>.
+  const d = (await agent.dispatched()).find((x) => x.requestId.endsWith(`:${requestId}`))!;
+  await agent.started(d.requestId, d.attempt);
+  await agent.log(d.requestId, d.attempt, 'hello from the block');
+  const bytes = await agent.complete(d.requestId, d.attempt, elements);
   await h.view.catchUp();
   return bytes;
 }
@@ -65,7 +66,8 @@ describe('results', () => {
   it('a large result is a signed URL; the download needs no key and gives the container', async () => {
     const v = (await h.app.inject({ method: 'GET', url: '/requests/r-large', headers: bearer(user) })).json();
     assert.equal(v.result.inline, undefined);
-    assert.match(v.result.url, /^\/requests\/r-large\/result\?token=\d+\.[A-Za-z0-9_-]{43}$/);
+    // A signed URL names the recorded id (alice's scope): it is used without a key.
+    assert.match(v.result.url, /^\/requests\/[0-9a-f]{16}%3Ar-large\/result\?token=\d+\.[A-Za-z0-9_-]{43}$/);
     assert.equal(v.result.expiresAt, new Date(h.clock.now + 60_000).toISOString());
     const r = await h.app.inject({ method: 'GET', url: v.result.url });
     assert.equal(r.statusCode, 200, r.body);
@@ -106,13 +108,15 @@ describe('results', () => {
     const { url } = (await h.app.inject({ method: 'GET', url: '/requests/r-large', headers: bearer(user) })).json().result;
     const token = new URL(url, 'http://x').searchParams.get('token')!;
     const [exp, sig] = token.split('.');
-    const ref = h.view.state.requests.byId.get('r-large')!.result!.ref;
+    const alice = user.split('_')[1]!;
+    const large = `${alice}%3Ar-large`;
+    const ref = h.view.state.requests.byId.get(`${alice}:r-large`)!.result!.ref;
     const cases = [
-      `/requests/r-large/result?token=${exp}.${sig!.slice(0, -2)}AA`,
-      `/requests/r-large/result?token=${Number(exp) + 3_600_000}.${sig}`,
-      `/requests/r-large/result?token=${signResultToken(Buffer.from('another secret, other server'), 'r-large', ref, Number(exp))}`,
-      `/requests/r-small/result?token=${token}`,
-      '/requests/r-large/result?token=nonsense',
+      `/requests/${large}/result?token=${exp}.${sig!.slice(0, -2)}AA`,
+      `/requests/${large}/result?token=${Number(exp) + 3_600_000}.${sig}`,
+      `/requests/${large}/result?token=${signResultToken(Buffer.from('another secret, other server'), `${alice}:r-large`, ref, Number(exp))}`,
+      `/requests/${alice}%3Ar-small/result?token=${token}`,
+      `/requests/${large}/result?token=nonsense`,
     ];
     for (const u of cases) {
       const r = await h.app.inject({ method: 'GET', url: u });
@@ -121,11 +125,11 @@ describe('results', () => {
     }
   });
 
-  it('without a token: the submitter\'s key downloads, another key is 403, no key is 401', async () => {
+  it('without a token: the submitter\'s key downloads, another key is told there is no such request, no key is 401', async () => {
     assert.equal((await h.app.inject({ method: 'GET', url: '/requests/r-large/result', headers: bearer(user) })).statusCode, 200);
     const foreign = await h.app.inject({ method: 'GET', url: '/requests/r-large/result', headers: bearer(other) });
-    assert.equal(foreign.statusCode, 403);
-    assert.equal(foreign.json().code, 'API_REQUEST_FORBIDDEN');
+    assert.equal(foreign.statusCode, 404);
+    assert.equal(foreign.json().code, 'API_REQUEST_NOT_FOUND');
     const none = await h.app.inject({ method: 'GET', url: '/requests/r-large/result' });
     assert.equal(none.statusCode, 401);
     assert.equal(none.json().code, 'AUTH_KEY_MISSING');

@@ -116,7 +116,7 @@ test('a prompt longer than the model\'s positions is refused before anything run
 test('malformed block source and unsavable results', async () => {
   const hm = await tinyModel();
   await assert.rejects(run(hm, { invokes: [{ tokens: T, block: 'async (m) => {\n  const x = ;\n}' }] }),
-    fails('BLOCK_SYNTAX_ERROR', /does not compile \(line 2\)/));
+    fails('BLOCK_SYNTAX_ERROR', /does not compile \(line 2, column 13\): SyntaxError: Unexpected token ';'/));
   await assert.rejects(run(hm, { invokes: [{ tokens: T, block: '42' }] }), fails('BLOCK_SYNTAX_ERROR', /must be a function expression/));
   await assert.rejects(run(hm, { invokes: [{ tokens: T, block: 'async () => ({ f: () => 1 })' }] }), fails('BLOCK_INVALID_RESULT', /result\.f is a function/));
   await stillServes();

@@ -77,9 +77,12 @@ test('several invokes are one left-padded batch; each block sees and changes onl
   const b1 = value(alone.invokes[0]!.result) as { h: Tensor; logits: Tensor };
   assert.deepEqual(b2.h.shape, [1, 7, 64], 'padded to the longest prompt');
   assert.deepEqual(b1.h.shape, [1, 3, 64]);
-  // The real tokens sit at the right end; padding is masked, so they match the unpadded run.
-  assert.ok(maxAbsDiff(b2.h.slice(null, [4, 7]), b1.h) < 1e-5);
-  assert.ok(maxAbsDiff(b2.logits.slice(null, [4, 7]), b1.logits) < 1e-4);
+  // The real tokens sit at the right end; padding is masked, so they match the unpadded run within 1e-6 (not bit
+  // for bit: the padded batch's products have other shapes, so the kernels sum in another order; docs/runtime.md).
+  const dh = maxAbsDiff(b2.h.slice(null, [4, 7]), b1.h);
+  const dl = maxAbsDiff(b2.logits.slice(null, [4, 7]), b1.logits);
+  assert.ok(dh < 1e-6, `hidden state of a left-padded row vs alone: ${dh}`);
+  assert.ok(dl < 1e-6, `logits of a left-padded row vs alone: ${dl}`);
   // Invoke 0 zeroes its own rows; invoke 1's logits are untouched (bit for bit).
   const swapped = await run(hm, { invokes: [
     { tokens: A, block: 'async (m) => { const h = await m.transformer.h[0].output; m.transformer.h[0].output = h.zerosLike(); return await m.output; }' },

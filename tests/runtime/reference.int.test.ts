@@ -11,6 +11,7 @@ import { loadModel } from '../../gpu-agent/runtime/index.js';
 import type { HostedModel } from '../../gpu-agent/runtime/index.js';
 import { Tensor } from '../../gpu-agent/block/tensor.js';
 import { fixtureDir, maxAbsDiff, run, value } from './tiny-model.js';
+import { readSafetensors } from './hf-fixtures.js';
 
 interface Case {
   name: string;
@@ -23,21 +24,6 @@ interface Reference {
   tolerance: number;
   input_ids: number[][];
   cases: Case[];
-}
-
-function readSafetensors(file: string): Map<string, Tensor> {
-  const buf = readFileSync(file);
-  const n = Number(buf.readBigUInt64LE(0));
-  const header = JSON.parse(buf.subarray(8, 8 + n).toString('utf8')) as Record<string, { dtype: string; shape: number[]; data_offsets: [number, number] }>;
-  const out = new Map<string, Tensor>();
-  for (const [name, h] of Object.entries(header)) {
-    if (name === '__metadata__') continue;
-    const bytes = new Uint8Array(buf.subarray(8 + n + h.data_offsets[0], 8 + n + h.data_offsets[1]));
-    const dtype = h.dtype === 'F32' ? 'float32' : h.dtype === 'I64' ? 'int64' : null;
-    if (!dtype) throw new Error(`unexpected dtype ${h.dtype} for ${name}`);
-    out.set(name, Tensor.fromPayload({ dtype, shape: h.shape, data: bytes }));
-  }
-  return out;
 }
 
 const ref = JSON.parse(readFileSync(join(fixtureDir, 'reference.json'), 'utf8')) as Reference;

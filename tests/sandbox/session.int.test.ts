@@ -118,6 +118,36 @@ test('a runner that dies mid-request is reported as SandboxCrashed with its exit
   assert.deepEqual(r.invokes[0]!.result.tree, [1, 3, 64]);
 });
 
+test("a block's fault in a runner fails its request with the fault, not a dead runner", async () => {
+  await assert.rejects(
+    untrusted("async (m) => {\n  Promise.reject(new Error('unhandled in the runner'));\n  await m.transformer.h[1].output;\n}"),
+    blockFailure((e) => {
+      assert.equal(e.blockError.type, 'UnhandledRejection');
+      assert.match(e.blockError.message, /\(line 2, column \d+\): Error: unhandled in the runner/);
+    }),
+  );
+});
+
+test("a runner that dies shows the block's own output and SandboxCrashed, never the runner's fatal report", async () => {
+  const logs: string[] = [];
+  await assert.rejects(
+    hm.run(
+      {
+        invokes: [{ tokens: TOKENS, block: "async (m) => {\n  console.log('mine before the crash');\n  process.getBuiltinModule('fs').writeSync(2, 'my raw line\\n');\n  await new Promise((r) => setTimeout(r, 400));\n  process.removeAllListeners('unhandledRejection');\n  process.removeAllListeners('uncaughtException');\n  Promise.reject(new Error('raw crash'));\n  await new Promise((r) => setTimeout(r, 200));\n}" }],
+        timeoutMs: 10_000,
+        onLog: (l) => logs.push(`${l.stream}:${l.line}`),
+      },
+      sb.opener('gpt2-tiny'),
+    ),
+    blockFailure((e) => {
+      assert.equal(e.blockError.type, 'SandboxCrashed');
+      assert.match(e.blockError.message, /the sandbox runner died during the request \(exit code \d+\)/);
+      assert.doesNotMatch(e.blockError.message, /runner\.cjs|runner-main|node:internal|Node\.js v/);
+    }),
+  );
+  assert.deepEqual(logs, ['stdout:mine before the crash', 'stderr:my raw line'], 'the block\'s own lines, and nothing the runner printed as it died');
+});
+
 test('garbage written on the runner socket is a ProtocolError (phase protocol); the runner is dropped', async () => {
   await assert.rejects(
     untrusted("async (m) => { process.getBuiltinModule('fs').writeSync(3, Buffer.from([1, 0, 0, 0, 0x7f])); await m.transformer.h[0].output; }"),

@@ -10,7 +10,7 @@ let h: Harness;
 afterEach(() => h?.close());
 
 it('adds a replica when the oldest request has waited over 30 s, backs off 120 s, stops at 3', async () => {
-  h = await startHarness({ onDemand: { gpt2: { settings: { weightsBytes: GIB, dtype: 'float16' } } } });
+  h = await startHarness({ onDemand: { gpt2: { settings: { weightsBytes: GIB, dtype: 'float16', timeoutMs: null } } } });
   const a = new SimAgent(h, 'a1', [24, 24, 24, 24]);
   a.serviceMs = 3_600_000;
   await a.register();

@@ -99,11 +99,15 @@ export class SimAgent {
     return this.report({ type: 'ReportAgentHeartbeat', agentId: this.agentId, bootId: this.bootId });
   }
 
-  /** A restart: a new process (boot) holding nothing. */
-  restart() {
+  /** A restart: a new process (boot) holding nothing; `died` says how the old one ended (reported with the registration). */
+  restart(died?: { signal?: string; code?: number; cause?: string }) {
+    const previous = this.bootId;
     this.bootId = `boot-${Number(this.bootId.split('-')[1]) + 1}`;
+    const running = [...this.running.keys()];
     this.running.clear();
-    return this.register();
+    if (died === undefined) return this.register();
+    const previousExit = { bootId: previous, code: died.code ?? null, signal: died.signal ?? null, cause: died.cause ?? null, stderrTail: [], running: died.cause ? running : [] };
+    return this.report({ type: 'RegisterAgent', agentId: this.agentId, bootId: this.bootId, gpus: this.gpuGib.map((g, index) => ({ index, memoryBytes: g * GIB, name: 'virtual' })), ramBytes: this.ramGib * GIB, previousExit });
   }
 
   /** Acts on the current view: loads placed replicas (HOT at once), starts dispatched requests, completes finished ones. */

@@ -196,7 +196,7 @@ export async function runSoak(options: Partial<SoakOptions> = {}): Promise<SoakR
     // Drain: every request must end on its own now that the faults have stopped.
     const drainStart = Date.now();
     const statusOf = async (s: Sent) => {
-      const r = await call(fabric.queryUrl, `/requests/${s.requestId}`, { headers: fabric.operatorHeaders });
+      const r = await call(fabric.queryUrl, `/requests/${s.keyId}:${s.requestId}`, { headers: fabric.operatorHeaders });
       return r.status === 200 ? String(r.body.status) : `HTTP ${r.status}`;
     };
     let open = sent;
@@ -252,7 +252,8 @@ export async function runSoak(options: Partial<SoakOptions> = {}): Promise<SoakR
       durations: { total_ms: 0, startup_ms: startupMs, active_ms: activeMs, drain_ms: drainMs, check_ms: 0 },
     };
     for (const s of sent) {
-      const stream = byStream.get(`request-${s.requestId}`);
+      // Recorded under the id scoped to the client's key (auth on).
+      const stream = byStream.get(`request-${s.keyId}:${s.requestId}`);
       if (stream === undefined || !stream.some((e) => e.type === 'RequestReceived')) {
         report.lost++;
         continue;

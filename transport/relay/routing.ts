@@ -14,10 +14,11 @@
 // | RequestCancelled              | abort      | the agent running the attempt, if one is             |
 // | RequestRequeued               | abort      | the agent running the interrupted attempt            |
 // | RequestFailed (scheduler)     | abort      | the agent running the attempt (a timeout)            |
+// | ModelRegistered / ModelRemoved | —         | remembered: a load names the registered files        |
 // Everything else (requests received, queued, started, logged, completed; agent health; deployments) only
 // updates this state or nothing.
 import type { StoredEvent } from '../../eventstore/port.js';
-import type { Assignment, AssignmentBase } from './wire.js';
+import type { Assignment, AssignmentBase, RegisteredFiles } from './wire.js';
 
 export interface RelayState {
   /** Current boot of every registered agent. */
@@ -26,10 +27,12 @@ export interface RelayState {
   replicas: Record<string, { agentId: string; bootId: string; modelKey: string; gpus: number[]; bytesPerGpu: number }>;
   /** Attempts dispatched and not finished. */
   inFlight: Record<string, { agentId: string; bootId: string; attempt: number; replicaId: string }>;
+  /** The files each registered model key names (checkpoints written before models were events have none). */
+  models?: Record<string, RegisteredFiles>;
 }
 
 export function initialRelayState(): RelayState {
-  return { agents: {}, replicas: {}, inFlight: {} };
+  return { agents: {}, replicas: {}, inFlight: {}, models: {} };
 }
 
 type Without<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
@@ -45,6 +48,12 @@ export function route(state: RelayState, event: StoredEvent): Draft[] {
     case 'AgentRegistered':
       state.agents[d.agentId as string] = d.bootId as string;
       return [];
+    case 'ModelRegistered':
+      (state.models ??= {})[d.modelKey as string] = { fingerprint: d.fingerprint as string, dir: d.dir as string };
+      return [];
+    case 'ModelRemoved':
+      if (state.models) delete state.models[d.modelKey as string];
+      return [];
     case 'ReplicaPlaced':
     case 'ReplicaRestored':
     case 'ReplicaReloadRequired': {
@@ -58,7 +67,8 @@ export function route(state: RelayState, event: StoredEvent): Draft[] {
       const gpus = (d.gpus as number[] | undefined) ?? prev?.gpus ?? [];
       const bytesPerGpu = (d.bytesPerGpu as number | undefined) ?? prev?.bytesPerGpu ?? 0;
       state.replicas[replicaId] = { agentId, bootId, modelKey, gpus, bytesPerGpu };
-      return [{ kind: 'load', agentId, bootId, replicaId, modelKey, gpus, bytesPerGpu, reason }];
+      const model = state.models?.[modelKey];
+      return [{ kind: 'load', agentId, bootId, replicaId, modelKey, gpus, bytesPerGpu, reason, ...(model === undefined ? {} : { model: { ...model } }) }];
     }
     case 'ReplicaDemoted': {
       const r = state.replicas[d.replicaId as string];
@@ -81,7 +91,7 @@ export function route(state: RelayState, event: StoredEvent): Draft[] {
       const attempt = d.attempt as number;
       const bootId = state.replicas[replicaId]?.bootId ?? state.agents[agentId] ?? '';
       state.inFlight[requestId] = { agentId, bootId, attempt, replicaId };
-      return [{ kind: 'run', agentId, bootId, requestId, attempt, replicaId, modelKey: d.modelKey as string }];
+      return [{ kind: 'run', agentId, bootId, requestId, attempt, replicaId, modelKey: d.modelKey as string, ...(d.isolated === true ? { isolated: true } : {}) }];
     }
     case 'RequestCompleted':
       return finish(state, d, null);

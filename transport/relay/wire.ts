@@ -30,6 +30,12 @@ export interface AssignmentBase {
   correlationId: string;
 }
 
+/** The files a model key is registered with: their sha256 fingerprint and the folder they were registered from. */
+export interface RegisteredFiles {
+  fingerprint: string;
+  dir: string;
+}
+
 export interface BlobRef {
   ref: string;
   size: number;
@@ -37,7 +43,16 @@ export interface BlobRef {
 }
 
 export type Assignment =
-  | (AssignmentBase & { kind: 'load'; replicaId: string; modelKey: string; gpus: number[]; bytesPerGpu: number; reason: 'PLACED' | 'RELOAD' | 'RESTORE' })
+  | (AssignmentBase & {
+      kind: 'load';
+      replicaId: string;
+      modelKey: string;
+      gpus: number[];
+      bytesPerGpu: number;
+      reason: 'PLACED' | 'RELOAD' | 'RESTORE';
+      /** The registered files (ModelRegistered): the agent loads only these, from its own folder for the key or from `dir`. */
+      model?: RegisteredFiles;
+    })
   | (AssignmentBase & { kind: 'demote'; replicaId: string; modelKey: string })
   | (AssignmentBase & { kind: 'unload'; replicaId: string; modelKey: string; reason: string })
   | (AssignmentBase & {
@@ -47,6 +62,8 @@ export type Assignment =
       replicaId: string;
       modelKey: string;
       trusted: boolean;
+      /** A poison suspect's attempt: run in a sandbox runner even when trusted (the control plane runs nothing else beside it). */
+      isolated?: boolean;
       options: { timeoutMs: number | null; steps: number };
       /** The request's payload, inline … */
       payload?: unknown;
@@ -128,7 +145,16 @@ const base = {
 };
 
 export const agentInboundSchema = z.discriminatedUnion('kind', [
-  z.looseObject({ ...base, kind: z.literal('load'), replicaId: z.string(), modelKey: z.string(), gpus: z.array(z.number().int()), bytesPerGpu: z.number(), reason: z.enum(['PLACED', 'RELOAD', 'RESTORE']) }),
+  z.looseObject({
+    ...base,
+    kind: z.literal('load'),
+    replicaId: z.string(),
+    modelKey: z.string(),
+    gpus: z.array(z.number().int()),
+    bytesPerGpu: z.number(),
+    reason: z.enum(['PLACED', 'RELOAD', 'RESTORE']),
+    model: z.object({ fingerprint: z.string().regex(/^[0-9a-f]{64}$/), dir: z.string().min(1) }).optional(),
+  }),
   z.looseObject({ ...base, kind: z.literal('demote'), replicaId: z.string(), modelKey: z.string() }),
   z.looseObject({ ...base, kind: z.literal('unload'), replicaId: z.string(), modelKey: z.string(), reason: z.string() }),
   z.looseObject({
@@ -139,6 +165,7 @@ export const agentInboundSchema = z.discriminatedUnion('kind', [
     replicaId: z.string(),
     modelKey: z.string(),
     trusted: z.boolean(),
+    isolated: z.boolean().optional(),
     options: z.looseObject({ timeoutMs: z.number().int().positive().nullable(), steps: z.number().int().positive() }),
     payload: z.unknown().optional(),
     payloadBlob: z.object({ ref: z.string(), size: z.number().int().nonnegative(), sha256: z.string() }).optional(),

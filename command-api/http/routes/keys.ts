@@ -6,6 +6,7 @@ import { nowIso } from '../../../http/deps.js';
 import { parseInput } from '../../../http/validate.js';
 import { noKeyStore } from '../../../auth/errors.js';
 import type { ApiKeys } from '../../../auth/keys.js';
+import type { KeyTags } from '../../../auth/port.js';
 import { createKeySchema, keyIdParams, noBody } from '../schemas.js';
 
 export function keyRoutes(app: FastifyInstance, deps: RouteDeps): void {
@@ -18,7 +19,8 @@ export function keyRoutes(app: FastifyInstance, deps: RouteDeps): void {
   app.post('/keys', operator, async (req, reply) => {
     const me = callerOf(req);
     const b = parseInput(createKeySchema, req.body ?? {}, 'body');
-    const tags = { trusted: b.trusted ?? false, priority: b.priority ?? false, operator: b.operator ?? false };
+    const tags: KeyTags = { trusted: b.trusted ?? false, priority: b.priority ?? false, operator: b.operator ?? false };
+    if (b.limits !== undefined && Object.keys(b.limits).length > 0) tags.limits = b.limits;
     const { key, summary } = await keys().create({ label: b.label, tags }, me.actor, nowIso(deps.ctx));
     req.log.info({ keyId: summary.id, tags, by: me.actor }, `API key ${summary.id} created by ${me.actor}`);
     return reply.code(201).send({ id: summary.id, key, label: summary.label, tags: summary.tags, createdAt: summary.createdAt });

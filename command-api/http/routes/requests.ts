@@ -1,8 +1,11 @@
-// Users' routes: submit a request, cancel one (an operator cancels any: a kill).
+// Users' routes: submit a request, cancel one (an operator cancels any: a kill), delete a kept result. Ids are
+// the caller's own (http/request-ids.ts).
 import type { FastifyInstance } from 'fastify';
 import { callerOf } from '../../../http/access.js';
 import type { RouteDeps } from '../../../http/deps.js';
 import { parseInput } from '../../../http/validate.js';
+import { resolveRequestId } from '../../../http/request-ids.js';
+import { asRequestOf } from '../request-errors.js';
 import { commandIdOf, metaOf } from '../meta.js';
 import { idParams, noBody } from '../schemas.js';
 import { submitSchema } from '../submit/schema.js';
@@ -22,7 +25,18 @@ export function requestRoutes(app: FastifyInstance, deps: RouteDeps): void {
     const me = callerOf(req);
     const { id } = parseInput(idParams, req.params, 'params');
     parseInput(noBody, req.body, 'body');
-    const out = await ctx.commands.execute({ type: 'CancelRequest', requestId: id, actor: me.actor, operator: me.tags.operator }, metaOf(ctx, me, commandIdOf(req, me, ctx), id));
+    const requestId = await resolveRequestId(ctx, me, id);
+    const out = await asRequestOf(id, () => ctx.commands.execute({ type: 'CancelRequest', requestId, actor: me.actor, operator: me.tags.operator }, metaOf(ctx, me, commandIdOf(req, me, ctx), requestId)));
     return { requestId: id, cancelled: true, alreadyCancelled: out.events.length === 0 };
+  });
+
+  // The submitter (or an operator) deletes a kept result: its bytes stop counting against the key's quota.
+  app.delete('/requests/:id/result', async (req) => {
+    const me = callerOf(req);
+    const { id } = parseInput(idParams, req.params, 'params');
+    const requestId = await resolveRequestId(ctx, me, id);
+    const out = await asRequestOf(id, () => ctx.commands.execute({ type: 'ExpireResult', requestId, reason: 'DELETED', actor: me.actor, operator: me.tags.operator, because: null }, metaOf(ctx, me, commandIdOf(req, me, ctx), requestId)));
+    const expired = out.events.find((e) => e.type === 'ResultExpired');
+    return { requestId: id, deleted: true, alreadyDeleted: expired === undefined, bytes: expired?.type === 'ResultExpired' ? expired.data.bytes : null };
   });
 }

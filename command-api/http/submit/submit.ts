@@ -1,12 +1,18 @@
-// Submitting a request: checks (model in the catalog, every block compiles), the SubmitRequest command, and
-// idempotency by request id (the same body again: the request as it is; another body: 409).
+// Submitting a request: checks (model in the catalog, every block compiles, the key's limits: its longest
+// timeout, its queue and its storage), the SubmitRequest command under the id scoped to the caller
+// (http/request-ids.ts), and idempotency by request id (the same body again: the request as it is; another
+// body: 409).
 import { FabricError } from '../../../protocol/errors.js';
 import { requestStream } from '../../../domain/shared/ids.js';
 import type { RouteDeps } from '../../../http/deps.js';
 import { nowIso } from '../../../http/deps.js';
 import { unknownModel } from '../../../http/errors.js';
+import { limitsOf, type EffectiveLimits } from '../../../http/key-limits.js';
+import { scopedRequestId } from '../../../http/request-ids.js';
 import type { Identity } from '../../../auth/keys.js';
+import type { FabricContext } from '../../../fabric/context.js';
 import { requestStatus } from '../../../projections/control-plane/status.js';
+import { SubmitAdmission } from './admission.js';
 import { checkBlockSource } from './block-check.js';
 import { differences, submissionOf } from './payload.js';
 import type { SubmitBody } from './schema.js';
@@ -22,6 +28,22 @@ export interface SubmitAnswer {
   links: { self: string; result: string; ws: string };
 }
 
+const admissions = new WeakMap<FabricContext, SubmitAdmission>();
+
+function admissionOf(ctx: FabricContext): SubmitAdmission {
+  let a = admissions.get(ctx);
+  if (a === undefined) admissions.set(ctx, (a = new SubmitAdmission(ctx)));
+  return a;
+}
+
+function checkTimeout(body: SubmitBody, limits: EffectiveLimits): void {
+  if (body.timeoutMs === undefined || limits.maxTimeoutMs === null || body.timeoutMs <= limits.maxTimeoutMs) return;
+  throw new FabricError('API_TIMEOUT_OVER_LIMIT', 400, `timeoutMs ${body.timeoutMs} is more than this key may ask for (${limits.maxTimeoutMs} ms)`, {
+    hint: `ask for at most ${limits.maxTimeoutMs} ms, or leave timeoutMs out for the deployment's limit; an operator can raise the key's maxTimeoutMs`,
+    details: { timeoutMs: body.timeoutMs, maxTimeoutMs: limits.maxTimeoutMs },
+  });
+}
+
 export async function submit(deps: RouteDeps, me: Identity, body: SubmitBody): Promise<SubmitAnswer> {
   const { ctx } = deps;
   if (ctx.catalog.get(body.model) === undefined) throw unknownModel(body.model, ctx.catalog.list().map((e) => e.key));
@@ -29,12 +51,30 @@ export async function submit(deps: RouteDeps, me: Identity, body: SubmitBody): P
   body.invokes.forEach((inv, i) => {
     if (inv.block !== undefined) checkBlockSource(inv.block, i);
   });
+  const limits = limitsOf(me, deps.config);
+  checkTimeout(body, limits);
   const s = submissionOf(body, me.tags);
-  const requestId = body.requestId ?? ctx.newId();
-  const out = await ctx.commands.execute(
-    { type: 'SubmitRequest', requestId, modelKey: body.model, submitter: me.actor, priority: s.priority, trusted: s.trusted, payload: s.payload, options: s.options },
-    { commandId: `submit:${requestId}`, actor: me.actor, at: nowIso(ctx), correlationId: requestId },
-  );
+  const clientId = body.requestId ?? ctx.newId();
+  const requestId = scopedRequestId(me, clientId);
+  const admitted = await admissionOf(ctx).admit(me.actor, limits, async () => (await ctx.store.readStream(requestStream(requestId), { limit: 1 })).length > 0);
+  let out;
+  try {
+    out = await ctx.commands.execute(
+      {
+        type: 'SubmitRequest',
+        requestId,
+        modelKey: body.model,
+        submitter: me.actor,
+        priority: s.priority,
+        trusted: s.trusted,
+        payload: s.payload,
+        options: { ...s.options, ...(limits.maxTimeoutMs === null ? {} : { maxTimeoutMs: limits.maxTimeoutMs }), ...(limits.maxRunning === null ? {} : { maxRunning: limits.maxRunning }) },
+      },
+      { commandId: `submit:${requestId}`, actor: me.actor, at: nowIso(ctx), correlationId: requestId },
+    );
+  } finally {
+    admitted(out?.events.length === 0 || out?.alreadyStored ? undefined : out?.position);
+  }
   let existing = false;
   let status = 'RECEIVED';
   let logPosition = out.position ?? null;
@@ -45,15 +85,15 @@ export async function submit(deps: RouteDeps, me: Identity, body: SubmitBody): P
     const recorded = (first?.data ?? {}) as Parameters<typeof differences>[0];
     const differs = differences(recorded, s);
     if (differs.length > 0) {
-      throw new FabricError('API_REQUEST_ID_REUSED', 409, `request id ${requestId} was already submitted with another ${differs.join(', ')}`, {
+      throw new FabricError('API_REQUEST_ID_REUSED', 409, `request id ${clientId} was already submitted with another ${differs.join(', ')}`, {
         hint: 'send a new request id for a new request (or leave requestId out and the server picks one)',
-        details: { requestId, differs },
+        details: { requestId: clientId, differs },
       });
     }
     existing = true;
     logPosition = first?.position ?? null;
     status = requestStatus(ctx.view.state, requestId)?.status ?? 'RECEIVED';
   }
-  const self = `/requests/${encodeURIComponent(requestId)}`;
-  return { requestId, model: body.model, status, existing, logPosition, trusted: s.trusted, priority: s.priority, links: { self, result: `${self}/result`, ws: '/ws' } };
+  const self = `/requests/${encodeURIComponent(clientId)}`;
+  return { requestId: clientId, model: body.model, status, existing, logPosition, trusted: s.trusted, priority: s.priority, links: { self, result: `${self}/result`, ws: '/ws' } };
 }

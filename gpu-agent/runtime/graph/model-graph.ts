@@ -7,10 +7,12 @@
 // part of a module's interface either: a tensor computed only from Shape/Size outputs, literals and integer
 // initializers (e.g. the `[batch, seq, -1]` a Reshape takes, which exporters share across layers) is left out
 // of every module's outputs and inputs, though segments still carry it across cuts. The model itself is
-// module '' with the graph's inputs and outputs.
+// module '' with the graph's inputs and outputs. Values an exporter computed once in one layer and shares with the
+// other layers (the attention mask, rotary cos/sin) are not outputs of that layer (graph/shared-values.ts).
 import type { GraphProto, NodeProto, TensorProto, ValueInfoProto } from '../onnx/types.js';
 import { canonicalOrder } from './canonical-order.js';
 import { ancestorsAndSelf, commonScope, isWithin, nodeScope, parentPath } from './scopes.js';
+import { isSharedValue } from './shared-values.js';
 import { nodeReads, nodeWrites } from './tensors-used.js';
 
 export interface ModuleNode {
@@ -84,6 +86,14 @@ export function analyzeGraph(graph: GraphProto): ModelGraph {
   const shapeOnly = shapeArithmetic(nodes, reads, writes, constants, initializers);
   const modules = buildModules(cScopes, reads, writes, producer, consumers, shapeOnly, initializers, graphInputs, graphOutputs, dissolved);
   return { nodes, scopes: cScopes, reads, writes, producer, consumers, initializers, constants, graphInputs, graphOutputs, modules };
+}
+
+/**
+ * The KV cache a with-past export returns (optimum's `present.<i>.key/value`): in PyTorch the attention writes it
+ * into the cache object, it does not return it, so it is an output of the model only.
+ */
+export function isCacheOutput(tensor: string): boolean {
+  return /^present\.\d+\.(key|value)$/.test(tensor);
 }
 
 const INTEGER_TYPES = new Set([2, 3, 4, 5, 6, 7, 12, 13]);
@@ -205,11 +215,13 @@ function buildModules(
       for (const m of chain) if (p === undefined || !isWithin(scopes[p]!, m)) add(inputSets, m, t);
     }
   }
+  const shared = { scopes, consumers, isList: (p: string) => modules.get(p)?.isList ?? false };
   for (const m of modules.values()) {
-    m.outputs = [...(outputSets.get(m.path) ?? [])];
+    m.outputs = [...(outputSets.get(m.path) ?? [])].filter((t) => (isGraphOutput.has(t) ? !isCacheOutput(t) : !isSharedValue(shared, m.path, t)));
     m.inputs = [...(inputSets.get(m.path) ?? [])];
   }
-  root.outputs = graphOutputs.map((v) => v.name);
+  // The model's output is what its forward returns for the prompt; the cache it also returns is not observable here.
+  root.outputs = graphOutputs.map((v) => v.name).filter((t) => !isCacheOutput(t));
   root.inputs = graphInputs.map((v) => v.name);
   return modules;
 }

@@ -4,10 +4,11 @@
 // At each point the invokes waiting for it are served in index order: VALUE with the invoke's own batch rows,
 // then the host reads that invoke's messages until it waits for a later point, ends, or fails. Swaps replace
 // the invoke's rows in the tensor table before the pass continues. Generation re-runs the whole sequence each
-// step (no KV cache) and appends the greedy argmax token.
+// step (no KV cache; a with-past export gets an empty cache) and appends the greedy argmax token of each row's last
+// real position.
 import type { Addr, BlockChannel, BlockError, BlockToHost, SavedTree, StartRequest, TensorPayload } from '../../../protocol/interleave.js';
 import { formatAddr, parseAddr } from '../../../protocol/interleave.js';
-import { checkPayload, firstNonFinite, isFloatDtype, sameShape, sliceRows } from '../../../protocol/tensor-payload.js';
+import { checkPayload, firstNonFinite, floatValues, isFloatDtype, sameShape, sliceRows } from '../../../protocol/tensor-payload.js';
 import { normalizePath, unknownModuleMessage } from '../../../protocol/module-paths.js';
 import { pointKey } from '../../../protocol/manifest.js';
 import type { AddressTable, ObservationPoint } from '../addresses.js';
@@ -15,7 +16,8 @@ import type { ModelGraph, ModuleNode } from '../graph/model-graph.js';
 import { isWithin } from '../graph/scopes.js';
 import type { OrtTensor } from '../ort/session.js';
 import type { SegmentCache } from '../segments/segment-cache.js';
-import { feedsFor, padLeft } from '../model-inputs.js';
+import { feedsFor, lastRealPosition, padRows } from '../model-inputs.js';
+import type { InputPlan, PaddedBatch, PaddingSide } from '../model-inputs.js';
 import { ortToPayload, payloadToOrt, replaceRows } from '../tensor-convert.js';
 import { InterventionError, blockError } from '../errors.js';
 import { ForwardPass } from './forward-pass.js';
@@ -27,8 +29,11 @@ export interface HostContext {
   addresses: AddressTable;
   cache: SegmentCache;
   lastRead: Map<string, number>;
-  inputNames: string[];
-  logitsName: string;
+  inputs: InputPlan;
+  /** Side the rows are padded on (decided at load). */
+  padding: PaddingSide;
+  /** The graph output with next-token logits; null for a model without a language-model head. */
+  logitsName: string | null;
   /** Dim 0 of the tensor is the batch. */
   batched: (tensor: string) => boolean;
   /** Expected [dtype, shape] of a tensor for `rows` batch rows at sequence length `seq`. */
@@ -95,6 +100,7 @@ export class RequestRun {
   /** Rank of the last point served in the current step (-1: none yet). */
   private rank = -1;
   private pass!: ForwardPass;
+  private batch!: PaddedBatch;
   private readonly logs: LogLine[] = [];
   private readonly timings: PassTimings = { forwardMs: 0, segmentRuns: 0 };
   private blockMs = 0;
@@ -191,7 +197,8 @@ export class RequestRun {
         break;
       }
       this.rank = -1;
-      const feeds = feedsFor(this.ctx.inputNames, padLeft(this.invokes.map((i) => i.tokens), this.ctx.padTokenId));
+      this.batch = padRows(this.invokes.map((i) => i.tokens), this.ctx.padTokenId, this.ctx.padding === 'right' ? 'right' : 'left');
+      const feeds = feedsFor(this.ctx.inputs, this.batch);
       this.pass = new ForwardPass(this.ctx.graph, this.ctx.cache, this.ctx.lastRead, feeds, this.timings);
       const finished = await this.runStep();
       steps++;
@@ -366,13 +373,15 @@ export class RequestRun {
   }
 
   private appendTokens(): void {
-    const logits = this.pass.table.get(this.ctx.logitsName);
-    if (!logits) throw new Error(`internal: graph output ${this.ctx.logitsName} missing after the forward pass`);
+    const name = this.ctx.logitsName;
+    const logits = name === null ? undefined : this.pass.table.get(name);
+    if (!logits) throw new Error(`internal: graph output ${String(name)} missing after the forward pass`);
     const [batch, seq, vocab] = logits.dims as [number, number, number];
-    const data = logits.data as Float32Array;
+    const data = floatValues(logits.data as Float32Array | Uint16Array, logits.type === 'float16' ? 'float16' : 'float32');
     for (const inv of this.invokes) {
       for (let r = 0; r < inv.rows && inv.row + r < batch; r++) {
-        const off = ((inv.row + r) * seq + (seq - 1)) * vocab;
+        const row = inv.row + r;
+        const off = (row * seq + lastRealPosition(this.batch, row)) * vocab;
         let best = 0;
         for (let v = 1; v < vocab; v++) if (data[off + v]! > data[off + best]!) best = v;
         inv.tokens.push(best);

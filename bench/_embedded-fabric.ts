@@ -1,0 +1,37 @@
+// The embedded fabric's real processes for a benchmark: `node <dist>/fabric/embedded/main.js` on a free port over
+// `dataDir`, with `env` on top of this process's; resolves with its URL once it listens (its stderr kept).
+import { spawn, type ChildProcess } from 'node:child_process';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const distDir = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const repoRoot = resolve(distDir, '..');
+
+export interface EmbeddedFabric {
+  child: ChildProcess;
+  url: string;
+  /** The line it printed when it listened (URL, store, models, agent, metrics). */
+  banner: string;
+  /** The last 20 kB of its stderr. */
+  log(): string;
+}
+
+export async function startEmbeddedFabric(dataDir: string, env: Record<string, string>): Promise<EmbeddedFabric> {
+  const child = spawn(process.execPath, [join(distDir, 'fabric', 'embedded', 'main.js')], {
+    cwd: repoRoot,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, NDIF_PORT: '0', NDIF_DATA_DIR: dataDir, NDIF_LOG_LEVEL: process.env.NDIF_LOG_LEVEL ?? 'warn', ...env },
+  });
+  let log = '';
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => (log = (log + d).slice(-20_000)));
+  const { url, banner } = await new Promise<{ url: string; banner: string }>((ok, fail) => {
+    let out = '';
+    child.stdout!.setEncoding('utf8').on('data', (d: string) => {
+      out += d;
+      const m = /^NDIF fabric listening on (http:\/\/\S+).*$/m.exec(out);
+      if (m) ok({ url: m[1]!, banner: m[0] });
+    });
+    child.once('exit', (code) => fail(new Error(`the fabric exited (${code}) before it listened:\n${out}\n${log}`)));
+  });
+  return { child, url, banner, log: () => log };
+}

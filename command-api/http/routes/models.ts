@@ -1,0 +1,48 @@
+// Operators' catalog routes: register a model folder (POST /models: the folder is inspected, its files'
+// fingerprint recorded as ModelRegistered) and remove a model (refused while it is deployed). The list and each
+// model's manifest are read routes of the query API (GET /models).
+import type { FastifyInstance } from 'fastify';
+import { callerOf } from '../../../http/access.js';
+import type { RouteDeps } from '../../../http/deps.js';
+import { nowIso } from '../../../http/deps.js';
+import { parseInput } from '../../../http/validate.js';
+import { registerModelFolder } from '../../../catalog/register.js';
+import { entryOf } from '../../../catalog/registered.js';
+import { activeReplicas } from '../../../projections/cluster/queries.js';
+import { commandIdOf, metaOf } from '../meta.js';
+import { registerModelSchema, removeModelSchema } from '../schemas.js';
+
+const operator = { config: { access: 'operator' as const } };
+
+export function modelCommandRoutes(app: FastifyInstance, deps: RouteDeps): void {
+  const { ctx } = deps;
+
+  app.post('/models', operator, async (req, reply) => {
+    const me = callerOf(req);
+    const b = parseInput(registerModelSchema, req.body ?? {}, 'body');
+    const { outcome, facts } = await registerModelFolder(
+      { local: ctx.localModels, commands: ctx.commands, view: ctx.view },
+      { key: b.model, dir: b.dir, replace: b.replace ?? false, actor: me.actor, commandId: commandIdOf(req, me, ctx), at: nowIso(ctx) },
+    );
+    if (outcome.position !== undefined) await ctx.view.waitForPosition(outcome.position, 10_000);
+    const m = ctx.view.state.models.byKey.get(b.model);
+    return reply.code(outcome.events.length > 0 ? 201 : 200).send({
+      model: b.model,
+      registered: outcome.events.length > 0,
+      fingerprint: facts.fingerprint,
+      entry: m === undefined ? null : { ...entryOf(m), files: m.files, inputs: m.inputs, outputs: m.outputs, moduleCount: m.moduleCount, padding: m.padding },
+      logPosition: outcome.position ?? null,
+    });
+  });
+
+  app.post('/models/remove', operator, async (req) => {
+    const me = callerOf(req);
+    const b = parseInput(removeModelSchema, req.body ?? {}, 'body');
+    const out = await ctx.commands.execute(
+      { type: 'RemoveModel', modelKey: b.model, actor: me.actor, deployedReplicas: activeReplicas(ctx.view.state.cluster, b.model).length },
+      metaOf(ctx, me, commandIdOf(req, me, ctx)),
+    );
+    if (out.position !== undefined) await ctx.view.waitForPosition(out.position, 10_000);
+    return { model: b.model, removed: out.events.length > 0, logPosition: out.position ?? null };
+  });
+}

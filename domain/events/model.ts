@@ -1,0 +1,44 @@
+// Events of the model catalog aggregate, stream `model-<modelKey>`: which model files a key names. Registration
+// records the files' sha256 fingerprint and what the runtime found in them, so every later decision, request and
+// replay can say exactly which weights answered.
+import { z } from 'zod';
+import { bytes, count, id, isoTime, sha256 } from './common.js';
+
+export const modelFile = z.object({ name: z.string().min(1).max(500), bytes, sha256 });
+export type ModelFile = z.infer<typeof modelFile>;
+
+/** What registration found in the model folder (runtime manifest and config.json). */
+export const modelFacts = z.object({
+  /** sha256 over the files' names and sha256s (catalog/fingerprint.ts). */
+  fingerprint: sha256,
+  /** The folder on the machine that registered it. */
+  dir: z.string().min(1).max(4096),
+  files: z.array(modelFile).min(1).max(64),
+  /** config.json `model_type` (gpt2, llama, qwen2, bert, …), or `unknown`. */
+  family: z.string().min(1).max(100),
+  /** config.json `architectures[0]`, e.g. LlamaForCausalLM. */
+  architecture: z.string().max(200).nullable(),
+  inputs: z.array(z.string().max(200)).max(256),
+  outputs: z.array(z.string().max(200)).max(256),
+  moduleCount: count,
+  /** Element type of most weight bytes (float32, float16, …). */
+  dtype: z.string().min(1).max(40),
+  weightsBytes: bytes,
+  padding: z.enum(['left', 'right', 'none']),
+  /** It has a language-model head (it can generate). */
+  generative: z.boolean(),
+  vocabSize: count,
+  maxPositions: count,
+});
+export type ModelFacts = z.infer<typeof modelFacts>;
+
+export const modelEventSchemas = {
+  ModelRegistered: modelFacts.extend({
+    modelKey: id,
+    /** The files the key named before (a replacement), or null. */
+    previousFingerprint: sha256.nullable(),
+    registeredBy: id,
+    registeredAt: isoTime,
+  }),
+  ModelRemoved: z.object({ modelKey: id, fingerprint: sha256, removedBy: id, removedAt: isoTime }),
+} as const;

@@ -1,0 +1,26 @@
+// Commands of the model catalog aggregate, stream `model-<modelKey>`. Facts about other aggregates a rule needs
+// (how many replicas of the model are deployed) are read by the caller from the projections and passed in.
+import type { ModelFacts } from '../events/model.js';
+
+/** An operator (`POST /models`, `ndif models add`, or NDIF_MODELS at start) registers a model folder under a key. */
+export interface RegisterModel {
+  type: 'RegisterModel';
+  modelKey: string;
+  actor: string;
+  /** Allowed to name other files than the key names now (NDIF_MODELS at start; `--replace`). */
+  replace: boolean;
+  /** Replicas of the model not yet removed, from the cluster view. */
+  deployedReplicas: number;
+  model: ModelFacts;
+  at: string;
+}
+
+export interface RemoveModel {
+  type: 'RemoveModel';
+  modelKey: string;
+  actor: string;
+  deployedReplicas: number;
+  at: string;
+}
+
+export type ModelCommand = RegisterModel | RemoveModel;

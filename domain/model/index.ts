@@ -1,0 +1,3 @@
+export * from './commands.js';
+export * from './state.js';
+export * from './decide.js';
