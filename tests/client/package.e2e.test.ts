@@ -142,7 +142,7 @@ ndif.close();
     assert.deepEqual(out.messages.filter((m) => m.status === 'LOG').map((m) => m.line), ['layer 0 1x2x64', 'layer 1 1x2x64']);
     assert.ok(statuses.indexOf('LOG') > statuses.indexOf('RUNNING') && statuses.lastIndexOf('LOG') < statuses.indexOf('COMPLETED'));
     const at = out.messages.map((m) => Number.parseInt(m.cursor, 10));
-    assert.ok(at.every((p, i) => i === 0 || p >= at[i - 1]!) && new Set(out.messages.map((m) => m.cursor)).size === at.length, 'cursors are distinct and follow the log');
+    assert.ok(at.every((p, i) => i === 0 || p >= at[i - 1]!), 'cursors follow the log (the lines of one log batch share its position)');
     assert.equal(typeof out.mean, 'number');
     assert.equal(out.tokenizer, 'cache', 'the tokenizer the example cached, confirmed by the fabric');
   }

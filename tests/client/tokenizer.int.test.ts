@@ -1,6 +1,7 @@
 // The SDK's client-side tokenizer against a real fabric in this process: the ids are the fabric's own for the same
 // text (a block returns ctx.tokens), the bundle is fetched once per client, cached on disk and revalidated with
-// If-None-Match (304), a damaged cache file is replaced, and bad models get clear errors.
+// If-None-Match (304), a damaged cache file is replaced, and an unknown model or a model whose tokenizer.json has
+// gone from its folder (registration requires one) gets a clear error.
 import assert from 'node:assert/strict';
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -21,8 +22,8 @@ let bare: string;
 before(async () => {
   bare = mkdtempSync(join(tmpdir(), 'ndif-notok-'));
   cpSync(ensureModel('gpt2-tiny'), bare, { recursive: true });
-  rmSync(join(bare, 'tokenizer.json'));
   fab = await startInProcessFabric({ models: `gpt2-tiny,bare=${bare}` });
+  rmSync(join(bare, 'tokenizer.json'));
   cacheDir = mkdtempSync(join(tmpdir(), 'ndif-sdk-cache-'));
 });
 after(async () => {
