@@ -1,8 +1,8 @@
 // The embedded blob store: one folder, a data file and a metadata file per blob. A blob becomes
 // visible when its metadata file is renamed into place, after its data file was written and synced,
-// so a crash mid-put leaves no half blob behind (only a temp file, removed at the next open). Folders are 0700
+// so a crash mid-put leaves no half blob behind (only a temp file, removed at an open once it is old). Folders are 0700
 // and files 0600.
-import { chmod, mkdir, open, readFile, readdir, rename, rm, unlink } from 'node:fs/promises';
+import { chmod, mkdir, open, readFile, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { blobCorrupt, blobNotFound } from './errors.js';
 import { checkPut, checkRef, DEFAULT_MAX_BLOB_BYTES, newRef, sha256 } from './checks.js';
@@ -14,6 +14,9 @@ export interface FileBlobStoreOptions {
   /** fsync data and metadata before a put resolves. Default true. */
   sync?: boolean;
 }
+
+/** A temp file this old belongs to no put in progress. */
+const STALE_TEMP_MS = 10 * 60_000;
 
 async function writeFileSynced(path: string, data: Uint8Array | string, sync: boolean): Promise<void> {
   const fh = await open(path, 'wx', 0o600);
@@ -42,7 +45,14 @@ export class FileBlobStore implements BlobStore {
     // Results are other users' data: the folder and every file in it are the owner's only (0700 / 0600).
     await mkdir(store.tmp, { recursive: true, mode: 0o700 });
     await chmod(options.dir, 0o700);
-    for (const name of await readdir(store.tmp)) await rm(join(store.tmp, name), { force: true });
+    // Temp files of puts that never finished (a crash) are removed — only old ones: several processes may share the
+    // folder (an agent restarting next to another one writing), and a fresh temp file is someone's put in progress.
+    const now = Date.now();
+    for (const name of await readdir(store.tmp)) {
+      const file = join(store.tmp, name);
+      const st = await stat(file).catch(() => undefined);
+      if (st !== undefined && now - st.mtimeMs > STALE_TEMP_MS) await rm(file, { force: true });
+    }
     return store;
   }
 

@@ -249,10 +249,11 @@ export async function startKafka({ reaper, id = 'kafka', partitions = 4 } = {}) 
       const logDirs = join(dir, `data-${attempt}`);
       const props = join(dir, 'server.properties');
       writeFileSync(props, serverProperties({ brokerPort, controllerPort, logDirs, partitions }));
-      // An id starting with '-' reads as an option to kafka-storage (Kafka's own Uuid.randomUuid() redraws those too).
+      // A base64url id may start with '-', which the storage tool's argument parser takes for an option (1 run in 64
+      // failed so): draw again until it starts with a letter or digit.
       let clusterId;
       do clusterId = randomBytes(16).toString('base64url');
-      while (clusterId.startsWith('-'));
+      while (!/^[A-Za-z0-9]/.test(clusterId));
       // The formatter is a short-lived JVM: the C1 compiler alone starts it faster.
       const fmtCds = classDataSharing({ java, home, name: 'storage-tool', runDir: dir });
       const fmt = await run(java, ['-Xmx256m', '-XX:TieredStopAtLevel=1', '-XX:+UseSerialGC', ...fmtCds.flags, ...jvmCommon, 'kafka.tools.StorageTool', 'format', '-t', clusterId, '-c', props], { cwd: dir });

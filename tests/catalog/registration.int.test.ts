@@ -82,12 +82,14 @@ describe('registering models', () => {
     const sdk = new Fabric({ url: fab.url, apiKey: fab.keys!.user, progress: false, onLog: null });
     const shape = await sdk.trace('llama-tiny', 'The Eiffel Tower is in Paris', async (m: any) => (await m.model.layers[1].self_attn.output).shape, { requestId: 'llama-req-1' });
     assert.deepEqual(shape, [1, 10, 64]);
-    const events = await fab.cp.context.store.readStream(requestStream('llama-req-1'));
+    // With auth on the fabric records the request under its submitter's key (`<keyId>:<id>`).
+    const recorded = `${fab.keys!.user.slice(5, 21)}:llama-req-1`;
+    const events = await fab.cp.context.store.readStream(requestStream(recorded));
     const done = events.find((e) => e.type === 'RequestCompleted')!;
     assert.equal((done.data as { weightsFingerprint?: string }).weightsFingerprint, fingerprint);
     const status = (await (await fetch(`${fab.url}/requests/llama-req-1`, { headers: { authorization: `Bearer ${fab.keys!.user}` } })).json()) as { result: { weightsFingerprint?: string } };
     assert.equal(status.result.weightsFingerprint, fingerprint, 'GET /requests/:id says which weights answered');
-    const why = await ndif(['why', 'llama-req-1']);
+    const why = await ndif(['why', recorded]);
     assert.match(why.out, new RegExp(`on weights ${fingerprint.slice(0, 12)}`));
   });
 

@@ -69,7 +69,10 @@ describe('the bootstrap operator key', () => {
     let fabric = startFabric(dir, bootstrap);
     try {
       const url = await fabric.url();
-      assert.match(fabric.output(), new RegExp(`bootstrap operator key ${bootstrapId}`));
+      // The log line is written by pino's asynchronous destination: it may follow the listening line by a moment.
+      const said = new RegExp(`bootstrap operator key ${bootstrapId}`);
+      for (let end = Date.now() + 5000; !said.test(fabric.output()) && Date.now() < end; ) await sleep(25);
+      assert.match(fabric.output(), said);
       const asOperator = { NDIF_URL: url, NDIF_API_KEY: bootstrap };
       const me = JSON.parse((await ndif(['env', '--json'], asOperator)).out);
       assert.ok(JSON.stringify(me).includes(bootstrapId), JSON.stringify(me));

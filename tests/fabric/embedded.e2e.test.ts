@@ -103,6 +103,8 @@ describe('embedded fabric (npm start)', () => {
   it('serves a request end to end, stops on SIGTERM, and keeps queued requests and results across restarts', async () => {
     const data = join(dir, 'data');
     let f = await startFabric(data);
+    // The hint is its own write after the listening line; the two may arrive in separate chunks.
+    for (let end = Date.now() + 5000; !/try it: /.test(f.out()) && Date.now() < end; ) await new Promise((r) => setTimeout(r, 25));
     assert.match(f.out(), /try it: /);
     const sub = await submit(f, 'first');
     assert.equal(sub.status, 202);
