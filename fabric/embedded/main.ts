@@ -115,8 +115,8 @@ async function main(): Promise<void> {
   if (config.agent) {
     await agent.ready(120_000).catch((err: unknown) => log.error({ err }, 'the agent is not ready yet; requests wait for it'));
   }
-  process.stdout.write(`NDIF fabric listening on ${url} (event store: ${opened.describe}; models: ${catalog.list().map((m) => m.key).join(', ')}; agent: ${config.agent ? config.agentId : 'off'}${agent.healthUrl ? ` (health ${agent.healthUrl}${metrics ? `, metrics ${agent.healthUrl.replace(/\/health$/, '/metrics')}` : ''})` : ''}${api.auth ? '; auth on' : ''}${metrics ? `; metrics ${url}/metrics` : ''})\n`);
-  process.stdout.write(`try it: curl -s ${url}/models   ·   npm run ndif -- status --url ${url}\n`);
+  // One write: a reader that matched the first line finds the second beside it.
+  process.stdout.write(`NDIF fabric listening on ${url} (event store: ${opened.describe}; models: ${catalog.list().map((m) => m.key).join(', ')}; agent: ${config.agent ? config.agentId : 'off'}${agent.healthUrl ? ` (health ${agent.healthUrl}${metrics ? `, metrics ${agent.healthUrl.replace(/\/health$/, '/metrics')}` : ''})` : ''}${api.auth ? '; auth on' : ''}${metrics ? `; metrics ${url}/metrics` : ''})\ntry it: curl -s ${url}/models   ·   npm run ndif -- status --url ${url}\n`);
 }
 
 main().catch((err: unknown) => {
