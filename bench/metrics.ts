@@ -3,7 +3,7 @@
 // agent child; N = 3) on gpt2-tiny, N with NDIF_METRICS=off and N with metrics on and scraped as Prometheus would
 // (each one's API and its agent's health port every S ms, default 1000: 15× Prometheus' default rate). Each round
 // sends the same request — a block reading transformer.h[1].output, through the SDK — to every fabric in turn,
-// starting at the next one each round, until the budget (default 18 s). The ratio is the median, over every
+// starting at the next one each round, until the budget (default 14 s). The ratio is the median, over every
 // round and every (on, off) pair of fabrics in it, of their latency ratio: requests compared are sent moments
 // apart, so a busy moment of this shared machine weighs on both sides alike; `same_setting_ratio` is the same
 // figure for two off fabrics (off-a against off-b): the noise to read the ratio against. gpt2-tiny's forward pass is ~0.3 ms, so nearly all of a request is the fabric's own
@@ -34,7 +34,7 @@ const round2 = (x: number) => Number(x.toFixed(2));
 type Setting = 'off' | 'on';
 
 export async function run(args: string[]): Promise<Record<string, unknown>> {
-  const budgetMs = numberArg(args, 'budget-ms', 18_000);
+  const budgetMs = numberArg(args, 'budget-ms', 14_000);
   const scrapeMs = numberArg(args, 'scrape-ms', 1000);
   const perSetting = numberArg(args, 'per-setting', 3);
   const t0 = performance.now();
@@ -67,7 +67,7 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
     );
     const request = (f: (typeof fabrics)[number]) => f.sdk.trace(MODEL, 'The Eiffel Tower is in', BLOCK);
     // Warm-up: each process's code paths compiled before anything is timed.
-    for (let i = 0; i < 60; i++) for (const f of fabrics) await request(f);
+    for (let i = 0; i < 40; i++) for (const f of fabrics) await request(f);
 
     let scrapes = 0;
     let scrapeBytes = 0;
