@@ -9,6 +9,8 @@ ENV ONNXRUNTIME_NODE_INSTALL=skip
 # better-sqlite3 compiles from source
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json .npmrc ./
+# npm workspaces: the SDK package's manifest must be there for npm ci to link it
+COPY client/package.json client/
 RUN npm ci --no-audit --no-fund
 COPY . .
 RUN npx tsc -p . && npm prune --omit=dev

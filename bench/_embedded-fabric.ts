@@ -10,6 +10,8 @@ const repoRoot = resolve(distDir, '..');
 export interface EmbeddedFabric {
   child: ChildProcess;
   url: string;
+  /** The line it printed when it listened (URL, store, models, agent, metrics). */
+  banner: string;
   /** The last 20 kB of its stderr. */
   log(): string;
 }
@@ -22,14 +24,14 @@ export async function startEmbeddedFabric(dataDir: string, env: Record<string, s
   });
   let log = '';
   child.stderr!.setEncoding('utf8').on('data', (d: string) => (log = (log + d).slice(-20_000)));
-  const url = await new Promise<string>((ok, fail) => {
+  const { url, banner } = await new Promise<{ url: string; banner: string }>((ok, fail) => {
     let out = '';
     child.stdout!.setEncoding('utf8').on('data', (d: string) => {
       out += d;
-      const m = /NDIF fabric listening on (http:\/\/\S+)/.exec(out);
-      if (m) ok(m[1]!);
+      const m = /^NDIF fabric listening on (http:\/\/\S+).*$/m.exec(out);
+      if (m) ok({ url: m[1]!, banner: m[0] });
     });
     child.once('exit', (code) => fail(new Error(`the fabric exited (${code}) before it listened:\n${out}\n${log}`)));
   });
-  return { child, url, log: () => log };
+  return { child, url, banner, log: () => log };
 }

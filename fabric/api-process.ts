@@ -17,6 +17,7 @@ import { ControlPlane } from './control-plane.js';
 import { privateDir, privateFile } from './private-files.js';
 import { dataDirFromEnv, openEventStoreFromEnv } from './event-store.js';
 import { processLogger } from './log.js';
+import { eventStoreKind, processMetrics } from './metrics.js';
 import { readModelsConfigFromEnv, startReadModels } from './read-models.js';
 
 export type ApiRole = 'command-api' | 'query-api';
@@ -43,9 +44,16 @@ export async function runApiProcess(role: ApiRole, build: (ctx: ApiContext) => P
     const catalog = await FabricModelCatalog.open(catalogConfigFromEnv(env));
     // No relay here: the transport is never used; the control plane is the view and the command handlers.
     const transport = new InProcessTransport();
-    const cp = new ControlPlane({ store: opened.store, snapshots: opened.snapshots, transport, blobs, catalog, log, schedule: false, registerModels: role === 'command-api' });
+    const metrics = processMetrics(env);
+    const cp = new ControlPlane({ store: opened.store, snapshots: opened.snapshots, transport, blobs, catalog, log, schedule: false, registerModels: role === 'command-api', metrics, storeKind: eventStoreKind(env) });
     await cp.start();
     const readModels = role === 'query-api' ? await startReadModels(readModelsConfig, opened.store, log) : undefined;
+    // The query API counts requests and exports the cluster's state; the command API its calls and appends.
+    if (metrics !== undefined && role === 'query-api') {
+      metrics.watchControlPlane(cp.view, cp.context.clock);
+      metrics.watchRequests(cp.view);
+      if (readModels !== undefined) metrics.watchProjections(opened.store, () => readModels.status().map((p) => ({ name: p.name, position: p.position })));
+    }
     const keys = await openKeys(env);
     const config = apiConfigFromEnv(env, { auth: true });
     await prepareKeys(env, keys, config.auth, log);

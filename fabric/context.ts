@@ -6,6 +6,7 @@ import type { FabricModelCatalog } from '../catalog/catalog.js';
 import type { ModelCatalog } from '../catalog/port.js';
 import type { ControlPlaneCommands } from '../command-api/handlers/service.js';
 import type { EventStore } from '../eventstore/port.js';
+import type { FabricMetrics } from '../metrics/fabric-metrics.js';
 import type { ControlPlaneView } from '../projections/control-plane/live.js';
 import type { QueryReadModels } from '../projections/read-models/port.js';
 
@@ -34,4 +35,6 @@ export interface FabricContext {
    * holds everything stored when the read arrived, so a client reads its own writes made through the command API.
    */
   catchUpBeforeReads?: boolean;
+  /** This process's metrics (absent with NDIF_METRICS=off): the APIs serve GET /metrics and time their calls. */
+  metrics?: FabricMetrics;
 }

@@ -11,6 +11,7 @@ import { RegisteredCatalog } from '../catalog/registered.js';
 import { registerConfiguredModels, type StartupResult } from '../catalog/startup.js';
 import { ControlPlaneCommands } from '../command-api/handlers/service.js';
 import type { EventStore } from '../eventstore/port.js';
+import type { FabricMetrics } from '../metrics/fabric-metrics.js';
 import { ControlPlaneView } from '../projections/control-plane/live.js';
 import type { SnapshotStore } from '../projections/runner/projection.js';
 import { Scheduler } from '../scheduler/scheduler.js';
@@ -18,7 +19,7 @@ import type { SchedulerConfig } from '../scheduler/config.js';
 import type { Transport } from '../transport/port.js';
 import type { LogLimits } from '../protocol/log-limits.js';
 import { Relay } from '../transport/relay/relay.js';
-import type { RelayTopics } from '../transport/relay/wire.js';
+import { DEFAULT_TOPICS, type RelayTopics } from '../transport/relay/wire.js';
 import type { FabricContext } from './context.js';
 import { ResultReaper } from './result-reaper.js';
 import type { OnDemandDefaults } from './scheduler-env.js';
@@ -47,6 +48,12 @@ export interface ControlPlaneOptions {
   schedule?: boolean;
   /** Register the configured folders at start (default true; the query API, which only reads, passes false). */
   registerModels?: boolean;
+  /**
+   * This process's metrics: the store's appends are timed (labelled `storeKind`), and once started the view's lag
+   * and the relay's are exported. What else the process counts, its root attaches (FabricMetrics.watch…).
+   */
+  metrics?: FabricMetrics;
+  storeKind?: string;
 }
 
 export class ControlPlane {
@@ -61,13 +68,16 @@ export class ControlPlane {
   /** The NDIF_MODELS registration of the last start. */
   startupModels: StartupResult | undefined;
 
+  private readonly store: EventStore;
+
   constructor(private readonly options: ControlPlaneOptions) {
     const clock = options.clock ?? Date.now;
     const log = options.log;
-    this.view = new ControlPlaneView(options.store, options.snapshots, { onListenerError: (err) => log.error({ err }, 'control-plane view listener failed') });
+    const store = (this.store = options.metrics ? options.metrics.instrumentStore(options.store, options.storeKind ?? 'unknown') : options.store);
+    this.view = new ControlPlaneView(store, options.snapshots, { onListenerError: (err) => log.error({ err }, 'control-plane view listener failed') });
     this.catalog = new RegisteredCatalog(() => this.view.state.models, options.catalog);
     let scheduler: Scheduler | undefined;
-    this.commands = new ControlPlaneCommands(options.store, { logLimits: options.logLimits, onHeartbeat: (agentId, bootId, at) => scheduler?.observeHeartbeat(agentId, bootId, Date.parse(at)) });
+    this.commands = new ControlPlaneCommands(store, { logLimits: options.logLimits, onHeartbeat: (agentId, bootId, at) => scheduler?.observeHeartbeat(agentId, bootId, Date.parse(at)) });
     if (options.schedule !== false) {
       scheduler = new Scheduler({
         view: this.view,
@@ -77,10 +87,10 @@ export class ControlPlane {
         onError: (err) => log.error({ err }, 'scheduler step failed'),
       });
       this.reaper = new ResultReaper(this.view, options.blobs, log);
-      this.relay = new Relay({ store: options.store, snapshots: options.snapshots, transport: options.transport, blobs: options.blobs, commands: this.commands, log, clock, topics: options.topics, groupId: options.relayGroupId });
+      this.relay = new Relay({ store, snapshots: options.snapshots, transport: options.transport, blobs: options.blobs, commands: this.commands, log, clock, topics: options.topics, groupId: options.relayGroupId });
     }
     this.scheduler = scheduler;
-    this.context = { store: options.store, commands: this.commands, view: this.view, blobs: options.blobs, catalog: this.catalog, localModels: options.catalog, clock, newId: randomUUID, log };
+    this.context = { store, commands: this.commands, view: this.view, blobs: options.blobs, catalog: this.catalog, localModels: options.catalog, clock, newId: randomUUID, log, ...(options.metrics ? { metrics: options.metrics } : {}) };
   }
 
   /** Catches the view up (from its snapshot), registers the configured models, then starts the relay and the scheduler. */
@@ -95,6 +105,11 @@ export class ControlPlane {
     await this.relay?.start();
     this.reaper?.start();
     this.scheduler?.start();
+    const m = this.options.metrics;
+    if (m !== undefined) {
+      m.watchProjections(this.store, () => [{ name: 'control-plane', position: this.view.position }]);
+      if (this.relay !== undefined) m.watchRelay(this.relay, this.store, { agentEvents: (this.options.topics ?? DEFAULT_TOPICS).agentEvents, group: this.options.relayGroupId ?? 'ndif-relay' });
+    }
   }
 
   async stop(): Promise<void> {

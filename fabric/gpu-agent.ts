@@ -30,6 +30,8 @@ import { IpcTransport } from '../transport/ipc/client.js';
 import type { Transport } from '../transport/port.js';
 import { healthPortFromEnv, healthUrl, startHealthServer } from './health.js';
 import { processLogger } from './log.js';
+import { AgentMetrics } from '../metrics/agent.js';
+import { metricsEnabledFromEnv, newRegistry } from '../metrics/registry.js';
 
 const log = processLogger('gpu-agent');
 
@@ -108,12 +110,17 @@ async function main(): Promise<void> {
     tc.kind === 'ipc'
       ? await IpcTransport.connect({ path: tc.socketPath, onDisconnect: () => void shutdown('the control plane closed the transport socket', 1) })
       : await openTransport(tc);
+  // Only the agent's own metrics: FabricMetrics would bring the control plane's modules into this process.
+  const registry = metricsEnabledFromEnv(process.env) ? newRegistry() : undefined;
+  let agentMetrics: AgentMetrics | undefined;
   const sandbox = sandboxOpener(async () =>
     new (await import('../sandbox/index.js')).Sandbox({
       onRunnerCrashed: (r) => log.warn({ pid: r.pid, code: r.exit.code, signal: r.exit.signal, printed: r.withheld.slice(-30) }, 'a sandbox runner died under a request; what it printed as it died (not shown to the user)'),
+      ...(agentMetrics ? { onRunnerSpawned: agentMetrics.runnerSpawned } : {}),
     }),
   );
   const agent = new GpuAgent({ config, transport, blobs, catalog, log, untrusted: sandbox.open, bootId, ...(before ? { previousExit: before } : {}) });
+  if (registry !== undefined) agentMetrics = new AgentMetrics(registry, agent, config, { stats: () => sandbox.current()?.allStats() ?? [] });
   running = () => agent.requests.runningIds();
   if (before) log.warn({ previousExit: before }, 'the previous process of this agent ended; reporting how with the registration');
   const watchdog = config.stallMs > 0 ? new Watchdog({ stallMs: config.stallMs, lastWordsFile: wordsFile, agentId: config.agentId, bootId }) : undefined;
@@ -143,7 +150,7 @@ async function main(): Promise<void> {
   let health = '';
   if (port !== undefined) {
     const host = process.env.NDIF_HEALTH_HOST || '0.0.0.0';
-    const server = await startHealthServer(port, host, () => ({ ok: agent.health().registered, ...agent.health() }));
+    const server = await startHealthServer(port, host, () => ({ ok: agent.health().registered, ...agent.health() }), registry);
     health = ` health ${healthUrl(server, host)}`;
   }
   process.stdout.write(`agent ${agent.agentId} ready boot ${agent.bootId}${health}\n`);

@@ -1,11 +1,20 @@
 // `GET /health` for the processes without an HTTP API (scheduler-relay, gpu-agent), on NDIF_HEALTH_PORT: 200 with
-// the process's status as JSON while it is healthy, 503 otherwise. docker-compose's health checks call it.
+// the process's status as JSON while it is healthy, 503 otherwise. docker-compose's health checks call it. With
+// metrics on, `GET /metrics` on the same port (Prometheus text format).
 import { createServer, type Server } from 'node:http';
+import type { Registry } from 'prom-client';
 
-export async function startHealthServer(port: number, host: string, status: () => { ok: boolean } & Record<string, unknown>): Promise<Server> {
+export async function startHealthServer(port: number, host: string, status: () => { ok: boolean } & Record<string, unknown>, metrics?: Registry): Promise<Server> {
   const server = createServer((req, res) => {
+    if (req.method === 'GET' && req.url === '/metrics' && metrics !== undefined) {
+      metrics.metrics().then(
+        (text) => res.writeHead(200, { 'content-type': metrics.contentType, 'cache-control': 'no-store' }).end(text),
+        (e: unknown) => res.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ code: 'METRICS_FAILED', message: (e as Error).message })),
+      );
+      return;
+    }
     if (req.method !== 'GET' || (req.url !== '/health' && req.url !== '/ready')) {
-      res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ code: 'NOT_FOUND', message: 'GET /health' }));
+      res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ code: 'NOT_FOUND', message: metrics ? 'GET /health or GET /metrics' : 'GET /health' }));
       return;
     }
     let body: { ok: boolean } & Record<string, unknown>;

@@ -19,6 +19,7 @@ import { ControlPlane } from './control-plane.js';
 import { openEventStoreFromEnv } from './event-store.js';
 import { healthPortFromEnv, healthUrl, startHealthServer } from './health.js';
 import { processLogger } from './log.js';
+import { eventStoreKind, processMetrics } from './metrics.js';
 import { onDemandDefaultsFromEnv, schedulerConfigFromEnv } from './scheduler-env.js';
 
 const log = processLogger('scheduler-relay');
@@ -48,7 +49,8 @@ async function main(): Promise<void> {
   const opened = await openEventStoreFromEnv(env);
   const blobs = await openBlobStore(blobStoreConfigFromEnv(env));
   const catalog = await FabricModelCatalog.open(catalogConfigFromEnv(env));
-  const cp = new ControlPlane({ store: opened.store, snapshots: opened.snapshots, transport, blobs, catalog, log, topics: relayTopicsFromEnv(env), relayGroupId: env.NDIF_RELAY_GROUP || undefined, scheduler: schedulerConfigFromEnv(env), onDemandDefaults: onDemandDefaultsFromEnv(env), logLimits: logLimitsFromEnv(env) });
+  const metrics = processMetrics(env);
+  const cp = new ControlPlane({ store: opened.store, snapshots: opened.snapshots, transport, blobs, catalog, log, topics: relayTopicsFromEnv(env), relayGroupId: env.NDIF_RELAY_GROUP || undefined, scheduler: schedulerConfigFromEnv(env), onDemandDefaults: onDemandDefaultsFromEnv(env), logLimits: logLimitsFromEnv(env), metrics, storeKind: eventStoreKind(env) });
   await cp.start();
   const port = healthPortFromEnv(env);
   let health = '';
@@ -58,7 +60,7 @@ async function main(): Promise<void> {
       const view = cp.view.status();
       const relay = cp.relay!.assignments.status();
       return { ok: view.phase === 'live' && relay.phase === 'running', view: { phase: view.phase, position: view.position }, relay, intake: cp.relay!.intake.stats };
-    });
+    }, metrics?.registry);
     health = `; health ${healthUrl(server, host)}`;
   }
   process.stdout.write(`scheduler-relay running (event store: ${opened.describe}; transport: ${tc.kind}${ipc ? ` on ${ipc.path}` : ''}${health})\n`);

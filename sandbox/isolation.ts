@@ -59,6 +59,15 @@ export interface PlanOptions {
   memory?: Isolation['memory'];
 }
 
+/** The permission model's flag: `--permission` from Node 22.13 on (Node 26 knows no other), before it the experimental one. */
+const PERMISSION_FLAG = process.allowedNodeEnvironmentFlags.has('--permission') ? '--permission' : '--experimental-permission';
+/**
+ * Node 26's permission model also gates the network, the runner's own channel included (a socket on an inherited
+ * fd). The network stays the network namespace's to block, as on Node 20–24, whose permission model has no
+ * network scope: where the flag exists the runner gets it.
+ */
+const NET_FLAGS = process.allowedNodeEnvironmentFlags.has('--allow-net') ? ['--allow-net'] : [];
+
 export function planIsolation(opts: PlanOptions): IsolationPlan {
   const notes: string[] = [];
   const prlimit = process.platform === 'linux' ? findProgram('prlimit') : undefined;
@@ -121,8 +130,9 @@ export function planIsolation(opts: PlanOptions): IsolationPlan {
       else if (dropVia === 'setpriv' && setpriv) argv.push(setpriv, `--reuid=${uid}`, `--regid=${gid}`, '--clear-groups', '--');
       argv.push(
         process.execPath,
-        '--experimental-permission',
+        PERMISSION_FLAG,
         ...readPaths.map((p) => `--allow-fs-read=${p}`),
+        ...NET_FLAGS,
         '--disable-warning=ExperimentalWarning',
         `--max-old-space-size=${limits.heapMb}`,
         script,

@@ -13,6 +13,8 @@ export interface PoolSizing {
   maxSize: number;
   /** Most runners starting at once (starting is CPU-bound). */
   maxConcurrentStarts?: number;
+  /** Told of each runner that started: ms from spawn to READY (metrics). */
+  onSpawned?: (ms: number) => void;
 }
 
 export interface PoolStats {
@@ -158,6 +160,7 @@ export class RunnerPool {
         this.all.add(runner);
         const ms = runner.readyAt! - runner.spawnedAt;
         this.spawnMs = this.spawnMs === undefined ? ms : this.spawnMs + EWMA * (ms - this.spawnMs);
+        this.sizing.onSpawned?.(ms);
         void runner.exited.then(() => {
           this.all.delete(runner);
           const i = this.ready.indexOf(runner);

@@ -26,6 +26,8 @@ export interface SandboxOptions {
   /** Runner entry point and readable paths (default: the compiled runner next to this file). */
   script?: string;
   readPaths?: string[];
+  /** Told of each runner that started, ms from spawn to READY (the agent's ndif_sandbox_spawn_seconds). */
+  onRunnerSpawned?: (ms: number) => void;
   /** Told of every runner that died under a request, with what it printed as it died (not shown to the user). */
   onRunnerCrashed?: (report: SessionReport) => void;
 }
@@ -67,9 +69,11 @@ export class Sandbox {
   private readonly pools = new Map<string, RunnerPool>();
   private readonly sessions = new Set<SandboxSession>();
   private closed = false;
+  private readonly onRunnerSpawned: ((ms: number) => void) | undefined;
   private readonly onRunnerCrashed: ((report: SessionReport) => void) | undefined;
 
   constructor(opts: SandboxOptions = {}) {
+    this.onRunnerSpawned = opts.onRunnerSpawned;
     this.onRunnerCrashed = opts.onRunnerCrashed;
     this.config = opts.config ?? sandboxConfigFromEnv();
     this.plan = opts.plan ?? planIsolation({ limits: this.config.limits, networkNamespace: this.config.networkNamespace, uid: this.config.uid, gid: this.config.gid });
@@ -100,6 +104,7 @@ export class Sandbox {
     const pool = new RunnerPool(model.name, () => this.launcher.launch(model), {
       size: this.config.poolSize,
       maxSize: this.config.maxPoolSize,
+      ...(this.onRunnerSpawned === undefined ? {} : { onSpawned: this.onRunnerSpawned }),
     });
     this.pools.set(model.name, pool);
     pool.warm();
@@ -119,6 +124,11 @@ export class Sandbox {
 
   stats(model: string): PoolStats {
     return this.pool(model).stats();
+  }
+
+  /** Every registered model's pool stats. */
+  allStats(): { model: string; stats: PoolStats }[] {
+    return [...this.pools].map(([model, pool]) => ({ model, stats: pool.stats() }));
   }
 
   /** A fresh runner for one request, as the host's BlockChannel. Throws SandboxError when none can start. */

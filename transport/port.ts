@@ -49,6 +49,11 @@ export interface Subscription {
   readonly topic: string;
   readonly groupId: string;
   /**
+   * Messages published but not yet handed to this subscriber, per partition it holds, as of its latest fetch
+   * (Kafka: the high watermark − 1 − the last offset fetched). Absent where delivery is immediate (in-process).
+   */
+  lag?(): { partition: number; messages: number }[];
+  /**
    * Leaves the group: waits for the handler in progress, commits what was handled. A message whose
    * handler has not succeeded by then is delivered again to the group's next subscriber.
    */

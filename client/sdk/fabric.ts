@@ -14,6 +14,8 @@ import { RequestHandle } from './request-handle.js';
 import { buildSubmitBody, isInvokeList } from './request-body.js';
 import type { Invoke, RequestOptions } from './request-body.js';
 import { StatusSocket, SubscriptionEndedError } from './status-socket.js';
+import { fetchTokenizer, type ModelTokenizer } from './tokenizer.js';
+import { defaultCacheDir, TokenizerCache } from './tokenizer-cache.js';
 import { updateFromMessage } from './status.js';
 import type { LogLine, StatusUpdate } from './status.js';
 import type { StatusMessage, StreamedToken, SubmitReply, VersionReply } from './wire.js';
@@ -36,6 +38,8 @@ export interface FabricOptions {
   checkVersion?: boolean;
   /** Reconnects of the status websocket after a drop (default 6); past them a trace polls GET /requests/:id. */
   reconnectAttempts?: number;
+  /** Where model tokenizers are cached (default: $NDIF_CACHE_DIR, else ~/.cache/ndif); `false` keeps them in memory only. */
+  cacheDir?: string | false;
 }
 
 export interface TraceOptions extends RequestOptions {
@@ -70,6 +74,8 @@ export class Fabric {
   private readonly socket: StatusSocket;
   private readonly opts: FabricOptions;
   private readonly checkVersion: () => Promise<VersionReply>;
+  private readonly tokenizers = new Map<string, Promise<ModelTokenizer>>();
+  private readonly tokenizerCache: TokenizerCache | null;
 
   constructor(opts: FabricOptions = {}) {
     const cfg = resolveClientConfig({ url: opts.url ?? null, apiKey: opts.apiKey ?? null });
@@ -78,6 +84,7 @@ export class Fabric {
     this.url = this.http.url;
     this.socket = new StatusSocket(this.http, opts.reconnectAttempts !== undefined ? { reconnectAttempts: opts.reconnectAttempts } : {});
     this.checkVersion = versionChecker(this.http);
+    this.tokenizerCache = opts.cacheDir === false ? null : new TokenizerCache(opts.cacheDir ?? defaultCacheDir());
   }
 
   /** The fabric's `/version`; rejects with ProtocolMismatchError when its protocol major is not this client's. */
@@ -233,6 +240,21 @@ export class Fabric {
   async manifest(model: string, shape?: { batch: number; sequence: number }): Promise<Manifest> {
     await this.ready();
     return this.http.json('GET', `/models/${encodeURIComponent(model)}/manifest`, { query: shape ? { batch: shape.batch, sequence: shape.sequence } : undefined });
+  }
+
+  /**
+   * The model's tokenizer, to encode and decode here without a round trip: fetched from the fabric on the first
+   * call (or confirmed unchanged against the disk cache), then the same object for every later call.
+   */
+  tokenizer(model: string): Promise<ModelTokenizer> {
+    let t = this.tokenizers.get(model);
+    if (t === undefined) {
+      t = this.ready().then(() => fetchTokenizer(this.http, model, this.tokenizerCache));
+      this.tokenizers.set(model, t);
+      // A failed fetch is not kept: the next call tries again.
+      t.catch(() => this.tokenizers.delete(model));
+    }
+    return t;
   }
 
   /** Closes the status websocket (it also closes by itself whenever no trace is waiting). */

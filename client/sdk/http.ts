@@ -23,6 +23,8 @@ export interface CallOptions {
   auth?: boolean;
   /** Statuses (besides 2xx) whose body is returned rather than thrown. */
   accept?: number[];
+  /** More request headers (If-None-Match, …). */
+  headers?: Record<string, string>;
 }
 
 export interface HttpReply<T> {
@@ -69,7 +71,7 @@ export class FabricHttp {
     try {
       res = await fetch(target, {
         method,
-        headers: this.headers(opts.body !== undefined ? { 'content-type': 'application/json' } : undefined, opts.auth ?? true),
+        headers: this.headers({ ...opts.headers, ...(opts.body !== undefined ? { 'content-type': 'application/json' } : {}) }, opts.auth ?? true),
         body: opts.body !== undefined ? JSON.stringify(opts.body) : undefined,
         signal,
       });

@@ -9,8 +9,11 @@ export { RequestShapeError } from './request-body.js';
 export type { BlockFn } from './block-source.js';
 export { BlockSourceError, blockSource } from './block-source.js';
 export { Tensor, TensorError } from './tensor.js';
+export { ModelTokenizer } from './tokenizer.js';
+export { defaultCacheDir } from './tokenizer-cache.js';
 export type { LogLine, RequestStatus, StatusUpdate } from './status.js';
 export type { StatusMessage, StreamedToken, VersionReply, RequestReply } from './wire.js';
+export type { TokenizerBundle } from '../../protocol/tokenizer-bundle.js';
 export {
   CancelledError,
   ClientTimeoutError,

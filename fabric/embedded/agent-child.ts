@@ -37,6 +37,8 @@ export class AgentChild {
   private readyWaiters: Array<(bootId: string) => void> = [];
   starts = 0;
   bootId: string | undefined;
+  /** The agent's health and metrics server (`…/health`; `/metrics` beside it), when NDIF_HEALTH_PORT gives it one. */
+  healthUrl: string | undefined;
   /** The end of the last process that died (not one this supervisor stopped). */
   lastExit: ObservedExit | undefined;
 
@@ -70,9 +72,10 @@ export class AgentChild {
     let out = '';
     child.stdout!.setEncoding('utf8').on('data', (d: string) => {
       out = (out + d).slice(-4096);
-      const m = /agent (\S+) ready boot (\S+)/.exec(out);
+      const m = /agent (\S+) ready boot (\S+)(?: health (\S+))?\n/.exec(out);
       if (m && this.child === child && this.bootId !== m[2]) {
         this.bootId = m[2];
+        this.healthUrl = m[3];
         this.options.log.info({ agentId: m[1], bootId: m[2], pid: child.pid }, 'agent ready');
         for (const w of this.readyWaiters.splice(0)) w(m[2]);
       }

@@ -22,6 +22,7 @@ import { privateDir, privateFile } from '../private-files.js';
 import { sweepDeadAgents } from '../../sandbox/runner-dir.js';
 import { openEventStoreFromEnv } from '../event-store.js';
 import { processLogger } from '../log.js';
+import { eventStoreKind, processMetrics } from '../metrics.js';
 import { onDemandDefaultsFromEnv, schedulerConfigFromEnv } from '../scheduler-env.js';
 import { AgentChild } from './agent-child.js';
 import { embeddedConfigFromEnv, paths } from './config.js';
@@ -39,6 +40,7 @@ async function main(): Promise<void> {
   const config = embeddedConfigFromEnv(env);
   const p = paths(config);
   privateDir(config.dataDir);
+  const metrics = processMetrics(env);
   const opened = await openEventStoreFromEnv({ ...env, NDIF_EVENT_STORE: env.NDIF_EVENT_STORE || 'sqlite', NDIF_DATA_DIR: config.dataDir });
   const blobDir = env.NDIF_BLOB_DIR || p.blobs;
   const blobs = await FileBlobStore.open({ dir: blobDir });
@@ -47,8 +49,12 @@ async function main(): Promise<void> {
   const broker = new InProcessBroker();
   const transport = new InProcessTransport({ broker });
   const ipc = await IpcTransportServer.listen({ path: socketPath(config.dataDir), broker });
-  const cp = new ControlPlane({ store: opened.store, snapshots: opened.snapshots, transport, blobs, catalog, log, scheduler: schedulerConfigFromEnv(env), onDemandDefaults: onDemandDefaultsFromEnv(env), logLimits: logLimitsFromEnv(env) });
+  const cp = new ControlPlane({ store: opened.store, snapshots: opened.snapshots, transport, blobs, catalog, log, scheduler: schedulerConfigFromEnv(env), onDemandDefaults: onDemandDefaultsFromEnv(env), logLimits: logLimitsFromEnv(env), metrics, storeKind: eventStoreKind(env) });
   await cp.start();
+  if (metrics !== undefined) {
+    metrics.watchControlPlane(cp.view, cp.context.clock);
+    metrics.watchRequests(cp.view);
+  }
 
   privateFile(p.keys);
   const keys = new SqliteApiKeyStore({ path: p.keys });
@@ -109,8 +115,8 @@ async function main(): Promise<void> {
   if (config.agent) {
     await agent.ready(120_000).catch((err: unknown) => log.error({ err }, 'the agent is not ready yet; requests wait for it'));
   }
-  process.stdout.write(`NDIF fabric listening on ${url} (event store: ${opened.describe}; models: ${catalog.list().map((m) => m.key).join(', ')}; agent: ${config.agent ? config.agentId : 'off'}${api.auth ? '; auth on' : ''})\n`);
-  process.stdout.write(`try it: curl -s ${url}/models   ·   npm run ndif -- status --url ${url}\n`);
+  // One write: a reader that matched the first line finds the second beside it.
+  process.stdout.write(`NDIF fabric listening on ${url} (event store: ${opened.describe}; models: ${catalog.list().map((m) => m.key).join(', ')}; agent: ${config.agent ? config.agentId : 'off'}${agent.healthUrl ? ` (health ${agent.healthUrl}${metrics ? `, metrics ${agent.healthUrl.replace(/\/health$/, '/metrics')}` : ''})` : ''}${api.auth ? '; auth on' : ''}${metrics ? `; metrics ${url}/metrics` : ''})\ntry it: curl -s ${url}/models   ·   npm run ndif -- status --url ${url}\n`);
 }
 
 main().catch((err: unknown) => {

@@ -85,6 +85,11 @@ export class GpuAgent {
     };
   }
 
+  /** The transport's consumer lag of this agent's assignments subscription (empty where delivery is immediate). */
+  assignmentLag(): { partition: number; messages: number }[] {
+    return this.subscription?.lag?.() ?? [];
+  }
+
   /** Subscribes first (so nothing sent to the new boot is missed), then registers and starts heartbeating. */
   async start(): Promise<void> {
     const { config, transport, log } = this.options;

@@ -27,6 +27,8 @@ interface Slot {
   replicaId: string;
   modelKey: string;
   gpus: number[];
+  /** Bytes the control plane placed on each of its GPUs (its load assignment's). */
+  bytesPerGpu: number;
   target: Target;
   phase: ReplicaPhase;
   model: HostedModel | undefined;
@@ -40,6 +42,7 @@ export interface ReplicaView {
   replicaId: string;
   modelKey: string;
   gpus: number[];
+  bytesPerGpu: number;
   target: Target;
   phase: ReplicaPhase;
 }
@@ -62,7 +65,7 @@ export class ReplicaHost {
 
   /** The desired and actual state of every replica here. */
   view(): ReplicaView[] {
-    return [...this.slots.values()].map((s) => ({ replicaId: s.replicaId, modelKey: s.modelKey, gpus: s.gpus, target: s.target, phase: s.phase }));
+    return [...this.slots.values()].map((s) => ({ replicaId: s.replicaId, modelKey: s.modelKey, gpus: s.gpus, bytesPerGpu: s.bytesPerGpu, target: s.target, phase: s.phase }));
   }
 
   /** The fingerprint of the files a HOT replica's model was loaded from. */
@@ -81,12 +84,13 @@ export class ReplicaHost {
     let slot = this.slots.get(a.replicaId);
     if (a.kind === 'load') {
       if (slot === undefined) {
-        slot = { replicaId: a.replicaId, modelKey: a.modelKey, gpus: a.gpus, target: 'HOT', phase: 'PENDING', model: undefined, weights: undefined, cause, chain: Promise.resolve() };
+        slot = { replicaId: a.replicaId, modelKey: a.modelKey, gpus: a.gpus, bytesPerGpu: a.bytesPerGpu, target: 'HOT', phase: 'PENDING', model: undefined, weights: undefined, cause, chain: Promise.resolve() };
         this.slots.set(a.replicaId, slot);
       }
       slot.target = 'HOT';
       slot.cause = cause;
       if (a.gpus.length > 0) slot.gpus = a.gpus;
+      slot.bytesPerGpu = a.bytesPerGpu;
       this.step(slot, () => this.load(slot!, a));
       return;
     }

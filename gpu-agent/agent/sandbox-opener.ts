@@ -5,13 +5,14 @@ import type { Sandbox } from '../../sandbox/index.js';
 import type { HostedModel, OpenChannel } from '../runtime/index.js';
 import type { UntrustedOpener } from './requests.js';
 
-export function sandboxOpener(make: () => Promise<Sandbox>): { open: UntrustedOpener; close(): Promise<void> } {
+export function sandboxOpener(make: () => Promise<Sandbox>): { open: UntrustedOpener; close(): Promise<void>; current(): Sandbox | undefined } {
   let sandbox: Promise<Sandbox> | undefined;
+  let started: Sandbox | undefined;
   const registered = new WeakSet<HostedModel>();
   return {
     async open(model, opts): Promise<OpenChannel> {
       sandbox ??= make();
-      const sb = await sandbox;
+      const sb = (started = await sandbox);
       if (!registered.has(model)) {
         const { modelAssets } = await import('../../sandbox/index.js');
         sb.register(modelAssets(model));
@@ -19,6 +20,8 @@ export function sandboxOpener(make: () => Promise<Sandbox>): { open: UntrustedOp
       }
       return sb.opener(model.key, opts);
     },
+    /** The sandbox once the first untrusted request started it. */
+    current: () => started,
     async close() {
       if (sandbox !== undefined) await (await sandbox).close();
     },

@@ -1,8 +1,10 @@
-// The status web page: one HTML document with a small script (no build step). It reads /cluster, /queue and
-// /requests, and re-reads them when the status websocket says something changed (and every 5 s regardless).
-// Requests that are running are subscribed to on the same websocket: the text they generate (STREAM messages)
-// shows under "Generating" as it is produced.
-// With auth on, the page takes the key from #key=… once and keeps it in sessionStorage.
+// The status web page: one HTML document with a small script (no build step). It reads GET /live (per model: its
+// replicas with their levels, its queue, the requests running with their phase timelines; agents and GPUs; the
+// recent evictions and requeues with why they happened) and GET /requests, and reads them again whenever the
+// status websocket's cluster watch says something changed (and every 5 s regardless). A running phase's clock
+// ticks every second without a request. With auth on, the page takes the key from #key=… once and keeps it in
+// sessionStorage. Everything shown is set as text (never as HTML). Requests that are running are subscribed to on
+// the same websocket: the text they generate (STREAM messages) shows under "Generating" as it is produced.
 
 export const STATUS_PAGE_HTML = `<!doctype html>
 <html lang="en">
@@ -12,25 +14,35 @@ export const STATUS_PAGE_HTML = `<!doctype html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <style>
   body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5rem; color: #1d232a; background: #fafbfc; }
-  h1 { font-size: 1.3rem; margin: 0 0 .2rem; } h2 { font-size: 1.05rem; margin: 1.4rem 0 .4rem; }
+  h1 { font-size: 1.3rem; margin: 0 0 .2rem; } h2 { font-size: 1.05rem; margin: 1.4rem 0 .4rem; } h3 { font-size: 1rem; margin: 0; display: inline; }
   table { border-collapse: collapse; width: 100%; background: #fff; }
-  th, td { text-align: left; padding: .25rem .6rem; border-bottom: 1px solid #e3e6ea; font-variant-numeric: tabular-nums; }
-  th { font-weight: 600; color: #57606a; } .muted { color: #6e7781; } .empty td { color: #6e7781; font-style: italic; }
+  th, td { text-align: left; padding: .25rem .6rem; border-bottom: 1px solid #e3e6ea; font-variant-numeric: tabular-nums; vertical-align: top; }
+  th { font-weight: 600; color: #57606a; } .muted { color: #6e7781; } .empty, .empty td { color: #6e7781; font-style: italic; }
   .HOT { color: #1a7f37; font-weight: 600; } .WARM { color: #9a6700; } .COLD { color: #57606a; }
   .COMPLETED { color: #1a7f37; } .ERROR { color: #cf222e; } .CANCELLED { color: #6e7781; } .RUNNING, .DISPATCHED { color: #0969da; }
   #conn.live { color: #1a7f37; } #conn.down { color: #cf222e; }
   #streams pre { margin: 0; white-space: pre-wrap; font: 13px/1.4 ui-monospace, monospace; }
+  .model { background: #fff; border: 1px solid #e3e6ea; border-radius: 6px; padding: .6rem .8rem; margin: .5rem 0; }
+  .model header { margin-bottom: .4rem; } .model header span { margin-left: .6rem; }
+  .replica { display: inline-block; border: 1px solid #e3e6ea; border-radius: 4px; padding: 0 .4rem; margin: 0 .3rem .3rem 0; }
+  .label { color: #57606a; font-weight: 600; margin-right: .4rem; }
+  .run { margin: .2rem 0 .4rem; } .timeline { display: flex; flex-wrap: wrap; gap: 2px; margin-top: .15rem; }
+  .seg { flex: 0 0 auto; padding: 0 .35rem; border-radius: 3px; font-size: 12px; white-space: nowrap; background: #eaeef2; }
+  .seg.QUEUED, .seg.RECEIVED { background: #fff8c5; } .seg.DISPATCHED { background: #ddf4ff; } .seg.RUNNING { background: #b6e3ff; } .seg.REQUEUED { background: #ffebe9; }
+  .seg.now { outline: 1px dashed #0969da; }
+  ol.queue { margin: .2rem 0; padding-left: 1.4rem; }
+  .causes { margin: .2rem 0 0; padding-left: 1.1rem; color: #57606a; }
 </style>
 </head>
 <body>
 <h1>NDIF fabric</h1>
 <div class="muted">log position <span id="asof">–</span> · <span id="conn">connecting…</span> · <span id="error"></span></div>
 <h2>Models</h2>
-<table id="models"><thead><tr><th>model</th><th>phase</th><th>replicas</th><th>queued</th><th>pinned</th></tr></thead><tbody></tbody></table>
+<div id="models"></div>
 <h2>Agents and GPUs</h2>
 <table id="gpus"><thead><tr><th>agent</th><th>state</th><th>GPU</th><th>used / memory</th><th>replicas</th></tr></thead><tbody></tbody></table>
-<h2>Queues</h2>
-<table id="queues"><thead><tr><th>model</th><th>position</th><th>request</th><th>priority</th><th>requeued</th><th>enqueued</th></tr></thead><tbody></tbody></table>
+<h2>Recent evictions and requeues</h2>
+<table id="changes"><thead><tr><th>at</th><th>what</th><th>model</th><th>of</th><th>reason</th><th>why</th></tr></thead><tbody></tbody></table>
 <h2>Generating</h2>
 <table id="streams"><thead><tr><th>request</th><th>invoke</th><th>tokens</th><th>text</th></tr></thead><tbody><tr class="empty"><td colspan="4">nothing generating</td></tr></tbody></table>
 <h2>Recent requests</h2>
@@ -43,12 +55,19 @@ export const STATUS_PAGE_HTML = `<!doctype html>
   const headers = key ? { 'x-api-key': key } : {};
   const $ = (id) => document.getElementById(id);
   const gib = (b) => (b / 1073741824).toFixed(2) + ' GiB';
+  const dur = (ms) => (ms < 1000 ? Math.max(0, Math.round(ms)) + ' ms' : ms < 60000 ? (ms / 1000).toFixed(1) + ' s' : Math.floor(ms / 60000) + ' min ' + Math.round((ms % 60000) / 1000) + ' s');
+  function el(tag, attrs, ...children) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) if (v !== null && v !== undefined && v !== false) e.setAttribute(k, String(v));
+    for (const c of children) if (c !== null && c !== undefined) e.append(typeof c === 'string' || typeof c === 'number' ? String(c) : c);
+    return e;
+  }
   function row(cells, attrs) {
-    const tr = document.createElement('tr');
-    for (const [k, v] of Object.entries(attrs || {})) tr.setAttribute(k, v);
+    const tr = el('tr', attrs);
     for (const c of cells) {
-      const td = document.createElement('td');
-      if (c && typeof c === 'object') { td.textContent = c.text; if (c.cls) td.className = c.cls; } else td.textContent = c == null ? '' : String(c);
+      if (c instanceof Node) { tr.append(el('td', {}, c)); continue; }
+      const td = el('td', c && typeof c === 'object' && c.cls ? { class: c.cls } : {});
+      td.textContent = c && typeof c === 'object' ? c.text : c == null ? '' : String(c);
       tr.appendChild(td);
     }
     return tr;
@@ -93,26 +112,68 @@ export const STATUS_PAGE_HTML = `<!doctype html>
       if (t.finish) s.tr.setAttribute('data-finish', t.finish.reason);
     }
   }
+  // The last answer and when it arrived: a running phase is drawn up to the server's now plus the time since.
+  let live = null, liveAt = 0;
+  function timeline(run) {
+    const now = live.now + (Date.now() - liveAt);
+    const t = run.timeline;
+    const bar = el('div', { class: 'timeline' });
+    for (let i = 0; i < t.length; i++) {
+      const e = t[i];
+      const end = i + 1 < t.length ? Date.parse(t[i + 1].at) : now;
+      const last = i + 1 === t.length;
+      const text = e.status + (e.detail && e.status === 'REQUEUED' ? ' ' + e.detail : '') + ' ' + dur(end - Date.parse(e.at));
+      bar.append(el('span', { class: 'seg ' + e.status + (last ? ' now' : ''), 'data-phase': e.status, title: e.at + (e.detail ? ' · ' + e.detail : '') + (e.attempt ? ' · attempt ' + e.attempt : '') }, text));
+    }
+    return bar;
+  }
+  function modelCard(d) {
+    const card = el('section', { class: 'model', 'data-model': d.model, 'data-phase': d.phase },
+      el('header', {}, el('h3', {}, d.model), el('span', { class: 'phase' }, d.phase), d.pinned ? el('span', {}, 'pinned') : null,
+        el('span', { class: 'muted' }, d.queueLength + ' queued'), d.lastFailure ? el('span', { class: 'ERROR' }, d.lastFailure) : null));
+    const reps = el('div', { class: 'replicas' }, el('span', { class: 'label' }, 'replicas'));
+    if (!d.replicas.length) reps.append(el('span', { class: 'empty' }, 'none'));
+    for (const r of d.replicas) reps.append(el('span', { class: 'replica ' + r.level, 'data-replica': r.replicaId, 'data-level': r.level, 'data-state': r.state }, r.replicaId + ' ' + r.level + (r.level !== r.state ? ' (' + r.state + ')' : '') + (r.agentId ? ' on ' + r.agentId : '')));
+    const runs = el('div', { class: 'running' }, el('span', { class: 'label' }, 'running'));
+    if (!d.running.length) runs.append(el('span', { class: 'empty' }, 'nothing'));
+    for (const r of d.running) {
+      runs.append(el('div', { class: 'run', 'data-running': r.requestId, 'data-status': r.status, 'data-attempt': r.attempt },
+        el('span', { class: r.status }, r.requestId), ' ' + r.status + ' · attempt ' + r.attempt + (r.replicaId ? ' · ' + r.replicaId : '') + (r.agentId ? ' on ' + r.agentId : '') + (r.submitter ? ' · ' + r.submitter : ''),
+        timeline(r)));
+    }
+    const q = el('div', { class: 'queued' }, el('span', { class: 'label' }, 'queue'));
+    if (!d.queue.length) q.append(el('span', { class: 'empty' }, 'empty'));
+    else {
+      const ol = el('ol', { class: 'queue', start: 0 });
+      for (const e of d.queue) ol.append(el('li', { 'data-queued': e.requestId, 'data-requeued': e.requeued ? 'yes' : null }, e.requestId + (e.priority ? ' · priority' : '') + (e.requeued ? ' · requeued' : '') + ' · waiting ' + dur(live.now - Date.parse(e.enqueuedAt))));
+      if (d.queueLength > d.queue.length) ol.append(el('li', { class: 'muted' }, '… ' + (d.queueLength - d.queue.length) + ' more'));
+      q.append(ol);
+    }
+    card.append(reps, runs, q);
+    return card;
+  }
+  function render() {
+    if (!live) return;
+    $('models').replaceChildren(...(live.models.length ? live.models.map(modelCard) : [el('div', { class: 'empty' }, 'no deployments')]));
+  }
   let busy = false, again = false;
   async function refresh() {
     if (busy) { again = true; return; }
     busy = true;
     try {
-      const [cluster, queue, recent] = await Promise.all([get('/cluster'), get('/queue'), get('/requests?limit=25')]);
-      $('asof').textContent = String(cluster.asOf);
+      const [page, recent] = await Promise.all([get('/live'), get('/requests?limit=25')]);
+      live = page; liveAt = Date.now();
+      $('asof').textContent = String(page.asOf);
       $('error').textContent = '';
-      fill('models', cluster.deployments.map((d) => row([
-        d.modelKey, d.phase,
-        { text: d.replicas.map((r) => r.replicaId + ' ' + r.level + (r.agentId ? ' on ' + r.agentId : '')).join(', ') || 'none', cls: d.replicas.some((r) => r.level === 'HOT') ? 'HOT' : '' },
-        d.queueLength, d.pinned ? 'pinned' : '',
-      ], { 'data-model': d.modelKey, 'data-phase': d.phase })), 'no deployments', 5);
-      fill('gpus', cluster.gpus.map((g) => {
-        const a = cluster.agents.find((x) => x.agentId === g.agentId);
+      render();
+      fill('gpus', page.gpus.map((g) => {
+        const a = page.agents.find((x) => x.agentId === g.agentId);
         return row([g.agentId, a ? a.state : '', g.index + ' ' + g.name, gib(g.usedBytes) + ' / ' + gib(g.memoryBytes), g.replicas.join(', ')], { 'data-agent': g.agentId });
       }), 'no agents', 5);
-      const qrows = [];
-      for (const q of queue.queues) for (const e of q.entries) qrows.push(row([q.model, e.position, e.requestId, e.priority ? 'yes' : '', e.requeued ? 'yes' : '', e.enqueuedAt], { 'data-queued': e.requestId }));
-      fill('queues', qrows, 'nothing queued', 6);
+      fill('changes', page.changes.map((c) => row([
+        c.at, c.kind, c.model, c.subject, c.reason || '',
+        el('div', {}, el('div', { class: 'summary' }, c.summary + (c.rule ? ' [' + c.rule + ']' : '')), c.causes.length ? el('ul', { class: 'causes' }, ...c.causes.map((x) => el('li', {}, x))) : null),
+      ], { 'data-change': c.position, 'data-kind': c.kind, 'data-subject': c.subject })), 'no evictions or requeues', 6);
       fill('requests', recent.requests.map((r) => row([r.requestId, r.model, { text: r.status, cls: r.status + ' status' }, r.position == null ? '' : r.position, r.submitter, r.receivedAt], { 'data-request': r.requestId, 'data-status': r.status })), 'no requests yet', 6);
       for (const r of recent.requests) if (r.status === 'RUNNING' || r.status === 'DISPATCHED') follow(r.requestId);
     } catch (e) {
@@ -137,6 +198,7 @@ export const STATUS_PAGE_HTML = `<!doctype html>
   refresh();
   connect();
   setInterval(refresh, 5000);
+  setInterval(render, 1000);
 })();
 </script>
 </body>

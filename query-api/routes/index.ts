@@ -3,10 +3,12 @@
 // `QueryApiOptions.plugins` (docs/http-api.md, "Extending the query API").
 import { forensicsRoutes } from '../forensics/routes.js';
 import { clusterRoutes } from './cluster.js';
+import { liveRoutes } from './live.js';
 import { modelRoutes } from './models.js';
 import { pageRoutes } from './page.js';
 import { requestQueryRoutes } from './requests.js';
+import { tokenizerRoutes } from './tokenizer.js';
 import type { QueryRoutes } from './types.js';
 
-export const QUERY_ROUTES: QueryRoutes[] = [requestQueryRoutes, clusterRoutes, modelRoutes, pageRoutes, forensicsRoutes];
+export const QUERY_ROUTES: QueryRoutes[] = [requestQueryRoutes, clusterRoutes, modelRoutes, tokenizerRoutes, liveRoutes, pageRoutes, forensicsRoutes];
 export type { QueryRoutes } from './types.js';

@@ -199,6 +199,17 @@ export class StatusConnection {
       return;
     }
     this.ws.send(JSON.stringify(msg));
+    this.observeNotify(msg);
+  }
+
+  /** A live status message: from its event's append (`at`) to now is the request's notify phase. */
+  private observeNotify(msg: object): void {
+    const metrics = this.deps.ctx.metrics;
+    const m = msg as { type?: unknown; replay?: unknown; at?: unknown; requestId?: unknown };
+    if (metrics === undefined || m.type !== 'status' || m.replay !== false || typeof m.at !== 'string' || typeof m.requestId !== 'string') return;
+    const byId = this.deps.ctx.view.state.requests.byId;
+    const model = candidateRequestIds(this.me, m.requestId).map((id) => byId.get(id)?.modelKey).find((x) => x !== undefined);
+    if (model !== undefined) metrics.requests.observe('notify', model, (this.deps.ctx.clock() - Date.parse(m.at)) / 1000);
   }
 
   close(): void {

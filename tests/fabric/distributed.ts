@@ -5,9 +5,43 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { parsePrometheus, valueOf } from '../metrics/prom-text.js';
 import { getJson, startProcess, waitForStatus, type FabricProcess } from './processes.js';
 
-export async function runDistributed(transportEnv: (tmp: string) => NodeJS.ProcessEnv, agentTransportEnv: (tmp: string) => NodeJS.ProcessEnv): Promise<void> {
+/**
+ * Each role's /metrics after the four requests: the command API timed the submissions, the query API counted the
+ * requests and their phases from the events, the scheduler-relay its relay and appends, the agent its runs; with
+ * Kafka, the relay and the agent export their consumer lag.
+ */
+async function checkMetrics(urls: { command: string; query: string; relay: string; agent: string }, kafka: boolean): Promise<void> {
+  const scrape = async (url: string) => {
+    const res = await fetch(url);
+    assert.equal(res.status, 200, url);
+    return parsePrometheus(await res.text());
+  };
+  const [command, query, relay, agent] = await Promise.all([scrape(urls.command), scrape(urls.query), scrape(urls.relay), scrape(urls.agent)]);
+  assert.equal(valueOf(command, 'ndif_http_request_duration_seconds_count', { method: 'POST', route: '/requests', status_code: '202' }), 4);
+  assert.equal(valueOf(command, 'ndif_request_phase_seconds_count', { phase: 'submit', model: 'gpt2-tiny' }), 4);
+  assert.ok(valueOf(command, 'ndif_event_store_append_seconds_count', { store: 'sqlite', outcome: 'ok' })! >= 5);
+  assert.equal(valueOf(query, 'ndif_requests_total', { model: 'gpt2-tiny', outcome: 'completed' }), 4);
+  for (const phase of ['schedule', 'start', 'run']) assert.equal(valueOf(query, 'ndif_request_phase_seconds_count', { phase, model: 'gpt2-tiny' }), 4, phase);
+  assert.equal(valueOf(query, 'ndif_replicas', { model: 'gpt2-tiny', level: 'HOT' }), 2);
+  assert.equal(valueOf(query, 'ndif_projection_lag_events', { projection: 'control-plane' }) !== undefined, true);
+  assert.ok(valueOf(relay, 'ndif_relay_assignments_published_total')! >= 6, 'two loads and four runs');
+  assert.ok(valueOf(relay, 'ndif_relay_agent_report_delay_seconds_count', { command: 'ReportRequestCompleted' })! >= 4);
+  assert.equal(valueOf(agent, 'ndif_agent_requests_total', { outcome: 'completed' }), 4);
+  assert.equal(valueOf(agent, 'ndif_agent_replicas', { model: 'gpt2-tiny', phase: 'HOT' }), 2);
+  const lag = (samples: typeof relay, topic: RegExp) => samples.filter((s) => s.name === 'ndif_transport_consumer_lag_messages' && topic.test(s.labels.topic ?? ''));
+  if (kafka) {
+    assert.ok(lag(relay, /agent-events/).length > 0, 'the relay exports its consumer lag on the agent-events topic');
+    assert.ok(lag(agent, /assignments/).length > 0, 'the agent exports its consumer lag on the assignments topic');
+    for (const s of [...lag(relay, /./), ...lag(agent, /./)]) assert.ok(s.value >= 0 && s.value < 1000, `lag ${s.value}`);
+  } else {
+    assert.deepEqual(lag(relay, /./), [], 'the IPC transport delivers at once: no lag');
+  }
+}
+
+export async function runDistributed(transportEnv: (tmp: string) => NodeJS.ProcessEnv, agentTransportEnv: (tmp: string) => NodeJS.ProcessEnv, kafka = false): Promise<void> {
   const tmp = mkdtempSync(join(tmpdir(), 'ndif-dist-'));
   const shared: NodeJS.ProcessEnv = {
     NDIF_EVENT_STORE: 'sqlite',
@@ -56,6 +90,7 @@ export async function runDistributed(transportEnv: (tmp: string) => NodeJS.Proce
     const agentHealth = await getJson(agent.match[1]);
     assert.equal(agentHealth.status, 200);
     assert.equal(agentHealth.body.completed, 4);
+    await checkMetrics({ command: `${commandUrl}/metrics`, query: `${queryUrl}/metrics`, relay: relay.match[1]!.replace(/\/health$/, '/metrics'), agent: agent.match[1]!.replace(/\/health$/, '/metrics') }, kafka);
 
     for (const p of started.splice(0).reverse()) assert.equal(await p.stop(), 0, `${p.name} exits 0 on SIGTERM`);
   } finally {

@@ -140,6 +140,8 @@ export const ROUTES: readonly Route[] = [
   { method: 'GET', path: '/queue', query: ['model', 'limit'] },
   { method: 'GET', path: '/models' },
   { method: 'GET', path: '/models/:key/manifest', query: ['batch', 'sequence'] },
+  { method: 'GET', path: '/models/:key/tokenizer' },
+  { method: 'GET', path: '/live' },
   { method: 'GET', path: '/agents' },
   { method: 'GET', path: '/' },
   { method: 'GET', path: '/ws', query: ['key', 'protocol'] },

@@ -30,10 +30,23 @@ if (composeVar) {
     assert.equal(r.code, 0, r.stderr);
   });
 
-  test('the file has the stores, the broker, the four fabric roles and the gateway', () => {
+  test('the file has the stores, the broker, the four fabric roles, the gateway, Prometheus and Grafana', () => {
     const r = compose(['--profile', 'kurrentdb', 'config', '--services']);
     assert.equal(r.code, 0, r.stderr);
-    assert.deepEqual(r.stdout.trim().split('\n').sort(), ['command-api', 'gateway', 'gpu-agent', 'kafka', 'kurrentdb', 'postgres', 'query-api', 'scheduler-relay']);
+    assert.deepEqual(r.stdout.trim().split('\n').sort(), ['command-api', 'gateway', 'gpu-agent', 'grafana', 'kafka', 'kurrentdb', 'postgres', 'prometheus', 'query-api', 'scheduler-relay']);
+  });
+
+  test('Prometheus reads docker/prometheus and Grafana is provisioned with the datasource and the dashboard', () => {
+    const r = compose(['config']);
+    assert.equal(r.code, 0, r.stderr);
+    const prom = serviceBlock(r.stdout, 'prometheus');
+    assert.match(prom, /docker\/prometheus\/prometheus\.yml:\/etc\/prometheus\/prometheus\.yml:ro|source: .*docker\/prometheus\/prometheus\.yml[\s\S]*target: \/etc\/prometheus\/prometheus\.yml/);
+    assert.match(prom, /9090/);
+    const grafana = serviceBlock(r.stdout, 'grafana');
+    assert.match(grafana, /docker\/grafana\/provisioning/);
+    assert.match(grafana, /docker\/grafana\/dashboards/);
+    assert.match(grafana, /GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH: \/var\/lib\/grafana\/dashboards\/ndif-fabric\.json/);
+    assert.match(grafana, /3000/);
   });
 
   test('the gateway fronts both APIs and holds no credentials; the query API serves from the read models', () => {

@@ -100,6 +100,11 @@ export async function openSubscription(
   // Offsets of a group without commits are resolved in the first fetch after joining: once that
   // fetch returns, a message published after subscribe() resolved is sure to be delivered.
   consumer.on(consumer.events.FETCH, () => joined && ready());
+  const lagByPartition = new Map<number, number>();
+  consumer.on(consumer.events.END_BATCH_PROCESS, (event) => {
+    if (event.payload.topic === spec.topic) lagByPartition.set(event.payload.partition, Number(event.payload.offsetLag));
+  });
+  consumer.on(consumer.events.GROUP_JOIN, () => lagByPartition.clear());
   consumer.on(consumer.events.CRASH, (event) => {
     const { error, restart } = event.payload;
     log('error', `consumer of ${spec.topic} in group ${spec.groupId} crashed${restart ? ', restarting' : ''}: ${error.message}`, {});
@@ -146,6 +151,7 @@ export async function openSubscription(
   return {
     topic: spec.topic,
     groupId: spec.groupId,
+    lag: () => [...lagByPartition].map(([partition, messages]) => ({ partition, messages })),
     close: () =>
       (closing ??= (async () => {
         stopping = true;

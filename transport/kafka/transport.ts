@@ -134,6 +134,7 @@ export class KafkaTransport implements Transport {
     const subscription: Subscription = {
       topic: inner.topic,
       groupId: inner.groupId,
+      lag: inner.lag,
       close: () => inner.close().finally(() => this.subscriptions.delete(subscription)),
     };
     this.subscriptions.add(subscription);

@@ -40,6 +40,8 @@ export class AgentEventIntake {
   private readonly topics: RelayTopics;
   private readonly clock: () => number;
   readonly stats: IntakeStats = { executed: 0, refused: 0, malformed: 0 };
+  /** Told of each stored agent report: its command type and ms from the agent's publish to stored (metrics). */
+  onStored: ((commandType: string, delayMs: number) => void) | undefined;
 
   constructor(private readonly options: AgentEventIntakeOptions) {
     this.topics = options.topics ?? DEFAULT_TOPICS;
@@ -102,6 +104,7 @@ export class AgentEventIntake {
     try {
       await this.options.commands.execute(env.command, meta);
       this.stats.executed++;
+      this.onStored?.(env.command.type, this.clock() - m.timestamp);
     } catch (e) {
       if (!isFabricError(e) || e.httpStatus >= 500) throw e;
       this.stats.refused++;
@@ -109,6 +112,11 @@ export class AgentEventIntake {
       const notice: RefusedNotice = { v: WIRE_VERSION, kind: 'refused', agentId: env.agentId, bootId: env.bootId, agentMessageId: env.agentMessageId, commandType: env.command.type, code: e.code, message: e.message };
       await this.options.transport.publish(this.topics.assignments, jsonMessage(env.agentId, notice));
     }
+  }
+
+  /** The transport's consumer lag of the agent-events subscription (empty where delivery is immediate). */
+  lag(): { partition: number; messages: number }[] {
+    return this.subscription?.lag?.() ?? [];
   }
 
   async stop(): Promise<void> {

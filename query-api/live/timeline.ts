@@ -1,0 +1,55 @@
+// A request's phase timeline for the status page, from its own events: received, queued, each dispatch and
+// start (with the attempt, replica and agent), each requeue with its reason, and the end. Read from the event
+// store (or the query API's read models) when the request's last event changed, and kept otherwise.
+import { requestStream } from '../../domain/shared/ids.js';
+import type { StoredEvent } from '../../eventstore/port.js';
+
+export interface TimelineEntry {
+  status: 'RECEIVED' | 'QUEUED' | 'DISPATCHED' | 'RUNNING' | 'REQUEUED' | 'COMPLETED' | 'ERROR' | 'CANCELLED';
+  at: string;
+  attempt: number | null;
+  /** REQUEUED: why (PREEMPTED, AGENT_LOST, …); DISPATCHED: the replica. */
+  detail: string | null;
+}
+
+const STATUS: Record<string, TimelineEntry['status']> = {
+  RequestReceived: 'RECEIVED',
+  RequestQueued: 'QUEUED',
+  RequestDispatched: 'DISPATCHED',
+  RequestStarted: 'RUNNING',
+  RequestRequeued: 'REQUEUED',
+  RequestCompleted: 'COMPLETED',
+  RequestFailed: 'ERROR',
+  RequestCancelled: 'CANCELLED',
+};
+
+export function timelineOf(events: readonly StoredEvent[]): TimelineEntry[] {
+  const out: TimelineEntry[] = [];
+  for (const e of events) {
+    const status = STATUS[e.type];
+    if (status === undefined) continue;
+    const d = e.data as { attempt?: number; replicaId?: string; agentId?: string; reason?: string };
+    const detail = status === 'REQUEUED' ? (d.reason ?? null) : status === 'DISPATCHED' ? `${d.replicaId} on ${d.agentId}` : null;
+    out.push({ status, at: e.metadata.at, attempt: d.attempt ?? null, detail });
+  }
+  return out;
+}
+
+export class Timelines {
+  private readonly cache = new Map<string, { position: number; timeline: TimelineEntry[] }>();
+
+  constructor(private readonly readStream: (streamId: string) => Promise<StoredEvent[]>) {}
+
+  async of(requestId: string, lastPosition: number): Promise<TimelineEntry[]> {
+    const hit = this.cache.get(requestId);
+    if (hit !== undefined && hit.position === lastPosition) return hit.timeline;
+    const timeline = timelineOf(await this.readStream(requestStream(requestId)));
+    this.cache.set(requestId, { position: lastPosition, timeline });
+    return timeline;
+  }
+
+  /** Forgets the requests not in `keep` (those no longer running). */
+  retain(keep: Set<string>): void {
+    for (const id of this.cache.keys()) if (!keep.has(id)) this.cache.delete(id);
+  }
+}
