@@ -1,6 +1,6 @@
 // The SDK as a researcher installs it: `npm pack` of the client workspace, `npm install <tarball>` into an empty
 // project (from the npm registry, preferring the local cache), then — against a started embedded fabric, a real
-// process with its agent child — the README's example (a trace with local tokens), the status stream of a
+// process with its agent child — the README's example (a trace with local tokens), a token stream (ndif.stream), the status stream of a
 // request over the websocket (every status and console line, in order), `ndif status` from the installed bin,
 // and a TypeScript consumer checked against the shipped declarations. The tarball holds only client code and
 // the install, besides `ws`, stays under 2 MB. NDIF_TEST_NODES=/path/to/node[:…] runs the consumer's scripts on
@@ -145,6 +145,27 @@ ndif.close();
     assert.ok(at.every((p, i) => i === 0 || p >= at[i - 1]!), 'cursors follow the log (the lines of one log batch share its position)');
     assert.equal(typeof out.mean, 'number');
     assert.equal(out.tokenizer, 'cache', 'the tokenizer the example cached, confirmed by the fabric');
+  }
+});
+
+it('streams generated tokens with ndif.stream from the installed package: each once, in order, the same as the result', () => {
+  writeFileSync(
+    join(project, 'generate.mjs'),
+    `import { Fabric } from '@ndif/sdk';
+const ndif = new Fabric({ progress: false, onLog: null });
+const tokens = [];
+const s = ndif.stream('gpt2-tiny', 'The Eiffel Tower is in', undefined, { maxNewTokens: 6, ignoreEos: true });
+for await (const t of s) tokens.push({ step: t.step, token: t.token, text: t.text ?? null });
+const done = await s.result;
+console.log(JSON.stringify({ tokens, generated: done.meta.generated }));
+ndif.close();
+`,
+  );
+  for (const node of nodes) {
+    const out = JSON.parse(sh(node, ['generate.mjs'], project, consumerEnv()).stdout.trim()) as { tokens: { step: number; token: number; text: string | null }[]; generated: number[][] };
+    assert.deepEqual(out.tokens.map((t) => t.step), [0, 1, 2, 3, 4, 5], node);
+    assert.deepEqual(out.tokens.map((t) => t.token), out.generated[0], 'the streamed tokens are the generated ones');
+    assert.ok(out.tokens.every((t) => typeof t.text === 'string'));
   }
 });
 
