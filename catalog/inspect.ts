@@ -107,6 +107,7 @@ export async function inspectModelFolder(local: FabricModelCatalog, key: string,
       generative: manifest.logits !== null && manifest.logits !== undefined,
       vocabSize: manifest.vocabSize,
       maxPositions: Math.min(manifest.maxPositions, Number.MAX_SAFE_INTEGER),
+      ...(manifest.memory === undefined ? {} : { memory: manifest.memory }),
     },
   };
 }

@@ -15,6 +15,7 @@ export function onDemandFromCatalog(catalog: ModelCatalog): (modelKey: string) =
         dtype: d.dtype,
         ...(d.paddingFactor === undefined ? {} : { paddingFactor: d.paddingFactor }),
         ...(d.biasBytes === undefined ? {} : { biasBytes: d.biasBytes }),
+        ...(d.sizeBytes === undefined ? {} : { sizeBytes: d.sizeBytes }),
       },
     };
   };

@@ -13,7 +13,7 @@ export interface ModelEntry {
   /** Folder with model.onnx, config.json, tokenizer.json, on the machine that asks (agents). */
   dir: string;
   /** Settings an on-demand deployment of this model uses (gpus, padding, pinned…); operators may override. */
-  defaults: { gpus: number; dtype: string; paddingFactor?: number; biasBytes?: number };
+  defaults: { gpus: number; dtype: string; paddingFactor?: number; biasBytes?: number; sizeBytes?: number };
   /** A registered model's files: their sha256 fingerprint and what registration found (absent for folders only configured). */
   registration?: { fingerprint: string; family: string; architecture: string | null; generative: boolean; registeredAt: string; registeredBy: string };
 }

@@ -4,6 +4,7 @@
 import type { Manifest } from '../protocol/manifest.js';
 import { registeredModels, type ModelsState, type RegisteredModel } from '../projections/models/projection.js';
 import { fmtBytes } from '../domain/shared/format.js';
+import { defaultModelSizeBytes } from '../domain/placement/size.js';
 import type { FabricModelCatalog } from './catalog.js';
 import { modelUnknown } from './errors.js';
 import type { ModelCatalog, ModelEntry } from './port.js';
@@ -14,7 +15,8 @@ export function entryOf(m: RegisteredModel): ModelEntry {
     description: `${m.architecture ?? m.family}, ${m.moduleCount} modules, ${fmtBytes(m.weightsBytes)} ${m.dtype} weights (sha256 ${m.fingerprint.slice(0, 12)}…) from ${m.dir}`,
     weightsBytes: m.weightsBytes,
     dir: m.dir,
-    defaults: { gpus: 1, dtype: m.dtype },
+    // Placement's size: NDIF's formula, or the runtime's estimate with a backward's activations when that says more.
+    defaults: { gpus: 1, dtype: m.dtype, ...(m.memory === undefined ? {} : { sizeBytes: defaultModelSizeBytes(m.weightsBytes, m.memory) }) },
     registration: { fingerprint: m.fingerprint, family: m.family, architecture: m.architecture, generative: m.generative, registeredAt: m.registeredAt, registeredBy: m.registeredBy },
   };
 }

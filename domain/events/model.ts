@@ -29,6 +29,13 @@ export const modelFacts = z.object({
   generative: z.boolean(),
   vocabSize: count,
   maxPositions: count,
+  /**
+   * The runtime's memory estimate for one batch row of `sequence` tokens (protocol/manifest.ts `memory`): forward
+   * and backward activations at their peak, packed weight copies. Absent in registrations recorded before it.
+   */
+  memory: z
+    .object({ sequence: count, forwardActivationBytes: bytes, backwardActivationBytes: bytes, packedWeightsBytes: bytes })
+    .optional(),
 });
 export type ModelFacts = z.infer<typeof modelFacts>;
 

@@ -9,6 +9,26 @@ export function modelSizeBytes(weightsBytes: number, paddingFactor = DEFAULT_PAD
   return Math.ceil(weightsBytes * (1 + paddingFactor)) + biasBytes;
 }
 
+/** The runtime's estimate of what serving a model takes beyond its weights (protocol/manifest.ts `memory`). */
+export interface MemoryEstimate {
+  forwardActivationBytes: number;
+  backwardActivationBytes: number;
+  packedWeightsBytes: number;
+}
+
+/**
+ * The size a deployment of the model is placed with when its operator gives none: NDIF's formula, or — when the
+ * runtime's estimate says more — the weights plus their packed copies plus the peak of a forward or a backward
+ * pass's activations (a request asking for gradients keeps the forward's activations for its backward), so
+ * placement never counts less than a request can use.
+ */
+export function defaultModelSizeBytes(weightsBytes: number, memory?: MemoryEstimate): number {
+  const ndif = modelSizeBytes(weightsBytes);
+  if (memory === undefined) return ndif;
+  const estimate = weightsBytes + memory.packedWeightsBytes + Math.max(memory.forwardActivationBytes, memory.backwardActivationBytes);
+  return Math.max(ndif, estimate);
+}
+
 /** Each of the `gpus` GPUs holds an equal share of the model. */
 export function bytesPerGpu(sizeBytes: number, gpus: number): number {
   return Math.ceil(sizeBytes / gpus);

@@ -34,7 +34,8 @@ export function deploymentRoutes(app: FastifyInstance, deps: RouteDeps): void {
       dtype: b.dtype ?? entry.defaults.dtype,
       paddingFactor: b.paddingFactor ?? entry.defaults.paddingFactor,
       biasBytes: b.biasBytes ?? entry.defaults.biasBytes,
-      sizeBytes: b.sizeBytes,
+      // The model's default size applies only when the operator sets none of what a size is made of.
+      sizeBytes: b.sizeBytes ?? (b.paddingFactor === undefined && b.biasBytes === undefined ? entry.defaults.sizeBytes : undefined),
       timeoutMs: b.timeoutMs,
       concurrency: b.concurrency,
       minDeploymentMs: b.minDeploymentMs,
