@@ -31,6 +31,9 @@ interface Fabric {
   exited: Promise<[number | null, string | null]>;
 }
 
+/** Every fabric process a test started: the ones a failed assertion left running are killed after the tests. */
+const started: ChildProcess[] = [];
+
 async function startFabric(dataDir: string, env: NodeJS.ProcessEnv = {}): Promise<Fabric> {
   const child = spawn(process.execPath, ['--enable-source-maps', MAIN], {
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -43,6 +46,7 @@ async function startFabric(dataDir: string, env: NodeJS.ProcessEnv = {}): Promis
     err += d;
     if (process.env.NDIF_TEST_LOG_LEVEL) process.stderr.write(d);
   });
+  started.push(child);
   const exited = once(child, 'exit') as Promise<[number | null, string | null]>;
   const end = Date.now() + 60_000;
   for (;;) {
@@ -96,6 +100,7 @@ describe('embedded fabric (npm start)', () => {
     direct = await loadModel(ensureModel('gpt2-tiny'), { key: 'gpt2-tiny' });
   });
   after(async () => {
+    for (const c of started) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
     await direct.close();
     rmSync(dir, { recursive: true, force: true });
   });
