@@ -48,7 +48,8 @@ import type { RowSpec } from './generation/generation.js';
 import { GradModel } from './grad/grad-model.js';
 import { differentiableTensors } from './grad/activity.js';
 import { estimateMemory } from './grad/memory-estimate.js';
-import type { OpenChannel, RunRequest, RunResult } from './interleave/request-types.js';
+import type { OpenChannel, RunRequest, RunResult, SessionRequest, SessionResult } from './interleave/request-types.js';
+import type { TraceRun } from './interleave/request-run.js';
 
 export interface LoadOptions {
   /** The model's key in the fabric (default: the directory name). */
@@ -295,6 +296,49 @@ export class HostedModel {
     const { start, generation } = planned;
     const opener = typeof open === 'function' ? () => open(start) : () => open;
     const next = this.queue.then(() => RequestRun.execute(this.ctx, req, start, opener, generation));
+    this.queue = next.catch(() => {});
+    return next;
+  }
+
+  /**
+   * Runs a session: its traces one after the other in one turn on the model, on one channel to the blocks (so
+   * `ctx.shared` and `ctx.traces` carry values from trace to trace in the blocks' process), under one deadline. Every
+   * trace is validated before the first runs; a failure in trace t fails the session, naming the trace.
+   */
+  runSession(req: SessionRequest, open: OpenChannel | BlockChannel): Promise<SessionResult> {
+    if (this.closed) return Promise.reject(new RequestError('MODEL_CLOSED', `model ${this.key} is closed`, undefined, 503));
+    let traces: TraceRun[];
+    try {
+      if (!Array.isArray(req.traces) || req.traces.length === 0) throw new RequestError('SESSION_NO_TRACES', 'a session needs at least one trace (invokes to run)');
+      const requestId = req.requestId ?? randomUUID();
+      traces = req.traces.map((t, i) => {
+        const run: RunRequest = {
+          requestId,
+          invokes: t.invokes,
+          ...(t.newTokens === undefined ? {} : { newTokens: t.newTokens }),
+          ...(t.generation === undefined ? {} : { generation: t.generation }),
+          ...(req.onToken ? { onToken: (e) => req.onToken!({ ...e, trace: i }) } : {}),
+          ...(req.onLog ? { onLog: req.onLog } : {}),
+        };
+        let planned: ReturnType<HostedModel['plan']>;
+        try {
+          planned = this.plan(run);
+        } catch (e) {
+          if (e instanceof RequestError) throw new RequestError(e.code, `trace ${i}: ${e.message}`, { ...e.details, trace: i }, e.httpStatus);
+          if (e instanceof InterventionError) throw e.inTrace(i);
+          throw e;
+        }
+        return { req: run, start: { ...planned.start, trace: { index: i, count: req.traces.length } }, plan: planned.generation };
+      });
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    const opener = typeof open === 'function' ? () => open(traces[0]!.start) : () => open;
+    const t0 = performance.now();
+    const next = this.queue.then(async () => {
+      const results = await RequestRun.runTraces(this.ctx, traces, opener, { timeoutMs: req.timeoutMs, signal: req.signal, onTrace: req.onTrace });
+      return { requestId: traces[0]!.start.requestId, traces: results, timings: { totalMs: performance.now() - t0 } };
+    });
     this.queue = next.catch(() => {});
     return next;
   }
