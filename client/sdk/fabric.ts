@@ -11,8 +11,8 @@ import { FabricHttp } from './http.js';
 import { createProgress } from './progress.js';
 import type { Progress, ProgressOutput } from './progress.js';
 import { RequestHandle } from './request-handle.js';
-import { buildSubmitBody, isInvokeList } from './request-body.js';
-import type { Invoke, RequestOptions } from './request-body.js';
+import { buildSessionBody, buildSubmitBody, isInvokeList } from './request-body.js';
+import type { Invoke, RequestOptions, SessionTrace, SubmitBody } from './request-body.js';
 import { StatusSocket, SubscriptionEndedError } from './status-socket.js';
 import { fetchTokenizer, type ModelTokenizer } from './tokenizer.js';
 import { defaultCacheDir, TokenizerCache } from './tokenizer-cache.js';
@@ -55,8 +55,28 @@ export interface TraceOptions extends RequestOptions {
   onMessage?: (m: StatusMessage) => void;
   /** The tokens of each STREAM message, as they are generated (see also `stream`). */
   onTokens?: (tokens: StreamedToken[]) => void;
+  /** Each trace of a session as it starts, completes or fails (its TRACE statuses). */
+  onTrace?: (t: TraceProgress) => void;
   /** Stop waiting after this long (ms) with ClientTimeoutError; the request goes on (default: no limit). */
   waitMs?: number;
+}
+
+/** A TRACE status: trace `trace` (0-based) of a session of `traces` started, completed or failed. */
+export interface TraceProgress {
+  requestId: string;
+  trace: number;
+  traces: number;
+  status: 'RUNNING' | 'COMPLETED' | 'ERROR';
+  /** How long it ran (COMPLETED, ERROR). */
+  ms: number | null;
+}
+
+/** A finished session: per trace, what `trace` would have returned for it. */
+export interface SessionResult {
+  requestId: string;
+  /** Per trace: its value for one prompt, the list of values for a list of invokes. */
+  traces: unknown[];
+  meta: Record<string, unknown>;
 }
 
 /** Everything about one finished request. */
@@ -108,7 +128,33 @@ export class Fabric {
   /** As `trace`, with the request id and the result's metadata. */
   async execute(model: string, input: Invoke | Invoke[], block?: BlockFn | string, opts: TraceOptions = {}): Promise<TraceResult> {
     const requestId = opts.requestId ?? randomUUID();
-    const body = buildSubmitBody(model, input, block, opts, requestId, true);
+    return this.runBody(buildSubmitBody(model, input, block, opts, requestId, true), opts);
+  }
+
+  /**
+   * Runs a session (nnsight's `model.session()`): the traces one after the other in one request — one queue wait, one
+   * result — where a block's `ctx.shared` (and `ctx.traces`, what earlier traces returned) carries values from trace to
+   * trace without a round trip. Returns, per trace, what `trace` would have returned for it.
+   */
+  async session<T extends unknown[] = any[]>(model: string, traces: SessionTrace[], opts: TraceOptions = {}): Promise<T> {
+    return (await this.executeSession(model, traces, opts)).traces as T;
+  }
+
+  /** As `session`, with the request id and the result's metadata. */
+  async executeSession(model: string, traces: SessionTrace[], opts: TraceOptions = {}): Promise<SessionResult> {
+    const requestId = opts.requestId ?? randomUUID();
+    const r = await this.runBody(buildSessionBody(model, traces, opts, requestId, true), opts);
+    const counts = ((r.meta.traces ?? []) as Array<{ invokes: number }>).map((t) => t.invokes);
+    let at = 0;
+    const values = traces.map((t, i) => {
+      const own = r.values.slice(at, (at += counts[i] ?? 0));
+      return isInvokeList(t.input) ? own : own[0];
+    });
+    return { requestId: r.requestId, traces: values, meta: r.meta };
+  }
+
+  private async runBody(body: SubmitBody, opts: TraceOptions): Promise<TraceResult> {
+    const requestId = body.requestId;
     await this.ready();
     if (opts.signal?.aborted) throw new CancelledError(requestId, 'this client, before submitting');
 
@@ -133,6 +179,12 @@ export class Fabric {
         }
         if (m.status === 'STREAM') {
           if (Array.isArray(m.tokens)) opts.onTokens?.(m.tokens);
+          return;
+        }
+        if (m.status === 'TRACE') {
+          if (typeof m.trace === 'number' && typeof m.traces === 'number' && m.traceStatus !== undefined) {
+            opts.onTrace?.({ requestId, trace: m.trace, traces: m.traces, status: m.traceStatus, ms: typeof m.ms === 'number' ? m.ms : null });
+          }
           return;
         }
         const u = updateFromMessage(m);

@@ -409,6 +409,7 @@ function hostContext(base: ModelProto, graph: ModelGraph, addresses: AddressTabl
     addresses,
     cache,
     lastRead,
+    layerCuts: layerCuts(graph),
     inputs: plan,
     padding,
     logitsName: logits,
@@ -430,6 +431,14 @@ function hostContext(base: ModelProto, graph: ModelGraph, addresses: AddressTabl
     eosTokenIds,
     gradients: () => (gradients ??= new GradModel(graph, base, (t) => facts.get(t), active, aliasedTensor)),
   };
+}
+
+/** The starts of the contiguous members of the model's longest module list (a transformer's layers), after the first. */
+function layerCuts(graph: ModelGraph): number[] {
+  let best: string[] = [];
+  for (const m of graph.modules.values()) if (m.isList && m.children.length > best.length) best = m.children;
+  const members = best.map((c) => graph.modules.get(c)!).filter((m) => m.contiguous);
+  return members.slice(1).map((m) => m.start).sort((a, b) => a - b);
 }
 
 /** The tensor an input-swap alias (`<tensor>::input_of::<module>`) stands for. */

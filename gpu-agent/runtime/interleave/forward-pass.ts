@@ -19,6 +19,8 @@ export interface PassHooks {
   extraOutputs?: (start: number, end: number) => string[];
   /** Called after each segment run, before the table drops what no later node reads; `end` is where it stopped. */
   ran?: (end: number) => void;
+  /** Positions a stretch is split at (ascending), so its pieces are segments other passes share. */
+  splits?: number[];
 }
 
 export class ForwardPass {
@@ -57,11 +59,11 @@ export class ForwardPass {
     while (this.pos < cut) {
       const jump = skipped.filter((m) => m.start >= this.pos && m.start < cut).sort((a, b) => a.start - b.start || b.end - a.end)[0];
       if (!jump) {
-        await this.run({ start: this.pos, end: cut });
+        await this.stretch(this.pos, cut);
         this.pos = cut;
         break;
       }
-      if (jump.start > this.pos) await this.run({ start: this.pos, end: jump.start });
+      if (jump.start > this.pos) await this.stretch(this.pos, jump.start);
       const shapeOnly = this.crossingShapeTensors(jump);
       if (shapeOnly.length > 0) await this.run({ start: jump.start, end: jump.end, only: shapeOnly });
       for (const [name, t] of outputs(jump)) {
@@ -84,6 +86,17 @@ export class ForwardPass {
       }
     }
     return result;
+  }
+
+  /** Runs [start, end): the whole graph in one run, else one segment per piece between the split positions. */
+  private async stretch(start: number, end: number): Promise<void> {
+    const whole = start === 0 && end === this.g.nodes.length;
+    const at = whole ? [] : (this.hooks.splits ?? []).filter((p) => p > start && p < end);
+    let from = start;
+    for (const p of [...at, end]) {
+      await this.run({ start: from, end: p });
+      from = p;
+    }
   }
 
   /** Marks a tensor as this pass's own copy (rows may be written into it until the next segment runs). */

@@ -15,7 +15,7 @@
 // them. A session runs several traces one after the other on one channel (runTraces).
 import type { Addr, BlockChannel, BlockError, BlockToHost, SavedTree, StartRequest, TensorPayload } from '../../../protocol/interleave.js';
 import { formatAddr, parseAddr, parseStepAddr, stepAddr } from '../../../protocol/interleave.js';
-import { checkPayload, firstNonFinite, floatValues, isFloatDtype, sameShape, sliceRows } from '../../../protocol/tensor-payload.js';
+import { checkPayload, firstNonFinite, floatValues, isFloatDtype, rowsView, sameShape, sliceRows } from '../../../protocol/tensor-payload.js';
 import { normalizePath, unknownModuleMessage } from '../../../protocol/module-paths.js';
 import { pointKey } from '../../../protocol/manifest.js';
 import type { AddressTable, ObservationPoint } from '../addresses.js';
@@ -48,6 +48,12 @@ export interface HostContext {
   addresses: AddressTable;
   cache: SegmentCache;
   lastRead: Map<string, number>;
+  /**
+   * Where a forward stretch is split (the starts of the layers of the model's longest module list): a stretch of
+   * several layers runs as one segment per layer, so requests that cut the pass in different places share the
+   * compiled layer segments instead of each compiling (and pre-packing the weights of) its own long stretch.
+   */
+  layerCuts: number[];
   inputs: InputPlan;
   /** Side the rows are padded on (decided at load). */
   padding: PaddingSide;
@@ -365,6 +371,8 @@ export class RequestRun {
       this.pass = new ForwardPass(this.ctx.graph, this.ctx.cache, this.ctx.lastRead, feeds, this.timings, record, {
         extraOutputs: (start, end) => this.cacheTensorsIn(start, end),
         ran: (end) => this.capture(end),
+        // A recorded pass keeps its own cuts: the backward's checkpoints are where blocks cut it.
+        splits: record ? undefined : this.ctx.layerCuts,
       });
       this.capture(0);
       await this.serveStepStart();
@@ -479,8 +487,10 @@ export class RequestRun {
       const insideSkip = this.skippedByAll().find((m) => this.strictlyInside(target, m));
       if (insideSkip) {
         this.rank = target.rank;
+        this.capture(target.cut, target.rank);
         for (const inv of this.waitingAt(target)) {
-          await this.raise(inv, this.addrOf(target), blockError('NotProvided', `${this.addrOf(target)} is inside ${insideSkip.path}, which every invoke skipped`));
+          if (inv.wait!.cache !== undefined) await this.answerCache(inv, inv.wait!.cache);
+          else await this.raise(inv, this.addrOf(target), blockError('NotProvided', `${this.addrOf(target)} is inside ${insideSkip.path}, which every invoke skipped`));
         }
         continue;
       }
@@ -602,12 +612,20 @@ export class RequestRun {
     }
   }
 
+  /**
+   * The invoke's rows of the point's tensors: copies, so a block can never change what the pass computes next — except
+   * where the host will not read the tensor again (the model's outputs once the pass has ended, when no tokens are
+   * chosen from them and no backward reads them): there the rows are a view, and N invokes reading a 50257-wide
+   * logits batch cost no copy of it.
+   */
   private valuesFor(inv: InvokeState, p: ObservationPoint): TensorPayload[] {
+    const final = this.pass.done && this.gen === null && !this.pass.record && p.path === '' && p.point === 'output';
     return p.tensors.map((name) => {
       const t = this.pass.table.get(this.aliasFor(name, p) ?? name);
       if (!t) throw new InterventionError(blockError('NotProvided', `${this.addrOf(p)}: tensor ${name} was not computed`), inv.index);
       const payload = ortToPayload(t);
-      return this.ctx.batched(name) ? sliceRows(payload, inv.row, inv.rows) : { ...payload, data: payload.data.slice() };
+      if (!this.ctx.batched(name)) return { ...payload, data: payload.data.slice() };
+      return final ? rowsView(payload, inv.row, inv.rows) : sliceRows(payload, inv.row, inv.rows);
     });
   }
 
@@ -985,8 +1003,8 @@ export class RequestRun {
     for (const [key, b] of this.barriers) {
       const could = this.invokes.filter((i) => i.status !== 'ended' && !b.arrived.includes(i)).length;
       if (b.arrived.length + could >= b.parties) continue;
-      this.barriers.delete(key);
       const message = this.barrierShort(key, 'the other invokes ended');
+      this.barriers.delete(key);
       for (const w of b.arrived) {
         w.status = 'running';
         w.wait = undefined;
