@@ -3,6 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Manifest } from '../../protocol/manifest.js';
 import type { BlockFn } from './block-source.js';
+import type { BlockCtx, TypedModel } from './model-types.js';
 import { resolveClientConfig } from './config.js';
 import { CancelledError, ClientTimeoutError, FabricHttpError, RemoteError, UnreachableError } from './errors.js';
 import { versionChecker } from './version-check.js';
@@ -61,6 +62,11 @@ export interface TraceOptions extends RequestOptions {
   waitMs?: number;
 }
 
+/** `trace<T>`: T is what the block returns, or a model type from `ndif types` (then the model key and `m` are typed). */
+type TracedKey<T> = T extends TypedModel ? T['key'] : string;
+type TracedBlock<T> = T extends TypedModel ? (m: T['m'], ctx: BlockCtx, params?: any) => unknown : BlockFn | string;
+type TracedValue<T> = T extends TypedModel ? any : T;
+
 /** A TRACE status: trace `trace` (0-based) of a session of `traces` started, completed or failed. */
 export interface TraceProgress {
   requestId: string;
@@ -118,11 +124,13 @@ export class Fabric {
 
   /**
    * Runs `block` on `model` for `input` and returns what the block returned: for one prompt (a string, or a token
-   * list) its value; for a list of invokes the list of values.
+   * list) its value; for a list of invokes the list of values. With a model type that `ndif types <model>` wrote,
+   * `trace<typeof Gpt2>('gpt2', prompt, async (m) => …)` types the block's `m` (and `ctx`): a misspelt module fails to
+   * compile.
    */
-  async trace<T = any>(model: string, input: Invoke | Invoke[], block?: BlockFn | string, opts: TraceOptions = {}): Promise<T> {
-    const r = await this.execute(model, input, block, opts);
-    return (isInvokeList(input) ? r.values : r.values[0]) as T;
+  async trace<T = any>(model: TracedKey<T>, input: Invoke | Invoke[], block?: TracedBlock<T>, opts: TraceOptions = {}): Promise<TracedValue<T>> {
+    const r = await this.execute(model, input, block as BlockFn | string | undefined, opts);
+    return (isInvokeList(input) ? r.values : r.values[0]) as TracedValue<T>;
   }
 
   /** As `trace`, with the request id and the result's metadata. */

@@ -7,6 +7,8 @@ export type { GenerationFields, GenerationOptions, Invoke, RequestOptions, Sessi
 export { GenerationStream } from './token-stream.js';
 export { RequestShapeError } from './request-body.js';
 export type { BlockFn } from './block-source.js';
+export type { BlockCtx, CacheTree, ModelRoot, Module, ModuleList, Read, StepRange, TypedModel } from './model-types.js';
+export { declareModel, typeNameOf } from './declare-model.js';
 export { BlockSourceError, blockSource } from './block-source.js';
 export { Tensor, TensorError } from './tensor.js';
 export { ModelTokenizer } from './tokenizer.js';
