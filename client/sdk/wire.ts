@@ -46,7 +46,7 @@ export interface RequestReply {
   priority: boolean;
   timestamps: Record<string, string | null>;
   deployment: { phase: string; lastFailure: string | null } | null;
-  statuses: Array<{ status: string; at: string; cursor: string; attempt?: number; reason?: string }>;
+  statuses: Array<{ status: string; at: string; cursor: string; attempt?: number; reason?: string; trace?: number; traces?: number; traceStatus?: string; ms?: number }>;
   logs: Array<{ attempt: number; stream: 'stdout' | 'stderr'; line: string }>;
   logsTruncated?: boolean;
   logLines: number;
