@@ -3,6 +3,7 @@
 // `m.transformer.h[5].mlp.output` autocompletes and a misspelt module fails to compile; `ndif.trace<typeof Gpt2>(…)`
 // types the block's `m` with it. Types only: nothing here exists at run time.
 import type { Tensor } from './tensor.js';
+import type { BlockContext } from '../../gpu-agent/block/block-context.js';
 
 /** A read of a module point: awaited for its value; `.grad` (after ctx.backward) reads the gradient there. */
 export type Read<T> = Promise<T> & { readonly grad: Promise<T> };
@@ -57,27 +58,7 @@ export interface ModelRoot<O = Tensor | Tensor[]> extends Module<O> {
 export type CacheTree = Record<string, any>;
 
 /** What a block receives as its second argument (docs/sdk.md, "What a block may reference"). */
-export interface BlockCtx {
-  invoke: number;
-  tokens: number[];
-  steps: number;
-  batchSize: number;
-  sequence: number;
-  cached: boolean;
-  readonly generated: number[];
-  readonly finished: boolean;
-  Tensor: typeof Tensor;
-  encode(text: string): number[];
-  decode(ids: number[] | Tensor): string;
-  backward(loss: Tensor): void;
-  /** One object for every invoke of the request and every trace of a session. */
-  shared: Record<string, any>;
-  barrier(name: string, parties?: number): Promise<void>;
-  cache(options?: { modules?: unknown; inputs?: boolean; outputs?: boolean; step?: number }): Promise<CacheTree>;
-  trace: number;
-  traceCount: number;
-  readonly traces: unknown[][];
-}
+export type BlockCtx = BlockContext;
 
 /**
  * A hosted model's type as `ndif types` declares it: `export declare const Gpt2Tiny: TypedModel<'gpt2-tiny', …>`, used
