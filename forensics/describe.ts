@@ -124,6 +124,8 @@ export function explainDomainEvent(d: DomainEvent): EventExplanation {
       const steps = t[0]!.step === t[t.length - 1]!.step ? `step ${t[0]!.step}` : `steps ${t[0]!.step}–${t[t.length - 1]!.step}`;
       return plain(`attempt ${d.data.attempt} generated ${t.length} token${t.length === 1 ? '' : 's'} (${steps}): ${clip(JSON.stringify(t.map((x) => x.text ?? x.token)))}`, { attempt: d.data.attempt, tokens: t.length });
     }
+    case 'RequestTraceProgressed':
+      return plain(`attempt ${d.data.attempt}: trace ${d.data.trace + 1} of ${d.data.traces} ${d.data.status === 'RUNNING' ? 'started' : d.data.status === 'COMPLETED' ? 'completed' : 'failed'}${d.data.ms === undefined ? '' : ` after ${Math.round(d.data.ms)} ms`}`, { attempt: d.data.attempt, trace: d.data.trace });
     case 'RequestCompleted':
       return plain(
         `attempt ${d.data.attempt} completed on agent ${d.data.agentId}${onWeights(d.data.weightsFingerprint)}: result ${d.data.resultRef} (${d.data.bytes} B, sha256 ${d.data.sha256.slice(0, 12)}…)`,

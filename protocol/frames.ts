@@ -8,7 +8,7 @@ import { FabricError } from './errors.js';
 import type { BlockError, BlockToHost, Dtype, GradSeed, HostToBlock, SavedTree, TensorPayload } from './interleave.js';
 
 /** Bumped whenever a frame layout changes; INIT and READY carry it so mismatched builds refuse each other. */
-export const FRAME_VERSION = 3;
+export const FRAME_VERSION = 4;
 /** Bytes before the body: u32 length + u8 tag. */
 export const FRAME_HEADER_BYTES = 5;
 /** Default cap on one frame (tag + body). GPT-2-small logits for 1024 tokens are ~206 MB. */
@@ -56,7 +56,7 @@ export type FrameDirection = 'agent-to-runner' | 'runner-to-agent';
 /** One tag per message kind and direction. STOP exists in both directions with different bodies. */
 export const TAGS = {
   'agent-to-runner': { START: 0x01, VALUE: 0x02, RAISE: 0x03, STOP: 0x04, STEP: 0x05, INIT: 0x21 },
-  'runner-to-agent': { WAIT: 0x11, SWAP: 0x12, SKIP: 0x13, STOP: 0x14, LOG: 0x15, END: 0x16, EXCEPTION: 0x17, BACKWARD: 0x18, READY: 0x22, FAILED: 0x23 },
+  'runner-to-agent': { WAIT: 0x11, SWAP: 0x12, SKIP: 0x13, STOP: 0x14, LOG: 0x15, END: 0x16, EXCEPTION: 0x17, BACKWARD: 0x18, CALL: 0x19, CACHE: 0x1a, READY: 0x22, FAILED: 0x23 },
 } as const;
 
 export type ProtocolErrorCode = 'FRAME_UNKNOWN_TAG' | 'FRAME_TOO_LARGE' | 'FRAME_TRUNCATED' | 'FRAME_MALFORMED' | 'FRAME_UNENCODABLE';
@@ -278,6 +278,12 @@ export function encodeAgentToRunner(msg: AgentToRunner, opts: EncodeOptions = {}
       w.str(msg.requestId, 'requestId');
       w.u32(msg.steps, 'steps');
       w.u8(msg.cache ? 1 : 0);
+      // A session's trace index and count; 0 of 0 for a request of one trace (no `trace`).
+      if (msg.trace !== undefined && !(msg.trace.count >= 1 && msg.trace.index < msg.trace.count)) {
+        unencodable(`trace ${String(msg.trace.index)} of ${String(msg.trace.count)}: the index must be below the count`);
+      }
+      w.u32(msg.trace?.index ?? 0, 'trace index');
+      w.u32(msg.trace?.count ?? 0, 'trace count');
       w.u32(msg.invokes.length, 'invoke count');
       for (const inv of msg.invokes) {
         w.u32(inv.invoke, 'invoke');
@@ -382,6 +388,22 @@ export function encodeRunnerToAgent(msg: RunnerToAgent, opts: EncodeOptions = {}
       w.u32(msg.invoke, 'invoke');
       w.u32(msg.step, 'step');
       writeSeeds(w, msg.seeds);
+      break;
+    case 'CALL':
+      tag = tags.CALL;
+      w.u32(msg.invoke, 'invoke');
+      w.u32(msg.id, 'call id');
+      w.str(msg.path, 'path');
+      writeTensors(w, msg.values, 'values');
+      break;
+    case 'CACHE':
+      tag = tags.CACHE;
+      w.u32(msg.invoke, 'invoke');
+      w.u32(msg.id, 'cache id');
+      w.u32(msg.step, 'step');
+      if (!Array.isArray(msg.points)) unencodable('cache points must be an array of point keys');
+      w.u32(msg.points.length, 'point count');
+      msg.points.forEach((k, i) => w.str(k, `cache point ${i}`));
       break;
     case 'READY':
       tag = tags.READY;
@@ -559,6 +581,9 @@ function decodeAgentToRunner(tag: number, r: FrameReader): AgentToRunner {
       const requestId = r.str('requestId');
       const steps = r.u32('steps');
       const cache = r.flag('cache');
+      const index = r.u32('trace index');
+      const count = r.u32('trace count');
+      if (count === 0 ? index !== 0 : index >= count) throw malformed(`START frame: trace ${index} of ${count}`);
       const n = r.count('invokes', 20);
       const invokes: Array<{ invoke: number; source: string; tokens: number[]; batchStart: number; batchSize: number }> = [];
       for (let i = 0; i < n; i++) {
@@ -571,7 +596,7 @@ function decodeAgentToRunner(tag: number, r: FrameReader): AgentToRunner {
         const batchSize = r.u32('batchSize');
         invokes.push({ invoke, source, tokens, batchStart, batchSize });
       }
-      return { kind: 'START', requestId, invokes, steps, cache };
+      return { kind: 'START', requestId, ...(count === 0 ? {} : { trace: { index, count } }), invokes, steps, cache };
     }
     case t.VALUE: {
       const invoke = r.u32('invoke');
@@ -650,6 +675,21 @@ function decodeRunnerToAgent(tag: number, r: FrameReader): RunnerToAgent {
       const invoke = r.u32('invoke');
       const step = r.u32('step');
       return { kind: 'BACKWARD', invoke, step, seeds: readSeeds(r) };
+    }
+    case t.CALL: {
+      const invoke = r.u32('invoke');
+      const id = r.u32('call id');
+      const path = r.str('path');
+      return { kind: 'CALL', invoke, id, path, values: readTensors(r, 'values') };
+    }
+    case t.CACHE: {
+      const invoke = r.u32('invoke');
+      const id = r.u32('cache id');
+      const step = r.u32('step');
+      const n = r.count('cache points', 4);
+      const points: string[] = [];
+      for (let i = 0; i < n; i++) points.push(r.str(`cache point ${i}`));
+      return { kind: 'CACHE', invoke, id, step, points };
     }
     case t.READY: {
       const version = r.u32('version');

@@ -53,7 +53,11 @@ export type BlockErrorType =
   | 'ProtocolError'
   | 'NotDifferentiable'
   | 'NoBackward'
-  | 'BackwardError';
+  | 'BackwardError'
+  | 'NotCallable'
+  | 'CallFailed'
+  | 'BarrierError'
+  | 'CacheError';
 
 export interface BlockError {
   /** Where it went wrong: compiling/decoding the block, running it, or the channel itself. */
@@ -64,10 +68,16 @@ export interface BlockError {
   stack?: string;
 }
 
-/** Sent once per request before any block runs. */
+/** Sent once per trace before any of its blocks runs (a request is one trace, a session several, in order). */
 export interface StartRequest {
   kind: 'START';
   requestId: string;
+  /**
+   * The trace's place in its session (nnsight's `model.session()`): trace `index` of `count`, run one after the other on
+   * one channel; values a block keeps in `ctx.shared`, and what earlier traces' blocks returned (`ctx.traces`), reach the
+   * later traces without leaving the blocks' process. Absent: a request of one trace.
+   */
+  trace?: { index: number; count: number };
   /** The block sources, one per invoke (already defaulted from the request's shared block). */
   invokes: Array<{ invoke: number; source: string; tokens: number[]; batchStart: number; batchSize: number }>;
   /**
@@ -145,7 +155,19 @@ export type BlockToHost =
    * Run the backward pass of step `step` from these gradients (ctx.backward(loss)); the invoke then reads gradients
    * with WAIT on `<addr>.grad` addresses, latest point first, and may SWAP them.
    */
-  | { kind: 'BACKWARD'; invoke: number; step: number; seeds: GradSeed[] };
+  | { kind: 'BACKWARD'; invoke: number; step: number; seeds: GradSeed[] }
+  /**
+   * Apply module `path` to `values` (its inputs, this invoke's rows) now, outside the forward pass: the host runs the
+   * module's own sub-graph and answers with VALUE (its outputs) or RAISE at `@call:<id>` (protocol/extra-addrs.ts).
+   * Like a WAIT it is the invoke's one message in flight.
+   */
+  | { kind: 'CALL'; invoke: number; id: number; path: string; values: TensorPayload[] }
+  /**
+   * Record `points` (point keys as in Manifest.order, forward order) at `step` as the pass goes, as extra outputs of its
+   * segments (no cuts); a later WAIT for `@cache:<id>` is answered with every point's tensors, this invoke's rows, in
+   * the order given.
+   */
+  | { kind: 'CACHE'; invoke: number; id: number; step: number; points: string[] };
 
 /** One end of the host↔blocks conversation. In-process: promise queues. Sandbox: frames on a Unix socket. */
 export interface BlockChannel {

@@ -10,6 +10,8 @@ export const REQUEST_PAYLOAD_FORMAT = 'ndif-request/1';
 
 export const PAYLOAD_LIMITS = {
   invokes: 64,
+  /** Traces of a session (each up to `invokes` invokes). */
+  traces: 64,
   tokens: 100_000,
   newTokens: 4095,
   /** Characters of one prompt or block source (the HTTP body limit, 4 MiB, bounds them first). */
@@ -27,9 +29,20 @@ export interface InvokePayload {
   generation?: GenerationOptions;
 }
 
+/** One trace of a session: its own invokes, shared block and generation, as a request of one trace has them. */
+export interface TracePayload {
+  invokes: InvokePayload[];
+  block?: string;
+  newTokens?: number;
+  generation?: GenerationOptions;
+}
+
 export interface RequestPayload {
   format: typeof REQUEST_PAYLOAD_FORMAT;
+  /** The invokes of a request of one trace; empty for a session (`traces`). */
   invokes: InvokePayload[];
+  /** A session (nnsight's model.session()): several traces run one after the other in this one request. */
+  traces?: TracePayload[];
   /** The block of every invoke that has none of its own. */
   block?: string;
   /** Tokens to generate (0: one forward pass); the older name of generation.maxNewTokens. */
@@ -51,15 +64,28 @@ const invoke = z
   })
   .refine((i) => (i.prompt === undefined) !== (i.tokens === undefined), 'give a prompt or tokens, exactly one of the two');
 
-const payload = z.strictObject({
-  format: z.literal(REQUEST_PAYLOAD_FORMAT),
+const trace = z.strictObject({
   invokes: z.array(invoke).min(1).max(PAYLOAD_LIMITS.invokes),
   block: text.optional(),
   newTokens: z.number().int().min(0).max(PAYLOAD_LIMITS.newTokens).optional(),
   generation: z.record(z.string(), z.unknown()).optional(),
-  timeoutMs: z.number().int().positive().nullable().optional(),
-  blocking: z.boolean().optional(),
 });
+
+const payload = z
+  .strictObject({
+    format: z.literal(REQUEST_PAYLOAD_FORMAT),
+    invokes: z.array(invoke).max(PAYLOAD_LIMITS.invokes),
+    traces: z.array(trace).min(1).max(PAYLOAD_LIMITS.traces).optional(),
+    block: text.optional(),
+    newTokens: z.number().int().min(0).max(PAYLOAD_LIMITS.newTokens).optional(),
+    generation: z.record(z.string(), z.unknown()).optional(),
+    timeoutMs: z.number().int().positive().nullable().optional(),
+    blocking: z.boolean().optional(),
+  })
+  .refine((p) => (p.traces === undefined ? p.invokes.length > 0 : p.invokes.length === 0 && p.block === undefined && p.newTokens === undefined && p.generation === undefined), {
+    message: 'give invokes (one trace) or traces (a session, each with its own invokes, block and generation), not both',
+    path: ['invokes'],
+  });
 
 export const RequestPayloadErrorCode = 'REQUEST_PAYLOAD_INVALID';
 
@@ -73,9 +99,4 @@ export function parseRequestPayload(input: unknown): RequestPayload {
     hint: `send { format: "${REQUEST_PAYLOAD_FORMAT}", invokes: [{ prompt | tokens, block? }, …], block?, newTokens? } (at most ${PAYLOAD_LIMITS.invokes} invokes)`,
     details: { path, issues: r.error.issues.slice(0, 10).map((i) => ({ path: i.path.join('.'), message: i.message })) },
   });
-}
-
-/** The block an invoke runs: its own, else the payload's shared one, else none. */
-export function blockOf(p: RequestPayload, invoke: number): string | undefined {
-  return p.invokes[invoke]?.block ?? p.block;
 }

@@ -3,7 +3,8 @@
 // every invoke still open: a timeout or cancel (the runner is killed at once), a crash (exit code or
 // signal), the memory cap (cgroup OOM kill or V8 heap limit), the CPU rlimit, an unreadable frame. The
 // runner's raw stdout/stderr pipes (writes straight to fd 1/2) arrive as LOG lines of the lowest open invoke,
-// all of them before the last invoke's END.
+// all of them before the last invoke's END. A session of several traces sends one START per trace, each after every
+// invoke of the last one ended; the request is done when the last trace's invokes have.
 import type { BlockError, BlockToHost, BlockChannel, HostToBlock } from '../protocol/interleave.js';
 import type { RunnerLimits } from './config.js';
 import { SandboxError } from './errors.js';
@@ -50,6 +51,10 @@ export class SandboxSession implements BlockChannel {
   private readonly open = new Set<number>();
   private started = false;
   private startedAt = 0;
+  /** The trace the runner serves (a session's); undefined for a request of one trace. */
+  private trace: { index: number; count: number } | undefined;
+  /** Every invoke of the last trace ended. */
+  private done = false;
   private terminal: Error | undefined;
   private outcome: SessionReport['outcome'] | undefined;
   private timer: NodeJS.Timeout | undefined;
@@ -93,9 +98,12 @@ export class SandboxSession implements BlockChannel {
   send(msg: HostToBlock): void {
     if (this.terminal) return; // the runner is gone; its invokes already got their EXCEPTION
     if (msg.kind === 'START') {
-      if (this.started) throw new Error('START sent twice on one sandbox session');
+      if (this.started) {
+        const next = this.trace !== undefined && msg.trace !== undefined && msg.trace.index === this.trace.index + 1 && msg.trace.count === this.trace.count;
+        if (!next || this.open.size > 0) throw new Error('START sent twice on one sandbox session (only the next trace of a session may start, once the last one ended)');
+      } else this.startedAt = performance.now();
       this.started = true;
-      this.startedAt = performance.now();
+      this.trace = msg.trace;
       for (const inv of msg.invokes) this.open.add(inv.invoke);
     }
     this.runner.trySend(msg);
@@ -172,11 +180,12 @@ export class SandboxSession implements BlockChannel {
         this.open.delete(m.invoke);
       }
       this.deliver(m);
-      if (this.started && this.open.size === 0) this.finished();
+      if (this.started && this.open.size === 0 && (this.trace === undefined || this.trace.index === this.trace.count - 1)) this.finished();
     }
   }
 
   private finished(): void {
+    this.done = true;
     this.outcome ??= 'completed';
     this.opts.onExecuted?.(performance.now() - this.startedAt);
     clearTimeout(this.timer);
@@ -188,7 +197,7 @@ export class SandboxSession implements BlockChannel {
 
   /** Timeout or cancel: kill now, answer every open invoke now, do not wait for the process to go. */
   private cut(reason: Extract<KillReason, 'timeout' | 'cancel'>): void {
-    if (this.terminal || (this.started && this.open.size === 0)) return;
+    if (this.terminal || this.done) return;
     this.outcome = reason === 'timeout' ? 'timeout' : 'cancelled';
     this.releaseHeld();
     this.runner.kill(reason);
@@ -210,7 +219,7 @@ export class SandboxSession implements BlockChannel {
 
   private async runnerGone(end: ChannelEnd): Promise<void> {
     if (this.terminal) return;
-    if (this.started && this.open.size === 0) return this.end(new ChannelClosedError(end));
+    if (this.done) return this.end(new ChannelClosedError(end));
     if (end.reason === 'protocol') {
       this.outcome = 'protocol';
       this.releaseHeld();

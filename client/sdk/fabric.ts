@@ -3,6 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Manifest } from '../../protocol/manifest.js';
 import type { BlockFn } from './block-source.js';
+import type { BlockCtx, TypedModel } from './model-types.js';
 import { resolveClientConfig } from './config.js';
 import { CancelledError, ClientTimeoutError, FabricHttpError, RemoteError, UnreachableError } from './errors.js';
 import { versionChecker } from './version-check.js';
@@ -11,8 +12,8 @@ import { FabricHttp } from './http.js';
 import { createProgress } from './progress.js';
 import type { Progress, ProgressOutput } from './progress.js';
 import { RequestHandle } from './request-handle.js';
-import { buildSubmitBody, isInvokeList } from './request-body.js';
-import type { Invoke, RequestOptions } from './request-body.js';
+import { buildSessionBody, buildSubmitBody, isInvokeList } from './request-body.js';
+import type { Invoke, RequestOptions, SessionTrace, SubmitBody } from './request-body.js';
 import { StatusSocket, SubscriptionEndedError } from './status-socket.js';
 import { fetchTokenizer, type ModelTokenizer } from './tokenizer.js';
 import { defaultCacheDir, TokenizerCache } from './tokenizer-cache.js';
@@ -55,8 +56,33 @@ export interface TraceOptions extends RequestOptions {
   onMessage?: (m: StatusMessage) => void;
   /** The tokens of each STREAM message, as they are generated (see also `stream`). */
   onTokens?: (tokens: StreamedToken[]) => void;
+  /** Each trace of a session as it starts, completes or fails (its TRACE statuses). */
+  onTrace?: (t: TraceProgress) => void;
   /** Stop waiting after this long (ms) with ClientTimeoutError; the request goes on (default: no limit). */
   waitMs?: number;
+}
+
+/** `trace<T>`: T is what the block returns, or a model type from `ndif types` (then the model key and `m` are typed). */
+type TracedKey<T> = T extends TypedModel ? T['key'] : string;
+type TracedBlock<T> = T extends TypedModel ? (m: T['m'], ctx: BlockCtx, params?: any) => unknown : BlockFn | string;
+type TracedValue<T> = T extends TypedModel ? any : T;
+
+/** A TRACE status: trace `trace` (0-based) of a session of `traces` started, completed or failed. */
+export interface TraceProgress {
+  requestId: string;
+  trace: number;
+  traces: number;
+  status: 'RUNNING' | 'COMPLETED' | 'ERROR';
+  /** How long it ran (COMPLETED, ERROR). */
+  ms: number | null;
+}
+
+/** A finished session: per trace, what `trace` would have returned for it. */
+export interface SessionResult {
+  requestId: string;
+  /** Per trace: its value for one prompt, the list of values for a list of invokes. */
+  traces: unknown[];
+  meta: Record<string, unknown>;
 }
 
 /** Everything about one finished request. */
@@ -98,17 +124,45 @@ export class Fabric {
 
   /**
    * Runs `block` on `model` for `input` and returns what the block returned: for one prompt (a string, or a token
-   * list) its value; for a list of invokes the list of values.
+   * list) its value; for a list of invokes the list of values. With a model type that `ndif types <model>` wrote,
+   * `trace<typeof Gpt2>('gpt2', prompt, async (m) => …)` types the block's `m` (and `ctx`): a misspelt module fails to
+   * compile.
    */
-  async trace<T = any>(model: string, input: Invoke | Invoke[], block?: BlockFn | string, opts: TraceOptions = {}): Promise<T> {
-    const r = await this.execute(model, input, block, opts);
-    return (isInvokeList(input) ? r.values : r.values[0]) as T;
+  async trace<T = any>(model: TracedKey<T>, input: Invoke | Invoke[], block?: TracedBlock<T>, opts: TraceOptions = {}): Promise<TracedValue<T>> {
+    const r = await this.execute(model, input, block as BlockFn | string | undefined, opts);
+    return (isInvokeList(input) ? r.values : r.values[0]) as TracedValue<T>;
   }
 
   /** As `trace`, with the request id and the result's metadata. */
   async execute(model: string, input: Invoke | Invoke[], block?: BlockFn | string, opts: TraceOptions = {}): Promise<TraceResult> {
     const requestId = opts.requestId ?? randomUUID();
-    const body = buildSubmitBody(model, input, block, opts, requestId, true);
+    return this.runBody(buildSubmitBody(model, input, block, opts, requestId, true), opts);
+  }
+
+  /**
+   * Runs a session (nnsight's `model.session()`): the traces one after the other in one request — one queue wait, one
+   * result — where a block's `ctx.shared` (and `ctx.traces`, what earlier traces returned) carries values from trace to
+   * trace without a round trip. Returns, per trace, what `trace` would have returned for it.
+   */
+  async session<T extends unknown[] = any[]>(model: string, traces: SessionTrace[], opts: TraceOptions = {}): Promise<T> {
+    return (await this.executeSession(model, traces, opts)).traces as T;
+  }
+
+  /** As `session`, with the request id and the result's metadata. */
+  async executeSession(model: string, traces: SessionTrace[], opts: TraceOptions = {}): Promise<SessionResult> {
+    const requestId = opts.requestId ?? randomUUID();
+    const r = await this.runBody(buildSessionBody(model, traces, opts, requestId, true), opts);
+    const counts = ((r.meta.traces ?? []) as Array<{ invokes: number }>).map((t) => t.invokes);
+    let at = 0;
+    const values = traces.map((t, i) => {
+      const own = r.values.slice(at, (at += counts[i] ?? 0));
+      return isInvokeList(t.input) ? own : own[0];
+    });
+    return { requestId: r.requestId, traces: values, meta: r.meta };
+  }
+
+  private async runBody(body: SubmitBody, opts: TraceOptions): Promise<TraceResult> {
+    const requestId = body.requestId;
     await this.ready();
     if (opts.signal?.aborted) throw new CancelledError(requestId, 'this client, before submitting');
 
@@ -133,6 +187,12 @@ export class Fabric {
         }
         if (m.status === 'STREAM') {
           if (Array.isArray(m.tokens)) opts.onTokens?.(m.tokens);
+          return;
+        }
+        if (m.status === 'TRACE') {
+          if (typeof m.trace === 'number' && typeof m.traces === 'number' && m.traceStatus !== undefined) {
+            opts.onTrace?.({ requestId, trace: m.trace, traces: m.traces, status: m.traceStatus, ms: typeof m.ms === 'number' ? m.ms : null });
+          }
           return;
         }
         const u = updateFromMessage(m);

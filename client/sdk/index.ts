@@ -1,12 +1,14 @@
 // The researcher SDK: `import { Fabric } from './client/sdk/index.js'`. See docs/sdk.md.
 export { Fabric } from './fabric.js';
-export type { FabricOptions, TraceOptions, TraceResult } from './fabric.js';
+export type { FabricOptions, SessionResult, TraceOptions, TraceProgress, TraceResult } from './fabric.js';
 export { RequestHandle } from './request-handle.js';
 export type { RequestInfo, WaitOptions } from './request-handle.js';
-export type { GenerationFields, GenerationOptions, Invoke, RequestOptions } from './request-body.js';
+export type { GenerationFields, GenerationOptions, Invoke, RequestOptions, SessionTrace } from './request-body.js';
 export { GenerationStream } from './token-stream.js';
 export { RequestShapeError } from './request-body.js';
 export type { BlockFn } from './block-source.js';
+export type { BlockCtx, CacheTree, ModelRoot, Module, ModuleList, Read, StepRange, TypedModel } from './model-types.js';
+export { declareModel, typeNameOf } from './declare-model.js';
 export { BlockSourceError, blockSource } from './block-source.js';
 export { Tensor, TensorError } from './tensor.js';
 export { ModelTokenizer } from './tokenizer.js';

@@ -31,10 +31,33 @@ export interface RequestOptions extends GenerationFields {
   requestId?: string;
 }
 
+type InvokeBody = { input: string | number[]; block?: string; generation?: GenerationOptions };
+
+/** One trace of a session as the body holds it. */
+export interface TraceBody {
+  invokes: InvokeBody[];
+  block?: string;
+  newTokens?: number;
+  generation?: GenerationOptions;
+}
+
+/**
+ * One trace of a session (`ndif.session`): its input and block as `trace` takes them, and its own params and generation
+ * options (a session's traces each have their own; the session's options hold the rest).
+ */
+export interface SessionTrace extends GenerationFields {
+  input: Invoke | Invoke[];
+  block?: BlockFn | string;
+  params?: unknown;
+  newTokens?: number;
+  generation?: GenerationOptions;
+}
+
 export interface SubmitBody {
   requestId: string;
   model: string;
-  invokes: Array<{ input: string | number[]; block?: string; generation?: GenerationOptions }>;
+  invokes?: InvokeBody[];
+  traces?: TraceBody[];
   block?: string;
   newTokens?: number;
   generation?: GenerationOptions;
@@ -52,27 +75,59 @@ export function isInvokeList(input: Invoke | Invoke[]): input is Invoke[] {
   return input.length === 0 || typeof input[0] !== 'number';
 }
 
-export function buildSubmitBody(model: string, input: Invoke | Invoke[], block: BlockFn | string | undefined, opts: RequestOptions, requestId: string, blocking: boolean): SubmitBody {
-  if (typeof model !== 'string' || model === '') throw new RequestShapeError('the model key must be a non-empty string, e.g. "gpt2-tiny"');
+/** One trace's invokes, shared block and generation, from what `trace` takes. */
+function traceBody(input: Invoke | Invoke[], block: BlockFn | string | undefined, opts: GenerationFields & { params?: unknown; newTokens?: number; generation?: GenerationOptions }, where = ''): TraceBody {
   const list = isInvokeList(input) ? input : [input];
-  if (list.length === 0) throw new RequestShapeError('give at least one prompt (a string), token list (number[]) or { input, block }');
+  if (list.length === 0) throw new RequestShapeError(`${where}give at least one prompt (a string), token list (number[]) or { input, block }`);
   const invokes = list.map((inv, i) => {
     if (typeof inv === 'string') return { input: inv };
-    if (Array.isArray(inv)) return { input: tokenList(inv, i) };
+    if (Array.isArray(inv)) return { input: tokenList(inv, i, where) };
     if (inv && typeof inv === 'object' && 'input' in inv) {
-      const input = typeof inv.input === 'string' ? inv.input : Array.isArray(inv.input) ? tokenList(inv.input, i) : bad(i);
-      const out: SubmitBody['invokes'][number] = inv.block !== undefined ? { input, block: blockSource(inv.block, inv.params ?? opts.params) } : { input };
+      const input = typeof inv.input === 'string' ? inv.input : Array.isArray(inv.input) ? tokenList(inv.input, i, where) : bad(i, where);
+      const out: InvokeBody = inv.block !== undefined ? { input, block: blockSource(inv.block, inv.params ?? opts.params) } : { input };
       if (inv.generation !== undefined) out.generation = normalised(inv.generation);
       return out;
     }
-    return bad(i);
+    return bad(i, where);
   });
-  const body: SubmitBody = { requestId, model, invokes, blocking };
+  const body: TraceBody = { invokes };
   if (block !== undefined) body.block = blockSource(block, opts.params);
   if (opts.newTokens !== undefined) body.newTokens = opts.newTokens;
   const generation: GenerationOptions = { ...(opts.generation ?? {}) };
   for (const k of GENERATION_FIELDS) if (opts[k] !== undefined) (generation as Record<string, unknown>)[k] = opts[k];
   if (Object.keys(generation).length > 0) body.generation = normalised(generation);
+  return body;
+}
+
+function checkModel(model: string): void {
+  if (typeof model !== 'string' || model === '') throw new RequestShapeError('the model key must be a non-empty string, e.g. "gpt2-tiny"');
+}
+
+export function buildSubmitBody(model: string, input: Invoke | Invoke[], block: BlockFn | string | undefined, opts: RequestOptions, requestId: string, blocking: boolean): SubmitBody {
+  checkModel(model);
+  const body: SubmitBody = { requestId, model, ...traceBody(input, block, opts), blocking };
+  return withRequestOptions(body, opts);
+}
+
+/** The body of a session: its traces one after the other in one request (each its own input, block and generation). */
+export function buildSessionBody(model: string, traces: SessionTrace[], opts: RequestOptions, requestId: string, blocking: boolean): SubmitBody {
+  checkModel(model);
+  if (!Array.isArray(traces) || traces.length === 0) throw new RequestShapeError('a session needs at least one trace: [{ input, block }, …]');
+  const shared = GENERATION_FIELDS.filter((k) => opts[k] !== undefined).concat(opts.newTokens !== undefined ? ['newTokens' as never] : [], opts.generation !== undefined ? ['generation' as never] : []);
+  if (shared.length > 0) throw new RequestShapeError(`in a session, generation options belong to each trace (${shared.join(', ')} given for the whole session)`);
+  const body: SubmitBody = {
+    requestId,
+    model,
+    traces: traces.map((t, i) => {
+      if (t === null || typeof t !== 'object' || !('input' in t)) throw new RequestShapeError(`trace ${i}: expected { input, block?, params?, maxNewTokens?, … }`);
+      return traceBody(t.input, t.block, { ...t, params: t.params ?? opts.params }, `trace ${i}: `);
+    }),
+    blocking,
+  };
+  return withRequestOptions(body, opts);
+}
+
+function withRequestOptions(body: SubmitBody, opts: RequestOptions): SubmitBody {
   if (opts.timeoutMs !== undefined) body.timeoutMs = opts.timeoutMs;
   if (opts.queueTimeoutMs !== undefined) body.queueTimeoutMs = opts.queueTimeoutMs;
   if (opts.untrusted) body.untrusted = true;
@@ -86,11 +141,11 @@ function normalised(g: GenerationOptions | GenerationFields): GenerationOptions 
   return out;
 }
 
-function tokenList(t: number[], i: number): number[] {
-  if (t.length === 0 || t.some((x) => !Number.isInteger(x) || x < 0)) throw new RequestShapeError(`invoke ${i}: token ids must be a non-empty list of non-negative integers`);
+function tokenList(t: number[], i: number, where = ''): number[] {
+  if (t.length === 0 || t.some((x) => !Number.isInteger(x) || x < 0)) throw new RequestShapeError(`${where}invoke ${i}: token ids must be a non-empty list of non-negative integers`);
   return t;
 }
 
-function bad(i: number): never {
-  throw new RequestShapeError(`invoke ${i}: expected a prompt (string), token ids (number[]) or { input, block? }`);
+function bad(i: number, where = ''): never {
+  throw new RequestShapeError(`${where}invoke ${i}: expected a prompt (string), token ids (number[]) or { input, block? }`);
 }

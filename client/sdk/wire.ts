@@ -46,7 +46,7 @@ export interface RequestReply {
   priority: boolean;
   timestamps: Record<string, string | null>;
   deployment: { phase: string; lastFailure: string | null } | null;
-  statuses: Array<{ status: string; at: string; cursor: string; attempt?: number; reason?: string }>;
+  statuses: Array<{ status: string; at: string; cursor: string; attempt?: number; reason?: string; trace?: number; traces?: number; traceStatus?: string; ms?: number }>;
   logs: Array<{ attempt: number; stream: 'stdout' | 'stderr'; line: string }>;
   logsTruncated?: boolean;
   logLines: number;
@@ -65,7 +65,7 @@ export type { StreamedToken };
 export interface StatusMessage {
   type: 'status';
   requestId: string;
-  status: 'RECEIVED' | 'QUEUED' | 'PROVISIONING' | 'DEPLOYING' | 'DISPATCHED' | 'RUNNING' | 'LOG' | 'STREAM' | 'COMPLETED' | 'ERROR' | 'CANCELLED';
+  status: 'RECEIVED' | 'QUEUED' | 'PROVISIONING' | 'DEPLOYING' | 'DISPATCHED' | 'RUNNING' | 'LOG' | 'STREAM' | 'TRACE' | 'COMPLETED' | 'ERROR' | 'CANCELLED';
   cursor: string;
   at: string;
   replay: boolean;
@@ -81,6 +81,11 @@ export interface StatusMessage {
   line?: string;
   /** STREAM: tokens generated since the last STREAM message, in step order. */
   tokens?: StreamedToken[];
+  /** TRACE: which trace of a session (0-based), of how many, what happened to it and how long it ran. */
+  trace?: number;
+  traces?: number;
+  traceStatus?: 'RUNNING' | 'COMPLETED' | 'ERROR';
+  ms?: number;
   bytes?: number;
   sha256?: string;
   inline?: string;

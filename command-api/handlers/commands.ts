@@ -34,6 +34,7 @@ const REQUEST = new Set<string>([
   'ReportRequestStarted',
   'ReportRequestLog',
   'ReportRequestTokens',
+  'ReportRequestTrace',
   'ReportRequestCompleted',
   'ReportRequestFailed',
   'ExpireResult',

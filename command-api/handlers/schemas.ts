@@ -80,6 +80,14 @@ export const commandSchema = z.discriminatedUnion('type', [
   }).refine((c) => c.lines.length > 0 || c.truncated === true, { message: 'a log report carries at least one line (or says truncated)', path: ['lines'] }),
   z.strictObject({ type: z.literal('ReportRequestTokens'), ...agentReport, tokens: z.array(streamedToken).min(1).max(4096) }),
   z.strictObject({
+    type: z.literal('ReportRequestTrace'),
+    ...agentReport,
+    trace: z.number().int().nonnegative(),
+    traces: z.number().int().positive(),
+    status: z.enum(['RUNNING', 'COMPLETED', 'ERROR']),
+    ms: z.number().nonnegative().optional(),
+  }),
+  z.strictObject({
     type: z.literal('ReportRequestCompleted'),
     ...agentReport,
     resultRef: z.string().min(1).max(1000),

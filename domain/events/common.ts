@@ -56,6 +56,7 @@ export const agentReportIgnored = z.object({
     'RequestStarted',
     'RequestLogged',
     'RequestTokensGenerated',
+    'RequestTraceProgressed',
     'RequestCompleted',
     'RequestFailed',
     'ReplicaLoading',

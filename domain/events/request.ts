@@ -88,6 +88,16 @@ export const requestEventSchemas = {
     attempt: z.number().int().positive(),
     tokens: z.array(streamedToken).min(1).max(4096),
   }),
+  /** A trace of a session started, completed or failed (the agent reports each; a request of one trace reports none). */
+  RequestTraceProgressed: z.object({
+    requestId: id,
+    attempt: z.number().int().positive(),
+    trace: z.number().int().nonnegative(),
+    traces: z.number().int().positive(),
+    status: z.enum(['RUNNING', 'COMPLETED', 'ERROR']),
+    /** How long the trace ran (COMPLETED, ERROR). */
+    ms: z.number().nonnegative().optional(),
+  }),
   RequestCompleted: z.object({
     requestId: id,
     attempt: z.number().int().positive(),

@@ -83,6 +83,15 @@ export interface ReportRequestTokens extends AgentReport {
   tokens: StreamedToken[];
 }
 
+/** A trace of a session started, completed or failed. */
+export interface ReportRequestTrace extends AgentReport {
+  type: 'ReportRequestTrace';
+  trace: number;
+  traces: number;
+  status: 'RUNNING' | 'COMPLETED' | 'ERROR';
+  ms?: number;
+}
+
 /** A batch of output lines. */
 export interface ReportRequestLog extends AgentReport {
   type: 'ReportRequestLog';
@@ -133,5 +142,6 @@ export type RequestCommand =
   | ReportRequestStarted
   | ReportRequestLog
   | ReportRequestTokens
+  | ReportRequestTrace
   | ReportRequestCompleted
   | ReportRequestFailed;

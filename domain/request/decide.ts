@@ -15,6 +15,7 @@ import type {
   ReportRequestFailed,
   ReportRequestLog,
   ReportRequestTokens,
+  ReportRequestTrace,
   ReportRequestStarted,
   RequestCommand,
   RequeueRequest,
@@ -44,6 +45,7 @@ export function decideRequest(c: RequestCommand, s: RequestState): RequestEvent[
     case 'ReportRequestStarted':
     case 'ReportRequestLog':
     case 'ReportRequestTokens':
+    case 'ReportRequestTrace':
     case 'ReportRequestCompleted':
     case 'ReportRequestFailed':
       return report(c, s);
@@ -229,12 +231,13 @@ function expire(c: ExpireResult, s: RequestState): RequestEvent[] {
   ];
 }
 
-type Report = ReportRequestStarted | ReportRequestLog | ReportRequestTokens | ReportRequestCompleted | ReportRequestFailed;
+type Report = ReportRequestStarted | ReportRequestLog | ReportRequestTokens | ReportRequestTrace | ReportRequestCompleted | ReportRequestFailed;
 
 const REPORT_EVENT = {
   ReportRequestStarted: 'RequestStarted',
   ReportRequestLog: 'RequestLogged',
   ReportRequestTokens: 'RequestTokensGenerated',
+  ReportRequestTrace: 'RequestTraceProgressed',
   ReportRequestCompleted: 'RequestCompleted',
   ReportRequestFailed: 'RequestFailed',
 } as const;
@@ -244,7 +247,7 @@ function report(c: Report, s: RequestState): RequestEvent[] {
   const kind = REPORT_EVENT[c.type];
   const ignore = (reason: AgentReportIgnoredData['reason'], text: string): RequestEvent[] => {
     // Stale log lines and tokens are recorded as ignored once per attempt, not once per line.
-    if ((kind === 'RequestLogged' || kind === 'RequestTokensGenerated') && s.ignoredLogAttempts.includes(c.attempt)) return [];
+    if ((kind === 'RequestLogged' || kind === 'RequestTokensGenerated' || kind === 'RequestTraceProgressed') && s.ignoredLogAttempts.includes(c.attempt)) return [];
     return [
       {
         type: 'AgentReportIgnored',
@@ -284,6 +287,8 @@ function report(c: Report, s: RequestState): RequestEvent[] {
       return logBatch(c, s);
     case 'ReportRequestTokens':
       return [{ type: 'RequestTokensGenerated', data: { requestId: c.requestId, attempt: c.attempt, tokens: c.tokens } }];
+    case 'ReportRequestTrace':
+      return [{ type: 'RequestTraceProgressed', data: { requestId: c.requestId, attempt: c.attempt, trace: c.trace, traces: c.traces, status: c.status, ...(c.ms === undefined ? {} : { ms: c.ms }) } }];
     case 'ReportRequestCompleted':
       return [
         {

@@ -95,6 +95,7 @@ export function evolveRequest(s: RequestState, e: RequestEvent): RequestState {
     case 'RequestLogTruncated':
       return { ...s, log: { ...logOf(s, e.data.attempt), truncated: true } };
     case 'RequestTokensGenerated':
+    case 'RequestTraceProgressed':
       return s.status === 'DISPATCHED' ? { ...s, status: 'RUNNING' } : s;
     case 'RequestCompleted':
       return { ...s, status: 'COMPLETED', completedBy: e.data.agentMessageId, result: { ref: e.data.resultRef, bytes: e.data.bytes, expired: false } };
@@ -107,7 +108,7 @@ export function evolveRequest(s: RequestState, e: RequestEvent): RequestState {
     case 'RequestCancelled':
       return { ...s, status: 'CANCELLED' };
     case 'AgentReportIgnored':
-      return (e.data.report === 'RequestLogged' || e.data.report === 'RequestTokensGenerated') && e.data.attempt !== undefined
+      return (e.data.report === 'RequestLogged' || e.data.report === 'RequestTokensGenerated' || e.data.report === 'RequestTraceProgressed') && e.data.attempt !== undefined
         ? { ...s, ignoredLogAttempts: [...s.ignoredLogAttempts, e.data.attempt] }
         : s;
   }

@@ -1,5 +1,5 @@
 // Runs the requests dispatched to this agent's replicas: decodes the payload (inline or from the blob store),
-// reports STARTED, runs HostedModel.run with the blocks in this process (trusted) or in a sandbox runner
+// reports STARTED, runs HostedModel.run (a session: HostedModel.runSession, reporting each trace's progress) with the blocks in this process (trusted) or in a sandbox runner
 // (untrusted), reports LOG lines in batches (up to the attempt's log limits), and ends with COMPLETED (the SavedTrees encoded as one result container,
 // put in the blob store: the event carries its ref, size and sha256) or FAILED (phase, type, message, the
 // block's stack). An abort (cancelled, requeued, timed out by the control plane) stops the run through its
@@ -8,9 +8,9 @@ import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { BlobStore } from '../../blobstore/port.js';
 import { createInProcessBlocks } from '../block/index.js';
-import type { HostedModel, RunRequest, RunResult } from '../runtime/index.js';
+import type { HostedModel, InvokeSpec, RunRequest, RunResult, SessionRequest } from '../runtime/index.js';
 import type { OpenChannel } from '../runtime/index.js';
-import { blockOf, parseRequestPayload, type RequestPayload } from '../../protocol/request-payload.js';
+import { parseRequestPayload, type InvokePayload, type RequestPayload } from '../../protocol/request-payload.js';
 import { encodeResultContainer } from '../../protocol/result-container.js';
 import { FabricError } from '../../protocol/errors.js';
 import type { Assignment } from '../../transport/relay/wire.js';
@@ -114,18 +114,17 @@ export class RequestExecutor {
     try {
       const payload = await this.payload(a);
       const timeoutMs = a.options.timeoutMs ?? payload.timeoutMs ?? this.maxRunMs;
-      const req: RunRequest = {
+      const common = {
         requestId: a.requestId,
-        invokes: payload.invokes.map((inv, i) => {
-          const block = blockOf(payload, i);
-          const input = inv.prompt !== undefined ? { prompt: inv.prompt } : { tokens: inv.tokens! };
-          return { ...input, ...(block === undefined ? {} : { block }), ...(inv.generation === undefined ? {} : { generation: inv.generation }) };
-        }),
-        newTokens: payload.newTokens ?? (payload.generation?.maxNewTokens === undefined ? Math.max(0, a.options.steps - 1) : undefined),
-        ...(payload.generation === undefined ? {} : { generation: payload.generation }),
         timeoutMs,
         signal: entry.controller.signal,
-        onLog: (l) => logs.push(l.stream, l.line),
+        onLog: (l: { stream: 'stdout' | 'stderr'; line: string }) => logs.push(l.stream, l.line),
+      };
+      const req: RunRequest = {
+        ...common,
+        invokes: invokeSpecs(payload.invokes, payload.block),
+        newTokens: payload.newTokens ?? (payload.generation?.maxNewTokens === undefined ? Math.max(0, a.options.steps - 1) : undefined),
+        ...(payload.generation === undefined ? {} : { generation: payload.generation }),
         onToken: (t) => {
           if (!entry.aborted) tokens.add(t);
         },
@@ -139,12 +138,37 @@ export class RequestExecutor {
         void report('ReportRequestStarted', {});
         return opener(start);
       };
-      const result = await model.run(req, open);
-      if (entry.aborted) return logs.discard();
-      tokens.close();
-      stage = 'result';
+      let container: Parameters<typeof encodeResultContainer>[0];
+      if (payload.traces !== undefined) {
+        // A session: each trace's progress is a TRACE status of the request; the result holds every trace's invokes.
+        const session: SessionRequest = {
+          ...common,
+          traces: payload.traces.map((t) => ({
+            invokes: invokeSpecs(t.invokes, t.block),
+            ...(t.newTokens === undefined ? {} : { newTokens: t.newTokens }),
+            ...(t.generation === undefined ? {} : { generation: t.generation }),
+          })),
+          onTrace: (e) => {
+            if (!entry.aborted) void report('ReportRequestTrace', { trace: e.trace, traces: e.traces, status: e.status, ...(e.ms === undefined ? {} : { ms: Math.round(e.ms * 10) / 10 }) });
+          },
+        };
+        const result = await model.runSession(session, open);
+        if (entry.aborted) return logs.discard();
+        tokens.close();
+        stage = 'result';
+        container = {
+          meta: { ...this.meta(a, result.traces[0]!), traces: result.traces.map((r) => ({ invokes: r.invokes.length, ...this.runMeta(r) })) },
+          invokes: result.traces.flatMap((r) => r.invokes.map((i) => i.result)),
+        };
+      } else {
+        const result = await model.run(req, open);
+        if (entry.aborted) return logs.discard();
+        tokens.close();
+        stage = 'result';
+        container = { meta: this.meta(a, result), invokes: result.invokes.map((i) => i.result) };
+      }
       const t2 = performance.now();
-      const bytes = encodeResultContainer({ meta: this.meta(a, result), invokes: result.invokes.map((i) => i.result) });
+      const bytes = encodeResultContainer(container);
       if (bytes.byteLength > this.limits.resultMaxBytes) {
         throw new FabricError(AgentErrorCode.ResultTooLarge, 413, `the result is ${bytes.byteLength} bytes; a request's result may be at most ${this.limits.resultMaxBytes} bytes`, {
           hint: 'save less (a slice, a mean, the top-k) in the block, or ask the operator to raise NDIF_RESULT_MAX_BYTES',
@@ -210,6 +234,13 @@ export class RequestExecutor {
       agentId: this.agentId,
       attempt: a.attempt,
       weightsFingerprint: this.replicas.weightsOf(a.replicaId) ?? null,
+      ...this.runMeta(r),
+    };
+  }
+
+  /** What the result's metadata says of one trace's run. */
+  private runMeta(r: RunResult): Record<string, unknown> {
+    return {
       steps: r.steps,
       stoppedEarly: r.stoppedEarly,
       tokens: r.invokes.map((i) => i.tokens),
@@ -229,4 +260,13 @@ export class RequestExecutor {
     }
     await Promise.all([...this.running.values()].map((r) => r.done));
   }
+}
+
+/** A trace's invokes as the runtime takes them, each with its own block or else the trace's shared one. */
+function invokeSpecs(invokes: InvokePayload[], shared: string | undefined): InvokeSpec[] {
+  return invokes.map((inv) => {
+    const block = inv.block ?? shared;
+    const input = inv.prompt !== undefined ? { prompt: inv.prompt } : { tokens: inv.tokens! };
+    return { ...input, ...(block === undefined ? {} : { block }), ...(inv.generation === undefined ? {} : { generation: inv.generation }) };
+  });
 }

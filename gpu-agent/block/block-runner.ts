@@ -6,7 +6,8 @@
 // The same context carries the invoke's guard (invoke-guard.ts): a fault the block causes outside its own call
 // stack (a throwing timer, a rejection nobody handles) ends that invoke with an EXCEPTION instead of the process.
 // A block that returns while a read is still pending, or without awaiting one, ends with UnawaitedRead naming
-// the read and its line.
+// the read and its line. A session (several traces, each its own START … STOP on one channel) keeps `ctx.shared` and
+// what each trace's blocks returned (`ctx.traces`) in this process from one trace to the next.
 import type { BlockEndpoint, BlockToHost, HostToBlock, StartRequest } from '../../protocol/interleave.js';
 import type { Manifest } from '../../protocol/manifest.js';
 import type { TextCodec } from '../../protocol/text-codec.js';
@@ -21,9 +22,12 @@ import { ManifestIndex } from './manifest-index.js';
 import { createModelProxy } from './model-proxy.js';
 import { toSavedTree } from './saved-tree.js';
 import { Tensor } from './tensor.js';
+import type { BlockContext } from './block-context.js';
+
+export type { BlockContext } from './block-context.js';
 import { GradSession } from './grad/grad-session.js';
 import { isGradAddr } from '../../protocol/gradients.js';
-import { parseAddr, parseStepAddr } from '../../protocol/interleave.js';
+import { cachePoints, cacheTree } from './cache-tree.js';
 
 export type { TextCodec } from '../../protocol/text-codec.js';
 
@@ -33,35 +37,15 @@ export interface BlockEnvironment {
   tokenizer: TextCodec | null;
 }
 
-/** What a block receives as its second argument. */
-export interface BlockContext {
-  invoke: number;
-  /** This invoke's prompt token ids. */
-  tokens: number[];
-  /** Forward passes in the request (generation steps). */
-  steps: number;
-  /** Rows of the batch this invoke owns, and the padded sequence length at step 0. */
-  batchSize: number;
-  sequence: number;
-  /** Generation carries the KV cache: at steps ≥ 1 module outputs cover the new position only (sequence 1). */
-  cached: boolean;
-  /** Tokens generated for this invoke so far (as of the step the block is in). */
-  readonly generated: number[];
-  /** Its row has finished (EOS, a stop, its maxNewTokens): no later step runs for it. */
-  readonly finished: boolean;
-  Tensor: typeof Tensor;
-  encode(text: string): number[];
-  decode(ids: number[] | Tensor): string;
-  /**
-   * Runs the backward pass from `loss`, a one-element tensor the block computed from values of the model (the same as
-   * `loss.backward()`); then `await m.<path>.output.grad` reads gradients, latest point first.
-   */
-  backward(loss: Tensor): void;
+/** What a session's traces share on the block side (one request of one trace has one too). */
+interface SessionState {
+  shared: Record<string, unknown>;
+  traces: unknown[][];
 }
 
 const EMPTY_BLOCK = 'async () => undefined';
 
-function context(start: StartRequest, i: number, env: BlockEnvironment, session: InvokeSession, grads: GradSession): BlockContext {
+function context(start: StartRequest, i: number, env: BlockEnvironment, session: InvokeSession, grads: GradSession, index: ManifestIndex, state: SessionState): BlockContext {
   const inv = start.invokes[i]!;
   const noTokenizer = () => {
     throw new Error(`model ${env.manifest.model} has no tokenizer`);
@@ -86,6 +70,15 @@ function context(start: StartRequest, i: number, env: BlockEnvironment, session:
       return env.tokenizer ? env.tokenizer.decode(list) : noTokenizer();
     },
     backward: (loss) => grads.backward(loss),
+    shared: state.shared,
+    barrier: (name, parties) => session.barrier(name, parties ?? start.invokes.length),
+    cache: (options) => {
+      const { points, step } = cachePoints(index, options);
+      return session.recordCache(points, step, (got) => cacheTree(index, got));
+    },
+    trace: start.trace?.index ?? 0,
+    traceCount: start.trace?.count ?? 1,
+    traces: state.traces,
   };
 }
 
@@ -96,16 +89,7 @@ export async function serveBlocks(channel: BlockEndpoint, env: BlockEnvironment)
   installTimerGuards();
   installBlockFaultHandlers();
   const index = new ManifestIndex(env.manifest);
-  let first: HostToBlock;
-  try {
-    first = await channel.receive();
-  } catch {
-    return;
-  }
-  if (first.kind !== 'START') return;
-  const start = first;
-  const totalBatch = start.invokes.reduce((n, i) => n + i.batchSize, 0);
-  const sequence = Math.max(...start.invokes.map((x) => x.tokens.length));
+  const state: SessionState = { shared: {}, traces: [] };
   let open = true;
   const send: BlockEndpoint['send'] = (msg) => {
     if (!open) return;
@@ -115,17 +99,39 @@ export async function serveBlocks(channel: BlockEndpoint, env: BlockEnvironment)
       open = false;
     }
   };
+  for (;;) {
+    let first: HostToBlock;
+    try {
+      first = await channel.receive();
+    } catch {
+      break;
+    }
+    if (first.kind !== 'START') break;
+    if (!(await serveTrace(channel, env, index, first, state, send))) break;
+  }
+  open = false;
+}
+
+/** Serves one trace (START … STOP); true when the session goes on with another trace on this channel. */
+async function serveTrace(channel: BlockEndpoint, env: BlockEnvironment, index: ManifestIndex, start: StartRequest, state: SessionState, send: BlockEndpoint['send']): Promise<boolean> {
+  const totalBatch = start.invokes.reduce((n, i) => n + i.batchSize, 0);
+  const sequence = Math.max(...start.invokes.map((x) => x.tokens.length));
   const sessions = new Map<number, InvokeSession>();
   const gradSessions = new Map<number, GradSession>();
   const guards: InvokeGuard[] = [];
+  const returned: unknown[] = start.invokes.map(() => null);
+  let canSend = true;
+  const traceSend: BlockEndpoint['send'] = (msg) => {
+    if (canSend) send(msg);
+  };
 
   for (let i = 0; i < start.invokes.length; i++) {
     const inv = start.invokes[i]!;
-    const session = new InvokeSession({ invoke: inv.invoke, batchSize: inv.batchSize, totalBatch, sequence, steps: start.steps, cached: start.cache }, index, send);
+    const session = new InvokeSession({ invoke: inv.invoke, batchSize: inv.batchSize, totalBatch, invokes: start.invokes.length, sequence, steps: start.steps, cached: start.cache }, index, traceSend);
     sessions.set(inv.invoke, session);
-    const grads = new GradSession(inv.invoke, index, send, inv.source.includes('backward'));
+    const grads = new GradSession(inv.invoke, index, traceSend, inv.source.includes('backward'));
     gradSessions.set(inv.invoke, grads);
-    const log = (stream: 'stdout' | 'stderr', line: string) => send({ kind: 'LOG', invoke: inv.invoke, stream, line });
+    const log = (stream: 'stdout' | 'stderr', line: string) => traceSend({ kind: 'LOG', invoke: inv.invoke, stream, line });
     const cons = captureConsole(log);
     const output = new InvokeOutput(inv.invoke, log);
     let ended = false;
@@ -133,7 +139,7 @@ export async function serveBlocks(channel: BlockEndpoint, env: BlockEnvironment)
       if (ended) return;
       ended = true;
       output.flush();
-      send(msg);
+      traceSend(msg);
     };
     const guard = new InvokeGuard(inv.invoke, (error, kind) => {
       const be = faultError(error, kind, inv.invoke);
@@ -144,7 +150,7 @@ export async function serveBlocks(channel: BlockEndpoint, env: BlockEnvironment)
         session.close('failed');
         grads.close('failed');
         guard.close();
-      } else if (open) {
+      } else if (canSend) {
         log('stderr', `[ndif] ${be.type} after the block returned (ignored): ${be.message.split('\n')[0]}`);
       } else {
         reportLateFault(start.requestId, inv.invoke, be);
@@ -160,7 +166,7 @@ export async function serveBlocks(channel: BlockEndpoint, env: BlockEnvironment)
       continue;
     }
     const m = createModelProxy(session, index, 0, grads);
-    const ctx = context(start, i, env, session, grads);
+    const ctx = context(start, i, env, session, grads, index, state);
     void (async () => {
       try {
         const value = await runAsInvoke(output, () => fn(m, ctx));
@@ -169,6 +175,7 @@ export async function serveBlocks(channel: BlockEndpoint, env: BlockEnvironment)
         if (ended) return;
         if (left.length > 0) throw unawaitedReadError(left, inv.invoke);
         const result = runAsInvoke(output, () => toSavedTree(value));
+        returned[i] = value;
         end({ kind: 'END', invoke: inv.invoke, result });
       } catch (e) {
         session.blockReturned();
@@ -189,11 +196,15 @@ export async function serveBlocks(channel: BlockEndpoint, env: BlockEnvironment)
       msg = await channel.receive();
     } catch {
       closeAll('closed');
-      break;
+      canSend = false;
+      return false;
     }
     if (msg.kind === 'STOP') {
       closeAll(msg.reason);
-      break;
+      canSend = false;
+      const more = msg.reason === 'completed' && start.trace !== undefined && start.trace.index < start.trace.count - 1;
+      if (more) state.traces.push(returned);
+      return more;
     }
     if (msg.kind === 'START') continue;
     if (msg.kind === 'STEP') {
@@ -208,16 +219,11 @@ export async function serveBlocks(channel: BlockEndpoint, env: BlockEnvironment)
         if (msg.kind === 'VALUE') g.onValue(msg.addr, msg.values);
         else g.onRaise(msg.addr, msg.error);
       } else if (msg.kind === 'VALUE') {
-        s.onValue(msg.addr, msg.values);
-        // A step's start (`step.<i>`, m.iter) carries no value to differentiate.
-        if (parseStepAddr(msg.addr) === undefined) {
-          const a = parseAddr(msg.addr);
-          g.received(msg.addr, a.step, s.cached(a.path, a.point, a.step)!);
-        }
+        // Values of module points are the tape's leaves (a step's start, a call, a barrier bring none).
+        for (const r of s.onValue(msg.addr, msg.values)) g.received(r.addr, r.step, r.tensors);
       } else s.onRaise(msg.addr, msg.error);
     } catch (e) {
-      send({ kind: 'EXCEPTION', invoke: msg.invoke, error: { phase: 'protocol', type: 'ProtocolError', message: (e as Error).message } });
+      traceSend({ kind: 'EXCEPTION', invoke: msg.invoke, error: { phase: 'protocol', type: 'ProtocolError', message: (e as Error).message } });
     }
   }
-  open = false;
 }

@@ -2,7 +2,10 @@
 //
 //   await m.transformer.h[5].output          the module's output (a Tensor, or Tensor[] when it has several)
 //   await m.transformer.h[5].outputs         always Tensor[]
-//   await m.transformer.h[5].input           its first input; `.inputs` all of them
+//   await m.transformer.h[5].input           its first input; `.inputs` all of them; `.namedInputs` all of them by
+//                                            the manifest's names ({ input_ids, attention_mask, … } for m itself)
+//   await m.lm_head.call(h)                  apply the module to a tensor now (its own sub-graph, outside the pass):
+//                                            the logit lens is m.lm_head.call(await m.transformer.ln_f.call(h))
 //   m.transformer.h[5].mlp.output = t        replace the output (this invoke's rows); `.input = t` likewise
 //   await m.transformer.h[5].output.grad     after ctx.backward(loss): the gradient there (`.input.grad`, … too)
 //   m.transformer.h[5].output.grad = g       swap that gradient (everything before it in the model sees g)
@@ -25,7 +28,7 @@ import { Tensor } from './tensor.js';
 import type { GradSession } from './grad/grad-session.js';
 import { withGrad } from './grad/grad-property.js';
 
-const API = new Set(['output', 'outputs', 'input', 'inputs', 'skip', 'path', 'module', 'children', 'length', 'step', 'stop', 'steps', 'iter', 'all']);
+const API = new Set(['output', 'outputs', 'input', 'inputs', 'namedInputs', 'call', 'skip', 'path', 'module', 'children', 'length', 'step', 'stop', 'steps', 'iter', 'all']);
 
 function child(path: string, name: string): string {
   return path === '' ? name : `${path}.${name}`;
@@ -35,6 +38,20 @@ function asTensors(v: unknown, what: string): Tensor[] {
   if (v instanceof Tensor) return [v];
   if (Array.isArray(v) && v.every((x) => x instanceof Tensor)) return v as Tensor[];
   throw new InterleaveError('ShapeMismatch', `${what} must be a Tensor or an array of Tensors`);
+}
+
+/** A module call's inputs: `call(t)`, `call(t1, t2)`, `call([t1, t2])` or `call({ <input name>: t, … })`. */
+function callInputs(args: unknown[], names: string[], label: string): Tensor[] {
+  const [first] = args;
+  if (args.length === 1 && first !== null && typeof first === 'object' && !(first instanceof Tensor) && !Array.isArray(first)) {
+    const given = first as Record<string, unknown>;
+    const unknown = Object.keys(given).find((k) => !names.includes(k));
+    if (unknown !== undefined) throw new InterleaveError('ShapeMismatch', `${label}.call: it has no input ${JSON.stringify(unknown)}; its inputs are ${names.join(', ')}`);
+    const missing = names.find((n) => given[n] === undefined);
+    if (missing !== undefined) throw new InterleaveError('ShapeMismatch', `${label}.call: input ${JSON.stringify(missing)} is missing; give all of ${names.join(', ')}`);
+    return names.map((n) => asTensors(given[n], `${label}.call input ${n}`)[0]!);
+  }
+  return asTensors(args.length === 1 ? first : args, `the inputs of ${label}.call`);
 }
 
 type StepFn = (s: unknown, step: number) => unknown;
@@ -140,6 +157,10 @@ export function createModelProxy(session: InvokeSession, index: ManifestIndex, s
             return graded(session.read(path, 'input', step, first), 'input', first, firstInputGrad);
           case 'inputs':
             return graded(session.read(path, 'input', step, all), 'input', all, (v) => asTensors(v, `the new ${label}.inputs.grad`));
+          case 'namedInputs':
+            return session.read(path, 'input', step, (v) => Object.fromEntries(mod.inputs.map((t, i) => [t.name, v[i]])));
+          case 'call':
+            return (...args: unknown[]) => session.call(path, callInputs(args, mod.inputs.map((t) => t.name), label), single);
           case 'skip':
             return (value: unknown) => session.skip(path, step, asTensors(value, `skip of ${label}`));
         }
@@ -166,6 +187,22 @@ export function createModelProxy(session: InvokeSession, index: ManifestIndex, s
           session.swap(path, 'input', step, asTensors(value, `the new ${label}.inputs`));
           return true;
         }
+        if (prop === 'namedInputs') {
+          const names = mod.inputs.map((t) => t.name);
+          const given = (value ?? {}) as Record<string, unknown>;
+          if (typeof value !== 'object' || value === null || value instanceof Tensor || Array.isArray(value)) {
+            throw new InterleaveError('ShapeMismatch', `the new ${label}.namedInputs must be an object { <input name>: Tensor } (its inputs: ${names.join(', ')})`);
+          }
+          const unknown = Object.keys(given).find((k) => !names.includes(k));
+          if (unknown !== undefined) throw new InterleaveError('ShapeMismatch', `${label} has no input ${JSON.stringify(unknown)}; its inputs are ${names.join(', ')}`);
+          const current = session.cached(path, 'input', step);
+          const missing = names.find((n) => given[n] === undefined);
+          if (missing !== undefined && !current) {
+            throw new InterleaveError('ShapeMismatch', `${label}.namedInputs: ${JSON.stringify(missing)} is not given; await ${label}.namedInputs first to replace only some inputs, or give all of ${names.join(', ')}`);
+          }
+          session.swap(path, 'input', step, names.map((n, i) => (given[n] === undefined ? current![i]! : asTensors(given[n], `the new ${label}.namedInputs.${n}`)[0]!)));
+          return true;
+        }
         if (prop === 'input') {
           const [first] = asTensors(value, `the new ${label}.input`);
           const n = mod.inputs.length;
@@ -176,7 +213,7 @@ export function createModelProxy(session: InvokeSession, index: ManifestIndex, s
           session.swap(path, 'input', step, [first!, ...(rest ?? [])]);
           return true;
         }
-        throw new InterleaveError('BlockError', `cannot assign ${String(prop)} on ${label}: only .output, .outputs, .input and .inputs can be replaced`);
+        throw new InterleaveError('BlockError', `cannot assign ${String(prop)} on ${label}: only .output, .outputs, .input, .inputs and .namedInputs can be replaced`);
       },
       has(_t, prop) {
         return typeof prop === 'string' && (API.has(prop) || index.modules.has(child(path, prop)));

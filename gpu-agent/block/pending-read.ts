@@ -3,6 +3,8 @@
 // is still pending, or that never awaited one, is told which line forgot its `await` — instead of the read's later
 // rejection (when the request stops) going unhandled. Such a rejection is always handled here: a forgotten read
 // never reaches the process's unhandledRejection handler.
+import { InterleaveError } from './block-errors.js';
+
 const noop = (): void => {};
 const builtinThen = Promise.prototype.then;
 
@@ -59,8 +61,20 @@ export function pendingRead<S, T>(addr: string, source: Promise<S>, map: (v: S) 
     },
     (e: unknown) => {
       settle();
-      reject(e);
+      reject(withOrigin(e, read.origin));
     },
   );
   return read;
+}
+
+/**
+ * An answer's error (a RAISE: OutOfOrder, NotCallable, …) with the frames of where the block made the read, so the
+ * failure names the user's line, as an error thrown at the call itself does. A copy: one answer can fail several reads.
+ */
+function withOrigin(e: unknown, origin: Error | undefined): unknown {
+  if (!(e instanceof InterleaveError) || origin?.stack === undefined) return e;
+  const copy = new InterleaveError(e.type, e.message);
+  const frames = origin.stack.split('\n').filter((l) => /^\s+at /.test(l));
+  copy.stack = `${copy.name}: ${copy.message}\n${frames.join('\n')}`;
+  return copy;
 }

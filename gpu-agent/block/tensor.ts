@@ -344,11 +344,11 @@ export class Tensor {
   // ------------------------------------------------------------ indexing
 
   /** Resolves slice specs to per-dim index lists and the resulting shape. */
-  private resolveSlices(specs: readonly SliceSpec[]): { indices: number[][]; keep: boolean[] } {
+  private resolveSlices(specs: readonly SliceSpec[], dims = this.ndim): { indices: number[][]; keep: boolean[] } {
     if (specs.length > this.ndim) throw new TensorError(`${specs.length} slice specs for a ${this.ndim}-d tensor`);
     const indices: number[][] = [];
     const keep: boolean[] = [];
-    for (let d = 0; d < this.ndim; d++) {
+    for (let d = 0; d < dims; d++) {
       const n = this.shape[d]!;
       const s = specs[d];
       if (typeof s === 'number') {
@@ -370,6 +370,41 @@ export class Tensor {
       keep.push(true);
     }
     return { indices, keep };
+  }
+
+  /**
+   * When every dim from some point on is kept whole (no spec, null, or a full range with step 1), the selection is runs
+   * of that many contiguous elements: their start offsets and the result's shape. Undefined otherwise.
+   */
+  private contiguousRuns(specs: readonly SliceSpec[]): { shape: number[]; starts: number[]; run: number } | undefined {
+    if (specs.length > this.ndim) return undefined;
+    let k = this.ndim;
+    let run = 1;
+    while (k > 0) {
+      const s = specs[k - 1];
+      const n = this.shape[k - 1]!;
+      const whole = s === undefined || s === null || (Array.isArray(s) && (s[0] ?? 0) === 0 && (s[1] === undefined || s[1] === null || s[1] >= n) && (s[2] ?? 1) === 1);
+      if (!whole) break;
+      run *= n;
+      k--;
+    }
+    if (k === this.ndim) return undefined;
+    const { indices: outer, keep } = this.resolveSlices(specs.slice(0, k), k);
+    const st = stridesOf(this.shape);
+    const starts: number[] = [];
+    const counter = new Array<number>(k).fill(0);
+    const total = outer.reduce((a, l) => a * l.length, 1);
+    for (let c = 0; c < total; c++) {
+      let f = 0;
+      for (let d = 0; d < k; d++) f += outer[d]![counter[d]!]! * st[d]!;
+      starts.push(f);
+      for (let d = k - 1; d >= 0; d--) {
+        if (++counter[d]! < outer[d]!.length) break;
+        counter[d] = 0;
+      }
+    }
+    const shape = [...outer.map((l) => l.length).filter((_, d) => keep[d]), ...this.shape.slice(k)];
+    return { shape, starts, run };
   }
 
   /** Flat offsets of the elements `slice(...specs)` picks, in its order (the tape sends sparse gradients with them). */
@@ -403,6 +438,15 @@ export class Tensor {
    * `t.slice(0, [-1])` is row 0's last position: shape [1, d] for a [batch, seq, d] tensor.
    */
   slice(...specs: SliceSpec[]): Tensor {
+    const runs = this.contiguousRuns(specs);
+    if (runs) {
+      // The trailing dims are kept whole: copy runs of contiguous elements (`logits.slice(0, -1)` is one run).
+      const out = new Tensor(this.dtype, runs.shape);
+      const src = this.data as unknown as { subarray(a: number, b: number): ArrayLike<number> };
+      const dst = out.data as unknown as { set(a: ArrayLike<number>, at: number): void };
+      runs.starts.forEach((start, k) => dst.set(src.subarray(start, start + runs.run), k * runs.run));
+      return this.recorded(out, 'slice', [this], specs);
+    }
     const { offsets, shape } = this.selection(specs);
     const out = new Tensor(this.dtype, shape);
     const src = this.data as unknown as ArrayLike<number | bigint> & { [i: number]: number | bigint };

@@ -15,6 +15,11 @@ export interface Waiter {
   reject: (e: Error) => void;
   /** Reads sharing this wait (a read cancelled for its gradient withdraws it when it was the last). */
   refs: number;
+  /**
+   * Not tied to a point of the pass (a module call, a barrier): it goes out before the queued point waits and is never
+   * stale. `send` sends its own message instead of a WAIT (CALL).
+   */
+  anytime?: { send?: () => void };
 }
 
 export class WaitQueue {
@@ -33,7 +38,7 @@ export class WaitQueue {
   ) {}
 
   /** The wait for `addr`: the one already queued or in flight (shared), else a new one. */
-  enqueue(addr: string, step: number, rank: number): Waiter {
+  enqueue(addr: string, step: number, rank: number, anytime?: Waiter['anytime']): Waiter {
     const same = this.inFlight?.addr === addr ? this.inFlight : this.pending.find((w) => w.addr === addr);
     if (same) {
       same.refs++;
@@ -45,7 +50,7 @@ export class WaitQueue {
       resolve = res;
       reject = rej;
     });
-    const w: Waiter = { addr, step, rank, promise, resolve, reject, refs: 1 };
+    const w: Waiter = { addr, step, rank, promise, resolve, reject, refs: 1, ...(anytime ? { anytime } : {}) };
     this.pending.push(w);
     this.scheduleFlush();
     return w;
@@ -93,15 +98,16 @@ export class WaitQueue {
 
   private flush(): void {
     if (this.inFlight || this.pending.length === 0 || !this.open()) return;
-    this.pending.sort(this.order);
+    this.pending.sort((a, b) => (a.anytime ? 0 : 1) - (b.anytime ? 0 : 1) || (a.anytime ? 0 : this.order(a, b)));
     const w = this.pending.shift()!;
-    const stale = this.stale(w);
+    const stale = w.anytime ? undefined : this.stale(w);
     if (stale) {
       w.reject(stale);
       this.scheduleFlush();
       return;
     }
     this.inFlight = w;
-    this.sendWait(w.addr);
+    if (w.anytime?.send) w.anytime.send();
+    else this.sendWait(w.addr);
   }
 }

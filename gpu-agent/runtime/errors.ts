@@ -26,6 +26,11 @@ export const BLOCK_CODES: Readonly<Record<string, { code: string; status: number
   NotDifferentiable: { code: 'BLOCK_NOT_DIFFERENTIABLE', status: 400 },
   NoBackward: { code: 'BLOCK_NO_BACKWARD', status: 400 },
   BackwardError: { code: 'BLOCK_BACKWARD_ERROR', status: 400 },
+  // Module calls, barriers and caches (gpu-agent/runtime/interleave/module-call.ts, request-run.ts).
+  NotCallable: { code: 'BLOCK_NOT_CALLABLE', status: 400 },
+  CallFailed: { code: 'BLOCK_CALL_FAILED', status: 400 },
+  BarrierError: { code: 'BLOCK_BARRIER_ERROR', status: 400 },
+  CacheError: { code: 'BLOCK_CACHE_ERROR', status: 400 },
   Timeout: { code: 'REQUEST_TIMEOUT', status: 408 },
   Cancelled: { code: 'REQUEST_CANCELLED', status: 499 },
   ProtocolError: { code: 'BLOCK_PROTOCOL_ERROR', status: 500 },
@@ -44,16 +49,32 @@ export function blockErrorCode(type: string): { code: string; status: number } {
 export class InterventionError extends FabricError {
   readonly blockError: BlockError;
   readonly invoke: number | undefined;
+  /** The trace of a session it failed in (absent for a request of one trace). */
+  readonly trace: number | undefined;
 
-  constructor(blockError: BlockError, invoke?: number) {
+  constructor(blockError: BlockError, invoke?: number, trace?: number) {
     const c = blockErrorCode(blockError.type);
     const where = invoke === undefined ? '' : ` (invoke ${invoke})`;
     super(c.code, c.status, `${blockError.type}${where}: ${blockError.message}`, {
-      details: { phase: blockError.phase, type: blockError.type, ...(invoke === undefined ? {} : { invoke }), ...(blockError.stack ? { stack: blockError.stack } : {}) },
+      details: {
+        phase: blockError.phase,
+        type: blockError.type,
+        ...(trace === undefined ? {} : { trace }),
+        ...(invoke === undefined ? {} : { invoke }),
+        ...(blockError.stack ? { stack: blockError.stack } : {}),
+      },
     });
     this.name = 'InterventionError';
     this.blockError = blockError;
     this.invoke = invoke;
+    this.trace = trace;
+  }
+
+  /** The same failure, said to be in trace `t` of a session (its message starts with it, so the report names it). */
+  inTrace(t: number): InterventionError {
+    const e = new InterventionError({ ...this.blockError, message: `trace ${t}: ${this.blockError.message}` }, this.invoke, t);
+    e.stack = this.stack;
+    return e;
   }
 }
 

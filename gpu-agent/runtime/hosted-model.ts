@@ -48,7 +48,8 @@ import type { RowSpec } from './generation/generation.js';
 import { GradModel } from './grad/grad-model.js';
 import { differentiableTensors } from './grad/activity.js';
 import { estimateMemory } from './grad/memory-estimate.js';
-import type { OpenChannel, RunRequest, RunResult } from './interleave/request-types.js';
+import type { OpenChannel, RunRequest, RunResult, SessionRequest, SessionResult } from './interleave/request-types.js';
+import type { TraceRun } from './interleave/request-run.js';
 
 export interface LoadOptions {
   /** The model's key in the fabric (default: the directory name). */
@@ -299,6 +300,49 @@ export class HostedModel {
     return next;
   }
 
+  /**
+   * Runs a session: its traces one after the other in one turn on the model, on one channel to the blocks (so
+   * `ctx.shared` and `ctx.traces` carry values from trace to trace in the blocks' process), under one deadline. Every
+   * trace is validated before the first runs; a failure in trace t fails the session, naming the trace.
+   */
+  runSession(req: SessionRequest, open: OpenChannel | BlockChannel): Promise<SessionResult> {
+    if (this.closed) return Promise.reject(new RequestError('MODEL_CLOSED', `model ${this.key} is closed`, undefined, 503));
+    let traces: TraceRun[];
+    try {
+      if (!Array.isArray(req.traces) || req.traces.length === 0) throw new RequestError('SESSION_NO_TRACES', 'a session needs at least one trace (invokes to run)');
+      const requestId = req.requestId ?? randomUUID();
+      traces = req.traces.map((t, i) => {
+        const run: RunRequest = {
+          requestId,
+          invokes: t.invokes,
+          ...(t.newTokens === undefined ? {} : { newTokens: t.newTokens }),
+          ...(t.generation === undefined ? {} : { generation: t.generation }),
+          ...(req.onToken ? { onToken: (e) => req.onToken!({ ...e, trace: i }) } : {}),
+          ...(req.onLog ? { onLog: req.onLog } : {}),
+        };
+        let planned: ReturnType<HostedModel['plan']>;
+        try {
+          planned = this.plan(run);
+        } catch (e) {
+          if (e instanceof RequestError) throw new RequestError(e.code, `trace ${i}: ${e.message}`, { ...e.details, trace: i }, e.httpStatus);
+          if (e instanceof InterventionError) throw e.inTrace(i);
+          throw e;
+        }
+        return { req: run, start: { ...planned.start, trace: { index: i, count: req.traces.length } }, plan: planned.generation };
+      });
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    const opener = typeof open === 'function' ? () => open(traces[0]!.start) : () => open;
+    const t0 = performance.now();
+    const next = this.queue.then(async () => {
+      const results = await RequestRun.runTraces(this.ctx, traces, opener, { timeoutMs: req.timeoutMs, signal: req.signal, onTrace: req.onTrace });
+      return { requestId: traces[0]!.start.requestId, traces: results, timings: { totalMs: performance.now() - t0 } };
+    });
+    this.queue = next.catch(() => {});
+    return next;
+  }
+
   /** Element type and shape a tensor has for `rows` batch rows at sequence length `seq`. */
   expectedShape(tensor: string, rows: number, seq: number): { dtype: string; shape: number[] } {
     return this.ctx.expected(tensor, rows, seq);
@@ -365,6 +409,7 @@ function hostContext(base: ModelProto, graph: ModelGraph, addresses: AddressTabl
     addresses,
     cache,
     lastRead,
+    layerCuts: layerCuts(graph),
     inputs: plan,
     padding,
     logitsName: logits,
@@ -386,6 +431,14 @@ function hostContext(base: ModelProto, graph: ModelGraph, addresses: AddressTabl
     eosTokenIds,
     gradients: () => (gradients ??= new GradModel(graph, base, (t) => facts.get(t), active, aliasedTensor)),
   };
+}
+
+/** The starts of the contiguous members of the model's longest module list (a transformer's layers), after the first. */
+function layerCuts(graph: ModelGraph): number[] {
+  let best: string[] = [];
+  for (const m of graph.modules.values()) if (m.isList && m.children.length > best.length) best = m.children;
+  const members = best.map((c) => graph.modules.get(c)!).filter((m) => m.contiguous);
+  return members.slice(1).map((m) => m.start).sort((a, b) => a - b);
 }
 
 /** The tensor an input-swap alias (`<tensor>::input_of::<module>`) stands for. */

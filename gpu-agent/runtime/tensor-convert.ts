@@ -17,6 +17,14 @@ export function payloadToOrt(p: TensorPayload): OrtTensor {
   return new OrtTensorCtor(type === 'float16' ? 'float16' : type, data as never, p.shape);
 }
 
+/** Writes `rows` over rows [row, row + rows.shape[0]) of `t`, in place. */
+export function writeRowsInPlace(t: OrtTensor, row: number, rows: TensorPayload): void {
+  const full = ortToPayload(t);
+  const count = full.shape[0] ?? 1;
+  const rowBytes = count === 0 ? 0 : full.data.byteLength / count;
+  full.data.set(rows.data, row * rowBytes);
+}
+
 /** A new tensor equal to `t` with rows [row, row + rows.shape[0]) replaced by `rows`. */
 export function replaceRows(t: OrtTensor, row: number, rows: TensorPayload): OrtTensor {
   const full = ortToPayload(t);

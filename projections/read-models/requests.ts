@@ -16,7 +16,7 @@ import { ident, requestsDdl, runDdl } from './schema.js';
 export const REQUESTS_READ_MODEL_VERSION = 2;
 
 /** The event types applyRequests folds; each names its request in data.requestId. */
-const FOLDED = new Set(['RequestReceived', 'RequestQueued', 'RequestDispatched', 'RequestStarted', 'RequestLogged', 'RequestLogTruncated', 'RequestTokensGenerated', 'RequestCompleted', 'ResultExpired', 'RequestFailed', 'RequestCancelled', 'RequestRequeued', 'AgentReportIgnored']);
+const FOLDED = new Set(['RequestReceived', 'RequestQueued', 'RequestDispatched', 'RequestStarted', 'RequestLogged', 'RequestLogTruncated', 'RequestTokensGenerated', 'RequestTraceProgressed', 'RequestCompleted', 'ResultExpired', 'RequestFailed', 'RequestCancelled', 'RequestRequeued', 'AgentReportIgnored']);
 
 export function requestsReadModel(schema: string): ReadModelProjection<pg.PoolClient> {
   const s = ident(schema);

@@ -115,7 +115,8 @@ export function applyRequests(s: RequestsState, e: StoredEvent, d: DomainEvent |
       v.lastEvent = ref;
       return s;
     }
-    case 'RequestTokensGenerated': {
+    case 'RequestTokensGenerated':
+    case 'RequestTraceProgressed': {
       const v = view(s, d.data.requestId, e);
       if (v.status === 'DISPATCHED') v.status = 'RUNNING';
       v.lastEvent = ref;

@@ -9,6 +9,11 @@ export interface HistoryEntry {
   cursor: string;
   attempt?: number;
   reason?: string;
+  /** TRACE: which trace of a session, of how many, what happened to it, how long it ran. */
+  trace?: number;
+  traces?: number;
+  traceStatus?: string;
+  ms?: number;
 }
 
 export interface LogEntry {
@@ -43,6 +48,12 @@ export function historyOf(events: StoredEvent[]): { statuses: HistoryEntry[]; lo
     if (typeof m.attempt === 'number') h.attempt = m.attempt;
     const requeued = m.requeued as { reason?: string } | undefined;
     if (requeued?.reason !== undefined) h.reason = requeued.reason;
+    if (m.status === 'TRACE') {
+      h.trace = m.trace as number;
+      h.traces = m.traces as number;
+      h.traceStatus = m.traceStatus as string;
+      if (typeof m.ms === 'number') h.ms = m.ms;
+    }
     statuses.push(h);
   }
   const logs: LogEntry[] = [];

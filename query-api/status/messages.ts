@@ -9,7 +9,7 @@ import { queueLength } from '../../projections/queue/queries.js';
 import { truePosition } from '../../projections/control-plane/positions.js';
 import { formatCursor, waitingKeyOf, type WaitingStatus } from './cursor.js';
 
-export type StatusName = 'RECEIVED' | WaitingStatus | 'DISPATCHED' | 'RUNNING' | 'LOG' | 'STREAM' | 'COMPLETED' | 'ERROR' | 'CANCELLED';
+export type StatusName = 'RECEIVED' | WaitingStatus | 'DISPATCHED' | 'RUNNING' | 'LOG' | 'STREAM' | 'TRACE' | 'COMPLETED' | 'ERROR' | 'CANCELLED';
 
 export interface StatusMessage {
   type: 'status';
@@ -109,6 +109,8 @@ export function eventDraft(e: StoredEvent, live: ControlPlaneState | null, repla
       return draft(e, d.data.requestId, 'LOG', { attempt: d.data.attempt, stream: 'stderr', code: 'LOG_TRUNCATED', line: logTruncatedLine(d.data) }, replay);
     case 'RequestTokensGenerated':
       return draft(e, d.data.requestId, 'STREAM', { attempt: d.data.attempt, tokens: d.data.tokens }, replay);
+    case 'RequestTraceProgressed':
+      return draft(e, d.data.requestId, 'TRACE', { attempt: d.data.attempt, trace: d.data.trace, traces: d.data.traces, traceStatus: d.data.status, ...(d.data.ms === undefined ? {} : { ms: d.data.ms }) }, replay);
     case 'RequestCompleted': {
       const weights = d.data.weightsFingerprint === undefined ? {} : { weightsFingerprint: d.data.weightsFingerprint };
       const x = draft(e, d.data.requestId, 'COMPLETED', { attempt: d.data.attempt, bytes: d.data.bytes, sha256: d.data.sha256, ...weights }, replay);

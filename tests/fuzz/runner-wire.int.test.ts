@@ -32,7 +32,7 @@ const TOKENS = [464, 2068, 7586];
 const D = 64;
 
 /** Error types the host itself raises (gpu-agent/runtime); anything else must come from the runner's EXCEPTION. */
-const HOST_TYPES = new Set(['ProtocolError', 'OutOfOrder', 'NotProvided', 'UnknownModule', 'NotObservable', 'NotSkippable', 'ShapeMismatch', 'DtypeMismatch', 'NonFinite', 'SharedTensor', 'Timeout', 'InvalidResult', 'NotDifferentiable', 'NoBackward', 'BackwardError']);
+const HOST_TYPES = new Set(['ProtocolError', 'OutOfOrder', 'NotProvided', 'UnknownModule', 'NotObservable', 'NotSkippable', 'ShapeMismatch', 'DtypeMismatch', 'NonFinite', 'SharedTensor', 'Timeout', 'InvalidResult', 'NotDifferentiable', 'NoBackward', 'BackwardError', 'NotCallable', 'CallFailed', 'BarrierError', 'CacheError']);
 
 let hm: HostedModel;
 let dir: string;
@@ -70,7 +70,10 @@ type Action =
 const DTYPE_BYTES: Record<Dtype, number> = { float32: 4, float16: 2, int64: 8, int32: 4, int8: 1, uint8: 1, bool: 1 };
 const ADDRS = ['transformer.h.0.output.0', 'transformer.h.1.output.0', 'transformer.h.0.input.0', 'transformer.h.0.mlp.output.0', 'transformer.wte.output.0', 'lm_head.output.0', 'transformer.h.1.output.1', 'transformer.h.0.output.5', 'transformer.h.9.output.0', 'transformer.h.0.output', 'transformer.h.0.outputs.0', '', 'h.0.output.0', 'transformer.h.0.output.-1', 'transformer..output.0',
   // gradient addresses (WAIT and SWAP of `<addr>.grad`)
-  'transformer.h.1.output.0.grad', 'transformer.h.0.output.0.grad', 'transformer.wte.output.0.grad', 'input.0.grad', 'output.0.grad', 'transformer.h.0.output.1.grad', 'nope.output.0.grad', '.grad'];
+  'transformer.h.1.output.0.grad', 'transformer.h.0.output.0.grad', 'transformer.wte.output.0.grad', 'input.0.grad', 'output.0.grad', 'transformer.h.0.output.1.grad', 'nope.output.0.grad', '.grad',
+  // barriers, caches and calls (a call is a CALL, not a WAIT)
+  '@barrier:0:1:x', '@barrier:0:2:x', '@barrier:1:2:x', '@barrier:0:3:x', '@barrier:0:0:x', '@cache:1', '@cache:2', '@cache:99', '@call:1', '@nope'];
+const POINT_KEYS = ['transformer.h.0.output', 'transformer.h.1.output', 'transformer.h.0.input', 'output', 'input', 'transformer.h.output', 'nope.output', 'transformer.h.0.mlp.c_fc.output', ''];
 const text = fc.string({ unit: 'binary', maxLength: 24 });
 const invoke = fc.oneof({ weight: 6, arbitrary: fc.constantFrom(0, 1) }, { weight: 1, arbitrary: fc.constantFrom(2, 99, 0xffff_ffff) });
 const addr = fc.oneof({ weight: 5, arbitrary: fc.constantFrom(...ADDRS) }, { weight: 1, arbitrary: text });
@@ -118,6 +121,8 @@ const message: fc.Arbitrary<RunnerToAgent> = fc.oneof(
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('SWAP' as const), invoke, addr, values: tensors }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('SKIP' as const), invoke, path: fc.oneof(fc.constantFrom('transformer.h.0', 'transformer.h.0.mlp', 'transformer.h', '', 'nope'), text), step: fc.constantFrom(0, 1, 7), values: tensors }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('STOP' as const), invoke }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('CALL' as const), invoke, id: fc.constantFrom(1, 2, 7), path: fc.oneof(fc.constantFrom('lm_head', 'transformer.ln_f', 'transformer.h.0.attn', 'transformer.h', '', 'nope', 'transformer.h[1].mlp'), text), values: tensors }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('CACHE' as const), invoke, id: fc.constantFrom(1, 2, 99), step: fc.constantFrom(0, 0, 1, 7), points: fc.array(fc.oneof(fc.constantFrom(...POINT_KEYS), text), { maxLength: 3 }) }) },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('LOG' as const), invoke, stream: fc.constantFrom('stdout' as const, 'stderr' as const), line: text }) },
   { weight: 4, arbitrary: fc.record({ kind: fc.constant('END' as const), invoke, result: savedTree }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('EXCEPTION' as const), invoke, error: blockError }) },

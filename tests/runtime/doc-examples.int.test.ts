@@ -2,22 +2,13 @@
 // the `<!-- example-result: name -->` block after it what the block returns on the bundled tiny model.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { repoRoot, run, tinyModel } from './tiny-model.js';
+import { run, tinyModel } from './tiny-model.js';
+import { fenced, readDoc } from './doc-fences.js';
 
 after(async () => (await tinyModel()).close());
 
-function fenced(doc: string, marker: string): string {
-  const at = doc.indexOf(marker);
-  assert.ok(at >= 0, `docs/interleaving.md has ${marker}`);
-  const m = /```\w*\n([\s\S]*?)```/.exec(doc.slice(at));
-  assert.ok(m, `a fenced block after ${marker}`);
-  return m[1]!;
-}
-
 test('docs/interleaving.md: per-step blocks with the KV cache (m.all, sequence 1 after step 0, a swap through the cache)', async () => {
-  const doc = readFileSync(join(repoRoot, 'docs', 'interleaving.md'), 'utf8');
+  const doc = readDoc('interleaving.md');
   const block = fenced(doc, '<!-- example: generation-steps -->');
   const want = JSON.parse(fenced(doc, '<!-- example-result: generation-steps -->'));
   const hm = await tinyModel();

@@ -3,7 +3,7 @@
 // tensor must be bit-identical, and so must the rest of the result, the generated tokens and the logs.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { HostedModel, RunRequest, RunResult } from '../../gpu-agent/runtime/index.js';
+import type { HostedModel, RunRequest, RunResult, SessionRequest } from '../../gpu-agent/runtime/index.js';
 import type { Sandbox } from '../../sandbox/sandbox.js';
 import { inProcess, tinyModel, tinySandbox } from './helpers.js';
 
@@ -109,6 +109,27 @@ const SCRIPTS: Record<string, RunRequest> = {
       },
     ],
   },
+  'module calls (the logit lens), a caught refusal, named inputs': {
+    invokes: [
+      {
+        tokens: A,
+        block: `async (m, ctx) => {
+          const ins = await m.transformer.h[0].namedInputs;
+          const h = await m.transformer.h[0].output;
+          let refused;
+          try { await m.transformer.h[1].attn.call(ctx.Tensor.zeros([1, 7, 64]), ctx.Tensor.zeros([1, 1, 7, 7])); } catch (e) { refused = e.name + ': ' + e.message; }
+          const lens = await m.lm_head.call(await m.transformer.ln_f.call(h));
+          return { names: Object.keys(ins), refused, lens: lens.slice(0, -1), last: await m.lm_head.call(await m.transformer.ln_f.call(h.slice(null, [-1]))) };
+        }`,
+      },
+    ],
+  },
+  'a barrier patch across invokes and a cache with inputs': {
+    invokes: [
+      { tokens: A, block: 'async (m, ctx) => { const c = await ctx.cache({ modules: ["transformer.wte", "transformer.h.0.*", "transformer.h.0"], inputs: true }); ctx.shared.h = c.transformer.h[0].output; await ctx.barrier("h0"); return c; }' },
+      { tokens: A, block: 'async (m, ctx) => { const h = await m.transformer.h[0].output; await ctx.barrier("h0"); const v = h.clone(); v.setSlice([0, 3], ctx.shared.h.slice(0, 3).mul(-1)); m.transformer.h[0].output = v; return (await m.output).slice(0, -1); }' },
+    ],
+  },
   'tokenizer, tensor maths and plain values': {
     invokes: [
       {
@@ -155,6 +176,27 @@ function assertSame(a: RunResult, b: RunResult, what: string): number {
   assert.deepEqual(a.logs, b.logs, `${what}: logs`);
   return tensors;
 }
+
+test('bit-exact trusted and untrusted: a session of a clean and a patched trace (values carried in ctx.shared, ctx.traces)', async () => {
+  const req: SessionRequest = {
+    traces: [
+      { invokes: [{ tokens: A, block: 'async (m, ctx) => { ctx.shared.clean = await ctx.cache({ modules: ["transformer.h"] }); console.log("trace", ctx.trace, "of", ctx.traceCount); return (await m.output).slice(0, -1); }' }] },
+      {
+        invokes: [0, 1, 2].map((p) => ({
+          tokens: B,
+          block: `async (m, ctx) => { const h = await m.transformer.h[1].output; const v = h.clone(); v.setSlice([0, ${p}], ctx.shared.clean.transformer.h[1].output.slice(0, ${p})); m.transformer.h[1].output = v; return { before: ctx.traces[0][0].shape, logits: (await m.output).slice(0, -1) }; }`,
+        })),
+      },
+    ],
+  };
+  const control = await hm.runSession(req, inProcess(hm));
+  const untrusted = await hm.runSession(req, sb.opener('gpt2-tiny'));
+  assert.equal(untrusted.traces.length, 2);
+  let n = 0;
+  control.traces.forEach((t, i) => (n += assertSame(t, untrusted.traces[i]!, `trace ${i}`)));
+  assert.ok(n >= 4);
+  assert.deepEqual(control.traces[0]!.logs.map((l) => l.line), ['trace 0 of 2']);
+});
 
 for (const [name, req] of Object.entries(SCRIPTS)) {
   test(`bit-exact trusted and untrusted: ${name}`, async () => {

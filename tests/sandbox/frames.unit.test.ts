@@ -57,7 +57,8 @@ const agentToRunner: fc.Arbitrary<AgentToRunner> = fc.oneof(
     ),
     steps: small,
     cache: fc.boolean(),
-  }),
+  }).chain((start) => fc.option(fc.integer({ min: 1, max: 9 }).chain((count) => fc.record({ index: fc.integer({ min: 0, max: count - 1 }), count: fc.constant(count) })), { nil: undefined })
+    .map((trace) => (trace === undefined ? start : { ...start, trace }))),
   fc.record({
     kind: fc.constant('STEP' as const),
     step: u32,
@@ -93,6 +94,8 @@ const runnerToAgent: fc.Arbitrary<RunnerToAgent> = fc.oneof(
     }),
   }),
   fc.record({ kind: fc.constant('EXCEPTION' as const), invoke: u32, error: blockError }),
+  fc.record({ kind: fc.constant('CALL' as const), invoke: u32, id: u32, path: text, values: tensors }),
+  fc.record({ kind: fc.constant('CACHE' as const), invoke: u32, id: u32, step: u32, points: fc.array(text, { maxLength: 4 }) }),
   fc.record({
     kind: fc.constant('BACKWARD' as const),
     invoke: u32,
@@ -255,6 +258,7 @@ test('after a ProtocolError the decoder stays failed', () => {
 
 test('the encoder refuses what it cannot write exactly', () => {
   const refuses = (f: () => unknown, re: RegExp) => assert.throws(f, (e: unknown) => e instanceof ProtocolError && e.code === 'FRAME_UNENCODABLE' && re.test(e.message));
+  refuses(() => encodeAgentToRunner({ kind: 'START', requestId: 'r', trace: { index: 2, count: 2 }, invokes: [], steps: 1, cache: false }), /trace 2 of 2: the index must be below the count/);
   refuses(() => encodeRunnerToAgent({ kind: 'SWAP', invoke: 0, addr: 'a.output.0', values: [{ dtype: 'float32', shape: [2, 2], data: new Uint8Array(15) }] }), /needs 16 bytes, data has 15/);
   refuses(() => encodeRunnerToAgent({ kind: 'WAIT', invoke: 1.5, addr: 'a.output.0' }), /invoke must be an integer/);
   refuses(() => encodeRunnerToAgent({ kind: 'SWAP', invoke: 0, addr: 'a', values: [{ dtype: 'float64' as Dtype, shape: [1], data: new Uint8Array(8) }] }), /unknown dtype/);

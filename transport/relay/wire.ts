@@ -95,6 +95,7 @@ export const AGENT_COMMAND_TYPES = [
   'ReportRequestStarted',
   'ReportRequestLog',
   'ReportRequestTokens',
+  'ReportRequestTrace',
   'ReportRequestCompleted',
   'ReportRequestFailed',
 ] as const;

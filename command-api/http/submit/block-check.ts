@@ -3,16 +3,16 @@
 import { checkBlockSource as checkSource } from '../../../protocol/block-source.js';
 import { FabricError } from '../../../protocol/errors.js';
 
-function syntaxError(invoke: number | 'shared', message: string, line?: number, column?: number): FabricError {
-  const where = invoke === 'shared' ? 'the shared block' : `the block of invoke ${invoke}`;
+function syntaxError(invoke: number | 'shared', message: string, line?: number, column?: number, trace?: number): FabricError {
+  const where = `${invoke === 'shared' ? 'the shared block' : `the block of invoke ${invoke}`}${trace === undefined ? '' : ` of trace ${trace}`}`;
   return new FabricError('BLOCK_SYNTAX_ERROR', 400, `${where} does not compile${line === undefined ? '' : ` (line ${line}${column === undefined ? '' : `, column ${column}`})`}: ${message}`, {
     hint: 'send the source of an async function expression: async (m, ctx) => { … }',
-    details: { invoke, ...(line === undefined ? {} : { line }), ...(column === undefined ? {} : { column }) },
+    details: { invoke, ...(trace === undefined ? {} : { trace }), ...(line === undefined ? {} : { line }), ...(column === undefined ? {} : { column }) },
   });
 }
 
 /** Throws BLOCK_SYNTAX_ERROR when `source` is not exactly one function expression. Runs nothing. */
-export function checkBlockSource(source: string, invoke: number | 'shared'): void {
+export function checkBlockSource(source: string, invoke: number | 'shared', trace?: number): void {
   const problem = checkSource(source);
-  if (problem) throw syntaxError(invoke, problem.message, problem.line, problem.column);
+  if (problem) throw syntaxError(invoke, problem.message, problem.line, problem.column, trace);
 }

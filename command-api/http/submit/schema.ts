@@ -14,10 +14,22 @@ export const invokeSchema = z.strictObject({
   generation: z.record(z.string(), z.unknown()).optional(),
 });
 
+const invokes = z.array(invokeSchema).min(1, 'send at least one invoke ({ "input": "<prompt>" })').max(64, 'at most 64 invokes per trace');
+
+/** One trace of a session: its invokes, the block of those without their own, its generation. */
+export const traceSchema = z.strictObject({
+  invokes,
+  block: blockSource.optional(),
+  newTokens: z.number().int().min(0).max(4095).optional(),
+  generation: z.record(z.string(), z.unknown()).optional(),
+});
+
 export const submitSchema = z.strictObject({
   requestId: z.string().regex(ENTITY_ID, 'a request id: 1–128 of letters, digits and . _ : -, starting with a letter or digit').optional(),
   model: z.string().regex(MODEL_KEY, 'a model key: 1–128 of letters, digits and . _ / -, starting with a letter or digit'),
-  invokes: z.array(invokeSchema).min(1, 'send at least one invoke ({ "input": "<prompt>" })').max(64, 'at most 64 invokes per request'),
+  invokes: invokes.optional(),
+  /** A session: traces run one after the other in this request (instead of `invokes`). */
+  traces: z.array(traceSchema).min(1, 'a session has at least one trace').max(64, 'at most 64 traces per session').optional(),
   block: blockSource.optional(),
   newTokens: z.number().int().min(0).max(4095).optional(),
   /** Generation options (protocol/generation.ts): maxNewTokens, temperature, topK, topP, seed, repetitionPenalty, stop, stopTokenIds, ignoreEos, cache. */
@@ -26,6 +38,12 @@ export const submitSchema = z.strictObject({
   queueTimeoutMs: z.number().int().positive().max(7 * 86_400_000).optional(),
   untrusted: z.boolean().optional(),
   blocking: z.boolean().optional(),
+}).superRefine((b, ctx) => {
+  if ((b.invokes === undefined) === (b.traces === undefined)) {
+    ctx.addIssue({ code: 'custom', path: ['invokes'], message: 'send invokes (one trace: [{ "input": "<prompt>" }]) or traces (a session: [{ "invokes": [...] }, ...]), exactly one of the two' });
+  } else if (b.traces !== undefined && (b.block !== undefined || b.newTokens !== undefined || b.generation !== undefined)) {
+    ctx.addIssue({ code: 'custom', path: ['traces'], message: 'in a session, block, newTokens and generation belong to each trace' });
+  }
 });
 
 export type SubmitBody = z.infer<typeof submitSchema>;

@@ -48,8 +48,14 @@ export async function submit(deps: RouteDeps, me: Identity, body: SubmitBody): P
   const { ctx } = deps;
   if (ctx.catalog.get(body.model) === undefined) throw unknownModel(body.model, ctx.catalog.list().map((e) => e.key));
   if (body.block !== undefined) checkBlockSource(body.block, 'shared');
-  body.invokes.forEach((inv, i) => {
+  body.invokes?.forEach((inv, i) => {
     if (inv.block !== undefined) checkBlockSource(inv.block, i);
+  });
+  body.traces?.forEach((t, k) => {
+    if (t.block !== undefined) checkBlockSource(t.block, 'shared', k);
+    t.invokes.forEach((inv, i) => {
+      if (inv.block !== undefined) checkBlockSource(inv.block, i, k);
+    });
   });
   const limits = limitsOf(me, deps.config);
   checkTimeout(body, limits);

@@ -14,10 +14,25 @@ export interface PassTimings {
   segmentRuns: number;
 }
 
+/** What the request adds to each segment: extra outputs (cached points' tensors) and a look at the table after it ran. */
+export interface PassHooks {
+  extraOutputs?: (start: number, end: number) => string[];
+  /** Called after each segment run, before the table drops what no later node reads; `end` is where it stopped. */
+  ran?: (end: number) => void;
+  /** Positions a stretch is split at (ascending), so its pieces are segments other passes share. */
+  splits?: number[];
+}
+
 export class ForwardPass {
   pos = 0;
   readonly table: Map<string, OrtTensor>;
   readonly aliases: InputAlias[] = [];
+  /**
+   * Tensors of the table this pass made itself (copies whose rows swaps replaced): later swaps write their rows in
+   * place instead of copying the whole batch again. Emptied after each segment run, since a recorded pass keeps what
+   * segments read.
+   */
+  private owned = new WeakSet<OrtTensor>();
 
   constructor(
     private readonly g: ModelGraph,
@@ -27,6 +42,7 @@ export class ForwardPass {
     private readonly timings: PassTimings,
     /** Set when the request records the pass for a backward (grad/forward-record.ts). */
     readonly record?: ForwardRecord,
+    private readonly hooks: PassHooks = {},
   ) {
     this.table = new Map(Object.entries(feeds));
   }
@@ -43,11 +59,11 @@ export class ForwardPass {
     while (this.pos < cut) {
       const jump = skipped.filter((m) => m.start >= this.pos && m.start < cut).sort((a, b) => a.start - b.start || b.end - a.end)[0];
       if (!jump) {
-        await this.run({ start: this.pos, end: cut });
+        await this.stretch(this.pos, cut);
         this.pos = cut;
         break;
       }
-      if (jump.start > this.pos) await this.run({ start: this.pos, end: jump.start });
+      if (jump.start > this.pos) await this.stretch(this.pos, jump.start);
       const shapeOnly = this.crossingShapeTensors(jump);
       if (shapeOnly.length > 0) await this.run({ start: jump.start, end: jump.end, only: shapeOnly });
       for (const [name, t] of outputs(jump)) {
@@ -72,9 +88,32 @@ export class ForwardPass {
     return result;
   }
 
+  /** Runs [start, end): the whole graph in one run, else one segment per piece between the split positions. */
+  private async stretch(start: number, end: number): Promise<void> {
+    const whole = start === 0 && end === this.g.nodes.length;
+    const at = whole ? [] : (this.hooks.splits ?? []).filter((p) => p > start && p < end);
+    let from = start;
+    for (const p of [...at, end]) {
+      await this.run({ start: from, end: p });
+      from = p;
+    }
+  }
+
+  /** Marks a tensor as this pass's own copy (rows may be written into it until the next segment runs). */
+  own(t: OrtTensor): OrtTensor {
+    this.owned.add(t);
+    return t;
+  }
+
+  isOwned(t: OrtTensor): boolean {
+    return this.owned.has(t);
+  }
+
   private async run(spec: SegmentSpec): Promise<void> {
     const aliases = this.aliases.filter((a) => a.from < spec.end && a.to > spec.start);
-    const full = aliases.length > 0 ? { ...spec, aliases } : spec;
+    const extra = spec.only ? [] : this.hooks.extraOutputs?.(spec.start, spec.end) ?? [];
+    const withExtra = extra.length > 0 ? { ...spec, extraOutputs: [...(spec.extraOutputs ?? []), ...extra] } : spec;
+    const full = aliases.length > 0 ? { ...withExtra, aliases } : withExtra;
     const seg = await this.cache.acquire(full);
     try {
       const kept = this.record ? new Map(seg.plan.inputs.map((n) => [n, this.table.get(n)!])) : undefined;
@@ -82,6 +121,8 @@ export class ForwardPass {
       await runSegment(seg, this.table);
       this.timings.forwardMs += performance.now() - t0;
       this.timings.segmentRuns++;
+      if (this.record) this.owned = new WeakSet();
+      this.hooks.ran?.(spec.end);
       if (kept) {
         for (const n of seg.plan.outputs) kept.set(n, this.table.get(n)!);
         this.record!.add({ start: spec.start, end: spec.end, aliases, values: kept, skipped: spec.only !== undefined });

@@ -8,9 +8,14 @@
 // next token; a row that finished (EOS, a stop, its maxNewTokens) is fed the pad token, masked, and its invoke sees
 // no later step. At the start of each step ≥ 1 the blocks get STEP (the tokens chosen, who finished), and waits
 // for `step.<i>` (m.iter) are answered.
+//
+// Besides module points a block may CALL a module on tensors (run at once, outside the pass: module-call.ts), wait at
+// a barrier (released once its parties have all arrived; the pass goes on meanwhile), and CACHE points: their tensors
+// become extra outputs of the segments that compute them and are captured, the invoke's rows, before the table drops
+// them. A session runs several traces one after the other on one channel (runTraces).
 import type { Addr, BlockChannel, BlockError, BlockToHost, SavedTree, StartRequest, TensorPayload } from '../../../protocol/interleave.js';
 import { formatAddr, parseAddr, parseStepAddr, stepAddr } from '../../../protocol/interleave.js';
-import { checkPayload, firstNonFinite, floatValues, isFloatDtype, sameShape, sliceRows } from '../../../protocol/tensor-payload.js';
+import { checkPayload, firstNonFinite, floatValues, isFloatDtype, rowsView, sameShape, sliceRows } from '../../../protocol/tensor-payload.js';
 import { normalizePath, unknownModuleMessage } from '../../../protocol/module-paths.js';
 import { pointKey } from '../../../protocol/manifest.js';
 import type { AddressTable, ObservationPoint } from '../addresses.js';
@@ -24,7 +29,7 @@ import { Generation } from '../generation/generation.js';
 import type { RowSpec } from '../generation/generation.js';
 import type { KvLayout } from '../generation/kv-layout.js';
 import type { Finish } from '../generation/stopping.js';
-import { ortToPayload, payloadToOrt, replaceRows } from '../tensor-convert.js';
+import { ortToPayload, payloadToOrt, replaceRows, writeRowsInPlace } from '../tensor-convert.js';
 import { InterventionError, blockError } from '../errors.js';
 import { isSampling } from '../../../protocol/generation.js';
 import { ForwardPass } from './forward-pass.js';
@@ -33,14 +38,22 @@ import { ForwardRecord } from '../grad/forward-record.js';
 import type { GradModel } from '../grad/grad-model.js';
 import { usesGradients } from '../grad/uses-gradients.js';
 import { isGradAddr } from '../../../protocol/gradients.js';
+import { cacheAddr, callAddr, parseExtraAddr } from '../../../protocol/extra-addrs.js';
+import { runModuleCall } from './module-call.js';
 import type { PassTimings } from './forward-pass.js';
-import type { InvokeResult, LogLine, RunRequest, RunResult } from './request-types.js';
+import type { InvokeResult, LogLine, RunRequest, RunResult, TraceEvent } from './request-types.js';
 
 export interface HostContext {
   graph: ModelGraph;
   addresses: AddressTable;
   cache: SegmentCache;
   lastRead: Map<string, number>;
+  /**
+   * Where a forward stretch is split (the starts of the layers of the model's longest module list): a stretch of
+   * several layers runs as one segment per layer, so requests that cut the pass in different places share the
+   * compiled layer segments instead of each compiling (and pre-packing the weights of) its own long stretch.
+   */
+  layerCuts: number[];
   inputs: InputPlan;
   /** Side the rows are padded on (decided at load). */
   padding: PaddingSide;
@@ -66,6 +79,19 @@ export interface GenerationPlan {
   decode: ((ids: number[]) => string) | undefined;
 }
 
+/** One trace of a session (or the one trace of a request): what it runs and its START. */
+export interface TraceRun {
+  req: RunRequest;
+  start: StartRequest;
+  plan: GenerationPlan | null;
+}
+
+export interface TraceOptions {
+  timeoutMs?: number;
+  signal?: AbortSignal;
+  onTrace?: (e: TraceEvent) => void;
+}
+
 /** The start of a step as a point a block can wait for (`step.<i>`): before every other point of the step. */
 const STEP_START: ObservationPoint = { path: '', point: 'input', key: 'step', cut: 0, tensors: [], rank: -1 };
 
@@ -76,14 +102,29 @@ const FINISH_TEXT: Record<Finish['reason'], string> = {
   length: 'its maxNewTokens',
 };
 
+/** Where an invoke waiting at a barrier waits: no point of the pass (the pass goes on without it). */
+const AT_BARRIER: ObservationPoint = { path: '', point: 'input', key: 'barrier', cut: -1, tensors: [], rank: -2 };
+
 type Status = 'running' | 'waiting' | 'ended';
+
+/** A cache an invoke asked for: its points at `step`, and what has been captured of them (by rank). */
+interface HostCache {
+  id: number;
+  step: number;
+  points: ObservationPoint[];
+  got: Map<number, TensorPayload[]>;
+  /** Points that were not computed for this invoke (inside a skipped module), with why. */
+  missing: Map<number, string>;
+}
 
 interface InvokeState {
   index: number;
   row: number;
   rows: number;
   status: Status;
-  wait?: { step: number; point: ObservationPoint };
+  /** What it waits for: a point of `step`, a barrier (point AT_BARRIER, `barrier` its key) or a cache (`cache` its id). */
+  wait?: { step: number; point: ObservationPoint; barrier?: string; cache?: number; addr?: string };
+  caches: Map<number, HostCache>;
   stopped: boolean;
   result?: SavedTree;
   swaps: Map<string, TensorPayload[]>;
@@ -144,6 +185,9 @@ export class RequestRun {
   private readonly timings: PassTimings = { forwardMs: 0, segmentRuns: 0 };
   private blockMs = 0;
   private readonly backward = { backwardMs: 0, backwardRuns: 0 };
+  private readonly calls = { callMs: 0, calls: 0 };
+  /** Barriers some invokes wait at, by `<seq>:<name>`: how many parties they wait for and who arrived (invoke order). */
+  private readonly barriers = new Map<string, { parties: number; addr: string; arrived: InvokeState[] }>();
   private readonly grads: GradientHost;
   private readonly modulePaths: string[];
   /** Set once no forward pass will run any more. */
@@ -156,6 +200,8 @@ export class RequestRun {
     private readonly channel: BlockChannel,
     private readonly deadline: Deadline,
     private readonly plan: GenerationPlan | null,
+    /** The trace's index in a session of several (its log lines carry it); undefined for a request of one. */
+    private readonly trace?: number,
   ) {
     this.width = Math.max(...start.invokes.map((inv) => inv.tokens.length));
     this.gen = plan === null ? null : new Generation({
@@ -177,6 +223,7 @@ export class RequestRun {
       stopped: false,
       swaps: new Map(),
       skips: new Map(),
+      caches: new Map(),
       generated: [],
     }));
     this.modulePaths = [...ctx.graph.modules.keys()];
@@ -204,34 +251,62 @@ export class RequestRun {
     open: () => BlockChannel | Promise<BlockChannel>,
     plan: GenerationPlan | null = null,
   ): Promise<RunResult> {
-    const t0 = performance.now();
-    const deadline = new Deadline(req.timeoutMs ?? 60_000, req.signal);
-    const stats0 = ctx.cache.getStats();
+    const [r] = await RequestRun.runTraces(ctx, [{ req, start, plan }], open, { timeoutMs: req.timeoutMs, signal: req.signal });
+    return r!;
+  }
+
+  /**
+   * Runs traces one after the other on one channel (a session; one trace for a plain request): one deadline for all,
+   * a STOP `completed` after each trace but the last (the block side keeps `ctx.shared` and the traces' results and
+   * waits for the next START), and STOP with the outcome, then close, at the end.
+   */
+  static async runTraces(ctx: HostContext, traces: TraceRun[], open: () => BlockChannel | Promise<BlockChannel>, opts: TraceOptions): Promise<RunResult[]> {
+    const deadline = new Deadline(opts.timeoutMs ?? 60_000, opts.signal);
     let channel: BlockChannel | undefined;
     let stopReason = 'completed';
+    const results: RunResult[] = [];
     try {
       channel = await Promise.race([Promise.resolve(open()), deadline.expired]);
-      const run = new RequestRun(ctx, req, start, channel, deadline, plan);
-      const { steps, stoppedEarly } = await run.drive();
-      const stats1 = ctx.cache.getStats();
-      return {
-        requestId: start.requestId,
-        invokes: run.results(),
-        steps,
-        stoppedEarly,
-        cache: plan === null ? 'none' : plan.cached ? ctx.kv.mode : 'none',
-        logs: run.logs,
-        timings: {
-          totalMs: performance.now() - t0,
-          forwardMs: run.timings.forwardMs,
-          compileMs: stats1.compileMs - stats0.compileMs,
-          segmentRuns: run.timings.segmentRuns,
-          segmentsCompiled: stats1.compiled - stats0.compiled,
-          blockMs: run.blockMs,
-          backwardMs: run.backward.backwardMs,
-          backwardRuns: run.backward.backwardRuns,
-        },
-      };
+      for (let t = 0; t < traces.length; t++) {
+        const { req, start, plan } = traces[t]!;
+        const t0 = performance.now();
+        const stats0 = ctx.cache.getStats();
+        opts.onTrace?.({ trace: t, traces: traces.length, status: 'RUNNING' });
+        const run = new RequestRun(ctx, req, start, channel, deadline, plan, traces.length > 1 ? t : undefined);
+        let outcome: { steps: number; stoppedEarly: boolean };
+        try {
+          outcome = await run.drive();
+        } catch (e) {
+          opts.onTrace?.({ trace: t, traces: traces.length, status: 'ERROR', ms: performance.now() - t0 });
+          if (traces.length > 1 && e instanceof InterventionError) throw e.inTrace(t);
+          throw e;
+        }
+        const stats1 = ctx.cache.getStats();
+        const totalMs = performance.now() - t0;
+        results.push({
+          requestId: start.requestId,
+          invokes: run.results(),
+          steps: outcome.steps,
+          stoppedEarly: outcome.stoppedEarly,
+          cache: plan === null ? 'none' : plan.cached ? ctx.kv.mode : 'none',
+          logs: run.logs,
+          timings: {
+            totalMs,
+            forwardMs: run.timings.forwardMs,
+            compileMs: stats1.compileMs - stats0.compileMs,
+            segmentRuns: run.timings.segmentRuns,
+            segmentsCompiled: stats1.compiled - stats0.compiled,
+            blockMs: run.blockMs,
+            backwardMs: run.backward.backwardMs,
+            backwardRuns: run.backward.backwardRuns,
+            callMs: run.calls.callMs,
+            calls: run.calls.calls,
+          },
+        });
+        if (t < traces.length - 1) channel.send({ kind: 'STOP', reason: 'completed' });
+        opts.onTrace?.({ trace: t, traces: traces.length, status: 'COMPLETED', ms: totalMs });
+      }
+      return results;
     } catch (e) {
       stopReason = deadline.reason?.type === 'Timeout' ? 'timeout' : deadline.reason?.type === 'Cancelled' ? 'cancelled' : 'failed';
       throw e;
@@ -293,7 +368,13 @@ export class RequestRun {
       const feeds = this.gen ? this.gen.feeder.feeds() : feedsFor(this.ctx.inputs, padded!);
       this.grads.endStep();
       const record = this.grads.recording ? new ForwardRecord(this.step, fed.batch, fed.seq) : undefined;
-      this.pass = new ForwardPass(this.ctx.graph, this.ctx.cache, this.ctx.lastRead, feeds, this.timings, record);
+      this.pass = new ForwardPass(this.ctx.graph, this.ctx.cache, this.ctx.lastRead, feeds, this.timings, record, {
+        extraOutputs: (start, end) => this.cacheTensorsIn(start, end),
+        ran: (end) => this.capture(end),
+        // A recorded pass keeps its own cuts: the backward's checkpoints are where blocks cut it.
+        splits: record ? undefined : this.ctx.layerCuts,
+      });
+      this.capture(0);
       await this.serveStepStart();
       const finished = await this.runStep();
       steps++;
@@ -312,11 +393,15 @@ export class RequestRun {
     for (const inv of this.invokes) {
       if (inv.status !== 'waiting') continue;
       const w = inv.wait!;
+      if (w.barrier !== undefined) {
+        await this.raise(inv, w.addr!, blockError('BarrierError', this.barrierShort(w.barrier, 'the forward pass ended')));
+        continue;
+      }
       const a = w.point === STEP_START ? `the start of step ${w.step}` : formatAddr({ path: w.point.path, point: w.point.point, step: w.step });
       const why = stoppedEarly
         ? `the request stopped early (m.stop()) before the forward pass reached ${a}`
         : this.finishedBefore(inv, w.step) ?? `the forward pass never reached ${a} (${this.start.steps} step${this.start.steps === 1 ? '' : 's'}${w.step >= this.start.steps ? `; steps are numbered from 0` : ''})`;
-      await this.raise(inv, w.point === STEP_START ? stepAddr(w.step) : a, blockError('NotProvided', why));
+      await this.raise(inv, w.addr ?? (w.point === STEP_START ? stepAddr(w.step) : a), blockError('NotProvided', why));
     }
     await this.settleAll();
     return { steps, stoppedEarly };
@@ -348,11 +433,11 @@ export class RequestRun {
   /** A finished invoke's waits for this step or later are answered NotProvided. */
   private async releaseFinished(): Promise<void> {
     for (const inv of this.invokes) {
-      if (inv.status !== 'waiting' || !inv.finish) continue;
+      if (inv.status !== 'waiting' || !inv.finish || inv.wait!.barrier !== undefined) continue;
       const why = this.finishedBefore(inv, inv.wait!.step);
       if (!why) continue;
       const w = inv.wait!;
-      await this.raise(inv, w.point === STEP_START ? stepAddr(w.step) : formatAddr({ path: w.point.path, point: w.point.point, step: w.step }), blockError('NotProvided', why));
+      await this.raise(inv, w.addr ?? (w.point === STEP_START ? stepAddr(w.step) : formatAddr({ path: w.point.path, point: w.point.point, step: w.step })), blockError('NotProvided', why));
     }
   }
 
@@ -363,7 +448,7 @@ export class RequestRun {
       inv.status = 'running';
       inv.wait = undefined;
       this.channel.send({ kind: 'VALUE', invoke: inv.index, addr: stepAddr(this.step), values: [] });
-      await this.settle(inv);
+      await this.settleAll();
     }
   }
 
@@ -402,8 +487,10 @@ export class RequestRun {
       const insideSkip = this.skippedByAll().find((m) => this.strictlyInside(target, m));
       if (insideSkip) {
         this.rank = target.rank;
+        this.capture(target.cut, target.rank);
         for (const inv of this.waitingAt(target)) {
-          await this.raise(inv, this.addrOf(target), blockError('NotProvided', `${this.addrOf(target)} is inside ${insideSkip.path}, which every invoke skipped`));
+          if (inv.wait!.cache !== undefined) await this.answerCache(inv, inv.wait!.cache);
+          else await this.raise(inv, this.addrOf(target), blockError('NotProvided', `${this.addrOf(target)} is inside ${insideSkip.path}, which every invoke skipped`));
         }
         continue;
       }
@@ -502,8 +589,14 @@ export class RequestRun {
         if (values && !all) this.writeRows(inv, p, values);
       }
     }
+    // Cached points here (and up to here) are final now: the invokes' own swaps and skips of them are applied.
+    this.capture(p.cut, p.rank);
     for (const inv of this.invokes) {
       if (!(inv.status === 'waiting' && inv.wait!.step === this.step && inv.wait!.point.rank === p.rank)) continue;
+      if (inv.wait!.cache !== undefined) {
+        await this.answerCache(inv, inv.wait!.cache);
+        continue;
+      }
       const skippedBy = [...inv.skips.keys()]
         .filter((k) => Number(k.slice(k.lastIndexOf('@') + 1)) === this.step)
         .map((k) => this.ctx.graph.modules.get(k.slice(0, k.lastIndexOf('@')))!)
@@ -515,16 +608,24 @@ export class RequestRun {
       inv.status = 'running';
       inv.wait = undefined;
       this.channel.send({ kind: 'VALUE', invoke: inv.index, addr: this.addrOf(p), values: this.valuesFor(inv, p) });
-      await this.settle(inv);
+      await this.settleAll();
     }
   }
 
+  /**
+   * The invoke's rows of the point's tensors: copies, so a block can never change what the pass computes next — except
+   * where the host will not read the tensor again (the model's outputs once the pass has ended, when no tokens are
+   * chosen from them and no backward reads them): there the rows are a view, and N invokes reading a 50257-wide
+   * logits batch cost no copy of it.
+   */
   private valuesFor(inv: InvokeState, p: ObservationPoint): TensorPayload[] {
+    const final = this.pass.done && this.gen === null && !this.pass.record && p.path === '' && p.point === 'output';
     return p.tensors.map((name) => {
       const t = this.pass.table.get(this.aliasFor(name, p) ?? name);
       if (!t) throw new InterventionError(blockError('NotProvided', `${this.addrOf(p)}: tensor ${name} was not computed`), inv.index);
       const payload = ortToPayload(t);
-      return this.ctx.batched(name) ? sliceRows(payload, inv.row, inv.rows) : { ...payload, data: payload.data.slice() };
+      if (!this.ctx.batched(name)) return { ...payload, data: payload.data.slice() };
+      return final ? rowsView(payload, inv.row, inv.rows) : sliceRows(payload, inv.row, inv.rows);
     });
   }
 
@@ -561,7 +662,7 @@ export class RequestRun {
     inv.status = 'running';
     inv.wait = undefined;
     this.channel.send({ kind: 'RAISE', invoke: inv.index, addr, error });
-    await this.settle(inv);
+    await this.settleAll();
   }
 
   private invoke(index: number): InvokeState {
@@ -579,7 +680,7 @@ export class RequestRun {
     switch (msg.kind) {
       case 'LOG': {
         this.invoke(msg.invoke);
-        const line: LogLine = { invoke: msg.invoke, stream: msg.stream, line: msg.line };
+        const line: LogLine = { invoke: msg.invoke, stream: msg.stream, line: msg.line, ...(this.trace === undefined ? {} : { trace: this.trace }) };
         this.logs.push(line);
         this.req.onLog?.(line);
         return;
@@ -590,6 +691,7 @@ export class RequestRun {
         inv.result = msg.result;
         inv.status = 'ended';
         inv.wait = undefined;
+        this.checkBarriers();
         return;
       }
       case 'EXCEPTION':
@@ -597,9 +699,18 @@ export class RequestRun {
       case 'STOP':
         this.invoke(msg.invoke).stopped = true;
         return;
-      case 'WAIT':
+      case 'WAIT': {
         if (isGradAddr(msg.addr)) return this.grads.onWait(this.rowsOf(msg.invoke), msg.addr);
+        const extra = parseExtraAddr(msg.addr);
+        if (extra?.kind === 'barrier') return this.onBarrier(this.invoke(msg.invoke), msg.addr, `${extra.seq}:${extra.name}`, extra.parties);
+        if (extra?.kind === 'cache') return this.onCacheWait(this.invoke(msg.invoke), msg.addr, extra.id);
+        if (extra?.kind === 'call') throw new InterventionError(blockError('ProtocolError', `WAIT for ${msg.addr}: a module call is a CALL message, not a WAIT`, 'protocol'), msg.invoke);
         return this.onWait(this.invoke(msg.invoke), msg.addr);
+      }
+      case 'CALL':
+        return this.onCall(this.invoke(msg.invoke), msg.id, msg.path, msg.values);
+      case 'CACHE':
+        return this.onCache(this.invoke(msg.invoke), msg.id, msg.step, msg.points);
       case 'SWAP':
         if (isGradAddr(msg.addr)) return this.grads.onSwap(this.rowsOf(msg.invoke), msg.addr, msg.values);
         return this.onSwap(this.invoke(msg.invoke), msg.addr, msg.values);
@@ -738,6 +849,177 @@ export class RequestRun {
     inv.skips.set(skipKey(path, step), values);
   }
 
+  // -------------------------------------------------------- calls, barriers, caches
+
+  /** CALL: runs the module's sub-graph on the invoke's tensors now and answers at `@call:<id>`. */
+  private async onCall(inv: InvokeState, id: number, rawPath: string, values: TensorPayload[]): Promise<void> {
+    const addr = callAddr(id);
+    const path = normalizePath(rawPath);
+    if (!this.ctx.graph.modules.has(path)) return this.raiseNow(inv, addr, blockError('UnknownModule', unknownModuleMessage(path, this.modulePaths)));
+    this.deadline.check();
+    const r = await Promise.race([runModuleCall(this.ctx, path, values), this.deadline.expired]);
+    if ('type' in r) return this.raiseNow(inv, addr, r);
+    this.calls.callMs += r.ms;
+    this.calls.calls++;
+    this.channel.send({ kind: 'VALUE', invoke: inv.index, addr, values: r.outputs });
+  }
+
+  /** CACHE: records the points at `step` (registered before the pass reaches any of them). */
+  private onCache(inv: InvokeState, id: number, step: number, keys: string[]): void {
+    const fail = (type: string, message: string) => new InterventionError(blockError(type, `cache ${id}: ${message}`), inv.index);
+    if (inv.caches.has(id)) throw fail('ProtocolError', 'sent twice');
+    if (!Number.isInteger(step) || step >= this.start.steps) throw fail('NotProvided', `step ${step} does not exist: the request runs ${this.start.steps} step${this.start.steps === 1 ? '' : 's'} (numbered from 0)`);
+    if (keys.length === 0) throw fail('CacheError', 'no points to record');
+    const points: ObservationPoint[] = [];
+    for (const key of new Set(keys)) {
+      const p = this.ctx.addresses.byKey.get(key);
+      if (!p) {
+        const at = key.lastIndexOf('.');
+        const path = at < 0 ? '' : key.slice(0, at);
+        throw fail(this.ctx.graph.modules.has(path) ? 'NotObservable' : 'UnknownModule', this.ctx.graph.modules.has(path) ? `${key}: ${this.ctx.addresses.unobservable.get(key) ?? 'not observable'}` : unknownModuleMessage(path, this.modulePaths));
+      }
+      points.push(p);
+    }
+    points.sort((a, b) => a.rank - b.rank);
+    if (this.finished || this.before(step, points[0]!.rank)) {
+      throw fail('OutOfOrder', `it starts at ${this.addrOf(points[0]!, step)}, but the forward pass had already reached ${this.finished ? 'its end' : this.here()}; start a cache before the pass reaches its first module`);
+    }
+    inv.caches.set(id, { id, step, points, got: new Map(), missing: new Map() });
+    if (step === this.step && this.pass) this.capture(this.pass.pos);
+  }
+
+  /** WAIT for `@cache:<id>`: answered when its last point is served (now, if the pass is past it). */
+  private async onCacheWait(inv: InvokeState, addr: string, id: number): Promise<void> {
+    const c = inv.caches.get(id);
+    if (!c) return this.raiseNow(inv, addr, blockError('ProtocolError', `${addr}: no such cache (its CACHE message must come first)`, 'protocol'));
+    const last = c.points[c.points.length - 1]!;
+    if (c.got.size + c.missing.size === c.points.length || this.finished || this.before(c.step, last.rank) || (c.step === this.step && last.rank === this.rank)) {
+      return this.sendCache(inv, id);
+    }
+    inv.status = 'waiting';
+    inv.wait = { step: c.step, point: last, cache: id, addr };
+  }
+
+  /** Answers the invoke's wait for cache `id` where the pass serves its last point, and reads on. */
+  private async answerCache(inv: InvokeState, id: number): Promise<void> {
+    inv.status = 'running';
+    inv.wait = undefined;
+    this.sendCache(inv, id);
+    await this.settleAll();
+  }
+
+  /** Sends what cache `id` recorded (every point's tensors, forward order), or why some point has no value. */
+  private sendCache(inv: InvokeState, id: number): void {
+    const c = inv.caches.get(id)!;
+    inv.caches.delete(id);
+    const addr = cacheAddr(id);
+    const lost = c.points.filter((p) => !c.got.has(p.rank));
+    if (lost.length > 0) {
+      const why = lost.map((p) => `${this.addrOf(p, c.step)} (${c.missing.get(p.rank) ?? 'the forward pass did not reach it'})`);
+      return this.raiseNow(inv, addr, blockError('NotProvided', `the cache has no value for ${why.slice(0, 3).join(', ')}${why.length > 3 ? ` and ${why.length - 3} more` : ''}`));
+    }
+    this.channel.send({ kind: 'VALUE', invoke: inv.index, addr, values: c.points.flatMap((p) => c.got.get(p.rank)!) });
+  }
+
+  /** Tensors of cached points of this step not captured yet that nodes [start, end) produce: extra segment outputs. */
+  private cacheTensorsIn(start: number, end: number): string[] {
+    const out = new Set<string>();
+    for (const inv of this.invokes) {
+      for (const c of inv.caches.values()) {
+        if (c.step !== this.step) continue;
+        for (const p of c.points) {
+          if (c.got.has(p.rank) || c.missing.has(p.rank)) continue;
+          for (const t of p.tensors) {
+            const k = this.ctx.graph.producer.get(t);
+            if (k !== undefined && k >= start && k < end) out.add(t);
+          }
+        }
+      }
+    }
+    return [...out];
+  }
+
+  /**
+   * Captures the cached points of this step whose cut is at most `cut` (and, when given, whose rank is at most `rank`):
+   * each invoke's own rows, once its own swaps and skips of the point are applied (a point it swaps or skips ahead is
+   * captured when it is served). A point whose tensors were not computed (inside a module every invoke skipped, or
+   * this invoke skipped) has no value.
+   */
+  private capture(cut: number, rank?: number): void {
+    for (const inv of this.invokes) {
+      for (const c of inv.caches.values()) {
+        if (c.step !== this.step) continue;
+        for (const p of c.points) {
+          if (p.cut > cut || (rank !== undefined && p.rank > rank) || c.got.has(p.rank) || c.missing.has(p.rank)) continue;
+          if (rank === undefined && (inv.swaps.has(swapKey(this.step, p.key)) || (p.point === 'output' && inv.skips.has(skipKey(p.path, this.step))))) continue;
+          const skipped = this.skippedFor(inv, p);
+          if (skipped) {
+            c.missing.set(p.rank, `it is inside ${skipped}, which ${this.skippedByAll().some((m) => m.path === skipped) ? 'every invoke' : 'this invoke'} skipped`);
+            continue;
+          }
+          if (p.tensors.some((t) => !this.pass.table.has(this.aliasFor(t, p) ?? t))) continue;
+          c.got.set(p.rank, this.valuesFor(inv, p));
+        }
+      }
+    }
+  }
+
+  /** The module this invoke skips (or every invoke skips) that `p` lies strictly inside, at this step. */
+  private skippedFor(inv: InvokeState, p: ObservationPoint): string | undefined {
+    for (const key of inv.skips.keys()) {
+      const at = key.lastIndexOf('@');
+      if (Number(key.slice(at + 1)) !== this.step) continue;
+      const m = this.ctx.graph.modules.get(key.slice(0, at))!;
+      if (this.strictlyInside(p, m)) return m.path;
+    }
+    return undefined;
+  }
+
+  /** WAIT at a barrier: the invoke parks (the pass goes on without it) until `parties` invokes are there. */
+  private onBarrier(inv: InvokeState, addr: string, key: string, parties: number): void {
+    const name = key.slice(key.indexOf(':') + 1);
+    if (parties < 1 || parties > this.invokes.length) {
+      return this.raiseNow(inv, addr, blockError('BarrierError', `barrier ${JSON.stringify(name)} waits for ${parties} invokes, but the trace has ${this.invokes.length}`));
+    }
+    const b = this.barriers.get(key) ?? { parties, addr, arrived: [] };
+    if (b.parties !== parties) {
+      return this.raiseNow(inv, addr, blockError('BarrierError', `barrier ${JSON.stringify(name)}: invoke ${inv.index} waits for ${parties} invokes there, invoke ${b.arrived[0]!.index} for ${b.parties}; give every invoke the same parties`));
+    }
+    this.barriers.set(key, b);
+    inv.status = 'waiting';
+    inv.wait = { step: this.step, point: AT_BARRIER, barrier: key, addr };
+    b.arrived.push(inv);
+    if (b.arrived.length < parties) return this.checkBarriers();
+    this.barriers.delete(key);
+    for (const w of b.arrived.sort((x, y) => x.index - y.index)) {
+      w.status = 'running';
+      w.wait = undefined;
+      this.channel.send({ kind: 'VALUE', invoke: w.index, addr, values: [] });
+    }
+  }
+
+  /** Fails the barriers that can no longer fill: too few invokes left that have not ended or arrived. */
+  private checkBarriers(): void {
+    for (const [key, b] of this.barriers) {
+      const could = this.invokes.filter((i) => i.status !== 'ended' && !b.arrived.includes(i)).length;
+      if (b.arrived.length + could >= b.parties) continue;
+      const message = this.barrierShort(key, 'the other invokes ended');
+      this.barriers.delete(key);
+      for (const w of b.arrived) {
+        w.status = 'running';
+        w.wait = undefined;
+        this.channel.send({ kind: 'RAISE', invoke: w.index, addr: b.addr, error: blockError('BarrierError', message) });
+      }
+    }
+  }
+
+  private barrierShort(key: string, why: string): string {
+    const b = this.barriers.get(key);
+    const name = key.slice(key.indexOf(':') + 1);
+    const arrived = b ? b.arrived.map((i) => i.index) : [];
+    return `barrier ${JSON.stringify(name)} waits for ${b?.parties ?? '?'} invokes, but ${why} with ${arrived.length} there (invoke${arrived.length === 1 ? '' : 's'} ${arrived.join(', ')}): every party must reach ctx.barrier(${JSON.stringify(name)}) as often`;
+  }
+
   private checked(inv: InvokeState, what: string, t: TensorPayload): void {
     try {
       checkPayload(t);
@@ -772,10 +1054,10 @@ export class RequestRun {
       }
       const want = batched ? [inv.rows, ...current.dims.slice(1)] : [...current.dims];
       this.checkValue(inv, `swap of ${this.addrOf(p)}`, values[j]!, current.type, want);
-      const replaced = batched ? replaceRows(current, inv.row, values[j]!) : payloadToOrt(values[j]!);
       if (p.point === 'input' && p.path !== '' && this.readOutside(name, m)) {
-        // Other nodes read this tensor too: only the module's own nodes see the swapped value.
+        // Other nodes read this tensor too: only the module's own nodes see the swapped value (a copy of its own).
         let alias = this.pass.aliases.find((a) => a.tensor === name && a.from === m.start && a.to === m.end);
+        const replaced = !batched ? payloadToOrt(values[j]!) : alias ? this.withRows(current, inv.row, values[j]!) : this.pass.own(replaceRows(current, inv.row, values[j]!));
         if (!alias) {
           alias = { tensor: name, alias: `${name}${ALIAS_MARK}${m.path}`, from: m.start, to: m.end };
           this.pass.aliases.push(alias);
@@ -783,17 +1065,27 @@ export class RequestRun {
         this.pass.table.set(alias.alias, replaced);
         this.pass.record?.replace(this.pass.pos, alias.alias, inv.index);
       } else {
-        this.pass.table.set(name, replaced);
+        this.pass.table.set(name, batched ? this.withRows(current, inv.row, values[j]!) : payloadToOrt(values[j]!));
         this.pass.record?.replace(this.pass.pos, name, inv.index);
       }
     });
+  }
+
+  /**
+   * `t` with rows from `row` replaced: the first swap at a tensor copies the batch once, later ones (other invokes at
+   * the same point) write their rows into that copy, so N invokes swapping one point cost N row writes, not N copies.
+   */
+  private withRows(t: OrtTensor, row: number, v: TensorPayload): OrtTensor {
+    if (!this.pass.isOwned(t)) return this.pass.own(replaceRows(t, row, v));
+    writeRowsInPlace(t, row, v);
+    return t;
   }
 
   private writeRows(inv: InvokeState, p: ObservationPoint, values: TensorPayload[]): void {
     p.tensors.forEach((name, j) => {
       const current = this.pass.table.get(name)!;
       const v = values[j]!;
-      this.pass.table.set(name, this.ctx.batched(name) ? replaceRows(current, inv.row, v) : payloadToOrt(v));
+      this.pass.table.set(name, this.ctx.batched(name) ? this.withRows(current, inv.row, v) : payloadToOrt(v));
       this.pass.record?.replace(this.pass.pos, name, inv.index);
     });
   }

@@ -24,6 +24,8 @@ export interface TokenEvent {
 }
 
 export interface LogLine {
+  /** The trace of a session the line is from (absent for a request of one trace). */
+  trace?: number;
   invoke: number;
   stream: 'stdout' | 'stderr';
   line: string;
@@ -70,6 +72,9 @@ export interface RunTimings {
   /** Inside onnxruntime running gradient segments (backward passes), and how many ran. */
   backwardMs: number;
   backwardRuns: number;
+  /** Module calls (`m.lm_head.call(h)`): inside onnxruntime, and how many ran. */
+  callMs: number;
+  calls: number;
 }
 
 export interface RunResult {
@@ -82,6 +87,45 @@ export interface RunResult {
   cache: 'past' | 'carried' | 'none';
   logs: LogLine[];
   timings: RunTimings;
+}
+
+/** One trace of a session: its invokes (batched into one forward pass, or generation) and options. */
+export interface TraceSpec {
+  invokes: InvokeSpec[];
+  newTokens?: number;
+  generation?: GenerationOptions;
+}
+
+/**
+ * Several traces run one after the other in one request (nnsight's `model.session()`): one turn on the model, one
+ * channel to the blocks, values carried from trace to trace in `ctx.shared` (and `ctx.traces`, what earlier traces
+ * returned) without leaving the blocks' process.
+ */
+export interface SessionRequest {
+  requestId?: string;
+  traces: TraceSpec[];
+  /** Wall-clock limit for the whole session (default 60 s). */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+  onLog?: (line: LogLine) => void;
+  onToken?: (t: TokenEvent & { trace: number }) => void;
+  /** Each trace as it starts, completes or fails. */
+  onTrace?: (e: TraceEvent) => void;
+}
+
+export interface TraceEvent {
+  trace: number;
+  traces: number;
+  status: 'RUNNING' | 'COMPLETED' | 'ERROR';
+  /** How long it ran (COMPLETED, ERROR). */
+  ms?: number;
+}
+
+export interface SessionResult {
+  requestId: string;
+  /** Each trace's result, in order. */
+  traces: RunResult[];
+  timings: { totalMs: number };
 }
 
 /** Opens the channel to the request's blocks. The host sends `start` through it as the first message. */

@@ -55,6 +55,11 @@ export class SegmentCache {
     return this.acquireBuilt(segmentKey(spec), () => planSegment(this.graph, spec), (plan) => segmentModel(this.base, this.graph, this.initializers, plan, this.elemType), pinned);
   }
 
+  /** A plan made elsewhere over this model's graph (a module call's sub-graph), compiled like a segment under its key. */
+  acquirePlan(plan: SegmentPlan): Promise<CompiledSegment> {
+    return this.acquireBuilt(plan.key, () => plan, (p) => segmentModel(this.base, this.graph, this.initializers, p, this.elemType));
+  }
+
   /**
    * A sub-model planned elsewhere (the backward's gradient segments), compiled and cached with the forward segments
    * under its own key: the same LRU and weight-bytes budget, the same session settings.

@@ -1,0 +1,188 @@
+// `npm run bench -- patching [--tokens T] [--budget-ms B] [--model M]`: an activation-patching sweep — every layer ×
+// every position of a T-token prompt (16) on the GPT-2-small-shaped bundled model — through the embedded fabric's real
+// processes and the SDK, written two ways:
+//   sweep      the best way the API allows: ONE request, a session (ndif.session) of 1 + L traces. Trace 0 runs the
+//              clean and the corrupt prompt once, each caching every layer's output (ctx.cache: extra segment outputs,
+//              no cut per layer) into ctx.shared. Trace l (one per layer) has one invoke per position p: it skips layers
+//              0…l (supplying the corrupt run's outputs, layer l's with position p taken from the clean run), so the
+//              pass computes only layers l+1… and the final norm; every invoke then stops the pass before the 50257-wide
+//              LM head, and the trace applies the head once to its T last positions (m.lm_head.call after a barrier).
+//   baseline   one request per (layer, position), as a new user writes it: a clean invoke and a patching invoke that
+//              meet at a barrier, the patching one returning the logit difference from the full forward pass.
+// Both compute logits[A] − logits[B] at the last position for every patch; they must agree (within 1e-4). The
+// baseline runs as many requests as fit in its budget (spread over layers and positions) and its sweep time is the
+// mean request time × L·T (measured_requests says how many ran). Also measured: one request of T patching invokes
+// at one layer against a plain forward pass of the same batch (batch_over_forward: what the blocks and the handover
+// add to a forward of batch T+1). Last line: sweep_speedup = baseline_s / sweep_s.
+import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { waitForHot } from '../client/cli/wait-ready.js';
+import { FabricAdmin } from '../client/sdk/admin.js';
+import { Fabric } from '../client/sdk/fabric.js';
+import type { SessionTrace } from '../client/sdk/request-body.js';
+import { tokenizerFromJson } from '../gpu-agent/runtime/index.js';
+import { readFileSync } from 'node:fs';
+import type { BundledModelName } from '../catalog/bundled/generate-model.js';
+import { ensureBenchModel } from './bench-model.js';
+import { startEmbeddedFabric, type EmbeddedFabric } from './_embedded-fabric.js';
+import { median, numberArg } from './_numbers.js';
+
+const CLEAN = 'The Eiffel Tower is in the city of Paris, which is the capital of France and the home of many museums.';
+const CORRUPT = 'The Colosseum is in the city of Rome, which is the capital of Italy and the home of many old ruins today.';
+/** The two tokens whose logit difference the sweep measures. */
+const A = 11;
+const B = 12;
+
+const round2 = (x: number) => Number(x.toFixed(2));
+
+/** Trace 0's block: the clean (invoke 0) or corrupt (invoke 1) run, caching every layer's output into ctx.shared. */
+const CACHE_BLOCK = `async (m, ctx) => {
+  const c = await ctx.cache({ modules: [m.transformer.h] });
+  ctx.shared[ctx.invoke === 0 ? 'clean' : 'corrupt'] = c.transformer.h.map((layer) => layer.output);
+  m.stop();
+}`;
+
+/** Trace l's block (params { l, n }: the layer, the positions): invoke p patches position p of layer l's output; the pass runs layers l+1… only. */
+const PATCH_BLOCK = `async (m, ctx, { l, n }) => {
+  const S = ctx.shared;
+  const p = ctx.invoke;
+  for (let k = 0; k < l; k++) m.transformer.h[k].skip(S.corrupt[k]);
+  const h = S.corrupt[l].clone();
+  h.setSlice([0, p], S.clean[l].slice(0, p));
+  m.transformer.h[l].skip(h);
+  const normed = await m.transformer.ln_f.output;
+  m.stop();
+  if (p === 0) S.rows = ctx.Tensor.zeros([n, 1, normed.shape[2]]);
+  S.rows.setSlice([p], normed.slice(0, [-1]));
+  await ctx.barrier('rows');
+  if (p === 0) S.logits = await m.lm_head.call(S.rows);
+  await ctx.barrier('logits');
+  return S.logits.get(p, 0, ${A}) - S.logits.get(p, 0, ${B});
+}`;
+
+/** The baseline's patching invoke (params { l, p }): the clean invoke hands layer l's output over at a barrier. */
+const BASELINE_CLEAN = 'async (m, ctx, { l }) => { ctx.shared.h = await m.transformer.h[l].output; await ctx.barrier("h"); }';
+const BASELINE_PATCH = `async (m, ctx, { l, p }) => {
+  const h = (await m.transformer.h[l].output).clone();
+  await ctx.barrier('h');
+  h.setSlice([0, p], ctx.shared.h.slice(0, p));
+  m.transformer.h[l].output = h;
+  const last = (await m.output).slice(0, -1);
+  return last.get(${A}) - last.get(${B});
+}`;
+
+export async function run(args: string[]): Promise<Record<string, unknown>> {
+  const t0 = performance.now();
+  const positions = numberArg(args, 'tokens', 16);
+  const budgetMs = numberArg(args, 'budget-ms', 11_000);
+  const mi = args.indexOf('--model');
+  const model = (mi >= 0 ? args[mi + 1] : 'gpt2-small-random') as BundledModelName;
+
+  const { dir, cached, generateS } = ensureBenchModel(model);
+  process.stderr.write(`${model}: ${cached ? 'cached' : `generated in ${generateS.toFixed(1)} s`}\n`);
+  const tokenizer = tokenizerFromJson(readFileSync(join(dir, 'tokenizer.json'), 'utf8'));
+  const clean = tokenizer.encode(CLEAN).slice(0, positions);
+  const corrupt = tokenizer.encode(CORRUPT).slice(0, positions);
+  if (clean.length < positions || corrupt.length < positions) throw new Error(`the prompts have ${clean.length} and ${corrupt.length} tokens, fewer than ${positions}`);
+
+  const tmp = mkdtempSync(join(tmpdir(), 'ndif-bench-patching-'));
+  let fabric: EmbeddedFabric | undefined;
+  let ndif: Fabric | undefined;
+  try {
+    fabric = await startEmbeddedFabric(join(tmp, 'data'), { NDIF_MODELS: model, NDIF_AGENT_GPUS: '1x16GiB', NDIF_AGENT_RAM: '8GiB' });
+    ndif = new Fabric({ url: fabric.url, progress: false, onLog: null });
+    const admin = new FabricAdmin(ndif.http);
+    const deployed = await admin.deploy({ model });
+    await waitForHot(admin, model, deployed.replicaIds, { waitMs: 60_000, signal: new AbortController().signal, pollMs: 100 });
+    const layers = (await ndif.manifest(model)).modules.find((m) => m.path === 'transformer.h')!.children.length;
+    const startS = (performance.now() - t0) / 1000;
+
+    // ---- the sweep as one session
+    const traces: SessionTrace[] = [
+      { input: [clean, corrupt], block: CACHE_BLOCK },
+      ...Array.from({ length: layers }, (_, l) => ({ input: Array.from({ length: positions }, () => corrupt), block: PATCH_BLOCK, params: { l, n: positions } })),
+    ];
+    const sweepOnce = async () => {
+      const s = performance.now();
+      const values = (await ndif!.session(model, traces, { timeoutMs: 120_000 })) as unknown[][];
+      return { ms: performance.now() - s, grid: values.slice(1) as number[][] };
+    };
+    const warm = await sweepOnce(); // compiles the layer segments, the skips' shape arithmetic, the head's call
+    const sweeps = [await sweepOnce(), await sweepOnce()];
+    const sweepMs = median(sweeps.map((x) => x.ms));
+    const grid = sweeps[1]!.grid;
+
+    // ---- the same sweep as one request per (layer, position)
+    const baselineOne = async (l: number, p: number) =>
+      (await ndif!.trace(model, [{ input: clean, block: BASELINE_CLEAN, params: { l } }, { input: corrupt, block: BASELINE_PATCH, params: { l, p } }])) as [null, number];
+    // Every layer's cut once (compiles its segments), then requests spread over the grid until the budget is spent.
+    for (let l = 0; l < layers; l++) await baselineOne(l, 0);
+    const order = Array.from({ length: layers * positions }, (_, i) => i).sort((a, b) => ((a * 37) % (layers * positions)) - ((b * 37) % (layers * positions)));
+    const times: number[] = [];
+    let worst = 0;
+    const tb = performance.now();
+    for (const i of order) {
+      const [l, p] = [Math.floor(i / positions), i % positions];
+      const s = performance.now();
+      const [, v] = await baselineOne(l, p);
+      times.push(performance.now() - s);
+      worst = Math.max(worst, Math.abs(v - grid[l]![p]!));
+      if (performance.now() - tb > budgetMs) break;
+    }
+    const perRequest = times.reduce((a, b) => a + b, 0) / times.length;
+    const baselineS = (perRequest * layers * positions) / 1000;
+    const sweepS = sweepMs / 1000;
+
+    // ---- a batch that pays off: T patching invokes at one layer against a plain forward of the same batch
+    const mid = Math.floor(layers / 2);
+    // The barrier's parties default to every invoke: the clean one and the T patching ones meet at layer `mid`.
+    const batch = [{ input: clean, block: BASELINE_CLEAN, params: { l: mid } }, ...Array.from({ length: positions }, (_, p) => ({ input: corrupt, block: BASELINE_PATCH, params: { l: mid, p } }))];
+    const plain = [clean, ...Array.from({ length: positions }, () => corrupt)];
+    await ndif.trace(model, batch);
+    await ndif.trace(model, plain);
+    const batchMs: number[] = [];
+    const plainMs: number[] = [];
+    for (let r = 0; r < 3; r++) {
+      let s = performance.now();
+      await ndif.trace(model, batch);
+      batchMs.push(performance.now() - s);
+      s = performance.now();
+      await ndif.trace(model, plain);
+      plainMs.push(performance.now() - s);
+    }
+
+    return {
+      bench: 'patching',
+      model,
+      layers,
+      positions,
+      patches: layers * positions,
+      sweep_s: round2(sweepS),
+      sweep_first_s: round2(warm.ms / 1000),
+      baseline_s: round2(baselineS),
+      baseline_request_ms: round2(perRequest),
+      baseline_measured_requests: times.length,
+      sweep_speedup: round2(baselineS / sweepS),
+      per_patch_ms: round2(sweepMs / (layers * positions)),
+      max_abs_diff_vs_baseline: Number(worst.toExponential(3)),
+      agree: worst <= 1e-4,
+      batch_requests_ms: round2(median(batchMs)),
+      plain_forward_ms: round2(median(plainMs)),
+      batch_over_forward: Number((median(batchMs) / median(plainMs)).toFixed(3)),
+      start_s: round2(startS),
+      generate_s: round2(generateS),
+      total_s: round2((performance.now() - t0) / 1000),
+    };
+  } finally {
+    ndif?.close();
+    if (fabric && fabric.child.exitCode === null) {
+      const exited = once(fabric.child, 'exit');
+      fabric.child.kill('SIGTERM');
+      await exited;
+    }
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}

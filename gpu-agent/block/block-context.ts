@@ -1,0 +1,44 @@
+// What a block receives as its second argument, `ctx` (docs/interleaving.md, "Block side API"). Its own file, with
+// nothing but the tensor class behind it, so the SDK's typed blocks (client/sdk/model-types.ts) use this very type.
+import type { Tensor } from './tensor.js';
+
+/** What a block receives as its second argument. */
+export interface BlockContext {
+  invoke: number;
+  /** This invoke's prompt token ids. */
+  tokens: number[];
+  /** Forward passes in the request (generation steps). */
+  steps: number;
+  /** Rows of the batch this invoke owns, and the padded sequence length at step 0. */
+  batchSize: number;
+  sequence: number;
+  /** Generation carries the KV cache: at steps ≥ 1 module outputs cover the new position only (sequence 1). */
+  cached: boolean;
+  /** Tokens generated for this invoke so far (as of the step the block is in). */
+  readonly generated: number[];
+  /** Its row has finished (EOS, a stop, its maxNewTokens): no later step runs for it. */
+  readonly finished: boolean;
+  Tensor: typeof Tensor;
+  encode(text: string): number[];
+  decode(ids: number[] | Tensor): string;
+  /**
+   * Runs the backward pass from `loss`, a one-element tensor the block computed from values of the model (the same as
+   * `loss.backward()`); then `await m.<path>.output.grad` reads gradients, latest point first.
+   */
+  backward(loss: Tensor): void;
+  /** One object for every invoke of the request, and every trace of a session: values one block leaves for another. */
+  shared: Record<string, any>;
+  /**
+   * Waits until `parties` invokes (default: every invoke of the trace) reach the barrier `name` (nnsight's
+   * `tracer.barrier`); the k-th time an invoke reaches a name meets the others' k-th.
+   */
+  barrier(name: string, parties?: number): Promise<void>;
+  /** Records the outputs (and with `inputs: true` the inputs) of every matching module in one pass, as a module tree. */
+  cache(options?: { modules?: unknown; inputs?: boolean; outputs?: boolean; step?: number }): Promise<Record<string, any>>;
+  /** This trace's index in its session (0 for a request of one trace) and the session's count of traces. */
+  trace: number;
+  traceCount: number;
+  /** What the invokes of the session's earlier traces returned: `traces[t][invoke]`. */
+  readonly traces: unknown[][];
+}
+

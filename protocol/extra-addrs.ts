@@ -1,0 +1,36 @@
+// Addresses of answers that are not module points: a module call's result (`@call:<id>`), a cache's values
+// (`@cache:<id>`) and a barrier (`@barrier:<seq>:<parties>:<name>`). They travel in the ordinary WAIT / VALUE /
+// RAISE messages; `@` never starts a module path, so none of them can be mistaken for `<path>.<point>.<step>`.
+
+/** The answer to CALL `id`: the module's outputs, or a RAISE saying why it could not be called. */
+export function callAddr(id: number): string {
+  return `@call:${id}`;
+}
+
+/** The values cache `id` recorded (a WAIT for it is answered once the pass has reached its last point). */
+export function cacheAddr(id: number): string {
+  return `@cache:${id}`;
+}
+
+/**
+ * The `seq`-th barrier named `name` an invoke reaches: answered, with no tensors, once `parties` invokes wait for the
+ * same barrier (the same name and count of earlier arrivals at it).
+ */
+export function barrierAddr(name: string, seq: number, parties: number): string {
+  return `@barrier:${seq}:${parties}:${name}`;
+}
+
+export type ExtraAddr =
+  | { kind: 'call'; id: number }
+  | { kind: 'cache'; id: number }
+  | { kind: 'barrier'; name: string; seq: number; parties: number };
+
+/** The extra address `addr` names, or undefined when it is not one (a module point, a step start, a gradient). */
+export function parseExtraAddr(addr: string): ExtraAddr | undefined {
+  if (!addr.startsWith('@')) return undefined;
+  let m = /^@(call|cache):(\d+)$/.exec(addr);
+  if (m) return { kind: m[1] as 'call' | 'cache', id: Number(m[2]) };
+  m = /^@barrier:(\d+):(\d+):([\s\S]+)$/.exec(addr);
+  if (m) return { kind: 'barrier', seq: Number(m[1]), parties: Number(m[2]), name: m[3]! };
+  return undefined;
+}
