@@ -92,7 +92,7 @@ const consumerEnv = () => cleanEnv({ NDIF_URL: fabric!.url, NDIF_CACHE_DIR: join
 
 it('packs only client code, with declarations, and installs without warnings', (t) => {
   const paths = packed.files.map((f) => f.path).sort();
-  const allowed = /^(package\.json|README\.md|bin\/ndif\.mjs|dist\/(client\/(sdk|cli)\/.+|protocol\/[a-z-]+|gpu-agent\/block\/tensor|auth\/key-format)\.(js|d\.ts))$/;
+  const allowed = /^(package\.json|README\.md|bin\/ndif\.mjs|dist\/(client\/(sdk|cli)\/.+|protocol\/[a-z-]+|gpu-agent\/block\/(tensor|block-context)|auth\/key-format)\.(js|d\.ts))$/;
   assert.deepEqual(paths.filter((p) => !allowed.test(p) && !['package.json', 'README.md', 'bin/ndif.mjs'].includes(p)), [], 'nothing but the SDK, the CLI and the protocol files they import');
   assert.ok(paths.includes('dist/client/sdk/index.d.ts') && paths.includes('dist/client/sdk/index.js'));
   const installed = join(project, 'node_modules', '@ndif', 'sdk');
