@@ -1,7 +1,8 @@
 // Module calls against PyTorch applying the modules by hand (tests/fixtures/hf/<family>/module-calls.*, recorded by
 // scripts/reference/record_module_calls.py): the logit lens — `lm_head.call(norm.call(h_i))` for every layer's output
 // h_i, over every position and over the last one only — and BERT's pooler applied to every encoder layer's output,
-// for every float32 variant (TorchScript, dynamo, with-past, external data), within the fixture's 1e-4. Calls of
+// for every float32 variant (TorchScript, dynamo, with-past, external data), within the fixture's 1e-4 (float16: its own
+// forward reference, at float16 tolerance). Calls of
 // modules that are not self-contained sub-graphs (an attention) are refused with NotCallable naming the module and
 // the tensor it reads from outside, at the user's line; a module's call sub-graph is compiled once and cached.
 import { test, after } from 'node:test';
@@ -12,7 +13,7 @@ import { InterventionError, loadModel } from '../../gpu-agent/runtime/index.js';
 import type { HostedModel } from '../../gpu-agent/runtime/index.js';
 import type { Tensor } from '../../gpu-agent/block/tensor.js';
 import { maxAbsDiff, run, value } from './tiny-model.js';
-import { hfDir, moduleExpr, readSafetensors, variants } from './hf-fixtures.js';
+import { hfDir, moduleExpr, readReference, readSafetensors, variants } from './hf-fixtures.js';
 
 interface CallsFixture {
   family: string;
@@ -55,7 +56,34 @@ function lensBlock(doc: CallsFixture): string {
 for (const v of variants()) {
   const f = fixture(v.family);
   const float16 = v.name === 'float16';
-  test(`module calls on ${v.label}: the ${v.family === 'bert' ? 'pooler' : 'logit'} lens at every layer equals PyTorch applying the modules by hand`, { skip: !f ? 'no module-calls fixture' : float16 ? 'the fixture is PyTorch float32; the float16 variant has its own reference only for the forward pass' : false }, async () => {
+  if (float16) {
+    // The module-calls fixture is PyTorch float32; the float16 export has its own forward reference (float16
+    // tolerance): every layer's hidden state is the recorded one, and the lens at the last layer is the model's own
+    // final norm and logits, since the model applies exactly those modules after it.
+    test(`module calls on ${v.label}: the logit lens at the last layer equals the float16 reference's final norm and logits`, { skip: !f ? 'no module-calls fixture' : false }, async () => {
+      const { doc } = f!;
+      const ref = readReference(v.referenceDir);
+      const want = readSafetensors(join(v.referenceDir, 'reference.safetensors'));
+      const plain = ref.cases.find((c) => c.name === 'plain')!;
+      const hm = await loadModel(v.dir, { key: v.label });
+      loaded.push(hm);
+      for (const [i, prompt] of ref.prompts.entries()) {
+        const r = await run(hm, { invokes: [{ prompt: prompt.text, block: lensBlock(doc) }] });
+        const got = value(r.invokes[0]!.result) as Array<Record<string, Tensor>>;
+        const keys = plain.tensors[i]!;
+        for (const [layer, g] of got.entries()) {
+          const hidden = keys[`${doc.layers}.${layer}.output`];
+          if (hidden) assert.ok(maxAbsDiff(g.hidden!, want.get(hidden)!) <= ref.tolerance, `${v.label} prompt ${i} layer ${layer} hidden`);
+        }
+        const last = got[got.length - 1]!;
+        const dn = maxAbsDiff(last.normed!, want.get(keys[`${doc.norm}.output`]!)!);
+        const dl = maxAbsDiff(last.lens!, want.get(keys['logits']!)!);
+        assert.ok(dn <= ref.tolerance && dl <= ref.tolerance, `${v.label} prompt ${i}: norm ${dn}, logits ${dl} > ${ref.tolerance}`);
+      }
+    });
+    continue;
+  }
+  test(`module calls on ${v.label}: the ${v.family === 'bert' ? 'pooler' : 'logit'} lens at every layer equals PyTorch applying the modules by hand`, { skip: !f ? 'no module-calls fixture' : false }, async () => {
     const { doc, tensors } = f!;
     const hm = await loadModel(v.dir, { key: v.label });
     loaded.push(hm);
