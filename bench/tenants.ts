@@ -4,7 +4,7 @@
 //                the previous result is in. b_max_wait_over_run: B's longest wait (received → started) over the
 //                median run time (started → finished). FIFO would make B's first wait ~150 runs.
 //   log spam     on the same fabric, one request printing LOG_LINES lines (the per-attempt cap raised to hold them
-//                all), followed on the status websocket: lines per second from submission to COMPLETED (every line
+//                all), followed on the status websocket (by a process at nice 19): lines per second from submission to COMPLETED (every line
 //                stored and sent as a LOG message), while this process pings /ping every few ms (p50/p99 of the
 //                control plane's answers meanwhile).
 //   commands     ControlPlaneCommands on a SQLite file: the same command (PinDeployment, toggled) on a deployment
@@ -20,7 +20,8 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createRequire } from 'node:module';
-import { Worker } from 'node:worker_threads';
+import { spawn } from 'node:child_process';
+import { setPriority } from 'node:os';
 import { ApiKeys } from '../auth/keys.js';
 import { SqliteApiKeyStore } from '../auth/sqlite.js';
 import { ControlPlaneCommands } from '../command-api/handlers/service.js';
@@ -38,17 +39,17 @@ const require = createRequire(import.meta.url);
 
 /** A status websocket client in a worker: subscribes, says "ready", then posts the count of LOG messages at the end. */
 const FOLLOWER = `
-const { parentPort, workerData } = require('node:worker_threads');
-const WebSocket = require(workerData.ws);
-const ws = new WebSocket(workerData.url, { headers: { authorization: 'Bearer ' + workerData.key } });
+const { ws: wsPath, url, key, requestId } = JSON.parse(process.argv[1]);
+const WebSocket = require(wsPath);
+const ws = new WebSocket(url, { headers: { authorization: 'Bearer ' + key } });
 let logs = 0;
-ws.on('open', () => { ws.send(JSON.stringify({ type: 'subscribe', requestId: workerData.requestId })); });
+ws.on('open', () => { ws.send(JSON.stringify({ type: 'subscribe', requestId })); });
 ws.on('message', (data) => {
   const m = JSON.parse(String(data));
-  if (m.type === 'subscribed') parentPort.postMessage('ready');
+  if (m.type === 'subscribed') process.send('ready');
   if (m.type !== 'status') return;
   if (m.status === 'LOG') logs++;
-  else if (m.status === 'COMPLETED' || m.status === 'ERROR') { parentPort.postMessage(logs); ws.close(); }
+  else if (m.status === 'COMPLETED' || m.status === 'ERROR') { process.send(logs); ws.close(); process.disconnect(); }
 });
 `;
 
@@ -148,9 +149,11 @@ async function logSpam(f: Fabric): Promise<Record<string, unknown>> {
   })();
   await sleep(200);
   const idle = pings.length;
-  // Followed as a researcher does, on the status websocket (one LOG message per line, then COMPLETED), in a worker
-  // thread: parsing 200,000 messages here would delay the pings' answers being read and count against the fabric.
-  const follower = new Worker(FOLLOWER, { eval: true, workerData: { ws: require.resolve('ws'), url: `${f.url.replace(/^http/, 'ws')}/ws`, key: f.keys.b, requestId: 'spam' } });
+  // Followed as a researcher does, on the status websocket (one LOG message per line, then COMPLETED), by another
+  // process at the lowest CPU priority: on two shared cores, a client parsing 200,000 messages beside the pinger
+  // would delay the pings' answers being read and count its own scheduling against the fabric.
+  const follower = spawn(process.execPath, ['-e', FOLLOWER, JSON.stringify({ ws: require.resolve('ws'), url: `${f.url.replace(/^http/, 'ws')}/ws`, key: f.keys.b, requestId: 'spam' })], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  setPriority(follower.pid!, 19);
   await once(follower, 'message');
   const t0 = performance.now();
   const sub = await call(f, f.keys.b, 'POST', '/requests', submitBody('spam', block));
@@ -159,7 +162,7 @@ async function logSpam(f: Fabric): Promise<Record<string, unknown>> {
   const seconds = (performance.now() - t0) / 1000;
   stop = true;
   await pinger;
-  await follower.terminate();
+  if (follower.exitCode === null) follower.kill();
   const r = await finished(f, f.keys.b, 'spam');
   const during = pings.slice(idle);
   if (r.status !== 'COMPLETED') throw new Error(`the log request ended ${String(r.status)}: ${JSON.stringify(r.error)}`);

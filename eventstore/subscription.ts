@@ -18,7 +18,26 @@ export interface PageSource {
 /** Longest stretch of synchronous delivery before the loop yields to other work. */
 export const SLICE_MS = 8;
 
-const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+// The process's subscriptions take turns: a yielding one waits behind the others, and each turn of the event loop
+// resumes one of them. Resumed together in one check phase, N subscriptions would run their slices back to back and
+// hold the process's HTTP answers for the sum of them.
+const waitingForTurn: Array<() => void> = [];
+let turnScheduled = false;
+function nextTurn(): void {
+  turnScheduled = false;
+  waitingForTurn.shift()?.();
+  if (waitingForTurn.length > 0) scheduleTurn();
+}
+function scheduleTurn(): void {
+  if (turnScheduled) return;
+  turnScheduled = true;
+  setImmediate(nextTurn);
+}
+const yieldToEventLoop = (): Promise<void> =>
+  new Promise((resolve) => {
+    waitingForTurn.push(resolve);
+    scheduleTurn();
+  });
 
 export function startSubscription(
   source: PageSource,

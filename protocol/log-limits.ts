@@ -12,7 +12,7 @@ export interface LogLimits {
 export const DEFAULT_LOG_LIMITS: LogLimits = Object.freeze({ maxLines: 10_000, maxBytes: 1024 * 1024 });
 
 /** A batch is sent when it holds this many lines, this many bytes, or when it is this old. */
-export const LOG_BATCH = Object.freeze({ maxLines: 1000, maxBytes: 64 * 1024, maxAgeMs: 50 });
+export const LOG_BATCH = Object.freeze({ maxLines: 250, maxBytes: 64 * 1024, maxAgeMs: 50 });
 
 /** Longest line kept (longer ones are cut). */
 export const MAX_LOG_LINE_CHARS = 65536;

@@ -65,7 +65,7 @@ export class GpuAgent {
     this.bootId = options.bootId ?? randomUUID();
     this.reporter = new Reporter(transport, config.topics.agentEvents, config.agentId, this.bootId, log, options.clock);
     this.replicas = new ReplicaHost(config.agentId, options.catalog, this.reporter, log, config.provider);
-    this.requests = new RequestExecutor(config.agentId, this.replicas, this.reporter, options.blobs, log, config.maxRunMs, options.untrusted, { log: config.logLimits, resultMaxBytes: config.resultMaxBytes });
+    this.requests = new RequestExecutor(config.agentId, this.replicas, this.reporter, options.blobs, log, config.maxRunMs, options.untrusted, { log: config.logLimits, logLinesPerSecond: config.logLinesPerSecond, resultMaxBytes: config.resultMaxBytes });
   }
 
   get agentId(): string {

@@ -41,9 +41,13 @@ export interface AgentConfig {
   stallMs: number;
   logLimits: LogLimits;
   resultMaxBytes: number;
+  /** NDIF_LOG_LINES_PER_S: how fast one request's log lines leave the agent. */
+  logLinesPerSecond: number;
 }
 
 export const DEFAULT_RESULT_MAX_BYTES = 64 * 1024 * 1024;
+/** A request's log lines per second out of the agent: the rate the control plane keeps up with while answering HTTP within 10 ms on 2 cores (bench/tenants.ts). */
+export const DEFAULT_LOG_LINES_PER_S = 60_000;
 
 /** `2x24GiB` → two GPUs of 24 GiB; `24GiB,16GiB` → two GPUs of those sizes. */
 export function parseGpus(spec: string, name: string): GpuSpec[] | undefined {
@@ -126,6 +130,7 @@ export function agentConfigFromEnv(env: NodeJS.ProcessEnv = process.env, cuda = 
     stallMs: int(env, 'NDIF_AGENT_STALL_MS', 20_000, 0),
     logLimits: readLogLimits(env),
     resultMaxBytes: bytes(env, 'NDIF_RESULT_MAX_BYTES') ?? DEFAULT_RESULT_MAX_BYTES,
+    logLinesPerSecond: int(env, 'NDIF_LOG_LINES_PER_S', DEFAULT_LOG_LINES_PER_S, 1),
   };
   if (config.stallMs > 0 && config.stallMs < 1000) throw agentConfigInvalid('NDIF_AGENT_STALL_MS', env.NDIF_AGENT_STALL_MS!, '0 (no watchdog) or at least 1000');
   if (cache !== undefined) config.cpuCacheBudgetBytes = cache;

@@ -33,7 +33,7 @@ export class Reporter {
   }
 
   /** Queues the command behind the earlier ones of its key; resolves once the transport accepted it (or the agent stops). */
-  send(agentMessageId: string, command: AgentCommand, cause?: Cause): Promise<void> {
+  send(agentMessageId: string, command: AgentCommand, cause?: Cause, notBefore?: number): Promise<void> {
     const envelope: AgentEnvelope = { v: WIRE_VERSION, agentId: this.agentId, bootId: this.bootId, agentMessageId, sentAt: new Date(this.clock()).toISOString(), command };
     if (cause !== undefined) {
       envelope.correlationId = cause.correlationId;
@@ -42,7 +42,11 @@ export class Reporter {
     const key = agentEventKey(command);
     const message = jsonMessage(key, envelope);
     const prev = this.chains.get(key) ?? Promise.resolve();
-    const next = prev.then(() => this.publish(message, command.type));
+    const next = prev.then(async () => {
+      const wait = notBefore === undefined ? 0 : notBefore - this.clock();
+      if (wait > 0) await sleep(wait);
+      return this.publish(message, command.type);
+    });
     this.chains.set(key, next);
     void next.finally(() => {
       if (this.chains.get(key) === next) this.chains.delete(key);

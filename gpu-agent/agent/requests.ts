@@ -24,9 +24,12 @@ import type { LogLimits } from '../../protocol/log-limits.js';
 /** What one attempt may produce: log lines and bytes, and the size of its encoded result. */
 export interface RunLimits {
   log: LogLimits;
+  /** A request's log lines leave the agent at most this fast (NDIF_LOG_LINES_PER_S). */
+  logLinesPerSecond: number;
   resultMaxBytes: number;
 }
 import { TokenStream } from './token-stream.js';
+import { LogPace } from './log-pace.js';
 
 type RunAssignment = Extract<Assignment, { kind: 'run' }>;
 type AbortAssignment = Extract<Assignment, { kind: 'abort' }>;
@@ -91,12 +94,16 @@ export class RequestExecutor {
 
   private async execute(a: RunAssignment, entry: Running): Promise<void> {
     const cause: Cause = { correlationId: a.correlationId, causationId: a.eventId };
-    const report = (type: string, extra: Record<string, unknown>) => {
+    const report = (type: string, extra: Record<string, unknown>, notBefore?: number) => {
       const agentMessageId = this.reporter.nextMessageId();
       const command = { type, requestId: a.requestId, attempt: a.attempt, agentId: this.agentId, agentMessageId, ...extra } as Parameters<Reporter['send']>[1];
-      return this.reporter.send(agentMessageId, command, cause);
+      return this.reporter.send(agentMessageId, command, cause, notBefore);
     };
-    const logs = new LogBatcher({ limits: this.limits.log, send: (b) => void report('ReportRequestLog', b.truncated ? { lines: b.lines, truncated: true } : { lines: b.lines }) });
+    const pace = new LogPace(this.limits.logLinesPerSecond);
+    const logs = new LogBatcher({
+      limits: this.limits.log,
+      send: (b) => void report('ReportRequestLog', b.truncated ? { lines: b.lines, truncated: true } : { lines: b.lines }, pace.slot(b.lines.length)),
+    });
     const fail = (f: FailureReport) => {
       this.failed++;
       logs.close();

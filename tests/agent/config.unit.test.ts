@@ -26,6 +26,8 @@ test('defaults, CUDA naming and refusals with AGENT_CONFIG_INVALID', () => {
   assert.equal(c.provider, 'cpu', 'NDIF_AGENT_EP defaults to cpu');
   assert.deepEqual(c.topics, { assignments: 'ndif.assignments', agentEvents: 'ndif.agent-events' });
   assert.equal(c.cpuCacheBudgetBytes, undefined);
+  assert.equal(c.logLinesPerSecond, 60_000);
+  assert.equal(agentConfigFromEnv({ NDIF_AGENT_ID: 'a-1', NDIF_LOG_LINES_PER_S: '500' }).logLinesPerSecond, 500);
   assert.equal(agentConfigFromEnv({ NDIF_AGENT_ID: 'a-1' }, true).gpus[0].name, 'virtual (cpu)', 'CUDA binaries alone do not switch the provider');
   assert.equal(agentConfigFromEnv({ NDIF_AGENT_ID: 'a-1', NDIF_AGENT_EP: 'cuda' }, true).gpus[0].name, 'cuda');
   assert.equal(agentConfigFromEnv({ NDIF_AGENT_ID: 'a-1', NDIF_AGENT_PROVIDER: 'auto' }, true).gpus[0].name, 'cuda', 'the older NDIF_AGENT_PROVIDER=auto still picks CUDA where installed');
@@ -42,6 +44,8 @@ test('defaults, CUDA naming and refusals with AGENT_CONFIG_INVALID', () => {
   refused({ NDIF_AGENT_ID: 'a', NDIF_AGENT_RAM: 'much' }, 'NDIF_AGENT_RAM');
   refused({ NDIF_AGENT_ID: 'a', NDIF_AGENT_RAM: '1GiB', NDIF_AGENT_CPU_CACHE: '2GiB' }, 'NDIF_AGENT_CPU_CACHE');
   refused({ NDIF_AGENT_ID: 'a', NDIF_AGENT_HEARTBEAT_MS: '5' }, 'NDIF_AGENT_HEARTBEAT_MS');
+  refused({ NDIF_AGENT_ID: 'a', NDIF_LOG_LINES_PER_S: '0' }, 'NDIF_LOG_LINES_PER_S');
+  refused({ NDIF_AGENT_ID: 'a', NDIF_LOG_LINES_PER_S: 'fast' }, 'NDIF_LOG_LINES_PER_S');
   refused({ NDIF_AGENT_ID: 'a', NDIF_AGENT_PROVIDER: 'tpu' }, 'NDIF_AGENT_PROVIDER');
   refused({ NDIF_AGENT_ID: 'a', NDIF_AGENT_EP: 'rocm' }, 'NDIF_AGENT_EP');
   refused({ NDIF_AGENT_ID: 'a', NDIF_AGENT_EP: 'cpu', NDIF_AGENT_PROVIDER: 'cuda' }, 'NDIF_AGENT_PROVIDER');
