@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { loadModel } from '../../gpu-agent/runtime/index.js';
 import type { HostedModel } from '../../gpu-agent/runtime/index.js';
 import { fixtureDir, run, sameBits, tensor, tinyModel } from './tiny-model.js';
+import { ensureModel } from '../../catalog/bundled/generate-model.js';
 
 const readAll = (points: string[]) =>
   `async (m) => { ${points.map((p) => `await m.${p};`).join(' ')} return await m.output; }`;
@@ -67,3 +68,18 @@ async function loadModelFile(file: string): Promise<HostedModel> {
   symlinkSync(join(fixtureDir, 'config.json'), join(dir, 'config.json'));
   return loadModel(dir, { key: 'gpt2-reference-dynamo' });
 }
+
+test('a stretch across several layers runs as one segment while the segment cache has room for it, one segment per layer once it has not', async () => {
+  const dir = ensureModel('gpt2-mini');
+  const roomy = await loadModel(dir, { key: 'mini-roomy' });
+  const tight = await loadModel(dir, { key: 'mini-tight', segmentCacheBytes: 1 });
+  fixtures.push(roomy, tight);
+  const req = { invokes: [{ tokens: tokens[0]!.tokens, block: readAll(['transformer.h[0].output']) }] };
+  const whole = await run(roomy, { invokes: [{ tokens: tokens[0]!.tokens, block: 'async (m) => await m.output' }] });
+  const one = await run(roomy, req);
+  assert.equal(one.timings.segmentRuns, 2, 'up to the read, then the rest of the pass in one run');
+  const pieces = await run(tight, req);
+  assert.ok(pieces.timings.segmentRuns >= 4, `${pieces.timings.segmentRuns} runs: the layer segments every cut set shares`);
+  assert.ok(sameBits(tensor(whole.invokes[0]!.result), tensor(one.invokes[0]!.result)));
+  assert.ok(sameBits(tensor(whole.invokes[0]!.result), tensor(pieces.invokes[0]!.result)));
+});

@@ -88,10 +88,15 @@ export class ForwardPass {
     return result;
   }
 
-  /** Runs [start, end): the whole graph in one run, else one segment per piece between the split positions. */
+  /**
+   * Runs [start, end) as one segment when it is the whole graph, is compiled already or fits in the segment cache
+   * as it is; otherwise as one segment per piece between the split positions (the layer segments every cut set
+   * shares), so passes cut in many different places do not compile a long stretch each and thrash the cache.
+   */
   private async stretch(start: number, end: number): Promise<void> {
     const whole = start === 0 && end === this.g.nodes.length;
-    const at = whole ? [] : (this.hooks.splits ?? []).filter((p) => p > start && p < end);
+    let at = whole ? [] : (this.hooks.splits ?? []).filter((p) => p > start && p < end);
+    if (at.length > 0 && this.cache.holdsOrFits(this.fullSpec({ start, end }))) at = [];
     let from = start;
     for (const p of [...at, end]) {
       await this.run({ start: from, end: p });
@@ -109,11 +114,17 @@ export class ForwardPass {
     return this.owned.has(t);
   }
 
-  private async run(spec: SegmentSpec): Promise<void> {
+  /** The segment `spec` runs as: with the aliases crossing it and the extra outputs the request adds. */
+  private fullSpec(spec: SegmentSpec): SegmentSpec {
     const aliases = this.aliases.filter((a) => a.from < spec.end && a.to > spec.start);
     const extra = spec.only ? [] : this.hooks.extraOutputs?.(spec.start, spec.end) ?? [];
     const withExtra = extra.length > 0 ? { ...spec, extraOutputs: [...(spec.extraOutputs ?? []), ...extra] } : spec;
-    const full = aliases.length > 0 ? { ...withExtra, aliases } : withExtra;
+    return aliases.length > 0 ? { ...withExtra, aliases } : withExtra;
+  }
+
+  private async run(spec: SegmentSpec): Promise<void> {
+    const full = this.fullSpec(spec);
+    const aliases = full.aliases ?? [];
     const seg = await this.cache.acquire(full);
     try {
       const kept = this.record ? new Map(seg.plan.inputs.map((n) => [n, this.table.get(n)!])) : undefined;

@@ -88,6 +88,15 @@ export class SegmentCache {
     }
   }
 
+  /** Whether the segment is compiled already, or compiling it would keep the cache within its budget (evict nothing). */
+  holdsOrFits(spec: SegmentSpec): boolean {
+    if (this.entries.has(segmentKey(spec))) return true;
+    const plan = planSegment(this.graph, spec);
+    const bytes = plan.initializers.reduce((n, name) => n + tensorBytes(this.initializers.get(name)!), 0);
+    const total = [...this.entries.values()].reduce((n, e) => n + (e.pinned ? 0 : e.bytes), 0);
+    return total + bytes <= this.budgetBytes;
+  }
+
   release(seg: CompiledSegment): void {
     const e = this.entries.get(seg.plan.key);
     if (e && e.inUse > 0) e.inUse--;
