@@ -86,8 +86,7 @@ def record_family(name: str) -> dict:
         "cases": out_cases,
         "produced_by": {"script": "scripts/reference/record_generation.py", "torch": torch.__version__},
     }
-    safetensors_io.write(OUT / name / "generation.safetensors", tensors, {"format": FORMAT, "seed": str(SEED)})
-    (OUT / name / "generation.json").write_text(json.dumps(doc, indent=2) + "\n")
+    safetensors_io.write_fixture(OUT / name, "generation", doc, tensors, {"format": FORMAT, "seed": str(SEED)})
     return {"family": name, "cases": [(c["name"], c["tokens"]) for c in out_cases]}
 
 

@@ -106,8 +106,7 @@ def record_family(family: Family) -> dict:
         },
         "produced_by": {"script": "scripts/reference/record_gradients.py", "versions": {"torch": torch.__version__}},
     }
-    safetensors_io.write(out / "gradients.safetensors", tensors, {"format": FORMAT})
-    (out / "gradients.json").write_text(json.dumps(doc, indent=2) + "\n")
+    safetensors_io.write_fixture(out, "gradients", doc, tensors, {"format": FORMAT})
     return {"family": family.name, "metric": value, "swap_metric": hooked_value, "corrupt_metric": corrupt_metric, "tensors": len(tensors)}
 
 

@@ -102,8 +102,7 @@ def record_family(name: str) -> dict:
         "calls": calls,
         "produced_by": {"script": "scripts/reference/record_module_calls.py", "torch": torch.__version__},
     }
-    safetensors_io.write(OUT / name / "module-calls.safetensors", tensors, {"format": FORMAT, "seed": str(SEED)})
-    (OUT / name / "module-calls.json").write_text(json.dumps(doc, indent=2) + "\n")
+    safetensors_io.write_fixture(OUT / name, "module-calls", doc, tensors, {"format": FORMAT, "seed": str(SEED)})
     return {"family": name, "layers": n, "last_lens_vs_model": worst}
 
 

@@ -90,8 +90,7 @@ def record_family(name: str) -> dict:
         "patches": patches,
         "produced_by": {"script": "scripts/reference/record_patching.py", "torch": torch.__version__},
     }
-    safetensors_io.write(OUT / name / "patching.safetensors", tensors, {"format": FORMAT, "seed": str(SEED)})
-    (OUT / name / "patching.json").write_text(json.dumps(doc, indent=2) + "\n")
+    safetensors_io.write_fixture(OUT / name, "patching", doc, tensors, {"format": FORMAT, "seed": str(SEED)})
     effect = max(float(np.abs(tensors[p["last"]] - corrupt_last).max()) for p in patches)
     return {"family": name, "patches": len(patches), "largest_effect": effect}
 

@@ -2,6 +2,7 @@
 // control plane (view, command handlers, scheduler, relay) over the in-process transport, one GPU agent on the
 // same transport (trusted blocks in-process), the file blob store, the catalog with gpt2-tiny, and the embedded
 // HTTP server (command API + query API on one port) listening on 127.0.0.1 at a free port.
+import { after, before } from 'node:test';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,6 +21,7 @@ import { GpuAgent } from '../../gpu-agent/agent/agent.js';
 import { agentConfigFromEnv } from '../../gpu-agent/agent/config.js';
 import { SqliteCheckpoints } from '../../projections/runner/sqlite-checkpoints.js';
 import { InProcessBroker, InProcessTransport } from '../../transport/index.js';
+import { Fabric } from '../../client/sdk/index.js';
 
 export interface InProcessFabric {
   url: string;
@@ -92,4 +94,18 @@ export async function startInProcessFabric(opts: { api?: ApiConfigInput; gpus?: 
       rmSync(tmp, { recursive: true, force: true });
     },
   };
+}
+
+/** For a test file: a fabric in this process started before its tests with an SDK client of it, both closed after. */
+export function withFabricClient(): { readonly fab: InProcessFabric; readonly ndif: Fabric } {
+  const started = {} as { fab: InProcessFabric; ndif: Fabric };
+  before(async () => {
+    started.fab = await startInProcessFabric();
+    started.ndif = new Fabric({ url: started.fab.url, progress: false, onLog: null });
+  });
+  after(async () => {
+    started.ndif?.close();
+    await started.fab?.close();
+  });
+  return started;
 }

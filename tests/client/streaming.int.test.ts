@@ -3,26 +3,14 @@
 // messages of the status websocket, `ndif.stream` yielding every token once and in order across a websocket that is
 // cut under it, the same tokens and text as the result, sampling reproducible by seed, and bad options refused at
 // submission with their code.
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Fabric, FabricHttpError } from '../../client/sdk/index.js';
 import type { StatusMessage, StreamedToken } from '../../client/sdk/index.js';
 import { main } from '../../client/cli/main.js';
-import { startInProcessFabric } from './fabric-harness.js';
-import type { InProcessFabric } from './fabric-harness.js';
+import { withFabricClient } from './fabric-harness.js';
 
-let fab: InProcessFabric;
-let ndif: Fabric;
-
-before(async () => {
-  fab = await startInProcessFabric();
-  ndif = new Fabric({ url: fab.url, progress: false, onLog: null });
-});
-
-after(async () => {
-  ndif.close();
-  await fab.close();
-});
+const env = withFabricClient();
 
 const cut = (f: Fabric) => (f as unknown as { socket: { tcp: { destroy(): void } } }).socket.tcp.destroy();
 
@@ -38,14 +26,14 @@ describe('streaming generation', () => {
   it('ndif.stream yields every token once, in order, across a websocket reconnect; the text and tokens are the result\'s', async () => {
     const messages: StatusMessage[] = [];
     let cutDone = false;
-    const s = ndif.stream('gpt2-tiny', ['The Eiffel Tower is in', 'Hello'], slowSteps, {
+    const s = env.ndif.stream('gpt2-tiny', ['The Eiffel Tower is in', 'Hello'], slowSteps, {
       maxNewTokens: 24,
       ignoreEos: true,
       onMessage: (m) => {
         messages.push(m);
         if (m.status === 'STREAM' && !cutDone) {
           cutDone = true;
-          cut(ndif);
+          cut(env.ndif);
         }
       },
     });
@@ -71,7 +59,7 @@ describe('streaming generation', () => {
   });
 
   it('sampling options travel with the request; the same seed gives the same tokens, another seed others', async () => {
-    const gen = (seed: number) => ndif.execute('gpt2-tiny', 'Once upon a time', undefined, { maxNewTokens: 10, temperature: 0.9, topP: 0.95, seed, ignoreEos: true });
+    const gen = (seed: number) => env.ndif.execute('gpt2-tiny', 'Once upon a time', undefined, { maxNewTokens: 10, temperature: 0.9, topP: 0.95, seed, ignoreEos: true });
     const [a, b, c] = [await gen(5), await gen(5), await gen(6)];
     assert.deepEqual(a.meta.generated, b.meta.generated);
     assert.notDeepEqual(a.meta.generated, c.meta.generated);
@@ -80,21 +68,21 @@ describe('streaming generation', () => {
     assert.deepEqual(a.meta.finish, [{ reason: 'length', step: 9 }]);
     // Per-invoke options: a stop token ends the first row at its first token, the second goes on.
     const first = (a.meta.generated as number[][])[0]![0]!;
-    const two = await ndif.execute('gpt2-tiny', [{ input: 'Once upon a time', generation: { stopTokenIds: [first] } }, 'Once upon a time'], undefined, { maxNewTokens: 10, temperature: 0.9, topP: 0.95, seed: 5, ignoreEos: true });
+    const two = await env.ndif.execute('gpt2-tiny', [{ input: 'Once upon a time', generation: { stopTokenIds: [first] } }, 'Once upon a time'], undefined, { maxNewTokens: 10, temperature: 0.9, topP: 0.95, seed: 5, ignoreEos: true });
     assert.deepEqual((two.meta.generated as number[][])[0], [first]);
     assert.deepEqual((two.meta.finish as Array<{ reason: string }>).map((f) => f.reason), ['stop-token', 'length']);
   });
 
   it('bad generation options are refused at submission with their code (nothing is recorded)', async () => {
     const refused = async (opts: Parameters<Fabric['trace']>[3], code: string) => {
-      await assert.rejects(ndif.trace('gpt2-tiny', 'Hi', undefined, opts), (e: unknown) => e instanceof FabricHttpError && e.status === 400 && e.code === code);
+      await assert.rejects(env.ndif.trace('gpt2-tiny', 'Hi', undefined, opts), (e: unknown) => e instanceof FabricHttpError && e.status === 400 && e.code === code);
     };
     await refused({ maxNewTokens: 4, topP: 0 }, 'GENERATION_BAD_TOP_P');
     await refused({ maxNewTokens: 4, temperature: -1 }, 'GENERATION_BAD_TEMPERATURE');
     await refused({ maxNewTokens: 4, stop: '' }, 'GENERATION_EMPTY_STOP');
     await refused({ maxNewTokens: 4, generation: { cache: 'yes' as never } }, 'GENERATION_BAD_OPTION');
     // maxNewTokens beyond the model's positions is known on the agent, before anything runs: the request fails in validation.
-    await assert.rejects(ndif.trace('gpt2-tiny', 'Hi', undefined, { maxNewTokens: 200 }), (e: unknown) => (e as { type?: string; phase?: string }).type === 'GENERATION_TOO_LONG' && (e as { phase?: string }).phase === 'validation');
+    await assert.rejects(env.ndif.trace('gpt2-tiny', 'Hi', undefined, { maxNewTokens: 200 }), (e: unknown) => (e as { type?: string; phase?: string }).type === 'GENERATION_TOO_LONG' && (e as { phase?: string }).phase === 'validation');
   });
 });
 
@@ -103,7 +91,7 @@ describe('ndif generate', () => {
     const run = async (args: string[]) => {
       let out = '';
       let err = '';
-      const code = await main(args, { stdout: { write: (x: string) => (out += x) }, stderr: { write: (x: string) => (err += x) }, env: { NDIF_URL: fab.url } });
+      const code = await main(args, { stdout: { write: (x: string) => (out += x) }, stderr: { write: (x: string) => (err += x) }, env: { NDIF_URL: env.fab.url } });
       return { code, out, err };
     };
     const j = await run(['generate', 'gpt2-tiny', 'The Eiffel Tower is in', '-n', '6', '--ignore-eos', '--json']);

@@ -30,3 +30,9 @@ def write(path: Path, tensors: dict[str, np.ndarray], metadata: dict[str, str]) 
         f.write(raw)
         for c in chunks:
             f.write(c)
+
+
+def write_fixture(folder: Path, stem: str, doc: dict, tensors: dict[str, np.ndarray], metadata: dict[str, str]) -> None:
+    """A recorded fixture: `<stem>.safetensors` with its tensors and `<stem>.json` describing them."""
+    write(folder / f"{stem}.safetensors", tensors, metadata)
+    (folder / f"{stem}.json").write_text(json.dumps(doc, indent=2) + "\n")
