@@ -55,8 +55,13 @@ export interface Manifest {
   eosTokenId: number | null;
   /** Token used for left padding when invokes are batched. */
   padTokenId: number;
-  /** Element type of most of the weights' bytes (float32, float16, …). */
+  /** Element type of most of the weights' bytes as exported (float32, float16, …). */
   dtype?: string;
+  /**
+   * Set when the agent computes in another type than `dtype`: a float16 export on the CPU provider runs as float32
+   * (module values are float32 tensors; docs/runtime.md, "Bit-identity").
+   */
+  computeDtype?: string;
   /**
    * Where the host pads the rows of a batch: `left` (decoders), `right` (encoders whose graph numbers positions
    * itself), `none` (the export cannot mask padding: rows of a batch must have one length).

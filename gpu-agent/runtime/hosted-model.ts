@@ -22,7 +22,8 @@ import { probeTensors } from './probe.js';
 import type { TensorFacts } from './probe.js';
 import { SegmentCache } from './segments/segment-cache.js';
 import type { SegmentCacheStats } from './segments/segment-cache.js';
-import { buildManifest, configFacts, dtypeOf, manifestTensor } from './manifest-build.js';
+import { buildManifest, configFacts, dtypeOf, manifestTensor, weightsDtype } from './manifest-build.js';
+import { hasFloat16, upcastFloat16 } from './onnx/float16-upcast.js';
 import { feedsFor, inputPlan } from './model-inputs.js';
 import type { InputPlan, PaddingSide } from './model-inputs.js';
 import { checkInputs, findLmHead, probePadding } from './model-interface.js';
@@ -86,12 +87,16 @@ export class HostedModel {
     if (!existsSync(file)) throw new ModelLoadError('MODEL_NOT_FOUND', `no model.onnx in ${dir}`);
     let base = readModel(file);
     checkOps(base);
+    const provider: ExecutionProvider = opts.provider === 'auto' || opts.provider === undefined ? (cudaAvailable() ? 'cuda' : 'cpu') : opts.provider;
+    const storedDtype = weightsDtype(base.graph!.initializer ?? []);
+    // The CPU provider computes most float16 ops in float32 anyway, with casts a cut would change: served as float32.
+    const upcast = provider === 'cpu' && hasFloat16(base);
+    if (upcast) base = upcastFloat16(base, dir);
     let graph = analyzeGraph(base.graph!);
     checkInputs(graph);
     const config = readConfig(dir);
     const weights = prepareWeights(dir, base.graph!.initializer ?? []);
     try {
-      const provider: ExecutionProvider = opts.provider === 'auto' || opts.provider === undefined ? (cudaAvailable() ? 'cuda' : 'cpu') : opts.provider;
       const settings: SessionSettings = {
         level: opts.optimizationLevel ?? 'basic',
         intraOpThreads: opts.intraOpThreads ?? 1,
@@ -173,7 +178,7 @@ export class HostedModel {
       const generation = logits === null ? undefined : { cache: layout.mode, ...(layout.reason ? { cacheReason: layout.reason } : {}), eosTokenIds: cfg.eosTokenIds };
       const active = differentiableTensors(graph, (t) => facts.get(t)?.elemType, addresses);
       const memory = estimateMemory(graph, (t) => facts.get(t), active, Math.min(cfg.maxPositions, 1024));
-      const manifest = buildManifest(key, graph, addresses, facts, cfg, weights.totalBytes, { padding, logits, memory, ...(generation ? { generation } : {}) });
+      const manifest = buildManifest(key, graph, addresses, facts, cfg, weights.totalBytes, { padding, logits, memory, ...(generation ? { generation } : {}), ...(upcast ? { storedDtype } : {}) });
       const ctx = hostContext(base, graph, addresses, cache, facts, active, cfg.padTokenId, plan, padding, logits, layout, cfg.eosTokenIds);
       return new HostedModel(key, dir, loadTokenizer(dir), weights.totalBytes, provider, manifest, ctx, cache, weights, facts);
     } catch (e) {

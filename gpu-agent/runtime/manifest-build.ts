@@ -4,6 +4,7 @@ import { MANIFEST_FORMAT } from '../../protocol/manifest.js';
 import type { Manifest, ManifestModule, ManifestTensor } from '../../protocol/manifest.js';
 import type { Dtype } from '../../protocol/interleave.js';
 import type { ModelGraph } from './graph/model-graph.js';
+import type { TensorProto } from './onnx/types.js';
 import { isCacheInput, isCacheOutput } from './graph/model-graph.js';
 import type { AddressTable } from './addresses.js';
 import type { TensorFacts } from './probe.js';
@@ -62,9 +63,9 @@ export function configFacts(config: Record<string, unknown>, g: ModelGraph, fact
 }
 
 /** Element type holding most of the initializers' bytes. */
-export function weightsDtype(g: ModelGraph): string {
+export function weightsDtype(initializers: Iterable<TensorProto>): string {
   const bytes = new Map<number, number>();
-  for (const t of g.initializers.values()) bytes.set(t.data_type ?? 0, (bytes.get(t.data_type ?? 0) ?? 0) + tensorBytes(t));
+  for (const t of initializers) bytes.set(t.data_type ?? 0, (bytes.get(t.data_type ?? 0) ?? 0) + tensorBytes(t));
   let best = 1;
   for (const [type, n] of bytes) if (n > (bytes.get(best) ?? 0)) best = type;
   return dtypeOf(best);
@@ -75,6 +76,8 @@ export interface InterfaceFacts {
   logits: string | null;
   generation?: Manifest['generation'];
   memory?: Manifest['memory'];
+  /** The weights' type as exported, when the graph served was converted (a float16 export served as float32). */
+  storedDtype?: string;
 }
 
 export function buildManifest(
@@ -106,7 +109,8 @@ export function buildManifest(
     outputNames: g.graphOutputs.map((v) => v.name).filter((t) => !isCacheOutput(t)),
     eosTokenId: cfg.eosTokenId,
     padTokenId: cfg.padTokenId,
-    dtype: weightsDtype(g),
+    dtype: iface.storedDtype ?? weightsDtype(g.initializers.values()),
+    ...(iface.storedDtype !== undefined && iface.storedDtype !== weightsDtype(g.initializers.values()) ? { computeDtype: weightsDtype(g.initializers.values()) } : {}),
     padding: iface.padding,
     logits: iface.logits,
     ...(iface.generation ? { generation: iface.generation } : {}),
