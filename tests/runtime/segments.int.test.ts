@@ -7,6 +7,7 @@ import { loadModel } from '../../gpu-agent/runtime/index.js';
 import type { HostedModel } from '../../gpu-agent/runtime/index.js';
 import { fixtureDir, run, sameBits, tensor, tinyModel } from './tiny-model.js';
 import { ensureModel } from '../../catalog/bundled/generate-model.js';
+import { PROMOTE_AFTER } from '../../gpu-agent/runtime/interleave/forward-pass.js';
 
 const readAll = (points: string[]) =>
   `async (m) => { ${points.map((p) => `await m.${p};`).join(' ')} return await m.output; }`;
@@ -69,17 +70,24 @@ async function loadModelFile(file: string): Promise<HostedModel> {
   return loadModel(dir, { key: 'gpt2-reference-dynamo' });
 }
 
-test('a stretch across several layers runs as one segment while the segment cache has room for it, one segment per layer once it has not', async () => {
+test('a stretch across several layers runs as layer pieces, and as one segment once it came back PROMOTE_AFTER times and fits in the segment cache', async () => {
   const dir = ensureModel('gpt2-mini');
   const roomy = await loadModel(dir, { key: 'mini-roomy' });
   const tight = await loadModel(dir, { key: 'mini-tight', segmentCacheBytes: 1 });
   fixtures.push(roomy, tight);
   const req = { invokes: [{ tokens: tokens[0]!.tokens, block: readAll(['transformer.h[0].output']) }] };
   const whole = await run(roomy, { invokes: [{ tokens: tokens[0]!.tokens, block: 'async (m) => await m.output' }] });
-  const one = await run(roomy, req);
-  assert.equal(one.timings.segmentRuns, 2, 'up to the read, then the rest of the pass in one run');
-  const pieces = await run(tight, req);
-  assert.ok(pieces.timings.segmentRuns >= 4, `${pieces.timings.segmentRuns} runs: the layer segments every cut set shares`);
-  assert.ok(sameBits(tensor(whole.invokes[0]!.result), tensor(one.invokes[0]!.result)));
-  assert.ok(sameBits(tensor(whole.invokes[0]!.result), tensor(pieces.invokes[0]!.result)));
+  const runs: number[] = [];
+  for (let i = 0; i <= PROMOTE_AFTER + 1; i++) {
+    const r = await run(roomy, req);
+    runs.push(r.timings.segmentRuns);
+    assert.ok(sameBits(tensor(whole.invokes[0]!.result), tensor(r.invokes[0]!.result)), `run ${i}: bit-identical to the whole graph`);
+  }
+  assert.ok(runs.slice(0, PROMOTE_AFTER).every((n) => n >= 4), `the first ${PROMOTE_AFTER} run the layer pieces: ${runs}`);
+  assert.deepEqual(runs.slice(PROMOTE_AFTER), [2, 2], 'then up to the read, and the rest of the pass in one run');
+  for (let i = 0; i <= PROMOTE_AFTER + 1; i++) {
+    const r = await run(tight, req);
+    assert.ok(r.timings.segmentRuns >= 4, 'a stretch that does not fit in the cache stays in pieces');
+    if (i === PROMOTE_AFTER + 1) assert.ok(sameBits(tensor(whole.invokes[0]!.result), tensor(r.invokes[0]!.result)));
+  }
 });

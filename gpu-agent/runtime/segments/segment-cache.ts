@@ -35,10 +35,14 @@ export interface SegmentCacheStats {
   entries: number;
 }
 
+/** Stretches whose split runs are counted at most (the oldest counts are dropped). */
+const MAX_SPLIT_COUNTS = 4096;
+
 export class SegmentCache {
   private readonly entries = new Map<string, Entry>();
   private clock = 0;
   private readonly stats = { compiled: 0, hits: 0, evicted: 0, compileMs: 0 };
+  private readonly splitRuns = new Map<string, number>();
 
   constructor(
     private readonly base: ModelProto,
@@ -88,9 +92,23 @@ export class SegmentCache {
     }
   }
 
+  /** Whether the segment is compiled (or being compiled) already. */
+  holds(spec: SegmentSpec): boolean {
+    return this.entries.has(segmentKey(spec));
+  }
+
+  /** Counts one more time the segment `spec` ran split into pieces instead; returns the count so far. */
+  countSplitRun(spec: SegmentSpec): number {
+    const key = segmentKey(spec);
+    const n = (this.splitRuns.get(key) ?? 0) + 1;
+    if (!this.splitRuns.has(key) && this.splitRuns.size >= MAX_SPLIT_COUNTS) this.splitRuns.delete(this.splitRuns.keys().next().value!);
+    this.splitRuns.set(key, n);
+    return n;
+  }
+
   /** Whether the segment is compiled already, or compiling it would keep the cache within its budget (evict nothing). */
   holdsOrFits(spec: SegmentSpec): boolean {
-    if (this.entries.has(segmentKey(spec))) return true;
+    if (this.holds(spec)) return true;
     const plan = planSegment(this.graph, spec);
     const bytes = plan.initializers.reduce((n, name) => n + tensorBytes(this.initializers.get(name)!), 0);
     const total = [...this.entries.values()].reduce((n, e) => n + (e.pinned ? 0 : e.bytes), 0);
