@@ -88,10 +88,9 @@ export class HostedModel {
     let base = readModel(file);
     checkOps(base);
     const provider: ExecutionProvider = opts.provider === 'auto' || opts.provider === undefined ? (cudaAvailable() ? 'cuda' : 'cpu') : opts.provider;
-    const storedDtype = weightsDtype(base.graph!.initializer ?? []);
     // The CPU provider computes most float16 ops in float32 anyway, with casts a cut would change: served as float32.
-    const upcast = provider === 'cpu' && hasFloat16(base);
-    if (upcast) base = upcastFloat16(base, dir);
+    const storedDtype = provider === 'cpu' && hasFloat16(base) ? weightsDtype(base.graph!.initializer ?? []) : undefined;
+    if (storedDtype !== undefined) base = upcastFloat16(base, dir);
     let graph = analyzeGraph(base.graph!);
     checkInputs(graph);
     const config = readConfig(dir);
@@ -178,7 +177,7 @@ export class HostedModel {
       const generation = logits === null ? undefined : { cache: layout.mode, ...(layout.reason ? { cacheReason: layout.reason } : {}), eosTokenIds: cfg.eosTokenIds };
       const active = differentiableTensors(graph, (t) => facts.get(t)?.elemType, addresses);
       const memory = estimateMemory(graph, (t) => facts.get(t), active, Math.min(cfg.maxPositions, 1024));
-      const manifest = buildManifest(key, graph, addresses, facts, cfg, weights.totalBytes, { padding, logits, memory, ...(generation ? { generation } : {}), ...(upcast ? { storedDtype } : {}) });
+      const manifest = buildManifest(key, graph, addresses, facts, cfg, weights.totalBytes, { padding, logits, memory, ...(generation ? { generation } : {}), ...(storedDtype !== undefined ? { storedDtype } : {}) });
       const ctx = hostContext(base, graph, addresses, cache, facts, active, cfg.padTokenId, plan, padding, logits, layout, cfg.eosTokenIds);
       return new HostedModel(key, dir, loadTokenizer(dir), weights.totalBytes, provider, manifest, ctx, cache, weights, facts);
     } catch (e) {

@@ -89,6 +89,7 @@ export function buildManifest(
   weightsBytes: number,
   iface: InterfaceFacts,
 ): Manifest {
+  const served = weightsDtype(g.initializers.values());
   const modules: ManifestModule[] = [...g.modules.values()]
     .sort((a, b) => a.start - b.start || a.path.length - b.path.length)
     .map((m) => ({
@@ -109,8 +110,8 @@ export function buildManifest(
     outputNames: g.graphOutputs.map((v) => v.name).filter((t) => !isCacheOutput(t)),
     eosTokenId: cfg.eosTokenId,
     padTokenId: cfg.padTokenId,
-    dtype: iface.storedDtype ?? weightsDtype(g.initializers.values()),
-    ...(iface.storedDtype !== undefined && iface.storedDtype !== weightsDtype(g.initializers.values()) ? { computeDtype: weightsDtype(g.initializers.values()) } : {}),
+    dtype: iface.storedDtype ?? served,
+    ...(iface.storedDtype !== undefined && iface.storedDtype !== served ? { computeDtype: served } : {}),
     padding: iface.padding,
     logits: iface.logits,
     ...(iface.generation ? { generation: iface.generation } : {}),

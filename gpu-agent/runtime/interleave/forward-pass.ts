@@ -112,8 +112,7 @@ export class ForwardPass {
 
   private oneSegment(start: number, end: number): boolean {
     const full = this.fullSpec({ start, end });
-    if (this.cache.holds(full)) return true;
-    return this.cache.countSplitRun(full) > PROMOTE_AFTER && this.cache.holdsOrFits(full);
+    return this.cache.holds(full) || this.cache.promote(full, PROMOTE_AFTER);
   }
 
   /** Marks a tensor as this pass's own copy (rows may be written into it until the next segment runs). */

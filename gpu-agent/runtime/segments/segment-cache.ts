@@ -42,7 +42,8 @@ export class SegmentCache {
   private readonly entries = new Map<string, Entry>();
   private clock = 0;
   private readonly stats = { compiled: 0, hits: 0, evicted: 0, compileMs: 0 };
-  private readonly splitRuns = new Map<string, number>();
+  /** Stretches run split into layer pieces: how often, and (once asked) the weight bytes of the stretch as one segment. */
+  private readonly splitRuns = new Map<string, { runs: number; bytes: number | undefined }>();
 
   constructor(
     private readonly base: ModelProto,
@@ -73,7 +74,7 @@ export class SegmentCache {
     if (e) this.stats.hits++;
     else {
       const p = plan();
-      const bytes = p.initializers.reduce((n, name) => n + tensorBytes(this.initializers.get(name)!), 0);
+      const bytes = this.weightBytes(p);
       e = { seg: this.compile(p, () => model(p), bytes), bytes, pinned, inUse: 0, lastUsed: 0 };
       this.entries.set(key, e);
       this.stats.compiled++;
@@ -97,22 +98,30 @@ export class SegmentCache {
     return this.entries.has(segmentKey(spec));
   }
 
-  /** Counts one more time the segment `spec` ran split into pieces instead; returns the count so far. */
-  countSplitRun(spec: SegmentSpec): number {
+  /**
+   * Counts one more run of the segment `spec` split into pieces instead; true once it has run split more than
+   * `after` times and compiling it now would keep the cache within its budget (evict nothing).
+   */
+  promote(spec: SegmentSpec, after: number): boolean {
     const key = segmentKey(spec);
-    const n = (this.splitRuns.get(key) ?? 0) + 1;
-    if (!this.splitRuns.has(key) && this.splitRuns.size >= MAX_SPLIT_COUNTS) this.splitRuns.delete(this.splitRuns.keys().next().value!);
-    this.splitRuns.set(key, n);
-    return n;
+    let counted = this.splitRuns.get(key);
+    if (counted === undefined) {
+      if (this.splitRuns.size >= MAX_SPLIT_COUNTS) this.splitRuns.delete(this.splitRuns.keys().next().value!);
+      counted = { runs: 0, bytes: undefined };
+      this.splitRuns.set(key, counted);
+    }
+    if (++counted.runs <= after) return false;
+    counted.bytes ??= this.weightBytes(planSegment(this.graph, spec));
+    return this.unpinnedBytes() + counted.bytes <= this.budgetBytes;
   }
 
-  /** Whether the segment is compiled already, or compiling it would keep the cache within its budget (evict nothing). */
-  holdsOrFits(spec: SegmentSpec): boolean {
-    if (this.holds(spec)) return true;
-    const plan = planSegment(this.graph, spec);
-    const bytes = plan.initializers.reduce((n, name) => n + tensorBytes(this.initializers.get(name)!), 0);
-    const total = [...this.entries.values()].reduce((n, e) => n + (e.pinned ? 0 : e.bytes), 0);
-    return total + bytes <= this.budgetBytes;
+  /** Weight bytes a segment's session pre-packs: its initializers'. */
+  private weightBytes(plan: SegmentPlan): number {
+    return plan.initializers.reduce((n, name) => n + tensorBytes(this.initializers.get(name)!), 0);
+  }
+
+  private unpinnedBytes(): number {
+    return [...this.entries.values()].reduce((n, e) => n + (e.pinned ? 0 : e.bytes), 0);
   }
 
   release(seg: CompiledSegment): void {
@@ -130,7 +139,7 @@ export class SegmentCache {
   }
 
   private async evict(): Promise<void> {
-    let total = [...this.entries.values()].reduce((n, e) => n + (e.pinned ? 0 : e.bytes), 0);
+    let total = this.unpinnedBytes();
     if (total <= this.budgetBytes) return;
     const victims = [...this.entries.entries()]
       .filter(([, e]) => !e.pinned && e.inUse === 0)
