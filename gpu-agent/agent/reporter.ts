@@ -24,7 +24,8 @@ export class Reporter {
     private readonly agentId: string,
     private readonly bootId: string,
     private readonly log: Logger,
-    private readonly clock: () => number = Date.now,
+    /** The time reports are stamped and held back (`notBefore`) by. */
+    readonly clock: () => number = Date.now,
   ) {}
 
   /** A fresh message id; pass it in the command (reports carry it) and to send(). */

@@ -99,7 +99,7 @@ export class RequestExecutor {
       const command = { type, requestId: a.requestId, attempt: a.attempt, agentId: this.agentId, agentMessageId, ...extra } as Parameters<Reporter['send']>[1];
       return this.reporter.send(agentMessageId, command, cause, notBefore);
     };
-    const pace = new LogPace(this.limits.logLinesPerSecond);
+    const pace = new LogPace(this.limits.logLinesPerSecond, this.reporter.clock);
     const logs = new LogBatcher({
       limits: this.limits.log,
       send: (b) => void report('ReportRequestLog', b.truncated ? { lines: b.lines, truncated: true } : { lines: b.lines }, pace.slot(b.lines.length)),
