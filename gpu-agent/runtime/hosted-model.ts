@@ -24,6 +24,7 @@ import { SegmentCache } from './segments/segment-cache.js';
 import type { SegmentCacheStats } from './segments/segment-cache.js';
 import { buildManifest, configFacts, dtypeOf, manifestTensor, weightsDtype } from './manifest-build.js';
 import { hasFloat16, upcastFloat16 } from './onnx/float16-upcast.js';
+import { usesGradients } from './grad/uses-gradients.js';
 import { feedsFor, inputPlan } from './model-inputs.js';
 import type { InputPlan, PaddingSide } from './model-inputs.js';
 import { checkInputs, findLmHead, probePadding } from './model-interface.js';
@@ -264,7 +265,9 @@ export class HostedModel {
         { lengths: invokes.map((inv) => inv.tokens.length) });
     }
     const steps = Math.max(1, newTokens);
-    const cached = newTokens > 1 && gen.cache !== false && this.ctx.kv.mode !== 'none';
+    // A backward differentiates each step's own forward pass: a request that asks for gradients runs every step over
+    // the whole sequence (no cache), so every step's graph is the model's own.
+    const cached = newTokens > 1 && gen.cache !== false && this.ctx.kv.mode !== 'none' && !invokes.some((inv) => usesGradients(inv.source));
     const start: StartRequest = { kind: 'START', requestId: req.requestId ?? randomUUID(), invokes, steps, cache: cached };
     if (newTokens === 0) return { start, generation: null };
     const requestSeed = gen.seed ?? (req.requestId !== undefined ? seedOfRequestId(req.requestId) : undefined);

@@ -66,12 +66,15 @@ test('a generation step\'s backward equals the same tokens run as one forward pa
   const hm = await tinyModel();
   const grads = (step: number) => `async (m, ctx) => {
     const s = m.step(${step});
-    await s.transformer.h[0].output;
+    const h = await s.transformer.h[0].output;
     const l = (await s.output).slice(0, -1);
     ctx.backward(l.slice(7).sub(l.slice(11)));
-    return { h1: await s.transformer.h[1].output.grad, h0: await s.transformer.h[0].output.grad };
+    return { h1: await s.transformer.h[1].output.grad, h0: await s.transformer.h[0].output.grad, cached: ctx.cached, sequence: h.shape[1] };
   }`;
   const generated = await run(hm, { invokes: [{ tokens: B, block: grads(1) }], newTokens: 2 });
+  // The request runs without the KV cache, and everything says so: the result, ctx.cached, step 1's whole sequence.
+  assert.equal(generated.cache, 'none');
+  assert.deepEqual([(value(generated.invokes[0]!.result) as { cached: boolean }).cached, (value(generated.invokes[0]!.result) as { sequence: number }).sequence], [false, B.length + 1]);
   const tokens = [...B, generated.invokes[0]!.generated[0]!];
   const single = await run(hm, { invokes: [{ tokens, block: grads(0) }] });
   const a = value(generated.invokes[0]!.result) as Record<string, Tensor>;

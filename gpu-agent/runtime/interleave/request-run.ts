@@ -207,9 +207,7 @@ export class RequestRun {
     this.gen = plan === null ? null : new Generation({
       plan: ctx.inputs,
       layout: ctx.kv,
-      // A backward differentiates each step's own forward pass: steps of a request that asks for gradients run the
-      // whole sequence (no cache), so every step's graph is the model's own.
-      cached: plan.cached && !start.invokes.some((i) => usesGradients(i.source)),
+      cached: plan.cached,
       padTokenId: ctx.padTokenId,
       eos: ctx.eosTokenIds,
       maxNewTokens: plan.maxNewTokens,
