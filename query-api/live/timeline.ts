@@ -1,6 +1,7 @@
 // A request's phase timeline for the status page, from its own events: received, queued, each dispatch and
 // start (with the attempt, replica and agent), each requeue with its reason, and the end. Read from the event
-// store (or the query API's read models) when the request's last event changed, and kept otherwise.
+// store when the request's last event changed: only the events after the ones already read (a running request's
+// stream grows by a log batch or a token batch many times a second, and those add nothing to its timeline).
 import { requestStream } from '../../domain/shared/ids.js';
 import type { StoredEvent } from '../../eventstore/port.js';
 
@@ -36,15 +37,17 @@ export function timelineOf(events: readonly StoredEvent[]): TimelineEntry[] {
 }
 
 export class Timelines {
-  private readonly cache = new Map<string, { position: number; timeline: TimelineEntry[] }>();
+  private readonly cache = new Map<string, { position: number; nextRevision: number; timeline: TimelineEntry[] }>();
 
-  constructor(private readonly readStream: (streamId: string) => Promise<StoredEvent[]>) {}
+  constructor(private readonly readStream: (streamId: string, fromRevision: number) => Promise<StoredEvent[]>) {}
 
   async of(requestId: string, lastPosition: number): Promise<TimelineEntry[]> {
     const hit = this.cache.get(requestId);
     if (hit !== undefined && hit.position === lastPosition) return hit.timeline;
-    const timeline = timelineOf(await this.readStream(requestStream(requestId)));
-    this.cache.set(requestId, { position: lastPosition, timeline });
+    const from = hit?.nextRevision ?? 0;
+    const events = await this.readStream(requestStream(requestId), from);
+    const timeline = [...(hit?.timeline ?? []), ...timelineOf(events)];
+    this.cache.set(requestId, { position: lastPosition, nextRevision: events.length > 0 ? events[events.length - 1]!.revision + 1 : from, timeline });
     return timeline;
   }
 

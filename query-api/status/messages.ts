@@ -48,15 +48,18 @@ export interface WaitingFacts {
   deployment: { phase: string; lastFailure: string | null } | null;
 }
 
-/** The request's waiting status in `s`, or undefined when it is not waiting (or unknown). */
-export function waitingFacts(s: ControlPlaneState, requestId: string): WaitingFacts | undefined {
+/**
+ * The request's waiting status in `s`, or undefined when it is not waiting (or unknown). `running` (requests in
+ * flight per submitter) may be passed when asked for many requests of one state.
+ */
+export function waitingFacts(s: ControlPlaneState, requestId: string, running?: Map<string, number>): WaitingFacts | undefined {
   const v = s.requests.byId.get(requestId);
   if (v === undefined || v.status !== 'QUEUED') return undefined;
   const status = userStatus(s, v) as WaitingStatus;
   const dep = s.cluster.deployments.get(v.modelKey);
   return {
     status,
-    position: truePosition(s, requestId) ?? null,
+    position: truePosition(s, requestId, running) ?? null,
     queueLength: queueLength(s.queue, v.modelKey),
     attempt: v.attempt,
     deployment: status === 'QUEUED' ? null : { phase: deploymentPhase(s.cluster, v.modelKey), lastFailure: dep?.lastFailure?.text ?? null },

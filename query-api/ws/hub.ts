@@ -8,6 +8,7 @@ import type { ControlPlaneView } from '../../projections/control-plane/live.js';
 import type { Cursor } from '../status/cursor.js';
 import { waitingKeyOf } from '../status/cursor.js';
 import { eventDraft, waitingDraft, waitingFacts, type Draft } from '../status/messages.js';
+import { runningBySubmitter } from '../../projections/control-plane/positions.js';
 import { RequestSubscription, type SubscriptionSink } from './subscription.js';
 
 export interface HubWatcher {
@@ -152,9 +153,10 @@ export class StatusHub {
     if (a.modelKey !== null) {
       const subs = this.byModel.get(a.modelKey);
       if (subs === undefined) return;
+      let running: Map<string, number> | undefined;
       for (const sub of [...subs]) {
         if (sub.requestId === a.requestId) continue;
-        const w = waitingFacts(s, sub.requestId);
+        const w = waitingFacts(s, sub.requestId, (running ??= runningBySubmitter(s.requests)));
         if (w === undefined || !sub.wantsWaiting(waitingKeyOf(w.status, w.position))) continue;
         sub.offer(waitingDraft(e, sub.requestId, w, false, 'waiting'));
       }
