@@ -34,7 +34,18 @@ export function oldestQueued(s: QueueState, modelKey: string): QueuedItem | unde
 
 /** The queue of a model as the views show it. */
 export function queueView(s: QueueState, modelKey: string, limit = 100) {
-  return heads(s, modelKey, limit).map((e, position) => ({
+  return heads(s, modelKey, limit).map((e, position) => viewOf(e, position));
+}
+
+/** One submitter's queued requests of a model (from its index, not a scan of the queue), as `queueView` shows them. */
+export function submitterQueueView(s: QueueState, modelKey: string, submitter: string, limit = 100) {
+  const queue = s.byModel.get(modelKey);
+  const mine = s.bySubmitter.get(modelKey)?.get(submitter)?.slice(0, limit) ?? [];
+  return queue === undefined ? [] : mine.map((e) => viewOf(queue.get(e.id)!, queue.position(e.id)));
+}
+
+function viewOf(e: QueueEntry<QueuedItem>, position: number) {
+  return {
     position,
     requestId: e.id,
     submitter: e.value.submitter,
@@ -43,5 +54,5 @@ export function queueView(s: QueueState, modelKey: string, limit = 100) {
     priority: e.value.priority,
     requeued: e.value.requeued,
     enqueuedAt: new Date(e.value.enqueuedAtMs).toISOString(),
-  }));
+  };
 }

@@ -9,7 +9,8 @@ import type { Identity } from '../../auth/keys.js';
 import type { FabricContext } from '../../fabric/context.js';
 import { activeReplicas, clusterView, deploymentPhase } from '../../projections/cluster/queries.js';
 import { levelOf } from '../../projections/cluster/state.js';
-import { queueLength, queueView } from '../../projections/queue/queries.js';
+import { queueLength, queueView, submitterQueueView } from '../../projections/queue/queries.js';
+import { mayRead, seesAll } from '../ws/connection.js';
 import { displayRequestId } from '../../http/request-ids.js';
 import { runningBySubmitter, truePosition } from '../../projections/control-plane/positions.js';
 import type { ChangeExplained, ChangeExplainer } from './explain.js';
@@ -55,12 +56,8 @@ export interface LiveParts {
   timelines: Timelines;
 }
 
-/** Operators, and the only caller when auth is off. */
-const seesAll = (me: Identity): boolean => !me.auth || me.tags.operator;
-
 export async function liveSnapshot(ctx: FabricContext, parts: LiveParts, me: Identity): Promise<LivePage> {
   const all = seesAll(me);
-  const mine = (submitter: string) => all || submitter === me.actor;
   const s = ctx.view.state;
   const c = clusterView(s.cluster);
   const keys = new Set([...s.cluster.deployments.keys(), ...[...s.queue.byModel.keys()].filter((k) => queueLength(s.queue, k) > 0)]);
@@ -74,7 +71,7 @@ export async function liveSnapshot(ctx: FabricContext, parts: LiveParts, me: Ide
     for (const r of replicas) {
       for (const id of s.requests.inFlightByReplica.get(r.replicaId) ?? []) {
         const v = s.requests.byId.get(id);
-        if (v === undefined || !mine(v.submitter)) continue;
+        if (v === undefined || !mayRead(me, v.submitter)) continue;
         running.add(id);
         runs.push({
           requestId: displayRequestId(me, id),
@@ -93,9 +90,7 @@ export async function liveSnapshot(ctx: FabricContext, parts: LiveParts, me: Ide
       pinned: dep?.pinned ?? false,
       replicas: replicas.map((r) => ({ replicaId: r.replicaId, state: r.state, level: levelOf(r.state), agentId: all ? r.agentId : null, gpus: all ? r.gpus : [] })),
       queueLength: queueLength(s.queue, model),
-      queue: queueView(s.queue, model, all ? QUEUE_SHOWN : Number.MAX_SAFE_INTEGER)
-        .filter((e) => mine(s.requests.byId.get(e.requestId)?.submitter ?? ''))
-        .slice(0, QUEUE_SHOWN)
+      queue: (all ? queueView(s.queue, model, QUEUE_SHOWN) : submitterQueueView(s.queue, model, me.actor, QUEUE_SHOWN))
         // Positions as dispatch will take them (a key at its running limit is passed over), as GET /queue gives them.
         .map((e) => ({ ...e, position: truePosition(s, e.requestId, runningByKey) ?? e.position, requestId: displayRequestId(me, e.requestId) })),
       running: runs,
@@ -110,7 +105,7 @@ export async function liveSnapshot(ctx: FabricContext, parts: LiveParts, me: Ide
     else if (x.kind !== 'requeue') changes.push({ ...x, causes: [] });
     else {
       const v = s.requests.byId.get(x.subject);
-      if (v !== undefined && mine(v.submitter)) changes.push({ ...x, subject: displayRequestId(me, x.subject) });
+      if (v !== undefined && mayRead(me, v.submitter)) changes.push({ ...x, subject: displayRequestId(me, x.subject) });
     }
   }
   return { asOf: s.position, now: ctx.clock(), models, agents: all ? c.agents : [], gpus: all ? c.gpus : [], changes };

@@ -6,18 +6,17 @@ import { z } from 'zod';
 import type { RouteDeps } from '../../http/deps.js';
 import { callerOf } from '../../http/access.js';
 import { displayRequestId } from '../../http/request-ids.js';
-import type { Identity } from '../../auth/keys.js';
 import { runningBySubmitter, truePosition } from '../../projections/control-plane/positions.js';
 import { parseInput } from '../../http/validate.js';
 import { MODEL_KEY } from '../../domain/shared/ids.js';
 import { clusterView } from '../../projections/cluster/queries.js';
 import type { AgentHealth } from '../../projections/agents/projection.js';
-import { queueLength, queueView } from '../../projections/queue/queries.js';
+import { queueLength, queueView, submitterQueueView } from '../../projections/queue/queries.js';
+import { seesAll } from '../ws/connection.js';
 
 const queueQuery = z.strictObject({ model: z.string().regex(MODEL_KEY, 'a model key').optional(), limit: z.coerce.number().int().min(1).max(1000).optional() });
 
 /** Operators, and the only caller when auth is off. */
-const seesAll = (me: Identity): boolean => !me.auth || me.tags.operator;
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
@@ -62,11 +61,7 @@ export function clusterRoutes(app: FastifyInstance, deps: RouteDeps): void {
     const entries = (model: string) => {
       // Positions as dispatch will take them (a key at its running limit is passed over).
       if (seesAll(me)) return queueView(s.queue, model, limit).map((e) => ({ ...e, position: truePosition(s, e.requestId, running) ?? e.position }));
-      const mine = s.queue.bySubmitter.get(model)?.get(me.actor)?.slice(0, limit) ?? [];
-      return mine.map((e) => {
-        const item = s.queue.byModel.get(model)!.get(e.id)!.value;
-        return { position: truePosition(s, e.id, running) ?? null, requestId: displayRequestId(me, e.id), rank: e.key.rank, priority: item.priority, requeued: item.requeued, enqueuedAt: new Date(item.enqueuedAtMs).toISOString() };
-      });
+      return submitterQueueView(s.queue, model, me.actor, limit).map((e) => ({ position: truePosition(s, e.requestId, running) ?? null, requestId: displayRequestId(me, e.requestId), rank: e.rank, priority: e.priority, requeued: e.requeued, enqueuedAt: e.enqueuedAt }));
     };
     return { asOf: s.position, queues: models.map((model) => ({ model, length: queueLength(s.queue, model), entries: entries(model) })) };
   });

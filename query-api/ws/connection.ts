@@ -17,9 +17,14 @@ import { clientMessage } from './client-messages.js';
 import type { StatusHub } from './hub.js';
 import type { EndReason, RequestSubscription } from './subscription.js';
 
+/** Operators, and the only caller when auth is off: they see every key's requests. */
+export function seesAll(me: Identity): boolean {
+  return !me.auth || me.tags.operator;
+}
+
 /** Whether `me` may read a request submitted by `submitter`. */
 export function mayRead(me: Identity, submitter: string): boolean {
-  return !me.auth || me.tags.operator || me.actor === submitter;
+  return seesAll(me) || me.actor === submitter;
 }
 
 /** The TCP socket under a websocket: corked while a batch of messages is written, so they leave in one write. */
