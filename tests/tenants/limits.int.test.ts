@@ -162,6 +162,12 @@ describe('tenant views', () => {
     assert.ok(q.queues.every((x: { length: number }) => typeof x.length === 'number'));
     const opView = (await h.app.inject({ method: 'GET', url: '/queue', headers: bearer(ops) })).json();
     assert.ok(JSON.stringify(opView).includes(`${bob.split('_')[1]}:b-wait`), 'an operator sees every request by its full id');
+    const liveQueue = async (key: string) =>
+      ((await h.app.inject({ method: 'GET', url: '/live', headers: bearer(key) })).json().models as { queue: { requestId: string; submitter: string }[] }[]).flatMap((m) => m.queue);
+    assert.deepEqual((await liveQueue(bob)).map((e) => e.requestId), ['b-wait'], 'the live page shows a non-operator its own queue only');
+    const opLive = await liveQueue(ops);
+    const opIds = opLive.map((e) => e.requestId);
+    assert.ok(opIds.includes(`${bob.split('_')[1]}:b-wait`) && opIds.includes('o-wait'), `an operator sees every key's queued requests: ${opIds}`);
     const cluster = (await h.app.inject({ method: 'GET', url: '/cluster', headers: bearer(bob) })).json();
     assert.deepEqual(cluster.agents, []);
     assert.equal(cluster.summary.agents, 1);
