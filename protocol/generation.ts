@@ -51,7 +51,8 @@ export const GenerationErrorCode = {
   badOption: 'GENERATION_BAD_OPTION',
 } as const;
 
-const KEYS = ['maxNewTokens', 'temperature', 'topK', 'topP', 'seed', 'repetitionPenalty', 'stop', 'stopTokenIds', 'ignoreEos', 'cache'] as const;
+/** Every generation option, by name (the SDK copies exactly these from a call's options into the request). */
+export const GENERATION_OPTION_KEYS = ['maxNewTokens', 'temperature', 'topK', 'topP', 'seed', 'repetitionPenalty', 'stop', 'stopTokenIds', 'ignoreEos', 'cache'] as const;
 
 function fail(code: string, where: string, message: string, option: string, hint?: string): never {
   throw new FabricError(code, 400, `${where}: ${message}`, { details: { option, where }, ...(hint ? { hint } : {}) });
@@ -68,7 +69,7 @@ export function checkGenerationOptions(input: unknown, where: string, level: 're
   if (typeof input !== 'object' || Array.isArray(input)) fail(GenerationErrorCode.badOption, where, 'must be an object of generation options', 'generation');
   const o = input as Record<string, unknown>;
   for (const k of Object.keys(o)) {
-    if (!(KEYS as readonly string[]).includes(k)) fail(GenerationErrorCode.badOption, where, `unknown option ${JSON.stringify(k)}; options are ${KEYS.join(', ')}`, k);
+    if (!(GENERATION_OPTION_KEYS as readonly string[]).includes(k)) fail(GenerationErrorCode.badOption, where, `unknown option ${JSON.stringify(k)}; options are ${GENERATION_OPTION_KEYS.join(', ')}`, k);
   }
   const out: GenerationOptions = {};
   if (o.maxNewTokens !== undefined) {

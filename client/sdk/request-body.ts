@@ -2,6 +2,7 @@
 import { blockSource } from './block-source.js';
 import type { BlockFn } from './block-source.js';
 import { FabricClientError } from './errors.js';
+import { GENERATION_OPTION_KEYS } from '../../protocol/generation.js';
 import type { GenerationOptions } from '../../protocol/generation.js';
 
 export type { GenerationOptions };
@@ -12,7 +13,6 @@ export type Invoke = string | number[] | { input: string | number[]; block?: Blo
 /** How tokens are generated (protocol/generation.ts, docs/sdk.md "Generation"), as trace options; `stop` may be one string. */
 export type GenerationFields = Omit<GenerationOptions, 'stop'> & { stop?: string | string[] };
 
-const GENERATION_FIELDS = ['maxNewTokens', 'temperature', 'topK', 'topP', 'seed', 'repetitionPenalty', 'stop', 'stopTokenIds', 'ignoreEos', 'cache'] as const;
 
 export interface RequestOptions extends GenerationFields {
   /** The older name of maxNewTokens. */
@@ -94,7 +94,7 @@ function traceBody(input: Invoke | Invoke[], block: BlockFn | string | undefined
   if (block !== undefined) body.block = blockSource(block, opts.params);
   if (opts.newTokens !== undefined) body.newTokens = opts.newTokens;
   const generation: GenerationOptions = { ...(opts.generation ?? {}) };
-  for (const k of GENERATION_FIELDS) if (opts[k] !== undefined) (generation as Record<string, unknown>)[k] = opts[k];
+  for (const k of GENERATION_OPTION_KEYS) if (opts[k] !== undefined) (generation as Record<string, unknown>)[k] = opts[k];
   if (Object.keys(generation).length > 0) body.generation = normalised(generation);
   return body;
 }
@@ -113,7 +113,7 @@ export function buildSubmitBody(model: string, input: Invoke | Invoke[], block: 
 export function buildSessionBody(model: string, traces: SessionTrace[], opts: RequestOptions, requestId: string, blocking: boolean): SubmitBody {
   checkModel(model);
   if (!Array.isArray(traces) || traces.length === 0) throw new RequestShapeError('a session needs at least one trace: [{ input, block }, …]');
-  const shared = GENERATION_FIELDS.filter((k) => opts[k] !== undefined).concat(opts.newTokens !== undefined ? ['newTokens' as never] : [], opts.generation !== undefined ? ['generation' as never] : []);
+  const shared = GENERATION_OPTION_KEYS.filter((k) => opts[k] !== undefined).concat(opts.newTokens !== undefined ? ['newTokens' as never] : [], opts.generation !== undefined ? ['generation' as never] : []);
   if (shared.length > 0) throw new RequestShapeError(`in a session, generation options belong to each trace (${shared.join(', ')} given for the whole session)`);
   const body: SubmitBody = {
     requestId,

@@ -21,7 +21,7 @@ import type {
   RequeueRequest,
   SubmitRequest,
 } from './commands.js';
-import { evolveRequest, initialRequestState, TERMINAL, type RequestState } from './state.js';
+import { evolveRequest, initialRequestState, STREAMED_REPORTS, TERMINAL, type RequestState } from './state.js';
 import { implicates, isAgentDeath, POISON_ERROR_TYPE, poisonMessage } from './poison.js';
 
 export const DEFAULT_MAX_ATTEMPTS = 5;
@@ -247,7 +247,7 @@ function report(c: Report, s: RequestState): RequestEvent[] {
   const kind = REPORT_EVENT[c.type];
   const ignore = (reason: AgentReportIgnoredData['reason'], text: string): RequestEvent[] => {
     // Stale log lines and tokens are recorded as ignored once per attempt, not once per line.
-    if ((kind === 'RequestLogged' || kind === 'RequestTokensGenerated' || kind === 'RequestTraceProgressed') && s.ignoredLogAttempts.includes(c.attempt)) return [];
+    if (STREAMED_REPORTS.has(kind) && s.ignoredLogAttempts.includes(c.attempt)) return [];
     return [
       {
         type: 'AgentReportIgnored',

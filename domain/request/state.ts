@@ -6,6 +6,9 @@ export type RequestStatus = 'NONE' | 'RECEIVED' | 'QUEUED' | 'DISPATCHED' | 'RUN
 
 export const TERMINAL: ReadonlySet<RequestStatus> = new Set(['COMPLETED', 'ERROR', 'CANCELLED']);
 
+/** Reports that stream during a run: a stale one is recorded as ignored once per attempt (`ignoredLogAttempts`), not each time. */
+export const STREAMED_REPORTS: ReadonlySet<string> = new Set(['RequestLogged', 'RequestTokensGenerated', 'RequestTraceProgressed']);
+
 export interface RequestState {
   status: RequestStatus;
   requestId: string;
@@ -108,7 +111,7 @@ export function evolveRequest(s: RequestState, e: RequestEvent): RequestState {
     case 'RequestCancelled':
       return { ...s, status: 'CANCELLED' };
     case 'AgentReportIgnored':
-      return (e.data.report === 'RequestLogged' || e.data.report === 'RequestTokensGenerated' || e.data.report === 'RequestTraceProgressed') && e.data.attempt !== undefined
+      return STREAMED_REPORTS.has(e.data.report) && e.data.attempt !== undefined
         ? { ...s, ignoredLogAttempts: [...s.ignoredLogAttempts, e.data.attempt] }
         : s;
   }
