@@ -12,8 +12,6 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The caller; null on public routes and on optional ones called without a key. */
     identity: Identity | null;
-    /** Frees the caller's in-flight slot of the rate limit (http/rate-limit.ts) once the call is answered. */
-    releaseRateSlot: (() => void) | undefined;
   }
 }
 

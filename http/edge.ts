@@ -22,7 +22,6 @@ export interface EdgeDeps {
 export function installEdge(app: FastifyInstance, deps: EdgeDeps): void {
   const limiter = deps.config.rateLimit === null ? undefined : new RateLimiter(deps.config.rateLimit, deps.clock);
   app.decorateRequest('identity', null);
-  app.decorateRequest('releaseRateSlot', undefined);
   installJsonBody(app);
   installErrorHandling(app, deps.config.bodyLimitBytes);
   app.addHook('onRequest', async (req, reply) => {
@@ -37,10 +36,8 @@ export function installEdge(app: FastifyInstance, deps: EdgeDeps): void {
     if (access === 'operator' && !identity.tags.operator) throw operatorRequired(identity.actor);
     if (limiter !== undefined && access !== 'optional') {
       // A websocket upgrade is one call; the socket it opens is not a call in flight.
-      const release = limiter.take(identity.actor, req.headers.upgrade === undefined);
-      req.releaseRateSlot = release;
-      reply.raw.once('close', release);
+      // The in-flight slot is freed when the response closes (answered, or the client went away).
+      reply.raw.once('close', limiter.take(identity.actor, req.headers.upgrade === undefined));
     }
   });
-  app.addHook('onResponse', async (req) => req.releaseRateSlot?.());
 }
