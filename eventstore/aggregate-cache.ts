@@ -33,10 +33,6 @@ export class AggregateCache<State> {
     this.maxStreams = max;
   }
 
-  get size(): number {
-    return this.entries.size;
-  }
-
   /** The cached aggregate of a stream (and marks it recently used). */
   get(streamId: string): CachedAggregate<State> | undefined {
     const e = this.entries.get(streamId);
@@ -54,13 +50,5 @@ export class AggregateCache<State> {
       const oldest = this.entries.keys().next().value as string;
       this.entries.delete(oldest);
     }
-  }
-
-  delete(streamId: string): void {
-    this.entries.delete(streamId);
-  }
-
-  clear(): void {
-    this.entries.clear();
   }
 }

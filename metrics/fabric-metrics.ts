@@ -17,7 +17,6 @@ import { RequestMetrics } from './requests.js';
 export class FabricMetrics {
   readonly registry: Registry = newRegistry();
   private requestMetrics: RequestMetrics | undefined;
-  private readonly stops: Array<() => void> = [];
   private lag: ProjectionLag | undefined;
 
   /** The store with its appends timed (ndif_event_store_append_seconds). */
@@ -39,10 +38,8 @@ export class FabricMetrics {
    * Request outcomes and phase latencies from the events the view applies from now on. One process per fabric
    * counts them (embedded: the one; distributed: the query API), so that a sum over processes counts each once.
    */
-  watchRequests(view: ControlPlaneView): RequestMetrics {
-    const r = this.requests;
-    this.stops.push(r.attach(view));
-    return r;
+  watchRequests(view: ControlPlaneView): void {
+    this.requests.attach(view);
   }
 
   /**
@@ -55,13 +52,5 @@ export class FabricMetrics {
 
   watchRelay(relay: Relay, store: EventStore, topics: { agentEvents: string; group: string }): void {
     relayMetrics(this.registry, relay, store, topics);
-  }
-
-  text(): Promise<string> {
-    return this.registry.metrics();
-  }
-
-  stop(): void {
-    for (const s of this.stops.splice(0)) s();
   }
 }
