@@ -11,13 +11,13 @@
 import { OrtTensorCtor } from './ort/session.js';
 import type { OrtTensor } from './ort/session.js';
 import type { ValueInfoProto } from './onnx/types.js';
+import { isCacheInput } from './graph/model-graph.js';
+import { CARRY_BIAS } from './generation/kv-carry.js';
 
 export const SUPPORTED_INPUTS = ['input_ids', 'attention_mask', 'position_ids', 'token_type_ids', 'past_key_values.<layer>.key', 'past_key_values.<layer>.value'] as const;
 
 const PLAIN = new Set(['input_ids', 'attention_mask', 'position_ids', 'token_type_ids']);
 const PAST = /^past_key_values\.\d+\.(key|value)$/;
-const CARRIED = /^ndif\.past\.\d+\.(key|value)$/;
-const BIAS = 'ndif.past_bias';
 
 /** Where padding goes: left (decoders: the last position is every row's next-token position), right (encoders whose graph numbers positions itself), or none (rows must have one length). */
 export type PaddingSide = 'left' | 'right' | 'none';
@@ -80,13 +80,13 @@ export function unfeedable(v: ValueInfoProto): string | undefined {
 
 export function inputPlan(graphInputs: ValueInfoProto[]): InputPlan {
   const past = graphInputs
-    .filter((v) => PAST.test(v.name) || CARRIED.test(v.name))
+    .filter((v) => isCacheInput(v.name) && v.name !== CARRY_BIAS)
     .map((v) => ({
       name: v.name,
       elemType: v.type?.tensor_type?.elem_type ?? 1,
       dims: (v.type?.tensor_type?.shape?.dim ?? []).map((d) => (typeof d.dim_value === 'number' && d.dim_value > 0 ? d.dim_value : -1)),
     }));
-  const b = graphInputs.find((v) => v.name === BIAS);
+  const b = graphInputs.find((v) => v.name === CARRY_BIAS);
   const bias = b ? { rank: b.type?.tensor_type?.shape?.dim?.length ?? 4, elemType: b.type?.tensor_type?.elem_type ?? 1 } : null;
   return { names: graphInputs.map((v) => v.name), past, bias };
 }
@@ -107,11 +107,6 @@ export function padRows(rows: number[][], padId: number, side: 'left' | 'right' 
   return { batch, seq, side, lengths: rows.map((r) => r.length), ids, mask };
 }
 
-/** Position of row `row`'s last real token in the padded batch. */
-export function lastRealPosition(b: PaddedBatch, row: number): number {
-  return b.side === 'left' ? b.seq - 1 : b.lengths[row]! - 1;
-}
-
 const ORT_TYPE: Record<number, 'float32' | 'float16'> = { 1: 'float32', 10: 'float16' };
 
 /** A whole padded batch as one pass from an empty cache. */
@@ -127,7 +122,7 @@ export function stepFeeds(plan: InputPlan, f: FeedSpec): Record<string, OrtTenso
     else if (name === 'attention_mask') feeds[name] = new OrtTensorCtor('int64', f.mask, [f.batch, f.maskLen]);
     else if (name === 'token_type_ids') feeds[name] = new OrtTensorCtor('int64', new BigInt64Array(f.batch * f.seq), dims);
     else if (name === 'position_ids') feeds[name] = new OrtTensorCtor('int64', f.positions, dims);
-    else if (name === BIAS) {
+    else if (name === CARRY_BIAS) {
       const keys = f.pastLen + f.seq;
       const type = ORT_TYPE[plan.bias!.elemType] ?? 'float32';
       const shape = [f.batch, ...Array.from({ length: plan.bias!.rank - 2 }, () => 1), keys];

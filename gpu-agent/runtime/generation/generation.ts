@@ -78,7 +78,7 @@ export class Generation {
       const eos = o.ignoreEos ? [] : setup.eos;
       return {
         spec,
-        sampler: new RowSampler(samplerSettings(o), spec.seed),
+        sampler: new RowSampler(samplerSettings(o), spec.seed, spec.prompt),
         stopper: new RowStopper({ eos, stopTokenIds: o.stopTokenIds ?? [], stop: o.stop ?? [], maxNewTokens: o.maxNewTokens ?? setup.maxNewTokens }, setup.decode),
         generated: [],
       };
@@ -87,14 +87,6 @@ export class Generation {
 
   get allFinished(): boolean {
     return this.rows.every((r) => r.finish !== undefined);
-  }
-
-  finishOf(row: number): Finish | undefined {
-    return this.rows[row]!.finish;
-  }
-
-  generated(row: number): number[] {
-    return this.rows[row]!.generated;
   }
 
   /** The next token of every live row from the pass's logits (last fed position), then appends them. */
@@ -111,8 +103,7 @@ export class Generation {
         real.push(false);
         return;
       }
-      const seen = [...row.spec.prompt, ...row.generated];
-      const token = row.sampler.choose(data, (r * seq + seq - 1) * vocab, vocab, seen);
+      const token = row.sampler.choose(data, (r * seq + seq - 1) * vocab, vocab);
       row.generated.push(token);
       const finish = row.stopper.check(row.generated, step);
       if (finish) row.finish = finish;

@@ -27,27 +27,32 @@ export function samplerSettings(o: GenerationOptions): SamplerSettings {
 export class RowSampler {
   private readonly rng: Sfc32 | undefined;
   private scratch = new Float64Array(0);
+  /** The row's tokens so far (its prompt and what this sampler chose), kept only for a repetition penalty. */
+  private readonly seen: Set<number> | undefined;
 
   constructor(
     private readonly s: SamplerSettings,
     seed: number,
+    prompt: readonly number[],
   ) {
     this.rng = s.sampling ? Sfc32.seeded(seed) : undefined;
+    this.seen = s.repetitionPenalty !== 1 ? new Set(prompt) : undefined;
   }
 
-  /** The next token from `logits[offset, offset + vocab)`; `seen` are the row's tokens so far (prompt and generated). */
-  choose(logits: ArrayLike<number>, offset: number, vocab: number, seen: readonly number[]): number {
+  /** The next token from `logits[offset, offset + vocab)`. */
+  choose(logits: ArrayLike<number>, offset: number, vocab: number): number {
     if (this.scratch.length !== vocab) this.scratch = new Float64Array(vocab);
     const x = this.scratch;
     for (let v = 0; v < vocab; v++) x[v] = logits[offset + v]!;
     const p = this.s.repetitionPenalty;
-    if (p !== 1) {
-      for (const t of new Set(seen)) {
+    if (this.seen !== undefined) {
+      for (const t of this.seen) {
         if (t >= 0 && t < vocab) x[t] = x[t]! < 0 ? x[t]! * p : x[t]! / p;
       }
     }
-    if (!this.rng) return argmax(x);
-    return this.sample(x);
+    const token = this.rng ? this.sample(x) : argmax(x);
+    this.seen?.add(token);
+    return token;
   }
 
   private sample(x: Float64Array): number {
