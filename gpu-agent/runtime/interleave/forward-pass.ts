@@ -101,18 +101,15 @@ export class ForwardPass {
    */
   private async stretch(start: number, end: number): Promise<void> {
     const whole = start === 0 && end === this.g.nodes.length;
-    let at = whole ? [] : (this.hooks.splits ?? []).filter((p) => p > start && p < end);
-    if (at.length > 0 && this.oneSegment(start, end)) at = [];
+    const at = whole ? [] : (this.hooks.splits ?? []).filter((p) => p > start && p < end);
+    if (at.length === 0) return this.run({ start, end });
+    const full = this.fullSpec({ start, end });
+    if (this.cache.holds(full) || this.cache.promote(full, PROMOTE_AFTER)) return this.run({ start, end }, full);
     let from = start;
     for (const p of [...at, end]) {
       await this.run({ start: from, end: p });
       from = p;
     }
-  }
-
-  private oneSegment(start: number, end: number): boolean {
-    const full = this.fullSpec({ start, end });
-    return this.cache.holds(full) || this.cache.promote(full, PROMOTE_AFTER);
   }
 
   /** Marks a tensor as this pass's own copy (rows may be written into it until the next segment runs). */
@@ -133,8 +130,8 @@ export class ForwardPass {
     return aliases.length > 0 ? { ...withExtra, aliases } : withExtra;
   }
 
-  private async run(spec: SegmentSpec): Promise<void> {
-    const full = this.fullSpec(spec);
+  /** Runs one segment; `full` is `spec` as it runs, when the caller has worked it out already. */
+  private async run(spec: SegmentSpec, full = this.fullSpec(spec)): Promise<void> {
     const aliases = full.aliases ?? [];
     const seg = await this.cache.acquire(full);
     try {
