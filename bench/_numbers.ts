@@ -1,4 +1,5 @@
-// What the benchmarks share: a numeric `--name value` argument and the median of a sample.
+// What the benchmarks share: a numeric `--name value` argument, the median and quantiles of a sample, rounding,
+// and interleaved rounds of variants.
 
 export function numberArg(args: string[], name: string, fallback: number): number {
   const i = args.indexOf(`--${name}`);
@@ -9,6 +10,17 @@ export function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   const n = s.length;
   return n % 2 ? s[(n - 1) / 2]! : (s[n / 2 - 1]! + s[n / 2]!) / 2;
+}
+
+/** The nearest-rank `q` quantile (0 < q ≤ 1) of a sample: the smallest value with at least q of the sample at or below it. */
+export function quantile(xs: number[], q: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))] ?? Number.NaN;
+}
+
+/** `x` with `digits` decimals, as a number (for the JSON lines). */
+export function round(x: number, digits = 2): number {
+  return Number(x.toFixed(digits));
 }
 
 /**

@@ -23,13 +23,12 @@ import { loadModel } from '../gpu-agent/runtime/index.js';
 import type { HostedModel } from '../gpu-agent/runtime/index.js';
 import { ensureBenchModel } from './bench-model.js';
 import { startEmbeddedFabric, type EmbeddedFabric } from './_embedded-fabric.js';
-import { median, numberArg } from './_numbers.js';
+import { median, numberArg, round } from './_numbers.js';
 
 const MODEL = 'gpt2-small-random';
 const TEXT = 'The fabric runs intervention experiments on hosted models: a block of code reads and replaces the activations of named modules during the forward pass, remotely, while operators deploy and scale the models across agents.';
 
 
-const round2 = (x: number) => Number(x.toFixed(2));
 
 function sameBits(a: Tensor, b: Tensor): boolean {
   return a.shape.join() === b.shape.join() && Buffer.from(a.data.buffer, a.data.byteOffset, a.data.byteLength).equals(Buffer.from(b.data.buffer, b.data.byteOffset, b.data.byteLength));
@@ -144,28 +143,28 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
       prompt_tokens: tokens.length,
       layer,
       rounds: done,
-      e2e_ms: round2(e2eMs),
-      raw_ms: round2(rawMs),
+      e2e_ms: round(e2eMs),
+      raw_ms: round(rawMs),
       e2e_over_raw: Number((e2eMs / rawMs).toFixed(4)),
-      overhead_ms: round2(e2eMs - rawMs),
-      e2e_min_ms: round2(Math.min(...times.e2e)),
-      raw_min_ms: round2(Math.min(...times.raw)),
+      overhead_ms: round(e2eMs - rawMs),
+      e2e_min_ms: round(Math.min(...times.e2e)),
+      raw_min_ms: round(Math.min(...times.raw)),
       bitexact,
       // submit: call → RECEIVED recorded; schedule: → DISPATCHED; start: → RUNNING (relay, IPC, agent);
       // run: → COMPLETED recorded (forward pass, result container, blob, report); notify: → COMPLETED on the
       // client's websocket; result: → decoded value returned.
-      phases_ms: Object.fromEntries(Object.entries(phases).map(([k, v]) => [k, round2(median(v))])),
+      phases_ms: Object.fromEntries(Object.entries(phases).map(([k, v]) => [k, round(median(v))])),
       clients,
       concurrency,
       requests: clients * perClient,
-      throughput_rps: round2(throughput),
-      raw_rps: round2(1000 / rawMs),
-      concurrent_median_ms: round2(median(latencies)),
-      start_s: round2(startS),
-      deploy_s: round2(deployS),
-      warmup_s: round2(warmS),
-      generate_s: round2(generateS),
-      total_s: round2((performance.now() - t0) / 1000),
+      throughput_rps: round(throughput),
+      raw_rps: round(1000 / rawMs),
+      concurrent_median_ms: round(median(latencies)),
+      start_s: round(startS),
+      deploy_s: round(deployS),
+      warmup_s: round(warmS),
+      generate_s: round(generateS),
+      total_s: round((performance.now() - t0) / 1000),
     };
   } finally {
     for (const s of sdks) s.close();

@@ -14,7 +14,7 @@ import type { HostedModel, RunRequest } from '../gpu-agent/runtime/index.js';
 import { createInProcessBlocks } from '../gpu-agent/block/index.js';
 import { Sfc32 } from '../catalog/bundled/prng.js';
 import { ensureFamilyModel, FAMILY_MODELS, type FamilyName } from './families/models.js';
-import { median, numberArg } from './_numbers.js';
+import { interleavedRounds, median, numberArg } from './_numbers.js';
 
 
 const bytesOf = (r: Awaited<ReturnType<HostedModel['run']>>) => r.invokes[0]!.result.tensors.map((t) => Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength));
@@ -43,19 +43,7 @@ async function benchFamily(name: FamilyName, o: { rounds: number; tokens: number
     const bitexact = sameBits(plain, bytesOf(await hm.run(req(blocks.read), open)));
     const swapChanges = !sameBits(plain, bytesOf(await hm.run(req(blocks.swap), open)));
     const names = Object.keys(blocks) as Array<keyof typeof blocks>;
-    const times: Record<string, number[]> = { plain: [], read: [], swap: [] };
-    const tm = performance.now();
-    let rounds = 0;
-    for (let r = 0; r < o.rounds; r++) {
-      for (let k = 0; k < names.length; k++) {
-        const n = names[(r + k) % names.length]!;
-        const ts = performance.now();
-        await hm.run(req(blocks[n]), open);
-        times[n]!.push(performance.now() - ts);
-      }
-      rounds++;
-      if (performance.now() - tm > o.budgetMs) break;
-    }
+    const { times, rounds } = await interleavedRounds(names, o.rounds, o.budgetMs, (n) => hm.run(req(blocks[n as keyof typeof blocks]), open));
     const [plainMs, readMs, swapMs] = [median(times.plain!), median(times.read!), median(times.swap!)];
     // Each round's three runs are adjacent in time: the median of per-round ratios is what drift on a shared
     // machine disturbs least.

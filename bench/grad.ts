@@ -16,6 +16,7 @@ import { interleavedRounds, median, numberArg } from './_numbers.js';
 import type { RunRequest, RunResult } from '../gpu-agent/runtime/index.js';
 import { createInProcessBlocks } from '../gpu-agent/block/index.js';
 import { Tensor } from '../gpu-agent/block/tensor.js';
+import { readSafetensors } from '../tests/runtime/hf-fixtures.js';
 
 const MODEL = 'gpt2-small-random';
 const FIXTURE = join(fileURLToPath(new URL('.', import.meta.url)), '..', '..', 'tests', 'fixtures', 'bundled-gradients', MODEL);
@@ -26,22 +27,13 @@ interface Reference {
   gradients: Record<string, string>;
 }
 
-/** The one tensor of a safetensors file (float32). */
-function readTensor(file: string, name: string): Tensor {
-  const buf = readFileSync(file);
-  const n = Number(buf.readBigUInt64LE(0));
-  const h = (JSON.parse(buf.subarray(8, 8 + n).toString('utf8')) as Record<string, { shape: number[]; data_offsets: [number, number] }>)[name]!;
-  const bytes = new Uint8Array(buf.subarray(8 + n + h.data_offsets[0], 8 + n + h.data_offsets[1]));
-  return Tensor.fromPayload({ dtype: 'float32', shape: h.shape, data: bytes });
-}
-
 export async function run(args: string[]): Promise<Record<string, unknown>> {
   const t0 = performance.now();
   const rounds = numberArg(args, 'rounds', 10);
   const budgetMs = numberArg(args, 'budget-ms', 20_000);
   const ref = JSON.parse(readFileSync(`${FIXTURE}.json`, 'utf8')) as Reference;
   const point = Object.keys(ref.gradients)[0]!;
-  const want = readTensor(`${FIXTURE}.safetensors`, ref.gradients[point]!);
+  const want = readSafetensors(`${FIXTURE}.safetensors`).get(ref.gradients[point]!)!;
   const layer = Number(/\.h\.(\d+)\.output$/.exec(point)![1]);
 
   const { hm, loadS } = await loadBenchModel(MODEL);

@@ -18,18 +18,11 @@ import { FabricAdmin } from '../client/sdk/admin.js';
 import { Fabric } from '../client/sdk/fabric.js';
 import { ensureBenchModel } from './bench-model.js';
 import { startEmbeddedFabric, type EmbeddedFabric } from './_embedded-fabric.js';
-import { numberArg } from './_numbers.js';
+import { numberArg, quantile, round } from './_numbers.js';
 
 const MODEL = 'gpt2-tiny';
 const BLOCK = 'async (m) => (await m.transformer.h[1].output).mean()';
 
-const quantile = (xs: number[], q: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const i = (s.length - 1) * q;
-  const lo = Math.floor(i);
-  return s[lo]! + (s[Math.ceil(i)]! - s[lo]!) * (i - lo);
-};
-const round2 = (x: number) => Number(x.toFixed(2));
 
 type Setting = 'off' | 'on';
 
@@ -114,15 +107,15 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
       rounds,
       scrapes,
       scrape_every_ms: scrapeMs,
-      scrape_kib: round2(scrapeBytes / Math.max(1, scrapes) / 1024),
-      medians_ms: Object.fromEntries(fabrics.map((f) => [f.name, round2(quantile(f.times, 0.5))])),
-      off_ms: round2(pooled('off', 0.5)),
-      on_ms: round2(pooled('on', 0.5)),
-      off_p90_ms: round2(pooled('off', 0.9)),
-      on_p90_ms: round2(pooled('on', 0.9)),
+      scrape_kib: round(scrapeBytes / Math.max(1, scrapes) / 1024),
+      medians_ms: Object.fromEntries(fabrics.map((f) => [f.name, round(quantile(f.times, 0.5))])),
+      off_ms: round(pooled('off', 0.5)),
+      on_ms: round(pooled('on', 0.5)),
+      off_p90_ms: round(pooled('off', 0.9)),
+      on_p90_ms: round(pooled('on', 0.9)),
       pooled_median_ratio: Number((pooled('on', 0.5) / pooled('off', 0.5)).toFixed(4)),
       same_setting_ratio: Number(perRound([byName('off-a')], [byName('off-b')]).toFixed(4)),
-      total_s: round2((performance.now() - t0) / 1000),
+      total_s: round((performance.now() - t0) / 1000),
       metrics_overhead_ratio: Number(perRound(ofSetting('on'), ofSetting('off')).toFixed(4)),
     };
   } finally {

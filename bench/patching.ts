@@ -28,7 +28,7 @@ import { readFileSync } from 'node:fs';
 import type { BundledModelName } from '../catalog/bundled/generate-model.js';
 import { ensureBenchModel } from './bench-model.js';
 import { startEmbeddedFabric, type EmbeddedFabric } from './_embedded-fabric.js';
-import { median, numberArg } from './_numbers.js';
+import { median, numberArg, round } from './_numbers.js';
 
 const CLEAN = 'The Eiffel Tower is in the city of Paris, which is the capital of France and the home of many museums.';
 const CORRUPT = 'The Colosseum is in the city of Rome, which is the capital of Italy and the home of many old ruins today.';
@@ -36,7 +36,6 @@ const CORRUPT = 'The Colosseum is in the city of Rome, which is the capital of I
 const A = 11;
 const B = 12;
 
-const round2 = (x: number) => Number(x.toFixed(2));
 
 /** Trace 0's block: the clean (invoke 0) or corrupt (invoke 1) run, caching every layer's output into ctx.shared. */
 const CACHE_BLOCK = `async (m, ctx) => {
@@ -160,21 +159,21 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
       layers,
       positions,
       patches: layers * positions,
-      sweep_s: round2(sweepS),
-      sweep_first_s: round2(warm.ms / 1000),
-      baseline_s: round2(baselineS),
-      baseline_request_ms: round2(perRequest),
+      sweep_s: round(sweepS),
+      sweep_first_s: round(warm.ms / 1000),
+      baseline_s: round(baselineS),
+      baseline_request_ms: round(perRequest),
       baseline_measured_requests: times.length,
-      sweep_speedup: round2(baselineS / sweepS),
-      per_patch_ms: round2(sweepMs / (layers * positions)),
+      sweep_speedup: round(baselineS / sweepS),
+      per_patch_ms: round(sweepMs / (layers * positions)),
       max_abs_diff_vs_baseline: Number(worst.toExponential(3)),
       agree: worst <= 1e-4,
-      batch_requests_ms: round2(median(batchMs)),
-      plain_forward_ms: round2(median(plainMs)),
+      batch_requests_ms: round(median(batchMs)),
+      plain_forward_ms: round(median(plainMs)),
       batch_over_forward: Number((median(batchMs) / median(plainMs)).toFixed(3)),
-      start_s: round2(startS),
-      generate_s: round2(generateS),
-      total_s: round2((performance.now() - t0) / 1000),
+      start_s: round(startS),
+      generate_s: round(generateS),
+      total_s: round((performance.now() - t0) / 1000),
     };
   } finally {
     ndif?.close();

@@ -9,20 +9,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { startEmbeddedFabric, type EmbeddedFabric } from './_embedded-fabric.js';
+import { numberArg, quantile, round } from './_numbers.js';
 
 const GOOD = 'async (m) => (await m.transformer.h[1].output).shape';
 const POISON = 'async (m) => { await m.transformer.h[0].output; process.abort(); }';
 
-function arg(args: string[], name: string, fallback: number): number {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 && args[i + 1] !== undefined ? Number(args[i + 1]) : fallback;
-}
-
-const quantile = (xs: number[], q: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.ceil(q * s.length) - 1)] ?? Number.NaN;
-};
-const round2 = (x: number) => Number(x.toFixed(2));
 
 /** The embedded fabric; the aborting agents print their native stack traces on stderr: kept, not shown. */
 function startFabric(dataDir: string): Promise<EmbeddedFabric> {
@@ -37,8 +28,8 @@ async function json(url: string, init?: RequestInit): Promise<Record<string, unk
 }
 
 export async function run(args: string[]): Promise<Record<string, unknown>> {
-  const goodN = arg(args, 'good', 20);
-  const poisonN = arg(args, 'poison', 3);
+  const goodN = numberArg(args, 'good', 20);
+  const poisonN = numberArg(args, 'poison', 3);
   const t0 = performance.now();
   const tmp = mkdtempSync(join(tmpdir(), 'ndif-bench-poison-'));
   let fabric: Awaited<ReturnType<typeof startFabric>> | undefined;
@@ -91,11 +82,11 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
       good_completed: good.filter((v) => v.status === 'COMPLETED').length,
       poison_failed: poison.filter((v) => v.status === 'ERROR' && (v.error as { type?: string } | null)?.type === 'AGENT_CRASHED_BY_REQUEST').length,
       agent_restarts: agentRestarts,
-      good_p99_delay_s: round2(quantile(goodDelays, 0.99)),
-      good_p50_delay_s: round2(quantile(goodDelays, 0.5)),
-      baseline_p99_delay_s: round2(quantile(baseDelays, 0.99)),
+      good_p99_delay_s: round(quantile(goodDelays, 0.99)),
+      good_p50_delay_s: round(quantile(goodDelays, 0.5)),
+      baseline_p99_delay_s: round(quantile(baseDelays, 0.99)),
       poison_attempts: poison.map((v) => v.attempt),
-      total_s: round2((performance.now() - t0) / 1000),
+      total_s: round((performance.now() - t0) / 1000),
     };
   } finally {
     if (fabric) {
