@@ -91,3 +91,13 @@ test('a stretch across several layers runs as layer pieces, and as one segment o
     if (i === PROMOTE_AFTER + 1) assert.ok(sameBits(tensor(whole.invokes[0]!.result), tensor(r.invokes[0]!.result)));
   }
 });
+
+test('the steps of a generation run a stretch across several layers as one segment from the first step (compiled once, not pieces then whole)', async () => {
+  const hm = await loadModel(ensureModel('gpt2-mini'), { key: 'mini-generation' });
+  fixtures.push(hm);
+  const before = hm.segmentStats().compiled;
+  const r = await run(hm, { invokes: [{ tokens: tokens[0]!.tokens, block: 'async (m) => { await m.all(async (s) => { await s.transformer.h[0].output; }); }' }], generation: { maxNewTokens: 6, ignoreEos: true } });
+  assert.equal(r.steps, 6);
+  assert.equal(r.timings.segmentRuns, 2 * r.steps, 'each step: up to the read, then the rest of the pass in one run');
+  assert.equal(hm.segmentStats().compiled - before, 2, 'the two segments of the cut, and nothing else');
+});

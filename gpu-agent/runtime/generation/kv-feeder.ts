@@ -50,24 +50,8 @@ export class KvFeeder {
     const from = incremental ? this.pastLen : 0;
     const seq = total - from;
     const ids = new BigInt64Array(batch * seq);
-    const fullMask = new BigInt64Array(batch * total);
-    for (let r = 0; r < batch; r++) {
-      for (let j = 0; j < total; j++) fullMask[r * total + j] = BigInt(this.mask[r]![j]!);
-      for (let j = 0; j < seq; j++) ids[r * seq + j] = BigInt(this.ids[r]![from + j]!);
-    }
-    const allPositions = positions(fullMask, batch, total);
-    const pos = incremental ? new BigInt64Array(batch * seq) : allPositions;
-    if (incremental) {
-      for (let r = 0; r < batch; r++) {
-        for (let j = 0; j < seq; j++) {
-          // A masked position (a finished row's pad) still needs a position: the next one after its real tokens.
-          let real = 0;
-          for (let x = 0; x < from + j; x++) real += this.mask[r]![x]!;
-          pos[r * seq + j] = BigInt(real);
-        }
-      }
-    }
-    let mask = fullMask;
+    for (let r = 0; r < batch; r++) for (let j = 0; j < seq; j++) ids[r * seq + j] = BigInt(this.ids[r]![from + j]!);
+    let mask: BigInt64Array;
     let maskLen = total;
     let bias: Float32Array | Uint16Array | undefined;
     if (incremental && !this.layout.maskSpansPast) {
@@ -76,6 +60,23 @@ export class KvFeeder {
       mask = new BigInt64Array(batch * seq).fill(1n);
       maskLen = seq;
       bias = this.biasFor(total);
+    } else {
+      mask = new BigInt64Array(batch * total);
+      for (let r = 0; r < batch; r++) for (let j = 0; j < total; j++) mask[r * total + j] = BigInt(this.mask[r]![j]!);
+    }
+    let pos: BigInt64Array;
+    if (!incremental) pos = positions(mask, batch, total);
+    else {
+      pos = new BigInt64Array(batch * seq);
+      for (let r = 0; r < batch; r++) {
+        // A masked position (a finished row's pad) still needs a position: the next one after its real tokens.
+        let real = 0;
+        for (let x = 0; x < from; x++) real += this.mask[r]![x]!;
+        for (let j = 0; j < seq; j++) {
+          pos[r * seq + j] = BigInt(real);
+          real += this.mask[r]![from + j]!;
+        }
+      }
     }
     const feeds = stepFeeds(this.plan, {
       batch, seq, ids, positions: pos, mask, maskLen,

@@ -21,6 +21,8 @@ export interface PassHooks {
   ran?: (end: number) => void;
   /** Positions a stretch is split at (ascending), so its pieces are segments other passes share. */
   splits?: number[];
+  /** The request runs this pass's stretches again (later steps): a stretch is worth compiling as one segment at once. */
+  repeated?: boolean;
 }
 
 /** Times a stretch runs as layer pieces before it is compiled as one segment (when the cache has room). */
@@ -92,19 +94,20 @@ export class ForwardPass {
   }
 
   /**
-   * Runs [start, end) as one segment when it is the whole graph or is compiled already, else as one segment per
+   * Runs [start, end) as one segment when it is the whole graph or is compiled already; else as one segment per
    * piece between the split positions (the layer segments every cut set shares) until the same stretch has run as
-   * pieces PROMOTE_AFTER times; then it is compiled as one segment if it fits in the segment cache as it is. A sweep
-   * that cuts the pass in many places compiles the short layer segments once (a long stretch compiles in ~0.25 s on
-   * GPT-2-small shape, and a dozen of them thrash the cache), and a cut set that comes back again and again stops
-   * paying a session.run per layer (~0.3 ms each).
+   * pieces PROMOTE_AFTER times — or at once when the request runs it again in later steps (`repeated`: the steps of
+   * a generation) — and then as one segment if that fits in the segment cache as it is. A sweep that cuts the pass
+   * in many places compiles the short layer segments once (a long stretch compiles in ~0.25 s on GPT-2-small shape,
+   * and a dozen of them thrash the cache), a cut set that comes back again and again stops paying a session.run per
+   * layer (~0.3 ms each), and a generation does not compile its stretch twice over (pieces first, then whole).
    */
   private async stretch(start: number, end: number): Promise<void> {
     const whole = start === 0 && end === this.g.nodes.length;
     const at = whole ? [] : (this.hooks.splits ?? []).filter((p) => p > start && p < end);
     if (at.length === 0) return this.run({ start, end });
     const full = this.fullSpec({ start, end });
-    if (this.cache.holds(full) || this.cache.promote(full, PROMOTE_AFTER)) return this.run({ start, end }, full);
+    if (this.cache.holds(full) || this.cache.promote(full, this.hooks.repeated ? 0 : PROMOTE_AFTER)) return this.run({ start, end }, full);
     let from = start;
     for (const p of [...at, end]) {
       await this.run({ start: from, end: p });

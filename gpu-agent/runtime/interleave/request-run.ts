@@ -371,6 +371,8 @@ export class RequestRun {
         ran: (end) => this.capture(end),
         // A recorded pass keeps its own cuts: the backward's checkpoints are where blocks cut it.
         splits: record ? undefined : this.ctx.layerCuts,
+        // The steps of a generation run the same cut set again and again.
+        repeated: this.start.steps > 1,
       });
       this.capture(0);
       await this.serveStepStart();

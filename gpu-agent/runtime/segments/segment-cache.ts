@@ -99,8 +99,8 @@ export class SegmentCache {
   }
 
   /**
-   * Counts one more run of the segment `spec` split into pieces instead; true once it has run split more than
-   * `after` times and compiling it now would keep the cache within its budget (evict nothing).
+   * Counts one more time the segment `spec` is asked for while not compiled; true once it has been asked for more
+   * than `after` times (0: at once) and compiling it now would keep the cache within its budget (evict nothing).
    */
   promote(spec: SegmentSpec, after: number): boolean {
     const key = segmentKey(spec);
