@@ -26,10 +26,15 @@ export function keyMalformed(why: string): FabricError {
 }
 
 export function keyUnknown(id: string): FabricError {
-  return new FabricError(AuthErrorCode.unknown, 403, `API key ${id} is not known (no such key, or its secret is wrong)`, {
-    hint: 'check the key you were given; an operator lists keys with `ndif keys list`',
-    details: { keyId: id },
-  });
+  return new FabricError(
+    AuthErrorCode.unknown,
+    403,
+    `API key ${id} is not known (no such key, or its secret is wrong)`,
+    {
+      hint: 'check the key you were given; an operator lists keys with `ndif keys list`',
+      details: { keyId: id },
+    },
+  );
 }
 
 export function keyRevoked(id: string, revokedAt: string): FabricError {
@@ -41,25 +46,43 @@ export function keyRevoked(id: string, revokedAt: string): FabricError {
 
 export function storeUnavailable(cause: unknown): FabricError {
   const why = cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause);
-  return new FabricError(AuthErrorCode.storeUnavailable, 503, `the API key store cannot be reached (${why}); no call is served until it answers`, {
-    hint: 'check the key store (the SQLite file or the PostgreSQL server) and try again',
-    cause,
-  });
+  return new FabricError(
+    AuthErrorCode.storeUnavailable,
+    503,
+    `the API key store cannot be reached (${why}); no call is served until it answers`,
+    {
+      hint: 'check the key store (the SQLite file or the PostgreSQL server) and try again',
+      cause,
+    },
+  );
 }
 
 export function operatorRequired(actor: string): FabricError {
-  return new FabricError(AuthErrorCode.operatorRequired, 403, `this is an operator route and ${actor} has no operator tag`, {
-    hint: 'use a key created with the operator tag (`ndif keys create --operator`)',
-    details: { actor },
-  });
+  return new FabricError(
+    AuthErrorCode.operatorRequired,
+    403,
+    `this is an operator route and ${actor} has no operator tag`,
+    {
+      hint: 'use a key created with the operator tag (`ndif keys create --operator`)',
+      details: { actor },
+    },
+  );
 }
 
 export function keyNotFound(id: string): FabricError {
-  return new FabricError(AuthErrorCode.keyNotFound, 404, `there is no API key ${JSON.stringify(id)}`, { hint: 'list keys with GET /keys', details: { keyId: id } });
+  return new FabricError(AuthErrorCode.keyNotFound, 404, `there is no API key ${JSON.stringify(id)}`, {
+    hint: 'list keys with GET /keys',
+    details: { keyId: id },
+  });
 }
 
 export function noKeyStore(): FabricError {
-  return new FabricError(AuthErrorCode.noKeyStore, 503, 'this server was started without an API key store, so keys cannot be created, listed or revoked', {
-    hint: 'start the fabric with a key store (NDIF_KEYS_DB or DATABASE_URL)',
-  });
+  return new FabricError(
+    AuthErrorCode.noKeyStore,
+    503,
+    'this server was started without an API key store, so keys cannot be created, listed or revoked',
+    {
+      hint: 'start the fabric with a key store (NDIF_KEYS_DB or DATABASE_URL)',
+    },
+  );
 }

@@ -18,7 +18,13 @@ export interface Identity {
 }
 
 /** The caller when auth is off: every tag but priority. */
-export const LOCAL_IDENTITY: Identity = Object.freeze({ actor: 'local', keyId: null, label: 'local (auth off)', tags: Object.freeze({ trusted: true, priority: false, operator: true }), auth: false });
+export const LOCAL_IDENTITY: Identity = Object.freeze({
+  actor: 'local',
+  keyId: null,
+  label: 'local (auth off)',
+  tags: Object.freeze({ trusted: true, priority: false, operator: true }),
+  auth: false,
+});
 
 export const actorOfKey = (id: string): string => `key:${id}`;
 
@@ -31,7 +37,14 @@ export interface KeySummary {
   revokedAt: string | null;
 }
 
-const summary = (k: StoredApiKey): KeySummary => ({ id: k.id, label: k.label, tags: k.tags, createdAt: k.createdAt, createdBy: k.createdBy, revokedAt: k.revokedAt });
+const summary = (k: StoredApiKey): KeySummary => ({
+  id: k.id,
+  label: k.label,
+  tags: k.tags,
+  createdAt: k.createdAt,
+  createdBy: k.createdBy,
+  revokedAt: k.revokedAt,
+});
 
 export class ApiKeys {
   constructor(readonly store: ApiKeyStore) {}
@@ -50,9 +63,22 @@ export class ApiKeys {
     return { actor: actorOfKey(record.id), keyId: record.id, label: record.label, tags: record.tags, auth: true };
   }
 
-  async create(input: { label: string; tags: KeyTags }, by: string, at: string): Promise<{ key: string; summary: KeySummary }> {
+  async create(
+    input: { label: string; tags: KeyTags },
+    by: string,
+    at: string,
+  ): Promise<{ key: string; summary: KeySummary }> {
     const k = newKey();
-    const record: StoredApiKey = { id: k.id, hash: k.hash, label: input.label, tags: { ...input.tags }, createdAt: at, createdBy: by, revokedAt: null, revokedBy: null };
+    const record: StoredApiKey = {
+      id: k.id,
+      hash: k.hash,
+      label: input.label,
+      tags: { ...input.tags },
+      createdAt: at,
+      createdBy: by,
+      revokedAt: null,
+      revokedBy: null,
+    };
     await this.store.insert(record);
     return { key: k.key, summary: summary(record) };
   }
@@ -78,11 +104,25 @@ export class ApiKeys {
     const existing = await this.store.get(parsed.id);
     if (existing !== undefined) {
       if (!secretMatches(parsed.secret, existing.hash)) {
-        throw new FabricError('AUTH_INVALID_KEY_RECORD', 500, `the bootstrap key's id ${parsed.id} is taken by another key`, { hint: 'generate a new bootstrap key' });
+        throw new FabricError(
+          'AUTH_INVALID_KEY_RECORD',
+          500,
+          `the bootstrap key's id ${parsed.id} is taken by another key`,
+          { hint: 'generate a new bootstrap key' },
+        );
       }
       return summary(existing);
     }
-    const record: StoredApiKey = { id: parsed.id, hash: hashSecret(parsed.secret), label: 'bootstrap operator', tags: { trusted: true, priority: false, operator: true }, createdAt: at, createdBy: 'system:bootstrap', revokedAt: null, revokedBy: null };
+    const record: StoredApiKey = {
+      id: parsed.id,
+      hash: hashSecret(parsed.secret),
+      label: 'bootstrap operator',
+      tags: { trusted: true, priority: false, operator: true },
+      createdAt: at,
+      createdBy: 'system:bootstrap',
+      revokedAt: null,
+      revokedBy: null,
+    };
     await this.store.insert(record);
     return summary(record);
   }

@@ -10,7 +10,19 @@ export interface PgApiKeyStoreOptions {
   schema?: string;
 }
 
-type Row = { id: string; hash: string; label: string; trusted: boolean; priority: boolean; operator: boolean; created_at: string; created_by: string; revoked_at: string | null; revoked_by: string | null; limits: string | null };
+type Row = {
+  id: string;
+  hash: string;
+  label: string;
+  trusted: boolean;
+  priority: boolean;
+  operator: boolean;
+  created_at: string;
+  created_by: string;
+  revoked_at: string | null;
+  revoked_by: string | null;
+  limits: string | null;
+};
 
 function tagsOf(r: Row): KeyTags {
   const tags: KeyTags = { trusted: r.trusted, priority: r.priority, operator: r.operator };
@@ -35,13 +47,18 @@ export class PgApiKeyStore implements ApiKeyStore {
   private readonly table: string;
   private closed = false;
 
-  private constructor(private readonly pool: pg.Pool, private readonly ownsPool: boolean, schema: string) {
+  private constructor(
+    private readonly pool: pg.Pool,
+    private readonly ownsPool: boolean,
+    schema: string,
+  ) {
     this.table = `"${schema}".api_keys`;
   }
 
   static async open(options: PgApiKeyStoreOptions): Promise<PgApiKeyStore> {
     const schema = options.schema ?? 'public';
-    if (!/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) throw new TypeError(`schema ${JSON.stringify(schema)} is not a plain lowercase identifier`);
+    if (!/^[a-z_][a-z0-9_]{0,62}$/.test(schema))
+      throw new TypeError(`schema ${JSON.stringify(schema)} is not a plain lowercase identifier`);
     const pool = options.pool ?? new pg.Pool({ connectionString: options.connectionString, max: 4 });
     const store = new PgApiKeyStore(pool, options.pool === undefined, schema);
     try {
@@ -63,9 +80,22 @@ export class PgApiKeyStore implements ApiKeyStore {
   }
 
   async insert(k: StoredApiKey): Promise<void> {
-    await this.pool.query(`INSERT INTO ${this.table} (id, hash, label, trusted, priority, operator, created_at, created_by, revoked_at, revoked_by, limits) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`, [
-      k.id, k.hash, k.label, k.tags.trusted, k.tags.priority, k.tags.operator, k.createdAt, k.createdBy, k.revokedAt, k.revokedBy, limitsToText(k.tags.limits),
-    ]);
+    await this.pool.query(
+      `INSERT INTO ${this.table} (id, hash, label, trusted, priority, operator, created_at, created_by, revoked_at, revoked_by, limits) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+      [
+        k.id,
+        k.hash,
+        k.label,
+        k.tags.trusted,
+        k.tags.priority,
+        k.tags.operator,
+        k.createdAt,
+        k.createdBy,
+        k.revokedAt,
+        k.revokedBy,
+        limitsToText(k.tags.limits),
+      ],
+    );
   }
 
   async get(id: string): Promise<StoredApiKey | undefined> {
@@ -78,7 +108,10 @@ export class PgApiKeyStore implements ApiKeyStore {
   }
 
   async revoke(id: string, at: string, by: string): Promise<StoredApiKey | undefined> {
-    await this.pool.query(`UPDATE ${this.table} SET revoked_at = $1, revoked_by = $2 WHERE id = $3 AND revoked_at IS NULL`, [at, by, id]);
+    await this.pool.query(
+      `UPDATE ${this.table} SET revoked_at = $1, revoked_by = $2 WHERE id = $3 AND revoked_at IS NULL`,
+      [at, by, id],
+    );
     return this.get(id);
   }
 

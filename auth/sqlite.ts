@@ -7,7 +7,19 @@ export interface SqliteApiKeyStoreOptions {
   path: string;
 }
 
-type Row = { id: string; hash: string; label: string; trusted: number; priority: number; operator: number; created_at: string; created_by: string; revoked_at: string | null; revoked_by: string | null; limits: string | null };
+type Row = {
+  id: string;
+  hash: string;
+  label: string;
+  trusted: number;
+  priority: number;
+  operator: number;
+  created_at: string;
+  created_by: string;
+  revoked_at: string | null;
+  revoked_by: string | null;
+  limits: string | null;
+};
 
 function tagsOf(r: Row): KeyTags {
   const tags: KeyTags = { trusted: r.trusted === 1, priority: r.priority === 1, operator: r.operator === 1 };
@@ -48,8 +60,22 @@ export class SqliteApiKeyStore implements ApiKeyStore {
 
   async insert(k: StoredApiKey): Promise<void> {
     this.db
-      .prepare('INSERT INTO api_keys (id, hash, label, trusted, priority, operator, created_at, created_by, revoked_at, revoked_by, limits) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
-      .run(k.id, k.hash, k.label, k.tags.trusted ? 1 : 0, k.tags.priority ? 1 : 0, k.tags.operator ? 1 : 0, k.createdAt, k.createdBy, k.revokedAt, k.revokedBy, limitsToText(k.tags.limits));
+      .prepare(
+        'INSERT INTO api_keys (id, hash, label, trusted, priority, operator, created_at, created_by, revoked_at, revoked_by, limits) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+      )
+      .run(
+        k.id,
+        k.hash,
+        k.label,
+        k.tags.trusted ? 1 : 0,
+        k.tags.priority ? 1 : 0,
+        k.tags.operator ? 1 : 0,
+        k.createdAt,
+        k.createdBy,
+        k.revokedAt,
+        k.revokedBy,
+        limitsToText(k.tags.limits),
+      );
   }
 
   async get(id: string): Promise<StoredApiKey | undefined> {
@@ -62,7 +88,9 @@ export class SqliteApiKeyStore implements ApiKeyStore {
   }
 
   async revoke(id: string, at: string, by: string): Promise<StoredApiKey | undefined> {
-    this.db.prepare('UPDATE api_keys SET revoked_at = ?, revoked_by = ? WHERE id = ? AND revoked_at IS NULL').run(at, by, id);
+    this.db
+      .prepare('UPDATE api_keys SET revoked_at = ?, revoked_by = ? WHERE id = ? AND revoked_at IS NULL')
+      .run(at, by, id);
     return this.get(id);
   }
 

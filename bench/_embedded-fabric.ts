@@ -20,7 +20,13 @@ export async function startEmbeddedFabric(dataDir: string, env: Record<string, s
   const child = spawn(process.execPath, [join(distDir, 'fabric', 'embedded', 'main.js')], {
     cwd: repoRoot,
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, NDIF_PORT: '0', NDIF_DATA_DIR: dataDir, NDIF_LOG_LEVEL: process.env.NDIF_LOG_LEVEL ?? 'warn', ...env },
+    env: {
+      ...process.env,
+      NDIF_PORT: '0',
+      NDIF_DATA_DIR: dataDir,
+      NDIF_LOG_LEVEL: process.env.NDIF_LOG_LEVEL ?? 'warn',
+      ...env,
+    },
   });
   let log = '';
   child.stderr!.setEncoding('utf8').on('data', (d: string) => (log = (log + d).slice(-20_000)));

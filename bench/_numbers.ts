@@ -27,7 +27,12 @@ export function round(x: number, digits = 2): number {
  * Runs each named variant once per round, rotating their order each round so drift on a shared machine hits all
  * alike, until `rounds` are done or `budgetMs` has passed; returns each variant's wall times and the rounds run.
  */
-export async function interleavedRounds(names: string[], rounds: number, budgetMs: number, runOne: (name: string) => Promise<unknown>): Promise<{ times: Record<string, number[]>; rounds: number }> {
+export async function interleavedRounds(
+  names: string[],
+  rounds: number,
+  budgetMs: number,
+  runOne: (name: string) => Promise<unknown>,
+): Promise<{ times: Record<string, number[]>; rounds: number }> {
   const times: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
   const t0 = performance.now();
   let done = 0;

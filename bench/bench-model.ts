@@ -14,11 +14,15 @@ export function ensureBenchModel(name: BundledModelName): { dir: string; cached:
 }
 
 /** The bench model generated if need be and loaded, with both times (reported on stderr, kept out of the ratios). */
-export async function loadBenchModel(name: BundledModelName): Promise<{ hm: HostedModel; generateS: number; loadS: number }> {
+export async function loadBenchModel(
+  name: BundledModelName,
+): Promise<{ hm: HostedModel; generateS: number; loadS: number }> {
   const { dir, cached, generateS } = ensureBenchModel(name);
   const t = performance.now();
   const hm = await loadModel(dir, { key: name });
   const loadS = (performance.now() - t) / 1000;
-  process.stderr.write(`${name}: ${cached ? 'cached' : `generated in ${generateS.toFixed(1)} s`}, loaded in ${loadS.toFixed(1)} s\n`);
+  process.stderr.write(
+    `${name}: ${cached ? 'cached' : `generated in ${generateS.toFixed(1)} s`}, loaded in ${loadS.toFixed(1)} s\n`,
+  );
   return { hm, generateS, loadS };
 }

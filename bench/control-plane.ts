@@ -50,7 +50,15 @@ async function benchEnqueue(store: EventStore, commands: number, concurrency: nu
     Array.from({ length: concurrency }, async () => {
       for (let i = next++; i < end; i = next++) {
         await cp.execute(
-          { type: 'SubmitRequest', requestId: `enq-${i}`, modelKey: 'gpt2', submitter: `key:client${i % 16}`, priority: i % 5 === 0, trusted: true, payload: { prompt: 'The Eiffel Tower is in', invokes: 1 } },
+          {
+            type: 'SubmitRequest',
+            requestId: `enq-${i}`,
+            modelKey: 'gpt2',
+            submitter: `key:client${i % 16}`,
+            priority: i % 5 === 0,
+            trusted: true,
+            payload: { prompt: 'The Eiffel Tower is in', invokes: 1 },
+          },
           { commandId: `submit-${i}`, actor: `key:client${i % 16}`, at: iso(T0 + i) },
         );
       }
@@ -65,9 +73,26 @@ async function startGenerating(cp: ControlPlaneCommands, n: number, tag: string)
   for (let i = 0; i < n; i++) {
     const id = `gen-${tag}-${i}`;
     const meta = (c: string) => ({ commandId: `${c}-${id}`, actor: 'system:scheduler', at: iso(T0) });
-    await cp.execute({ type: 'SubmitRequest', requestId: id, modelKey: 'gpt2', submitter: 'key:client0', priority: false, trusted: true, payload: { prompt: 'x' } }, meta('s'));
-    await cp.execute({ type: 'DispatchRequest', requestId: id, attempt: 1, replicaId: 'gpt2#1', agentId: 'a1', because }, meta('d'));
-    await cp.execute({ type: 'ReportRequestStarted', requestId: id, attempt: 1, agentId: 'a1', agentMessageId: `${id}-start` }, meta('r'));
+    await cp.execute(
+      {
+        type: 'SubmitRequest',
+        requestId: id,
+        modelKey: 'gpt2',
+        submitter: 'key:client0',
+        priority: false,
+        trusted: true,
+        payload: { prompt: 'x' },
+      },
+      meta('s'),
+    );
+    await cp.execute(
+      { type: 'DispatchRequest', requestId: id, attempt: 1, replicaId: 'gpt2#1', agentId: 'a1', because },
+      meta('d'),
+    );
+    await cp.execute(
+      { type: 'ReportRequestStarted', requestId: id, attempt: 1, agentId: 'a1', agentMessageId: `${id}-start` },
+      meta('r'),
+    );
     ids.push(id);
   }
   return ids;
@@ -89,9 +114,16 @@ async function benchTokenReports(store: EventStore): Promise<number> {
   const cp = new ControlPlaneCommands(store);
   const ids = await startGenerating(cp, 16, 'burst');
   const t = performance.now();
-  await Promise.all(ids.map(async (id) => {
-    for (let n = 0; n < 64; n++) await cp.execute(tokenReport(id, n, n, 1), { commandId: `agent:a1:${id}-t${n}`, actor: 'agent:a1', at: iso(T0 + n) });
-  }));
+  await Promise.all(
+    ids.map(async (id) => {
+      for (let n = 0; n < 64; n++)
+        await cp.execute(tokenReport(id, n, n, 1), {
+          commandId: `agent:a1:${id}-t${n}`,
+          actor: 'agent:a1',
+          at: iso(T0 + n),
+        });
+    }),
+  );
   return ((16 * 64) / (performance.now() - t)) * 1000;
 }
 
@@ -99,7 +131,13 @@ async function benchTokenReports(store: EventStore): Promise<number> {
 const TOKEN_ROUND = 30_000;
 
 /** The enqueue round while 16 requests stream tokens: a report per request every `everyMs`, carrying `perReport` tokens. */
-async function benchEnqueueWithTokens(store: EventStore, first: number, everyMs: number, perReport: number, tag: string): Promise<{ enqueuePerS: number; tokenEvents: number }> {
+async function benchEnqueueWithTokens(
+  store: EventStore,
+  first: number,
+  everyMs: number,
+  perReport: number,
+  tag: string,
+): Promise<{ enqueuePerS: number; tokenEvents: number }> {
   const cp = new ControlPlaneCommands(store);
   const ids = await startGenerating(cp, 16, tag);
   let stop = false;
@@ -113,7 +151,11 @@ async function benchEnqueueWithTokens(store: EventStore, first: number, everyMs:
         await Promise.resolve();
         continue;
       }
-      await cp.execute(tokenReport(id, n, n * perReport, perReport), { commandId: `agent:a1:${id}-t${n}`, actor: 'agent:a1', at: iso(T0 + n) });
+      await cp.execute(tokenReport(id, n, n * perReport, perReport), {
+        commandId: `agent:a1:${id}-t${n}`,
+        actor: 'agent:a1',
+        at: iso(T0 + n),
+      });
       events++;
       n++;
       due += everyMs;
@@ -127,8 +169,22 @@ async function benchEnqueueWithTokens(store: EventStore, first: number, everyMs:
 
 /** Appends a realistic log: per request received, queued, dispatched, started, two log lines, completed (or a requeue). */
 export async function fillControlPlaneLog(store: EventStore, requests: number): Promise<number> {
-  const deploy = deploymentDecider.decide({ type: 'RequestDeployment', modelKey: 'gpt2', settings: { weightsBytes: GIB }, replicas: 4, onDemand: false, at: iso(T0) }, deploymentDecider.initialState());
-  await store.append('deployment-gpt2', deploy.map((e, i) => domainCodec({ commandId: 'bench-deploy', actor: 'op', at: iso(T0) }).encode(e, i)), { expectedRevision: 'any' });
+  const deploy = deploymentDecider.decide(
+    {
+      type: 'RequestDeployment',
+      modelKey: 'gpt2',
+      settings: { weightsBytes: GIB },
+      replicas: 4,
+      onDemand: false,
+      at: iso(T0),
+    },
+    deploymentDecider.initialState(),
+  );
+  await store.append(
+    'deployment-gpt2',
+    deploy.map((e, i) => domainCodec({ commandId: 'bench-deploy', actor: 'op', at: iso(T0) }).encode(e, i)),
+    { expectedRevision: 'any' },
+  );
   let next = 0;
   await Promise.all(
     Array.from({ length: 128 }, async () => {
@@ -145,17 +201,61 @@ export async function fillControlPlaneLog(store: EventStore, requests: number): 
         };
         const replicaId = `gpt2#${1 + (i % 4)}`;
         const report = { requestId: id, agentId: 'a1', at };
-        step({ type: 'SubmitRequest', requestId: id, modelKey: 'gpt2', submitter: `key:client${i % 16}`, priority: i % 5 === 0, trusted: true, payload: { prompt: 'x' }, at }, `s-${i}`);
+        step(
+          {
+            type: 'SubmitRequest',
+            requestId: id,
+            modelKey: 'gpt2',
+            submitter: `key:client${i % 16}`,
+            priority: i % 5 === 0,
+            trusted: true,
+            payload: { prompt: 'x' },
+            at,
+          },
+          `s-${i}`,
+        );
         step({ type: 'DispatchRequest', requestId: id, attempt: 1, replicaId, agentId: 'a1', at, because }, `d-${i}`);
         if (i % 50 === 0) {
           step({ type: 'RequeueRequest', requestId: id, attempt: 1, reason: 'PREEMPTED', at, because }, `q-${i}`);
-          step({ type: 'DispatchRequest', requestId: id, attempt: 2, replicaId, agentId: 'a1', at, because }, `d2-${i}`);
+          step(
+            { type: 'DispatchRequest', requestId: id, attempt: 2, replicaId, agentId: 'a1', at, because },
+            `d2-${i}`,
+          );
         }
         const attempt = state.attempt;
         step({ type: 'ReportRequestStarted', attempt, agentMessageId: `m0-${i}`, ...report }, `a0-${i}`);
-        step({ type: 'ReportRequestLog', attempt, agentMessageId: `m1-${i}`, lines: [{ stream: 'stdout', line: 'tensor([1, 768])' }], ...report }, `a1-${i}`);
-        step({ type: 'ReportRequestLog', attempt, agentMessageId: `m2-${i}`, lines: [{ stream: 'stdout', line: 'done' }], ...report }, `a2-${i}`);
-        step({ type: 'ReportRequestCompleted', attempt, agentMessageId: `m3-${i}`, resultRef: `blob:${id}`, bytes: 3072, sha256: 'ab'.repeat(32), ...report }, `a3-${i}`);
+        step(
+          {
+            type: 'ReportRequestLog',
+            attempt,
+            agentMessageId: `m1-${i}`,
+            lines: [{ stream: 'stdout', line: 'tensor([1, 768])' }],
+            ...report,
+          },
+          `a1-${i}`,
+        );
+        step(
+          {
+            type: 'ReportRequestLog',
+            attempt,
+            agentMessageId: `m2-${i}`,
+            lines: [{ stream: 'stdout', line: 'done' }],
+            ...report,
+          },
+          `a2-${i}`,
+        );
+        step(
+          {
+            type: 'ReportRequestCompleted',
+            attempt,
+            agentMessageId: `m3-${i}`,
+            resultRef: `blob:${id}`,
+            bytes: 3072,
+            sha256: 'ab'.repeat(32),
+            ...report,
+          },
+          `a3-${i}`,
+        );
         const byCommand = new Map<string, number>();
         const encoded = events.map(({ e, commandId }) => {
           const index = byCommand.get(commandId) ?? 0;
@@ -166,7 +266,16 @@ export async function fillControlPlaneLog(store: EventStore, requests: number): 
             type: e.type,
             version: currentVersion(e.type),
             data: e.data as JsonValue,
-            metadata: { correlationId: `s-${i}`, causationId: commandId, actor: commandId.startsWith('s-') ? `key:client${i % 16}` : commandId.startsWith('a') ? 'agent:a1' : 'system:scheduler', at },
+            metadata: {
+              correlationId: `s-${i}`,
+              causationId: commandId,
+              actor: commandId.startsWith('s-')
+                ? `key:client${i % 16}`
+                : commandId.startsWith('a')
+                  ? 'agent:a1'
+                  : 'system:scheduler',
+              at,
+            },
           };
         });
         await store.append(`request-${id}`, encoded, { expectedRevision: 'no_stream' });
@@ -193,7 +302,8 @@ async function benchRebuild(store: SqliteEventStore): Promise<{ eventsPerS: numb
   const status = view.status();
   const requests = view.state.requests.byId.size;
   await view.stop();
-  if (status.rebuiltBecause !== 'no-checkpoint') throw new Error(`the view did not rebuild from 0 (${status.rebuiltBecause})`);
+  if (status.rebuiltBecause !== 'no-checkpoint')
+    throw new Error(`the view did not rebuild from 0 (${status.rebuiltBecause})`);
   return { eventsPerS: (status.eventsApplied / ms) * 1000, requests };
 }
 
@@ -211,7 +321,8 @@ function benchQueueProjection(depth: number, pairs: number): number {
     revision: 0,
     position: ++position,
   });
-  const queued = (i: number) => ev('RequestQueued', { requestId: `q${i}`, modelKey: 'gpt2', rank: i % 5 === 0 ? 1 : 3, enqueuedAt: iso(T0 + i) });
+  const queued = (i: number) =>
+    ev('RequestQueued', { requestId: `q${i}`, modelKey: 'gpt2', rank: i % 5 === 0 ? 1 : 3, enqueuedAt: iso(T0 + i) });
   for (let i = 0; i < depth; i++) applyQueue(s, queued(i));
   const q = s.byModel.get('gpt2')!;
   const enq: StoredEvent[] = [];
@@ -251,7 +362,8 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
   };
   const requests = option('--requests', 29_000);
   const rounds = option('--rounds', 3);
-  if (!Number.isSafeInteger(rounds) || rounds < 1) throw new Error(`--rounds must be a positive integer, got ${rounds}`);
+  if (!Number.isSafeInteger(rounds) || rounds < 1)
+    throw new Error(`--rounds must be a positive integer, got ${rounds}`);
   const dir = mkdtempSync(join(tmpdir(), 'ndif-bench-cp-'));
   try {
     const result: Record<string, unknown> = {};
@@ -260,7 +372,8 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
     await benchEnqueue(store, 2_000, 64, 0); // warm-up
     // Rounds of 10k on the same file: the median round runs on a log of 12k–22k commands, as one round of 20k would.
     const enqueue: number[] = [];
-    for (let r = 0; r < rounds; r++) enqueue.push(Math.round(await benchEnqueue(store, 10_000, 64, 2_000 + r * 10_000)));
+    for (let r = 0; r < rounds; r++)
+      enqueue.push(Math.round(await benchEnqueue(store, 10_000, 64, 2_000 + r * 10_000)));
     result.enqueue_per_s = median(enqueue);
     result.enqueue_rounds_per_s = enqueue;
     if (args.includes('--tokens')) {
@@ -287,11 +400,15 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
     result.replay_log_events = events;
     result.replay_log_fill_s = Number(((performance.now() - t) / 1000).toFixed(1));
     // The runner over the same log with a projection that does nothing: the bound the store's read path sets.
-    result.replay_read_only_events_per_s = Math.round((await benchReplay(replayStore, { name: 'noop', version: 1, initialState: () => 0, apply: (n: number) => n + 1 })).eventsPerS);
+    result.replay_read_only_events_per_s = Math.round(
+      (await benchReplay(replayStore, { name: 'noop', version: 1, initialState: () => 0, apply: (n: number) => n + 1 }))
+        .eventsPerS,
+    );
     const replays: number[] = [];
     for (let r = 0; r < rounds; r++) {
       const replay = await benchRebuild(replayStore);
-      if (replay.requests !== requests) throw new Error(`the rebuilt view holds ${replay.requests} requests, the log ${requests}`);
+      if (replay.requests !== requests)
+        throw new Error(`the rebuilt view holds ${replay.requests} requests, the log ${requests}`);
       replays.push(Math.round(replay.eventsPerS));
     }
     result.replay_events_per_s = median(replays);

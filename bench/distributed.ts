@@ -34,7 +34,8 @@ import { AssignmentRelay } from '../transport/relay/assignment-relay.js';
 import { startCluster, type Cluster } from '../tests/distributed/cluster.js';
 import { startProcess, type FabricProcess } from '../tests/fabric/processes.js';
 
-const TEXT = 'The fabric runs intervention experiments on hosted models: a block of code reads and replaces the activations of named modules during the forward pass, remotely, while operators deploy and scale the models across agents.';
+const TEXT =
+  'The fabric runs intervention experiments on hosted models: a block of code reads and replaces the activations of named modules during the forward pass, remotely, while operators deploy and scale the models across agents.';
 
 function arg(args: string[], name: string, fallback: number): number;
 function arg(args: string[], name: string, fallback: string): string;
@@ -58,18 +59,39 @@ interface ServicesHandle {
 }
 
 /** DATABASE_URL and KAFKA_BROKERS as given, or PostgreSQL and Kafka started through scripts/services. */
-async function services(): Promise<{ databaseUrl: string; brokers: string; startS: number; started: string[]; stop: () => Promise<void> }> {
+async function services(): Promise<{
+  databaseUrl: string;
+  brokers: string;
+  startS: number;
+  started: string[];
+  stop: () => Promise<void>;
+}> {
   const given = { databaseUrl: process.env.DATABASE_URL, brokers: process.env.KAFKA_BROKERS };
-  if (given.databaseUrl && given.brokers) return { databaseUrl: given.databaseUrl, brokers: given.brokers, startS: 0, started: [], stop: async () => undefined };
+  if (given.databaseUrl && given.brokers)
+    return {
+      databaseUrl: given.databaseUrl,
+      brokers: given.brokers,
+      startS: 0,
+      started: [],
+      stop: async () => undefined,
+    };
   const t = performance.now();
   const started = [!given.databaseUrl ? 'postgres' : '', !given.brokers ? 'kafka' : ''].filter(Boolean);
   const previous = process.env.NDIF_SERVICES;
   process.env.NDIF_SERVICES = started.join(',');
-  const mod = (await import(new URL('../../scripts/services/index.mjs', import.meta.url).href)) as { startServices(o: { fullRun: boolean }): Promise<ServicesHandle> };
+  const mod = (await import(new URL('../../scripts/services/index.mjs', import.meta.url).href)) as {
+    startServices(o: { fullRun: boolean }): Promise<ServicesHandle>;
+  };
   const s = await mod.startServices({ fullRun: false });
   if (previous === undefined) delete process.env.NDIF_SERVICES;
   else process.env.NDIF_SERVICES = previous;
-  return { databaseUrl: given.databaseUrl || s.env.DATABASE_URL!, brokers: given.brokers || s.env.KAFKA_BROKERS!, startS: seconds(t), started, stop: () => s.stop() };
+  return {
+    databaseUrl: given.databaseUrl || s.env.DATABASE_URL!,
+    brokers: given.brokers || s.env.KAFKA_BROKERS!,
+    startS: seconds(t),
+    started,
+    stop: () => s.stop(),
+  };
 }
 
 /**
@@ -121,7 +143,13 @@ function requestCopies(log: StoredEvent[], copies: number): Array<{ streamId: st
     const requestId = `relay-bench-${i}`;
     return {
       streamId: `request-${requestId}`,
-      events: src.map((e) => ({ id: randomUUID(), type: e.type, version: e.version, data: { ...(e.data as Record<string, unknown>), requestId } as NewEvent['data'], metadata: e.metadata })),
+      events: src.map((e) => ({
+        id: randomUUID(),
+        type: e.type,
+        version: e.version,
+        data: { ...(e.data as Record<string, unknown>), requestId } as NewEvent['data'],
+        metadata: e.metadata,
+      })),
     };
   });
 }
@@ -147,7 +175,12 @@ async function relayRate(c: Cluster, brokers: string, copies: number): Promise<R
       after = page[page.length - 1]!.position;
     }
     const tw = performance.now();
-    for (const e of log.filter((x) => !x.streamId.startsWith('request-'))) await store.append(e.streamId, [{ id: e.id, type: e.type, version: e.version, data: e.data, metadata: e.metadata }], { expectedRevision: 'any' });
+    for (const e of log.filter((x) => !x.streamId.startsWith('request-')))
+      await store.append(
+        e.streamId,
+        [{ id: e.id, type: e.type, version: e.version, data: e.data, metadata: e.metadata }],
+        { expectedRevision: 'any' },
+      );
     const streams = requestCopies(log, copies);
     // All at once: the store sends queued appends together (up to 256 per es_append call).
     await Promise.all(streams.map((s) => store.append(s.streamId, s.events, { expectedRevision: 'no_stream' })));
@@ -155,14 +188,28 @@ async function relayRate(c: Cluster, brokers: string, copies: number): Promise<R
     const head = await store.headPosition();
     const topic = `bench-relay-${schema}`;
     await transport.publish(topic, { key: 'warm-up', value: Buffer.from('{}') });
-    const relay = new AssignmentRelay({ store, snapshots: new PostgresCheckpoints(store.pool, schema), transport, blobs, log: pino({ level: 'warn' }), topic });
+    const relay = new AssignmentRelay({
+      store,
+      snapshots: new PostgresCheckpoints(store.pool, schema),
+      transport,
+      blobs,
+      log: pino({ level: 'warn' }),
+      topic,
+    });
     const t = performance.now();
     await relay.start();
     await relay.waitForPosition(head, 60_000);
     const ms = performance.now() - t;
     const published = relay.status().published;
     await relay.stop();
-    return { events: head, assignments: published, seconds: round2(ms / 1000), events_per_s: Math.round((head / ms) * 1000), assignments_per_s: Math.round((published / ms) * 1000), write_s: writeS };
+    return {
+      events: head,
+      assignments: published,
+      seconds: round2(ms / 1000),
+      events_per_s: Math.round((head / ms) * 1000),
+      assignments_per_s: Math.round((published / ms) * 1000),
+      write_s: writeS,
+    };
   } finally {
     await transport.close();
     await blobs.close();
@@ -197,8 +244,28 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
     ensureModel(model);
     const ts = performance.now();
     const [c, e] = await Promise.all([
-      startCluster({ databaseUrl: svc.databaseUrl, brokers: svc.brokers, models: model, agents: [{ id: 'bench-agent', gpus: '1x16GiB' }], agentEnv: { NDIF_AGENT_RAM: '8GiB' }, readModels, synchronousCommit }),
-      startProcess('embedded/main', { NDIF_PORT: '0', NDIF_DATA_DIR: join(tmp, 'embedded'), NDIF_MODELS: model, NDIF_AGENT_GPUS: '1x16GiB', NDIF_AGENT_RAM: '8GiB', NDIF_CATALOG_CACHE: join(tmp, 'catalog') }, /NDIF fabric listening on (http:\/\/\S+)/, 120_000),
+      startCluster({
+        databaseUrl: svc.databaseUrl,
+        brokers: svc.brokers,
+        models: model,
+        agents: [{ id: 'bench-agent', gpus: '1x16GiB' }],
+        agentEnv: { NDIF_AGENT_RAM: '8GiB' },
+        readModels,
+        synchronousCommit,
+      }),
+      startProcess(
+        'embedded/main',
+        {
+          NDIF_PORT: '0',
+          NDIF_DATA_DIR: join(tmp, 'embedded'),
+          NDIF_MODELS: model,
+          NDIF_AGENT_GPUS: '1x16GiB',
+          NDIF_AGENT_RAM: '8GiB',
+          NDIF_CATALOG_CACHE: join(tmp, 'catalog'),
+        },
+        /NDIF fabric listening on (http:\/\/\S+)/,
+        120_000,
+      ),
     ]);
     cluster = c;
     embedded = e;
@@ -211,13 +278,20 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
       [dist, emb].map(async (f) => {
         const admin = new FabricAdmin(f.http);
         const d = await admin.deploy({ model });
-        await waitForHot(admin, model, d.replicaIds, { waitMs: 90_000, signal: new AbortController().signal, pollMs: 100 });
+        await waitForHot(admin, model, d.replicaIds, {
+          waitMs: 90_000,
+          signal: new AbortController().signal,
+          pollMs: 100,
+        });
       }),
     );
     const deployS = seconds(td);
-    const tokens = Array.from(new TextEncoder().encode(TEXT)).slice(0, promptTokens).map((b) => 200 + b);
+    const tokens = Array.from(new TextEncoder().encode(TEXT))
+      .slice(0, promptTokens)
+      .map((b) => 200 + b);
     const block = `async (m) => await m.transformer.h[${layer}].output`;
-    const once = (f: Fabric, onMessage?: (m: StatusMessage) => void) => f.trace(model, tokens, block, onMessage ? { onMessage } : {});
+    const once = (f: Fabric, onMessage?: (m: StatusMessage) => void) =>
+      f.trace(model, tokens, block, onMessage ? { onMessage } : {});
     const tw = performance.now();
     for (let i = 0; i < 4; i++) await Promise.all([once(dist), once(emb)]);
     const warmS = seconds(tw);
@@ -251,7 +325,8 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
     }
     const distMs = median(times.dist);
     const embMs = median(times.emb);
-    const phaseMedians = (w: 'dist' | 'emb') => Object.fromEntries(Object.entries(phases[w]).map(([k, v]) => [k, round2(median(v))]));
+    const phaseMedians = (w: 'dist' | 'emb') =>
+      Object.fromEntries(Object.entries(phases[w]).map(([k, v]) => [k, round2(median(v))]));
 
     const relay = await relayRate(cluster, svc.brokers, copies);
     return {
@@ -274,7 +349,13 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
       // websocket; result: → value decoded (statuses' `at` are the fabric's clock, this machine's).
       distributed_phases_ms: phaseMedians('dist'),
       embedded_phases_ms: phaseMedians('emb'),
-      relay: { events: relay.events, assignments: relay.assignments, seconds: relay.seconds, assignments_per_s: relay.assignments_per_s, log_write_s: relay.write_s },
+      relay: {
+        events: relay.events,
+        assignments: relay.assignments,
+        seconds: relay.seconds,
+        assignments_per_s: relay.assignments_per_s,
+        log_write_s: relay.write_s,
+      },
       services_start_s: svc.startS,
       services_started: svc.started,
       processes_start_s: startS,

@@ -26,12 +26,16 @@ import { startEmbeddedFabric, type EmbeddedFabric } from './_embedded-fabric.js'
 import { median, numberArg, round } from './_numbers.js';
 
 const MODEL = 'gpt2-small-random';
-const TEXT = 'The fabric runs intervention experiments on hosted models: a block of code reads and replaces the activations of named modules during the forward pass, remotely, while operators deploy and scale the models across agents.';
-
-
+const TEXT =
+  'The fabric runs intervention experiments on hosted models: a block of code reads and replaces the activations of named modules during the forward pass, remotely, while operators deploy and scale the models across agents.';
 
 function sameBits(a: Tensor, b: Tensor): boolean {
-  return a.shape.join() === b.shape.join() && Buffer.from(a.data.buffer, a.data.byteOffset, a.data.byteLength).equals(Buffer.from(b.data.buffer, b.data.byteOffset, b.data.byteLength));
+  return (
+    a.shape.join() === b.shape.join() &&
+    Buffer.from(a.data.buffer, a.data.byteOffset, a.data.byteLength).equals(
+      Buffer.from(b.data.buffer, b.data.byteOffset, b.data.byteLength),
+    )
+  );
 }
 
 /** The embedded fabric serving gpt2-small-random. */
@@ -71,18 +75,26 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
     const admin = new FabricAdmin(ndif.http);
     const block = `async (m) => await m.transformer.h[${layer}].output`;
     const open = () => createInProcessBlocks({ manifest: hm!.manifest(), tokenizer: hm!.tokenizer });
-    const raw = async () => Tensor.fromPayload((await hm!.run({ invokes: [{ tokens, block }] }, open)).invokes[0]!.result.tensors[0]!);
-    const e2e = (client: Fabric = ndif, onMessage?: (m: StatusMessage) => void) => client.trace<Tensor>(MODEL, tokens, block, onMessage ? { onMessage } : {});
+    const raw = async () =>
+      Tensor.fromPayload((await hm!.run({ invokes: [{ tokens, block }] }, open)).invokes[0]!.result.tensors[0]!);
+    const e2e = (client: Fabric = ndif, onMessage?: (m: StatusMessage) => void) =>
+      client.trace<Tensor>(MODEL, tokens, block, onMessage ? { onMessage } : {});
 
     // While the agent loads the model, the runtime here compiles the segments of this cut (warm-up, untimed).
     const td = performance.now();
     const deployed = await admin.deploy({ model: MODEL, ...(concurrency !== 1 ? { concurrency } : {}) });
     const [, want] = await Promise.all([
-      waitForHot(admin, MODEL, deployed.replicaIds, { waitMs: 60_000, signal: new AbortController().signal, pollMs: 100 }),
+      waitForHot(admin, MODEL, deployed.replicaIds, {
+        waitMs: 60_000,
+        signal: new AbortController().signal,
+        pollMs: 100,
+      }),
       raw().then(() => raw()),
     ]);
     const deployS = (performance.now() - td) / 1000;
-    process.stderr.write(`fabric at ${fabric.url} up in ${startS.toFixed(1)} s (direct model loaded alongside), ${MODEL} HOT in ${deployS.toFixed(1)} s\n`);
+    process.stderr.write(
+      `fabric at ${fabric.url} up in ${startS.toFixed(1)} s (direct model loaded alongside), ${MODEL} HOT in ${deployS.toFixed(1)} s\n`,
+    );
 
     // The agent compiles the same segments on its first two requests; its answer must be the runtime's bits.
     const tw = performance.now();
@@ -101,7 +113,12 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
         const at: Record<string, number> = {};
         const s = performance.now();
         const s0 = Date.now();
-        await (which === 'raw' ? raw() : e2e(ndif, (m) => ((at[m.status] = Date.parse(m.at)), m.status === 'COMPLETED' && (at.arrived = Date.now()))));
+        await (which === 'raw'
+          ? raw()
+          : e2e(
+              ndif,
+              (m) => ((at[m.status] = Date.parse(m.at)), m.status === 'COMPLETED' && (at.arrived = Date.now())),
+            ));
         times[which].push(performance.now() - s);
         if (which === 'e2e') {
           const end = Date.now();

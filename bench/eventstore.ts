@@ -37,7 +37,9 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
     if (args.includes('--full')) {
       const full = new SqliteEventStore({ path: join(dir, 'full.db'), synchronous: 'full' });
       result.commands_per_s_sync_full = Math.round(await benchCommands(full, { commands: 2_000 }));
-      result.commands_per_s_sync_full_16_concurrent = Math.round(await benchCommands(full, { commands: 10_000, concurrency: 16 }));
+      result.commands_per_s_sync_full_16_concurrent = Math.round(
+        await benchCommands(full, { commands: 10_000, concurrency: 16 }),
+      );
       await full.close();
     }
     return result;

@@ -16,8 +16,8 @@ import { Sfc32 } from '../catalog/bundled/prng.js';
 import { ensureFamilyModel, FAMILY_MODELS, type FamilyName } from './families/models.js';
 import { interleavedRounds, median, numberArg } from './_numbers.js';
 
-
-const bytesOf = (r: Awaited<ReturnType<HostedModel['run']>>) => r.invokes[0]!.result.tensors.map((t) => Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength));
+const bytesOf = (r: Awaited<ReturnType<HostedModel['run']>>) =>
+  r.invokes[0]!.result.tensors.map((t) => Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength));
 const sameBits = (a: Buffer[], b: Buffer[]) => a.length === b.length && a.every((x, i) => x.equals(b[i]!));
 
 async function benchFamily(name: FamilyName, o: { rounds: number; tokens: number; budgetMs: number }) {
@@ -43,12 +43,16 @@ async function benchFamily(name: FamilyName, o: { rounds: number; tokens: number
     const bitexact = sameBits(plain, bytesOf(await hm.run(req(blocks.read), open)));
     const swapChanges = !sameBits(plain, bytesOf(await hm.run(req(blocks.swap), open)));
     const names = Object.keys(blocks) as Array<keyof typeof blocks>;
-    const { times, rounds } = await interleavedRounds(names, o.rounds, o.budgetMs, (n) => hm.run(req(blocks[n as keyof typeof blocks]), open));
+    const { times, rounds } = await interleavedRounds(names, o.rounds, o.budgetMs, (n) =>
+      hm.run(req(blocks[n as keyof typeof blocks]), open),
+    );
     const [plainMs, readMs, swapMs] = [median(times.plain!), median(times.read!), median(times.swap!)];
     // Each round's three runs are adjacent in time: the median of per-round ratios is what drift on a shared
     // machine disturbs least.
     const ratio = (n: 'read' | 'swap') => median(times[n]!.map((t, i) => t / times.plain![i]!));
-    process.stderr.write(`${name}: ${generateS > 0 ? `generated in ${generateS.toFixed(1)} s, ` : ''}loaded in ${loadS.toFixed(1)} s, ${rounds} rounds, plain ${plainMs.toFixed(1)} ms\n`);
+    process.stderr.write(
+      `${name}: ${generateS > 0 ? `generated in ${generateS.toFixed(1)} s, ` : ''}loaded in ${loadS.toFixed(1)} s, ${rounds} rounds, plain ${plainMs.toFixed(1)} ms\n`,
+    );
     return {
       read_ratio: Number(ratio('read').toFixed(4)),
       swap_ratio: Number(ratio('swap').toFixed(4)),
@@ -69,7 +73,11 @@ async function benchFamily(name: FamilyName, o: { rounds: number; tokens: number
 
 export async function run(args: string[]): Promise<Record<string, unknown>> {
   const t0 = performance.now();
-  const o = { rounds: numberArg(args, 'rounds', 80), tokens: numberArg(args, 'tokens', 64), budgetMs: numberArg(args, 'budget-ms', 9000) };
+  const o = {
+    rounds: numberArg(args, 'rounds', 80),
+    tokens: numberArg(args, 'tokens', 64),
+    budgetMs: numberArg(args, 'budget-ms', 9000),
+  };
   const families: Record<string, Awaited<ReturnType<typeof benchFamily>>> = {};
   for (const name of Object.keys(FAMILY_MODELS) as FamilyName[]) families[name] = await benchFamily(name, o);
   const all = Object.values(families);

@@ -21,14 +21,23 @@ import { createInProcessBlocks } from '../gpu-agent/block/index.js';
 const MODEL = 'gpt2-small-random';
 /** Attention heads of the model (BUNDLED_MODELS['gpt2-small-random'].heads). */
 const HEADS = BUNDLED_MODELS[MODEL].heads;
-const TEXT = 'The fabric runs intervention experiments on hosted models: a block of code reads and replaces the activations of named modules during the forward pass, remotely, while operators deploy and scale the models across agents.';
+const TEXT =
+  'The fabric runs intervention experiments on hosted models: a block of code reads and replaces the activations of named modules during the forward pass, remotely, while operators deploy and scale the models across agents.';
 
 /** Greedy generation with the KV cache on a plain onnxruntime session: what the runtime's cached path is compared with. */
-async function rawLoop(session: ort.InferenceSession, prompt: number[], newTokens: number, layers: number, heads: number, headDim: number): Promise<number[]> {
+async function rawLoop(
+  session: ort.InferenceSession,
+  prompt: number[],
+  newTokens: number,
+  layers: number,
+  heads: number,
+  headDim: number,
+): Promise<number[]> {
   const out: number[] = [];
   let past: Record<string, ort.Tensor> = {};
   for (let i = 0; i < layers; i++) {
-    for (const kv of ['key', 'value']) past[`past_key_values.${i}.${kv}`] = new ort.Tensor('float32', new Float32Array(0), [1, heads, 0, headDim]);
+    for (const kv of ['key', 'value'])
+      past[`past_key_values.${i}.${kv}`] = new ort.Tensor('float32', new Float32Array(0), [1, heads, 0, headDim]);
   }
   let ids = prompt;
   let length = prompt.length;
@@ -76,11 +85,14 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
     executionMode: 'sequential',
     logSeverityLevel: 3,
   });
-  process.stderr.write(`${MODEL}: ${wasCached ? 'cached' : `generated in ${generateS.toFixed(1)} s`}, loaded in ${loadS.toFixed(1)} s (+ raw session ${((performance.now() - tl) / 1000 - loadS).toFixed(1)} s)\n`);
+  process.stderr.write(
+    `${MODEL}: ${wasCached ? 'cached' : `generated in ${generateS.toFixed(1)} s`}, loaded in ${loadS.toFixed(1)} s (+ raw session ${((performance.now() - tl) / 1000 - loadS).toFixed(1)} s)\n`,
+  );
 
   try {
     const m = hm.manifest();
-    if (m.generation?.cache !== 'past') throw new Error(`${MODEL} should generate with its past_key_values, got ${JSON.stringify(m.generation)}`);
+    if (m.generation?.cache !== 'past')
+      throw new Error(`${MODEL} should generate with its past_key_values, got ${JSON.stringify(m.generation)}`);
     const dModel = Number(m.modules.find((x) => x.path === 'transformer.h.0')!.outputs[0]!.symbolic[2]);
     const layers = m.modules.filter((x) => /^transformer\.h\.\d+$/.test(x.path)).length;
     const tokens = hm.tokenizer!.encode(TEXT).slice(0, promptTokens);
@@ -125,13 +137,17 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
     }
     const generated = cachedRun!.invokes[0]!.generated;
     const uncached = await timed(request(false));
-    const tokensEqual = JSON.stringify(generated) === JSON.stringify(rawTokens) && JSON.stringify(uncached.r.invokes[0]!.generated) === JSON.stringify(generated);
+    const tokensEqual =
+      JSON.stringify(generated) === JSON.stringify(rawTokens) &&
+      JSON.stringify(uncached.r.invokes[0]!.generated) === JSON.stringify(generated);
     const reads = cachedRun!.invokes[0]!.result.tree;
 
-    const sampled = (seed: number) => hm.run({ invokes: [{ tokens }], generation: { maxNewTokens: 6, temperature: 0.8, topP: 0.95, seed } }, open);
+    const sampled = (seed: number) =>
+      hm.run({ invokes: [{ tokens }], generation: { maxNewTokens: 6, temperature: 0.8, topP: 0.95, seed } }, open);
     const [s1, s2, s3] = [await sampled(11), await sampled(11), await sampled(12)];
-    const sampledDeterministic = JSON.stringify(s1.invokes[0]!.generated) === JSON.stringify(s2.invokes[0]!.generated)
-      && JSON.stringify(s1.invokes[0]!.generated) !== JSON.stringify(s3.invokes[0]!.generated);
+    const sampledDeterministic =
+      JSON.stringify(s1.invokes[0]!.generated) === JSON.stringify(s2.invokes[0]!.generated) &&
+      JSON.stringify(s1.invokes[0]!.generated) !== JSON.stringify(s3.invokes[0]!.generated);
 
     const cachedMedian = median(cachedMs);
     const rawMedian = median(rawMs);

@@ -19,7 +19,15 @@ import { Tensor } from '../gpu-agent/block/tensor.js';
 import { readSafetensors } from '../tests/runtime/hf-fixtures.js';
 
 const MODEL = 'gpt2-small-random';
-const FIXTURE = join(fileURLToPath(new URL('.', import.meta.url)), '..', '..', 'tests', 'fixtures', 'bundled-gradients', MODEL);
+const FIXTURE = join(
+  fileURLToPath(new URL('.', import.meta.url)),
+  '..',
+  '..',
+  'tests',
+  'fixtures',
+  'bundled-gradients',
+  MODEL,
+);
 
 interface Reference {
   ids: number[];
@@ -47,7 +55,10 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
       ctx.backward(logits.slice(${ref.metric.index_a.join(', ')}).sub(logits.slice(${ref.metric.index_b.join(', ')})));
       return await ${h}.output.grad;
     }`;
-    const variants: Record<string, RunRequest> = { plain: { invokes: [{ tokens }] }, grad: { invokes: [{ tokens, block }] } };
+    const variants: Record<string, RunRequest> = {
+      plain: { invokes: [{ tokens }] },
+      grad: { invokes: [{ tokens, block }] },
+    };
     const tw = performance.now();
     let last: RunResult | undefined;
     for (const n of Object.keys(variants)) last = await hm.run(variants[n]!, open); // warm: compiles what each uses

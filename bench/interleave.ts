@@ -13,8 +13,8 @@ import { Tensor } from '../gpu-agent/block/tensor.js';
 import { interleavedRounds, median, numberArg } from './_numbers.js';
 
 const MODEL = 'gpt2-small-random';
-const TEXT = 'The fabric runs intervention experiments on hosted models: a block of code reads and replaces the activations of named modules during the forward pass, remotely, while operators deploy and scale the models across agents.';
-
+const TEXT =
+  'The fabric runs intervention experiments on hosted models: a block of code reads and replaces the activations of named modules during the forward pass, remotely, while operators deploy and scale the models across agents.';
 
 function sameBits(a: Tensor, b: Tensor): boolean {
   const x = new Uint8Array(a.data.buffer, a.data.byteOffset, a.data.byteLength);
@@ -39,14 +39,21 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
     const variants: Record<string, RunRequest> = {
       plain: { invokes: [{ tokens }] },
       read: { invokes: [{ tokens, block: `async (m) => (await m.${h}.output).shape` }] },
-      swap: { invokes: [{ tokens, block: `async (m) => { const v = await m.${h}.mlp.output; m.${h}.mlp.output = v.zerosLike(); }` }] },
+      swap: {
+        invokes: [
+          { tokens, block: `async (m) => { const v = await m.${h}.mlp.output; m.${h}.mlp.output = v.zerosLike(); }` },
+        ],
+      },
     };
 
     // Correctness first (untimed): cutting at the read point changes no bit of the logits; the swap changes them.
-    const logits = async (block: string) => Tensor.fromPayload((await hm.run({ invokes: [{ tokens, block }] }, open)).invokes[0]!.result.tensors[0]!);
+    const logits = async (block: string) =>
+      Tensor.fromPayload((await hm.run({ invokes: [{ tokens, block }] }, open)).invokes[0]!.result.tensors[0]!);
     const plainLogits = await logits('async (m) => await m.output');
     const readLogits = await logits(`async (m) => { await m.${h}.output; return await m.output; }`);
-    const swapLogits = await logits(`async (m) => { const v = await m.${h}.mlp.output; m.${h}.mlp.output = v.zerosLike(); return await m.output; }`);
+    const swapLogits = await logits(
+      `async (m) => { const v = await m.${h}.mlp.output; m.${h}.mlp.output = v.zerosLike(); return await m.output; }`,
+    );
     const bitexact = sameBits(plainLogits, readLogits);
     const swapChanges = !sameBits(plainLogits, swapLogits);
 

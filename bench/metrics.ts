@@ -23,7 +23,6 @@ import { numberArg, quantile, round } from './_numbers.js';
 const MODEL = 'gpt2-tiny';
 const BLOCK = 'async (m) => (await m.transformer.h[1].output).mean()';
 
-
 type Setting = 'off' | 'on';
 
 export async function run(args: string[]): Promise<Record<string, unknown>> {
@@ -38,15 +37,26 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
   let scraper: NodeJS.Timeout | undefined;
   try {
     const plan: { name: string; setting: Setting }[] = [];
-    for (let i = 0; i < perSetting; i++) for (const setting of ['off', 'on'] as const) plan.push({ name: `${setting}-${String.fromCharCode(97 + i)}`, setting });
+    for (let i = 0; i < perSetting; i++)
+      for (const setting of ['off', 'on'] as const)
+        plan.push({ name: `${setting}-${String.fromCharCode(97 + i)}`, setting });
     const fabrics = await Promise.all(
       plan.map(async (p) => {
-        const env: Record<string, string> = p.setting === 'on' ? { NDIF_METRICS: 'on', NDIF_HEALTH_PORT: '0', NDIF_HEALTH_HOST: '127.0.0.1' } : { NDIF_METRICS: 'off' };
-        const f = await startEmbeddedFabric(join(tmp, p.name), { NDIF_MODELS: MODEL, NDIF_AGENT_GPUS: '1x16GiB', NDIF_AGENT_RAM: '8GiB', ...env });
+        const env: Record<string, string> =
+          p.setting === 'on'
+            ? { NDIF_METRICS: 'on', NDIF_HEALTH_PORT: '0', NDIF_HEALTH_HOST: '127.0.0.1' }
+            : { NDIF_METRICS: 'off' };
+        const f = await startEmbeddedFabric(join(tmp, p.name), {
+          NDIF_MODELS: MODEL,
+          NDIF_AGENT_GPUS: '1x16GiB',
+          NDIF_AGENT_RAM: '8GiB',
+          ...env,
+        });
         started.push(f);
         const sdk = new Fabric({ url: f.url, progress: false, onLog: null, cacheDir: false });
         clients.push(sdk);
-        const scrapeUrls = p.setting === 'on' ? [`${f.url}/metrics`, /metrics (http:\/\/\S+\/metrics)\)/.exec(f.banner)?.[1] ?? ''] : [];
+        const scrapeUrls =
+          p.setting === 'on' ? [`${f.url}/metrics`, /metrics (http:\/\/\S+\/metrics)\)/.exec(f.banner)?.[1] ?? ''] : [];
         if (scrapeUrls.includes('')) throw new Error(`${p.name} printed no agent metrics URL: ${f.banner}`);
         return { ...p, sdk, scrapeUrls, times: [] as number[] };
       }),
@@ -55,7 +65,11 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
       fabrics.map(async (f) => {
         const admin = new FabricAdmin(f.sdk.http);
         const d = await admin.deploy({ model: MODEL });
-        await waitForHot(admin, MODEL, d.replicaIds, { waitMs: 60_000, signal: new AbortController().signal, pollMs: 50 });
+        await waitForHot(admin, MODEL, d.replicaIds, {
+          waitMs: 60_000,
+          signal: new AbortController().signal,
+          pollMs: 50,
+        });
       }),
     );
     const request = (f: (typeof fabrics)[number]) => f.sdk.trace(MODEL, 'The Eiffel Tower is in', BLOCK);
@@ -75,7 +89,10 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
       scrapes++;
     };
     await scrape();
-    scraper = setInterval(() => void scrape().catch((e: unknown) => process.stderr.write(`scrape failed: ${(e as Error).message}\n`)), scrapeMs);
+    scraper = setInterval(
+      () => void scrape().catch((e: unknown) => process.stderr.write(`scrape failed: ${(e as Error).message}\n`)),
+      scrapeMs,
+    );
 
     const tm = performance.now();
     let rounds = 0;
@@ -99,7 +116,11 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
       for (let r = 0; r < rounds; r++) for (const a of num) for (const b of den) ratios.push(a.times[r]! / b.times[r]!);
       return quantile(ratios, 0.5);
     };
-    const pooled = (setting: Setting, q: number) => quantile(ofSetting(setting).flatMap((f) => f.times), q);
+    const pooled = (setting: Setting, q: number) =>
+      quantile(
+        ofSetting(setting).flatMap((f) => f.times),
+        q,
+      );
     return {
       bench: 'metrics',
       model: MODEL,

@@ -31,11 +31,11 @@ import { startEmbeddedFabric, type EmbeddedFabric } from './_embedded-fabric.js'
 import { median, numberArg, round } from './_numbers.js';
 
 const CLEAN = 'The Eiffel Tower is in the city of Paris, which is the capital of France and the home of many museums.';
-const CORRUPT = 'The Colosseum is in the city of Rome, which is the capital of Italy and the home of many old ruins today.';
+const CORRUPT =
+  'The Colosseum is in the city of Rome, which is the capital of Italy and the home of many old ruins today.';
 /** The two tokens whose logit difference the sweep measures. */
 const A = 11;
 const B = 12;
-
 
 /** Trace 0's block: the clean (invoke 0) or corrupt (invoke 1) run, caching every layer's output into ctx.shared. */
 const CACHE_BLOCK = `async (m, ctx) => {
@@ -63,7 +63,8 @@ const PATCH_BLOCK = `async (m, ctx, { l, n }) => {
 }`;
 
 /** The baseline's patching invoke (params { l, p }): the clean invoke hands layer l's output over at a barrier. */
-const BASELINE_CLEAN = 'async (m, ctx, { l }) => { ctx.shared.h = await m.transformer.h[l].output; await ctx.barrier("h"); }';
+const BASELINE_CLEAN =
+  'async (m, ctx, { l }) => { ctx.shared.h = await m.transformer.h[l].output; await ctx.barrier("h"); }';
 const BASELINE_PATCH = `async (m, ctx, { l, p }) => {
   const h = (await m.transformer.h[l].output).clone();
   await ctx.barrier('h');
@@ -85,24 +86,37 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
   const tokenizer = tokenizerFromJson(readFileSync(join(dir, 'tokenizer.json'), 'utf8'));
   const clean = tokenizer.encode(CLEAN).slice(0, positions);
   const corrupt = tokenizer.encode(CORRUPT).slice(0, positions);
-  if (clean.length < positions || corrupt.length < positions) throw new Error(`the prompts have ${clean.length} and ${corrupt.length} tokens, fewer than ${positions}`);
+  if (clean.length < positions || corrupt.length < positions)
+    throw new Error(`the prompts have ${clean.length} and ${corrupt.length} tokens, fewer than ${positions}`);
 
   const tmp = mkdtempSync(join(tmpdir(), 'ndif-bench-patching-'));
   let fabric: EmbeddedFabric | undefined;
   let ndif: Fabric | undefined;
   try {
-    fabric = await startEmbeddedFabric(join(tmp, 'data'), { NDIF_MODELS: model, NDIF_AGENT_GPUS: '1x16GiB', NDIF_AGENT_RAM: '8GiB' });
+    fabric = await startEmbeddedFabric(join(tmp, 'data'), {
+      NDIF_MODELS: model,
+      NDIF_AGENT_GPUS: '1x16GiB',
+      NDIF_AGENT_RAM: '8GiB',
+    });
     ndif = new Fabric({ url: fabric.url, progress: false, onLog: null });
     const admin = new FabricAdmin(ndif.http);
     const deployed = await admin.deploy({ model });
-    await waitForHot(admin, model, deployed.replicaIds, { waitMs: 60_000, signal: new AbortController().signal, pollMs: 100 });
+    await waitForHot(admin, model, deployed.replicaIds, {
+      waitMs: 60_000,
+      signal: new AbortController().signal,
+      pollMs: 100,
+    });
     const layers = (await ndif.manifest(model)).modules.find((m) => m.path === 'transformer.h')!.children.length;
     const startS = (performance.now() - t0) / 1000;
 
     // ---- the sweep as one session
     const traces: SessionTrace[] = [
       { input: [clean, corrupt], block: CACHE_BLOCK },
-      ...Array.from({ length: layers }, (_, l) => ({ input: Array.from({ length: positions }, () => corrupt), block: PATCH_BLOCK, params: { l, n: positions } })),
+      ...Array.from({ length: layers }, (_, l) => ({
+        input: Array.from({ length: positions }, () => corrupt),
+        block: PATCH_BLOCK,
+        params: { l, n: positions },
+      })),
     ];
     const sweepOnce = async () => {
       const s = performance.now();
@@ -116,10 +130,15 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
 
     // ---- the same sweep as one request per (layer, position)
     const baselineOne = async (l: number, p: number) =>
-      (await ndif!.trace(model, [{ input: clean, block: BASELINE_CLEAN, params: { l } }, { input: corrupt, block: BASELINE_PATCH, params: { l, p } }])) as [null, number];
+      (await ndif!.trace(model, [
+        { input: clean, block: BASELINE_CLEAN, params: { l } },
+        { input: corrupt, block: BASELINE_PATCH, params: { l, p } },
+      ])) as [null, number];
     // Every layer's cut once (compiles its segments), then requests spread over the grid until the budget is spent.
     for (let l = 0; l < layers; l++) await baselineOne(l, 0);
-    const order = Array.from({ length: layers * positions }, (_, i) => i).sort((a, b) => ((a * 37) % (layers * positions)) - ((b * 37) % (layers * positions)));
+    const order = Array.from({ length: layers * positions }, (_, i) => i).sort(
+      (a, b) => ((a * 37) % (layers * positions)) - ((b * 37) % (layers * positions)),
+    );
     const times: number[] = [];
     let worst = 0;
     const tb = performance.now();
@@ -138,7 +157,14 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
     // ---- a batch that pays off: T patching invokes at one layer against a plain forward of the same batch
     const mid = Math.floor(layers / 2);
     // The barrier's parties default to every invoke: the clean one and the T patching ones meet at layer `mid`.
-    const batch = [{ input: clean, block: BASELINE_CLEAN, params: { l: mid } }, ...Array.from({ length: positions }, (_, p) => ({ input: corrupt, block: BASELINE_PATCH, params: { l: mid, p } }))];
+    const batch = [
+      { input: clean, block: BASELINE_CLEAN, params: { l: mid } },
+      ...Array.from({ length: positions }, (_, p) => ({
+        input: corrupt,
+        block: BASELINE_PATCH,
+        params: { l: mid, p },
+      })),
+    ];
     const plain = [clean, ...Array.from({ length: positions }, () => corrupt)];
     await ndif.trace(model, batch);
     await ndif.trace(model, plain);

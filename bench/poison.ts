@@ -14,10 +14,14 @@ import { numberArg, quantile, round } from './_numbers.js';
 const GOOD = 'async (m) => (await m.transformer.h[1].output).shape';
 const POISON = 'async (m) => { await m.transformer.h[0].output; process.abort(); }';
 
-
 /** The embedded fabric; the aborting agents print their native stack traces on stderr: kept, not shown. */
 function startFabric(dataDir: string): Promise<EmbeddedFabric> {
-  return startEmbeddedFabric(dataDir, { NDIF_AGENT_RESTART_MS: '100', NDIF_LOG_LEVEL: 'fatal', NDIF_AGENT_GPUS: '1x16GiB', NDIF_AGENT_RAM: '8GiB' });
+  return startEmbeddedFabric(dataDir, {
+    NDIF_AGENT_RESTART_MS: '100',
+    NDIF_LOG_LEVEL: 'fatal',
+    NDIF_AGENT_GPUS: '1x16GiB',
+    NDIF_AGENT_RAM: '8GiB',
+  });
 }
 
 async function json(url: string, init?: RequestInit): Promise<Record<string, unknown>> {
@@ -37,13 +41,23 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
     fabric = await startFabric(join(tmp, 'data'));
     const { url } = fabric;
     const submit = (requestId: string, block: string) =>
-      json(`${url}/requests`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ requestId, model: 'gpt2-tiny', invokes: [{ input: 'The Eiffel Tower is in', block }] }) });
+      json(`${url}/requests`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ requestId, model: 'gpt2-tiny', invokes: [{ input: 'The Eiffel Tower is in', block }] }),
+      });
     const view = (id: string) => json(`${url}/requests/${id}`);
     const finished = async (ids: string[], timeoutMs: number) => {
       const end = Date.now() + timeoutMs;
       const done = new Map<string, Record<string, unknown>>();
       while (done.size < ids.length) {
-        if (Date.now() > end) throw new Error(`${ids.length - done.size} request(s) not finished in ${timeoutMs} ms: ${ids.filter((i) => !done.has(i)).slice(0, 5).join(', ')}`);
+        if (Date.now() > end)
+          throw new Error(
+            `${ids.length - done.size} request(s) not finished in ${timeoutMs} ms: ${ids
+              .filter((i) => !done.has(i))
+              .slice(0, 5)
+              .join(', ')}`,
+          );
         for (const id of ids) {
           if (done.has(id)) continue;
           const v = await view(id);
@@ -57,7 +71,9 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
       const t = v.timestamps as { receivedAt: string; finishedAt: string };
       return (Date.parse(t.finishedAt) - Date.parse(t.receivedAt)) / 1000;
     };
-    const restarts = async () => ((await json(`${url}/agents`)).agents as Array<{ health?: { restarts?: number }; restarts?: number }>)[0]?.health?.restarts ?? 0;
+    const restarts = async () =>
+      ((await json(`${url}/agents`)).agents as Array<{ health?: { restarts?: number }; restarts?: number }>)[0]?.health
+        ?.restarts ?? 0;
 
     // Warm-up: deploys gpt2-tiny on demand and compiles its segments.
     await submit('warm-up', GOOD);
@@ -80,7 +96,9 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
     const baseDelays = base.map(delayS);
     return {
       good_completed: good.filter((v) => v.status === 'COMPLETED').length,
-      poison_failed: poison.filter((v) => v.status === 'ERROR' && (v.error as { type?: string } | null)?.type === 'AGENT_CRASHED_BY_REQUEST').length,
+      poison_failed: poison.filter(
+        (v) => v.status === 'ERROR' && (v.error as { type?: string } | null)?.type === 'AGENT_CRASHED_BY_REQUEST',
+      ).length,
       agent_restarts: agentRestarts,
       good_p99_delay_s: round(quantile(goodDelays, 0.99)),
       good_p50_delay_s: round(quantile(goodDelays, 0.5)),

@@ -73,7 +73,8 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
   try {
     const pool = sb.register(modelAssets(hm));
     const req: RunRequest = { invokes: [{ tokens: TOKENS, block: BLOCK }] };
-    const trusted = () => hm.run(req, () => createInProcessBlocks({ manifest: hm.manifest(), tokenizer: hm.tokenizer }));
+    const trusted = () =>
+      hm.run(req, () => createInProcessBlocks({ manifest: hm.manifest(), tokenizer: hm.tokenizer }));
     const untrusted = () => hm.run(req, sb.opener(MODEL));
 
     // Warm-up: segment compilation, JIT in the agent, a first measured execute time for the pool's sizing.
@@ -115,7 +116,13 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
     const floorDir = mkdtempSync(join(tmpdir(), 'ndif-bench-floor-'));
     chmodSync(floorDir, 0o755);
     writeFileSync(join(floorDir, 'floor.cjs'), FLOOR_RUNNER, { mode: 0o644 });
-    const floorLauncher = new RunnerLauncher({ plan: sb.plan, limits: config.limits, warmupNice: 0, script: join(floorDir, 'floor.cjs'), readPaths: [`${floorDir}/`] });
+    const floorLauncher = new RunnerLauncher({
+      plan: sb.plan,
+      limits: config.limits,
+      warmupNice: 0,
+      script: join(floorDir, 'floor.cjs'),
+      readPaths: [`${floorDir}/`],
+    });
     const spawn: number[] = [];
     const inner: number[] = [];
     const floor: number[] = [];

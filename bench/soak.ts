@@ -16,6 +16,8 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
     seed: arg(args, 'seed', DEFAULT_SOAK.seed),
     log: (s) => process.stderr.write(`soak: ${s}\n`),
   });
-  process.stderr.write(`soak: ${r.requests} requests: ${r.completed} completed, ${r.errored_with_reason} errored with a reason, ${r.cancelled} cancelled; lost ${r.lost}, stuck ${r.stuck}, duplicates ${r.duplicates}\n`);
+  process.stderr.write(
+    `soak: ${r.requests} requests: ${r.completed} completed, ${r.errored_with_reason} errored with a reason, ${r.cancelled} cancelled; lost ${r.lost}, stuck ${r.stuck}, duplicates ${r.duplicates}\n`,
+  );
   return { ...r };
 }

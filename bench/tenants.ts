@@ -54,7 +54,6 @@ ws.on('message', (data) => {
 });
 `;
 
-
 interface Fabric {
   child: ChildProcess;
   url: string;
@@ -65,7 +64,14 @@ async function startFabric(dataDir: string): Promise<Fabric> {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const store = new SqliteApiKeyStore({ path: join(dataDir, 'keys.sqlite') });
   const api = new ApiKeys(store);
-  const make = async (label: string) => (await api.create({ label, tags: { trusted: true, priority: false, operator: false } }, 'bench', new Date().toISOString())).key;
+  const make = async (label: string) =>
+    (
+      await api.create(
+        { label, tags: { trusted: true, priority: false, operator: false } },
+        'bench',
+        new Date().toISOString(),
+      )
+    ).key;
   const keys = { a: await make('tenant-a'), b: await make('tenant-b') };
   await store.close();
   const { child, url } = await startEmbeddedFabric(dataDir, {
@@ -80,17 +86,38 @@ async function startFabric(dataDir: string): Promise<Fabric> {
   return { child, url, keys };
 }
 
-async function call(f: Fabric, key: string | null, method: string, path: string, body?: unknown): Promise<{ status: number; json: Record<string, unknown> }> {
+async function call(
+  f: Fabric,
+  key: string | null,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; json: Record<string, unknown> }> {
   const headers: Record<string, string> = {};
   if (key !== null) headers.authorization = `Bearer ${key}`;
   if (body !== undefined) headers['content-type'] = 'application/json';
-  const r = await fetch(`${f.url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const r = await fetch(`${f.url}${path}`, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   return { status: r.status, json: (await r.json()) as Record<string, unknown> };
 }
 
-const submitBody = (requestId: string, block: string) => ({ requestId, model: MODEL, invokes: [{ input: 'The Eiffel Tower is in', block }], timeoutMs: 60_000 });
+const submitBody = (requestId: string, block: string) => ({
+  requestId,
+  model: MODEL,
+  invokes: [{ input: 'The Eiffel Tower is in', block }],
+  timeoutMs: 60_000,
+});
 
-async function finished(f: Fabric, key: string, id: string, timeoutMs = 60_000, pollMs = 10): Promise<Record<string, unknown>> {
+async function finished(
+  f: Fabric,
+  key: string,
+  id: string,
+  timeoutMs = 60_000,
+  pollMs = 10,
+): Promise<Record<string, unknown>> {
   const end = Date.now() + timeoutMs;
   for (;;) {
     const r = await call(f, key, 'GET', `/requests/${id}`);
@@ -107,7 +134,9 @@ async function fairShare(f: Fabric): Promise<Record<string, unknown>> {
   // The replica comes up on demand with the first request.
   await call(f, f.keys.a, 'POST', '/requests', submitBody('warm', work));
   await finished(f, f.keys.a, 'warm', 120_000);
-  await Promise.all(Array.from({ length: FLOOD }, (_, i) => call(f, f.keys.a, 'POST', '/requests', submitBody(`a-${i}`, work))));
+  await Promise.all(
+    Array.from({ length: FLOOD }, (_, i) => call(f, f.keys.a, 'POST', '/requests', submitBody(`a-${i}`, work))),
+  );
   const waits: number[] = [];
   const runs: number[] = [];
   const positions: unknown[] = [];
@@ -120,11 +149,18 @@ async function fairShare(f: Fabric): Promise<Record<string, unknown>> {
     waits.push(ms(t.startedAt) - ms(t.receivedAt));
     runs.push(ms(t.finishedAt) - ms(t.startedAt));
   }
-  const aDone = ((await call(f, f.keys.a, 'GET', '/requests?status=COMPLETED&limit=500')).json.requests as unknown[]).length;
+  const aDone = ((await call(f, f.keys.a, 'GET', '/requests?status=COMPLETED&limit=500')).json.requests as unknown[])
+    .length;
   // A's rest goes: the log part runs on a free replica.
   await Promise.all(Array.from({ length: FLOOD }, (_, i) => call(f, f.keys.a, 'POST', `/requests/a-${i}/cancel`, {})));
   const run = median(runs);
-  return { b_max_wait_over_run: round(Math.max(...waits) / run), b_waits_ms: waits, b_positions: positions, run_ms: run, a_completed_meanwhile: aDone - 1 };
+  return {
+    b_max_wait_over_run: round(Math.max(...waits) / run),
+    b_waits_ms: waits,
+    b_positions: positions,
+    run_ms: run,
+    a_completed_meanwhile: aDone - 1,
+  };
 }
 
 async function logSpam(f: Fabric): Promise<Record<string, unknown>> {
@@ -144,7 +180,20 @@ async function logSpam(f: Fabric): Promise<Record<string, unknown>> {
   // Followed as a researcher does, on the status websocket (one LOG message per line, then COMPLETED), by another
   // process at the lowest CPU priority: on two shared cores, a client parsing 200,000 messages beside the pinger
   // would delay the pings' answers being read and count its own scheduling against the fabric.
-  const follower = spawn(process.execPath, ['-e', FOLLOWER, JSON.stringify({ ws: require.resolve('ws'), url: `${f.url.replace(/^http/, 'ws')}/ws`, key: f.keys.b, requestId: 'spam' })], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const follower = spawn(
+    process.execPath,
+    [
+      '-e',
+      FOLLOWER,
+      JSON.stringify({
+        ws: require.resolve('ws'),
+        url: `${f.url.replace(/^http/, 'ws')}/ws`,
+        key: f.keys.b,
+        requestId: 'spam',
+      }),
+    ],
+    { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] },
+  );
   setPriority(follower.pid!, 19);
   await once(follower, 'message');
   const t0 = performance.now();
@@ -157,7 +206,8 @@ async function logSpam(f: Fabric): Promise<Record<string, unknown>> {
   if (follower.exitCode === null) follower.kill();
   const r = await finished(f, f.keys.b, 'spam');
   const during = pings.slice(idle);
-  if (r.status !== 'COMPLETED') throw new Error(`the log request ended ${String(r.status)}: ${JSON.stringify(r.error)}`);
+  if (r.status !== 'COMPLETED')
+    throw new Error(`the log request ended ${String(r.status)}: ${JSON.stringify(r.error)}`);
   return {
     log_lines_per_s: Math.round((r.logLines as number) / seconds),
     log_lines: r.logLines,
@@ -176,18 +226,28 @@ async function commands(dir: string): Promise<Record<string, unknown>> {
   const at = '2025-03-01T10:00:00.000Z';
   let n = 0;
   const meta = () => ({ commandId: `bench-${++n}`, actor: 'key:op', at });
-  const deploy = (modelKey: string) => cp.execute({ type: 'RequestDeployment', modelKey, settings: { weightsBytes: 1 << 20 }, replicas: 1, onDemand: false }, meta());
+  const deploy = (modelKey: string) =>
+    cp.execute(
+      { type: 'RequestDeployment', modelKey, settings: { weightsBytes: 1 << 20 }, replicas: 1, onDemand: false },
+      meta(),
+    );
   // Short streams stay short: 200 deployments take 10 commands each (2 events at the start, 12 at the end).
   const shorts = Array.from({ length: 200 }, (_, i) => `short-${i}`);
   for (const k of shorts) await deploy(k);
   await deploy('long');
   // 100,000 events on the long stream, appended in bulk (each a valid DeploymentPinned of the domain).
-  let revision = (await store.streamRevision('deployment-long'));
+  let revision = await store.streamRevision('deployment-long');
   let pinned = false;
   for (let done = 0; done < 100_000; ) {
     const batch = Array.from({ length: Math.min(5000, 100_000 - done) }, (_, i) => {
       pinned = !pinned;
-      return { id: deterministicEventId('bench-fill', done + i), type: 'DeploymentPinned', version: 1, data: { modelKey: 'long', pinned, by: 'key:op' }, metadata: { correlationId: 'fill', causationId: 'fill', actor: 'key:op', at } };
+      return {
+        id: deterministicEventId('bench-fill', done + i),
+        type: 'DeploymentPinned',
+        version: 1,
+        data: { modelKey: 'long', pinned, by: 'key:op' },
+        metadata: { correlationId: 'fill', causationId: 'fill', actor: 'key:op', at },
+      };
     });
     revision = (await store.append('deployment-long', batch, { expectedRevision: revision })).nextRevision;
     done += batch.length;
@@ -209,7 +269,10 @@ async function commands(dir: string): Promise<Record<string, unknown>> {
     times.long.push(await commandUs('long'));
   }
   const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
-  const events = { short: (await store.streamRevision('deployment-short-0')) + 1, long: (await store.streamRevision('deployment-long')) + 1 };
+  const events = {
+    short: (await store.streamRevision('deployment-short-0')) + 1,
+    long: (await store.streamRevision('deployment-long')) + 1,
+  };
   await store.close();
   return {
     command_us_at_100k_events: round(mean(times.long), 1),

@@ -42,7 +42,9 @@ async function throughput(t: Transport, batch: boolean): Promise<{ publish_per_s
     ? await t.subscribeBatch(topic, `g-${topic}`, async (ms) => count(ms.length))
     : await t.subscribe(topic, `g-${topic}`, async () => count(1));
   const t0 = performance.now();
-  await Promise.all(Array.from({ length: THROUGHPUT_MESSAGES }, (_, i) => t.publish(topic, { key: `request-${i % 64}`, value: VALUE })));
+  await Promise.all(
+    Array.from({ length: THROUGHPUT_MESSAGES }, (_, i) => t.publish(topic, { key: `request-${i % 64}`, value: VALUE })),
+  );
   const published = performance.now() - t0;
   await all;
   const total = performance.now() - t0;
@@ -59,7 +61,10 @@ async function measure(t: Transport) {
 
 export async function run(): Promise<Record<string, unknown>> {
   const brokers = process.env.KAFKA_BROKERS;
-  if (!brokers) throw new Error('KAFKA_BROKERS is not set: run `node scripts/services/cli.mjs kafka -- npm run bench -- transport`');
+  if (!brokers)
+    throw new Error(
+      'KAFKA_BROKERS is not set: run `node scripts/services/cli.mjs kafka -- npm run bench -- transport`',
+    );
   const inproc = new InProcessTransport();
   const inprocess = await measure(inproc);
   await inproc.close();

@@ -8,7 +8,8 @@ export const DEFAULT_MAX_BLOB_BYTES = 1024 * 1024 * 1024 - 1;
 export const DEFAULT_CONTENT_TYPE = 'application/octet-stream';
 
 const REF = /^blob_[0-9a-f]{32}$/;
-const CONTENT_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]*\/[a-z0-9][a-z0-9!#$&^_.+-]*(\s*;\s*[a-z0-9_.+-]+=("[^"]*"|[a-z0-9_.+-]+))*$/i;
+const CONTENT_TYPE =
+  /^[a-z0-9][a-z0-9!#$&^_.+-]*\/[a-z0-9][a-z0-9!#$&^_.+-]*(\s*;\s*[a-z0-9_.+-]+=("[^"]*"|[a-z0-9_.+-]+))*$/i;
 
 export function newRef(): string {
   return `blob_${randomBytes(16).toString('hex')}`;

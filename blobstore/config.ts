@@ -20,17 +20,27 @@ export function blobStoreConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Bl
   if (env.NDIF_BLOB_MAX_BYTES) {
     maxBytes = Number(env.NDIF_BLOB_MAX_BYTES);
     if (!Number.isInteger(maxBytes) || maxBytes < 1) {
-      throw configInvalid(`NDIF_BLOB_MAX_BYTES=${JSON.stringify(env.NDIF_BLOB_MAX_BYTES)} is not a positive integer`, 'set it to a byte count or unset it');
+      throw configInvalid(
+        `NDIF_BLOB_MAX_BYTES=${JSON.stringify(env.NDIF_BLOB_MAX_BYTES)} is not a positive integer`,
+        'set it to a byte count or unset it',
+      );
     }
   }
   const limit = maxBytes === undefined ? {} : { maxBytes };
   if (kind === 'files') return { kind, dir: resolve(env.NDIF_BLOB_DIR || 'data/blobs'), ...limit };
   if (kind === 'postgres') {
     const connectionString = env.BLOB_DATABASE_URL || env.DATABASE_URL;
-    if (!connectionString) throw configInvalid('NDIF_BLOB_STORE=postgres needs BLOB_DATABASE_URL (or DATABASE_URL)', 'set BLOB_DATABASE_URL=postgres://user:password@host:5432/db');
+    if (!connectionString)
+      throw configInvalid(
+        'NDIF_BLOB_STORE=postgres needs BLOB_DATABASE_URL (or DATABASE_URL)',
+        'set BLOB_DATABASE_URL=postgres://user:password@host:5432/db',
+      );
     return { kind, connectionString, ...limit };
   }
-  throw configInvalid(`NDIF_BLOB_STORE=${JSON.stringify(kind)} is not a blob store`, 'use NDIF_BLOB_STORE=files or NDIF_BLOB_STORE=postgres');
+  throw configInvalid(
+    `NDIF_BLOB_STORE=${JSON.stringify(kind)} is not a blob store`,
+    'use NDIF_BLOB_STORE=files or NDIF_BLOB_STORE=postgres',
+  );
 }
 
 export function openBlobStore(config: BlobStoreConfig): Promise<BlobStore> {

@@ -25,17 +25,28 @@ export function refInvalid(ref: unknown): FabricError {
 }
 
 export function blobInvalid(what: string): FabricError {
-  return new FabricError(BlobErrorCode.Invalid, 400, what, { hint: 'put takes a Uint8Array and an optional contentType such as application/octet-stream' });
-}
-
-export function blobTooLarge(size: number, limit: number): FabricError {
-  return new FabricError(BlobErrorCode.TooLarge, 413, `a blob of ${size} bytes is over this store's limit of ${limit}`, {
-    hint: 'split the result, or raise maxBytes where the store is configured',
-    details: { size, limit },
+  return new FabricError(BlobErrorCode.Invalid, 400, what, {
+    hint: 'put takes a Uint8Array and an optional contentType such as application/octet-stream',
   });
 }
 
-export function blobCorrupt(ref: string, expected: { size: number; sha256: string }, actual: { size: number; sha256: string }): FabricError {
+export function blobTooLarge(size: number, limit: number): FabricError {
+  return new FabricError(
+    BlobErrorCode.TooLarge,
+    413,
+    `a blob of ${size} bytes is over this store's limit of ${limit}`,
+    {
+      hint: 'split the result, or raise maxBytes where the store is configured',
+      details: { size, limit },
+    },
+  );
+}
+
+export function blobCorrupt(
+  ref: string,
+  expected: { size: number; sha256: string },
+  actual: { size: number; sha256: string },
+): FabricError {
   return new FabricError(BlobErrorCode.Corrupt, 500, `blob ${ref} does not match what was stored`, {
     hint: 'the stored bytes were changed or truncated outside the store; the result must be produced again',
     details: { ref, expected, actual },

@@ -34,7 +34,10 @@ export class FileBlobStore implements BlobStore {
   private readonly sync: boolean;
   private readonly tmp: string;
 
-  private constructor(private readonly dir: string, options: FileBlobStoreOptions) {
+  private constructor(
+    private readonly dir: string,
+    options: FileBlobStoreOptions,
+  ) {
     this.maxBytes = options.maxBytes ?? DEFAULT_MAX_BLOB_BYTES;
     this.sync = options.sync ?? true;
     this.tmp = join(dir, '.tmp');

@@ -24,7 +24,12 @@ interface Row {
   bytes?: Buffer;
 }
 
-const toInfo = (r: Row): BlobInfo => ({ ref: r.ref, size: Number(r.size), sha256: r.sha256, contentType: r.content_type });
+const toInfo = (r: Row): BlobInfo => ({
+  ref: r.ref,
+  size: Number(r.size),
+  sha256: r.sha256,
+  contentType: r.content_type,
+});
 
 export class PgBlobStore implements BlobStore {
   readonly kind = 'postgres' as const;
@@ -42,8 +47,13 @@ export class PgBlobStore implements BlobStore {
   /** Connects and creates the table if needed. */
   static async open(options: PgBlobStoreOptions): Promise<PgBlobStore> {
     const table = options.table ?? 'ndif_blobs';
-    if (!IDENTIFIER.test(table)) throw configInvalid(`blob table name ${JSON.stringify(table)} is not a plain SQL identifier`, 'use lower-case letters, digits and _');
-    if (!options.pool && !options.connectionString) throw configInvalid('the PostgreSQL blob store needs a pool or a connection string', 'set DATABASE_URL');
+    if (!IDENTIFIER.test(table))
+      throw configInvalid(
+        `blob table name ${JSON.stringify(table)} is not a plain SQL identifier`,
+        'use lower-case letters, digits and _',
+      );
+    if (!options.pool && !options.connectionString)
+      throw configInvalid('the PostgreSQL blob store needs a pool or a connection string', 'set DATABASE_URL');
     const pool = options.pool ?? new pg.Pool({ connectionString: options.connectionString, max: 4 });
     const store = new PgBlobStore(pool, !options.pool, table, options);
     try {
@@ -90,13 +100,18 @@ export class PgBlobStore implements BlobStore {
 
   async head(ref: string): Promise<BlobInfo | undefined> {
     checkRef(ref);
-    const r = await this.pool.query<Row>(`SELECT ref, size, sha256, content_type FROM ${this.table} WHERE ref = $1`, [ref]);
+    const r = await this.pool.query<Row>(`SELECT ref, size, sha256, content_type FROM ${this.table} WHERE ref = $1`, [
+      ref,
+    ]);
     return r.rows[0] ? toInfo(r.rows[0]) : undefined;
   }
 
   async get(ref: string): Promise<StoredBlob> {
     checkRef(ref);
-    const r = await this.pool.query<Row>(`SELECT ref, size, sha256, content_type, lo_get(loid) AS bytes FROM ${this.table} WHERE ref = $1`, [ref]);
+    const r = await this.pool.query<Row>(
+      `SELECT ref, size, sha256, content_type, lo_get(loid) AS bytes FROM ${this.table} WHERE ref = $1`,
+      [ref],
+    );
     const row = r.rows[0];
     if (!row) throw blobNotFound(ref);
     const info = toInfo(row);
@@ -108,7 +123,10 @@ export class PgBlobStore implements BlobStore {
 
   async delete(ref: string): Promise<boolean> {
     checkRef(ref);
-    const r = await this.pool.query(`WITH gone AS (DELETE FROM ${this.table} WHERE ref = $1 RETURNING loid) SELECT lo_unlink(loid) FROM gone`, [ref]);
+    const r = await this.pool.query(
+      `WITH gone AS (DELETE FROM ${this.table} WHERE ref = $1 RETURNING loid) SELECT lo_unlink(loid) FROM gone`,
+      [ref],
+    );
     return (r.rowCount ?? 0) > 0;
   }
 

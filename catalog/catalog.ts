@@ -44,7 +44,10 @@ export function describeFolder(dir: string, bundled?: string): string {
     return `GPT-2 architecture, ${s.layers} layers, d_model ${s.dModel}, ${s.heads} heads, ${s.positions} positions; bundled, seeded random weights`;
   }
   try {
-    const c = JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')) as { model_type?: string; architectures?: string[] };
+    const c = JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')) as {
+      model_type?: string;
+      architectures?: string[];
+    };
     return `${c.architectures?.[0] ?? c.model_type ?? 'ONNX model'} from ${dir}`;
   } catch {
     return `ONNX model from ${dir}`;
@@ -75,7 +78,8 @@ export class FabricModelCatalog implements ModelCatalog {
 
   private add(source: ModelSource): void {
     const dir = 'bundled' in source ? ensureModel(source.bundled) : source.dir;
-    if (!existsSync(join(dir, 'model.onnx'))) throw modelUnreadable(source.key, dir, new Error('no model.onnx in the folder'));
+    if (!existsSync(join(dir, 'model.onnx')))
+      throw modelUnreadable(source.key, dir, new Error('no model.onnx in the folder'));
     const cache = this.cache.read(source.key, dir, folderStamp(dir));
     if (cache.weightsBytes === undefined) {
       try {
@@ -85,7 +89,13 @@ export class FabricModelCatalog implements ModelCatalog {
       }
       this.cache.write(cache);
     }
-    const entry: ModelEntry = { key: source.key, description: describeFolder(dir, 'bundled' in source ? source.bundled : undefined), weightsBytes: cache.weightsBytes, dir, defaults: { gpus: 1, dtype: 'float32' } };
+    const entry: ModelEntry = {
+      key: source.key,
+      description: describeFolder(dir, 'bundled' in source ? source.bundled : undefined),
+      weightsBytes: cache.weightsBytes,
+      dir,
+      defaults: { gpus: 1, dtype: 'float32' },
+    };
     this.slots.set(source.key, { entry, cache });
   }
 
@@ -142,7 +152,10 @@ export class FabricModelCatalog implements ModelCatalog {
   weights(key: string, dir: string): WeightsFingerprint {
     const slot = this.slots.get(key);
     const stamp = folderStamp(dir);
-    const cache = slot !== undefined && slot.entry.dir === dir && slot.cache.fingerprint === stamp ? slot.cache : this.cache.read(key, dir, stamp);
+    const cache =
+      slot !== undefined && slot.entry.dir === dir && slot.cache.fingerprint === stamp
+        ? slot.cache
+        : this.cache.read(key, dir, stamp);
     if (cache.weights === undefined) {
       cache.weights = weightsFingerprint(dir);
       this.cache.write(cache);
@@ -169,6 +182,14 @@ export class FabricModelCatalog implements ModelCatalog {
 
 function withShape(m: Manifest, shape?: { batch: number; sequence: number }): Manifest {
   if (shape === undefined) return m;
-  if (!(Number.isSafeInteger(shape.batch) && shape.batch > 0 && Number.isSafeInteger(shape.sequence) && shape.sequence > 0)) throw shapeInvalid(shape);
+  if (
+    !(
+      Number.isSafeInteger(shape.batch) &&
+      shape.batch > 0 &&
+      Number.isSafeInteger(shape.sequence) &&
+      shape.sequence > 0
+    )
+  )
+    throw shapeInvalid(shape);
   return resolveManifest(m, shape.batch, shape.sequence);
 }

@@ -22,22 +22,35 @@ export const DEFAULT_CATALOG_CACHE = join(repoRoot, '.cache', 'catalog');
 export function parseModelList(raw: string): ModelSource[] {
   const out: ModelSource[] = [];
   const seen = new Set<string>();
-  for (const part of raw.split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const part of raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const eq = part.indexOf('=');
     const key = eq < 0 ? part : part.slice(0, eq).trim();
     if (!MODEL_KEY.test(key)) {
-      throw catalogConfigInvalid(`NDIF_MODELS entry ${JSON.stringify(part)}: ${JSON.stringify(key)} is not a model key`, 'a key is letters, digits and . _ / - (up to 128), starting with a letter or digit');
+      throw catalogConfigInvalid(
+        `NDIF_MODELS entry ${JSON.stringify(part)}: ${JSON.stringify(key)} is not a model key`,
+        'a key is letters, digits and . _ / - (up to 128), starting with a letter or digit',
+      );
     }
     if (seen.has(key)) throw catalogConfigInvalid(`NDIF_MODELS names ${key} twice`, 'name each model once');
     seen.add(key);
     if (eq < 0) {
       if (!isBundledModel(key)) {
-        throw catalogConfigInvalid(`NDIF_MODELS entry ${JSON.stringify(part)} is neither a bundled model nor key=dir`, `bundled models are ${Object.keys(BUNDLED_MODELS).join(', ')}; other models are key=/path/to/folder`);
+        throw catalogConfigInvalid(
+          `NDIF_MODELS entry ${JSON.stringify(part)} is neither a bundled model nor key=dir`,
+          `bundled models are ${Object.keys(BUNDLED_MODELS).join(', ')}; other models are key=/path/to/folder`,
+        );
       }
       out.push({ key, bundled: key });
     } else {
       const dir = part.slice(eq + 1).trim();
-      if (dir === '') throw catalogConfigInvalid(`NDIF_MODELS entry ${JSON.stringify(part)} has no folder`, 'write key=/path/to/model/folder');
+      if (dir === '')
+        throw catalogConfigInvalid(
+          `NDIF_MODELS entry ${JSON.stringify(part)} has no folder`,
+          'write key=/path/to/model/folder',
+        );
       out.push({ key, dir: resolve(dir) });
     }
   }

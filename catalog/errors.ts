@@ -17,10 +17,15 @@ export function catalogConfigInvalid(message: string, hint: string): FabricError
 }
 
 export function modelUnknown(key: string, known: readonly string[]): FabricError {
-  return new FabricError(CatalogErrorCode.ModelUnknown, 404, `model ${JSON.stringify(key)} is not served by this fabric`, {
-    hint: known.length > 0 ? `use one of: ${known.join(', ')}` : 'configure models with NDIF_MODELS',
-    details: { key, models: [...known] },
-  });
+  return new FabricError(
+    CatalogErrorCode.ModelUnknown,
+    404,
+    `model ${JSON.stringify(key)} is not served by this fabric`,
+    {
+      hint: known.length > 0 ? `use one of: ${known.join(', ')}` : 'configure models with NDIF_MODELS',
+      details: { key, models: [...known] },
+    },
+  );
 }
 
 export function modelUnreadable(key: string, dir: string, cause: unknown): FabricError {

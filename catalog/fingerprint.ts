@@ -16,7 +16,13 @@ import { externalEntry } from '../gpu-agent/runtime/onnx/tensor-bytes.js';
 import { DataLocation } from '../gpu-agent/runtime/onnx/types.js';
 
 /** Files besides model.onnx and its external data that define what the model computes and how text is encoded. */
-export const MODEL_SIDE_FILES = ['config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json', 'special_tokens_map.json'];
+export const MODEL_SIDE_FILES = [
+  'config.json',
+  'generation_config.json',
+  'tokenizer.json',
+  'tokenizer_config.json',
+  'special_tokens_map.json',
+];
 
 export function folderStamp(dir: string): string {
   const h = createHash('sha256');
@@ -75,7 +81,11 @@ export interface WeightsFingerprint {
 
 /** The sha256 of each model file and of the set. Throws if model.onnx or a named external data file is missing. */
 export function weightsFingerprint(dir: string): WeightsFingerprint {
-  const names = ['model.onnx', ...externalDataFiles(readFileSync(join(dir, 'model.onnx'))), ...MODEL_SIDE_FILES.filter((f) => existsSync(join(dir, f)))];
+  const names = [
+    'model.onnx',
+    ...externalDataFiles(readFileSync(join(dir, 'model.onnx'))),
+    ...MODEL_SIDE_FILES.filter((f) => existsSync(join(dir, f))),
+  ];
   const files = names.map((name) => ({ name, ...sha256File(join(dir, name)) }));
   const set = createHash('sha256');
   for (const f of files) set.update(`${f.name}\t${f.bytes}\t${f.sha256}\n`);

@@ -14,7 +14,8 @@ import { CatalogErrorCode } from './errors.js';
 const REQUIRED: Record<string, string> = {
   'model.onnx': 'export the model to ONNX into the folder (docs/runtime.md, "Exporting a model")',
   'config.json': "write the model's config with transformers' config.save_pretrained(folder)",
-  'tokenizer.json': "write the tokenizer with transformers' tokenizer.save_pretrained(folder) (a fast tokenizer writes tokenizer.json)",
+  'tokenizer.json':
+    "write the tokenizer with transformers' tokenizer.save_pretrained(folder) (a fast tokenizer writes tokenizer.json)",
 };
 
 export interface InspectedModel {
@@ -31,7 +32,7 @@ function missingFiles(dir: string): never | void {
   }
   if (!isDir) {
     throw new FabricError(CatalogErrorCode.FilesMissing, 422, `model folder ${dir} does not exist or is not a folder`, {
-      hint: 'give the path of a folder on the control plane\'s machine holding model.onnx, config.json and tokenizer.json',
+      hint: "give the path of a folder on the control plane's machine holding model.onnx, config.json and tokenizer.json",
       details: { dir, missing: Object.keys(REQUIRED) },
     });
   }
@@ -51,10 +52,15 @@ function readConfig(dir: string): Record<string, unknown> {
     if (c === null || typeof c !== 'object' || Array.isArray(c)) throw new Error('it is not a JSON object');
     return c as Record<string, unknown>;
   } catch (e) {
-    throw new FabricError(CatalogErrorCode.ConfigJsonInvalid, 422, `${file} is not a valid model config: ${(e as Error).message}`, {
-      hint: "write it with transformers' config.save_pretrained(folder)",
-      details: { file },
-    });
+    throw new FabricError(
+      CatalogErrorCode.ConfigJsonInvalid,
+      422,
+      `${file} is not a valid model config: ${(e as Error).message}`,
+      {
+        hint: "write it with transformers' config.save_pretrained(folder)",
+        details: { file },
+      },
+    );
   }
 }
 
@@ -63,10 +69,15 @@ function checkTokenizer(dir: string): void {
     const tok = loadTokenizer(dir);
     tok?.encode('Hello world');
   } catch (e) {
-    throw new FabricError(CatalogErrorCode.TokenizerInvalid, 422, `the tokenizer in ${dir} does not load: ${(e as Error).message}`, {
-      hint: "tokenizer.json (and tokenizer_config.json) must be what transformers' tokenizer.save_pretrained writes for a fast tokenizer",
-      details: { file: join(dir, 'tokenizer.json') },
-    });
+    throw new FabricError(
+      CatalogErrorCode.TokenizerInvalid,
+      422,
+      `the tokenizer in ${dir} does not load: ${(e as Error).message}`,
+      {
+        hint: "tokenizer.json (and tokenizer_config.json) must be what transformers' tokenizer.save_pretrained writes for a fast tokenizer",
+        details: { file: join(dir, 'tokenizer.json') },
+      },
+    );
   }
 }
 
@@ -77,7 +88,11 @@ function runtimeCause(e: unknown): unknown {
 }
 
 /** Checks a folder for registration under `key`; throws a coded FabricError naming what is wrong. */
-export async function inspectModelFolder(local: FabricModelCatalog, key: string, dirArg: string): Promise<InspectedModel> {
+export async function inspectModelFolder(
+  local: FabricModelCatalog,
+  key: string,
+  dirArg: string,
+): Promise<InspectedModel> {
   const dir = resolve(dirArg);
   missingFiles(dir);
   const config = readConfig(dir);

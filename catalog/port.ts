@@ -15,7 +15,14 @@ export interface ModelEntry {
   /** Settings an on-demand deployment of this model uses (gpus, padding, pinned…); operators may override. */
   defaults: { gpus: number; dtype: string; paddingFactor?: number; biasBytes?: number; sizeBytes?: number };
   /** A registered model's files: their sha256 fingerprint and what registration found (absent for folders only configured). */
-  registration?: { fingerprint: string; family: string; architecture: string | null; generative: boolean; registeredAt: string; registeredBy: string };
+  registration?: {
+    fingerprint: string;
+    family: string;
+    architecture: string | null;
+    generative: boolean;
+    registeredAt: string;
+    registeredBy: string;
+  };
 }
 
 export interface ModelCatalog {

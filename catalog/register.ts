@@ -27,7 +27,10 @@ export interface RegisterInput {
   correlationId?: string;
 }
 
-export async function registerModelFolder(deps: RegisterDeps, input: RegisterInput): Promise<{ outcome: CommandOutcome; facts: ModelFacts }> {
+export async function registerModelFolder(
+  deps: RegisterDeps,
+  input: RegisterInput,
+): Promise<{ outcome: CommandOutcome; facts: ModelFacts }> {
   if (!MODEL_KEY.test(input.key)) {
     throw new FabricError(CatalogErrorCode.KeyInvalid, 400, `${JSON.stringify(input.key)} is not a model key`, {
       hint: 'a key is letters, digits and . _ / - (up to 128), starting with a letter or digit',
@@ -36,8 +39,20 @@ export async function registerModelFolder(deps: RegisterDeps, input: RegisterInp
   const { facts } = await inspectModelFolder(deps.local, input.key, input.dir);
   const deployedReplicas = activeReplicas(deps.view.state.cluster, input.key).length;
   const outcome = await deps.commands.execute(
-    { type: 'RegisterModel', modelKey: input.key, actor: input.actor, replace: input.replace, deployedReplicas, model: facts },
-    { commandId: input.commandId, actor: input.actor, at: input.at, ...(input.correlationId === undefined ? {} : { correlationId: input.correlationId }) },
+    {
+      type: 'RegisterModel',
+      modelKey: input.key,
+      actor: input.actor,
+      replace: input.replace,
+      deployedReplicas,
+      model: facts,
+    },
+    {
+      commandId: input.commandId,
+      actor: input.actor,
+      at: input.at,
+      ...(input.correlationId === undefined ? {} : { correlationId: input.correlationId }),
+    },
   );
   return { outcome, facts };
 }

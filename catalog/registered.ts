@@ -16,8 +16,19 @@ export function entryOf(m: RegisteredModel): ModelEntry {
     weightsBytes: m.weightsBytes,
     dir: m.dir,
     // Placement's size: NDIF's formula, or the runtime's estimate with a backward's activations when that says more.
-    defaults: { gpus: 1, dtype: m.dtype, ...(m.memory === undefined ? {} : { sizeBytes: defaultModelSizeBytes(m.weightsBytes, m.memory) }) },
-    registration: { fingerprint: m.fingerprint, family: m.family, architecture: m.architecture, generative: m.generative, registeredAt: m.registeredAt, registeredBy: m.registeredBy },
+    defaults: {
+      gpus: 1,
+      dtype: m.dtype,
+      ...(m.memory === undefined ? {} : { sizeBytes: defaultModelSizeBytes(m.weightsBytes, m.memory) }),
+    },
+    registration: {
+      fingerprint: m.fingerprint,
+      family: m.family,
+      architecture: m.architecture,
+      generative: m.generative,
+      registeredAt: m.registeredAt,
+      registeredBy: m.registeredBy,
+    },
   };
 }
 
@@ -38,7 +49,11 @@ export class RegisteredCatalog implements ModelCatalog {
 
   async manifest(key: string, shape?: { batch: number; sequence: number }): Promise<Manifest> {
     const m = this.models().byKey.get(key);
-    if (m === undefined) throw modelUnknown(key, registeredModels(this.models()).map((x) => x.modelKey));
+    if (m === undefined)
+      throw modelUnknown(
+        key,
+        registeredModels(this.models()).map((x) => x.modelKey),
+      );
     return this.local.manifestFor(key, m.dir, shape);
   }
 }

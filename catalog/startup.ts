@@ -14,7 +14,12 @@ export interface StartupResult {
   position: number | undefined;
 }
 
-export async function registerConfiguredModels(deps: RegisterDeps, local: FabricModelCatalog, at: () => string, log: Logger): Promise<StartupResult> {
+export async function registerConfiguredModels(
+  deps: RegisterDeps,
+  local: FabricModelCatalog,
+  at: () => string,
+  log: Logger,
+): Promise<StartupResult> {
   const result: StartupResult = { registered: [], failed: [], position: undefined };
   for (const entry of local.list()) {
     try {
@@ -23,16 +28,27 @@ export async function registerConfiguredModels(deps: RegisterDeps, local: Fabric
         dir: entry.dir,
         replace: true,
         actor: STARTUP_ACTOR,
-        commandId: `${STARTUP_ACTOR}:${entry.key}:${local.weights(entry.key, entry.dir).fingerprint.slice(0, 16)}:${entry.dir}`.slice(0, 200),
+        commandId:
+          `${STARTUP_ACTOR}:${entry.key}:${local.weights(entry.key, entry.dir).fingerprint.slice(0, 16)}:${entry.dir}`.slice(
+            0,
+            200,
+          ),
         at: at(),
       });
       result.registered.push(entry.key);
       if (outcome.position !== undefined) result.position = outcome.position;
-      if (outcome.events.length > 0) log.info({ model: entry.key, fingerprint: facts.fingerprint, dir: facts.dir }, 'model registered from NDIF_MODELS');
+      if (outcome.events.length > 0)
+        log.info(
+          { model: entry.key, fingerprint: facts.fingerprint, dir: facts.dir },
+          'model registered from NDIF_MODELS',
+        );
     } catch (err) {
       const e = err as { code?: string; message?: string };
       result.failed.push({ key: entry.key, code: e.code ?? 'ERROR', message: e.message ?? String(err) });
-      log.error({ err, model: entry.key, dir: entry.dir }, `NDIF_MODELS entry ${entry.key} was not registered: ${e.code ?? ''} ${e.message ?? ''}`);
+      log.error(
+        { err, model: entry.key, dir: entry.dir },
+        `NDIF_MODELS entry ${entry.key} was not registered: ${e.code ?? ''} ${e.message ?? ''}`,
+      );
     }
   }
   return result;

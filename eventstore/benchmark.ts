@@ -17,7 +17,11 @@ function sampleEvent(i: number): NewEvent {
 }
 
 /** Appends `count` events in appends of `perAppend`, over `streams` streams; returns the elapsed ms. */
-export async function fillStore(store: EventStore, count: number, opts: { perAppend?: number; streams?: number } = {}): Promise<number> {
+export async function fillStore(
+  store: EventStore,
+  count: number,
+  opts: { perAppend?: number; streams?: number } = {},
+): Promise<number> {
   const perAppend = opts.perAppend ?? 500;
   const streams = opts.streams ?? 1000;
   const t = performance.now();
@@ -42,7 +46,10 @@ const bumpDecider: Decider<{ commandId: string }, { n: number }, Bump> = {
  * Commands through handleCommand (load stream, fold, decide, append with expected revision), `concurrency` at a
  * time, each on its own new stream unless `streams` caps them. Returns commands per second.
  */
-export async function benchCommands(store: EventStore, opts: { commands?: number; concurrency?: number; streams?: number } = {}): Promise<number> {
+export async function benchCommands(
+  store: EventStore,
+  opts: { commands?: number; concurrency?: number; streams?: number } = {},
+): Promise<number> {
   const commands = opts.commands ?? 10_000;
   const concurrency = opts.concurrency ?? 1;
   const streams = opts.streams ?? Number.MAX_SAFE_INTEGER;
@@ -67,7 +74,10 @@ export async function benchCommands(store: EventStore, opts: { commands?: number
 }
 
 /** Reads the whole log page by page; returns events per second and the count. */
-export async function benchReadAll(store: EventStore, pageSize = 5000): Promise<{ eventsPerS: number; events: number }> {
+export async function benchReadAll(
+  store: EventStore,
+  pageSize = 5000,
+): Promise<{ eventsPerS: number; events: number }> {
   let events = 0;
   const t = performance.now();
   for (let after = 0; ; ) {

@@ -3,7 +3,9 @@ import * as crypto from 'node:crypto';
 
 // One-shot hashing (Node >= 20.12) costs a fraction of a Hash object per event; the bytes hashed are the same.
 const sha1Hex: (text: string) => string =
-  typeof crypto.hash === 'function' ? (text) => crypto.hash('sha1', text, 'hex') : (text) => crypto.createHash('sha1').update(text).digest('hex');
+  typeof crypto.hash === 'function'
+    ? (text) => crypto.hash('sha1', text, 'hex')
+    : (text) => crypto.createHash('sha1').update(text).digest('hex');
 
 const VARIANT = '89ab';
 

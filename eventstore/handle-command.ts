@@ -68,7 +68,8 @@ export async function handleCommand<Command, State, Event>(
 ): Promise<HandledCommand<State, Event>> {
   const { streamId, command, decider, codec, cache } = options;
   const maxAttempts = options.maxAttempts ?? DEFAULT_COMMAND_ATTEMPTS;
-  if (!Number.isSafeInteger(maxAttempts) || maxAttempts < 1) throw new TypeError('maxAttempts must be a positive integer');
+  if (!Number.isSafeInteger(maxAttempts) || maxAttempts < 1)
+    throw new TypeError('maxAttempts must be a positive integer');
   const fold = (state: State, events: readonly StoredEvent[]): State => {
     let s = state;
     for (const stored of events) s = decider.evolve(s, codec.decode(stored));
@@ -95,7 +96,10 @@ export async function handleCommand<Command, State, Event>(
 
   const cached = cache?.get(streamId);
   if (cached !== undefined) cache!.stats.hits++;
-  let loaded: Loaded<State> = cached === undefined ? await loadAll() : { state: cached.state, revision: cached.revision, read: [], unconfirmed: true };
+  let loaded: Loaded<State> =
+    cached === undefined
+      ? await loadAll()
+      : { state: cached.state, revision: cached.revision, read: [], unconfirmed: true };
   let lastConflict: unknown;
   for (let attempt = 1; attempt <= maxAttempts; attempt++) {
     let events: Event[];
@@ -124,14 +128,28 @@ export async function handleCommand<Command, State, Event>(
     const stored = storedAlready(loaded.read, encoded);
     if (stored !== undefined) {
       // Handled before (e.g. a redelivered command whose first run won): its events are the ones in the stream.
-      return { state, events, nextRevision: revision, position: stored.position, alreadyStored: true, attempts: attempt };
+      return {
+        state,
+        events,
+        nextRevision: revision,
+        position: stored.position,
+        alreadyStored: true,
+        attempts: attempt,
+      };
     }
     let next = state;
     for (const e of events) next = decider.evolve(next, e);
     try {
       const r = await store.append(streamId, encoded, { expectedRevision: revision === -1 ? 'no_stream' : revision });
       cache?.set(streamId, next, r.nextRevision);
-      return { state: next, events, nextRevision: r.nextRevision, position: r.position, alreadyStored: false, attempts: attempt };
+      return {
+        state: next,
+        events,
+        nextRevision: r.nextRevision,
+        position: r.position,
+        alreadyStored: false,
+        attempts: attempt,
+      };
     } catch (e) {
       if (!isWrongExpectedRevision(e)) throw e;
       lastConflict = e;
@@ -192,7 +210,13 @@ export function typeDataCodec<Event extends { type: string; data: JsonValue }>(
     at: context.at,
   };
   return {
-    encode: (event, index) => ({ id: deterministicEventId(context.commandId, index), type: event.type, version: versions[event.type] ?? 1, data: event.data, metadata }),
+    encode: (event, index) => ({
+      id: deterministicEventId(context.commandId, index),
+      type: event.type,
+      version: versions[event.type] ?? 1,
+      data: event.data,
+      metadata,
+    }),
     decode: (stored) => ({ type: stored.type, data: stored.data }) as Event,
   };
 }

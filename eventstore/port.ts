@@ -114,7 +114,14 @@ export interface MetadataQuery {
   limit?: number;
 }
 
-export type MetadataFilterName = 'actor' | 'correlationId' | 'causationId' | 'streamPrefix' | 'type' | 'fromAt' | 'toAt';
+export type MetadataFilterName =
+  | 'actor'
+  | 'correlationId'
+  | 'causationId'
+  | 'streamPrefix'
+  | 'type'
+  | 'fromAt'
+  | 'toAt';
 
 export interface EventStoreCapabilities {
   /** Audit query filters this adapter answers from an index; any other filter is refused. */

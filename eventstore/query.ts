@@ -3,7 +3,15 @@ import { EventStoreErrorCode as C, invalid } from './errors.js';
 import type { MetadataFilterName, MetadataQuery } from './port.js';
 import { DEFAULT_PAGE, MAX_PAGE, parseIsoUtc } from './validate.js';
 
-export const ALL_QUERY_FILTERS: readonly MetadataFilterName[] = ['actor', 'correlationId', 'causationId', 'streamPrefix', 'type', 'fromAt', 'toAt'];
+export const ALL_QUERY_FILTERS: readonly MetadataFilterName[] = [
+  'actor',
+  'correlationId',
+  'causationId',
+  'streamPrefix',
+  'type',
+  'fromAt',
+  'toAt',
+];
 const PAGING = new Set(['afterPosition', 'limit']);
 
 export interface NormalizedQuery {
@@ -18,7 +26,11 @@ export interface NormalizedQuery {
   limit: number;
 }
 
-export function normalizeQuery(filter: MetadataQuery, supported: readonly MetadataFilterName[], adapter: string): NormalizedQuery {
+export function normalizeQuery(
+  filter: MetadataQuery,
+  supported: readonly MetadataFilterName[],
+  adapter: string,
+): NormalizedQuery {
   if (filter === null || typeof filter !== 'object') {
     throw invalid(C.queryInvalid, 'a query is an object of filters', undefined, `filters: ${supported.join(', ')}`);
   }
@@ -40,34 +52,51 @@ export function normalizeQuery(filter: MetadataQuery, supported: readonly Metada
     used.push(key);
   }
   if (used.length === 0) {
-    throw invalid(C.queryUnfiltered, 'an audit query needs at least one filter; the store never answers an unfiltered query', {
-      indexed: [...supported],
-    }, `filters: ${supported.join(', ')}`);
+    throw invalid(
+      C.queryUnfiltered,
+      'an audit query needs at least one filter; the store never answers an unfiltered query',
+      {
+        indexed: [...supported],
+      },
+      `filters: ${supported.join(', ')}`,
+    );
   }
   const q: NormalizedQuery = { afterPosition: 0, limit: DEFAULT_PAGE };
   for (const key of ['actor', 'correlationId', 'causationId', 'streamPrefix', 'type'] as const) {
     const v = raw[key];
     if (v === undefined) continue;
     if (typeof v !== 'string' || v.length === 0 || v.length > 256) {
-      throw invalid(C.queryInvalid, `filter ${key} must be a non-empty string of at most 256 characters`, { filter: key });
+      throw invalid(C.queryInvalid, `filter ${key} must be a non-empty string of at most 256 characters`, {
+        filter: key,
+      });
     }
     q[key] = v;
   }
-  for (const [key, target] of [['fromAt', 'fromAtMs'], ['toAt', 'toAtMs']] as const) {
+  for (const [key, target] of [
+    ['fromAt', 'fromAtMs'],
+    ['toAt', 'toAtMs'],
+  ] as const) {
     const v = raw[key];
     if (v === undefined) continue;
     const ms = parseIsoUtc(v);
-    if (ms === undefined) throw invalid(C.queryInvalid, `filter ${key} must be ISO-8601 UTC (e.g. 2025-01-02T03:04:05.000Z), got ${JSON.stringify(v)}`, { filter: key });
+    if (ms === undefined)
+      throw invalid(
+        C.queryInvalid,
+        `filter ${key} must be ISO-8601 UTC (e.g. 2025-01-02T03:04:05.000Z), got ${JSON.stringify(v)}`,
+        { filter: key },
+      );
     q[target] = ms;
   }
   if (raw.afterPosition !== undefined) {
     const v = raw.afterPosition;
-    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) throw invalid(C.queryInvalid, 'afterPosition must be an integer >= 0', { afterPosition: v as never });
+    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0)
+      throw invalid(C.queryInvalid, 'afterPosition must be an integer >= 0', { afterPosition: v as never });
     q.afterPosition = v;
   }
   if (raw.limit !== undefined) {
     const v = raw.limit;
-    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 1 || v > MAX_PAGE) throw invalid(C.queryInvalid, `limit must be an integer from 1 to ${MAX_PAGE}`, { limit: v as never });
+    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 1 || v > MAX_PAGE)
+      throw invalid(C.queryInvalid, `limit must be an integer from 1 to ${MAX_PAGE}`, { limit: v as never });
     q.limit = v;
   }
   return q;

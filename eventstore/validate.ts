@@ -1,6 +1,13 @@
 // Input checks shared by every adapter: a bad append or read is refused with a code before anything is written.
 import { EventStoreErrorCode as C, invalid } from './errors.js';
-import type { EventMetadata, ExpectedRevision, JsonValue, NewEvent, ReadAllOptions, ReadStreamOptions } from './port.js';
+import type {
+  EventMetadata,
+  ExpectedRevision,
+  JsonValue,
+  NewEvent,
+  ReadAllOptions,
+  ReadStreamOptions,
+} from './port.js';
 
 export const MAX_EVENTS_PER_APPEND = 10_000;
 export const MAX_PAGE = 10_000;
@@ -65,7 +72,8 @@ function checkJson(value: unknown, path: string, index: number, depth = 0): void
       if (Object.getPrototypeOf(value) !== Object.prototype && Object.getPrototypeOf(value) !== null) {
         badEvent(index, path, 'is not a plain JSON object (class instances, Dates, Maps are not JSON)');
       }
-      for (const k of Object.keys(value)) checkJson((value as Record<string, unknown>)[k], `${path}.${k}`, index, depth + 1);
+      for (const k of Object.keys(value))
+        checkJson((value as Record<string, unknown>)[k], `${path}.${k}`, index, depth + 1);
       return;
     default:
       badEvent(index, path, `is of type ${typeof value}, which JSON cannot hold`);
@@ -95,7 +103,8 @@ export function checkNewEvents(events: unknown): CheckedEvent[] {
   for (let i = 0; i < events.length; i++) {
     const e = events[i] as Partial<NewEvent> | null;
     if (e === null || typeof e !== 'object') badEvent(i, 'event', 'is not an object');
-    if (typeof e.id !== 'string' || !UUID.test(e.id)) badEvent(i, 'id', 'must be a lowercase UUID (8-4-4-4-12 hex digits)', e.id);
+    if (typeof e.id !== 'string' || !UUID.test(e.id))
+      badEvent(i, 'id', 'must be a lowercase UUID (8-4-4-4-12 hex digits)', e.id);
     if (seen.has(e.id)) {
       throw invalid(C.duplicateEventId, `event id ${e.id} appears twice in one append`, { id: e.id, index: i });
     }
@@ -117,14 +126,25 @@ export function checkNewEvents(events: unknown): CheckedEvent[] {
       }
     }
     const atMs = parseIsoUtc(m.at);
-    if (atMs === undefined) badEvent(i, 'metadata.at', `must be ISO-8601 UTC as Date#toISOString() writes it, got ${JSON.stringify(m.at)}`, e.id);
+    if (atMs === undefined)
+      badEvent(
+        i,
+        'metadata.at',
+        `must be ISO-8601 UTC as Date#toISOString() writes it, got ${JSON.stringify(m.at)}`,
+        e.id,
+      );
     let extra: Record<string, JsonValue> | null = null;
     for (const k of Object.keys(m)) {
       if (k === 'correlationId' || k === 'causationId' || k === 'actor' || k === 'at') continue;
       checkJson(m[k], `metadata.${k}`, i);
       (extra ??= {})[k] = m[k] as JsonValue;
     }
-    out[i] = { event: e as NewEvent, dataJson: JSON.stringify(e.data), extraJson: extra === null ? null : JSON.stringify(extra), atMs };
+    out[i] = {
+      event: e as NewEvent,
+      dataJson: JSON.stringify(e.data),
+      extraJson: extra === null ? null : JSON.stringify(extra),
+      atMs,
+    };
   }
   return out;
 }
@@ -132,7 +152,11 @@ export function checkNewEvents(events: unknown): CheckedEvent[] {
 function checkCount(name: string, value: unknown, min: number, max: number): void {
   if (value === undefined) return;
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min || value > max) {
-    throw invalid(C.invalidReadOptions, `${name} must be an integer from ${min} to ${max}, got ${JSON.stringify(value)}`, { [name]: value });
+    throw invalid(
+      C.invalidReadOptions,
+      `${name} must be an integer from ${min} to ${max}, got ${JSON.stringify(value)}`,
+      { [name]: value },
+    );
   }
 }
 
@@ -151,7 +175,13 @@ export function normalizeReadAll(options: ReadAllOptions | undefined): { afterPo
 }
 
 /** Rebuilds the metadata object from the recorded columns and the extra JSON. */
-export function joinMetadata(correlationId: string, causationId: string, actor: string, at: string, extraJson: string | null): EventMetadata {
+export function joinMetadata(
+  correlationId: string,
+  causationId: string,
+  actor: string,
+  at: string,
+  extraJson: string | null,
+): EventMetadata {
   const m: EventMetadata = { correlationId, causationId, actor, at };
   if (extraJson !== null) Object.assign(m, JSON.parse(extraJson) as Record<string, JsonValue>);
   return m;

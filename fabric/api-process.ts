@@ -34,7 +34,10 @@ async function openKeys(env: NodeJS.ProcessEnv): Promise<ApiKeyStore & { close()
   return new SqliteApiKeyStore({ path: join(dir, 'keys.sqlite') });
 }
 
-export async function runApiProcess(role: ApiRole, build: (ctx: ApiContext) => Promise<FastifyInstance>): Promise<void> {
+export async function runApiProcess(
+  role: ApiRole,
+  build: (ctx: ApiContext) => Promise<FastifyInstance>,
+): Promise<void> {
   const env = process.env;
   const log = processLogger(role, env);
   try {
@@ -45,14 +48,28 @@ export async function runApiProcess(role: ApiRole, build: (ctx: ApiContext) => P
     // No relay here: the transport is never used; the control plane is the view and the command handlers.
     const transport = new InProcessTransport();
     const metrics = processMetrics(env);
-    const cp = new ControlPlane({ store: opened.store, snapshots: opened.snapshots, transport, blobs, catalog, log, schedule: false, registerModels: role === 'command-api', metrics, storeKind: eventStoreKind(env) });
+    const cp = new ControlPlane({
+      store: opened.store,
+      snapshots: opened.snapshots,
+      transport,
+      blobs,
+      catalog,
+      log,
+      schedule: false,
+      registerModels: role === 'command-api',
+      metrics,
+      storeKind: eventStoreKind(env),
+    });
     await cp.start();
     const readModels = role === 'query-api' ? await startReadModels(readModelsConfig, opened.store, log) : undefined;
     // The query API counts requests and exports the cluster's state; the command API its calls and appends.
     if (metrics !== undefined && role === 'query-api') {
       metrics.watchControlPlane(cp.view, cp.context.clock);
       metrics.watchRequests(cp.view);
-      if (readModels !== undefined) metrics.watchProjections(opened.store, () => readModels.status().map((p) => ({ name: p.name, position: p.position })));
+      if (readModels !== undefined)
+        metrics.watchProjections(opened.store, () =>
+          readModels.status().map((p) => ({ name: p.name, position: p.position })),
+        );
     }
     const keys = await openKeys(env);
     const config = apiConfigFromEnv(env, { auth: true });
@@ -64,7 +81,9 @@ export async function runApiProcess(role: ApiRole, build: (ctx: ApiContext) => P
     await app.listen({ port, host });
     const address = app.server.address();
     const bound = typeof address === 'object' && address !== null ? address.port : port;
-    process.stdout.write(`${role} listening on http://${host}:${bound} (event store: ${opened.describe}${readModels ? `; ${readModels.describe}` : ''})\n`);
+    process.stdout.write(
+      `${role} listening on http://${host}:${bound} (event store: ${opened.describe}${readModels ? `; ${readModels.describe}` : ''})\n`,
+    );
     let stopping: Promise<void> | undefined;
     const stop = () =>
       (stopping ??= (async () => {

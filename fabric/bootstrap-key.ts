@@ -5,7 +5,11 @@ import type { Logger } from 'pino';
 import type { ApiKeyStore } from '../auth/port.js';
 import { ApiKeys, type KeySummary } from '../auth/keys.js';
 
-async function ensureBootstrapKeyFromEnv(env: NodeJS.ProcessEnv, store: ApiKeyStore, at: string): Promise<KeySummary | undefined> {
+async function ensureBootstrapKeyFromEnv(
+  env: NodeJS.ProcessEnv,
+  store: ApiKeyStore,
+  at: string,
+): Promise<KeySummary | undefined> {
   const text = env.NDIF_BOOTSTRAP_KEY?.trim();
   if (!text) return undefined;
   const keys = new ApiKeys(store);
@@ -13,16 +17,31 @@ async function ensureBootstrapKeyFromEnv(env: NodeJS.ProcessEnv, store: ApiKeySt
     return await keys.ensureBootstrapKey(text, at);
   } catch (e) {
     // Another process inserted it between our read and our insert: the second look finds it.
-    if ((e as { code?: string }).code?.startsWith('AUTH_KEY_') || (e as { code?: string }).code === 'AUTH_INVALID_KEY_RECORD') throw e;
+    if (
+      (e as { code?: string }).code?.startsWith('AUTH_KEY_') ||
+      (e as { code?: string }).code === 'AUTH_INVALID_KEY_RECORD'
+    )
+      throw e;
     return keys.ensureBootstrapKey(text, at);
   }
 }
 
 /** At an API process's start: the bootstrap key stored and logged, or a warning when auth is on and no key exists. */
-export async function prepareKeys(env: NodeJS.ProcessEnv, store: ApiKeyStore, auth: boolean, log: Logger): Promise<void> {
+export async function prepareKeys(
+  env: NodeJS.ProcessEnv,
+  store: ApiKeyStore,
+  auth: boolean,
+  log: Logger,
+): Promise<void> {
   const bootstrap = await ensureBootstrapKeyFromEnv(env, store, new Date().toISOString());
-  if (bootstrap) log.info({ keyId: bootstrap.id }, `bootstrap operator key ${bootstrap.id} (NDIF_BOOTSTRAP_KEY) is in the key store`);
+  if (bootstrap)
+    log.info(
+      { keyId: bootstrap.id },
+      `bootstrap operator key ${bootstrap.id} (NDIF_BOOTSTRAP_KEY) is in the key store`,
+    );
   else if (auth && (await store.list()).length === 0) {
-    log.warn('auth is on and the key store has no key: set NDIF_BOOTSTRAP_KEY (make one with `ndif keys new`) to create the first operator key');
+    log.warn(
+      'auth is on and the key store has no key: set NDIF_BOOTSTRAP_KEY (make one with `ndif keys new`) to create the first operator key',
+    );
   }
 }

@@ -73,24 +73,55 @@ export class ControlPlane {
   constructor(private readonly options: ControlPlaneOptions) {
     const clock = options.clock ?? Date.now;
     const log = options.log;
-    const store = (this.store = options.metrics ? options.metrics.instrumentStore(options.store, options.storeKind ?? 'unknown') : options.store);
-    this.view = new ControlPlaneView(store, options.snapshots, { onListenerError: (err) => log.error({ err }, 'control-plane view listener failed') });
+    const store = (this.store = options.metrics
+      ? options.metrics.instrumentStore(options.store, options.storeKind ?? 'unknown')
+      : options.store);
+    this.view = new ControlPlaneView(store, options.snapshots, {
+      onListenerError: (err) => log.error({ err }, 'control-plane view listener failed'),
+    });
     this.catalog = new RegisteredCatalog(() => this.view.state.models, options.catalog);
     let scheduler: Scheduler | undefined;
-    this.commands = new ControlPlaneCommands(store, { logLimits: options.logLimits, onHeartbeat: (agentId, bootId, at) => scheduler?.observeHeartbeat(agentId, bootId, Date.parse(at)) });
+    this.commands = new ControlPlaneCommands(store, {
+      logLimits: options.logLimits,
+      onHeartbeat: (agentId, bootId, at) => scheduler?.observeHeartbeat(agentId, bootId, Date.parse(at)),
+    });
     if (options.schedule !== false) {
       scheduler = new Scheduler({
         view: this.view,
         commands: this.commands,
         clock,
-        config: { ...options.scheduler, onDemand: withDefaults(onDemandFromCatalog(this.catalog), options.onDemandDefaults) },
+        config: {
+          ...options.scheduler,
+          onDemand: withDefaults(onDemandFromCatalog(this.catalog), options.onDemandDefaults),
+        },
         onError: (err) => log.error({ err }, 'scheduler step failed'),
       });
       this.reaper = new ResultReaper(this.view, options.blobs, log);
-      this.relay = new Relay({ store, snapshots: options.snapshots, transport: options.transport, blobs: options.blobs, commands: this.commands, log, clock, topics: options.topics, groupId: options.relayGroupId });
+      this.relay = new Relay({
+        store,
+        snapshots: options.snapshots,
+        transport: options.transport,
+        blobs: options.blobs,
+        commands: this.commands,
+        log,
+        clock,
+        topics: options.topics,
+        groupId: options.relayGroupId,
+      });
     }
     this.scheduler = scheduler;
-    this.context = { store, commands: this.commands, view: this.view, blobs: options.blobs, catalog: this.catalog, localModels: options.catalog, clock, newId: randomUUID, log, ...(options.metrics ? { metrics: options.metrics } : {}) };
+    this.context = {
+      store,
+      commands: this.commands,
+      view: this.view,
+      blobs: options.blobs,
+      catalog: this.catalog,
+      localModels: options.catalog,
+      clock,
+      newId: randomUUID,
+      log,
+      ...(options.metrics ? { metrics: options.metrics } : {}),
+    };
   }
 
   /** Catches the view up (from its snapshot), registers the configured models, then starts the relay and the scheduler. */
@@ -99,8 +130,14 @@ export class ControlPlane {
     await this.view.catchUp(120_000);
     if (this.options.registerModels !== false) {
       const clock = this.options.clock ?? Date.now;
-      this.startupModels = await registerConfiguredModels({ local: this.options.catalog, commands: this.commands, view: this.view }, this.options.catalog, () => new Date(clock()).toISOString(), this.options.log);
-      if (this.startupModels.position !== undefined) await this.view.waitForPosition(this.startupModels.position, 60_000);
+      this.startupModels = await registerConfiguredModels(
+        { local: this.options.catalog, commands: this.commands, view: this.view },
+        this.options.catalog,
+        () => new Date(clock()).toISOString(),
+        this.options.log,
+      );
+      if (this.startupModels.position !== undefined)
+        await this.view.waitForPosition(this.startupModels.position, 60_000);
     }
     await this.relay?.start();
     this.reaper?.start();
@@ -108,7 +145,11 @@ export class ControlPlane {
     const m = this.options.metrics;
     if (m !== undefined) {
       m.watchProjections(this.store, () => [{ name: 'control-plane', position: this.view.position }]);
-      if (this.relay !== undefined) m.watchRelay(this.relay, this.store, { agentEvents: (this.options.topics ?? DEFAULT_TOPICS).agentEvents, group: this.options.relayGroupId ?? 'ndif-relay' });
+      if (this.relay !== undefined)
+        m.watchRelay(this.relay, this.store, {
+          agentEvents: (this.options.topics ?? DEFAULT_TOPICS).agentEvents,
+          group: this.options.relayGroupId ?? 'ndif-relay',
+        });
     }
   }
 
@@ -120,7 +161,10 @@ export class ControlPlane {
   }
 }
 
-function withDefaults(onDemand: SchedulerConfig['onDemand'], defaults: OnDemandDefaults | undefined): SchedulerConfig['onDemand'] {
+function withDefaults(
+  onDemand: SchedulerConfig['onDemand'],
+  defaults: OnDemandDefaults | undefined,
+): SchedulerConfig['onDemand'] {
   if (defaults === undefined || Object.keys(defaults).length === 0) return onDemand;
   return (modelKey) => {
     const spec = onDemand(modelKey);

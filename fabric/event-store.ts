@@ -37,29 +37,52 @@ export async function openEventStoreFromEnv(env: NodeJS.ProcessEnv = process.env
     const { SqliteEventStore } = await import('../eventstore/sqlite/store.js');
     const { SqliteCheckpoints } = await import('../projections/runner/sqlite-checkpoints.js');
     const store = new SqliteEventStore({ path });
-    return { store, snapshots: new SqliteCheckpoints(store.db), describe: `sqlite ${path}`, close: () => store.close() };
+    return {
+      store,
+      snapshots: new SqliteCheckpoints(store.db),
+      describe: `sqlite ${path}`,
+      close: () => store.close(),
+    };
   }
   if (kind === 'postgres') {
     const url = env.DATABASE_URL;
-    if (!url) throw configInvalid('NDIF_EVENT_STORE=postgres needs DATABASE_URL', 'set DATABASE_URL=postgres://user:password@host:5432/db');
+    if (!url)
+      throw configInvalid(
+        'NDIF_EVENT_STORE=postgres needs DATABASE_URL',
+        'set DATABASE_URL=postgres://user:password@host:5432/db',
+      );
     const { PostgresEventStore } = await import('../eventstore/postgres/store.js');
     const { PostgresCheckpoints } = await import('../projections/runner/postgres-checkpoints.js');
     const store = await PostgresEventStore.open({ connectionString: url });
-    return { store, snapshots: new PostgresCheckpoints(store.pool, store.schema), describe: 'postgres', close: () => store.close() };
+    return {
+      store,
+      snapshots: new PostgresCheckpoints(store.pool, store.schema),
+      describe: 'postgres',
+      close: () => store.close(),
+    };
   }
   if (kind === 'kurrentdb') {
     const url = env.KURRENTDB_URL;
-    if (!url) throw configInvalid('NDIF_EVENT_STORE=kurrentdb needs KURRENTDB_URL', 'set KURRENTDB_URL=kurrentdb://host:2113?tls=false');
+    if (!url)
+      throw configInvalid(
+        'NDIF_EVENT_STORE=kurrentdb needs KURRENTDB_URL',
+        'set KURRENTDB_URL=kurrentdb://host:2113?tls=false',
+      );
     const { KurrentDbEventStore } = await import('../eventstore/kurrentdb/store.js');
     const store = new KurrentDbEventStore({ connectionString: url });
     if (env.DATABASE_URL) {
       const pg = (await import('pg')).default;
       const { PostgresCheckpoints } = await import('../projections/runner/postgres-checkpoints.js');
       const pool = new pg.Pool({ connectionString: env.DATABASE_URL });
-      return { store, snapshots: new PostgresCheckpoints(pool), describe: 'kurrentdb (checkpoints in postgres)', close: async () => {
-        await store.close();
-        await pool.end();
-      } };
+      return {
+        store,
+        snapshots: new PostgresCheckpoints(pool),
+        describe: 'kurrentdb (checkpoints in postgres)',
+        close: async () => {
+          await store.close();
+          await pool.end();
+        },
+      };
     }
     const Database = (await import('better-sqlite3')).default;
     const { SqliteCheckpoints } = await import('../projections/runner/sqlite-checkpoints.js');
@@ -67,10 +90,18 @@ export async function openEventStoreFromEnv(env: NodeJS.ProcessEnv = process.env
     mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
     privateFile(file);
     const db = new Database(file);
-    return { store, snapshots: new SqliteCheckpoints(db), describe: `kurrentdb (checkpoints in ${file})`, close: async () => {
+    return {
+      store,
+      snapshots: new SqliteCheckpoints(db),
+      describe: `kurrentdb (checkpoints in ${file})`,
+      close: async () => {
         await store.close();
         db.close();
-      } };
+      },
+    };
   }
-  throw configInvalid(`NDIF_EVENT_STORE=${JSON.stringify(kind)} is not an event store`, 'use sqlite, postgres or kurrentdb');
+  throw configInvalid(
+    `NDIF_EVENT_STORE=${JSON.stringify(kind)} is not an event store`,
+    'use sqlite, postgres or kurrentdb',
+  );
 }

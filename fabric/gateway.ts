@@ -17,9 +17,14 @@ function upstream(name: string, fallback: string): URL {
   try {
     u = new URL(raw);
   } catch {
-    throw new FabricError('FABRIC_CONFIG_INVALID', 500, `${name}=${JSON.stringify(raw)} is not a URL`, { hint: `set ${name}=http://host:port` });
+    throw new FabricError('FABRIC_CONFIG_INVALID', 500, `${name}=${JSON.stringify(raw)} is not a URL`, {
+      hint: `set ${name}=http://host:port`,
+    });
   }
-  if (u.protocol !== 'http:') throw new FabricError('FABRIC_CONFIG_INVALID', 500, `${name}=${JSON.stringify(raw)} must be an http:// URL`, { hint: 'the gateway reaches the API processes over plain HTTP inside the deployment' });
+  if (u.protocol !== 'http:')
+    throw new FabricError('FABRIC_CONFIG_INVALID', 500, `${name}=${JSON.stringify(raw)} must be an http:// URL`, {
+      hint: 'the gateway reaches the API processes over plain HTTP inside the deployment',
+    });
   return u;
 }
 
@@ -29,7 +34,10 @@ async function main(): Promise<void> {
   const query = upstream('NDIF_QUERY_API_URL', 'http://query-api:8081');
   const rawPort = env.PORT ?? env.NDIF_PORT ?? '8000';
   const port = Number(rawPort);
-  if (!/^[0-9]+$/.test(rawPort) || port > 65535) throw new FabricError('FABRIC_CONFIG_INVALID', 500, `PORT=${JSON.stringify(rawPort)} is not a port (0-65535)`, { hint: 'fix PORT or unset it for 8000' });
+  if (!/^[0-9]+$/.test(rawPort) || port > 65535)
+    throw new FabricError('FABRIC_CONFIG_INVALID', 500, `PORT=${JSON.stringify(rawPort)} is not a port (0-65535)`, {
+      hint: 'fix PORT or unset it for 8000',
+    });
   const host = env.HOST ?? env.NDIF_HOST ?? '0.0.0.0';
   const server = createGateway({ command, query });
   await new Promise<void>((resolve, reject) => {
@@ -37,7 +45,9 @@ async function main(): Promise<void> {
     server.listen(port, host, () => resolve());
   });
   const bound = (server.address() as AddressInfo).port;
-  process.stdout.write(`gateway listening on http://${host}:${bound} (command API ${command.origin}, query API ${query.origin})\n`);
+  process.stdout.write(
+    `gateway listening on http://${host}:${bound} (command API ${command.origin}, query API ${query.origin})\n`,
+  );
   const stop = () => {
     server.close(() => process.exit(0));
     server.closeAllConnections();

@@ -14,7 +14,13 @@ import { cudaAvailable } from '../gpu-agent/runtime/ort/session.js';
 import { setProcessFaultPolicy } from '../gpu-agent/block/fault-handlers.js';
 import { errorText } from '../gpu-agent/block/compile.js';
 import { setLateFaultReporter } from '../gpu-agent/block/fault-errors.js';
-import { lastWordsFile, previousExit, supervisorExitFromEnv, takeLastWords, writeLastWords } from '../gpu-agent/agent/last-words.js';
+import {
+  lastWordsFile,
+  previousExit,
+  supervisorExitFromEnv,
+  takeLastWords,
+  writeLastWords,
+} from '../gpu-agent/agent/last-words.js';
 import { Watchdog } from '../gpu-agent/agent/watchdog.js';
 import { agentConfigFromEnv } from '../gpu-agent/agent/config.js';
 import { GpuAgent } from '../gpu-agent/agent/agent.js';
@@ -43,13 +49,24 @@ const log = processLogger('gpu-agent');
  */
 async function openResultBlobs(env: NodeJS.ProcessEnv): Promise<BlobStore> {
   if (env.NDIF_BLOB_STORE === 'postgres' && !env.BLOB_DATABASE_URL) {
-    throw new FabricError('AGENT_CONFIG_INVALID', 500, 'a GPU agent with NDIF_BLOB_STORE=postgres needs BLOB_DATABASE_URL: it never uses DATABASE_URL, the event store\'s database', {
-      hint: 'set BLOB_DATABASE_URL=postgres://<blob role>@host:5432/<blob database> (a role that reaches only the blob table)',
-    });
+    throw new FabricError(
+      'AGENT_CONFIG_INVALID',
+      500,
+      "a GPU agent with NDIF_BLOB_STORE=postgres needs BLOB_DATABASE_URL: it never uses DATABASE_URL, the event store's database",
+      {
+        hint: 'set BLOB_DATABASE_URL=postgres://<blob role>@host:5432/<blob database> (a role that reaches only the blob table)',
+      },
+    );
   }
   const c = blobStoreConfigFromEnv(env);
   const sync = env.NDIF_BLOB_SYNC || 'on';
-  if (sync !== 'on' && sync !== 'off') throw new FabricError('AGENT_CONFIG_INVALID', 500, `NDIF_BLOB_SYNC=${JSON.stringify(sync)} is not valid: on or off`, { hint: 'fix NDIF_BLOB_SYNC or unset it for the default (on)' });
+  if (sync !== 'on' && sync !== 'off')
+    throw new FabricError(
+      'AGENT_CONFIG_INVALID',
+      500,
+      `NDIF_BLOB_SYNC=${JSON.stringify(sync)} is not valid: on or off`,
+      { hint: 'fix NDIF_BLOB_SYNC or unset it for the default (on)' },
+    );
   if (c.kind === 'files') return FileBlobStore.open({ dir: c.dir, maxBytes: c.maxBytes, sync: sync === 'on' });
   return openBlobStore(c);
 }
@@ -64,7 +81,11 @@ const EVENT_STORE_VARIABLES = ['DATABASE_URL', 'KURRENTDB_URL'] as const;
 function dropEventStoreCredentials(env: NodeJS.ProcessEnv): void {
   const given = EVENT_STORE_VARIABLES.filter((k) => env[k] !== undefined);
   for (const k of given) delete env[k];
-  if (given.length > 0) log.warn({ ignored: given }, `${given.join(' and ')} ignored: a GPU agent never holds event-store credentials (its blob store's database is BLOB_DATABASE_URL)`);
+  if (given.length > 0)
+    log.warn(
+      { ignored: given },
+      `${given.join(' and ')} ignored: a GPU agent never holds event-store credentials (its blob store's database is BLOB_DATABASE_URL)`,
+    );
 }
 
 /** True when a stack has frames of a block's compiled file: a block's fault that escaped its context. */
@@ -92,38 +113,72 @@ async function main(): Promise<void> {
       if (faulted) return;
       faulted = true;
       const cause = `uncaught exception in the agent's own code: ${errorText(err)}`;
-      writeLastWords(wordsFile, { agentId: config.agentId, bootId, at: new Date().toISOString(), cause, running: running() });
+      writeLastWords(wordsFile, {
+        agentId: config.agentId,
+        bootId,
+        at: new Date().toISOString(),
+        cause,
+        running: running(),
+      });
       log.fatal({ err, running: running() }, `${cause}; the agent exits (code 70) and its supervisor starts it again`);
       setTimeout(() => process.exit(70), 50);
     },
     rejection(reason) {
-      if (fromBlock(reason)) return void log.warn({ err: reason }, "a block's rejection escaped its request's context; contained");
+      if (fromBlock(reason))
+        return void log.warn({ err: reason }, "a block's rejection escaped its request's context; contained");
       log.error({ err: reason }, "unhandled rejection in the agent's own code; contained, the agent goes on");
     },
   });
-  setLateFaultReporter((requestId, invoke, e) => log.warn({ requestId, invoke, type: e.type, message: e.message }, 'a block faulted after its request ended; dropped'));
+  setLateFaultReporter((requestId, invoke, e) =>
+    log.warn(
+      { requestId, invoke, type: e.type, message: e.message },
+      'a block faulted after its request ended; dropped',
+    ),
+  );
   const catalog = await FabricModelCatalog.open(catalogConfigFromEnv());
   const blobs = await openResultBlobs(process.env);
   let shuttingDown: Promise<void> | undefined;
   const tc = transportConfigFromEnv();
   const transport: Transport =
     tc.kind === 'ipc'
-      ? await IpcTransport.connect({ path: tc.socketPath, onDisconnect: () => void shutdown('the control plane closed the transport socket', 1) })
+      ? await IpcTransport.connect({
+          path: tc.socketPath,
+          onDisconnect: () => void shutdown('the control plane closed the transport socket', 1),
+        })
       : await openTransport(tc);
   // Only the agent's own metrics: FabricMetrics would bring the control plane's modules into this process.
   const registry = metricsEnabledFromEnv(process.env) ? newRegistry() : undefined;
   let agentMetrics: AgentMetrics | undefined;
-  const sandbox = sandboxOpener(async () =>
-    new (await import('../sandbox/index.js')).Sandbox({
-      onRunnerCrashed: (r) => log.warn({ pid: r.pid, code: r.exit.code, signal: r.exit.signal, printed: r.withheld.slice(-30) }, 'a sandbox runner died under a request; what it printed as it died (not shown to the user)'),
-      ...(agentMetrics ? { onRunnerSpawned: agentMetrics.runnerSpawned } : {}),
-    }),
+  const sandbox = sandboxOpener(
+    async () =>
+      new (await import('../sandbox/index.js')).Sandbox({
+        onRunnerCrashed: (r) =>
+          log.warn(
+            { pid: r.pid, code: r.exit.code, signal: r.exit.signal, printed: r.withheld.slice(-30) },
+            'a sandbox runner died under a request; what it printed as it died (not shown to the user)',
+          ),
+        ...(agentMetrics ? { onRunnerSpawned: agentMetrics.runnerSpawned } : {}),
+      }),
   );
-  const agent = new GpuAgent({ config, transport, blobs, catalog, log, untrusted: sandbox.open, bootId, ...(before ? { previousExit: before } : {}) });
-  if (registry !== undefined) agentMetrics = new AgentMetrics(registry, agent, config, { stats: () => sandbox.current()?.allStats() ?? [] });
+  const agent = new GpuAgent({
+    config,
+    transport,
+    blobs,
+    catalog,
+    log,
+    untrusted: sandbox.open,
+    bootId,
+    ...(before ? { previousExit: before } : {}),
+  });
+  if (registry !== undefined)
+    agentMetrics = new AgentMetrics(registry, agent, config, { stats: () => sandbox.current()?.allStats() ?? [] });
   running = () => agent.requests.runningIds();
-  if (before) log.warn({ previousExit: before }, 'the previous process of this agent ended; reporting how with the registration');
-  const watchdog = config.stallMs > 0 ? new Watchdog({ stallMs: config.stallMs, lastWordsFile: wordsFile, agentId: config.agentId, bootId }) : undefined;
+  if (before)
+    log.warn({ previousExit: before }, 'the previous process of this agent ended; reporting how with the registration');
+  const watchdog =
+    config.stallMs > 0
+      ? new Watchdog({ stallMs: config.stallMs, lastWordsFile: wordsFile, agentId: config.agentId, bootId })
+      : undefined;
   if (watchdog) agent.requests.onRunningChange = (ids) => watchdog.setRunning(ids);
 
   const shutdown = (why: string, code: number): Promise<void> =>
@@ -150,7 +205,12 @@ async function main(): Promise<void> {
   let health = '';
   if (port !== undefined) {
     const host = process.env.NDIF_HEALTH_HOST || '0.0.0.0';
-    const server = await startHealthServer(port, host, () => ({ ok: agent.health().registered, ...agent.health() }), registry);
+    const server = await startHealthServer(
+      port,
+      host,
+      () => ({ ok: agent.health().registered, ...agent.health() }),
+      registry,
+    );
     health = ` health ${healthUrl(server, host)}`;
   }
   process.stdout.write(`agent ${agent.agentId} ready boot ${agent.bootId}${health}\n`);

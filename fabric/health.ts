@@ -4,17 +4,27 @@
 import { createServer, type Server } from 'node:http';
 import type { Registry } from 'prom-client';
 
-export async function startHealthServer(port: number, host: string, status: () => { ok: boolean } & Record<string, unknown>, metrics?: Registry): Promise<Server> {
+export async function startHealthServer(
+  port: number,
+  host: string,
+  status: () => { ok: boolean } & Record<string, unknown>,
+  metrics?: Registry,
+): Promise<Server> {
   const server = createServer((req, res) => {
     if (req.method === 'GET' && req.url === '/metrics' && metrics !== undefined) {
       metrics.metrics().then(
         (text) => res.writeHead(200, { 'content-type': metrics.contentType, 'cache-control': 'no-store' }).end(text),
-        (e: unknown) => res.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ code: 'METRICS_FAILED', message: (e as Error).message })),
+        (e: unknown) =>
+          res
+            .writeHead(500, { 'content-type': 'application/json' })
+            .end(JSON.stringify({ code: 'METRICS_FAILED', message: (e as Error).message })),
       );
       return;
     }
     if (req.method !== 'GET' || (req.url !== '/health' && req.url !== '/ready')) {
-      res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ code: 'NOT_FOUND', message: metrics ? 'GET /health or GET /metrics' : 'GET /health' }));
+      res
+        .writeHead(404, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ code: 'NOT_FOUND', message: metrics ? 'GET /health or GET /metrics' : 'GET /health' }));
       return;
     }
     let body: { ok: boolean } & Record<string, unknown>;
@@ -44,6 +54,7 @@ export function healthPortFromEnv(env: NodeJS.ProcessEnv = process.env): number 
   const raw = env.NDIF_HEALTH_PORT;
   if (raw === undefined || raw === '') return undefined;
   const n = Number(raw);
-  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new Error(`NDIF_HEALTH_PORT=${JSON.stringify(raw)} is not a port (0-65535)`);
+  if (!Number.isInteger(n) || n < 0 || n > 65535)
+    throw new Error(`NDIF_HEALTH_PORT=${JSON.stringify(raw)} is not a port (0-65535)`);
   return n;
 }

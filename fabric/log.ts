@@ -9,19 +9,33 @@ import { FabricError } from '../protocol/errors.js';
 export type LogFormat = 'json' | 'pretty';
 
 /** NDIF_LOG_FORMAT when given, else pretty when stderr is a terminal. */
-export function logFormatFromEnv(env: NodeJS.ProcessEnv = process.env, stderrIsTty = process.stderr.isTTY === true): LogFormat {
+export function logFormatFromEnv(
+  env: NodeJS.ProcessEnv = process.env,
+  stderrIsTty = process.stderr.isTTY === true,
+): LogFormat {
   const raw = env.NDIF_LOG_FORMAT;
   if (raw === undefined || raw === '') return stderrIsTty ? 'pretty' : 'json';
   if (raw === 'json' || raw === 'pretty') return raw;
-  throw new FabricError('FABRIC_CONFIG_INVALID', 500, `NDIF_LOG_FORMAT=${JSON.stringify(raw)} is not valid: json or pretty`, {
-    hint: 'unset NDIF_LOG_FORMAT to get readable lines on a terminal and JSON elsewhere, or set it to json or pretty',
-  });
+  throw new FabricError(
+    'FABRIC_CONFIG_INVALID',
+    500,
+    `NDIF_LOG_FORMAT=${JSON.stringify(raw)} is not valid: json or pretty`,
+    {
+      hint: 'unset NDIF_LOG_FORMAT to get readable lines on a terminal and JSON elsewhere, or set it to json or pretty',
+    },
+  );
 }
 
 export function processLogger(name: string, env: NodeJS.ProcessEnv = process.env): Logger {
   const options = { name, level: env.NDIF_LOG_LEVEL || 'info' };
   if (logFormatFromEnv(env) === 'json') return pino(options, pino.destination({ fd: 2, sync: false }));
   // In this thread (no transport worker): a terminal reader is a person, not a log pipeline.
-  const stream = pretty({ destination: 2, sync: false, colorize: process.stderr.isTTY === true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' });
+  const stream = pretty({
+    destination: 2,
+    sync: false,
+    colorize: process.stderr.isTTY === true,
+    translateTime: 'SYS:HH:MM:ss.l',
+    ignore: 'pid,hostname',
+  });
   return pino(options, stream);
 }

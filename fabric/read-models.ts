@@ -19,22 +19,43 @@ export interface ReadModelsConfig {
 export function readModelsConfigFromEnv(env: NodeJS.ProcessEnv = process.env): ReadModelsConfig | undefined {
   const raw = env.NDIF_READ_MODELS;
   const store = env.NDIF_EVENT_STORE || 'sqlite';
-  const mode = raw === undefined || raw === '' ? (env.DATABASE_URL && (store === 'postgres' || store === 'kurrentdb') ? 'postgres' : 'off') : raw;
+  const mode =
+    raw === undefined || raw === ''
+      ? env.DATABASE_URL && (store === 'postgres' || store === 'kurrentdb')
+        ? 'postgres'
+        : 'off'
+      : raw;
   if (mode === 'off') return undefined;
-  if (mode !== 'postgres') throw configInvalid(`NDIF_READ_MODELS=${JSON.stringify(raw)} is not valid: postgres or off`, 'fix NDIF_READ_MODELS or unset it for the default');
-  if (!env.DATABASE_URL) throw configInvalid('NDIF_READ_MODELS=postgres needs DATABASE_URL', 'set DATABASE_URL=postgres://user:password@host:5432/db, or NDIF_READ_MODELS=off');
+  if (mode !== 'postgres')
+    throw configInvalid(
+      `NDIF_READ_MODELS=${JSON.stringify(raw)} is not valid: postgres or off`,
+      'fix NDIF_READ_MODELS or unset it for the default',
+    );
+  if (!env.DATABASE_URL)
+    throw configInvalid(
+      'NDIF_READ_MODELS=postgres needs DATABASE_URL',
+      'set DATABASE_URL=postgres://user:password@host:5432/db, or NDIF_READ_MODELS=off',
+    );
   return { connectionString: env.DATABASE_URL, schema: env.NDIF_READ_MODEL_SCHEMA || 'public' };
 }
 
 /** Opens and starts the read models (catching up with the store), or returns undefined when they are off. */
-export async function startReadModels(config: ReadModelsConfig | undefined, store: EventStore, log: Logger): Promise<PostgresReadModels | undefined> {
+export async function startReadModels(
+  config: ReadModelsConfig | undefined,
+  store: EventStore,
+  log: Logger,
+): Promise<PostgresReadModels | undefined> {
   if (config === undefined) return undefined;
   const { PostgresReadModels } = await import('../projections/read-models/postgres.js');
   const models = new PostgresReadModels({
     store,
     connectionString: config.connectionString,
     schema: config.schema,
-    onFailure: (status) => log.error({ status }, `read model ${status.name} stopped: ${status.failure?.error.message ?? status.error?.message ?? 'unknown error'}`),
+    onFailure: (status) =>
+      log.error(
+        { status },
+        `read model ${status.name} stopped: ${status.failure?.error.message ?? status.error?.message ?? 'unknown error'}`,
+      ),
   });
   await models.start();
   await models.catchUp(120_000);

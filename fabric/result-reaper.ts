@@ -10,10 +10,15 @@ export class ResultReaper {
   private chain: Promise<unknown> = Promise.resolve();
   deleted = 0;
 
-  constructor(private readonly view: ControlPlaneView, private readonly blobs: BlobStore, private readonly log: Logger) {}
+  constructor(
+    private readonly view: ControlPlaneView,
+    private readonly blobs: BlobStore,
+    private readonly log: Logger,
+  ) {}
 
   start(): void {
-    for (const v of this.view.state.requests.byId.values()) if (v.result?.expiredAt !== undefined) this.delete(v.result.ref);
+    for (const v of this.view.state.requests.byId.values())
+      if (v.result?.expiredAt !== undefined) this.delete(v.result.ref);
     this.unlisten = this.view.onApplied((e) => {
       if (e.type === 'ResultExpired') this.delete((e.data as { resultRef: string }).resultRef);
     });
@@ -24,7 +29,10 @@ export class ResultReaper {
       try {
         if (await this.blobs.delete(ref)) this.deleted++;
       } catch (err) {
-        this.log.error({ err, ref }, `the blob of expired result ${ref} could not be deleted; it is tried again at the next start`);
+        this.log.error(
+          { err, ref },
+          `the blob of expired result ${ref} could not be deleted; it is tried again at the next start`,
+        );
       }
     });
   }

@@ -21,14 +21,21 @@ function ms(env: NodeJS.ProcessEnv, name: string, min: number): number | undefin
   if (raw === undefined || raw === '') return undefined;
   const v = Number(raw);
   if (!/^[0-9]+$/.test(raw) || !Number.isSafeInteger(v) || v < min) {
-    throw new FabricError('FABRIC_CONFIG_INVALID', 500, `${name}=${JSON.stringify(raw)} is not valid: an integer number of milliseconds >= ${min}`, {
-      hint: `fix ${name} or unset it for the default`,
-    });
+    throw new FabricError(
+      'FABRIC_CONFIG_INVALID',
+      500,
+      `${name}=${JSON.stringify(raw)} is not valid: an integer number of milliseconds >= ${min}`,
+      {
+        hint: `fix ${name} or unset it for the default`,
+      },
+    );
   }
   return v;
 }
 
-export function schedulerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Partial<Omit<SchedulerConfig, 'onDemand'>> {
+export function schedulerConfigFromEnv(
+  env: NodeJS.ProcessEnv = process.env,
+): Partial<Omit<SchedulerConfig, 'onDemand'>> {
   const out: Partial<Omit<SchedulerConfig, 'onDemand'>> = {};
   const heartbeatTimeoutMs = ms(env, 'NDIF_SCHEDULER_HEARTBEAT_TIMEOUT_MS', 1);
   const agentGraceMs = ms(env, 'NDIF_SCHEDULER_AGENT_GRACE_MS', 0);
@@ -50,7 +57,10 @@ export function onDemandDefaultsFromEnv(env: NodeJS.ProcessEnv = process.env): O
   const backoffMs = ms(env, 'NDIF_ONDEMAND_AUTOSCALE_BACKOFF_MS', 0);
   if (minDeploymentMs !== undefined) out.minDeploymentMs = minDeploymentMs;
   if (thresholdMs !== undefined || backoffMs !== undefined) {
-    out.autoscale = { ...(thresholdMs === undefined ? {} : { thresholdMs }), ...(backoffMs === undefined ? {} : { backoffMs }) };
+    out.autoscale = {
+      ...(thresholdMs === undefined ? {} : { thresholdMs }),
+      ...(backoffMs === undefined ? {} : { backoffMs }),
+    };
   }
   return out;
 }

@@ -28,17 +28,27 @@ async function main(): Promise<void> {
   const env = process.env;
   const tc = transportConfigFromEnv(env);
   if (tc.kind === 'ipc') {
-    throw new FabricError('FABRIC_CONFIG_INVALID', 500, 'the scheduler-relay serves the IPC socket; it does not connect to one', {
-      hint: 'use NDIF_TRANSPORT=kafka, or NDIF_TRANSPORT=inprocess with NDIF_IPC_SOCKET=<path to listen on>',
-    });
+    throw new FabricError(
+      'FABRIC_CONFIG_INVALID',
+      500,
+      'the scheduler-relay serves the IPC socket; it does not connect to one',
+      {
+        hint: 'use NDIF_TRANSPORT=kafka, or NDIF_TRANSPORT=inprocess with NDIF_IPC_SOCKET=<path to listen on>',
+      },
+    );
   }
   let ipc: IpcTransportServer | undefined;
   let transport: Transport;
   if (tc.kind === 'inprocess') {
     if (!env.NDIF_IPC_SOCKET) {
-      throw new FabricError('FABRIC_CONFIG_INVALID', 500, 'NDIF_TRANSPORT=inprocess needs NDIF_IPC_SOCKET: agents in other processes reach the broker through it', {
-        hint: 'set NDIF_IPC_SOCKET=/path/transport.sock (and the same path for the agents with NDIF_TRANSPORT=ipc), or use NDIF_TRANSPORT=kafka',
-      });
+      throw new FabricError(
+        'FABRIC_CONFIG_INVALID',
+        500,
+        'NDIF_TRANSPORT=inprocess needs NDIF_IPC_SOCKET: agents in other processes reach the broker through it',
+        {
+          hint: 'set NDIF_IPC_SOCKET=/path/transport.sock (and the same path for the agents with NDIF_TRANSPORT=ipc), or use NDIF_TRANSPORT=kafka',
+        },
+      );
     }
     const broker = new InProcessBroker();
     transport = new InProcessTransport({ broker });
@@ -50,20 +60,46 @@ async function main(): Promise<void> {
   const blobs = await openBlobStore(blobStoreConfigFromEnv(env));
   const catalog = await FabricModelCatalog.open(catalogConfigFromEnv(env));
   const metrics = processMetrics(env);
-  const cp = new ControlPlane({ store: opened.store, snapshots: opened.snapshots, transport, blobs, catalog, log, topics: relayTopicsFromEnv(env), relayGroupId: env.NDIF_RELAY_GROUP || undefined, scheduler: schedulerConfigFromEnv(env), onDemandDefaults: onDemandDefaultsFromEnv(env), logLimits: logLimitsFromEnv(env), metrics, storeKind: eventStoreKind(env) });
+  const cp = new ControlPlane({
+    store: opened.store,
+    snapshots: opened.snapshots,
+    transport,
+    blobs,
+    catalog,
+    log,
+    topics: relayTopicsFromEnv(env),
+    relayGroupId: env.NDIF_RELAY_GROUP || undefined,
+    scheduler: schedulerConfigFromEnv(env),
+    onDemandDefaults: onDemandDefaultsFromEnv(env),
+    logLimits: logLimitsFromEnv(env),
+    metrics,
+    storeKind: eventStoreKind(env),
+  });
   await cp.start();
   const port = healthPortFromEnv(env);
   let health = '';
   if (port !== undefined) {
     const host = env.NDIF_HEALTH_HOST || '0.0.0.0';
-    const server = await startHealthServer(port, host, () => {
-      const view = cp.view.status();
-      const relay = cp.relay!.assignments.status();
-      return { ok: view.phase === 'live' && relay.phase === 'running', view: { phase: view.phase, position: view.position }, relay, intake: cp.relay!.intake.stats };
-    }, metrics?.registry);
+    const server = await startHealthServer(
+      port,
+      host,
+      () => {
+        const view = cp.view.status();
+        const relay = cp.relay!.assignments.status();
+        return {
+          ok: view.phase === 'live' && relay.phase === 'running',
+          view: { phase: view.phase, position: view.position },
+          relay,
+          intake: cp.relay!.intake.stats,
+        };
+      },
+      metrics?.registry,
+    );
     health = `; health ${healthUrl(server, host)}`;
   }
-  process.stdout.write(`scheduler-relay running (event store: ${opened.describe}; transport: ${tc.kind}${ipc ? ` on ${ipc.path}` : ''}${health})\n`);
+  process.stdout.write(
+    `scheduler-relay running (event store: ${opened.describe}; transport: ${tc.kind}${ipc ? ` on ${ipc.path}` : ''}${health})\n`,
+  );
   let stopping: Promise<void> | undefined;
   const stop = () =>
     (stopping ??= (async () => {

@@ -15,8 +15,10 @@ import { forensicsError, ForensicsErrorCode as C } from './errors.js';
 
 /** Every filter an audit query may use, and where the fabric records it. */
 export const RECORDED_FILTERS = {
-  actor: 'metadata.actor: the API key id, agent:<id> or system:<component> that issued the command (store index, or the audit projection)',
-  modelKey: 'the model an event is about: deployment streams and every event of a request for that model (audit projection)',
+  actor:
+    'metadata.actor: the API key id, agent:<id> or system:<component> that issued the command (store index, or the audit projection)',
+  modelKey:
+    'the model an event is about: deployment streams and every event of a request for that model (audit projection)',
   correlationId: 'metadata.correlationId: the operation an event belongs to (store index)',
   causationId: 'metadata.causationId: the event or command that caused it (store index)',
   type: 'the event type, e.g. RequestRequeued (store index)',
@@ -31,7 +33,8 @@ const PAGING = ['afterPosition', 'limit'] as const;
 /** Names people reach for that the log does not index, with what to use instead. */
 const INSTEAD: Record<string, string> = {
   requestId: 'a request is its stream: streamPrefix=request-<id> (or ndif why <request-id>)',
-  replicaId: 'replica events are in their deployment stream: modelKey=<model> or streamPrefix=deployment-<model> (or ndif why <model>#<n>)',
+  replicaId:
+    'replica events are in their deployment stream: modelKey=<model> or streamPrefix=deployment-<model> (or ndif why <model>#<n>)',
   agentId: "what an agent reported: actor=agent:<id>; the agent's own stream: streamPrefix=agent-<id>",
   commandId: 'recorded on scheduler decisions only and not indexed: use causationId or correlationId',
   submitter: 'the submitter is the actor of RequestReceived: actor=<api key id>',
@@ -98,33 +101,56 @@ export interface AuditSources {
 }
 
 function checkFilter(input: unknown): Required<Pick<AuditFilter, 'afterPosition' | 'limit'>> & AuditFilter {
-  if (input === null || typeof input !== 'object' || Array.isArray(input)) throw forensicsError(C.auditBadFilter, 'an audit query is an object of filters', { details: { recorded: FILTERS } });
+  if (input === null || typeof input !== 'object' || Array.isArray(input))
+    throw forensicsError(C.auditBadFilter, 'an audit query is an object of filters', {
+      details: { recorded: FILTERS },
+    });
   const raw = input as Record<string, unknown>;
   for (const [k, v] of Object.entries(raw)) {
     if (v === undefined || (FILTERS as string[]).includes(k) || (PAGING as readonly string[]).includes(k)) continue;
     const instead = INSTEAD[k];
-    throw forensicsError(C.auditFilterNotRecorded, `the log records no index for ${JSON.stringify(k)}, so events cannot be filtered on it; recorded filters: ${FILTERS.join(', ')}`, {
-      hint: instead === undefined ? 'filter on one of the recorded filters' : `instead: ${instead}`,
-      details: { filter: k, recorded: FILTERS },
-    });
+    throw forensicsError(
+      C.auditFilterNotRecorded,
+      `the log records no index for ${JSON.stringify(k)}, so events cannot be filtered on it; recorded filters: ${FILTERS.join(', ')}`,
+      {
+        hint: instead === undefined ? 'filter on one of the recorded filters' : `instead: ${instead}`,
+        details: { filter: k, recorded: FILTERS },
+      },
+    );
   }
   const f: AuditFilter = {};
   for (const k of FILTERS) {
     const v = raw[k];
     if (v === undefined) continue;
-    if (typeof v !== 'string' || v.length === 0 || v.length > 256) throw forensicsError(C.auditBadFilter, `${k} must be a non-empty string of at most 256 characters`, { details: { filter: k } });
-    if ((k === 'fromAt' || k === 'toAt') && !isIsoUtc(v)) throw forensicsError(C.auditBadFilter, `${k} must be ISO-8601 UTC (e.g. 2025-03-01T10:00:00.000Z), got ${JSON.stringify(v)}`, { details: { filter: k } });
+    if (typeof v !== 'string' || v.length === 0 || v.length > 256)
+      throw forensicsError(C.auditBadFilter, `${k} must be a non-empty string of at most 256 characters`, {
+        details: { filter: k },
+      });
+    if ((k === 'fromAt' || k === 'toAt') && !isIsoUtc(v))
+      throw forensicsError(
+        C.auditBadFilter,
+        `${k} must be ISO-8601 UTC (e.g. 2025-03-01T10:00:00.000Z), got ${JSON.stringify(v)}`,
+        { details: { filter: k } },
+      );
     f[k] = v;
   }
   if (f.fromAt !== undefined && f.toAt !== undefined && toMs(f.fromAt) >= toMs(f.toAt)) {
-    throw forensicsError(C.auditBadFilter, `the window from ${f.fromAt} to ${f.toAt} is empty (toAt is exclusive)`, { details: { fromAt: f.fromAt, toAt: f.toAt } });
+    throw forensicsError(C.auditBadFilter, `the window from ${f.fromAt} to ${f.toAt} is empty (toAt is exclusive)`, {
+      details: { fromAt: f.fromAt, toAt: f.toAt },
+    });
   }
   const limit = raw.limit ?? 1000;
-  if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1 || limit > 10_000) throw forensicsError(C.auditBadFilter, 'limit must be an integer from 1 to 10000', { details: { limit } });
+  if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1 || limit > 10_000)
+    throw forensicsError(C.auditBadFilter, 'limit must be an integer from 1 to 10000', { details: { limit } });
   const afterPosition = raw.afterPosition ?? 0;
-  if (typeof afterPosition !== 'number' || !Number.isSafeInteger(afterPosition) || afterPosition < 0) throw forensicsError(C.auditBadFilter, 'afterPosition must be an integer >= 0', { details: { afterPosition } });
+  if (typeof afterPosition !== 'number' || !Number.isSafeInteger(afterPosition) || afterPosition < 0)
+    throw forensicsError(C.auditBadFilter, 'afterPosition must be an integer >= 0', { details: { afterPosition } });
   if (Object.keys(f).length === 0) {
-    throw forensicsError(C.auditNoFilter, `an audit query needs at least one filter (${FILTERS.join(', ')}); the whole log is never returned as an audit answer`, { details: { recorded: FILTERS } });
+    throw forensicsError(
+      C.auditNoFilter,
+      `an audit query needs at least one filter (${FILTERS.join(', ')}); the whole log is never returned as an audit answer`,
+      { details: { recorded: FILTERS } },
+    );
   }
   return { ...f, limit, afterPosition };
 }
@@ -153,20 +179,33 @@ async function eventsAt(store: EventStore, positions: number[]): Promise<StoredE
   const out: StoredEvent[] = [];
   for (let i = 0; i < positions.length; ) {
     let j = i;
-    while (j + 1 < positions.length && positions[j + 1] - positions[j] <= 16 && positions[j + 1] - positions[i] < 10_000) j++;
+    while (
+      j + 1 < positions.length &&
+      positions[j + 1] - positions[j] <= 16 &&
+      positions[j + 1] - positions[i] < 10_000
+    )
+      j++;
     const wanted = new Set(positions.slice(i, j + 1));
-    for (const e of await store.readAll({ afterPosition: positions[i] - 1, limit: positions[j] - positions[i] + 1 })) if (wanted.has(e.position)) out.push(e);
+    for (const e of await store.readAll({ afterPosition: positions[i] - 1, limit: positions[j] - positions[i] + 1 }))
+      if (wanted.has(e.position)) out.push(e);
     i = j + 1;
   }
   return out;
 }
 
 function notIndexed(filter: string, why: string): never {
-  throw forensicsError(C.auditFilterNotIndexed, `${filter} is recorded, but ${why}`, { hint: 'drop the filter, or query a fabric whose event store indexes it (SQLite, PostgreSQL)', details: { filter } });
+  throw forensicsError(C.auditFilterNotIndexed, `${filter} is recorded, but ${why}`, {
+    hint: 'drop the filter, or query a fabric whose event store indexes it (SQLite, PostgreSQL)',
+    details: { filter },
+  });
 }
 
 /** Answers an audit query from indexes, or refuses it (see the file comment). */
-export async function auditEvents(sources: AuditSources, input: unknown, options: { data?: boolean } = {}): Promise<AuditAnswer> {
+export async function auditEvents(
+  sources: AuditSources,
+  input: unknown,
+  options: { data?: boolean } = {},
+): Promise<AuditAnswer> {
   const f = checkFilter(input);
   const { store } = sources;
   const indexed = new Set<MetadataFilterName>(store.capabilities.queryFilters);
@@ -182,23 +221,42 @@ export async function auditEvents(sources: AuditSources, input: unknown, options
   }
 
   if (!useProjection) {
-    for (const k of Object.keys(filter) as AuditFilterName[]) if (!storeCan(k)) notIndexed(k, `the ${store.adapter} event store does not index it (it indexes ${[...indexed].join(', ') || 'no metadata'})`);
+    for (const k of Object.keys(filter) as AuditFilterName[])
+      if (!storeCan(k))
+        notIndexed(
+          k,
+          `the ${store.adapter} event store does not index it (it indexes ${[...indexed].join(', ') || 'no metadata'})`,
+        );
     let events: StoredEvent[];
     try {
       events = await store.query({ ...(filter as MetadataQuery), afterPosition, limit });
     } catch (e) {
-      if (isFabricError(e) && e.code === 'ES_QUERY_FILTER_NOT_INDEXED') notIndexed(String(e.details?.filter ?? 'a filter'), e.message);
+      if (isFabricError(e) && e.code === 'ES_QUERY_FILTER_NOT_INDEXED')
+        notIndexed(String(e.details?.filter ?? 'a filter'), e.message);
       throw e;
     }
-    return { filter: f, source: 'event-store-index', events: events.map((e) => row(e, withData)), nextAfterPosition: events.length === limit ? events[events.length - 1].position : null };
+    return {
+      filter: f,
+      source: 'event-store-index',
+      events: events.map((e) => row(e, withData)),
+      nextAfterPosition: events.length === limit ? events[events.length - 1].position : null,
+    };
   }
 
   if (sources.audit === undefined) {
-    if (f.modelKey !== undefined) notIndexed('modelKey', 'it is answered by the audit projection, which this service does not run');
-    notIndexed('actor', `the ${store.adapter} event store does not index it and the audit projection, which also answers it, does not run here`);
+    if (f.modelKey !== undefined)
+      notIndexed('modelKey', 'it is answered by the audit projection, which this service does not run');
+    notIndexed(
+      'actor',
+      `the ${store.adapter} event store does not index it and the audit projection, which also answers it, does not run here`,
+    );
   }
   const state = await sources.audit();
-  const window = { fromMs: f.fromAt === undefined ? undefined : toMs(f.fromAt), toMs: f.toAt === undefined ? undefined : toMs(f.toAt), afterPosition };
+  const window = {
+    fromMs: f.fromAt === undefined ? undefined : toMs(f.fromAt),
+    toMs: f.toAt === undefined ? undefined : toMs(f.toAt),
+    afterPosition,
+  };
   let positions: number[];
   if (f.modelKey !== undefined) positions = modelPositions(state, f.modelKey, { actor: f.actor, ...window });
   else {
@@ -212,7 +270,13 @@ export async function auditEvents(sources: AuditSources, input: unknown, options
 }
 
 /** The events at the candidate positions that pass every filter, one page of them. */
-async function fromPositions(store: EventStore, positions: number[], f: ReturnType<typeof checkFilter>, source: AuditAnswer['source'], withData: boolean): Promise<AuditAnswer> {
+async function fromPositions(
+  store: EventStore,
+  positions: number[],
+  f: ReturnType<typeof checkFilter>,
+  source: AuditAnswer['source'],
+  withData: boolean,
+): Promise<AuditAnswer> {
   const { limit } = f;
   // The rest narrows the indexed candidates; it never widens the answer.
   const keep = (e: StoredEvent) =>
@@ -232,5 +296,10 @@ async function fromPositions(store: EventStore, positions: number[], f: ReturnTy
     }
   }
   const more = out.length >= limit && positions[positions.length - 1] > scanned;
-  return { filter: f, source, events: out.map((e) => row(e, withData)), nextAfterPosition: more ? out[out.length - 1].position : null };
+  return {
+    filter: f,
+    source,
+    events: out.map((e) => row(e, withData)),
+    nextAfterPosition: more ? out[out.length - 1].position : null,
+  };
 }

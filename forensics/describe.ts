@@ -79,12 +79,19 @@ const clip = (s: string, n = 160) => (s.length > n ? `${s.slice(0, n - 1)}…` :
 
 export function explainEvent(e: StoredEvent): EventExplanation {
   const d = decode(e);
-  if (d === undefined) return { summary: `${e.type} (not a control-plane event)`, rule: null, decision: null, numbers: {}, refs: {} };
+  if (d === undefined)
+    return { summary: `${e.type} (not a control-plane event)`, rule: null, decision: null, numbers: {}, refs: {} };
   return explainDomainEvent(d);
 }
 
 export function explainDomainEvent(d: DomainEvent): EventExplanation {
-  const plain = (summary: string, numbers: Record<string, Fact> = {}): EventExplanation => ({ summary, rule: null, decision: null, numbers, refs: {} });
+  const plain = (summary: string, numbers: Record<string, Fact> = {}): EventExplanation => ({
+    summary,
+    rule: null,
+    decision: null,
+    numbers,
+    refs: {},
+  });
   const decided = (summary: string, b: Because | null, numbers: Record<string, Fact> = {}): EventExplanation => {
     const x = because(b);
     return { summary, ...x, numbers: { ...numbers, ...x.numbers } };
@@ -99,7 +106,9 @@ export function explainDomainEvent(d: DomainEvent): EventExplanation {
       );
     }
     case 'RequestQueued':
-      return plain(`queued for ${d.data.modelKey} at rank ${d.data.rank} (${rankName(d.data.rank)})`, { rank: d.data.rank });
+      return plain(`queued for ${d.data.modelKey} at rank ${d.data.rank} (${rankName(d.data.rank)})`, {
+        rank: d.data.rank,
+      });
     case 'RequestDispatched':
       return decided(
         `attempt ${d.data.attempt} dispatched ${d.data.isolated === true ? 'isolated (alone on its agent, in a sandbox runner where it has one: a poison suspect) ' : ''}to ${d.data.replicaId} on agent ${d.data.agentId}`,
@@ -111,25 +120,44 @@ export function explainDomainEvent(d: DomainEvent): EventExplanation {
     case 'RequestLogged': {
       const [first] = d.data.lines;
       const more = d.data.lines.length - 1;
-      return plain(`attempt ${d.data.attempt} ${first!.stream}: ${clip(first!.line)}${more > 0 ? ` (+${more} more line${more === 1 ? '' : 's'})` : ''}`, { attempt: d.data.attempt, lines: d.data.lines.length });
+      return plain(
+        `attempt ${d.data.attempt} ${first!.stream}: ${clip(first!.line)}${more > 0 ? ` (+${more} more line${more === 1 ? '' : 's'})` : ''}`,
+        { attempt: d.data.attempt, lines: d.data.lines.length },
+      );
     }
     case 'RequestLogTruncated':
-      return plain(`attempt ${d.data.attempt} reached its log limit (${d.data.maxLines} lines or ${d.data.maxBytes} bytes) after ${d.data.keptLines} lines; later output is dropped`, { attempt: d.data.attempt, keptLines: d.data.keptLines, keptBytes: d.data.keptBytes });
+      return plain(
+        `attempt ${d.data.attempt} reached its log limit (${d.data.maxLines} lines or ${d.data.maxBytes} bytes) after ${d.data.keptLines} lines; later output is dropped`,
+        { attempt: d.data.attempt, keptLines: d.data.keptLines, keptBytes: d.data.keptBytes },
+      );
     case 'ResultExpired':
       return d.data.because === null
         ? plain(`result ${d.data.resultRef} (${d.data.bytes} B) deleted by ${d.data.actor}`, { bytes: d.data.bytes })
-        : decided(`result ${d.data.resultRef} (${d.data.bytes} B) expired (${d.data.reason})`, d.data.because, { bytes: d.data.bytes });
+        : decided(`result ${d.data.resultRef} (${d.data.bytes} B) expired (${d.data.reason})`, d.data.because, {
+            bytes: d.data.bytes,
+          });
     case 'RequestTokensGenerated': {
       const t = d.data.tokens;
-      const steps = t[0]!.step === t[t.length - 1]!.step ? `step ${t[0]!.step}` : `steps ${t[0]!.step}–${t[t.length - 1]!.step}`;
-      return plain(`attempt ${d.data.attempt} generated ${t.length} token${t.length === 1 ? '' : 's'} (${steps}): ${clip(JSON.stringify(t.map((x) => x.text ?? x.token)))}`, { attempt: d.data.attempt, tokens: t.length });
+      const steps =
+        t[0]!.step === t[t.length - 1]!.step ? `step ${t[0]!.step}` : `steps ${t[0]!.step}–${t[t.length - 1]!.step}`;
+      return plain(
+        `attempt ${d.data.attempt} generated ${t.length} token${t.length === 1 ? '' : 's'} (${steps}): ${clip(JSON.stringify(t.map((x) => x.text ?? x.token)))}`,
+        { attempt: d.data.attempt, tokens: t.length },
+      );
     }
     case 'RequestTraceProgressed':
-      return plain(`attempt ${d.data.attempt}: trace ${d.data.trace + 1} of ${d.data.traces} ${d.data.status === 'RUNNING' ? 'started' : d.data.status === 'COMPLETED' ? 'completed' : 'failed'}${d.data.ms === undefined ? '' : ` after ${Math.round(d.data.ms)} ms`}`, { attempt: d.data.attempt, trace: d.data.trace });
+      return plain(
+        `attempt ${d.data.attempt}: trace ${d.data.trace + 1} of ${d.data.traces} ${d.data.status === 'RUNNING' ? 'started' : d.data.status === 'COMPLETED' ? 'completed' : 'failed'}${d.data.ms === undefined ? '' : ` after ${Math.round(d.data.ms)} ms`}`,
+        { attempt: d.data.attempt, trace: d.data.trace },
+      );
     case 'RequestCompleted':
       return plain(
         `attempt ${d.data.attempt} completed on agent ${d.data.agentId}${onWeights(d.data.weightsFingerprint)}: result ${d.data.resultRef} (${d.data.bytes} B, sha256 ${d.data.sha256.slice(0, 12)}…)`,
-        { attempt: d.data.attempt, bytes: d.data.bytes, ...(d.data.weightsFingerprint === undefined ? {} : { weights: d.data.weightsFingerprint }) },
+        {
+          attempt: d.data.attempt,
+          bytes: d.data.bytes,
+          ...(d.data.weightsFingerprint === undefined ? {} : { weights: d.data.weightsFingerprint }),
+        },
       );
     case 'RequestFailed':
       return decided(
@@ -150,9 +178,15 @@ export function explainDomainEvent(d: DomainEvent): EventExplanation {
         { attempt: d.data.attempt, nextAttempt: d.data.attempt + 1, rank: d.data.rank },
       );
     case 'RequestCancelled':
-      return plain(`cancelled by the ${d.data.by} ${d.data.actor} while ${d.data.previousStatus}${d.data.attempt > 0 ? ` (attempt ${d.data.attempt})` : ''}`, { attempt: d.data.attempt });
+      return plain(
+        `cancelled by the ${d.data.by} ${d.data.actor} while ${d.data.previousStatus}${d.data.attempt > 0 ? ` (attempt ${d.data.attempt})` : ''}`,
+        { attempt: d.data.attempt },
+      );
     case 'AgentReportIgnored':
-      return plain(`agent ${d.data.agentId}'s ${d.data.report} report (message ${d.data.agentMessageId}) ignored, ${d.data.reason}: ${d.data.text}`, d.data.attempt === undefined ? {} : { attempt: d.data.attempt });
+      return plain(
+        `agent ${d.data.agentId}'s ${d.data.report} report (message ${d.data.agentMessageId}) ignored, ${d.data.reason}: ${d.data.text}`,
+        d.data.attempt === undefined ? {} : { attempt: d.data.attempt },
+      );
     case 'DeploymentRequested': {
       const s = d.data.settings;
       return decided(
@@ -166,10 +200,18 @@ export function explainDomainEvent(d: DomainEvent): EventExplanation {
       return plain(
         `replica ${d.data.replicaId} requested (${d.data.reason}${d.data.copiedFrom === null ? '' : `, settings copied from ${d.data.copiedFrom}`}${d.data.force ? ', forced' : ''}): ` +
           `needs ${fmtBytes(d.data.settings.sizeBytes)} on ${d.data.settings.gpus} GPU(s)`,
-        { sizeBytes: d.data.settings.sizeBytes, gpus: d.data.settings.gpus, minDeploymentMs: d.data.settings.minDeploymentMs },
+        {
+          sizeBytes: d.data.settings.sizeBytes,
+          gpus: d.data.settings.gpus,
+          minDeploymentMs: d.data.settings.minDeploymentMs,
+        },
       );
     case 'DeploymentScaled':
-      return decided(`${d.data.trigger} scaled ${d.data.modelKey} from ${d.data.fromReplicas} to ${d.data.toReplicas} live replica(s)`, d.data.because, { fromReplicas: d.data.fromReplicas, toReplicas: d.data.toReplicas });
+      return decided(
+        `${d.data.trigger} scaled ${d.data.modelKey} from ${d.data.fromReplicas} to ${d.data.toReplicas} live replica(s)`,
+        d.data.because,
+        { fromReplicas: d.data.fromReplicas, toReplicas: d.data.toReplicas },
+      );
     case 'ReplicaPlaced':
       return decided(
         `${d.data.replicaId} placed on agent ${d.data.agentId} GPU ${d.data.gpus.join('+')} (boot ${d.data.bootId}) at level ${d.data.level}, ${fmtBytes(d.data.bytesPerGpu)} per GPU`,
@@ -187,20 +229,33 @@ export function explainDomainEvent(d: DomainEvent): EventExplanation {
     case 'ReplicaHot':
       return plain(
         `${d.data.replicaId} is HOT on agent ${d.data.agentId}${onWeights(d.data.weightsFingerprint)}${d.data.loadMs === null ? '' : ` (loaded in ${fmtMs(d.data.loadMs)})`}`,
-        { ...(d.data.loadMs === null ? {} : { loadMs: d.data.loadMs }), ...(d.data.weightsFingerprint === undefined ? {} : { weights: d.data.weightsFingerprint }) },
+        {
+          ...(d.data.loadMs === null ? {} : { loadMs: d.data.loadMs }),
+          ...(d.data.weightsFingerprint === undefined ? {} : { weights: d.data.weightsFingerprint }),
+        },
       );
     case 'ReplicaFailed':
-      return plain(`${d.data.replicaId} failed on agent ${d.data.agentId} (${d.data.phase}): ${clip(d.data.message, 400)}`);
+      return plain(
+        `${d.data.replicaId} failed on agent ${d.data.agentId} (${d.data.phase}): ${clip(d.data.message, 400)}`,
+      );
     case 'ReplicaDemotionRequested':
       return decided(`demotion of ${d.data.replicaId} to the CPU cache requested`, d.data.because);
     case 'ReplicaDemoted':
-      return plain(`${d.data.replicaId} moved to the CPU cache of agent ${d.data.agentId} (${fmtBytes(d.data.cpuBytes)}, WARM)`, { cpuBytes: d.data.cpuBytes });
+      return plain(
+        `${d.data.replicaId} moved to the CPU cache of agent ${d.data.agentId} (${fmtBytes(d.data.cpuBytes)}, WARM)`,
+        { cpuBytes: d.data.cpuBytes },
+      );
     case 'ReplicaEvictionRequested':
-      return decided(`eviction of ${d.data.replicaId} requested (${d.data.reason}${d.data.force ? ', forced' : ''})`, d.data.because);
+      return decided(
+        `eviction of ${d.data.replicaId} requested (${d.data.reason}${d.data.force ? ', forced' : ''})`,
+        d.data.because,
+      );
     case 'ReplicaRemoved':
       return decided(`${d.data.replicaId} removed (${d.data.reason})`, d.data.because);
     case 'ReplicaReloadRequired':
-      return plain(`${d.data.replicaId} loads again on agent ${d.data.agentId}: boot ${d.data.previousBootId} → ${d.data.bootId}`);
+      return plain(
+        `${d.data.replicaId} loads again on agent ${d.data.agentId}: boot ${d.data.previousBootId} → ${d.data.bootId}`,
+      );
     case 'DeploymentRefused':
       return decided(`placement of ${d.data.replicaId} refused: ${describeEvaluationText(d.data)}`, d.data.because, {
         neededBytes: d.data.neededBytes,
@@ -217,23 +272,33 @@ export function explainDomainEvent(d: DomainEvent): EventExplanation {
       const gpus = d.data.gpus.map((g) => `${g.index}: ${fmtBytes(g.memoryBytes)}`).join(', ');
       return plain(
         `agent ${d.data.agentId} registered boot ${d.data.bootId} with GPU(s) ${gpus}, RAM ${fmtBytes(d.data.ramBytes)}, CPU cache budget ${fmtBytes(d.data.cpuCacheBudgetBytes)}` +
-          (d.data.previousBootId === null ? '' : ` (a restart: previous boot ${d.data.previousBootId}, ${d.data.previousState}${previousExitText(d.data.previousExit)})`),
+          (d.data.previousBootId === null
+            ? ''
+            : ` (a restart: previous boot ${d.data.previousBootId}, ${d.data.previousState}${previousExitText(d.data.previousExit)})`),
         { gpus: d.data.gpus.length, ramBytes: d.data.ramBytes, cpuCacheBudgetBytes: d.data.cpuCacheBudgetBytes },
       );
     }
     case 'AgentUnresponsive': {
       const silent = Date.parse(d.data.graceUntil) - Date.parse(d.data.lastSeenAt);
-      return plain(`agent ${d.data.agentId} (boot ${d.data.bootId}) unresponsive: no heartbeat since ${d.data.lastSeenAt} (timeout ${fmtMs(d.data.timeoutMs)}); waited for until ${d.data.graceUntil}`, {
-        timeoutMs: d.data.timeoutMs,
-        lastSeenToGraceEndMs: silent,
-      });
+      return plain(
+        `agent ${d.data.agentId} (boot ${d.data.bootId}) unresponsive: no heartbeat since ${d.data.lastSeenAt} (timeout ${fmtMs(d.data.timeoutMs)}); waited for until ${d.data.graceUntil}`,
+        {
+          timeoutMs: d.data.timeoutMs,
+          lastSeenToGraceEndMs: silent,
+        },
+      );
     }
     case 'AgentReturned':
-      return plain(`agent ${d.data.agentId} returned on boot ${d.data.bootId} after ${fmtMs(d.data.downMs)}`, { downMs: d.data.downMs });
-    case 'AgentLost':
-      return plain(`agent ${d.data.agentId} (boot ${d.data.bootId}) lost: last seen ${d.data.lastSeenAt}, grace expired ${d.data.graceUntil}`, {
-        silentMs: Date.parse(d.data.lostAt) - Date.parse(d.data.lastSeenAt),
+      return plain(`agent ${d.data.agentId} returned on boot ${d.data.bootId} after ${fmtMs(d.data.downMs)}`, {
+        downMs: d.data.downMs,
       });
+    case 'AgentLost':
+      return plain(
+        `agent ${d.data.agentId} (boot ${d.data.bootId}) lost: last seen ${d.data.lastSeenAt}, grace expired ${d.data.graceUntil}`,
+        {
+          silentMs: Date.parse(d.data.lostAt) - Date.parse(d.data.lastSeenAt),
+        },
+      );
     case 'AgentDrainRequested':
       return plain(`drain of agent ${d.data.agentId} requested by ${d.data.by}`);
     case 'AgentDrained':
@@ -246,6 +311,9 @@ export function explainDomainEvent(d: DomainEvent): EventExplanation {
         { weightsBytes: d.data.weightsBytes, moduleCount: d.data.moduleCount, weights: d.data.fingerprint },
       );
     case 'ModelRemoved':
-      return plain(`model ${d.data.modelKey} (weights sha256 ${d.data.fingerprint.slice(0, 12)}…) removed by ${d.data.removedBy}`, { weights: d.data.fingerprint });
+      return plain(
+        `model ${d.data.modelKey} (weights sha256 ${d.data.fingerprint.slice(0, 12)}…) removed by ${d.data.removedBy}`,
+        { weights: d.data.fingerprint },
+      );
   }
 }

@@ -28,6 +28,10 @@ const STATUS: Record<ForensicsErrorCodeValue, number> = {
   AUDIT_BAD_FILTER: 400,
 };
 
-export function forensicsError(code: ForensicsErrorCodeValue, message: string, opts: { hint?: string; details?: Record<string, unknown>; cause?: unknown } = {}): FabricError {
+export function forensicsError(
+  code: ForensicsErrorCodeValue,
+  message: string,
+  opts: { hint?: string; details?: Record<string, unknown>; cause?: unknown } = {},
+): FabricError {
   return new FabricError(code, STATUS[code], message, opts);
 }

@@ -7,12 +7,17 @@ import type { EventStore, StoredEvent } from '../eventstore/port.js';
 const PAGE = 5000;
 
 /** Calls `onPage` with the events after `afterPosition` up to and including `toPosition`, in pages, in order. */
-export async function forEachPage(store: EventStore, range: { afterPosition?: number; toPosition: number }, onPage: (events: StoredEvent[]) => void | Promise<void>): Promise<void> {
+export async function forEachPage(
+  store: EventStore,
+  range: { afterPosition?: number; toPosition: number },
+  onPage: (events: StoredEvent[]) => void | Promise<void>,
+): Promise<void> {
   let after = range.afterPosition ?? 0;
   while (after < range.toPosition) {
     const page = await store.readAll({ afterPosition: after, limit: PAGE });
     if (page.length === 0) return;
-    const inRange = page[page.length - 1].position <= range.toPosition ? page : page.filter((e) => e.position <= range.toPosition);
+    const inRange =
+      page[page.length - 1].position <= range.toPosition ? page : page.filter((e) => e.position <= range.toPosition);
     if (inRange.length > 0) await onPage(inRange);
     if (inRange.length < page.length) return;
     after = page[page.length - 1].position;
@@ -20,7 +25,11 @@ export async function forEachPage(store: EventStore, range: { afterPosition?: nu
 }
 
 /** Every event matching an indexed query (paged through, at most `max`). */
-export async function queryAll(store: EventStore, filter: Parameters<EventStore['query']>[0], max = 10_000): Promise<StoredEvent[]> {
+export async function queryAll(
+  store: EventStore,
+  filter: Parameters<EventStore['query']>[0],
+  max = 10_000,
+): Promise<StoredEvent[]> {
   const out: StoredEvent[] = [];
   let after = 0;
   while (out.length < max) {
@@ -59,7 +68,10 @@ export class EventLookup {
   async find(id: string, near: { correlationId: string; streamId: string }): Promise<StoredEvent | undefined> {
     const known = this.byId.get(id);
     if (known !== undefined) return known;
-    if (!this.loadedCorrelations.has(near.correlationId) && this.store.capabilities.queryFilters.includes('correlationId')) {
+    if (
+      !this.loadedCorrelations.has(near.correlationId) &&
+      this.store.capabilities.queryFilters.includes('correlationId')
+    ) {
       this.loadedCorrelations.add(near.correlationId);
       this.add(await queryAll(this.store, { correlationId: near.correlationId }));
       const found = this.byId.get(id);

@@ -48,20 +48,34 @@ export interface ReplayReport {
     byStatus: Record<string, number>;
     inFlight: { replicaId: string; requestIds: string[] }[];
   };
-  agents: { agentId: string; state: string; bootId: string; since: string; graceUntil: string | null; lapses: number; restarts: number }[];
+  agents: {
+    agentId: string;
+    state: string;
+    bootId: string;
+    since: string;
+    graceUntil: string | null;
+    lapses: number;
+    restarts: number;
+  }[];
   /** Where the throwaway store was (removed unless `keep`). */
   store: { path: string; kept: boolean };
   timings: { copyMs: number; foldMs: number };
 }
 
 /** A position (a non-negative integer) or an ISO-8601 UTC time as given on the command line or in a query string. */
-export function parseReplayTarget(to: unknown): { kind: 'position'; position: number } | { kind: 'time'; atMs: number; at: string } {
+export function parseReplayTarget(
+  to: unknown,
+): { kind: 'position'; position: number } | { kind: 'time'; atMs: number; at: string } {
   if (typeof to === 'number' && Number.isSafeInteger(to) && to >= 0) return { kind: 'position', position: to };
   if (typeof to === 'string' && /^\d{1,15}$/.test(to)) return { kind: 'position', position: Number(to) };
   if (typeof to === 'string' && isIsoUtc(to)) return { kind: 'time', atMs: toMs(to), at: to };
-  throw forensicsError(C.replayBadTarget, `replay to ${JSON.stringify(to)}: give a log position (an integer >= 0) or an ISO-8601 UTC time (2025-03-01T10:00:00.000Z)`, {
-    hint: 'ndif replay --to 1200, or --to 2025-03-01T10:00:00Z',
-  });
+  throw forensicsError(
+    C.replayBadTarget,
+    `replay to ${JSON.stringify(to)}: give a log position (an integer >= 0) or an ISO-8601 UTC time (2025-03-01T10:00:00.000Z)`,
+    {
+      hint: 'ndif replay --to 1200, or --to 2025-03-01T10:00:00Z',
+    },
+  );
 }
 
 /**
@@ -75,7 +89,10 @@ export async function resolveReplayTarget(store: EventStore, to: unknown): Promi
   let position: number;
   if (t.kind === 'position') {
     if (t.position > head) {
-      throw forensicsError(C.replayBeyondHead, `position ${t.position} is past the end of the log (head ${head})`, { hint: `replay to a position from 0 to ${head}`, details: { position: t.position, head } });
+      throw forensicsError(C.replayBeyondHead, `position ${t.position} is past the end of the log (head ${head})`, {
+        hint: `replay to a position from 0 to ${head}`,
+        details: { position: t.position, head },
+      });
     }
     position = t.position;
   } else {
@@ -110,7 +127,13 @@ async function lastPositionAtOrBefore(store: EventStore, atMs: number, head: num
   return last;
 }
 
-const asNew = (e: StoredEvent): NewEvent => ({ id: e.id, type: e.type, version: e.version, data: e.data, metadata: e.metadata });
+const asNew = (e: StoredEvent): NewEvent => ({
+  id: e.id,
+  type: e.type,
+  version: e.version,
+  data: e.data,
+  metadata: e.metadata,
+});
 
 /** Copies the source's events up to `toPosition` into `target`, keeping streams, revisions and order; returns the count. */
 async function copyPrefix(source: EventStore, target: EventStore, toPosition: number): Promise<number> {
@@ -119,10 +142,15 @@ async function copyPrefix(source: EventStore, target: EventStore, toPosition: nu
     const appends: Promise<unknown>[] = [];
     for (let i = 0; i < page.length; ) {
       let j = i + 1;
-      while (j < page.length && page[j].streamId === page[i].streamId && page[j].revision === page[j - 1].revision + 1) j++;
+      while (j < page.length && page[j].streamId === page[i].streamId && page[j].revision === page[j - 1].revision + 1)
+        j++;
       const first = page[i];
       // Issued in the same tick, the appends of a page commit as one transaction, in order.
-      appends.push(target.append(first.streamId, page.slice(i, j).map(asNew), { expectedRevision: first.revision === 0 ? 'no_stream' : first.revision - 1 }));
+      appends.push(
+        target.append(first.streamId, page.slice(i, j).map(asNew), {
+          expectedRevision: first.revision === 0 ? 'no_stream' : first.revision - 1,
+        }),
+      );
       i = j;
     }
     await Promise.all(appends);
@@ -131,19 +159,37 @@ async function copyPrefix(source: EventStore, target: EventStore, toPosition: nu
   return n;
 }
 
-function summarize(state: ControlPlaneState, queueLimit: number): Pick<ReplayReport, 'cluster' | 'queues' | 'requests' | 'agents'> {
+function summarize(
+  state: ControlPlaneState,
+  queueLimit: number,
+): Pick<ReplayReport, 'cluster' | 'queues' | 'requests' | 'agents'> {
   const byStatus: Record<string, number> = {};
   for (const v of state.requests.byId.values()) byStatus[v.status] = (byStatus[v.status] ?? 0) + 1;
   const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
   return {
     cluster: clusterView(state.cluster),
-    queues: queuedModels(state.queue).map((modelKey) => ({ modelKey, length: queueLength(state.queue, modelKey), head: queueView(state.queue, modelKey, queueLimit) })),
+    queues: queuedModels(state.queue).map((modelKey) => ({
+      modelKey,
+      length: queueLength(state.queue, modelKey),
+      head: queueView(state.queue, modelKey, queueLimit),
+    })),
     requests: {
       totals: { ...state.requests.totals },
       byStatus,
-      inFlight: [...state.requests.inFlightByReplica.entries()].filter(([, ids]) => ids.size > 0).map(([replicaId, ids]) => ({ replicaId, requestIds: [...ids].sort() })).sort((a, b) => (a.replicaId < b.replicaId ? -1 : 1)),
+      inFlight: [...state.requests.inFlightByReplica.entries()]
+        .filter(([, ids]) => ids.size > 0)
+        .map(([replicaId, ids]) => ({ replicaId, requestIds: [...ids].sort() }))
+        .sort((a, b) => (a.replicaId < b.replicaId ? -1 : 1)),
     },
-    agents: [...state.agents.byId.values()].map((a) => ({ agentId: a.agentId, state: a.state, bootId: a.bootId, since: iso(a.sinceMs)!, graceUntil: iso(a.graceUntilMs), lapses: a.lapses, restarts: a.restarts })),
+    agents: [...state.agents.byId.values()].map((a) => ({
+      agentId: a.agentId,
+      state: a.state,
+      bootId: a.bootId,
+      since: iso(a.sinceMs)!,
+      graceUntil: iso(a.graceUntilMs),
+      lapses: a.lapses,
+      restarts: a.restarts,
+    })),
   };
 }
 
@@ -157,12 +203,23 @@ export interface ReplayedState {
 }
 
 /** Rebuilds the control plane's projections as of `to` in a throwaway store; returns the folded state. */
-export async function replayState(source: EventStore, to: unknown, options: ReplayOptions = {}): Promise<ReplayedState> {
+export async function replayState(
+  source: EventStore,
+  to: unknown,
+  options: ReplayOptions = {},
+): Promise<ReplayedState> {
   const target = await resolveReplayTarget(source, to);
   const headPosition = await source.headPosition();
   const maxEvents = options.maxEvents ?? 2_000_000;
   if (target.position > maxEvents) {
-    throw forensicsError(C.replayTooLarge, `a replay to position ${target.position} copies more than ${maxEvents} events`, { hint: 'replay to an earlier point, or raise the limit where the replay runs', details: { position: target.position, maxEvents } });
+    throw forensicsError(
+      C.replayTooLarge,
+      `a replay to position ${target.position} copies more than ${maxEvents} events`,
+      {
+        hint: 'replay to an earlier point, or raise the limit where the replay runs',
+        details: { position: target.position, maxEvents },
+      },
+    );
   }
   const root = options.tmpRoot ?? tmpdir();
   mkdirSync(root, { recursive: true });
@@ -176,12 +233,22 @@ export async function replayState(source: EventStore, to: unknown, options: Repl
     const t0 = performance.now();
     const events = await copyPrefix(source, throwaway, target.position);
     const t1 = performance.now();
-    view = new ControlPlaneView(throwaway, new SqliteCheckpoints(throwaway.db), { snapshotEveryEvents: Number.MAX_SAFE_INTEGER, snapshotEveryMs: 86_400_000 });
+    view = new ControlPlaneView(throwaway, new SqliteCheckpoints(throwaway.db), {
+      snapshotEveryEvents: Number.MAX_SAFE_INTEGER,
+      snapshotEveryMs: 86_400_000,
+    });
     await view.start();
     await view.catchUp();
     const t2 = performance.now();
     const state = view.state;
-    return { target, state, events, headPosition, store: { path, kept: options.keep === true }, timings: { copyMs: Math.round(t1 - t0), foldMs: Math.round(t2 - t1) } };
+    return {
+      target,
+      state,
+      events,
+      headPosition,
+      store: { path, kept: options.keep === true },
+      timings: { copyMs: Math.round(t1 - t0), foldMs: Math.round(t2 - t1) },
+    };
   } finally {
     await view?.stop();
     await throwaway.close();
@@ -192,5 +259,12 @@ export async function replayState(source: EventStore, to: unknown, options: Repl
 /** The cluster, queues, requests and agents as they were at `to`. */
 export async function replayTo(source: EventStore, to: unknown, options: ReplayOptions = {}): Promise<ReplayReport> {
   const r = await replayState(source, to, options);
-  return { target: r.target, headPosition: r.headPosition, events: r.events, ...summarize(r.state, options.queueLimit ?? 20), store: r.store, timings: r.timings };
+  return {
+    target: r.target,
+    headPosition: r.headPosition,
+    events: r.events,
+    ...summarize(r.state, options.queueLimit ?? 20),
+    store: r.store,
+    timings: r.timings,
+  };
 }

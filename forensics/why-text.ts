@@ -14,7 +14,8 @@ function head(f: Pick<EventFacts, 'position' | 'at' | 'actor' | 'type' | 'rule'>
 
 function detail(f: EventFacts, indent: string): string[] {
   const out = [`${indent}${f.summary}`];
-  if (f.decision !== null && f.decision !== '' && !f.summary.includes(f.decision)) out.push(`${indent}decision: ${f.decision}`);
+  if (f.decision !== null && f.decision !== '' && !f.summary.includes(f.decision))
+    out.push(`${indent}decision: ${f.decision}`);
   if (Object.keys(f.numbers).length > 0) out.push(`${indent}numbers: ${numbersLine(f.numbers)}`);
   const derived = Object.fromEntries(Object.entries(f.derived).filter(([, v]) => v !== null));
   if (Object.keys(derived).length > 0) out.push(`${indent}derived from the log: ${numbersLine(derived)}`);
@@ -35,11 +36,16 @@ function cause(c: CauseLink, indent: string): string[] {
 }
 
 export function renderWhy(r: WhyReport): string {
-  const lines = [`why ${r.subject.kind} ${r.subject.id}: ${r.steps.length} step(s) from ${r.subject.streamId} (log head at position ${r.headPosition})`, ''];
+  const lines = [
+    `why ${r.subject.kind} ${r.subject.id}: ${r.steps.length} step(s) from ${r.subject.streamId} (log head at position ${r.headPosition})`,
+    '',
+  ];
   for (const s of r.steps) {
     lines.push(head(s));
     lines.push(...detail(s, '    '));
-    const causes = s.causes.filter((c) => !(c.kind === 'command' && s.decidedBy !== 'scheduler' && s.causes.length === 1));
+    const causes = s.causes.filter(
+      (c) => !(c.kind === 'command' && s.decidedBy !== 'scheduler' && s.causes.length === 1),
+    );
     if (causes.length > 0) {
       lines.push('    because:');
       for (const c of causes) lines.push(...cause(c, '      '));

@@ -80,40 +80,70 @@ function facts(e: StoredEvent, derived: Record<string, Fact> = {}, explanation =
   };
 }
 
-const replicaOf = (e: StoredEvent): string | undefined => (e.data as { replicaId?: unknown } | null)?.replicaId as string | undefined;
+const replicaOf = (e: StoredEvent): string | undefined =>
+  (e.data as { replicaId?: unknown } | null)?.replicaId as string | undefined;
 
-async function subjectEvents(store: EventStore, lookup: EventLookup, id: string, kind: WhySubjectKind | undefined): Promise<{ kind: WhySubjectKind; streamId: string; events: StoredEvent[] }> {
+async function subjectEvents(
+  store: EventStore,
+  lookup: EventLookup,
+  id: string,
+  kind: WhySubjectKind | undefined,
+): Promise<{ kind: WhySubjectKind; streamId: string; events: StoredEvent[] }> {
   const model = modelKeyOfReplica(id);
   if (kind === 'replica' || (kind === undefined && model !== undefined)) {
-    if (model === undefined) throw forensicsError(C.whyBadId, `${JSON.stringify(id)} is not a replica id (<modelKey>#<n>)`, { hint: 'replica ids look like gpt2#1 (ndif status lists them)' });
+    if (model === undefined)
+      throw forensicsError(C.whyBadId, `${JSON.stringify(id)} is not a replica id (<modelKey>#<n>)`, {
+        hint: 'replica ids look like gpt2#1 (ndif status lists them)',
+      });
     const streamId = deploymentStream(model);
     const all = await lookup.stream(streamId);
     const mine = all.filter((e) => replicaOf(e) === id || (e.data as { forReplicaId?: string }).forReplicaId === id);
     if (mine.length === 0) {
-      throw forensicsError(C.whyNotFound, `replica ${id} was never requested (${streamId} holds ${all.length} event(s))`, { hint: 'list replicas with ndif status', details: { id, streamId } });
+      throw forensicsError(
+        C.whyNotFound,
+        `replica ${id} was never requested (${streamId} holds ${all.length} event(s))`,
+        { hint: 'list replicas with ndif status', details: { id, streamId } },
+      );
     }
     // The deployment-level events decided together with the replica's (DeploymentRequested/Scaled/Evicted) explain it.
     const keep = new Set(mine.map((e) => e.revision));
     for (const e of mine) {
       for (let r = e.revision - 1; r >= 0; r--) {
         const prev = all[r];
-        if (prev === undefined || prev.metadata.causationId !== e.metadata.causationId || prev.metadata.commandId !== e.metadata.commandId || prev.metadata.at !== e.metadata.at) break;
+        if (
+          prev === undefined ||
+          prev.metadata.causationId !== e.metadata.causationId ||
+          prev.metadata.commandId !== e.metadata.commandId ||
+          prev.metadata.at !== e.metadata.at
+        )
+          break;
         if (replicaOf(prev) === undefined) keep.add(r);
       }
     }
     return { kind: 'replica', streamId, events: all.filter((e) => keep.has(e.revision)) };
   }
-  if (!ENTITY_ID.test(id)) throw forensicsError(C.whyBadId, `${JSON.stringify(id)} is not a request, replica or agent id`, { hint: 'ids are 1–128 of [A-Za-z0-9._:-], replica ids <modelKey>#<n>' });
+  if (!ENTITY_ID.test(id))
+    throw forensicsError(C.whyBadId, `${JSON.stringify(id)} is not a request, replica or agent id`, {
+      hint: 'ids are 1–128 of [A-Za-z0-9._:-], replica ids <modelKey>#<n>',
+    });
   for (const k of kind === undefined ? (['request', 'agent'] as const) : [kind]) {
     const streamId = k === 'request' ? requestStream(id) : agentStream(id);
     const events = await lookup.stream(streamId);
     if (events.length > 0) return { kind: k, streamId, events };
   }
-  throw forensicsError(C.whyNotFound, `no ${kind ?? 'request or agent'} ${id} in the log`, { hint: 'check the id returned at submission (a replica id is <modelKey>#<n>)', details: { id } });
+  throw forensicsError(C.whyNotFound, `no ${kind ?? 'request or agent'} ${id} in the log`, {
+    hint: 'check the id returned at submission (a replica id is <modelKey>#<n>)',
+    details: { id },
+  });
 }
 
 /** Queue position and length right after each of the request's enqueues, by folding the queues up to the last one. */
-async function queuePositionsAt(store: EventStore, requestId: string, modelKey: string, positions: number[]): Promise<Map<number, { position: number | null; length: number }>> {
+async function queuePositionsAt(
+  store: EventStore,
+  requestId: string,
+  modelKey: string,
+  positions: number[],
+): Promise<Map<number, { position: number | null; length: number }>> {
   const out = new Map<number, { position: number | null; length: number }>();
   if (positions.length === 0) return out;
   const wanted = new Set(positions);
@@ -121,7 +151,8 @@ async function queuePositionsAt(store: EventStore, requestId: string, modelKey: 
   await forEachPage(store, { toPosition: Math.max(...positions) }, (page) => {
     for (const e of page) {
       applyQueue(q, e, decode(e));
-      if (wanted.has(e.position)) out.set(e.position, { position: positionOf(q, requestId) ?? null, length: queueLength(q, modelKey) });
+      if (wanted.has(e.position))
+        out.set(e.position, { position: positionOf(q, requestId) ?? null, length: queueLength(q, modelKey) });
     }
   });
   return out;
@@ -181,7 +212,11 @@ function makeRoomSummary(d: DomainEvent, derived: Record<string, Fact>): string 
   );
 }
 
-async function explainWithLog(lookup: EventLookup, e: StoredEvent, derived: Record<string, Fact> = {}): Promise<EventFacts> {
+async function explainWithLog(
+  lookup: EventLookup,
+  e: StoredEvent,
+  derived: Record<string, Fact> = {},
+): Promise<EventFacts> {
   const d = decode(e);
   const x = explainEvent(e);
   if (d !== undefined) {
@@ -191,7 +226,12 @@ async function explainWithLog(lookup: EventLookup, e: StoredEvent, derived: Reco
   return facts(e, derived, x);
 }
 
-async function causesOf(lookup: EventLookup, e: StoredEvent, steps: ReadonlySet<string>, maxDepth: number): Promise<CauseLink[]> {
+async function causesOf(
+  lookup: EventLookup,
+  e: StoredEvent,
+  steps: ReadonlySet<string>,
+  maxDepth: number,
+): Promise<CauseLink[]> {
   const out: CauseLink[] = [];
   let cur = e;
   for (let depth = 0; depth < maxDepth; depth++) {
@@ -203,7 +243,11 @@ async function causesOf(lookup: EventLookup, e: StoredEvent, steps: ReadonlySet<
     }
     const cause = await lookup.find(causationId, { correlationId: cur.metadata.correlationId, streamId: cur.streamId });
     if (cause === undefined) {
-      out.push({ kind: 'unresolved', eventId: causationId, note: `no event ${causationId} in correlation ${cur.metadata.correlationId} or stream ${cur.streamId}` });
+      out.push({
+        kind: 'unresolved',
+        eventId: causationId,
+        note: `no event ${causationId} in correlation ${cur.metadata.correlationId} or stream ${cur.streamId}`,
+      });
       return out;
     }
     if (steps.has(cause.id)) {
@@ -223,14 +267,20 @@ function foldLogLines(events: StoredEvent[]): { event: StoredEvent; count: numbe
   const out: { event: StoredEvent; count: number }[] = [];
   for (const e of events) {
     const last = out[out.length - 1];
-    if (FOLDED_RUNS.has(e.type) && last?.event.type === e.type && (last.event.data as { attempt: number }).attempt === (e.data as { attempt: number }).attempt) last.count++;
+    if (
+      FOLDED_RUNS.has(e.type) &&
+      last?.event.type === e.type &&
+      (last.event.data as { attempt: number }).attempt === (e.data as { attempt: number }).attempt
+    )
+      last.count++;
     else out.push({ event: e, count: 1 });
   }
   return out;
 }
 
 export async function explainWhy(store: EventStore, id: string, options: WhyOptions = {}): Promise<WhyReport> {
-  if (typeof id !== 'string' || id.length === 0 || id.length > 200) throw forensicsError(C.whyBadId, 'give a request id, a replica id (<modelKey>#<n>) or an agent id');
+  if (typeof id !== 'string' || id.length === 0 || id.length > 200)
+    throw forensicsError(C.whyBadId, 'give a request id, a replica id (<modelKey>#<n>) or an agent id');
   const maxDepth = options.maxDepth ?? 8;
   const maxEffects = options.maxEffects ?? 20;
   const headPosition = await store.headPosition();
@@ -241,15 +291,29 @@ export async function explainWhy(store: EventStore, id: string, options: WhyOpti
   if (subject.kind === 'request' && options.queuePositions !== false) {
     const enqueues = subject.events.filter((e) => e.type === 'RequestQueued' || e.type === 'RequestRequeued');
     const modelKey = (subject.events[0].data as { modelKey: string }).modelKey;
-    for (const [p, at] of await queuePositionsAt(store, id, modelKey, enqueues.map((e) => e.position))) derivedAt.set(p, { queuePosition: at.position, queueLength: at.length });
+    for (const [p, at] of await queuePositionsAt(
+      store,
+      id,
+      modelKey,
+      enqueues.map((e) => e.position),
+    ))
+      derivedAt.set(p, { queuePosition: at.position, queueLength: at.length });
   }
   const steps: WhyStep[] = [];
   for (const { event: e, count } of foldLogLines(subject.events)) {
     const f = await explainWithLog(lookup, e, derivedAt.get(e.position) ?? {});
-    if (count > 1 && e.type === 'RequestTokensGenerated') f.summary = `${count} token batches of attempt ${(e.data as { attempt: number }).attempt}, the first: ${f.summary.replace(/^attempt \d+ /, '')}`;
-    else if (count > 1) f.summary = `${count} ${(e.data as { stream: string }).stream === 'stderr' ? 'stderr' : 'output'} lines of attempt ${(e.data as { attempt: number }).attempt}, the first: ${f.summary.replace(/^attempt \d+ \w+: /, '')}`;
-    if (typeof f.derived.queuePosition === 'number') f.summary += `; position ${f.derived.queuePosition} of ${f.derived.queueLength} in the queue`;
-    const effects = maxEffects === 0 ? [] : (await lookup.effectsOf(e, Math.min(10_000, maxEffects + stepIds.size))).filter((x) => !stepIds.has(x.id)).slice(0, maxEffects);
+    if (count > 1 && e.type === 'RequestTokensGenerated')
+      f.summary = `${count} token batches of attempt ${(e.data as { attempt: number }).attempt}, the first: ${f.summary.replace(/^attempt \d+ /, '')}`;
+    else if (count > 1)
+      f.summary = `${count} ${(e.data as { stream: string }).stream === 'stderr' ? 'stderr' : 'output'} lines of attempt ${(e.data as { attempt: number }).attempt}, the first: ${f.summary.replace(/^attempt \d+ \w+: /, '')}`;
+    if (typeof f.derived.queuePosition === 'number')
+      f.summary += `; position ${f.derived.queuePosition} of ${f.derived.queueLength} in the queue`;
+    const effects =
+      maxEffects === 0
+        ? []
+        : (await lookup.effectsOf(e, Math.min(10_000, maxEffects + stepIds.size)))
+            .filter((x) => !stepIds.has(x.id))
+            .slice(0, maxEffects);
     steps.push({
       ...f,
       revision: e.revision,

@@ -17,6 +17,7 @@ declare module 'fastify' {
 
 /** The caller of a route that is not public (the edge's hook has set it). */
 export function callerOf(req: { identity: Identity | null }): Identity {
-  if (req.identity === null) throw new TypeError('callerOf on a route without an identity (declare it access: user or operator)');
+  if (req.identity === null)
+    throw new TypeError('callerOf on a route without an identity (declare it access: user or operator)');
   return req.identity;
 }

@@ -70,8 +70,13 @@ export function commonRoutes(app: FastifyInstance, deps: RouteDeps): void {
       }
     }
     if (Object.keys(problems).length > 0) {
-      const text = Object.entries(problems).map(([k, v]) => `${k}: ${v}`).join('; ');
-      const err = new FabricError(ApiErrorCode.notReady, 503, `not ready: ${text}`, { hint: 'wait, or check the part named', details: problems });
+      const text = Object.entries(problems)
+        .map(([k, v]) => `${k}: ${v}`)
+        .join('; ');
+      const err = new FabricError(ApiErrorCode.notReady, 503, `not ready: ${text}`, {
+        hint: 'wait, or check the part named',
+        details: problems,
+      });
       req.log.warn({ problems }, `GET /ready: ${err.message}`);
       return reply.code(503).send(err.toBody());
     }
@@ -80,6 +85,13 @@ export function commonRoutes(app: FastifyInstance, deps: RouteDeps): void {
 
   app.get('/whoami', async (req) => {
     const me = callerOf(req);
-    return { actor: me.actor, keyId: me.keyId, label: me.label, tags: me.tags, auth: me.auth, limits: limitsOf(me, config) };
+    return {
+      actor: me.actor,
+      keyId: me.keyId,
+      label: me.label,
+      tags: me.tags,
+      auth: me.auth,
+      limits: limitsOf(me, config),
+    };
   });
 }

@@ -44,7 +44,6 @@ export interface ApiConfig {
   wsMaxBufferedBytes: number;
 }
 
-
 export const DEFAULT_API_CONFIG: Omit<ApiConfig, 'resultSecret'> = {
   auth: false,
   bodyLimitBytes: 4 * MIB,
@@ -59,10 +58,16 @@ export const DEFAULT_API_CONFIG: Omit<ApiConfig, 'resultSecret'> = {
   wsMaxBufferedBytes: 64 * MIB,
 };
 
-export type ApiConfigInput = Partial<Omit<ApiConfig, 'resultSecret' | 'keyLimits'>> & { resultSecret?: Buffer | string; keyLimits?: KeyLimits };
+export type ApiConfigInput = Partial<Omit<ApiConfig, 'resultSecret' | 'keyLimits'>> & {
+  resultSecret?: Buffer | string;
+  keyLimits?: KeyLimits;
+};
 
 function invalid(name: string, message: string): FabricError {
-  return new FabricError('API_CONFIG_INVALID', 500, `API setting ${name} ${message}`, { hint: `fix ${name}`, details: { setting: name } });
+  return new FabricError('API_CONFIG_INVALID', 500, `API setting ${name} ${message}`, {
+    hint: `fix ${name}`,
+    details: { setting: name },
+  });
 }
 
 const positiveInt = (v: number, name: string): number => {
@@ -80,18 +85,33 @@ export function resolveApiConfig(input: ApiConfigInput = {}): ApiConfig {
   positiveInt(c.readyTimeoutMs, 'readyTimeoutMs');
   positiveInt(c.wsMaxSubscriptions, 'wsMaxSubscriptions');
   positiveInt(c.wsMaxBufferedBytes, 'wsMaxBufferedBytes');
-  for (const [name, rl] of [['rateLimit', c.rateLimit], ['downloadRateLimit', c.downloadRateLimit]] as const) {
+  for (const [name, rl] of [
+    ['rateLimit', c.rateLimit],
+    ['downloadRateLimit', c.downloadRateLimit],
+  ] as const) {
     if (rl === null) continue;
-    if (!(rl.perSecond > 0) || !Number.isFinite(rl.perSecond)) throw invalid(`${name}.perSecond`, 'must be a positive number');
+    if (!(rl.perSecond > 0) || !Number.isFinite(rl.perSecond))
+      throw invalid(`${name}.perSecond`, 'must be a positive number');
     positiveInt(rl.burst, `${name}.burst`);
     if (rl.maxInFlight !== undefined) positiveInt(rl.maxInFlight, `${name}.maxInFlight`);
   }
   const keyLimits: Required<KeyLimits> = { ...DEFAULT_API_CONFIG.keyLimits, ...input.keyLimits };
   for (const [k, v] of Object.entries(keyLimits)) positiveInt(v, `keyLimits.${k}`);
-  if (c.publicUrl !== null && !/^https?:\/\/[^\s/]+(\/[^\s]*)?$/.test(c.publicUrl)) throw invalid('publicUrl', `must be an http(s) URL, got ${JSON.stringify(c.publicUrl)}`);
-  const secret = input.resultSecret === undefined ? randomBytes(32) : typeof input.resultSecret === 'string' ? Buffer.from(input.resultSecret, 'utf8') : input.resultSecret;
+  if (c.publicUrl !== null && !/^https?:\/\/[^\s/]+(\/[^\s]*)?$/.test(c.publicUrl))
+    throw invalid('publicUrl', `must be an http(s) URL, got ${JSON.stringify(c.publicUrl)}`);
+  const secret =
+    input.resultSecret === undefined
+      ? randomBytes(32)
+      : typeof input.resultSecret === 'string'
+        ? Buffer.from(input.resultSecret, 'utf8')
+        : input.resultSecret;
   if (secret.length < 16) throw invalid('resultSecret', 'must be at least 16 bytes');
-  return { ...c, keyLimits, publicUrl: c.publicUrl === null ? null : c.publicUrl.replace(/\/+$/, ''), resultSecret: secret };
+  return {
+    ...c,
+    keyLimits,
+    publicUrl: c.publicUrl === null ? null : c.publicUrl.replace(/\/+$/, ''),
+    resultSecret: secret,
+  };
 }
 
 /**
@@ -109,7 +129,8 @@ export function apiConfigFromEnv(env: NodeJS.ProcessEnv = process.env, base: Api
     return Number(v);
   };
   if (env.NDIF_AUTH !== undefined && env.NDIF_AUTH !== '') {
-    if (env.NDIF_AUTH !== 'on' && env.NDIF_AUTH !== 'off') throw invalid('NDIF_AUTH', `must be on or off, got ${JSON.stringify(env.NDIF_AUTH)}`);
+    if (env.NDIF_AUTH !== 'on' && env.NDIF_AUTH !== 'off')
+      throw invalid('NDIF_AUTH', `must be on or off, got ${JSON.stringify(env.NDIF_AUTH)}`);
     out.auth = env.NDIF_AUTH === 'on';
   }
   const body = int('NDIF_BODY_LIMIT_BYTES');
@@ -119,15 +140,26 @@ export function apiConfigFromEnv(env: NodeJS.ProcessEnv = process.env, base: Api
     if (rl === undefined || rl === '') return undefined;
     if (rl === 'off') return null;
     const m = /^([0-9]+(?:\.[0-9]+)?)\/([0-9]+)(?:\/([0-9]+))?$/.exec(rl);
-    if (m === null) throw invalid(name, `must be <perSecond>/<burst>[/<maxInFlight>] (e.g. 20/40/16) or off, got ${JSON.stringify(rl)}`);
-    return m[3] === undefined ? { perSecond: Number(m[1]), burst: Number(m[2]) } : { perSecond: Number(m[1]), burst: Number(m[2]), maxInFlight: Number(m[3]) };
+    if (m === null)
+      throw invalid(
+        name,
+        `must be <perSecond>/<burst>[/<maxInFlight>] (e.g. 20/40/16) or off, got ${JSON.stringify(rl)}`,
+      );
+    return m[3] === undefined
+      ? { perSecond: Number(m[1]), burst: Number(m[2]) }
+      : { perSecond: Number(m[1]), burst: Number(m[2]), maxInFlight: Number(m[3]) };
   };
   const rl = rate('NDIF_RATE_LIMIT');
   if (rl !== undefined) out.rateLimit = rl;
   const dl = rate('NDIF_DOWNLOAD_RATE_LIMIT');
   if (dl !== undefined) out.downloadRateLimit = dl;
   const keyLimits: KeyLimits = { ...base.keyLimits };
-  for (const [name, field] of [['NDIF_KEY_MAX_TIMEOUT_MS', 'maxTimeoutMs'], ['NDIF_KEY_MAX_QUEUED', 'maxQueued'], ['NDIF_KEY_MAX_RUNNING', 'maxRunning'], ['NDIF_KEY_STORAGE_QUOTA_BYTES', 'storageQuotaBytes']] as const) {
+  for (const [name, field] of [
+    ['NDIF_KEY_MAX_TIMEOUT_MS', 'maxTimeoutMs'],
+    ['NDIF_KEY_MAX_QUEUED', 'maxQueued'],
+    ['NDIF_KEY_MAX_RUNNING', 'maxRunning'],
+    ['NDIF_KEY_STORAGE_QUOTA_BYTES', 'storageQuotaBytes'],
+  ] as const) {
     const v = int(name);
     if (v !== undefined) keyLimits[field] = v;
   }

@@ -23,7 +23,13 @@ export function routeDeps(ctx: ApiContext, api: ApiKind): RouteDeps {
   if (config.auth && ctx.keys === undefined) {
     throw new TypeError('auth is on but no API key store was given (ctx.keys): every call would be refused');
   }
-  return { ctx, config, keys: ctx.keys === undefined ? undefined : new ApiKeys(ctx.keys), api, capabilities: new Set() };
+  return {
+    ctx,
+    config,
+    keys: ctx.keys === undefined ? undefined : new ApiKeys(ctx.keys),
+    api,
+    capabilities: new Set(),
+  };
 }
 
 /** The ISO time of the context's clock. */

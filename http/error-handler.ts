@@ -15,18 +15,29 @@ export interface HttpFailure {
 function fromFastify(err: FastifyError, bodyLimit: number): FabricError | undefined {
   switch (err.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new FabricError(ApiErrorCode.bodyTooLarge, 413, `the request body is larger than the limit of ${bodyLimit} bytes`, {
-        hint: 'send less (large inputs as token ids, not repeated text), or ask the operator to raise NDIF_BODY_LIMIT_BYTES',
-        details: { limitBytes: bodyLimit },
-      });
+      return new FabricError(
+        ApiErrorCode.bodyTooLarge,
+        413,
+        `the request body is larger than the limit of ${bodyLimit} bytes`,
+        {
+          hint: 'send less (large inputs as token ids, not repeated text), or ask the operator to raise NDIF_BODY_LIMIT_BYTES',
+          details: { limitBytes: bodyLimit },
+        },
+      );
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return new FabricError(ApiErrorCode.unsupportedMediaType, 415, 'bodies must be application/json', { hint: 'send Content-Type: application/json' });
+      return new FabricError(ApiErrorCode.unsupportedMediaType, 415, 'bodies must be application/json', {
+        hint: 'send Content-Type: application/json',
+      });
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
-      return new FabricError(ApiErrorCode.invalidJson, 400, `the body is not valid JSON: ${err.message}`, { hint: 'send a JSON object' });
+      return new FabricError(ApiErrorCode.invalidJson, 400, `the body is not valid JSON: ${err.message}`, {
+        hint: 'send a JSON object',
+      });
     default:
       if (typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500) {
-        return new FabricError(ApiErrorCode.badRequest, err.statusCode, err.message, { details: { fastifyCode: err.code ?? null } });
+        return new FabricError(ApiErrorCode.badRequest, err.statusCode, err.message, {
+          details: { fastifyCode: err.code ?? null },
+        });
       }
       return undefined;
   }
@@ -35,10 +46,24 @@ function fromFastify(err: FastifyError, bodyLimit: number): FabricError | undefi
 /** Errors the router raises before any route runs (fastify's frameworkErrors). */
 export function routerFailure(err: FastifyError, log: FastifyRequest['log']): HttpFailure {
   if (err.code === 'FST_ERR_BAD_URL') {
-    return { status: 400, body: { code: ApiErrorCode.badUrl, message: `the URL cannot be decoded: ${err.message}`, hint: 'percent-encode ids in paths with encodeURIComponent' } };
+    return {
+      status: 400,
+      body: {
+        code: ApiErrorCode.badUrl,
+        message: `the URL cannot be decoded: ${err.message}`,
+        hint: 'percent-encode ids in paths with encodeURIComponent',
+      },
+    };
   }
   if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') {
-    return { status: 414, body: { code: ApiErrorCode.urlTooLong, message: 'a path parameter is longer than 500 characters', hint: 'ids and model keys are at most 128 characters' } };
+    return {
+      status: 414,
+      body: {
+        code: ApiErrorCode.urlTooLong,
+        message: 'a path parameter is longer than 500 characters',
+        hint: 'ids and model keys are at most 128 characters',
+      },
+    };
   }
   return toHttpFailure(err, log, 0, 'router');
 }
@@ -46,14 +71,21 @@ export function routerFailure(err: FastifyError, log: FastifyRequest['log']): Ht
 /** The answer to a failure; logs 5xx with their cause. */
 export function toHttpFailure(err: unknown, log: FastifyRequest['log'], bodyLimit: number, where: string): HttpFailure {
   let fe: FabricError | undefined = isFabricError(err) ? err : undefined;
-  if (fe === undefined && err instanceof Error && typeof (err as FastifyError).code === 'string' && (err as FastifyError).code.startsWith('FST_')) {
+  if (
+    fe === undefined &&
+    err instanceof Error &&
+    typeof (err as FastifyError).code === 'string' &&
+    (err as FastifyError).code.startsWith('FST_')
+  ) {
     fe = fromFastify(err as FastifyError, bodyLimit);
   }
   if (fe !== undefined) {
-    if (fe.httpStatus >= 500) log.error({ err: fe.cause ?? fe, code: fe.code, where }, `${where}: ${fe.code}: ${fe.message}`);
+    if (fe.httpStatus >= 500)
+      log.error({ err: fe.cause ?? fe, code: fe.code, where }, `${where}: ${fe.code}: ${fe.message}`);
     const headers: Record<string, string> = {};
     // Every refusal for a limit (429) says when to try again.
-    if (fe.httpStatus === 429) headers['retry-after'] = String(Math.max(1, Math.ceil(Number(fe.details?.retryAfterMs ?? 1000) / 1000)));
+    if (fe.httpStatus === 429)
+      headers['retry-after'] = String(Math.max(1, Math.ceil(Number(fe.details?.retryAfterMs ?? 1000) / 1000)));
     if (fe.code === 'AUTH_KEY_MISSING') headers['www-authenticate'] = 'Bearer';
     return { status: fe.httpStatus, body: fe.toBody(), headers };
   }

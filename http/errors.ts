@@ -31,7 +31,10 @@ export function invalidInput(where: 'body' | 'query' | 'params', issues: Issue[]
   const code = where === 'body' ? ApiErrorCode.invalidBody : ApiErrorCode.invalidParams;
   const field = first.path === '' ? where : `${where === 'body' ? '' : `${where} `}${first.path}`;
   return new FabricError(code, 400, `${field}: ${first.message}`, {
-    hint: where === 'body' ? 'fix the field named (docs/http-api.md lists every body); unknown fields are refused' : 'fix the parameter named',
+    hint:
+      where === 'body'
+        ? 'fix the field named (docs/http-api.md lists every body); unknown fields are refused'
+        : 'fix the parameter named',
     details: { issues: issues.slice(0, 10) },
   });
 }
@@ -39,8 +42,13 @@ export function invalidInput(where: 'body' | 'query' | 'params', issues: Issue[]
 /** A model key the catalog does not serve; the message lists the ones it does. */
 export function unknownModel(key: string, known: string[]): FabricError {
   const shown = known.slice(0, 20);
-  return new FabricError('API_UNKNOWN_MODEL', 404, `there is no model ${JSON.stringify(key.slice(0, 130))}; this fabric serves ${shown.length === 0 ? 'no models' : shown.join(', ')}${known.length > shown.length ? ', …' : ''}`, {
-    hint: 'use one of the listed keys (GET /models)',
-    details: { model: key.slice(0, 130), known },
-  });
+  return new FabricError(
+    'API_UNKNOWN_MODEL',
+    404,
+    `there is no model ${JSON.stringify(key.slice(0, 130))}; this fabric serves ${shown.length === 0 ? 'no models' : shown.join(', ')}${known.length > shown.length ? ', …' : ''}`,
+    {
+      hint: 'use one of the listed keys (GET /models)',
+      details: { model: key.slice(0, 130), known },
+    },
+  );
 }

@@ -4,7 +4,10 @@ import type { Logger } from 'pino';
 import type { ApiConfig } from './config.js';
 import { routerFailure } from './error-handler.js';
 
-export function fastifyOptions(config: ApiConfig, log: Logger): FastifyServerOptions & { loggerInstance: FastifyBaseLogger } {
+export function fastifyOptions(
+  config: ApiConfig,
+  log: Logger,
+): FastifyServerOptions & { loggerInstance: FastifyBaseLogger } {
   return {
     loggerInstance: log as FastifyBaseLogger,
     bodyLimit: config.bodyLimitBytes,

@@ -16,13 +16,21 @@ export function presentedKey(headers: IncomingHttpHeaders, queryKey?: string): s
     fromAuth = m[1];
   }
   const fromX = Array.isArray(x) ? x.join(',') : x === '' ? undefined : x;
-  const candidates = [fromAuth, fromX, queryKey === '' ? undefined : queryKey].filter((k): k is string => k !== undefined);
+  const candidates = [fromAuth, fromX, queryKey === '' ? undefined : queryKey].filter(
+    (k): k is string => k !== undefined,
+  );
   if (candidates.length === 0) return undefined;
-  if (candidates.some((k) => k !== candidates[0])) throw keyMalformed('different keys were sent in Authorization, x-api-key and ?key=');
+  if (candidates.some((k) => k !== candidates[0]))
+    throw keyMalformed('different keys were sent in Authorization, x-api-key and ?key=');
   return candidates[0];
 }
 
-export async function identify(auth: boolean, keys: ApiKeys | undefined, key: string | undefined, optional: boolean): Promise<Identity | null> {
+export async function identify(
+  auth: boolean,
+  keys: ApiKeys | undefined,
+  key: string | undefined,
+  optional: boolean,
+): Promise<Identity | null> {
   if (!auth) return LOCAL_IDENTITY;
   if (key === undefined) {
     if (optional) return null;

@@ -17,7 +17,12 @@ export function installJsonBody(app: FastifyInstance): void {
     try {
       done(null, text.includes('__proto__') ? JSON.parse(text, refuseProto) : JSON.parse(text));
     } catch (e) {
-      done(new FabricError(ApiErrorCode.invalidJson, 400, `the body is not valid JSON: ${(e as Error).message}`, { hint: 'send one JSON object with Content-Type: application/json' }), undefined);
+      done(
+        new FabricError(ApiErrorCode.invalidJson, 400, `the body is not valid JSON: ${(e as Error).message}`, {
+          hint: 'send one JSON object with Content-Type: application/json',
+        }),
+        undefined,
+      );
     }
   });
 }

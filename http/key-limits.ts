@@ -6,7 +6,12 @@ import type { ApiConfig } from './config.js';
 
 export type EffectiveLimits = { [K in keyof Required<KeyLimits>]: number | null };
 
-const NONE: EffectiveLimits = Object.freeze({ maxTimeoutMs: null, maxQueued: null, maxRunning: null, storageQuotaBytes: null });
+const NONE: EffectiveLimits = Object.freeze({
+  maxTimeoutMs: null,
+  maxQueued: null,
+  maxRunning: null,
+  storageQuotaBytes: null,
+});
 
 export function limitsOf(me: Identity, config: ApiConfig): EffectiveLimits {
   if (!me.auth) return NONE;

@@ -20,7 +20,11 @@ export class RateLimiter {
   private readonly buckets = new Map<string, Bucket>();
   private lastSweepMs = 0;
 
-  constructor(private readonly config: RateLimitConfig, private readonly clock: () => number, private readonly what = 'calls') {}
+  constructor(
+    private readonly config: RateLimitConfig,
+    private readonly clock: () => number,
+    private readonly what = 'calls',
+  ) {}
 
   /**
    * Takes one token for `caller` (and, with maxInFlight, a slot: call the returned function when the call is
@@ -39,17 +43,27 @@ export class RateLimiter {
     }
     const max = this.config.maxInFlight;
     if (holdSlot && max !== undefined && b.inFlight >= max) {
-      throw new FabricError(ApiErrorCode.rateLimited, 429, `${caller} already has ${b.inFlight} ${this.what} being served, the most it may have at once; retry once they are answered`, {
-        hint: 'send fewer calls at once (a few in parallel is plenty); subscribe to the status websocket instead of polling',
-        details: { retryAfterMs: 1000, maxInFlight: max, perSecond: this.config.perSecond, burst: this.config.burst },
-      });
+      throw new FabricError(
+        ApiErrorCode.rateLimited,
+        429,
+        `${caller} already has ${b.inFlight} ${this.what} being served, the most it may have at once; retry once they are answered`,
+        {
+          hint: 'send fewer calls at once (a few in parallel is plenty); subscribe to the status websocket instead of polling',
+          details: { retryAfterMs: 1000, maxInFlight: max, perSecond: this.config.perSecond, burst: this.config.burst },
+        },
+      );
     }
     if (b.tokens < 1) {
       const retryAfterMs = Math.ceil(((1 - b.tokens) / this.config.perSecond) * 1000);
-      throw new FabricError(ApiErrorCode.rateLimited, 429, `${caller} is over its rate limit of ${this.config.perSecond} ${this.what} per second (bursts of ${this.config.burst}); retry in ${retryAfterMs} ms`, {
-        hint: 'wait for Retry-After seconds; subscribe to the status websocket instead of polling',
-        details: { retryAfterMs, perSecond: this.config.perSecond, burst: this.config.burst },
-      });
+      throw new FabricError(
+        ApiErrorCode.rateLimited,
+        429,
+        `${caller} is over its rate limit of ${this.config.perSecond} ${this.what} per second (bursts of ${this.config.burst}); retry in ${retryAfterMs} ms`,
+        {
+          hint: 'wait for Retry-After seconds; subscribe to the status websocket instead of polling',
+          details: { retryAfterMs, perSecond: this.config.perSecond, burst: this.config.burst },
+        },
+      );
     }
     b.tokens -= 1;
     if (!holdSlot || max === undefined) return noop;

@@ -32,9 +32,17 @@ export function candidateRequestIds(me: Identity, id: string): string[] {
  * The recorded id a name given by `me` stands for: its own scope, unless `me` is an operator and only the full id
  * names a request. Looks nothing up for anyone else (so a miss costs the same as any other miss).
  */
-export async function resolveRequestId(ctx: Pick<FabricContext, 'view' | 'store'>, me: Identity, id: string): Promise<string> {
+export async function resolveRequestId(
+  ctx: Pick<FabricContext, 'view' | 'store'>,
+  me: Identity,
+  id: string,
+): Promise<string> {
   const [own, full] = candidateRequestIds(me, id);
   if (full === undefined) return own!;
-  if (ctx.view.state.requests.byId.has(own!) || (await ctx.store.readStream(requestStream(own!), { limit: 1 })).length > 0) return own!;
+  if (
+    ctx.view.state.requests.byId.has(own!) ||
+    (await ctx.store.readStream(requestStream(own!), { limit: 1 })).length > 0
+  )
+    return own!;
   return full;
 }

@@ -25,7 +25,7 @@ export class AgentMetrics {
     const held = () => agent.replicas.view().filter((r) => r.phase === 'LOADING' || r.phase === 'HOT');
     new Gauge({
       name: 'ndif_agent_gpu_memory_bytes',
-      help: 'Memory of each of this agent\'s GPUs (as declared: NDIF_AGENT_GPUS)',
+      help: "Memory of each of this agent's GPUs (as declared: NDIF_AGENT_GPUS)",
       labelNames: ['agent', 'gpu'],
       registers,
       collect() {
@@ -48,7 +48,8 @@ export class AgentMetrics {
       labelNames: ['agent', 'gpu'],
       registers,
       collect() {
-        for (const g of config.gpus) this.set({ agent: agentId, gpu: String(g.index) }, Math.max(0, g.memoryBytes - used(g.index)));
+        for (const g of config.gpus)
+          this.set({ agent: agentId, gpu: String(g.index) }, Math.max(0, g.memoryBytes - used(g.index)));
       },
     });
     new Gauge({
@@ -95,7 +96,11 @@ export class AgentMetrics {
       });
     pool('ndif_sandbox_pool_ready', 'Warm sandbox runners waiting for an untrusted request, per model', (s) => s.ready);
     pool('ndif_sandbox_pool_starting', 'Sandbox runners starting, per model', (s) => s.starting);
-    pool('ndif_sandbox_pool_target', 'The size the sandbox pool keeps warm, per model (fixed or from spawn/execute times)', (s) => s.target);
+    pool(
+      'ndif_sandbox_pool_target',
+      'The size the sandbox pool keeps warm, per model (fixed or from spawn/execute times)',
+      (s) => s.target,
+    );
     pool('ndif_sandbox_pool_waiting', 'Untrusted requests waiting for a runner, per model', (s) => s.waiting);
     const spawn = new Histogram({
       name: 'ndif_sandbox_spawn_seconds',
@@ -105,6 +110,12 @@ export class AgentMetrics {
       registers,
     });
     this.runnerSpawned = (ms) => spawn.observe({ agent: agentId }, ms / 1000);
-    consumerLagGauge(registry, () => [{ topic: config.topics.assignments, group: assignmentsGroupId(agentId, config.topics.assignments), partitions: agent.assignmentLag() }]);
+    consumerLagGauge(registry, () => [
+      {
+        topic: config.topics.assignments,
+        group: assignmentsGroupId(agentId, config.topics.assignments),
+        partitions: agent.assignmentLag(),
+      },
+    ]);
   }
 }

@@ -41,7 +41,8 @@ export function controlPlaneGauges(registry: Registry, view: ControlPlaneView, c
     registers,
     collect() {
       this.reset();
-      for (const r of s().cluster.replicas.values()) if (r.state !== 'REMOVED') this.inc({ model: r.modelKey, state: r.state, level: levelOf(r.state) });
+      for (const r of s().cluster.replicas.values())
+        if (r.state !== 'REMOVED') this.inc({ model: r.modelKey, state: r.state, level: levelOf(r.state) });
     },
   });
   new Gauge({
@@ -66,8 +67,14 @@ export function controlPlaneGauges(registry: Registry, view: ControlPlaneView, c
       },
     });
   gpu('ndif_gpu_memory_bytes', 'Memory of each GPU as its agent declared it', (g) => g.memoryBytes);
-  gpu('ndif_gpu_memory_used_bytes', 'GPU memory taken by the replicas placed on it (placement accounting)', (g) => g.usedBytes);
-  gpu('ndif_gpu_memory_free_bytes', 'GPU memory not taken by any replica (placement accounting)', (g) => Math.max(0, g.memoryBytes - g.usedBytes));
+  gpu(
+    'ndif_gpu_memory_used_bytes',
+    'GPU memory taken by the replicas placed on it (placement accounting)',
+    (g) => g.usedBytes,
+  );
+  gpu('ndif_gpu_memory_free_bytes', 'GPU memory not taken by any replica (placement accounting)', (g) =>
+    Math.max(0, g.memoryBytes - g.usedBytes),
+  );
   new Gauge({
     name: 'ndif_requests_active',
     help: 'Requests not finished, by recorded status (RECEIVED, QUEUED, DISPATCHED, RUNNING)',

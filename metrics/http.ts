@@ -11,7 +11,10 @@ import { SECONDS_BUCKETS } from './registry.js';
 const KNOWN_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
 
 export function httpMetrics(app: FastifyInstance, metrics: FabricMetrics, isModel: (key: string) => boolean): void {
-  const seconds = (metrics.registry.getSingleMetric('ndif_http_request_duration_seconds') as Histogram<'method' | 'route' | 'status_code'> | undefined) ??
+  const seconds =
+    (metrics.registry.getSingleMetric('ndif_http_request_duration_seconds') as
+      | Histogram<'method' | 'route' | 'status_code'>
+      | undefined) ??
     new Histogram({
       name: 'ndif_http_request_duration_seconds',
       help: 'Time to answer an HTTP call, by method, matched route and status code',
@@ -23,7 +26,10 @@ export function httpMetrics(app: FastifyInstance, metrics: FabricMetrics, isMode
     const route = req.routeOptions.url ?? 'unmatched';
     if (route === '/metrics') return;
     const s = reply.elapsedTime / 1000;
-    seconds.observe({ method: KNOWN_METHODS.has(req.method) ? req.method : 'OTHER', route, status_code: String(reply.statusCode) }, s);
+    seconds.observe(
+      { method: KNOWN_METHODS.has(req.method) ? req.method : 'OTHER', route, status_code: String(reply.statusCode) },
+      s,
+    );
     if (route === '/requests' && req.method === 'POST' && reply.statusCode < 300) {
       const model = (req.body as { model?: unknown } | undefined)?.model;
       if (typeof model === 'string' && isModel(model)) metrics.requests.observe('submit', model, s);

@@ -29,7 +29,8 @@ export class ProjectionLag {
       async collect() {
         const h = await store.headPosition();
         this.reset();
-        for (const source of sources) for (const p of source()) this.set({ projection: p.name }, Math.max(0, h - p.position));
+        for (const source of sources)
+          for (const p of source()) this.set({ projection: p.name }, Math.max(0, h - p.position));
       },
     });
   }

@@ -7,7 +7,12 @@ import type { Relay } from '../transport/relay/relay.js';
 import { SECONDS_BUCKETS } from './registry.js';
 import { consumerLagGauge } from './transport.js';
 
-export function relayMetrics(registry: Registry, relay: Relay, store: EventStore, topics: { agentEvents: string; group: string }): void {
+export function relayMetrics(
+  registry: Registry,
+  relay: Relay,
+  store: EventStore,
+  topics: { agentEvents: string; group: string },
+): void {
   const registers = [registry];
   new Gauge({
     name: 'ndif_relay_assignment_lag_events',
@@ -48,5 +53,7 @@ export function relayMetrics(registry: Registry, relay: Relay, store: EventStore
     registers,
   });
   relay.intake.onStored = (command, ms) => delay.observe({ command }, Math.max(0, ms) / 1000);
-  consumerLagGauge(registry, () => [{ topic: topics.agentEvents, group: topics.group, partitions: relay.intake.lag() }]);
+  consumerLagGauge(registry, () => [
+    { topic: topics.agentEvents, group: topics.group, partitions: relay.intake.lag() },
+  ]);
 }

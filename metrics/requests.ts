@@ -27,13 +27,51 @@ export class RequestMetrics {
 
   constructor(registry: Registry) {
     const registers = [registry];
-    this.phase = new Histogram({ name: 'ndif_request_phase_seconds', help: 'Latency of each phase of a request: submit, schedule, start, run, notify', labelNames: ['model', 'phase'], buckets: SECONDS_BUCKETS, registers });
-    this.queueWait = new Histogram({ name: 'ndif_queue_wait_seconds', help: 'Time a request waited in its model queue before it was dispatched (each stay; a requeue starts another)', labelNames: ['model'], buckets: SECONDS_BUCKETS, registers });
-    this.duration = new Histogram({ name: 'ndif_request_duration_seconds', help: 'Received → finished, by outcome', labelNames: ['model', 'outcome'], buckets: SECONDS_BUCKETS, registers });
-    this.received = new Counter({ name: 'ndif_requests_received_total', help: 'Requests accepted', labelNames: ['model'], registers });
-    this.finished = new Counter({ name: 'ndif_requests_total', help: 'Requests finished, by outcome (completed, failed, cancelled)', labelNames: ['model', 'outcome'], registers });
-    this.requeued = new Counter({ name: 'ndif_requests_requeued_total', help: 'Requests sent back to the queue, by reason (PREEMPTED, AGENT_LOST, AGENT_RESTARTED, REPLICA_FAILED)', labelNames: ['model', 'reason'], registers });
-    this.removed = new Counter({ name: 'ndif_replica_removals_total', help: 'Replicas removed, by reason (EVICTED, MAKE_ROOM, SCALE_DOWN, AGENT_LOST, …)', labelNames: ['model', 'reason'], registers });
+    this.phase = new Histogram({
+      name: 'ndif_request_phase_seconds',
+      help: 'Latency of each phase of a request: submit, schedule, start, run, notify',
+      labelNames: ['model', 'phase'],
+      buckets: SECONDS_BUCKETS,
+      registers,
+    });
+    this.queueWait = new Histogram({
+      name: 'ndif_queue_wait_seconds',
+      help: 'Time a request waited in its model queue before it was dispatched (each stay; a requeue starts another)',
+      labelNames: ['model'],
+      buckets: SECONDS_BUCKETS,
+      registers,
+    });
+    this.duration = new Histogram({
+      name: 'ndif_request_duration_seconds',
+      help: 'Received → finished, by outcome',
+      labelNames: ['model', 'outcome'],
+      buckets: SECONDS_BUCKETS,
+      registers,
+    });
+    this.received = new Counter({
+      name: 'ndif_requests_received_total',
+      help: 'Requests accepted',
+      labelNames: ['model'],
+      registers,
+    });
+    this.finished = new Counter({
+      name: 'ndif_requests_total',
+      help: 'Requests finished, by outcome (completed, failed, cancelled)',
+      labelNames: ['model', 'outcome'],
+      registers,
+    });
+    this.requeued = new Counter({
+      name: 'ndif_requests_requeued_total',
+      help: 'Requests sent back to the queue, by reason (PREEMPTED, AGENT_LOST, AGENT_RESTARTED, REPLICA_FAILED)',
+      labelNames: ['model', 'reason'],
+      registers,
+    });
+    this.removed = new Counter({
+      name: 'ndif_replica_removals_total',
+      help: 'Replicas removed, by reason (EVICTED, MAKE_ROOM, SCALE_DOWN, AGENT_LOST, …)',
+      labelNames: ['model', 'reason'],
+      registers,
+    });
   }
 
   /** Follows the view's applied events from now on; returns the function that stops it. */
@@ -78,17 +116,20 @@ export class RequestMetrics {
         break;
       }
       case 'RequestStarted':
-        if (v.dispatchedAtMs !== null && v.startedAtMs !== null) this.observe('start', model, (v.startedAtMs - v.dispatchedAtMs) / 1000);
+        if (v.dispatchedAtMs !== null && v.startedAtMs !== null)
+          this.observe('start', model, (v.startedAtMs - v.dispatchedAtMs) / 1000);
         break;
       case 'RequestCompleted':
       case 'RequestFailed':
       case 'RequestCancelled': {
         this.queuedAt.delete(id);
-        const outcome = e.type === 'RequestCompleted' ? 'completed' : e.type === 'RequestFailed' ? 'failed' : 'cancelled';
+        const outcome =
+          e.type === 'RequestCompleted' ? 'completed' : e.type === 'RequestFailed' ? 'failed' : 'cancelled';
         this.finished.inc({ model, outcome });
         if (v.finishedAtMs !== null) {
           this.duration.observe({ model, outcome }, Math.max(0, (v.finishedAtMs - v.receivedAtMs) / 1000));
-          if (outcome !== 'cancelled' && v.startedAtMs !== null) this.observe('run', model, (v.finishedAtMs - v.startedAtMs) / 1000);
+          if (outcome !== 'cancelled' && v.startedAtMs !== null)
+            this.observe('run', model, (v.finishedAtMs - v.startedAtMs) / 1000);
         }
         break;
       }

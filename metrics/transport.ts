@@ -16,7 +16,9 @@ export function consumerLagGauge(registry: Registry, sources: () => ConsumerLagS
     registers: [registry],
     collect() {
       this.reset();
-      for (const s of sources()) for (const p of s.partitions) this.set({ topic: s.topic, group: s.group, partition: String(p.partition) }, p.messages);
+      for (const s of sources())
+        for (const p of s.partitions)
+          this.set({ topic: s.topic, group: s.group, partition: String(p.partition) }, p.messages);
     },
   });
 }

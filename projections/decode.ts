@@ -34,7 +34,16 @@ function canonicalIsoMs(iso: string): number {
   if (iso.length !== 24 || iso.charCodeAt(23) !== 90 /* Z */) return NaN;
   for (let i = 0; i < 23; i++) {
     const c = iso.charCodeAt(i);
-    const separator = i === 4 || i === 7 ? 45 /* - */ : i === 10 ? 84 /* T */ : i === 13 || i === 16 ? 58 /* : */ : i === 19 ? 46 /* . */ : 0;
+    const separator =
+      i === 4 || i === 7
+        ? 45 /* - */
+        : i === 10
+          ? 84 /* T */
+          : i === 13 || i === 16
+            ? 58 /* : */
+            : i === 19
+              ? 46 /* . */
+              : 0;
     if (separator !== 0 ? c !== separator : c < 48 || c > 57) return NaN;
   }
   const year = two(iso, 0) * 100 + two(iso, 2);
@@ -44,7 +53,8 @@ function canonicalIsoMs(iso: string): number {
   const minute = two(iso, 14);
   const second = two(iso, 17);
   // Date.UTC reads years 0–99 as 19xx, and rolls out-of-range fields over where Date.parse may refuse them.
-  if (year < 100 || month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 59) return NaN;
+  if (year < 100 || month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 59)
+    return NaN;
   return Date.UTC(year, month - 1, day, hour, minute, second, digit(iso, 20) * 100 + two(iso, 21));
 }
 

@@ -37,7 +37,10 @@ function describe(node: Node): string {
     case 'ArrayExpression':
       return 'an array';
     default:
-      return `a ${node.type.replace(/Expression$/, ' expression').replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase()}`;
+      return `a ${node.type
+        .replace(/Expression$/, ' expression')
+        .replace(/([a-z])([A-Z])/g, '$1 $2')
+        .toLowerCase()}`;
   }
 }
 
@@ -55,17 +58,29 @@ export function blockSourceProblem(source: string): BlockSourceProblem | undefin
   const wrapped = `${BLOCK_PREFIX}${source}${BLOCK_SUFFIX}`;
   let program: Node & { body: Node[] };
   try {
-    program = parse(wrapped, { ecmaVersion: 'latest', sourceType: 'script', locations: true }) as Node & { body: Node[] };
+    program = parse(wrapped, { ecmaVersion: 'latest', sourceType: 'script', locations: true }) as Node & {
+      body: Node[];
+    };
   } catch (e) {
     const err = e as SyntaxError & { loc?: { line: number; column: number } };
     const loc = err.loc;
     const line = loc?.line;
-    const column = loc === undefined ? undefined : loc.line === 1 ? loc.column - BLOCK_PREFIX.length + 1 : loc.column + 1;
+    const column =
+      loc === undefined ? undefined : loc.line === 1 ? loc.column - BLOCK_PREFIX.length + 1 : loc.column + 1;
     const message = err.message.replace(/\s*\(\d+:\d+\)$/, '');
     if (line !== undefined && line > source.split('\n').length) {
-      return { kind: 'syntax', message: `${message} (the source ends before the function does)`, line: source.split('\n').length };
+      return {
+        kind: 'syntax',
+        message: `${message} (the source ends before the function does)`,
+        line: source.split('\n').length,
+      };
     }
-    return { kind: 'syntax', message, ...(line === undefined ? {} : { line }), ...(column === undefined || column < 1 ? {} : { column }) };
+    return {
+      kind: 'syntax',
+      message,
+      ...(line === undefined ? {} : { line }),
+      ...(column === undefined || column < 1 ? {} : { column }),
+    };
   }
   const outside = (why: string, node?: Node): BlockSourceProblem => ({
     kind: 'shape',
@@ -73,12 +88,21 @@ export function blockSourceProblem(source: string): BlockSourceProblem | undefin
     ...(node ? at(node, source) : {}),
   });
   const stmt = program.body.length === 1 ? (program.body[0] as Node & { expression?: Node }) : undefined;
-  const wrapper = stmt?.type === 'ExpressionStatement' ? (stmt.expression as Node & { body?: Node & { body: Node[] }; params?: Node[] }) : undefined;
+  const wrapper =
+    stmt?.type === 'ExpressionStatement'
+      ? (stmt.expression as Node & { body?: Node & { body: Node[] }; params?: Node[] })
+      : undefined;
   const inner = wrapper?.type === 'FunctionExpression' ? wrapper.body?.body : undefined;
-  const ret = inner !== undefined && inner.length === 2 && inner[1]!.type === 'ReturnStatement' ? (inner[1] as Node & { argument: Node | null }) : undefined;
+  const ret =
+    inner !== undefined && inner.length === 2 && inner[1]!.type === 'ReturnStatement'
+      ? (inner[1] as Node & { argument: Node | null })
+      : undefined;
   if (ret === undefined || ret.argument === null || wrapper?.params?.length !== 1) {
     const extra = program.body.length > 1 ? program.body[1] : undefined;
-    return outside('it is not a function expression alone (the source closes the function and goes on after it)', extra);
+    return outside(
+      'it is not a function expression alone (the source closes the function and goes on after it)',
+      extra,
+    );
   }
   const fn = ret.argument;
   if (fn.type !== 'ArrowFunctionExpression' && fn.type !== 'FunctionExpression') {
@@ -101,7 +125,8 @@ export function v8SyntaxProblem(source: string): BlockSourceProblem | undefined 
     const line = /^block\.js:(\d+)/.exec(lines[0] ?? '')?.[1];
     let column: number | undefined;
     const caret = lines[2]?.indexOf('^');
-    if (line !== undefined && caret !== undefined && caret >= 0) column = Number(line) === 1 ? caret - BLOCK_PREFIX.length + 1 : caret + 1;
+    if (line !== undefined && caret !== undefined && caret >= 0)
+      column = Number(line) === 1 ? caret - BLOCK_PREFIX.length + 1 : caret + 1;
     return {
       kind: 'syntax',
       message: `${err.name}: ${err.message}`,
@@ -118,7 +143,12 @@ export function v8SyntaxProblem(source: string): BlockSourceProblem | undefined 
 export function checkBlockSource(source: string): BlockSourceProblem | undefined {
   const problem = blockSourceProblem(source);
   if (problem === undefined || problem.kind === 'shape') return problem;
-  return v8SyntaxProblem(source) ?? { ...problem, message: `${problem.message} (the fabric cannot verify that this is exactly one function expression)` };
+  return (
+    v8SyntaxProblem(source) ?? {
+      ...problem,
+      message: `${problem.message} (the fabric cannot verify that this is exactly one function expression)`,
+    }
+  );
 }
 
 /** The user-facing text of a problem, as BLOCK_SYNTAX_ERROR messages say it. */

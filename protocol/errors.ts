@@ -16,7 +16,12 @@ export class FabricError extends Error {
   readonly hint: string | undefined;
   readonly details: Record<string, unknown> | undefined;
 
-  constructor(code: string, httpStatus: number, message: string, opts: { hint?: string; details?: Record<string, unknown>; cause?: unknown } = {}) {
+  constructor(
+    code: string,
+    httpStatus: number,
+    message: string,
+    opts: { hint?: string; details?: Record<string, unknown>; cause?: unknown } = {},
+  ) {
     super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
     this.name = 'FabricError';
     this.code = code;

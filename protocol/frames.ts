@@ -56,10 +56,28 @@ export type FrameDirection = 'agent-to-runner' | 'runner-to-agent';
 /** One tag per message kind and direction. STOP exists in both directions with different bodies. */
 export const TAGS = {
   'agent-to-runner': { START: 0x01, VALUE: 0x02, RAISE: 0x03, STOP: 0x04, STEP: 0x05, INIT: 0x21 },
-  'runner-to-agent': { WAIT: 0x11, SWAP: 0x12, SKIP: 0x13, STOP: 0x14, LOG: 0x15, END: 0x16, EXCEPTION: 0x17, BACKWARD: 0x18, CALL: 0x19, CACHE: 0x1a, READY: 0x22, FAILED: 0x23 },
+  'runner-to-agent': {
+    WAIT: 0x11,
+    SWAP: 0x12,
+    SKIP: 0x13,
+    STOP: 0x14,
+    LOG: 0x15,
+    END: 0x16,
+    EXCEPTION: 0x17,
+    BACKWARD: 0x18,
+    CALL: 0x19,
+    CACHE: 0x1a,
+    READY: 0x22,
+    FAILED: 0x23,
+  },
 } as const;
 
-export type ProtocolErrorCode = 'FRAME_UNKNOWN_TAG' | 'FRAME_TOO_LARGE' | 'FRAME_TRUNCATED' | 'FRAME_MALFORMED' | 'FRAME_UNENCODABLE';
+export type ProtocolErrorCode =
+  | 'FRAME_UNKNOWN_TAG'
+  | 'FRAME_TOO_LARGE'
+  | 'FRAME_TRUNCATED'
+  | 'FRAME_MALFORMED'
+  | 'FRAME_UNENCODABLE';
 
 /** A frame that cannot be read (or a message that cannot be written). The stream cannot be trusted after it. */
 export class ProtocolError extends FabricError {
@@ -103,7 +121,8 @@ class FrameWriter {
   }
 
   u32(v: number, what: string): void {
-    if (!Number.isInteger(v) || v < 0 || v > U32_MAX) unencodable(`${what} must be an integer in [0, 2^32), got ${String(v)}`);
+    if (!Number.isInteger(v) || v < 0 || v > U32_MAX)
+      unencodable(`${what} must be an integer in [0, 2^32), got ${String(v)}`);
     this.room(4);
     this.scratch.writeUInt32LE(v, this.pos);
     this.pos += 4;
@@ -167,7 +186,11 @@ class FrameWriter {
     this.flushScratch();
     const length = 1 + this.total;
     if (length > maxFrameBytes) {
-      throw new ProtocolError('FRAME_TOO_LARGE', `message needs a ${length}-byte frame, over the ${maxFrameBytes}-byte limit`, { length, maxFrameBytes });
+      throw new ProtocolError(
+        'FRAME_TOO_LARGE',
+        `message needs a ${length}-byte frame, over the ${maxFrameBytes}-byte limit`,
+        { length, maxFrameBytes },
+      );
     }
     const header = Buffer.allocUnsafe(FRAME_HEADER_BYTES);
     header.writeUInt32LE(length, 0);
@@ -182,8 +205,10 @@ function unencodable(message: string): never {
 
 function writeTensor(w: FrameWriter, t: TensorPayload, what: string): void {
   const code = DTYPES.indexOf(t?.dtype);
-  if (code < 0) unencodable(`${what}: unknown dtype ${JSON.stringify(t?.dtype)} (expected one of ${DTYPES.join(', ')})`);
-  if (!Array.isArray(t.shape) || t.shape.length > MAX_RANK) unencodable(`${what}: shape must be an array of at most ${MAX_RANK} dimensions`);
+  if (code < 0)
+    unencodable(`${what}: unknown dtype ${JSON.stringify(t?.dtype)} (expected one of ${DTYPES.join(', ')})`);
+  if (!Array.isArray(t.shape) || t.shape.length > MAX_RANK)
+    unencodable(`${what}: shape must be an array of at most ${MAX_RANK} dimensions`);
   if (!(t.data instanceof Uint8Array)) unencodable(`${what}: data must be a Uint8Array of raw little-endian bytes`);
   let elements = 1;
   w.u8(code + 1);
@@ -236,7 +261,8 @@ function writeSeeds(w: FrameWriter, seeds: GradSeed[]): void {
     const sparse = s.at !== undefined;
     w.u8(sparse ? 1 : 0);
     if (sparse) {
-      if (!Array.isArray(s.shape) || s.shape.length > MAX_RANK) unencodable(`seed ${i}: a sparse seed needs its dense shape (at most ${MAX_RANK} dims)`);
+      if (!Array.isArray(s.shape) || s.shape.length > MAX_RANK)
+        unencodable(`seed ${i}: a sparse seed needs its dense shape (at most ${MAX_RANK} dims)`);
       w.u8(s.shape.length);
       for (const d of s.shape) w.u32(d, `seed ${i} dimension`);
       writeTensor(w, s.at!, `seed ${i} offsets`);
@@ -280,7 +306,9 @@ export function encodeAgentToRunner(msg: AgentToRunner, opts: EncodeOptions = {}
       w.u8(msg.cache ? 1 : 0);
       // A session's trace index and count; 0 of 0 for a request of one trace (no `trace`).
       if (msg.trace !== undefined && !(msg.trace.count >= 1 && msg.trace.index < msg.trace.count)) {
-        unencodable(`trace ${String(msg.trace.index)} of ${String(msg.trace.count)}: the index must be below the count`);
+        unencodable(
+          `trace ${String(msg.trace.index)} of ${String(msg.trace.count)}: the index must be below the count`,
+        );
       }
       w.u32(msg.trace?.index ?? 0, 'trace index');
       w.u32(msg.trace?.count ?? 0, 'trace count');
@@ -331,7 +359,9 @@ export function encodeAgentToRunner(msg: AgentToRunner, opts: EncodeOptions = {}
       w.optStr(msg.tokenizerFile, 'tokenizerFile');
       break;
     default:
-      return unencodable(`no agent → runner frame for message kind ${JSON.stringify((msg as { kind?: unknown }).kind)}`);
+      return unencodable(
+        `no agent → runner frame for message kind ${JSON.stringify((msg as { kind?: unknown }).kind)}`,
+      );
   }
   return w.finish(tag, opts.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES);
 }
@@ -418,7 +448,9 @@ export function encodeRunnerToAgent(msg: RunnerToAgent, opts: EncodeOptions = {}
       w.str(msg.message, 'message');
       break;
     default:
-      return unencodable(`no runner → agent frame for message kind ${JSON.stringify((msg as { kind?: unknown }).kind)}`);
+      return unencodable(
+        `no runner → agent frame for message kind ${JSON.stringify((msg as { kind?: unknown }).kind)}`,
+      );
   }
   return w.finish(tag, opts.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES);
 }
@@ -432,7 +464,10 @@ class FrameReader {
   private readonly view: DataView;
 
   /** `frame` is the whole frame, header included (offsets are relative to its start for alignment). */
-  constructor(private readonly frame: Uint8Array, private readonly kind: string) {
+  constructor(
+    private readonly frame: Uint8Array,
+    private readonly kind: string,
+  ) {
     this.view = new DataView(frame.buffer, frame.byteOffset, frame.byteLength);
     this.pos = FRAME_HEADER_BYTES;
   }
@@ -509,12 +544,14 @@ class FrameReader {
   /** A count of items each at least `minBytes` long, checked against what is left so no huge array is allocated. */
   count(what: string, minBytes: number): number {
     const n = this.u32(`${what} count`);
-    if (n * minBytes > this.remaining) throw malformed(`${this.kind} frame: ${n} ${what} cannot fit in the ${this.remaining} bytes left`);
+    if (n * minBytes > this.remaining)
+      throw malformed(`${this.kind} frame: ${n} ${what} cannot fit in the ${this.remaining} bytes left`);
     return n;
   }
 
   done(): void {
-    if (this.pos !== this.frame.length) throw malformed(`${this.kind} frame has ${this.frame.length - this.pos} trailing bytes`);
+    if (this.pos !== this.frame.length)
+      throw malformed(`${this.kind} frame has ${this.frame.length - this.pos} trailing bytes`);
   }
 }
 
@@ -585,7 +622,13 @@ function decodeAgentToRunner(tag: number, r: FrameReader): AgentToRunner {
       const count = r.u32('trace count');
       if (count === 0 ? index !== 0 : index >= count) throw malformed(`START frame: trace ${index} of ${count}`);
       const n = r.count('invokes', 20);
-      const invokes: Array<{ invoke: number; source: string; tokens: number[]; batchStart: number; batchSize: number }> = [];
+      const invokes: Array<{
+        invoke: number;
+        source: string;
+        tokens: number[];
+        batchStart: number;
+        batchSize: number;
+      }> = [];
       for (let i = 0; i < n; i++) {
         const invoke = r.u32('invoke');
         const source = r.str('block source');
@@ -709,7 +752,11 @@ function decodeRunnerToAgent(tag: number, r: FrameReader): RunnerToAgent {
 
 function unknownTag(tag: number, direction: FrameDirection): ProtocolError {
   const known = Object.entries(TAGS[direction]).map(([k, v]) => `${k}=0x${v.toString(16).padStart(2, '0')}`);
-  return new ProtocolError('FRAME_UNKNOWN_TAG', `unknown ${direction} frame tag 0x${tag.toString(16).padStart(2, '0')} (known: ${known.join(', ')})`, { tag, direction });
+  return new ProtocolError(
+    'FRAME_UNKNOWN_TAG',
+    `unknown ${direction} frame tag 0x${tag.toString(16).padStart(2, '0')} (known: ${known.join(', ')})`,
+    { tag, direction },
+  );
 }
 
 const TAG_NAMES: Record<FrameDirection, Map<number, string>> = {
@@ -720,12 +767,23 @@ const TAG_NAMES: Record<FrameDirection, Map<number, string>> = {
 type MessageOf<D extends FrameDirection> = D extends 'agent-to-runner' ? AgentToRunner : RunnerToAgent;
 
 /** Decodes one complete frame (header included). Throws ProtocolError for anything but exactly one valid frame. */
-export function decodeFrame<D extends FrameDirection>(direction: D, frame: Uint8Array, opts: EncodeOptions = {}): MessageOf<D> {
-  if (frame.length < FRAME_HEADER_BYTES) throw new ProtocolError('FRAME_TRUNCATED', `frame of ${frame.length} bytes is shorter than its ${FRAME_HEADER_BYTES}-byte header`);
+export function decodeFrame<D extends FrameDirection>(
+  direction: D,
+  frame: Uint8Array,
+  opts: EncodeOptions = {},
+): MessageOf<D> {
+  if (frame.length < FRAME_HEADER_BYTES)
+    throw new ProtocolError(
+      'FRAME_TRUNCATED',
+      `frame of ${frame.length} bytes is shorter than its ${FRAME_HEADER_BYTES}-byte header`,
+    );
   const length = new DataView(frame.buffer, frame.byteOffset, 4).getUint32(0, true);
   checkLength(length, opts.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES);
   if (frame.length !== 4 + length) {
-    throw new ProtocolError(frame.length < 4 + length ? 'FRAME_TRUNCATED' : 'FRAME_MALFORMED', `frame header says ${4 + length} bytes, got ${frame.length}`);
+    throw new ProtocolError(
+      frame.length < 4 + length ? 'FRAME_TRUNCATED' : 'FRAME_MALFORMED',
+      `frame header says ${4 + length} bytes, got ${frame.length}`,
+    );
   }
   const tag = frame[4]!;
   const r = new FrameReader(frame, TAG_NAMES[direction].get(tag) ?? 'unknown');
@@ -737,7 +795,10 @@ export function decodeFrame<D extends FrameDirection>(direction: D, frame: Uint8
 function checkLength(length: number, maxFrameBytes: number): void {
   if (length === 0) throw malformed('frame length 0: a frame holds at least its tag byte');
   if (length > maxFrameBytes) {
-    throw new ProtocolError('FRAME_TOO_LARGE', `frame of ${length} bytes is over the ${maxFrameBytes}-byte limit`, { length, maxFrameBytes });
+    throw new ProtocolError('FRAME_TOO_LARGE', `frame of ${length} bytes is over the ${maxFrameBytes}-byte limit`, {
+      length,
+      maxFrameBytes,
+    });
   }
 }
 
@@ -752,7 +813,10 @@ export class FrameDecoder<D extends FrameDirection> {
   private failed: ProtocolError | undefined;
   private readonly maxFrameBytes: number;
 
-  constructor(private readonly direction: D, opts: EncodeOptions = {}) {
+  constructor(
+    private readonly direction: D,
+    opts: EncodeOptions = {},
+  ) {
     this.maxFrameBytes = opts.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
   }
 
@@ -788,7 +852,10 @@ export class FrameDecoder<D extends FrameDirection> {
         out.push(decodeFrame(this.direction, this.take(4 + length), { maxFrameBytes: this.maxFrameBytes }));
       }
     } catch (e) {
-      this.failed = e instanceof ProtocolError ? e : malformed(`frame decoding failed: ${e instanceof Error ? e.message : String(e)}`);
+      this.failed =
+        e instanceof ProtocolError
+          ? e
+          : malformed(`frame decoding failed: ${e instanceof Error ? e.message : String(e)}`);
       return { messages: out, error: this.failed };
     }
     return { messages: out };
@@ -810,7 +877,8 @@ export class FrameDecoder<D extends FrameDirection> {
 
   private peekLength(): number {
     const first = this.chunks[0]!;
-    if (first.length - this.head >= 4) return new DataView(first.buffer, first.byteOffset + this.head, 4).getUint32(0, true);
+    if (first.length - this.head >= 4)
+      return new DataView(first.buffer, first.byteOffset + this.head, 4).getUint32(0, true);
     const b = this.copyOut(4, false);
     return new DataView(b.buffer, b.byteOffset, 4).getUint32(0, true);
   }

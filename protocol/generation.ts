@@ -41,7 +41,13 @@ export interface StreamedToken {
   finish?: { reason: FinishReason; step: number; match?: string | number };
 }
 
-export const GENERATION_LIMITS = { maxNewTokens: 4095, stops: 16, stopChars: 256, stopTokenIds: 64, seed: Number.MAX_SAFE_INTEGER } as const;
+export const GENERATION_LIMITS = {
+  maxNewTokens: 4095,
+  stops: 16,
+  stopChars: 256,
+  stopTokenIds: 64,
+  seed: Number.MAX_SAFE_INTEGER,
+} as const;
 
 export const GenerationErrorCode = {
   tooLong: 'GENERATION_TOO_LONG',
@@ -52,7 +58,18 @@ export const GenerationErrorCode = {
 } as const;
 
 /** Every generation option, by name (the SDK copies exactly these from a call's options into the request). */
-export const GENERATION_OPTION_KEYS = ['maxNewTokens', 'temperature', 'topK', 'topP', 'seed', 'repetitionPenalty', 'stop', 'stopTokenIds', 'ignoreEos', 'cache'] as const;
+export const GENERATION_OPTION_KEYS = [
+  'maxNewTokens',
+  'temperature',
+  'topK',
+  'topP',
+  'seed',
+  'repetitionPenalty',
+  'stop',
+  'stopTokenIds',
+  'ignoreEos',
+  'cache',
+] as const;
 
 function fail(code: string, where: string, message: string, option: string, hint?: string): never {
   throw new FabricError(code, 400, `${where}: ${message}`, { details: { option, where }, ...(hint ? { hint } : {}) });
@@ -66,77 +83,164 @@ const isNum = (v: unknown): v is number => typeof v === 'number' && Number.isFin
  */
 export function checkGenerationOptions(input: unknown, where: string, level: 'request' | 'invoke'): GenerationOptions {
   if (input === undefined || input === null) return {};
-  if (typeof input !== 'object' || Array.isArray(input)) fail(GenerationErrorCode.badOption, where, 'must be an object of generation options', 'generation');
+  if (typeof input !== 'object' || Array.isArray(input))
+    fail(GenerationErrorCode.badOption, where, 'must be an object of generation options', 'generation');
   const o = input as Record<string, unknown>;
   for (const k of Object.keys(o)) {
-    if (!(GENERATION_OPTION_KEYS as readonly string[]).includes(k)) fail(GenerationErrorCode.badOption, where, `unknown option ${JSON.stringify(k)}; options are ${GENERATION_OPTION_KEYS.join(', ')}`, k);
+    if (!(GENERATION_OPTION_KEYS as readonly string[]).includes(k))
+      fail(
+        GenerationErrorCode.badOption,
+        where,
+        `unknown option ${JSON.stringify(k)}; options are ${GENERATION_OPTION_KEYS.join(', ')}`,
+        k,
+      );
   }
   const out: GenerationOptions = {};
   if (o.maxNewTokens !== undefined) {
     const v = o.maxNewTokens;
     if (!Number.isInteger(v) || (v as number) < 0 || (v as number) > GENERATION_LIMITS.maxNewTokens) {
-      fail(GenerationErrorCode.badOption, where, `maxNewTokens must be an integer from 0 to ${GENERATION_LIMITS.maxNewTokens}, got ${String(v)}`, 'maxNewTokens');
+      fail(
+        GenerationErrorCode.badOption,
+        where,
+        `maxNewTokens must be an integer from 0 to ${GENERATION_LIMITS.maxNewTokens}, got ${String(v)}`,
+        'maxNewTokens',
+      );
     }
     out.maxNewTokens = v as number;
   }
   if (o.temperature !== undefined) {
     if (!isNum(o.temperature) || o.temperature < 0) {
-      fail(GenerationErrorCode.badTemperature, where, `temperature must be a finite number >= 0 (0: greedy), got ${String(o.temperature)}`, 'temperature', 'use 0 (or leave it out) for greedy decoding, e.g. 0.7 to sample');
+      fail(
+        GenerationErrorCode.badTemperature,
+        where,
+        `temperature must be a finite number >= 0 (0: greedy), got ${String(o.temperature)}`,
+        'temperature',
+        'use 0 (or leave it out) for greedy decoding, e.g. 0.7 to sample',
+      );
     }
     out.temperature = o.temperature;
   }
   if (o.topK !== undefined) {
-    if (!Number.isInteger(o.topK) || (o.topK as number) < 1) fail(GenerationErrorCode.badOption, where, `topK must be an integer >= 1, got ${String(o.topK)}`, 'topK');
+    if (!Number.isInteger(o.topK) || (o.topK as number) < 1)
+      fail(GenerationErrorCode.badOption, where, `topK must be an integer >= 1, got ${String(o.topK)}`, 'topK');
     out.topK = o.topK as number;
   }
   if (o.topP !== undefined) {
     if (!isNum(o.topP) || o.topP <= 0 || o.topP > 1) {
-      fail(GenerationErrorCode.badTopP, where, `topP must be in (0, 1], got ${String(o.topP)}`, 'topP', 'topP is the probability mass kept, e.g. 0.9; 1 keeps every token');
+      fail(
+        GenerationErrorCode.badTopP,
+        where,
+        `topP must be in (0, 1], got ${String(o.topP)}`,
+        'topP',
+        'topP is the probability mass kept, e.g. 0.9; 1 keeps every token',
+      );
     }
     out.topP = o.topP;
   }
   if (o.seed !== undefined) {
-    if (!Number.isSafeInteger(o.seed) || (o.seed as number) < 0) fail(GenerationErrorCode.badOption, where, `seed must be a non-negative integer (at most 2^53 - 1), got ${String(o.seed)}`, 'seed');
+    if (!Number.isSafeInteger(o.seed) || (o.seed as number) < 0)
+      fail(
+        GenerationErrorCode.badOption,
+        where,
+        `seed must be a non-negative integer (at most 2^53 - 1), got ${String(o.seed)}`,
+        'seed',
+      );
     out.seed = o.seed as number;
   }
   if (o.repetitionPenalty !== undefined) {
     if (!isNum(o.repetitionPenalty) || o.repetitionPenalty <= 0) {
-      fail(GenerationErrorCode.badOption, where, `repetitionPenalty must be a finite number > 0 (1: none), got ${String(o.repetitionPenalty)}`, 'repetitionPenalty');
+      fail(
+        GenerationErrorCode.badOption,
+        where,
+        `repetitionPenalty must be a finite number > 0 (1: none), got ${String(o.repetitionPenalty)}`,
+        'repetitionPenalty',
+      );
     }
     out.repetitionPenalty = o.repetitionPenalty;
   }
   if (o.stop !== undefined) {
     const list = typeof o.stop === 'string' ? [o.stop] : o.stop;
-    if (!Array.isArray(list) || list.some((s) => typeof s !== 'string')) fail(GenerationErrorCode.badOption, where, 'stop must be a string or a list of strings', 'stop');
-    if (list.length > GENERATION_LIMITS.stops) fail(GenerationErrorCode.badOption, where, `at most ${GENERATION_LIMITS.stops} stop strings, got ${list.length}`, 'stop');
+    if (!Array.isArray(list) || list.some((s) => typeof s !== 'string'))
+      fail(GenerationErrorCode.badOption, where, 'stop must be a string or a list of strings', 'stop');
+    if (list.length > GENERATION_LIMITS.stops)
+      fail(
+        GenerationErrorCode.badOption,
+        where,
+        `at most ${GENERATION_LIMITS.stops} stop strings, got ${list.length}`,
+        'stop',
+      );
     list.forEach((s: string, i: number) => {
-      if (s.length === 0) fail(GenerationErrorCode.emptyStop, where, `stop string ${i} is empty: an empty string would end every row before its first token`, 'stop', 'remove it, or give the text that should end generation, e.g. "\\n"');
-      if (s.length > GENERATION_LIMITS.stopChars) fail(GenerationErrorCode.badOption, where, `stop string ${i} has ${s.length} characters; at most ${GENERATION_LIMITS.stopChars}`, 'stop');
+      if (s.length === 0)
+        fail(
+          GenerationErrorCode.emptyStop,
+          where,
+          `stop string ${i} is empty: an empty string would end every row before its first token`,
+          'stop',
+          'remove it, or give the text that should end generation, e.g. "\\n"',
+        );
+      if (s.length > GENERATION_LIMITS.stopChars)
+        fail(
+          GenerationErrorCode.badOption,
+          where,
+          `stop string ${i} has ${s.length} characters; at most ${GENERATION_LIMITS.stopChars}`,
+          'stop',
+        );
     });
     out.stop = [...list];
   }
   if (o.stopTokenIds !== undefined) {
     const ids = o.stopTokenIds;
-    if (!Array.isArray(ids) || ids.some((t) => !Number.isInteger(t) || t < 0)) fail(GenerationErrorCode.badOption, where, 'stopTokenIds must be a list of non-negative integer token ids', 'stopTokenIds');
-    if (ids.length > GENERATION_LIMITS.stopTokenIds) fail(GenerationErrorCode.badOption, where, `at most ${GENERATION_LIMITS.stopTokenIds} stop token ids`, 'stopTokenIds');
+    if (!Array.isArray(ids) || ids.some((t) => !Number.isInteger(t) || t < 0))
+      fail(
+        GenerationErrorCode.badOption,
+        where,
+        'stopTokenIds must be a list of non-negative integer token ids',
+        'stopTokenIds',
+      );
+    if (ids.length > GENERATION_LIMITS.stopTokenIds)
+      fail(
+        GenerationErrorCode.badOption,
+        where,
+        `at most ${GENERATION_LIMITS.stopTokenIds} stop token ids`,
+        'stopTokenIds',
+      );
     out.stopTokenIds = [...(ids as number[])];
   }
   if (o.ignoreEos !== undefined) {
-    if (typeof o.ignoreEos !== 'boolean') fail(GenerationErrorCode.badOption, where, 'ignoreEos must be true or false', 'ignoreEos');
+    if (typeof o.ignoreEos !== 'boolean')
+      fail(GenerationErrorCode.badOption, where, 'ignoreEos must be true or false', 'ignoreEos');
     out.ignoreEos = o.ignoreEos;
   }
   if (o.cache !== undefined) {
-    if (level === 'invoke') fail(GenerationErrorCode.badOption, where, 'cache is an option of the whole request (every row runs with or without the KV cache), not of one invoke', 'cache');
-    if (typeof o.cache !== 'boolean') fail(GenerationErrorCode.badOption, where, 'cache must be true or false', 'cache');
+    if (level === 'invoke')
+      fail(
+        GenerationErrorCode.badOption,
+        where,
+        'cache is an option of the whole request (every row runs with or without the KV cache), not of one invoke',
+        'cache',
+      );
+    if (typeof o.cache !== 'boolean')
+      fail(GenerationErrorCode.badOption, where, 'cache must be true or false', 'cache');
     out.cache = o.cache;
   }
   return out;
 }
 
 /** The options of one invoke: its own over the request's; its maxNewTokens may not exceed the request's. */
-export function invokeGeneration(request: GenerationOptions, own: GenerationOptions, invoke: number, requestMax: number): GenerationOptions {
+export function invokeGeneration(
+  request: GenerationOptions,
+  own: GenerationOptions,
+  invoke: number,
+  requestMax: number,
+): GenerationOptions {
   if (own.maxNewTokens !== undefined && own.maxNewTokens > requestMax) {
-    fail(GenerationErrorCode.badOption, `invoke ${invoke} generation`, `maxNewTokens ${own.maxNewTokens} is more than the request's ${requestMax}: the request runs ${requestMax} steps`, 'maxNewTokens', 'raise the request-level maxNewTokens, or lower this invoke\'s');
+    fail(
+      GenerationErrorCode.badOption,
+      `invoke ${invoke} generation`,
+      `maxNewTokens ${own.maxNewTokens} is more than the request's ${requestMax}: the request runs ${requestMax} steps`,
+      'maxNewTokens',
+      "raise the request-level maxNewTokens, or lower this invoke's",
+    );
   }
   const merged: GenerationOptions = { ...request, ...own };
   delete merged.cache;
@@ -154,7 +258,12 @@ export function requestedNewTokens(newTokens: number | undefined, generation: Ge
   const a = newTokens;
   const b = generation.maxNewTokens;
   if (a !== undefined && b !== undefined && a !== b) {
-    fail(GenerationErrorCode.badOption, 'generation', `newTokens ${a} and maxNewTokens ${b} disagree; give one of them (newTokens is the older name of maxNewTokens)`, 'maxNewTokens');
+    fail(
+      GenerationErrorCode.badOption,
+      'generation',
+      `newTokens ${a} and maxNewTokens ${b} disagree; give one of them (newTokens is the older name of maxNewTokens)`,
+      'maxNewTokens',
+    );
   }
   return b ?? a ?? 0;
 }

@@ -16,6 +16,9 @@ export function formatGradAddr(a: Addr): string {
 
 /** The forward address a gradient address names; throws like parseAddr on a malformed one. */
 export function parseGradAddr(addr: string): Addr {
-  if (!isGradAddr(addr)) throw new Error(`malformed gradient address ${JSON.stringify(addr)}: expected <path>.<output|input>.<step>${GRAD_SUFFIX}`);
+  if (!isGradAddr(addr))
+    throw new Error(
+      `malformed gradient address ${JSON.stringify(addr)}: expected <path>.<output|input>.<step>${GRAD_SUFFIX}`,
+    );
   return parseAddr(addr.slice(0, -GRAD_SUFFIX.length));
 }

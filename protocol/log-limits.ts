@@ -40,8 +40,12 @@ export function logLimitsFromEnv(env: Readonly<Record<string, string | undefined
   const read = (name: string, fallback: number): number => {
     const v = env[name];
     if (v === undefined || v === '') return fallback;
-    if (!/^[1-9][0-9]{0,12}$/.test(v)) throw new RangeError(`${name} must be a positive integer, got ${JSON.stringify(v)}`);
+    if (!/^[1-9][0-9]{0,12}$/.test(v))
+      throw new RangeError(`${name} must be a positive integer, got ${JSON.stringify(v)}`);
     return Number(v);
   };
-  return { maxLines: read('NDIF_LOG_MAX_LINES', DEFAULT_LOG_LIMITS.maxLines), maxBytes: read('NDIF_LOG_MAX_BYTES', DEFAULT_LOG_LIMITS.maxBytes) };
+  return {
+    maxLines: read('NDIF_LOG_MAX_LINES', DEFAULT_LOG_LIMITS.maxLines),
+    maxBytes: read('NDIF_LOG_MAX_BYTES', DEFAULT_LOG_LIMITS.maxBytes),
+  };
 }

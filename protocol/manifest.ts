@@ -77,7 +77,12 @@ export interface Manifest {
    * bytes of the weight matrices onnxruntime packs a copy of in each session that multiplies by them (forward and
    * gradient sessions share one cache, bounded by the model's segment-cache budget). docs/runtime.md, "Memory".
    */
-  memory?: { sequence: number; forwardActivationBytes: number; backwardActivationBytes: number; packedWeightsBytes: number };
+  memory?: {
+    sequence: number;
+    forwardActivationBytes: number;
+    backwardActivationBytes: number;
+    packedWeightsBytes: number;
+  };
   /** Every module, in forward order, root ('') first. */
   modules: ManifestModule[];
   /** Observable points in forward order, as `<path>.output` / `<path>.input` ('' path → `output`, `input`). */
@@ -110,7 +115,11 @@ export function resolveManifest(m: Manifest, batch: number, sequence: number): M
   const withShape = (t: ManifestTensor): ManifestTensor => ({ ...t, shape: resolveShape(t, batch, sequence) });
   return {
     ...m,
-    modules: m.modules.map((mod) => ({ ...mod, outputs: mod.outputs.map(withShape), inputs: mod.inputs.map(withShape) })),
+    modules: m.modules.map((mod) => ({
+      ...mod,
+      outputs: mod.outputs.map(withShape),
+      inputs: mod.inputs.map(withShape),
+    })),
     resolved: { batch, sequence },
   };
 }

@@ -62,7 +62,10 @@ const invoke = z
     block: text.optional(),
     generation: z.record(z.string(), z.unknown()).optional(),
   })
-  .refine((i) => (i.prompt === undefined) !== (i.tokens === undefined), 'give a prompt or tokens, exactly one of the two');
+  .refine(
+    (i) => (i.prompt === undefined) !== (i.tokens === undefined),
+    'give a prompt or tokens, exactly one of the two',
+  );
 
 const trace = z.strictObject({
   invokes: z.array(invoke).min(1).max(PAYLOAD_LIMITS.invokes),
@@ -82,10 +85,17 @@ const payload = z
     timeoutMs: z.number().int().positive().nullable().optional(),
     blocking: z.boolean().optional(),
   })
-  .refine((p) => (p.traces === undefined ? p.invokes.length > 0 : p.invokes.length === 0 && p.block === undefined && p.newTokens === undefined && p.generation === undefined), {
-    message: 'give invokes (one trace) or traces (a session, each with its own invokes, block and generation), not both',
-    path: ['invokes'],
-  });
+  .refine(
+    (p) =>
+      p.traces === undefined
+        ? p.invokes.length > 0
+        : p.invokes.length === 0 && p.block === undefined && p.newTokens === undefined && p.generation === undefined,
+    {
+      message:
+        'give invokes (one trace) or traces (a session, each with its own invokes, block and generation), not both',
+      path: ['invokes'],
+    },
+  );
 
 export const RequestPayloadErrorCode = 'REQUEST_PAYLOAD_INVALID';
 
@@ -95,8 +105,16 @@ export function parseRequestPayload(input: unknown): RequestPayload {
   if (r.success) return r.data as RequestPayload;
   const issue = r.error.issues[0]!;
   const path = issue.path.join('.');
-  throw new FabricError(RequestPayloadErrorCode, 400, `request payload${path ? ` field ${path}` : ''}: ${issue.message}`, {
-    hint: `send { format: "${REQUEST_PAYLOAD_FORMAT}", invokes: [{ prompt | tokens, block? }, …], block?, newTokens? } (at most ${PAYLOAD_LIMITS.invokes} invokes)`,
-    details: { path, issues: r.error.issues.slice(0, 10).map((i) => ({ path: i.path.join('.'), message: i.message })) },
-  });
+  throw new FabricError(
+    RequestPayloadErrorCode,
+    400,
+    `request payload${path ? ` field ${path}` : ''}: ${issue.message}`,
+    {
+      hint: `send { format: "${REQUEST_PAYLOAD_FORMAT}", invokes: [{ prompt | tokens, block? }, …], block?, newTokens? } (at most ${PAYLOAD_LIMITS.invokes} invokes)`,
+      details: {
+        path,
+        issues: r.error.issues.slice(0, 10).map((i) => ({ path: i.path.join('.'), message: i.message })),
+      },
+    },
+  );
 }

@@ -68,7 +68,11 @@ export function decodeResultContainer(bytes: Uint8Array): ResultContainer {
     if (!isDtype(t.dtype)) fail(`tensor ${i} has dtype ${t.dtype}`);
     const begin = dataStart + t.offset;
     if (begin + t.length > bytes.byteLength) fail(`tensor ${i} runs past the end`);
-    const p: TensorPayload = { dtype: t.dtype as TensorPayload['dtype'], shape: t.shape, data: bytes.subarray(begin, begin + t.length) };
+    const p: TensorPayload = {
+      dtype: t.dtype as TensorPayload['dtype'],
+      shape: t.shape,
+      data: bytes.subarray(begin, begin + t.length),
+    };
     try {
       checkPayload(p);
     } catch (e) {
@@ -78,7 +82,10 @@ export function decodeResultContainer(bytes: Uint8Array): ResultContainer {
   });
   return {
     meta: header.meta,
-    invokes: header.invokes.map((inv) => ({ tree: inv.tree, tensors: inv.tensors.map((i) => payloads[i] ?? fail(`missing tensor ${i}`)) })),
+    invokes: header.invokes.map((inv) => ({
+      tree: inv.tree,
+      tensors: inv.tensors.map((i) => payloads[i] ?? fail(`missing tensor ${i}`)),
+    })),
   };
 }
 
@@ -94,7 +101,8 @@ export function materializeTree<T>(s: SavedTree, f: (t: TensorPayload) => T): un
       const keys = Object.keys(o);
       if (keys.length === 1 && typeof o.$tensor === 'number') {
         const t = s.tensors[o.$tensor];
-        if (t === undefined) throw new ResultContainerError(`the tree refers to tensor ${o.$tensor}, which the result does not have`);
+        if (t === undefined)
+          throw new ResultContainerError(`the tree refers to tensor ${o.$tensor}, which the result does not have`);
         return f(t);
       }
       if (keys.length === 1 && typeof o.$number === 'string') return Number(o.$number);

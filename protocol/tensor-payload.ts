@@ -68,15 +68,21 @@ export function payloadFrom(dtype: Dtype, shape: number[], data: ArrayBufferView
 /** Rows [start, start + count) along dimension 0, as a view of the same bytes (no copy). */
 export function rowsView(p: TensorPayload, start: number, count: number): TensorPayload {
   const rows = p.shape[0] ?? 1;
-  if (start < 0 || count < 0 || start + count > rows) throw new Error(`rows [${start}, ${start + count}) outside a tensor with ${rows} rows`);
+  if (start < 0 || count < 0 || start + count > rows)
+    throw new Error(`rows [${start}, ${start + count}) outside a tensor with ${rows} rows`);
   const rowBytes = rows === 0 ? 0 : p.data.byteLength / rows;
-  return { dtype: p.dtype, shape: [count, ...p.shape.slice(1)], data: p.data.subarray(start * rowBytes, (start + count) * rowBytes) };
+  return {
+    dtype: p.dtype,
+    shape: [count, ...p.shape.slice(1)],
+    data: p.data.subarray(start * rowBytes, (start + count) * rowBytes),
+  };
 }
 
 /** A copy of rows [start, start + count) along dimension 0. */
 export function sliceRows(p: TensorPayload, start: number, count: number): TensorPayload {
   const rows = p.shape[0] ?? 1;
-  if (start < 0 || count < 0 || start + count > rows) throw new Error(`rows [${start}, ${start + count}) outside a tensor with ${rows} rows`);
+  if (start < 0 || count < 0 || start + count > rows)
+    throw new Error(`rows [${start}, ${start + count}) outside a tensor with ${rows} rows`);
   const rowBytes = rows === 0 ? 0 : p.data.byteLength / rows;
   const data = p.data.slice(start * rowBytes, (start + count) * rowBytes);
   return { dtype: p.dtype, shape: [count, ...p.shape.slice(1)], data };

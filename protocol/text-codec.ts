@@ -10,7 +10,10 @@ export interface TextCodec {
 }
 
 /** The part of @huggingface/tokenizers' `Tokenizer` class this uses. */
-export type TokenizerClass = new (tokenizerJson: object, tokenizerConfig: object) => {
+export type TokenizerClass = new (
+  tokenizerJson: object,
+  tokenizerConfig: object,
+) => {
   encode(text: string, options: { add_special_tokens: boolean }): { ids: number[] };
   decode(ids: number[], options: { skip_special_tokens: boolean }): string;
 };

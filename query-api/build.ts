@@ -15,13 +15,29 @@ export interface QueryApiOptions {
   plugins?: QueryRoutes[];
 }
 
-export const QUERY_CAPABILITIES = ['ws-status', 'ws-since-cursor', 'inline-results', 'result-urls', 'result-container:NDIFRES1'];
+export const QUERY_CAPABILITIES = [
+  'ws-status',
+  'ws-since-cursor',
+  'inline-results',
+  'result-urls',
+  'result-container:NDIFRES1',
+];
 
 /** Registers the query routes and the status websocket on an instance whose edge is installed. */
-export async function registerQueryRoutes(app: FastifyInstance, deps: RouteDeps, options: QueryApiOptions = {}): Promise<StatusHub> {
+export async function registerQueryRoutes(
+  app: FastifyInstance,
+  deps: RouteDeps,
+  options: QueryApiOptions = {},
+): Promise<StatusHub> {
   for (const c of QUERY_CAPABILITIES) deps.capabilities.add(c);
   const { ctx } = deps;
-  const hub = new StatusHub(ctx.view, historyReader(deps), (e, where) => ctx.log.error({ err: e }, `status websocket: ${where}: ${e instanceof Error ? e.message : String(e)}`), ctx.clock);
+  const hub = new StatusHub(
+    ctx.view,
+    historyReader(deps),
+    (e, where) =>
+      ctx.log.error({ err: e }, `status websocket: ${where}: ${e instanceof Error ? e.message : String(e)}`),
+    ctx.clock,
+  );
   attachStatusSocket(app, deps, hub);
   if (ctx.catchUpBeforeReads === true) {
     app.addHook('preHandler', async (req) => {

@@ -44,13 +44,23 @@ function positiveInt(env: NodeJS.ProcessEnv, name: string, fallback: number, min
 
 export function sandboxConfigFromEnv(env: NodeJS.ProcessEnv = process.env): SandboxConfig {
   const pool = env.NDIF_SANDBOX_POOL_SIZE;
-  const poolSize = pool === undefined || pool === '' || pool === 'auto' ? 'auto' : positiveInt(env, 'NDIF_SANDBOX_POOL_SIZE', 1, 0);
+  const poolSize =
+    pool === undefined || pool === '' || pool === 'auto' ? 'auto' : positiveInt(env, 'NDIF_SANDBOX_POOL_SIZE', 1, 0);
   const memoryMb = positiveInt(env, 'NDIF_SANDBOX_MEMORY_MB', DEFAULT_LIMITS.memoryMb, 64);
-  const heapMb = positiveInt(env, 'NDIF_SANDBOX_HEAP_MB', Math.min(DEFAULT_LIMITS.heapMb, Math.floor(memoryMb * 0.75)), 16);
+  const heapMb = positiveInt(
+    env,
+    'NDIF_SANDBOX_HEAP_MB',
+    Math.min(DEFAULT_LIMITS.heapMb, Math.floor(memoryMb * 0.75)),
+    16,
+  );
   if (heapMb >= memoryMb) {
-    throw new SandboxError('SANDBOX_CONFIG_INVALID', `NDIF_SANDBOX_HEAP_MB (${heapMb}) must be below NDIF_SANDBOX_MEMORY_MB (${memoryMb})`, {
-      hint: 'leave room for code, buffers and tensors outside the V8 heap',
-    });
+    throw new SandboxError(
+      'SANDBOX_CONFIG_INVALID',
+      `NDIF_SANDBOX_HEAP_MB (${heapMb}) must be below NDIF_SANDBOX_MEMORY_MB (${memoryMb})`,
+      {
+        hint: 'leave room for code, buffers and tensors outside the V8 heap',
+      },
+    );
   }
   return {
     poolSize,

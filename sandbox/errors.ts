@@ -24,7 +24,11 @@ const STATUS: Record<SandboxErrorCode, number> = {
 };
 
 export class SandboxError extends FabricError {
-  constructor(code: SandboxErrorCode, message: string, opts: { hint?: string; details?: Record<string, unknown>; cause?: unknown } = {}) {
+  constructor(
+    code: SandboxErrorCode,
+    message: string,
+    opts: { hint?: string; details?: Record<string, unknown>; cause?: unknown } = {},
+  ) {
     super(code, STATUS[code], message, opts);
     this.name = 'SandboxError';
   }

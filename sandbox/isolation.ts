@@ -60,7 +60,9 @@ export interface PlanOptions {
 }
 
 /** The permission model's flag: `--permission` from Node 22.13 on (Node 26 knows no other), before it the experimental one. */
-const PERMISSION_FLAG = process.allowedNodeEnvironmentFlags.has('--permission') ? '--permission' : '--experimental-permission';
+const PERMISSION_FLAG = process.allowedNodeEnvironmentFlags.has('--permission')
+  ? '--permission'
+  : '--experimental-permission';
 /**
  * Node 26's permission model also gates the network, the runner's own channel included (a socket on an inherited
  * fd). The network stays the network namespace's to block, as on Node 20–24, whose permission model has no
@@ -98,8 +100,17 @@ export function planIsolation(opts: PlanOptions): IsolationPlan {
   const uid = opts.uid ?? 65534;
   const gid = opts.gid ?? 65534;
   // unshare sets the ids itself after making the namespace; without one, setpriv drops them.
-  const dropVia: 'unshare' | 'setpriv' | undefined = !root ? undefined : network === 'netns' ? 'unshare' : setpriv ? 'setpriv' : undefined;
-  if (!root) notes.push('the agent is not root: runners run as its own user (a block could signal its processes if it reached process.kill)');
+  const dropVia: 'unshare' | 'setpriv' | undefined = !root
+    ? undefined
+    : network === 'netns'
+      ? 'unshare'
+      : setpriv
+        ? 'setpriv'
+        : undefined;
+  if (!root)
+    notes.push(
+      'the agent is not root: runners run as its own user (a block could signal its processes if it reached process.kill)',
+    );
   else if (!dropVia) notes.push('no setpriv(1): runners run as root');
   if (!prlimit) notes.push('no prlimit(1): a spinning block outlives a dead agent until killed');
 
@@ -126,8 +137,10 @@ export function planIsolation(opts: PlanOptions): IsolationPlan {
         if (memory === 'rlimit-data') argv.push(`--data=${limits.memoryMb * 1024 * 1024}`);
         argv.push('--');
       }
-      if (network === 'netns' && unshare) argv.push(unshare, '-n', ...(dropVia === 'unshare' ? ['-S', String(uid), '-G', String(gid)] : []), '--');
-      else if (dropVia === 'setpriv' && setpriv) argv.push(setpriv, `--reuid=${uid}`, `--regid=${gid}`, '--clear-groups', '--');
+      if (network === 'netns' && unshare)
+        argv.push(unshare, '-n', ...(dropVia === 'unshare' ? ['-S', String(uid), '-G', String(gid)] : []), '--');
+      else if (dropVia === 'setpriv' && setpriv)
+        argv.push(setpriv, `--reuid=${uid}`, `--regid=${gid}`, '--clear-groups', '--');
       argv.push(
         process.execPath,
         PERMISSION_FLAG,

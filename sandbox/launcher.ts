@@ -34,7 +34,9 @@ const distRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
 /** The runner's entry point as ES modules, and what it may read then: its compiled code. */
 export const RUNNER_SCRIPT = join(distRoot, 'sandbox', 'runner-main.js');
-export const RUNNER_ESM_READ_PATHS = ['sandbox', 'protocol', join('gpu-agent', 'block')].map((d) => join(distRoot, d) + '/');
+export const RUNNER_ESM_READ_PATHS = ['sandbox', 'protocol', join('gpu-agent', 'block')].map(
+  (d) => join(distRoot, d) + '/',
+);
 
 const require = createRequire(import.meta.url);
 /** The tokenizer library's CommonJS entry (one self-contained file); runners load it on first ctx.encode/decode. */
@@ -101,14 +103,25 @@ export class RunnerLauncher {
     const dir = this.dir;
     const tokenizerModule = dir.copy(TOKENIZER_MODULE, 'tokenizers.cjs');
     if (this.opts.script !== undefined) {
-      this.entryCache = { mode: 'esm', script: this.opts.script, readPaths: [...(this.opts.readPaths ?? []), dir.readPath], tokenizerModule };
+      this.entryCache = {
+        mode: 'esm',
+        script: this.opts.script,
+        readPaths: [...(this.opts.readPaths ?? []), dir.readPath],
+        tokenizerModule,
+      };
       return this.entryCache;
     }
     try {
       const script = dir.write('runner.cjs', bundleRunnerSource(RUNNER_SCRIPT, distRoot).source);
       this.entryCache = { mode: 'bundle', script, readPaths: [dir.readPath], tokenizerModule };
     } catch (e) {
-      this.entryCache = { mode: 'esm', script: RUNNER_SCRIPT, readPaths: [...RUNNER_ESM_READ_PATHS, dir.readPath], tokenizerModule, note: (e as Error).message };
+      this.entryCache = {
+        mode: 'esm',
+        script: RUNNER_SCRIPT,
+        readPaths: [...RUNNER_ESM_READ_PATHS, dir.readPath],
+        tokenizerModule,
+        note: (e as Error).message,
+      };
     }
     return this.entryCache;
   }
@@ -181,7 +194,11 @@ export class RunnerLauncher {
       }
       await spawned.exited;
       cgroup?.remove();
-      throw new SandboxError('SANDBOX_RUNNER_START_FAILED', `could not move runner ${spawned.pid} into its memory cgroup ${cgroup!.dir}: ${(e as Error).message}`, { cause: e });
+      throw new SandboxError(
+        'SANDBOX_RUNNER_START_FAILED',
+        `could not move runner ${spawned.pid} into its memory cgroup ${cgroup!.dir}: ${(e as Error).message}`,
+        { cause: e },
+      );
     }
     const channel = agentEnd(spawned.socket);
     const runner = new RunnerProcess(id, spawned, channel, cgroup, spawnedAt, this.nice !== 0);
@@ -192,31 +209,51 @@ export class RunnerLauncher {
       timer = setTimeout(() => r('timeout'), limits.startTimeoutMs);
     });
     try {
-      const first = await Promise.race([channel.receive().catch(() => 'closed' as const), runner.exited.then(() => 'exited' as const), timeout]);
+      const first = await Promise.race([
+        channel.receive().catch(() => 'closed' as const),
+        runner.exited.then(() => 'exited' as const),
+        timeout,
+      ]);
       if (first === 'timeout') {
         runner.kill('start-timeout');
-        throw new SandboxError('SANDBOX_RUNNER_START_TIMEOUT', `sandbox runner ${runner.pid} was not ready within ${limits.startTimeoutMs} ms`, {
-          hint: 'the host may be overloaded; raise NDIF_SANDBOX_START_TIMEOUT_MS or lower the pool size',
-          details: { pid: runner.pid, stderr: runner.exit?.stderrTail },
-        });
+        throw new SandboxError(
+          'SANDBOX_RUNNER_START_TIMEOUT',
+          `sandbox runner ${runner.pid} was not ready within ${limits.startTimeoutMs} ms`,
+          {
+            hint: 'the host may be overloaded; raise NDIF_SANDBOX_START_TIMEOUT_MS or lower the pool size',
+            details: { pid: runner.pid, stderr: runner.exit?.stderrTail },
+          },
+        );
       }
       if (first === 'closed' || first === 'exited') {
         runner.kill('refused');
         const exit = await runner.exited;
-        throw new SandboxError('SANDBOX_RUNNER_START_FAILED', `sandbox runner ${runner.pid} exited before it was ready (${describeExit(exit.code, exit.signal)})${exit.stderrTail.length ? `: ${exit.stderrTail.join(' | ')}` : ''}`, {
-          hint: 'run `npm run build` so dist/ holds the runner, and check the stderr lines above',
-          details: { pid: runner.pid, code: exit.code, signal: exit.signal, stderr: exit.stderrTail },
-        });
+        throw new SandboxError(
+          'SANDBOX_RUNNER_START_FAILED',
+          `sandbox runner ${runner.pid} exited before it was ready (${describeExit(exit.code, exit.signal)})${exit.stderrTail.length ? `: ${exit.stderrTail.join(' | ')}` : ''}`,
+          {
+            hint: 'run `npm run build` so dist/ holds the runner, and check the stderr lines above',
+            details: { pid: runner.pid, code: exit.code, signal: exit.signal, stderr: exit.stderrTail },
+          },
+        );
       }
       if (first.kind === 'FAILED') {
         runner.kill('refused');
-        throw new SandboxError('SANDBOX_RUNNER_REFUSED', `sandbox runner refused to start: ${first.code}: ${first.message}`, { details: { code: first.code } });
+        throw new SandboxError(
+          'SANDBOX_RUNNER_REFUSED',
+          `sandbox runner refused to start: ${first.code}: ${first.message}`,
+          { details: { code: first.code } },
+        );
       }
       if (first.kind !== 'READY' || first.version !== FRAME_VERSION) {
         runner.kill('refused');
-        throw new SandboxError('SANDBOX_RUNNER_REFUSED', `sandbox runner answered INIT with ${first.kind === 'READY' ? `frame version ${first.version}, expected ${FRAME_VERSION}` : first.kind}`, {
-          hint: 'the agent and the runner come from different builds; rebuild dist/',
-        });
+        throw new SandboxError(
+          'SANDBOX_RUNNER_REFUSED',
+          `sandbox runner answered INIT with ${first.kind === 'READY' ? `frame version ${first.version}, expected ${FRAME_VERSION}` : first.kind}`,
+          {
+            hint: 'the agent and the runner come from different builds; rebuild dist/',
+          },
+        );
       }
       runner.ready = first;
       runner.readyAt = performance.now();
@@ -231,10 +268,14 @@ function createCgroup(plan: IsolationPlan, id: string, limits: RunnerLimits): Me
   try {
     return MemoryCgroup.create(plan.cgroupParent!, id, limits.memoryMb * 1024 * 1024);
   } catch (e) {
-    throw new SandboxError('SANDBOX_RUNNER_START_FAILED', `could not create the runner's memory cgroup under ${plan.cgroupParent!.dir}: ${(e as Error).message}`, {
-      hint: 'the agent needs write access to its memory cgroup; set NDIF_SANDBOX_CGROUP to a delegated one',
-      cause: e,
-    });
+    throw new SandboxError(
+      'SANDBOX_RUNNER_START_FAILED',
+      `could not create the runner's memory cgroup under ${plan.cgroupParent!.dir}: ${(e as Error).message}`,
+      {
+        hint: 'the agent needs write access to its memory cgroup; set NDIF_SANDBOX_CGROUP to a delegated one',
+        cause: e,
+      },
+    );
   }
 }
 

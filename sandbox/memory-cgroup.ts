@@ -113,7 +113,8 @@ export function findMemoryCgroupParent(override = process.env.NDIF_SANDBOX_CGROU
   if (v2 !== undefined && mount !== undefined) {
     const own = join(mount, v2);
     try {
-      if (readFileSync(join(own, 'cgroup.subtree_control'), 'utf8').split(/\s+/).includes('memory')) return probeWritable(own, 'cgroup-v2');
+      if (readFileSync(join(own, 'cgroup.subtree_control'), 'utf8').split(/\s+/).includes('memory'))
+        return probeWritable(own, 'cgroup-v2');
     } catch {
       /* no memory controller here */
     }
@@ -123,7 +124,10 @@ export function findMemoryCgroupParent(override = process.env.NDIF_SANDBOX_CGROU
 
 /** One runner's memory cgroup. */
 export class MemoryCgroup {
-  private constructor(readonly kind: CgroupKind, readonly dir: string) {}
+  private constructor(
+    readonly kind: CgroupKind,
+    readonly dir: string,
+  ) {}
 
   static create(parent: MemoryCgroupParent, name: string, limitBytes: number): MemoryCgroup {
     const dir = join(parent.dir, name);
@@ -133,7 +137,8 @@ export class MemoryCgroup {
       if (parent.kind === 'cgroup-v1') {
         writeFileSync(join(dir, 'memory.limit_in_bytes'), String(limitBytes));
         // Swap would let the runner exceed the cap; set memory+swap to the same limit where accounted.
-        if (existsSync(join(dir, 'memory.memsw.limit_in_bytes'))) writeFileSync(join(dir, 'memory.memsw.limit_in_bytes'), String(limitBytes));
+        if (existsSync(join(dir, 'memory.memsw.limit_in_bytes')))
+          writeFileSync(join(dir, 'memory.memsw.limit_in_bytes'), String(limitBytes));
         // Charge what the runner already holds to its own cgroup when it moves in.
         try {
           writeFileSync(join(dir, 'memory.move_charge_at_immigrate'), '3');
@@ -169,7 +174,9 @@ export class MemoryCgroup {
   /** Peak usage in bytes (v1 only; v2 reports memory.peak on newer kernels). */
   peakBytes(): number | undefined {
     try {
-      return Number(readFileSync(join(this.dir, this.kind === 'cgroup-v1' ? 'memory.max_usage_in_bytes' : 'memory.peak'), 'utf8'));
+      return Number(
+        readFileSync(join(this.dir, this.kind === 'cgroup-v1' ? 'memory.max_usage_in_bytes' : 'memory.peak'), 'utf8'),
+      );
     } catch {
       return undefined;
     }

@@ -64,7 +64,9 @@ export class RunnerPool {
   }
 
   get target(): number {
-    return this.sizing.size === 'auto' ? autoPoolSize(this.spawnMs, this.executeMs, this.sizing.maxSize) : this.sizing.size;
+    return this.sizing.size === 'auto'
+      ? autoPoolSize(this.spawnMs, this.executeMs, this.sizing.maxSize)
+      : this.sizing.size;
   }
 
   stats(): PoolStats {
@@ -118,7 +120,8 @@ export class RunnerPool {
   }
 
   acquire(): Promise<RunnerProcess> {
-    if (this.closed) return Promise.reject(new SandboxError('SANDBOX_CLOSED', `the sandbox pool for ${this.model} is closed`));
+    if (this.closed)
+      return Promise.reject(new SandboxError('SANDBOX_CLOSED', `the sandbox pool for ${this.model} is closed`));
     const r = this.ready.shift();
     if (r) {
       r.claim();
@@ -205,7 +208,10 @@ export class RunnerPool {
   async close(): Promise<void> {
     this.closed = true;
     clearTimeout(this.retryTimer);
-    const err = new SandboxError('SANDBOX_CLOSED', `the sandbox pool for ${this.model} closed while a request waited for a runner`);
+    const err = new SandboxError(
+      'SANDBOX_CLOSED',
+      `the sandbox pool for ${this.model} closed while a request waited for a runner`,
+    );
     for (const w of this.waiters.splice(0)) w.reject(err);
     this.changed();
     this.ready.length = 0;

@@ -55,8 +55,14 @@ function convert(file: string, root: string): Converted {
     const binds = names(list).map(([from, as]) => (from === as ? from : `${from}: ${as}`));
     return `const { ${binds.join(', ')} } = ${load(spec)};`;
   });
-  src = src.replace(/^import \* as (\w+) from '([^']+)';$/gm, (_, n: string, spec: string) => `const ${n} = ${load(spec)};`);
-  src = src.replace(/^import (\w+) from '(node:[^']+)';$/gm, (_, n: string, spec: string) => `const ${n} = ${load(spec)};`);
+  src = src.replace(
+    /^import \* as (\w+) from '([^']+)';$/gm,
+    (_, n: string, spec: string) => `const ${n} = ${load(spec)};`,
+  );
+  src = src.replace(
+    /^import (\w+) from '(node:[^']+)';$/gm,
+    (_, n: string, spec: string) => `const ${n} = ${load(spec)};`,
+  );
   src = src.replace(/^import '([^']+)';$/gm, (_, spec: string) => `${load(spec)};`);
   let n = 0;
   src = src.replace(/^export \{([^}]*)\} from '([^']+)';$/gm, (_, list: string, spec: string) => {
@@ -84,7 +90,11 @@ export function bundleRunnerSource(entry: string, root: string): { source: strin
   const visiting = new Set<string>();
   const visit = (file: string, path: string[]): void => {
     if (mods.has(file)) return;
-    if (visiting.has(file)) throw new BundleRefused(relative(root, file), `import cycle ${[...path, file].map((p) => relative(root, p)).join(' → ')}`);
+    if (visiting.has(file))
+      throw new BundleRefused(
+        relative(root, file),
+        `import cycle ${[...path, file].map((p) => relative(root, p)).join(' → ')}`,
+      );
     visiting.add(file);
     const c = convert(file, root);
     for (const d of c.deps) visit(d, [...path, file]);

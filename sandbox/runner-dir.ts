@@ -5,7 +5,17 @@
 // One directory rather than several paths: Node 20.20's permission model lets readdir('/') through for some
 // sets of three or more --allow-fs-read paths (two of them under a common parent, e.g. node_modules/… and
 // .cache/…), found by tests/sandbox/escape.int.test.ts.
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { processRunning } from './process-alive.js';

@@ -23,7 +23,10 @@ export function writeDrainMarkers(): void {
 export class DrainMarkerScanner {
   private held = '';
 
-  constructor(private readonly pass: (text: string) => void, private readonly onMarker: () => void) {}
+  constructor(
+    private readonly pass: (text: string) => void,
+    private readonly onMarker: () => void,
+  ) {}
 
   write(chunk: string): void {
     let text = this.held + chunk;
@@ -37,7 +40,10 @@ export class DrainMarkerScanner {
     }
     // Keep back a tail that may be the start of a marker split across chunks.
     const start = text.lastIndexOf(DRAIN_MARKER[0]!, text.length - 1);
-    const keep = start >= 0 && text.length - start < DRAIN_MARKER.length && DRAIN_MARKER.startsWith(text.slice(start)) ? text.length - start : 0;
+    const keep =
+      start >= 0 && text.length - start < DRAIN_MARKER.length && DRAIN_MARKER.startsWith(text.slice(start))
+        ? text.length - start
+        : 0;
     if (text.length - keep > 0) this.pass(text.slice(0, text.length - keep));
     this.held = text.slice(text.length - keep);
   }

@@ -29,7 +29,8 @@ async function main(): Promise<void> {
   setInterval(() => {
     if (process.ppid !== parent) exit(0);
   }, PARENT_POLL_MS).unref();
-  const tokenizerModule = process.argv.find((a) => a.startsWith('--tokenizer-module='))?.slice('--tokenizer-module='.length) ?? null;
+  const tokenizerModule =
+    process.argv.find((a) => a.startsWith('--tokenizer-module='))?.slice('--tokenizer-module='.length) ?? null;
 
   const channel = runnerEnd(new Socket({ fd: 3, readable: true, writable: true }));
   channel.onEnd(() => exit(0));
@@ -42,7 +43,11 @@ async function main(): Promise<void> {
 
   const init = await channel.receive();
   if (init.kind !== 'INIT') return fail('RUNNER_EXPECTED_INIT', `the first frame must be INIT, got ${init.kind}`);
-  if (init.version !== FRAME_VERSION) return fail('RUNNER_VERSION_MISMATCH', `the agent speaks frame version ${init.version}, this runner ${FRAME_VERSION}`);
+  if (init.version !== FRAME_VERSION)
+    return fail(
+      'RUNNER_VERSION_MISMATCH',
+      `the agent speaks frame version ${init.version}, this runner ${FRAME_VERSION}`,
+    );
 
   let manifest: Manifest;
   try {
@@ -51,7 +56,10 @@ async function main(): Promise<void> {
   } catch (e) {
     return fail('RUNNER_BAD_INIT', `the manifest of model ${init.model} is unusable: ${(e as Error).message}`);
   }
-  const env = { manifest, tokenizer: lazyTokenizer(init.tokenizer, init.tokenizerFile, init.tokenizerConfig, tokenizerModule) };
+  const env = {
+    manifest,
+    tokenizer: lazyTokenizer(init.tokenizer, init.tokenizerFile, init.tokenizerConfig, tokenizerModule),
+  };
 
   // A block that calls process.exit gets an error it can see, not a dead runner; it cannot signal other
   // processes at all (the runner also runs as an unprivileged user where the agent is root).
@@ -61,7 +69,10 @@ async function main(): Promise<void> {
   process.exit = unavailable('process.exit()', 'return from the block instead') as typeof process.exit;
   process.kill = unavailable('process.kill()', 'blocks cannot signal processes') as typeof process.kill;
   for (const raw of ['_kill', '_debugProcess'] as const) {
-    (process as unknown as Record<string, unknown>)[raw] = unavailable(`process.${raw}()`, 'blocks cannot signal processes');
+    (process as unknown as Record<string, unknown>)[raw] = unavailable(
+      `process.${raw}()`,
+      'blocks cannot signal processes',
+    );
   }
 
   // Every fault in a runner is its request's: one raised outside every invoke's context goes to the lowest
@@ -79,7 +90,10 @@ async function main(): Promise<void> {
   // outside every invoke's context go to the lowest invoke still running. Before the last END, the drain
   // markers follow whatever a block wrote straight to fd 1/2 (runner-drain.ts).
   const open = new Set<number>();
-  const output = captureOutput((msg) => channel.send(msg), () => (open.size > 0 ? Math.min(...open) : 0));
+  const output = captureOutput(
+    (msg) => channel.send(msg),
+    () => (open.size > 0 ? Math.min(...open) : 0),
+  );
   const endpoint: BlockEndpoint = {
     send(msg: BlockToHost) {
       if ((msg.kind === 'END' || msg.kind === 'EXCEPTION') && open.has(msg.invoke)) {
@@ -98,7 +112,13 @@ async function main(): Promise<void> {
     close: () => channel.close(),
   };
 
-  channel.send({ kind: 'READY', version: FRAME_VERSION, pid: process.pid, startupMs: performance.now(), rssBytes: process.memoryUsage.rss() });
+  channel.send({
+    kind: 'READY',
+    version: FRAME_VERSION,
+    pid: process.pid,
+    startupMs: performance.now(),
+    rssBytes: process.memoryUsage.rss(),
+  });
   // While it waits in the pool: compile the request path once, so the user's request does not pay for it.
   await warmUp(env).catch(() => {});
 

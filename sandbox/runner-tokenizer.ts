@@ -10,7 +10,12 @@ import { textCodecFromJson } from '../protocol/text-codec.js';
 import type { TextCodec, TokenizerClass } from '../protocol/text-codec.js';
 
 /** `json` is tokenizer.json's text, or `file` its path (read on first use). */
-export function lazyTokenizer(json: string | null, file: string | null, configJson: string | null, modulePath: string | null): TextCodec | null {
+export function lazyTokenizer(
+  json: string | null,
+  file: string | null,
+  configJson: string | null,
+  modulePath: string | null,
+): TextCodec | null {
   if (json === null && file === null) return null;
   let codec: TextCodec | undefined;
   const get = (): TextCodec => {

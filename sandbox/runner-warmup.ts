@@ -45,7 +45,13 @@ export async function warmUp(env: BlockEnvironment): Promise<void> {
   const { host, blocks } = channelPair();
   const served = serveBlocks(blocks, { manifest: env.manifest, tokenizer: null });
   const send = (msg: HostToBlock) => host.send(decodeFrame('agent-to-runner', encodeAgentToRunner(msg)) as HostToBlock);
-  send({ kind: 'START', requestId: 'warm-up', steps: 1, cache: false, invokes: [{ invoke: 0, source, tokens: [0], batchStart: 0, batchSize: 1 }] });
+  send({
+    kind: 'START',
+    requestId: 'warm-up',
+    steps: 1,
+    cache: false,
+    invokes: [{ invoke: 0, source, tokens: [0], batchStart: 0, batchSize: 1 }],
+  });
   for (let i = 0; i < 8; i++) {
     const msg = await host.receive();
     decodeFrame('runner-to-agent', encodeRunnerToAgent(msg));

@@ -76,7 +76,14 @@ export class Sandbox {
     this.onRunnerSpawned = opts.onRunnerSpawned;
     this.onRunnerCrashed = opts.onRunnerCrashed;
     this.config = opts.config ?? sandboxConfigFromEnv();
-    this.plan = opts.plan ?? planIsolation({ limits: this.config.limits, networkNamespace: this.config.networkNamespace, uid: this.config.uid, gid: this.config.gid });
+    this.plan =
+      opts.plan ??
+      planIsolation({
+        limits: this.config.limits,
+        networkNamespace: this.config.networkNamespace,
+        uid: this.config.uid,
+        gid: this.config.gid,
+      });
     this.launcher = new RunnerLauncher({
       plan: this.plan,
       limits: this.config.limits,
@@ -114,10 +121,14 @@ export class Sandbox {
   pool(model: string): RunnerPool {
     const pool = this.pools.get(model);
     if (!pool) {
-      throw new SandboxError('SANDBOX_UNKNOWN_MODEL', `model ${JSON.stringify(model)} is not registered with the sandbox`, {
-        hint: 'the agent registers each model it hosts (Sandbox.register) before serving untrusted requests for it',
-        details: { model, registered: [...this.pools.keys()] },
-      });
+      throw new SandboxError(
+        'SANDBOX_UNKNOWN_MODEL',
+        `model ${JSON.stringify(model)} is not registered with the sandbox`,
+        {
+          hint: 'the agent registers each model it hosts (Sandbox.register) before serving untrusted requests for it',
+          details: { model, registered: [...this.pools.keys()] },
+        },
+      );
     }
     return pool;
   }
@@ -134,7 +145,8 @@ export class Sandbox {
   /** A fresh runner for one request, as the host's BlockChannel. Throws SandboxError when none can start. */
   async runUntrusted(opts: RunUntrustedOptions): Promise<SandboxSession> {
     const pool = this.pool(opts.model);
-    if (opts.signal?.aborted) throw new SandboxError('SANDBOX_CANCELLED', 'the request was cancelled before it got a sandbox runner');
+    if (opts.signal?.aborted)
+      throw new SandboxError('SANDBOX_CANCELLED', 'the request was cancelled before it got a sandbox runner');
     const runner = await pool.acquire();
     const session = new SandboxSession(runner, {
       limits: this.config.limits,
@@ -143,9 +155,11 @@ export class Sandbox {
       ...(opts.signal === undefined ? {} : { signal: opts.signal }),
     });
     this.sessions.add(session);
-    void session.report.then((r) => {
-      if (r.outcome === 'crashed') this.onRunnerCrashed?.(r);
-    }).finally(() => this.sessions.delete(session));
+    void session.report
+      .then((r) => {
+        if (r.outcome === 'crashed') this.onRunnerCrashed?.(r);
+      })
+      .finally(() => this.sessions.delete(session));
     return session;
   }
 

@@ -67,7 +67,10 @@ export class SandboxSession implements BlockChannel {
   /** Resolves once the runner has exited and the session has reached its outcome. */
   readonly report: Promise<SessionReport>;
 
-  constructor(private readonly runner: RunnerProcess, private readonly opts: SessionOptions) {
+  constructor(
+    private readonly runner: RunnerProcess,
+    private readonly opts: SessionOptions,
+  ) {
     if (opts.timeoutMs !== undefined) {
       this.timer = setTimeout(() => this.cut('timeout'), opts.timeoutMs);
     }
@@ -99,8 +102,15 @@ export class SandboxSession implements BlockChannel {
     if (this.terminal) return; // the runner is gone; its invokes already got their EXCEPTION
     if (msg.kind === 'START') {
       if (this.started) {
-        const next = this.trace !== undefined && msg.trace !== undefined && msg.trace.index === this.trace.index + 1 && msg.trace.count === this.trace.count;
-        if (!next || this.open.size > 0) throw new Error('START sent twice on one sandbox session (only the next trace of a session may start, once the last one ended)');
+        const next =
+          this.trace !== undefined &&
+          msg.trace !== undefined &&
+          msg.trace.index === this.trace.index + 1 &&
+          msg.trace.count === this.trace.count;
+        if (!next || this.open.size > 0)
+          throw new Error(
+            'START sent twice on one sandbox session (only the next trace of a session may start, once the last one ended)',
+          );
       } else this.startedAt = performance.now();
       this.started = true;
       this.trace = msg.trace;
@@ -129,7 +139,8 @@ export class SandboxSession implements BlockChannel {
     this.heldTimer = undefined;
     const lines = this.held;
     this.held = [];
-    if (this.started && this.open.size > 0 && !this.terminal) for (const line of lines) this.deliver({ kind: 'LOG', invoke: Math.min(...this.open), stream: 'stderr', line });
+    if (this.started && this.open.size > 0 && !this.terminal)
+      for (const line of lines) this.deliver({ kind: 'LOG', invoke: Math.min(...this.open), stream: 'stderr', line });
   }
 
   /** The runner died: what it still had on its stderr pipe is its fatal report, not the block's output. */
@@ -180,7 +191,12 @@ export class SandboxSession implements BlockChannel {
         this.open.delete(m.invoke);
       }
       this.deliver(m);
-      if (this.started && this.open.size === 0 && (this.trace === undefined || this.trace.index === this.trace.count - 1)) this.finished();
+      if (
+        this.started &&
+        this.open.size === 0 &&
+        (this.trace === undefined || this.trace.index === this.trace.count - 1)
+      )
+        this.finished();
     }
   }
 
@@ -203,11 +219,18 @@ export class SandboxSession implements BlockChannel {
     this.runner.kill(reason);
     const error: BlockError =
       reason === 'timeout'
-        ? { phase: 'execute', type: 'Timeout', message: `the block ran past its ${this.opts.timeoutMs} ms limit; its sandbox runner was killed` }
+        ? {
+            phase: 'execute',
+            type: 'Timeout',
+            message: `the block ran past its ${this.opts.timeoutMs} ms limit; its sandbox runner was killed`,
+          }
         : { phase: 'execute', type: 'Cancelled', message: 'the request was cancelled; its sandbox runner was killed' };
-    this.failOpen(error, reason === 'timeout'
-      ? new SandboxError('SANDBOX_TIMEOUT', error.message)
-      : new SandboxError('SANDBOX_CANCELLED', error.message));
+    this.failOpen(
+      error,
+      reason === 'timeout'
+        ? new SandboxError('SANDBOX_TIMEOUT', error.message)
+        : new SandboxError('SANDBOX_CANCELLED', error.message),
+    );
   }
 
   private failOpen(error: BlockError, terminal: Error): void {
@@ -224,11 +247,18 @@ export class SandboxSession implements BlockChannel {
       this.outcome = 'protocol';
       this.releaseHeld();
       this.runner.kill('refused');
-      const error: BlockError = { phase: 'protocol', type: 'ProtocolError', message: `the sandbox runner sent an unreadable frame (${end.error.code}): ${end.error.message}` };
+      const error: BlockError = {
+        phase: 'protocol',
+        type: 'ProtocolError',
+        message: `the sandbox runner sent an unreadable frame (${end.error.code}): ${end.error.message}`,
+      };
       return this.failOpen(error, end.error);
     }
     // The socket closed under open invokes: the runner died. Its exit says why.
-    const exit = await Promise.race([this.runner.exited, new Promise<undefined>((r) => setTimeout(() => r(undefined), EXIT_GRACE_MS))]);
+    const exit = await Promise.race([
+      this.runner.exited,
+      new Promise<undefined>((r) => setTimeout(() => r(undefined), EXIT_GRACE_MS)),
+    ]);
     if (this.terminal) return;
     if (!exit) this.runner.kill('finished');
     const info = exit ?? (await this.runner.exited);
@@ -244,13 +274,25 @@ export class SandboxSession implements BlockChannel {
 export function crashError(exit: RunnerExit, limits: RunnerLimits): BlockError {
   const how = describeExit(exit.code, exit.signal);
   if (exit.oomKilled) {
-    return { phase: 'execute', type: 'OutOfMemory', message: `the block exceeded the sandbox memory cap of ${limits.memoryMb} MiB; the kernel killed its runner (${how})` };
+    return {
+      phase: 'execute',
+      type: 'OutOfMemory',
+      message: `the block exceeded the sandbox memory cap of ${limits.memoryMb} MiB; the kernel killed its runner (${how})`,
+    };
   }
   if (exit.heapExhausted) {
-    return { phase: 'execute', type: 'OutOfMemory', message: `the block exceeded the sandbox JavaScript heap cap of ${limits.heapMb} MiB; its runner aborted (${how})` };
+    return {
+      phase: 'execute',
+      type: 'OutOfMemory',
+      message: `the block exceeded the sandbox JavaScript heap cap of ${limits.heapMb} MiB; its runner aborted (${how})`,
+    };
   }
   if (exit.signal === 'SIGXCPU') {
-    return { phase: 'execute', type: 'CpuLimit', message: `the block used its ${limits.cpuSeconds} s CPU allowance; its runner was killed (${how})` };
+    return {
+      phase: 'execute',
+      type: 'CpuLimit',
+      message: `the block used its ${limits.cpuSeconds} s CPU allowance; its runner was killed (${how})`,
+    };
   }
   // What the runner itself printed as it died (Node's fatal report: runner frames, paths) is not the user's: it
   // goes to the agent's log (SessionReport.withheld); the block's own output already arrived as LOG lines.

@@ -18,7 +18,12 @@ export type ChannelEnd =
 export class ChannelClosedError extends FabricError {
   readonly end: ChannelEnd;
   constructor(end: ChannelEnd) {
-    const why = end.reason === 'eof' ? 'the other end closed the socket' : end.reason === 'closed' ? 'this end closed the channel' : end.error.message;
+    const why =
+      end.reason === 'eof'
+        ? 'the other end closed the socket'
+        : end.reason === 'closed'
+          ? 'this end closed the channel'
+          : end.error.message;
     super('SANDBOX_CHANNEL_CLOSED', 500, `sandbox channel closed: ${why}`, { details: { reason: end.reason } });
     this.name = 'ChannelClosedError';
     this.end = end;

@@ -55,7 +55,12 @@ process.on('message', (m: SpawnCommand) => {
   if (m?.op !== 'spawn') return;
   let child: ChildProcess;
   try {
-    child = spawn(m.argv[0]!, m.argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe', 'pipe'], env: m.env, detached: true, cwd: '/' });
+    child = spawn(m.argv[0]!, m.argv.slice(1), {
+      stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
+      env: m.env,
+      detached: true,
+      cwd: '/',
+    });
   } catch (e) {
     return send({ op: 'failed', id: m.id, message: (e as Error).message });
   }

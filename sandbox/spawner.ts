@@ -50,8 +50,13 @@ export class RunnerSpawner {
   }
 
   private ensure(): ChildProcess {
-    if (this.child && this.child.exitCode === null && this.child.signalCode === null && this.child.connected) return this.child;
-    const child = spawn(process.execPath, [SPAWNER_SCRIPT], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env: this.env, serialization: 'json' });
+    if (this.child && this.child.exitCode === null && this.child.signalCode === null && this.child.connected)
+      return this.child;
+    const child = spawn(process.execPath, [SPAWNER_SCRIPT], {
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      env: this.env,
+      serialization: 'json',
+    });
     child.on('message', (m: SpawnerMessage, handle: unknown) => this.onMessage(m, handle as Socket | undefined));
     child.once('exit', (code, signal) => {
       if (this.child === child) this.child = undefined;
@@ -104,9 +109,11 @@ export class RunnerSpawner {
         break;
       case 'failed':
         this.pending.delete(m.id);
-        p.reject(new SandboxError('SANDBOX_RUNNER_START_FAILED', `could not spawn a sandbox runner: ${m.message}`, {
-          hint: 'check that node, prlimit and unshare are installed where the agent looks for them',
-        }));
+        p.reject(
+          new SandboxError('SANDBOX_RUNNER_START_FAILED', `could not spawn a sandbox runner: ${m.message}`, {
+            hint: 'check that node, prlimit and unshare are installed where the agent looks for them',
+          }),
+        );
         break;
     }
   }

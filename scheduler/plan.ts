@@ -11,7 +11,18 @@ import { preemptionRule } from './rules/preemption.js';
 import { retentionRule } from './rules/retention.js';
 import { timeoutRule } from './rules/timeouts.js';
 
-export const RULES = [agentHealthRule, agentLossRule, preemptionRule, drainRule, timeoutRule, onDemandRule, placementRule, dispatchRule, autoscaleRule, retentionRule] as const;
+export const RULES = [
+  agentHealthRule,
+  agentLossRule,
+  preemptionRule,
+  drainRule,
+  timeoutRule,
+  onDemandRule,
+  placementRule,
+  dispatchRule,
+  autoscaleRule,
+  retentionRule,
+] as const;
 
 export function planRound(input: PlanInput): PlannedCommand[] {
   const ctx = new PlanContext(input);

@@ -71,7 +71,8 @@ export class Scheduler {
   /** Records a heartbeat (heartbeats are not stored; the agent health rule reads them from here). */
   observeHeartbeat(agentId: string, bootId: string, atMs: number): void {
     const prev = this.heartbeats.get(agentId);
-    if (prev === undefined || prev.bootId !== bootId || prev.atMs < atMs) this.heartbeats.set(agentId, { bootId, atMs });
+    if (prev === undefined || prev.bootId !== bootId || prev.atMs < atMs)
+      this.heartbeats.set(agentId, { bootId, atMs });
   }
 
   /** Plans and executes rounds until a round changes nothing. Steps never overlap: a second call waits for the first. */
@@ -106,7 +107,15 @@ export class Scheduler {
     const report: StepReport = { atMs: now, rounds: 0, executed: [] };
     const at = new Date(now).toISOString();
     for (let round = 0; round < this.config.maxRoundsPerStep; round++) {
-      const planned = planRound({ state: view.state, nowMs: now, tick, autoscale, heartbeats: this.heartbeats, startedAtMs: this.startedAtMs, config: this.config });
+      const planned = planRound({
+        state: view.state,
+        nowMs: now,
+        tick,
+        autoscale,
+        heartbeats: this.heartbeats,
+        startedAtMs: this.startedAtMs,
+        config: this.config,
+      });
       if (planned.length === 0) break;
       report.rounds++;
       let progressed = false;
@@ -115,7 +124,13 @@ export class Scheduler {
         const entry: ExecutedCommand = { commandId: p.commandId, type: p.command.type, appended: 0 };
         report.executed.push(entry);
         try {
-          const r = await commands.execute(p.command, { commandId: p.commandId, actor: SCHEDULER_ACTOR, at, correlationId: p.correlationId, causationId: p.causationId });
+          const r = await commands.execute(p.command, {
+            commandId: p.commandId,
+            actor: SCHEDULER_ACTOR,
+            at,
+            correlationId: p.correlationId,
+            causationId: p.causationId,
+          });
           if (r.position !== undefined) head = Math.max(head, r.position);
           if (r.events.length > 0 && !r.alreadyStored) {
             entry.appended = r.events.length;
@@ -151,7 +166,9 @@ export class Scheduler {
     }
     setImmediate(() => {
       if (this.stopped) return;
-      this.step().catch((e) => (this.options.onError ?? ((err: unknown) => console.error('scheduler step failed:', err)))(e));
+      this.step().catch((e) =>
+        (this.options.onError ?? ((err: unknown) => console.error('scheduler step failed:', err)))(e),
+      );
     });
   }
 

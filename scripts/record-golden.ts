@@ -23,5 +23,7 @@ for (const s of SCENARIOS) {
   writeFileSync(join(dir, 'state.json'), r.stateText);
   writeFileSync(join(dir, 'README.md'), readme(r));
   const kib = (n: number) => `${(n / 1024).toFixed(0)} KiB`;
-  console.log(`${s.name}: ${r.events.length} events, events.jsonl ${kib(Buffer.byteLength(r.eventsText))}, state.json ${kib(Buffer.byteLength(r.stateText))}, ${Math.round(performance.now() - t0)} ms`);
+  console.log(
+    `${s.name}: ${r.events.length} events, events.jsonl ${kib(Buffer.byteLength(r.eventsText))}, state.json ${kib(Buffer.byteLength(r.stateText))}, ${Math.round(performance.now() - t0)} ms`,
+  );
 }

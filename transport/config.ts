@@ -16,14 +16,21 @@ import { IpcTransport } from './ipc/client.js';
 import type { KafkaTransportOptions } from './kafka/options.js';
 import type { Transport } from './port.js';
 
-export type TransportConfig = { kind: 'inprocess' } | { kind: 'kafka'; kafka: KafkaTransportOptions } | { kind: 'ipc'; socketPath: string };
+export type TransportConfig =
+  | { kind: 'inprocess' }
+  | { kind: 'kafka'; kafka: KafkaTransportOptions }
+  | { kind: 'ipc'; socketPath: string };
 
 function nonNegativeInt(env: NodeJS.ProcessEnv, name: string, min: number): number | undefined {
   const raw = env[name];
   if (raw === undefined || raw === '') return undefined;
   const n = Number(raw);
   if (!Number.isInteger(n) || n < min) {
-    throw configInvalid(`${name}=${JSON.stringify(raw)} is not an integer >= ${min}`, `set ${name} to an integer >= ${min} or unset it`, { [name]: raw });
+    throw configInvalid(
+      `${name}=${JSON.stringify(raw)} is not an integer >= ${min}`,
+      `set ${name} to an integer >= ${min} or unset it`,
+      { [name]: raw },
+    );
   }
   return n;
 }
@@ -33,13 +40,24 @@ export function transportConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Tr
   if (kind === 'inprocess') return { kind };
   if (kind === 'ipc') {
     const socketPath = env.NDIF_IPC_SOCKET ?? '';
-    if (socketPath === '') throw configInvalid('NDIF_TRANSPORT=ipc needs NDIF_IPC_SOCKET', 'set NDIF_IPC_SOCKET to the control plane\'s transport socket (the embedded fabric sets it for its agent)');
+    if (socketPath === '')
+      throw configInvalid(
+        'NDIF_TRANSPORT=ipc needs NDIF_IPC_SOCKET',
+        "set NDIF_IPC_SOCKET to the control plane's transport socket (the embedded fabric sets it for its agent)",
+      );
     return { kind, socketPath };
   }
   if (kind !== 'kafka') {
-    throw configInvalid(`NDIF_TRANSPORT=${JSON.stringify(kind)} is not a transport`, 'use NDIF_TRANSPORT=inprocess, kafka or ipc', { NDIF_TRANSPORT: kind });
+    throw configInvalid(
+      `NDIF_TRANSPORT=${JSON.stringify(kind)} is not a transport`,
+      'use NDIF_TRANSPORT=inprocess, kafka or ipc',
+      { NDIF_TRANSPORT: kind },
+    );
   }
-  const brokers = (env.KAFKA_BROKERS ?? '').split(',').map((b) => b.trim()).filter(Boolean);
+  const brokers = (env.KAFKA_BROKERS ?? '')
+    .split(',')
+    .map((b) => b.trim())
+    .filter(Boolean);
   if (brokers.length === 0) {
     throw configInvalid('NDIF_TRANSPORT=kafka needs KAFKA_BROKERS', 'set KAFKA_BROKERS=host:port[,host:port...]');
   }
@@ -57,7 +75,10 @@ export function transportConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Tr
 }
 
 /** Opens the configured transport. In-process transports opened with the same broker see each other. */
-export async function openTransport(config: TransportConfig, inprocess: { broker?: InProcessBroker } = {}): Promise<Transport> {
+export async function openTransport(
+  config: TransportConfig,
+  inprocess: { broker?: InProcessBroker } = {},
+): Promise<Transport> {
   if (config.kind === 'inprocess') return new InProcessTransport({ broker: inprocess.broker });
   if (config.kind === 'ipc') return IpcTransport.connect({ path: config.socketPath });
   return KafkaTransport.connect(config.kafka);

@@ -24,10 +24,15 @@ export function topicInvalid(topic: unknown): FabricError {
 }
 
 export function groupInvalid(groupId: unknown): FabricError {
-  return new FabricError(TransportErrorCode.GroupInvalid, 400, `consumer group id ${JSON.stringify(groupId)} is not valid`, {
-    hint: 'use a non-empty string of at most 255 characters',
-    details: { groupId },
-  });
+  return new FabricError(
+    TransportErrorCode.GroupInvalid,
+    400,
+    `consumer group id ${JSON.stringify(groupId)} is not valid`,
+    {
+      hint: 'use a non-empty string of at most 255 characters',
+      details: { groupId },
+    },
+  );
 }
 
 export function messageInvalid(index: number, what: string): FabricError {
@@ -38,10 +43,15 @@ export function messageInvalid(index: number, what: string): FabricError {
 }
 
 export function messageTooLarge(index: number, bytes: number, limit: number): FabricError {
-  return new FabricError(TransportErrorCode.MessageTooLarge, 413, `message ${index} is ${bytes} bytes; the limit is ${limit}`, {
-    hint: 'put large payloads in the blob store and send its reference, size and sha256 instead',
-    details: { index, bytes, limit },
-  });
+  return new FabricError(
+    TransportErrorCode.MessageTooLarge,
+    413,
+    `message ${index} is ${bytes} bytes; the limit is ${limit}`,
+    {
+      hint: 'put large payloads in the blob store and send its reference, size and sha256 instead',
+      details: { index, bytes, limit },
+    },
+  );
 }
 
 export function transportClosed(what: string): FabricError {
@@ -52,18 +62,28 @@ export function transportClosed(what: string): FabricError {
 
 export function transportUnavailable(brokers: readonly string[], cause: unknown): FabricError {
   const reason = cause instanceof Error ? cause.message : String(cause);
-  return new FabricError(TransportErrorCode.Unavailable, 503, `cannot reach the Kafka brokers ${brokers.join(',')}: ${reason}`, {
-    hint: 'check KAFKA_BROKERS and that the brokers are up and reachable from this host',
-    details: { brokers },
-    cause,
-  });
+  return new FabricError(
+    TransportErrorCode.Unavailable,
+    503,
+    `cannot reach the Kafka brokers ${brokers.join(',')}: ${reason}`,
+    {
+      hint: 'check KAFKA_BROKERS and that the brokers are up and reachable from this host',
+      details: { brokers },
+      cause,
+    },
+  );
 }
 
 export function publishFailed(topic: string, count: number, cause: unknown): FabricError {
   const reason = cause instanceof Error ? cause.message : String(cause);
-  return new FabricError(TransportErrorCode.PublishFailed, 503, `publishing ${count} message(s) to ${topic} failed: ${reason}`, {
-    hint: 'some of these messages may have been written; publish them again (consumers deduplicate)',
-    details: { topic, count },
-    cause,
-  });
+  return new FabricError(
+    TransportErrorCode.PublishFailed,
+    503,
+    `publishing ${count} message(s) to ${topic} failed: ${reason}`,
+    {
+      hint: 'some of these messages may have been written; publish them again (consumers deduplicate)',
+      details: { topic, count },
+      cause,
+    },
+  );
 }

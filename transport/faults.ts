@@ -1,6 +1,13 @@
 // Fault injection for tests of idempotent consumers: a Transport whose subscribers get every message
 // (and every batch) twice in a row, as after a redelivery. Publishing is unchanged.
-import type { BatchHandler, MessageHandler, SubscribeOptions, Subscription, Transport, TransportMessage } from './port.js';
+import type {
+  BatchHandler,
+  MessageHandler,
+  SubscribeOptions,
+  Subscription,
+  Transport,
+  TransportMessage,
+} from './port.js';
 
 function copy(m: TransportMessage): TransportMessage {
   return { ...m, value: Buffer.from(m.value), headers: { ...m.headers } };
@@ -10,7 +17,12 @@ export function withDuplicateDelivery(inner: Transport): Transport {
   return {
     kind: inner.kind,
     publish: (topic, messages) => inner.publish(topic, messages),
-    subscribe(topic: string, groupId: string, handler: MessageHandler, options?: SubscribeOptions): Promise<Subscription> {
+    subscribe(
+      topic: string,
+      groupId: string,
+      handler: MessageHandler,
+      options?: SubscribeOptions,
+    ): Promise<Subscription> {
       return inner.subscribe(
         topic,
         groupId,
@@ -22,7 +34,12 @@ export function withDuplicateDelivery(inner: Transport): Transport {
         options,
       );
     },
-    subscribeBatch(topic: string, groupId: string, handler: BatchHandler, options?: SubscribeOptions): Promise<Subscription> {
+    subscribeBatch(
+      topic: string,
+      groupId: string,
+      handler: BatchHandler,
+      options?: SubscribeOptions,
+    ): Promise<Subscription> {
       return inner.subscribeBatch(
         topic,
         groupId,

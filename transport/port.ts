@@ -74,7 +74,12 @@ export interface Transport {
    */
   subscribe(topic: string, groupId: string, handler: MessageHandler, options?: SubscribeOptions): Promise<Subscription>;
   /** As subscribe, with the consecutive messages of one partition that are available handed over together. */
-  subscribeBatch(topic: string, groupId: string, handler: BatchHandler, options?: SubscribeOptions): Promise<Subscription>;
+  subscribeBatch(
+    topic: string,
+    groupId: string,
+    handler: BatchHandler,
+    options?: SubscribeOptions,
+  ): Promise<Subscription>;
   /** Closes every subscription of this transport, then the connections. Idempotent. */
   close(): Promise<void>;
 }

@@ -24,10 +24,12 @@ export function checkMessages(
   list.forEach((m, i) => {
     if (m === null || typeof m !== 'object') throw messageInvalid(i, 'is not an object');
     if (typeof m.key !== 'string' || m.key.length === 0) throw messageInvalid(i, 'key must be a non-empty string');
-    if (!(m.value instanceof Uint8Array)) throw messageInvalid(i, 'value must be a Uint8Array (use encodeJson for objects)');
+    if (!(m.value instanceof Uint8Array))
+      throw messageInvalid(i, 'value must be a Uint8Array (use encodeJson for objects)');
     let bytes = m.value.byteLength + Buffer.byteLength(m.key);
     if (m.headers !== undefined) {
-      if (m.headers === null || typeof m.headers !== 'object') throw messageInvalid(i, 'headers must be an object of strings');
+      if (m.headers === null || typeof m.headers !== 'object')
+        throw messageInvalid(i, 'headers must be an object of strings');
       for (const [k, v] of Object.entries(m.headers)) {
         if (typeof v !== 'string') throw messageInvalid(i, `header ${JSON.stringify(k)} must be a string`);
         bytes += Buffer.byteLength(k) + Buffer.byteLength(v);

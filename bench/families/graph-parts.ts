@@ -27,14 +27,27 @@ export function attentionBias(g: GraphBuilder, scope: string, causal = true): st
   if (causal) {
     const seqLen = g.one(scope, 'Gather', [g.one(scope, 'Shape', ['input_ids']), i64([1], [])], { axis: 0 });
     const range = g.one(scope, 'Range', [i64([0], []), seqLen, i64([1], [])]);
-    const causalMask = g.one(scope, 'LessOrEqual', [g.one(scope, 'Unsqueeze', [range, i64([0])]), g.one(scope, 'Unsqueeze', [range, i64([1])])]);
+    const causalMask = g.one(scope, 'LessOrEqual', [
+      g.one(scope, 'Unsqueeze', [range, i64([0])]),
+      g.one(scope, 'Unsqueeze', [range, i64([1])]),
+    ]);
     allowed = g.one(scope, 'And', [causalMask, allowed]);
   }
-  return g.one(scope, 'Where', [allowed, g.constant(scope, floatTensor([0], [])), g.constant(scope, floatTensor([FLOAT32_MIN], []))]);
+  return g.one(scope, 'Where', [
+    allowed,
+    g.constant(scope, floatTensor([0], [])),
+    g.constant(scope, floatTensor([FLOAT32_MIN], [])),
+  ]);
 }
 
 /** The opset-17 model of a generated graph: int64 `[batch, sequence]` token inputs, the given outputs, weights listed without data (the writer attaches them). */
-export function generatedModel(name: string, g: GraphBuilder, weights: Gpt2Weight[], inputs: string[], outputs: ValueInfoProto[]): ModelProto {
+export function generatedModel(
+  name: string,
+  g: GraphBuilder,
+  weights: Gpt2Weight[],
+  inputs: string[],
+  outputs: ValueInfoProto[],
+): ModelProto {
   return {
     ir_version: 8,
     opset_import: [{ domain: '', version: 17 }],

@@ -15,27 +15,78 @@ const VOCAB = 4096;
 const POSITIONS = 256;
 
 /** A one-token tokenizer: the benchmark feeds token ids. */
-const NO_TOKENIZER = { version: '1.0', added_tokens: [], normalizer: null, pre_tokenizer: null, post_processor: null, decoder: null, model: { type: 'WordLevel', vocab: { '[UNK]': 0 }, unk_token: '[UNK]' } };
+const NO_TOKENIZER = {
+  version: '1.0',
+  added_tokens: [],
+  normalizer: null,
+  pre_tokenizer: null,
+  post_processor: null,
+  decoder: null,
+  model: { type: 'WordLevel', vocab: { '[UNK]': 0 }, unk_token: '[UNK]' },
+};
 
 export const FAMILY_MODELS = {
   gpt2: {
     folder: `bench-gpt2-8x512-v${VERSION}`,
-    build: (): Gpt2Graph => buildGpt2({ layers: 8, dModel: 512, heads: 8, vocab: VOCAB, positions: POSITIONS, seed: 11 }),
-    config: { model_type: 'gpt2', architectures: ['GPT2LMHeadModel'], vocab_size: VOCAB, n_positions: POSITIONS, n_layer: 8, n_embd: 512, n_head: 8, eos_token_id: 0 },
+    build: (): Gpt2Graph =>
+      buildGpt2({ layers: 8, dModel: 512, heads: 8, vocab: VOCAB, positions: POSITIONS, seed: 11 }),
+    config: {
+      model_type: 'gpt2',
+      architectures: ['GPT2LMHeadModel'],
+      vocab_size: VOCAB,
+      n_positions: POSITIONS,
+      n_layer: 8,
+      n_embd: 512,
+      n_head: 8,
+      eos_token_id: 0,
+    },
     layer: 'transformer.h',
     mlp: 'mlp',
   },
   llama: {
     folder: `bench-llama-8x512-gqa2-v${VERSION}`,
-    build: () => buildLlama({ layers: 8, dModel: 512, heads: 8, kvHeads: 2, intermediate: 1536, vocab: VOCAB, positions: POSITIONS, seed: 12 }),
-    config: { model_type: 'llama', architectures: ['LlamaForCausalLM'], vocab_size: VOCAB, max_position_embeddings: POSITIONS, num_hidden_layers: 8, hidden_size: 512, num_attention_heads: 8, num_key_value_heads: 2, intermediate_size: 1536, bos_token_id: 1, eos_token_id: 2 },
+    build: () =>
+      buildLlama({
+        layers: 8,
+        dModel: 512,
+        heads: 8,
+        kvHeads: 2,
+        intermediate: 1536,
+        vocab: VOCAB,
+        positions: POSITIONS,
+        seed: 12,
+      }),
+    config: {
+      model_type: 'llama',
+      architectures: ['LlamaForCausalLM'],
+      vocab_size: VOCAB,
+      max_position_embeddings: POSITIONS,
+      num_hidden_layers: 8,
+      hidden_size: 512,
+      num_attention_heads: 8,
+      num_key_value_heads: 2,
+      intermediate_size: 1536,
+      bos_token_id: 1,
+      eos_token_id: 2,
+    },
     layer: 'model.layers',
     mlp: 'mlp',
   },
   bert: {
     folder: `bench-bert-8x512-v${VERSION}`,
-    build: () => buildBert({ layers: 8, dModel: 512, heads: 8, intermediate: 2048, vocab: VOCAB, positions: POSITIONS, seed: 13 }),
-    config: { model_type: 'bert', architectures: ['BertModel'], vocab_size: VOCAB, max_position_embeddings: POSITIONS, num_hidden_layers: 8, hidden_size: 512, num_attention_heads: 8, intermediate_size: 2048, pad_token_id: 0 },
+    build: () =>
+      buildBert({ layers: 8, dModel: 512, heads: 8, intermediate: 2048, vocab: VOCAB, positions: POSITIONS, seed: 13 }),
+    config: {
+      model_type: 'bert',
+      architectures: ['BertModel'],
+      vocab_size: VOCAB,
+      max_position_embeddings: POSITIONS,
+      num_hidden_layers: 8,
+      hidden_size: 512,
+      num_attention_heads: 8,
+      intermediate_size: 2048,
+      pad_token_id: 0,
+    },
     layer: 'encoder.layer',
     mlp: 'intermediate',
   },

@@ -58,7 +58,13 @@ function gpt2Config(name: string, s: Gpt2Shape): Record<string, unknown> {
     eos_token_id: GPT2_EOS_ID,
     tie_word_embeddings: true,
     use_cache: true,
-    ndif: { generator: 'catalog/bundled/generate-model.ts', generator_version: GENERATOR_VERSION, name, seed: s.seed, eos_token: GPT2_EOS },
+    ndif: {
+      generator: 'catalog/bundled/generate-model.ts',
+      generator_version: GENERATOR_VERSION,
+      name,
+      seed: s.seed,
+      eos_token: GPT2_EOS,
+    },
   };
 }
 
@@ -81,7 +87,9 @@ export function generateModel(name: BundledModelName, dir: string): void {
  */
 export function ensureModel(name: string): string {
   if (!isBundledModel(name)) {
-    throw new Error(`unknown bundled model ${JSON.stringify(name)}; bundled models: ${Object.keys(BUNDLED_MODELS).join(', ')}`);
+    throw new Error(
+      `unknown bundled model ${JSON.stringify(name)}; bundled models: ${Object.keys(BUNDLED_MODELS).join(', ')}`,
+    );
   }
   return ensureGenerated(bundledModelDir(name), (tmp) => generateModel(name, tmp));
 }

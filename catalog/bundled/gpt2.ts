@@ -135,10 +135,12 @@ export function buildGpt2(s: Gpt2Shape): Gpt2Graph {
 
   const lnF = layerNorm(`${T}/ln_f`, hidden, 'transformer.ln_f');
   const L = '/lm_head';
-  const outShape = g.one(L, 'Concat', [
-    g.one(L, 'Slice', [g.one(L, 'Shape', [lnF]), i64(L, [0]), i64(L, [2])]),
-    i64(L, [s.vocab]),
-  ], { axis: 0 });
+  const outShape = g.one(
+    L,
+    'Concat',
+    [g.one(L, 'Slice', [g.one(L, 'Shape', [lnF]), i64(L, [0]), i64(L, [2])]), i64(L, [s.vocab])],
+    { axis: 0 },
+  );
   const flat = g.one(L, 'Reshape', [lnF, i64(L, [-1, d])]);
   const gemm = g.one(L, 'Gemm', [flat, wte], { transB: 1 });
   named(g.one(L, 'Reshape', [gemm, outShape]), 'logits');
@@ -155,11 +157,19 @@ export function buildGpt2(s: Gpt2Shape): Gpt2Graph {
       input: [
         tensorInfo('input_ids', TensorDataType.INT64, ['batch', 'sequence']),
         tensorInfo('attention_mask', TensorDataType.INT64, ['batch', 'past_sequence + sequence']),
-        ...Array.from({ length: s.layers }, (_, i) => ['key', 'value'].map((kv) => tensorInfo(`past_key_values.${i}.${kv}`, TensorDataType.FLOAT, ['batch', s.heads, 'past_sequence', dh]))).flat(),
+        ...Array.from({ length: s.layers }, (_, i) =>
+          ['key', 'value'].map((kv) =>
+            tensorInfo(`past_key_values.${i}.${kv}`, TensorDataType.FLOAT, ['batch', s.heads, 'past_sequence', dh]),
+          ),
+        ).flat(),
       ],
       output: [
         tensorInfo('logits', TensorDataType.FLOAT, ['batch', 'sequence', s.vocab]),
-        ...Array.from({ length: s.layers }, (_, i) => ['key', 'value'].map((kv) => tensorInfo(`present.${i}.${kv}`, TensorDataType.FLOAT, ['batch', s.heads, 'past_sequence + sequence', dh]))).flat(),
+        ...Array.from({ length: s.layers }, (_, i) =>
+          ['key', 'value'].map((kv) =>
+            tensorInfo(`present.${i}.${kv}`, TensorDataType.FLOAT, ['batch', s.heads, 'past_sequence + sequence', dh]),
+          ),
+        ).flat(),
       ],
     },
   };

@@ -40,7 +40,8 @@ export function splitCommand(argv: string[]): SplitArgs {
 export function parseCommandArgs(cmd: CliCommand, name: string, rest: string[]): CommandArgs {
   const specs: Record<string, OptionSpec> = { ...GLOBAL_OPTIONS, ...cmd.options };
   const options: Record<string, { type: 'string' | 'boolean'; short?: string; multiple?: boolean }> = {};
-  for (const [k, s] of Object.entries(specs)) options[k] = { type: s.type, ...(s.short ? { short: s.short } : {}), ...(s.multiple ? { multiple: true } : {}) };
+  for (const [k, s] of Object.entries(specs))
+    options[k] = { type: s.type, ...(s.short ? { short: s.short } : {}), ...(s.multiple ? { multiple: true } : {}) };
   let parsed;
   try {
     parsed = parseArgs({ args: rest, options, allowPositionals: true, strict: true });
@@ -63,7 +64,9 @@ export function parseCommandArgs(cmd: CliCommand, name: string, rest: string[]):
 
 function cleanParseError(msg: string): string {
   // parseArgs says e.g. "Unknown option '--gpu'. To specify a positional argument starting with a '-', …"
-  return msg.replace(/\. To specify a positional argument.*$/s, '').replace(/^Option '(.+?)' argument missing$/, "option '$1' needs a value");
+  return msg
+    .replace(/\. To specify a positional argument.*$/s, '')
+    .replace(/^Option '(.+?)' argument missing$/, "option '$1' needs a value");
 }
 
 // ---------------------------------------------------------------- typed option readers
@@ -92,18 +95,37 @@ export function numberOpt(a: CommandArgs, name: string, min: number, max: number
   const v = stringOpt(a, name);
   if (v === undefined) return undefined;
   const n = Number(v);
-  if (v.trim() === '' || !Number.isFinite(n)) throw new UsageError(`--${name} must be a number, got ${JSON.stringify(v)}`);
+  if (v.trim() === '' || !Number.isFinite(n))
+    throw new UsageError(`--${name} must be a number, got ${JSON.stringify(v)}`);
   if (n < min || n > max) throw new UsageError(`--${name} must be between ${min} and ${max}, got ${n}`);
   return n;
 }
 
-const SIZE_UNITS: Record<string, number> = { '': 1, b: 1, k: 1024, kb: 1000, kib: 1024, m: 1024 ** 2, mb: 1000 ** 2, mib: 1024 ** 2, g: 1024 ** 3, gb: 1000 ** 3, gib: 1024 ** 3, t: 1024 ** 4, tb: 1000 ** 4, tib: 1024 ** 4 };
+const SIZE_UNITS: Record<string, number> = {
+  '': 1,
+  b: 1,
+  k: 1024,
+  kb: 1000,
+  kib: 1024,
+  m: 1024 ** 2,
+  mb: 1000 ** 2,
+  mib: 1024 ** 2,
+  g: 1024 ** 3,
+  gb: 1000 ** 3,
+  gib: 1024 ** 3,
+  t: 1024 ** 4,
+  tb: 1000 ** 4,
+  tib: 1024 ** 4,
+};
 
 /** `512MiB`, `1.5GiB`, `2g`, `1000000` → bytes. */
 export function parseBytes(text: string, what: string): number {
   const m = /^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$/.exec(text);
   const unit = m ? SIZE_UNITS[m[2]!.toLowerCase()] : undefined;
-  if (!m || unit === undefined) throw new UsageError(`${what} must be a size such as 512MiB, 2GiB or a number of bytes, got ${JSON.stringify(text)}`);
+  if (!m || unit === undefined)
+    throw new UsageError(
+      `${what} must be a size such as 512MiB, 2GiB or a number of bytes, got ${JSON.stringify(text)}`,
+    );
   return Math.round(Number(m[1]) * unit);
 }
 

@@ -9,4 +9,9 @@ const { main } = await import(entry.href).catch((e) => {
 });
 const ctl = new AbortController();
 process.once('SIGINT', () => ctl.abort());
-process.exitCode = await main(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, env: process.env, signal: ctl.signal });
+process.exitCode = await main(process.argv.slice(2), {
+  stdout: process.stdout,
+  stderr: process.stderr,
+  env: process.env,
+  signal: ctl.signal,
+});

@@ -8,7 +8,10 @@ import { errorBodyOf, httpFailure } from '../sdk/http.js';
 
 export function watchCluster(http: FabricHttp, changed: () => void, signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
-    const ws = new WebSocket(http.resolve('/ws', undefined, true), { headers: http.headers(), perMessageDeflate: false });
+    const ws = new WebSocket(http.resolve('/ws', undefined, true), {
+      headers: http.headers(),
+      perMessageDeflate: false,
+    });
     let open = false;
     const stop = () => {
       ws.close(1000);
@@ -18,7 +21,16 @@ export function watchCluster(http: FabricHttp, changed: () => void, signal: Abor
     ws.on('unexpected-response', (_q, res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => reject(httpFailure(http.url, res.statusCode ?? 0, errorBodyOf(res.statusCode ?? 0, new Uint8Array(Buffer.concat(chunks))), 'GET /ws')));
+      res.on('end', () =>
+        reject(
+          httpFailure(
+            http.url,
+            res.statusCode ?? 0,
+            errorBodyOf(res.statusCode ?? 0, new Uint8Array(Buffer.concat(chunks))),
+            'GET /ws',
+          ),
+        ),
+      );
     });
     ws.on('open', () => {
       open = true;

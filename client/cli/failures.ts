@@ -1,5 +1,11 @@
 // How the CLI reports a failure: one message on stderr that says what failed and what to do, and the exit code.
-import { CancelledError, FabricHttpError, ProtocolMismatchError, RemoteError, UnreachableError } from '../sdk/errors.js';
+import {
+  CancelledError,
+  FabricHttpError,
+  ProtocolMismatchError,
+  RemoteError,
+  UnreachableError,
+} from '../sdk/errors.js';
 import { UsageError } from './command.js';
 import { ExitCode } from './exit-codes.js';
 
@@ -36,10 +42,17 @@ export function renderError(e: unknown, command: string | null): string {
     const lines = [`${prefix}${e.code}: ${e.remoteMessage}`];
     if (e.hint) lines.push(`  hint: ${e.hint}`);
     if (e.details && Object.keys(e.details).length) lines.push(`  details: ${JSON.stringify(e.details)}`);
-    if (e.status === 401 || e.status === 403) lines.push('  (the API key comes from --api-key or $NDIF_API_KEY; `ndif env` shows which one is used)');
+    if (e.status === 401 || e.status === 403)
+      lines.push('  (the API key comes from --api-key or $NDIF_API_KEY; `ndif env` shows which one is used)');
     return `${lines.join('\n')}\n`;
   }
-  if (e instanceof RemoteError || e instanceof CancelledError || e instanceof UnreachableError || e instanceof ProtocolMismatchError || e instanceof UsageError) {
+  if (
+    e instanceof RemoteError ||
+    e instanceof CancelledError ||
+    e instanceof UnreachableError ||
+    e instanceof ProtocolMismatchError ||
+    e instanceof UsageError
+  ) {
     return `${prefix}${e.message}\n`;
   }
   if (e instanceof NotReadyError) return `${prefix}${e.message}\n`;

@@ -21,7 +21,10 @@ export interface CliIo {
   signal?: AbortSignal;
 }
 
-export async function main(argv: string[], io: CliIo = { stdout: process.stdout, stderr: process.stderr, env: process.env }): Promise<number> {
+export async function main(
+  argv: string[],
+  io: CliIo = { stdout: process.stdout, stderr: process.stderr, env: process.env },
+): Promise<number> {
   const { command, rest } = splitCommand(argv);
   const wantsJson = rest.includes('--json');
   const out = createOutput(io.stdout, io.stderr, wantsJson);
@@ -52,7 +55,8 @@ async function runCommand(name: string, cmd: CliCommand, rest: string[], io: Cli
   try {
     args = parseCommandArgs(cmd, name, rest);
   } catch (e) {
-    if (e instanceof UsageError) e.message = `${e.message}\nusage: ndif ${name} ${cmd.usage}\n(see \`ndif ${name} --help\`)`;
+    if (e instanceof UsageError)
+      e.message = `${e.message}\nusage: ndif ${name} ${cmd.usage}\n(see \`ndif ${name} --help\`)`;
     throw e;
   }
   if (args.values.help) {
@@ -68,16 +72,28 @@ async function runCommand(name: string, cmd: CliCommand, rest: string[], io: Cli
     throw new UsageError((e as Error).message);
   }
   const out = createOutput(io.stdout, io.stderr, config.json);
-  const code = await cmd.run({ config, http, admin: new FabricAdmin(http), out, signal: io.signal ?? new AbortController().signal, env: io.env }, args);
+  const code = await cmd.run(
+    { config, http, admin: new FabricAdmin(http), out, signal: io.signal ?? new AbortController().signal, env: io.env },
+    args,
+  );
   return code ?? ExitCode.ok;
 }
 
 function unknownCommand(name: string): UsageError {
   const near = nearestNames(name, commandNames());
-  return new UsageError(`unknown command ${JSON.stringify(name)}${near.length ? `; did you mean ${near.map((n) => `\`ndif ${n}\``).join(' or ')}?` : ''} (\`ndif help\` lists them)`);
+  return new UsageError(
+    `unknown command ${JSON.stringify(name)}${near.length ? `; did you mean ${near.map((n) => `\`ndif ${n}\``).join(' or ')}?` : ''} (\`ndif help\` lists them)`,
+  );
 }
 
 function errorJson(e: unknown): Record<string, unknown> {
   const o = e as { code?: unknown; message?: unknown; hint?: unknown; details?: unknown; name?: unknown };
-  return { name: o.name ?? 'Error', code: o.code ?? null, message: o.message ?? String(e), hint: o.hint ?? null, details: o.details ?? null, exitCode: exitCodeOf(e) };
+  return {
+    name: o.name ?? 'Error',
+    code: o.code ?? null,
+    message: o.message ?? String(e),
+    hint: o.hint ?? null,
+    details: o.details ?? null,
+    exitCode: exitCodeOf(e),
+  };
 }

@@ -17,7 +17,8 @@ export function commandNames(): string[] {
 export async function loadCommand(name: string): Promise<CliCommand | undefined> {
   if (!NAME.test(name) || !commandNames().includes(name)) return undefined;
   const mod = (await import(new URL(`${name}.js`, COMMANDS_DIR).href)) as { default?: CliCommand };
-  if (!mod.default || typeof mod.default.run !== 'function') throw new Error(`client/cli/commands/${name}.js has no default export CliCommand`);
+  if (!mod.default || typeof mod.default.run !== 'function')
+    throw new Error(`client/cli/commands/${name}.js has no default export CliCommand`);
   return mod.default;
 }
 

@@ -18,12 +18,20 @@ export function renderCluster(c: ClusterReply, url: string): string {
       '',
       table(
         ['GPU', 'NAME', 'MEMORY', 'USED', 'FREE', 'REPLICAS'],
-        c.gpus.map((g) => [`${g.agentId}/${g.index}`, g.name, formatBytes(g.memoryBytes), formatBytes(g.usedBytes), formatBytes(g.memoryBytes - g.usedBytes), g.replicas.join(', ') || '-']),
+        c.gpus.map((g) => [
+          `${g.agentId}/${g.index}`,
+          g.name,
+          formatBytes(g.memoryBytes),
+          formatBytes(g.usedBytes),
+          formatBytes(g.memoryBytes - g.usedBytes),
+          g.replicas.join(', ') || '-',
+        ]),
       ),
     );
   }
   lines.push('');
-  if (c.deployments.length === 0) lines.push('no deployments (`ndif deploy <model>`; a request for a model not deployed deploys it on demand)');
+  if (c.deployments.length === 0)
+    lines.push('no deployments (`ndif deploy <model>`; a request for a model not deployed deploys it on demand)');
   else {
     lines.push(
       table(
@@ -33,11 +41,22 @@ export function renderCluster(c: ClusterReply, url: string): string {
           d.phase,
           d.pinned ? 'yes' : 'no',
           d.queueLength ?? '-',
-          d.replicas.length ? d.replicas.map((r) => `${r.replicaId} ${r.level}${r.state !== r.level ? `/${r.state}` : ''}${r.agentId ? ` (${r.agentId} GPU ${r.gpus.join(',')})` : ''}`).join('; ') : 'none',
+          d.replicas.length
+            ? d.replicas
+                .map(
+                  (r) =>
+                    `${r.replicaId} ${r.level}${r.state !== r.level ? `/${r.state}` : ''}${r.agentId ? ` (${r.agentId} GPU ${r.gpus.join(',')})` : ''}`,
+                )
+                .join('; ')
+            : 'none',
         ]),
       ),
     );
-    for (const d of c.deployments) if (d.lastFailure) lines.push(`  ${d.modelKey}: last ${d.lastFailure.kind === 'REFUSED' ? 'refusal' : 'failure'} (${d.lastFailure.replicaId}): ${d.lastFailure.text}`);
+    for (const d of c.deployments)
+      if (d.lastFailure)
+        lines.push(
+          `  ${d.modelKey}: last ${d.lastFailure.kind === 'REFUSED' ? 'refusal' : 'failure'} (${d.lastFailure.replicaId}): ${d.lastFailure.text}`,
+        );
   }
   return `${lines.join('\n')}\n`;
 }
@@ -47,11 +66,20 @@ export function renderQueue(q: QueueReply, now: number): string {
   const out: string[] = [];
   for (const x of q.queues) {
     if (x.length === 0) continue;
-    out.push(`${x.model}: ${x.length} waiting${x.entries.length < x.length ? ` (first ${x.entries.length} shown)` : ''}`);
+    out.push(
+      `${x.model}: ${x.length} waiting${x.entries.length < x.length ? ` (first ${x.entries.length} shown)` : ''}`,
+    );
     out.push(
       table(
         ['POS', 'REQUEST', 'RANK', 'PRIORITY', 'REQUEUED', 'WAITING'],
-        x.entries.map((e) => [e.position, e.requestId, e.rank, e.priority ? 'yes' : 'no', e.requeued ? 'yes' : 'no', formatAge(e.enqueuedAt, now).replace(/ ago$/, '')]),
+        x.entries.map((e) => [
+          e.position,
+          e.requestId,
+          e.rank,
+          e.priority ? 'yes' : 'no',
+          e.requeued ? 'yes' : 'no',
+          formatAge(e.enqueuedAt, now).replace(/ ago$/, ''),
+        ]),
       ),
       '',
     );

@@ -32,7 +32,12 @@ export function replicaStates(cluster: ClusterReply, model: string, replicaIds: 
   });
 }
 
-export async function waitForHot(admin: FabricAdmin, model: string, replicaIds: string[], opts: WaitOptions): Promise<ReplicaOutcome[]> {
+export async function waitForHot(
+  admin: FabricAdmin,
+  model: string,
+  replicaIds: string[],
+  opts: WaitOptions,
+): Promise<ReplicaOutcome[]> {
   const now = opts.now ?? Date.now;
   const start = now();
   const seen = new Map<string, string>();
@@ -47,7 +52,11 @@ export async function waitForHot(admin: FabricAdmin, model: string, replicaIds: 
     }
     const bad = last.find((s) => s.live === null);
     if (bad) {
-      const what = bad.failure ? (bad.failure.kind === 'REFUSED' ? 'was refused' : 'failed to load') : 'was removed before it became HOT';
+      const what = bad.failure
+        ? bad.failure.kind === 'REFUSED'
+          ? 'was refused'
+          : 'failed to load'
+        : 'was removed before it became HOT';
       throw new NotReadyError(`${bad.id} ${what}${bad.failure ? `: ${bad.failure.text}` : ''}`, {
         model,
         replicaId: bad.id,
@@ -57,11 +66,21 @@ export async function waitForHot(admin: FabricAdmin, model: string, replicaIds: 
       });
     }
     if (last.every((s) => s.live!.state === 'HOT')) {
-      return last.map((s) => ({ replicaId: s.id, state: 'HOT', agentId: s.live!.agentId, gpus: s.live!.gpus, bytesPerGpu: s.live!.bytesPerGpu }));
+      return last.map((s) => ({
+        replicaId: s.id,
+        state: 'HOT',
+        agentId: s.live!.agentId,
+        gpus: s.live!.gpus,
+        bytesPerGpu: s.live!.bytesPerGpu,
+      }));
     }
     if (now() - start >= opts.waitMs) {
       const states = last.map((s) => `${s.id} ${s.live!.state}`).join(', ');
-      throw new NotReadyError(`not READY within ${Math.round(opts.waitMs / 1000)} s: ${states}`, { model, states: Object.fromEntries(last.map((s) => [s.id, s.live!.state])), waitedMs: now() - start });
+      throw new NotReadyError(`not READY within ${Math.round(opts.waitMs / 1000)} s: ${states}`, {
+        model,
+        states: Object.fromEntries(last.map((s) => [s.id, s.live!.state])),
+        waitedMs: now() - start,
+      });
     }
     await sleep(opts.pollMs ?? 250, opts.signal);
   }

@@ -2,7 +2,18 @@
 // API keys, and the cluster,
 // queue and agent views. Each call checks the fabric's protocol version once first.
 import type { CallOptions, FabricHttp } from './http.js';
-import type { AgentsReply, ClusterReply, CreatedKeyReply, DeployBody, KeyReply, ModelReply, QueueReply, RegisteredModelReply, VersionReply, WhoamiReply } from './wire.js';
+import type {
+  AgentsReply,
+  ClusterReply,
+  CreatedKeyReply,
+  DeployBody,
+  KeyReply,
+  ModelReply,
+  QueueReply,
+  RegisteredModelReply,
+  VersionReply,
+  WhoamiReply,
+} from './wire.js';
 import { versionChecker } from './version-check.js';
 
 export class FabricAdmin {
@@ -23,16 +34,41 @@ export class FabricAdmin {
   queue = (q: { model?: string; limit?: number } = {}) => this.json<QueueReply>('GET', '/queue', { query: q });
   agents = () => this.json<AgentsReply>('GET', '/agents');
   models = () => this.json<{ models: ModelReply[] }>('GET', '/models');
-  registerModel = (body: { model: string; dir: string; replace?: boolean }) => this.json<RegisteredModelReply>('POST', '/models', { body });
-  removeModel = (model: string) => this.json<{ model: string; removed: boolean; logPosition: number | null }>('POST', '/models/remove', { body: { model } });
+  registerModel = (body: { model: string; dir: string; replace?: boolean }) =>
+    this.json<RegisteredModelReply>('POST', '/models', { body });
+  removeModel = (model: string) =>
+    this.json<{ model: string; removed: boolean; logPosition: number | null }>('POST', '/models/remove', {
+      body: { model },
+    });
 
-  deploy = (body: DeployBody) => this.json<{ model: string; replicaIds: string[]; logPosition: number }>('POST', '/deployments', { body });
-  scale = (model: string, replicas: number) => this.json<{ model: string; replicas: number; replicaIds: string[]; evicting: string[]; logPosition: number }>('POST', '/deployments/scale', { body: { model, replicas } });
-  evict = (target: { model: string } | { replica: string } | { all: true }) => this.json<{ evicted: string[]; logPosition: number }>('POST', '/deployments/evict', { body: target });
-  pin = (model: string, pinned: boolean) => this.json<{ model: string; pinned: boolean; logPosition: number }>('POST', '/deployments/pin', { body: { model, pinned } });
-  kill = (requestId: string) => this.json<{ requestId: string; cancelled: boolean; alreadyCancelled: boolean }>('POST', `/requests/${encodeURIComponent(requestId)}/cancel`, { body: {} });
-  createKey = (body: { label: string; trusted?: boolean; priority?: boolean; operator?: boolean }) => this.json<CreatedKeyReply>('POST', '/keys', { body });
+  deploy = (body: DeployBody) =>
+    this.json<{ model: string; replicaIds: string[]; logPosition: number }>('POST', '/deployments', { body });
+  scale = (model: string, replicas: number) =>
+    this.json<{ model: string; replicas: number; replicaIds: string[]; evicting: string[]; logPosition: number }>(
+      'POST',
+      '/deployments/scale',
+      { body: { model, replicas } },
+    );
+  evict = (target: { model: string } | { replica: string } | { all: true }) =>
+    this.json<{ evicted: string[]; logPosition: number }>('POST', '/deployments/evict', { body: target });
+  pin = (model: string, pinned: boolean) =>
+    this.json<{ model: string; pinned: boolean; logPosition: number }>('POST', '/deployments/pin', {
+      body: { model, pinned },
+    });
+  kill = (requestId: string) =>
+    this.json<{ requestId: string; cancelled: boolean; alreadyCancelled: boolean }>(
+      'POST',
+      `/requests/${encodeURIComponent(requestId)}/cancel`,
+      { body: {} },
+    );
+  createKey = (body: { label: string; trusted?: boolean; priority?: boolean; operator?: boolean }) =>
+    this.json<CreatedKeyReply>('POST', '/keys', { body });
   listKeys = () => this.json<{ keys: KeyReply[] }>('GET', '/keys');
-  revokeKey = (id: string) => this.json<{ id: string; revokedAt: string }>('POST', `/keys/${encodeURIComponent(id)}/revoke`);
-  drain = (agentId: string) => this.json<{ agentId: string; draining: boolean; logPosition: number }>('POST', `/agents/${encodeURIComponent(agentId)}/drain`);
+  revokeKey = (id: string) =>
+    this.json<{ id: string; revokedAt: string }>('POST', `/keys/${encodeURIComponent(id)}/revoke`);
+  drain = (agentId: string) =>
+    this.json<{ agentId: string; draining: boolean; logPosition: number }>(
+      'POST',
+      `/agents/${encodeURIComponent(agentId)}/drain`,
+    );
 }

@@ -15,11 +15,15 @@ export function blockSource(block: BlockFn | string, params?: unknown): string {
   else if (typeof block === 'function') {
     src = Function.prototype.toString.call(block);
     if (/\{\s*\[native code\]\s*\}\s*$/.test(src)) {
-      throw new BlockSourceError(`the block ${block.name ? `${JSON.stringify(block.name)} ` : ''}is a native or bound function; pass the function itself (\`async (m, ctx) => { … }\`), not a .bind() of it`);
+      throw new BlockSourceError(
+        `the block ${block.name ? `${JSON.stringify(block.name)} ` : ''}is a native or bound function; pass the function itself (\`async (m, ctx) => { … }\`), not a .bind() of it`,
+      );
     }
     src = asExpression(src);
   } else {
-    throw new BlockSourceError(`a block is a function \`async (m, ctx) => { … }\` or its source text; got ${block === null ? 'null' : typeof block}`);
+    throw new BlockSourceError(
+      `a block is a function \`async (m, ctx) => { … }\` or its source text; got ${block === null ? 'null' : typeof block}`,
+    );
   }
   if (params === undefined) return src;
   let json: string | undefined;
@@ -40,7 +44,12 @@ export function blockSource(block: BlockFn | string, params?: unknown): string {
  */
 function asExpression(src: string): string {
   const trimmed = src.trimStart();
-  if (/^(async\s+)?function\b/.test(trimmed) || /^(async\s*)?(\(|[A-Za-z_$][\w$]*\s*=>)/.test(trimmed) || /^class\b/.test(trimmed)) return src;
+  if (
+    /^(async\s+)?function\b/.test(trimmed) ||
+    /^(async\s*)?(\(|[A-Za-z_$][\w$]*\s*=>)/.test(trimmed) ||
+    /^class\b/.test(trimmed)
+  )
+    return src;
   const m = /^(async\s+)?(\*\s*)?([A-Za-z_$][\w$]*|\[.*?\]|'[^']*'|"[^"]*")\s*\(/.exec(trimmed);
   if (m) return `${m[1] ?? ''}function ${m[2] ?? ''}${trimmed.slice(m[0].length - 1)}`;
   return src;

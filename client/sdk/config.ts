@@ -8,10 +8,17 @@ export interface ClientConfig {
   apiKeySource: 'option' | 'env NDIF_API_KEY' | 'none';
 }
 
-export function resolveClientConfig(given: { url?: string | null; apiKey?: string | null }, env: NodeJS.ProcessEnv = process.env): ClientConfig {
+export function resolveClientConfig(
+  given: { url?: string | null; apiKey?: string | null },
+  env: NodeJS.ProcessEnv = process.env,
+): ClientConfig {
   const envUrl = env.NDIF_URL?.trim();
   const envKey = env.NDIF_API_KEY?.trim();
-  const url = given.url ? { url: given.url, urlSource: 'option' as const } : envUrl ? { url: envUrl, urlSource: 'env NDIF_URL' as const } : { url: DEFAULT_URL, urlSource: 'default' as const };
+  const url = given.url
+    ? { url: given.url, urlSource: 'option' as const }
+    : envUrl
+      ? { url: envUrl, urlSource: 'env NDIF_URL' as const }
+      : { url: DEFAULT_URL, urlSource: 'default' as const };
   const key = given.apiKey
     ? { apiKey: given.apiKey, apiKeySource: 'option' as const }
     : envKey

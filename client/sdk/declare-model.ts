@@ -6,12 +6,36 @@
 import type { Manifest, ManifestModule } from '../../protocol/manifest.js';
 
 /** The API names a child module cannot be a property under (gpu-agent/block/model-proxy.ts). */
-const API = new Set(['output', 'outputs', 'input', 'inputs', 'namedInputs', 'call', 'skip', 'path', 'module', 'children', 'length', 'step', 'stop', 'steps', 'iter', 'all', 'then', 'toString', 'toJSON']);
+const API = new Set([
+  'output',
+  'outputs',
+  'input',
+  'inputs',
+  'namedInputs',
+  'call',
+  'skip',
+  'path',
+  'module',
+  'children',
+  'length',
+  'step',
+  'stop',
+  'steps',
+  'iter',
+  'all',
+  'then',
+  'toString',
+  'toJSON',
+]);
 const IDENT = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
 
 /** `gpt2-small-random` → `Gpt2SmallRandom`. */
 export function typeNameOf(key: string): string {
-  const name = key.split(/[^A-Za-z0-9]+/).filter((p) => p !== '').map((p) => p[0]!.toUpperCase() + p.slice(1)).join('');
+  const name = key
+    .split(/[^A-Za-z0-9]+/)
+    .filter((p) => p !== '')
+    .map((p) => p[0]!.toUpperCase() + p.slice(1))
+    .join('');
   return /^[A-Za-z_]/.test(name) ? name : `Model${name}`;
 }
 

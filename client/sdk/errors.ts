@@ -52,7 +52,8 @@ export class RemoteError extends FabricClientError {
     this.remoteMessage = error.message;
     this.remoteStack = error.stack ?? null;
     // The stack shown first is the user's own code on the fabric; the local frames follow.
-    if (this.remoteStack) this.stack = `${this.name}: ${this.message}\n--- on the fabric ---\n${this.remoteStack}\n--- here ---\n${(this.stack ?? '').split('\n').slice(1).join('\n')}`;
+    if (this.remoteStack)
+      this.stack = `${this.name}: ${this.message}\n--- on the fabric ---\n${this.remoteStack}\n--- here ---\n${(this.stack ?? '').split('\n').slice(1).join('\n')}`;
   }
 }
 
@@ -67,7 +68,7 @@ export class ProtocolMismatchError extends FabricClientError {
     super(
       `the fabric at ${url} speaks protocol ${serverVersion ?? '(unknown)'}, this client speaks protocol ${clientVersion}; ` +
         `they are compatible only with the same major version${detail ? ` (${detail})` : ''}. Use a client built for protocol ` +
-        `${serverVersion ? `${serverVersion.split('.')[0]}.x` : 'the fabric\'s version'}, or run a fabric that speaks ${clientVersion.split('.')[0]}.x`,
+        `${serverVersion ? `${serverVersion.split('.')[0]}.x` : "the fabric's version"}, or run a fabric that speaks ${clientVersion.split('.')[0]}.x`,
     );
   }
 }
@@ -104,7 +105,9 @@ export class ClientTimeoutError extends FabricClientError {
     readonly requestId: string,
     readonly waitedMs: number,
   ) {
-    super(`gave up waiting for request ${requestId} after ${waitedMs} ms; it may still finish: check it with handle.status()`);
+    super(
+      `gave up waiting for request ${requestId} after ${waitedMs} ms; it may still finish: check it with handle.status()`,
+    );
   }
 }
 
@@ -116,7 +119,8 @@ export function describeNetworkCause(e: unknown): string {
   let cur: unknown = e;
   for (let depth = 0; cur && depth < 4; depth++) {
     const o = cur as { code?: unknown; message?: unknown; cause?: unknown; errors?: unknown };
-    if (typeof o.code === 'string' && /^E[A-Z_]+$/.test(o.code)) return o.code === 'ECONNREFUSED' ? 'connection refused' : o.code;
+    if (typeof o.code === 'string' && /^E[A-Z_]+$/.test(o.code))
+      return o.code === 'ECONNREFUSED' ? 'connection refused' : o.code;
     if (Array.isArray(o.errors) && o.errors.length > 0) cur = o.errors[0];
     else cur = o.cause;
   }

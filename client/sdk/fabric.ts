@@ -106,9 +106,17 @@ export class Fabric {
   constructor(opts: FabricOptions = {}) {
     const cfg = resolveClientConfig({ url: opts.url ?? null, apiKey: opts.apiKey ?? null });
     this.opts = opts;
-    this.http = new FabricHttp({ url: cfg.url, apiKey: cfg.apiKey, timeoutMs: opts.httpTimeoutMs, protocolVersion: opts.protocolVersion });
+    this.http = new FabricHttp({
+      url: cfg.url,
+      apiKey: cfg.apiKey,
+      timeoutMs: opts.httpTimeoutMs,
+      protocolVersion: opts.protocolVersion,
+    });
     this.url = this.http.url;
-    this.socket = new StatusSocket(this.http, opts.reconnectAttempts !== undefined ? { reconnectAttempts: opts.reconnectAttempts } : {});
+    this.socket = new StatusSocket(
+      this.http,
+      opts.reconnectAttempts !== undefined ? { reconnectAttempts: opts.reconnectAttempts } : {},
+    );
     this.checkVersion = versionChecker(this.http);
     this.tokenizerCache = opts.cacheDir === false ? null : new TokenizerCache(opts.cacheDir ?? defaultCacheDir());
   }
@@ -128,13 +136,23 @@ export class Fabric {
    * `trace<typeof Gpt2>('gpt2', prompt, async (m) => …)` types the block's `m` (and `ctx`): a misspelt module fails to
    * compile.
    */
-  async trace<T = any>(model: TracedKey<T>, input: Invoke | Invoke[], block?: TracedBlock<T>, opts: TraceOptions = {}): Promise<TracedValue<T>> {
+  async trace<T = any>(
+    model: TracedKey<T>,
+    input: Invoke | Invoke[],
+    block?: TracedBlock<T>,
+    opts: TraceOptions = {},
+  ): Promise<TracedValue<T>> {
     const r = await this.execute(model, input, block as BlockFn | string | undefined, opts);
     return (isInvokeList(input) ? r.values : r.values[0]) as TracedValue<T>;
   }
 
   /** As `trace`, with the request id and the result's metadata. */
-  async execute(model: string, input: Invoke | Invoke[], block?: BlockFn | string, opts: TraceOptions = {}): Promise<TraceResult> {
+  async execute(
+    model: string,
+    input: Invoke | Invoke[],
+    block?: BlockFn | string,
+    opts: TraceOptions = {},
+  ): Promise<TraceResult> {
     const requestId = opts.requestId ?? randomUUID();
     return this.runBody(buildSubmitBody(model, input, block, opts, requestId, true), opts);
   }
@@ -144,7 +162,11 @@ export class Fabric {
    * result — where a block's `ctx.shared` (and `ctx.traces`, what earlier traces returned) carries values from trace to
    * trace without a round trip. Returns, per trace, what `trace` would have returned for it.
    */
-  async session<T extends unknown[] = any[]>(model: string, traces: SessionTrace[], opts: TraceOptions = {}): Promise<T> {
+  async session<T extends unknown[] = any[]>(
+    model: string,
+    traces: SessionTrace[],
+    opts: TraceOptions = {},
+  ): Promise<T> {
     return (await this.executeSession(model, traces, opts)).traces as T;
   }
 
@@ -167,7 +189,8 @@ export class Fabric {
     if (opts.signal?.aborted) throw new CancelledError(requestId, 'this client, before submitting');
 
     const progress = this.progressFor(opts, requestId);
-    const onLog = opts.onLog !== undefined ? opts.onLog : this.opts.onLog !== undefined ? this.opts.onLog : defaultLog(progress);
+    const onLog =
+      opts.onLog !== undefined ? opts.onLog : this.opts.onLog !== undefined ? this.opts.onLog : defaultLog(progress);
     let settle!: { resolve: (r: TraceResult) => void; reject: (e: unknown) => void };
     const outcome = new Promise<TraceResult>((resolve, reject) => (settle = { resolve, reject }));
     outcome.catch(() => undefined); // may settle while the submission is still in flight; awaited below
@@ -182,7 +205,12 @@ export class Fabric {
       try {
         opts.onMessage?.(m);
         if (m.status === 'LOG') {
-          onLog?.({ requestId, attempt: m.attempt ?? null, stream: m.stream === 'stderr' ? 'stderr' : 'stdout', line: m.line ?? '' });
+          onLog?.({
+            requestId,
+            attempt: m.attempt ?? null,
+            stream: m.stream === 'stderr' ? 'stderr' : 'stdout',
+            line: m.line ?? '',
+          });
           return;
         }
         if (m.status === 'STREAM') {
@@ -191,7 +219,13 @@ export class Fabric {
         }
         if (m.status === 'TRACE') {
           if (typeof m.trace === 'number' && typeof m.traces === 'number' && m.traceStatus !== undefined) {
-            opts.onTrace?.({ requestId, trace: m.trace, traces: m.traces, status: m.traceStatus, ms: typeof m.ms === 'number' ? m.ms : null });
+            opts.onTrace?.({
+              requestId,
+              trace: m.trace,
+              traces: m.traces,
+              status: m.traceStatus,
+              ms: typeof m.ms === 'number' ? m.ms : null,
+            });
           }
           return;
         }
@@ -208,9 +242,18 @@ export class Fabric {
           (e) => finish(() => settle.reject(e)),
         );
       } else if (m.status === 'ERROR') {
-        finish(() => settle.reject(new RemoteError(requestId, m.error ?? { phase: 'unknown', type: 'Error', message: 'the fabric reported an error without details' })));
+        finish(() =>
+          settle.reject(
+            new RemoteError(
+              requestId,
+              m.error ?? { phase: 'unknown', type: 'Error', message: 'the fabric reported an error without details' },
+            ),
+          ),
+        );
       } else if (m.status === 'CANCELLED') {
-        finish(() => settle.reject(new CancelledError(requestId, `${m.by ?? 'someone'}${m.actor ? ` ${m.actor}` : ''}`)));
+        finish(() =>
+          settle.reject(new CancelledError(requestId, `${m.by ?? 'someone'}${m.actor ? ` ${m.actor}` : ''}`)),
+        );
       }
     };
 
@@ -220,7 +263,8 @@ export class Fabric {
       // still read: by polling GET /requests/:id.
       const fallBack = (e: Error) => {
         if (finished) return;
-        if (!(e instanceof UnreachableError || e instanceof SubscriptionEndedError)) return finish(() => settle.reject(e));
+        if (!(e instanceof UnreachableError || e instanceof SubscriptionEndedError))
+          return finish(() => settle.reject(e));
         // No signal here: a cancel sent meanwhile shows as CANCELLED in the polled view.
         new RequestHandle(this.http, requestId, false).output().then(
           (r) => finish(() => settle.resolve(r)),
@@ -247,7 +291,10 @@ export class Fabric {
         }
       }
       if (opts.waitMs !== undefined) {
-        const t = setTimeout(() => finish(() => settle.reject(new ClientTimeoutError(requestId, opts.waitMs!))), opts.waitMs);
+        const t = setTimeout(
+          () => finish(() => settle.reject(new ClientTimeoutError(requestId, opts.waitMs!))),
+          opts.waitMs,
+        );
         cleanup.push(() => clearTimeout(t));
       }
       return await outcome;
@@ -277,7 +324,12 @@ export class Fabric {
   }
 
   /** Submits without waiting: the handle polls `GET /requests/:id` for status and result. */
-  async submit(model: string, input: Invoke | Invoke[], block?: BlockFn | string, opts: RequestOptions = {}): Promise<RequestHandle> {
+  async submit(
+    model: string,
+    input: Invoke | Invoke[],
+    block?: BlockFn | string,
+    opts: RequestOptions = {},
+  ): Promise<RequestHandle> {
     const requestId = opts.requestId ?? randomUUID();
     const body = buildSubmitBody(model, input, block, opts, requestId, false);
     await this.ready();
@@ -299,7 +351,9 @@ export class Fabric {
   /** The model's manifest: its modules in forward order, with shapes (resolved for `batch`×`sequence` when given). */
   async manifest(model: string, shape?: { batch: number; sequence: number }): Promise<Manifest> {
     await this.ready();
-    return this.http.json('GET', `/models/${encodeURIComponent(model)}/manifest`, { query: shape ? { batch: shape.batch, sequence: shape.sequence } : undefined });
+    return this.http.json('GET', `/models/${encodeURIComponent(model)}/manifest`, {
+      query: shape ? { batch: shape.batch, sequence: shape.sequence } : undefined,
+    });
   }
 
   /**
@@ -337,4 +391,3 @@ function defaultLog(progress: Progress | null): (l: LogLine) => void {
     else to.write(`${l.line}\n`);
   };
 }
-

@@ -13,20 +13,39 @@ export interface ResultPointer {
   url?: string;
 }
 
-export async function fetchResult(http: FabricHttp, requestId: string, ref: ResultPointer, signal?: AbortSignal): Promise<DecodedResult> {
+export async function fetchResult(
+  http: FabricHttp,
+  requestId: string,
+  ref: ResultPointer,
+  signal?: AbortSignal,
+): Promise<DecodedResult> {
   let bytes: Uint8Array;
   if (typeof ref.inline === 'string') {
     const b = Buffer.from(ref.inline, 'base64');
     bytes = new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
   } else if (typeof ref.url === 'string') {
     // The signed URL is the credential; relative to the API's base.
-    bytes = (await http.call<Uint8Array>('GET', ref.url, { binary: true, auth: !ref.url.includes('token='), ...(signal ? { signal } : {}) })).body;
+    bytes = (
+      await http.call<Uint8Array>('GET', ref.url, {
+        binary: true,
+        auth: !ref.url.includes('token='),
+        ...(signal ? { signal } : {}),
+      })
+    ).body;
   } else {
-    bytes = (await http.call<Uint8Array>('GET', `/requests/${encodeURIComponent(requestId)}/result`, { binary: true, ...(signal ? { signal } : {}) })).body;
+    bytes = (
+      await http.call<Uint8Array>('GET', `/requests/${encodeURIComponent(requestId)}/result`, {
+        binary: true,
+        ...(signal ? { signal } : {}),
+      })
+    ).body;
   }
   if (ref.sha256) {
     const got = createHash('sha256').update(bytes).digest('hex');
-    if (got !== ref.sha256) throw new ProtocolError(`the result of request ${requestId} does not match its sha256 (expected ${ref.sha256}, got ${got}, ${bytes.byteLength} bytes)`);
+    if (got !== ref.sha256)
+      throw new ProtocolError(
+        `the result of request ${requestId} does not match its sha256 (expected ${ref.sha256}, got ${got}, ${bytes.byteLength} bytes)`,
+      );
   }
   return decodeResult(bytes);
 }

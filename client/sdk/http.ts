@@ -51,7 +51,8 @@ export class FabricHttp {
   /** `http://host:port/path` for a path of the API; `ws:`/`wss:` when `ws` is set. */
   resolve(path: string, query?: CallOptions['query'], ws = false): string {
     const u = new URL(path.replace(/^\//, ''), `${this.url}/`);
-    for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined && v !== null) u.searchParams.set(k, String(v));
+    for (const [k, v] of Object.entries(query ?? {}))
+      if (v !== undefined && v !== null) u.searchParams.set(k, String(v));
     if (ws) u.protocol = u.protocol === 'https:' ? 'wss:' : 'ws:';
     return u.toString();
   }
@@ -71,7 +72,10 @@ export class FabricHttp {
     try {
       res = await fetch(target, {
         method,
-        headers: this.headers({ ...opts.headers, ...(opts.body !== undefined ? { 'content-type': 'application/json' } : {}) }, opts.auth ?? true),
+        headers: this.headers(
+          { ...opts.headers, ...(opts.body !== undefined ? { 'content-type': 'application/json' } : {}) },
+          opts.auth ?? true,
+        ),
         body: opts.body !== undefined ? JSON.stringify(opts.body) : undefined,
         signal,
       });
@@ -102,7 +106,12 @@ export class FabricHttp {
 export function httpFailure(url: string, status: number, body: ErrorBody, call: string): Error {
   if (body.code === 'API_PROTOCOL_MISMATCH') {
     const d = body.details ?? {};
-    return new ProtocolMismatchError(url, String(d.client ?? '?'), typeof d.server === 'string' ? d.server : null, `the server refused ${call}: ${body.message}`);
+    return new ProtocolMismatchError(
+      url,
+      String(d.client ?? '?'),
+      typeof d.server === 'string' ? d.server : null,
+      `the server refused ${call}: ${body.message}`,
+    );
   }
   return new FabricHttpError(status, body, call);
 }
@@ -118,7 +127,11 @@ export function errorBodyOf(status: number, raw: Uint8Array): ErrorBody {
     // not JSON: fall through
   }
   const snippet = text.trim().slice(0, 200);
-  return { code: `HTTP_${status}`, message: `the server answered HTTP ${status}${snippet ? `: ${snippet}` : ''}`, hint: 'is the URL the fabric\'s API?' };
+  return {
+    code: `HTTP_${status}`,
+    message: `the server answered HTTP ${status}${snippet ? `: ${snippet}` : ''}`,
+    hint: "is the URL the fabric's API?",
+  };
 }
 
 export function normalizeUrl(url: string): string {
@@ -128,6 +141,7 @@ export function normalizeUrl(url: string): string {
   } catch {
     throw new TypeError(`fabric URL ${JSON.stringify(url)} is not a URL; expected e.g. http://127.0.0.1:8080`);
   }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new TypeError(`fabric URL ${JSON.stringify(url)} must start with http:// or https://`);
+  if (u.protocol !== 'http:' && u.protocol !== 'https:')
+    throw new TypeError(`fabric URL ${JSON.stringify(url)} must start with http:// or https://`);
   return u.toString().replace(/\/+$/, '');
 }

@@ -23,7 +23,8 @@ export function describeStatus(u: StatusUpdate): string {
   if (u.position !== null && (u.status === 'QUEUED' || u.status === 'PROVISIONING' || u.status === 'DEPLOYING')) {
     s += ` position ${u.position + 1}${u.queueLength !== null ? ` of ${u.queueLength}` : ''}`;
   }
-  if (u.attempt !== null && u.attempt > 1 && (u.status === 'DISPATCHED' || u.status === 'RUNNING')) s += ` attempt ${u.attempt}`;
+  if (u.attempt !== null && u.attempt > 1 && (u.status === 'DISPATCHED' || u.status === 'RUNNING'))
+    s += ` attempt ${u.attempt}`;
   if (u.deploymentNote) s += ` (${u.deploymentNote})`;
   return s;
 }

@@ -8,11 +8,18 @@ import type { GenerationOptions } from '../../protocol/generation.js';
 export type { GenerationOptions };
 
 /** One invoke: a prompt (text), token ids, or either with its own block (and params) and generation options. */
-export type Invoke = string | number[] | { input: string | number[]; block?: BlockFn | string; params?: unknown; generation?: Omit<GenerationOptions, 'cache'> };
+export type Invoke =
+  | string
+  | number[]
+  | {
+      input: string | number[];
+      block?: BlockFn | string;
+      params?: unknown;
+      generation?: Omit<GenerationOptions, 'cache'>;
+    };
 
 /** How tokens are generated (protocol/generation.ts, docs/sdk.md "Generation"), as trace options; `stop` may be one string. */
 export type GenerationFields = Omit<GenerationOptions, 'stop'> & { stop?: string | string[] };
-
 
 export interface RequestOptions extends GenerationFields {
   /** The older name of maxNewTokens. */
@@ -76,15 +83,29 @@ export function isInvokeList(input: Invoke | Invoke[]): input is Invoke[] {
 }
 
 /** One trace's invokes, shared block and generation, from what `trace` takes. */
-function traceBody(input: Invoke | Invoke[], block: BlockFn | string | undefined, opts: GenerationFields & { params?: unknown; newTokens?: number; generation?: GenerationOptions }, where = ''): TraceBody {
+function traceBody(
+  input: Invoke | Invoke[],
+  block: BlockFn | string | undefined,
+  opts: GenerationFields & { params?: unknown; newTokens?: number; generation?: GenerationOptions },
+  where = '',
+): TraceBody {
   const list = isInvokeList(input) ? input : [input];
-  if (list.length === 0) throw new RequestShapeError(`${where}give at least one prompt (a string), token list (number[]) or { input, block }`);
+  if (list.length === 0)
+    throw new RequestShapeError(
+      `${where}give at least one prompt (a string), token list (number[]) or { input, block }`,
+    );
   const invokes = list.map((inv, i) => {
     if (typeof inv === 'string') return { input: inv };
     if (Array.isArray(inv)) return { input: tokenList(inv, i, where) };
     if (inv && typeof inv === 'object' && 'input' in inv) {
-      const input = typeof inv.input === 'string' ? inv.input : Array.isArray(inv.input) ? tokenList(inv.input, i, where) : bad(i, where);
-      const out: InvokeBody = inv.block !== undefined ? { input, block: blockSource(inv.block, inv.params ?? opts.params) } : { input };
+      const input =
+        typeof inv.input === 'string'
+          ? inv.input
+          : Array.isArray(inv.input)
+            ? tokenList(inv.input, i, where)
+            : bad(i, where);
+      const out: InvokeBody =
+        inv.block !== undefined ? { input, block: blockSource(inv.block, inv.params ?? opts.params) } : { input };
       if (inv.generation !== undefined) out.generation = normalised(inv.generation);
       return out;
     }
@@ -94,32 +115,55 @@ function traceBody(input: Invoke | Invoke[], block: BlockFn | string | undefined
   if (block !== undefined) body.block = blockSource(block, opts.params);
   if (opts.newTokens !== undefined) body.newTokens = opts.newTokens;
   const generation: GenerationOptions = { ...(opts.generation ?? {}) };
-  for (const k of GENERATION_OPTION_KEYS) if (opts[k] !== undefined) (generation as Record<string, unknown>)[k] = opts[k];
+  for (const k of GENERATION_OPTION_KEYS)
+    if (opts[k] !== undefined) (generation as Record<string, unknown>)[k] = opts[k];
   if (Object.keys(generation).length > 0) body.generation = normalised(generation);
   return body;
 }
 
 function checkModel(model: string): void {
-  if (typeof model !== 'string' || model === '') throw new RequestShapeError('the model key must be a non-empty string, e.g. "gpt2-tiny"');
+  if (typeof model !== 'string' || model === '')
+    throw new RequestShapeError('the model key must be a non-empty string, e.g. "gpt2-tiny"');
 }
 
-export function buildSubmitBody(model: string, input: Invoke | Invoke[], block: BlockFn | string | undefined, opts: RequestOptions, requestId: string, blocking: boolean): SubmitBody {
+export function buildSubmitBody(
+  model: string,
+  input: Invoke | Invoke[],
+  block: BlockFn | string | undefined,
+  opts: RequestOptions,
+  requestId: string,
+  blocking: boolean,
+): SubmitBody {
   checkModel(model);
   const body: SubmitBody = { requestId, model, ...traceBody(input, block, opts), blocking };
   return withRequestOptions(body, opts);
 }
 
 /** The body of a session: its traces one after the other in one request (each its own input, block and generation). */
-export function buildSessionBody(model: string, traces: SessionTrace[], opts: RequestOptions, requestId: string, blocking: boolean): SubmitBody {
+export function buildSessionBody(
+  model: string,
+  traces: SessionTrace[],
+  opts: RequestOptions,
+  requestId: string,
+  blocking: boolean,
+): SubmitBody {
   checkModel(model);
-  if (!Array.isArray(traces) || traces.length === 0) throw new RequestShapeError('a session needs at least one trace: [{ input, block }, …]');
-  const shared = GENERATION_OPTION_KEYS.filter((k) => opts[k] !== undefined).concat(opts.newTokens !== undefined ? ['newTokens' as never] : [], opts.generation !== undefined ? ['generation' as never] : []);
-  if (shared.length > 0) throw new RequestShapeError(`in a session, generation options belong to each trace (${shared.join(', ')} given for the whole session)`);
+  if (!Array.isArray(traces) || traces.length === 0)
+    throw new RequestShapeError('a session needs at least one trace: [{ input, block }, …]');
+  const shared = GENERATION_OPTION_KEYS.filter((k) => opts[k] !== undefined).concat(
+    opts.newTokens !== undefined ? ['newTokens' as never] : [],
+    opts.generation !== undefined ? ['generation' as never] : [],
+  );
+  if (shared.length > 0)
+    throw new RequestShapeError(
+      `in a session, generation options belong to each trace (${shared.join(', ')} given for the whole session)`,
+    );
   const body: SubmitBody = {
     requestId,
     model,
     traces: traces.map((t, i) => {
-      if (t === null || typeof t !== 'object' || !('input' in t)) throw new RequestShapeError(`trace ${i}: expected { input, block?, params?, maxNewTokens?, … }`);
+      if (t === null || typeof t !== 'object' || !('input' in t))
+        throw new RequestShapeError(`trace ${i}: expected { input, block?, params?, maxNewTokens?, … }`);
       return traceBody(t.input, t.block, { ...t, params: t.params ?? opts.params }, `trace ${i}: `);
     }),
     blocking,
@@ -142,10 +186,13 @@ function normalised(g: GenerationOptions | GenerationFields): GenerationOptions 
 }
 
 function tokenList(t: number[], i: number, where = ''): number[] {
-  if (t.length === 0 || t.some((x) => !Number.isInteger(x) || x < 0)) throw new RequestShapeError(`${where}invoke ${i}: token ids must be a non-empty list of non-negative integers`);
+  if (t.length === 0 || t.some((x) => !Number.isInteger(x) || x < 0))
+    throw new RequestShapeError(`${where}invoke ${i}: token ids must be a non-empty list of non-negative integers`);
   return t;
 }
 
 function bad(i: number, where = ''): never {
-  throw new RequestShapeError(`${where}invoke ${i}: expected a prompt (string), token ids (number[]) or { input, block? }`);
+  throw new RequestShapeError(
+    `${where}invoke ${i}: expected a prompt (string), token ids (number[]) or { input, block? }`,
+  );
 }

@@ -28,7 +28,11 @@ export class RequestHandle {
   ) {}
 
   async status(signal?: AbortSignal): Promise<RequestInfo> {
-    const reply = await this.http.json<RequestReply>('GET', `/requests/${encodeURIComponent(this.requestId)}`, signal ? { signal } : {});
+    const reply = await this.http.json<RequestReply>(
+      'GET',
+      `/requests/${encodeURIComponent(this.requestId)}`,
+      signal ? { signal } : {},
+    );
     return { ...updateFromReply(reply), reply };
   }
 
@@ -39,11 +43,21 @@ export class RequestHandle {
   }
 
   /** Waits for the request to finish; every invoke's value and the result's metadata. */
-  async output(opts: WaitOptions = {}): Promise<{ requestId: string; values: unknown[]; meta: Record<string, unknown> }> {
+  async output(
+    opts: WaitOptions = {},
+  ): Promise<{ requestId: string; values: unknown[]; meta: Record<string, unknown> }> {
     const info = await this.wait(opts);
     const r = info.reply;
-    if (r.status === 'ERROR') throw new RemoteError(this.requestId, r.error ?? { phase: 'unknown', type: 'Error', message: 'the fabric reported an error without details' });
-    if (r.status === 'CANCELLED') throw new CancelledError(this.requestId, `${r.cancelled?.by ?? 'someone'}${r.cancelled?.actor ? ` ${r.cancelled.actor}` : ''}`);
+    if (r.status === 'ERROR')
+      throw new RemoteError(
+        this.requestId,
+        r.error ?? { phase: 'unknown', type: 'Error', message: 'the fabric reported an error without details' },
+      );
+    if (r.status === 'CANCELLED')
+      throw new CancelledError(
+        this.requestId,
+        `${r.cancelled?.by ?? 'someone'}${r.cancelled?.actor ? ` ${r.cancelled.actor}` : ''}`,
+      );
     const d = await fetchResult(this.http, this.requestId, r.result ?? {}, opts.signal);
     return { requestId: this.requestId, values: d.values, meta: d.meta };
   }
@@ -55,7 +69,8 @@ export class RequestHandle {
     for (;;) {
       const info = await this.status(opts.signal);
       if (FINAL_STATUSES.has(info.status)) return info;
-      if (opts.waitMs !== undefined && Date.now() - start + interval > opts.waitMs) throw new ClientTimeoutError(this.requestId, Date.now() - start);
+      if (opts.waitMs !== undefined && Date.now() - start + interval > opts.waitMs)
+        throw new ClientTimeoutError(this.requestId, Date.now() - start);
       await sleep(interval, opts.signal);
       interval = Math.min(opts.maxPollMs ?? 1000, interval * 2);
     }

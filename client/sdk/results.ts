@@ -16,7 +16,8 @@ export function decodeResult(bytes: Uint8Array): DecodedResult {
   try {
     c = decodeResultContainer(bytes);
   } catch (e) {
-    if (e instanceof ResultContainerError) throw new ProtocolError(`the fabric sent a result this SDK cannot read: ${e.message}`, { cause: e });
+    if (e instanceof ResultContainerError)
+      throw new ProtocolError(`the fabric sent a result this SDK cannot read: ${e.message}`, { cause: e });
     throw e;
   }
   return { values: c.invokes.map((inv) => materializeTree(inv, (p) => Tensor.fromPayload(p))), meta: c.meta };

@@ -25,7 +25,9 @@ export class SubscriptionEndedError extends FabricClientError {
     readonly requestId: string,
     readonly reason: string,
   ) {
-    super(`the status websocket ended the subscription to request ${requestId} (${reason}) before its final status arrived`);
+    super(
+      `the status websocket ended the subscription to request ${requestId} (${reason}) before its final status arrived`,
+    );
   }
 }
 
@@ -58,9 +60,14 @@ export class StatusSocket {
   ) {}
 
   /** Follows a request; resolves when the server confirms. `since`: the last cursor already seen. */
-  async subscribe(requestId: string, handlers: SubscriptionHandlers, since: string | null = null): Promise<{ unsubscribe(): void }> {
+  async subscribe(
+    requestId: string,
+    handlers: SubscriptionHandlers,
+    since: string | null = null,
+  ): Promise<{ unsubscribe(): void }> {
     if (this.closed) throw new FabricClientError('this Fabric client is closed');
-    if (this.subs.has(requestId)) throw new FabricClientError(`request ${requestId} is already followed by this client`);
+    if (this.subs.has(requestId))
+      throw new FabricClientError(`request ${requestId} is already followed by this client`);
     const sub: Sub = { requestId, handlers, cursor: since, confirmed: false, retries: 0, onConfirmed: [] };
     this.subs.set(requestId, sub);
     const confirmed = new Promise<void>((resolve, reject) => sub.onConfirmed.push({ resolve, reject }));
@@ -96,7 +103,13 @@ export class StatusSocket {
   }
 
   private sendSubscribe(ws: WebSocket, sub: Sub): void {
-    ws.send(JSON.stringify(sub.cursor === null ? { type: 'subscribe', requestId: sub.requestId } : { type: 'subscribe', requestId: sub.requestId, since: sub.cursor }));
+    ws.send(
+      JSON.stringify(
+        sub.cursor === null
+          ? { type: 'subscribe', requestId: sub.requestId }
+          : { type: 'subscribe', requestId: sub.requestId, since: sub.cursor },
+      ),
+    );
   }
 
   private connection(): Promise<WebSocket> {
@@ -117,7 +130,14 @@ export class StatusSocket {
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () => {
           settled = true;
-          reject(httpFailure(this.http.url, res.statusCode ?? 0, errorBodyOf(res.statusCode ?? 0, new Uint8Array(Buffer.concat(chunks))), 'GET /ws'));
+          reject(
+            httpFailure(
+              this.http.url,
+              res.statusCode ?? 0,
+              errorBodyOf(res.statusCode ?? 0, new Uint8Array(Buffer.concat(chunks))),
+              'GET /ws',
+            ),
+          );
           ws.terminate();
         });
       });
@@ -146,7 +166,10 @@ export class StatusSocket {
       if (isBinary) throw new Error('binary frame');
       m = JSON.parse(data.toString('utf8')) as ServerMessage;
     } catch (e) {
-      return this.failAll(new ProtocolError(`the status websocket sent something that is not a JSON message (${(e as Error).message})`), ws);
+      return this.failAll(
+        new ProtocolError(`the status websocket sent something that is not a JSON message (${(e as Error).message})`),
+        ws,
+      );
     }
     if (m.type === 'subscribed') {
       const s = this.subs.get(m.requestId);
@@ -165,7 +188,10 @@ export class StatusSocket {
       if (m.reason === 'failed' && s.retries < 3) {
         // The server could not read the replay: subscribe again from the last cursor seen.
         s.retries++;
-        setTimeout(() => this.subs.get(m.requestId) === s && this.ws === ws && this.sendSubscribe(ws, s), 100 * s.retries).unref();
+        setTimeout(
+          () => this.subs.get(m.requestId) === s && this.ws === ws && this.sendSubscribe(ws, s),
+          100 * s.retries,
+        ).unref();
         return;
       }
       this.drop(m.requestId);
@@ -173,7 +199,16 @@ export class StatusSocket {
       for (const w of s.onConfirmed.splice(0)) w.reject(err);
       if (s.confirmed) s.handlers.error(err);
     } else if (m.type === 'error') {
-      const err = new FabricHttpError(0, { code: m.code, message: m.message, ...(m.hint ? { hint: m.hint } : {}), ...(m.details ? { details: m.details } : {}) }, 'status websocket');
+      const err = new FabricHttpError(
+        0,
+        {
+          code: m.code,
+          message: m.message,
+          ...(m.hint ? { hint: m.hint } : {}),
+          ...(m.details ? { details: m.details } : {}),
+        },
+        'status websocket',
+      );
       if (m.requestId !== undefined) {
         const s = this.subs.get(m.requestId);
         if (!s) return;
@@ -207,7 +242,12 @@ export class StatusSocket {
         if (!(e instanceof UnreachableError)) break;
       }
     }
-    this.failAll(lastError instanceof Error ? lastError : new UnreachableError(this.http.url, 'reconnecting the status websocket', lastError), null);
+    this.failAll(
+      lastError instanceof Error
+        ? lastError
+        : new UnreachableError(this.http.url, 'reconnecting the status websocket', lastError),
+      null,
+    );
   }
 
   private failAll(e: Error, ws: WebSocket | null): void {

@@ -2,7 +2,16 @@
 // status messages and from GET /requests/:id).
 import type { RequestReply, StatusMessage } from './wire.js';
 
-export type RequestStatus = 'RECEIVED' | 'QUEUED' | 'PROVISIONING' | 'DEPLOYING' | 'DISPATCHED' | 'RUNNING' | 'COMPLETED' | 'ERROR' | 'CANCELLED';
+export type RequestStatus =
+  | 'RECEIVED'
+  | 'QUEUED'
+  | 'PROVISIONING'
+  | 'DEPLOYING'
+  | 'DISPATCHED'
+  | 'RUNNING'
+  | 'COMPLETED'
+  | 'ERROR'
+  | 'CANCELLED';
 
 export const FINAL_STATUSES: ReadonlySet<string> = new Set(['COMPLETED', 'ERROR', 'CANCELLED']);
 
@@ -34,7 +43,8 @@ export function updateFromMessage(m: StatusMessage): StatusUpdate {
     position: typeof m.position === 'number' ? m.position : null,
     queueLength: typeof m.queueLength === 'number' ? m.queueLength : null,
     attempt: typeof m.attempt === 'number' ? m.attempt : null,
-    deploymentNote: m.deployment?.lastFailure ?? (m.requeued ? `requeued: ${m.requeued.text || m.requeued.reason}` : null),
+    deploymentNote:
+      m.deployment?.lastFailure ?? (m.requeued ? `requeued: ${m.requeued.text || m.requeued.reason}` : null),
   };
 }
 

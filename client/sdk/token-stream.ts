@@ -51,7 +51,8 @@ export class GenerationStream implements AsyncIterable<StreamedToken> {
     if (!Array.isArray(generated)) return;
     const missing: StreamedToken[] = [];
     generated.forEach((ids, invoke) => {
-      for (let step = this.seen.get(invoke) ?? 0; step < ids.length; step++) missing.push({ step, invoke, token: ids[step]! });
+      for (let step = this.seen.get(invoke) ?? 0; step < ids.length; step++)
+        missing.push({ step, invoke, token: ids[step]! });
     });
     missing.sort((a, b) => a.step - b.step || a.invoke - b.invoke);
     this.push(missing);

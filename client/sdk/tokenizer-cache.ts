@@ -17,7 +17,13 @@ export function defaultCacheDir(env: NodeJS.ProcessEnv = process.env): string {
 export async function bundleIsIntact(b: unknown, model: string): Promise<boolean> {
   if (typeof b !== 'object' || b === null) return false;
   const o = b as Partial<TokenizerBundle>;
-  if (o.model !== model || typeof o.sha256 !== 'string' || typeof o.tokenizer !== 'string' || (o.config !== null && typeof o.config !== 'string')) return false;
+  if (
+    o.model !== model ||
+    typeof o.sha256 !== 'string' ||
+    typeof o.tokenizer !== 'string' ||
+    (o.config !== null && typeof o.config !== 'string')
+  )
+    return false;
   return (await tokenizerBundleSha256(o.tokenizer, o.config)) === o.sha256;
 }
 

@@ -36,20 +36,31 @@ export class ModelTokenizer implements TextCodec {
   }
 }
 
-export async function fetchTokenizer(http: FabricHttp, model: string, cache: TokenizerCache | null): Promise<ModelTokenizer> {
+export async function fetchTokenizer(
+  http: FabricHttp,
+  model: string,
+  cache: TokenizerCache | null,
+): Promise<ModelTokenizer> {
   const cached = cache === null ? null : await cache.read(http.url, model);
   const path = `/models/${encodeURIComponent(model)}/tokenizer`;
-  const reply = await http.call<unknown>('GET', path, { accept: [304], headers: cached ? { 'if-none-match': tokenizerEtag(cached.sha256) } : undefined });
+  const reply = await http.call<unknown>('GET', path, {
+    accept: [304],
+    headers: cached ? { 'if-none-match': tokenizerEtag(cached.sha256) } : undefined,
+  });
   if (reply.status === 304) {
-    if (cached === null) throw new ProtocolError(`GET ${path} answered 304 Not Modified to a request that named no cached copy`);
+    if (cached === null)
+      throw new ProtocolError(`GET ${path} answered 304 Not Modified to a request that named no cached copy`);
     return new ModelTokenizer(cached, 'cache');
   }
   if (!(await bundleIsIntact(reply.body, model))) {
-    throw new ProtocolError(`GET ${path}: the tokenizer received does not match its sha256 (or is not a tokenizer bundle for ${model}); nothing was cached`);
+    throw new ProtocolError(
+      `GET ${path}: the tokenizer received does not match its sha256 (or is not a tokenizer bundle for ${model}); nothing was cached`,
+    );
   }
   const bundle = reply.body as TokenizerBundle;
   const etag = reply.headers.get('etag');
-  if (etag !== null && etag !== tokenizerEtag(bundle.sha256)) throw new ProtocolError(`GET ${path}: the ETag ${etag} is not the bundle's sha256 ${bundle.sha256}`);
+  if (etag !== null && etag !== tokenizerEtag(bundle.sha256))
+    throw new ProtocolError(`GET ${path}: the ETag ${etag} is not the bundle's sha256 ${bundle.sha256}`);
   cache?.write(http.url, bundle);
   return new ModelTokenizer(bundle, 'fabric');
 }

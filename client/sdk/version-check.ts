@@ -11,7 +11,8 @@ export function versionChecker(http: FabricHttp): () => Promise<VersionReply> {
     pending ??= http.json<VersionReply>('GET', '/version').then(
       (v) => {
         const server = typeof v?.protocol === 'string' ? v.protocol : null;
-        if (server === null || !isCompatibleProtocol(http.protocolVersion, server)) throw new ProtocolMismatchError(http.url, http.protocolVersion, server);
+        if (server === null || !isCompatibleProtocol(http.protocolVersion, server))
+          throw new ProtocolMismatchError(http.url, http.protocolVersion, server);
         return v;
       },
       (e) => {

@@ -7,7 +7,12 @@ export interface VersionReply {
   api: string;
   compatibility: string;
   capabilities: string[];
-  limits: { bodyLimitBytes: number; inlineResultMaxBytes: number; resultUrlTtlMs: number; rateLimit: { perSecond: number; burst: number } | null };
+  limits: {
+    bodyLimitBytes: number;
+    inlineResultMaxBytes: number;
+    resultUrlTtlMs: number;
+    rateLimit: { perSecond: number; burst: number } | null;
+  };
   auth: boolean;
 }
 
@@ -22,7 +27,10 @@ export interface SubmitReply {
   links: { self: string; result: string; ws: string };
 }
 
-export type ResultRef = null | { bytes: number; sha256: string; inline: string } | { bytes: number; sha256: string; url: string; expiresAt: string };
+export type ResultRef =
+  | null
+  | { bytes: number; sha256: string; inline: string }
+  | { bytes: number; sha256: string; url: string; expiresAt: string };
 
 export interface WireError {
   phase: string;
@@ -46,7 +54,17 @@ export interface RequestReply {
   priority: boolean;
   timestamps: Record<string, string | null>;
   deployment: { phase: string; lastFailure: string | null } | null;
-  statuses: Array<{ status: string; at: string; cursor: string; attempt?: number; reason?: string; trace?: number; traces?: number; traceStatus?: string; ms?: number }>;
+  statuses: Array<{
+    status: string;
+    at: string;
+    cursor: string;
+    attempt?: number;
+    reason?: string;
+    trace?: number;
+    traces?: number;
+    traceStatus?: string;
+    ms?: number;
+  }>;
   logs: Array<{ attempt: number; stream: 'stdout' | 'stderr'; line: string }>;
   logsTruncated?: boolean;
   logLines: number;
@@ -65,7 +83,19 @@ export type { StreamedToken };
 export interface StatusMessage {
   type: 'status';
   requestId: string;
-  status: 'RECEIVED' | 'QUEUED' | 'PROVISIONING' | 'DEPLOYING' | 'DISPATCHED' | 'RUNNING' | 'LOG' | 'STREAM' | 'TRACE' | 'COMPLETED' | 'ERROR' | 'CANCELLED';
+  status:
+    | 'RECEIVED'
+    | 'QUEUED'
+    | 'PROVISIONING'
+    | 'DEPLOYING'
+    | 'DISPATCHED'
+    | 'RUNNING'
+    | 'LOG'
+    | 'STREAM'
+    | 'TRACE'
+    | 'COMPLETED'
+    | 'ERROR'
+    | 'CANCELLED';
   cursor: string;
   at: string;
   replay: boolean;
@@ -105,7 +135,14 @@ export type ServerMessage =
   | { type: 'watching'; topic: string }
   | StatusMessage
   | { type: 'changed'; topic: string; position: number }
-  | { type: 'error'; code: string; message: string; hint?: string; requestId?: string; details?: Record<string, unknown> }
+  | {
+      type: 'error';
+      code: string;
+      message: string;
+      hint?: string;
+      requestId?: string;
+      details?: Record<string, unknown>;
+    }
   | { type: 'pong'; at: string };
 
 export interface ClusterReplicaView {
@@ -129,15 +166,42 @@ export interface ClusterDeploymentView {
 
 export interface ClusterReply {
   asOf: number;
-  agents: Array<{ agentId: string; state: string; bootId: string; gpus: Array<{ index: number; name: string; memoryBytes: number }>; ramBytes: number; cpuCacheBudgetBytes: number; restarts: number; health?: unknown }>;
-  gpus: Array<{ agentId: string; index: number; name: string; memoryBytes: number; usedBytes: number; replicas: string[] }>;
+  agents: Array<{
+    agentId: string;
+    state: string;
+    bootId: string;
+    gpus: Array<{ index: number; name: string; memoryBytes: number }>;
+    ramBytes: number;
+    cpuCacheBudgetBytes: number;
+    restarts: number;
+    health?: unknown;
+  }>;
+  gpus: Array<{
+    agentId: string;
+    index: number;
+    name: string;
+    memoryBytes: number;
+    usedBytes: number;
+    replicas: string[];
+  }>;
   deployments: ClusterDeploymentView[];
   totals: { received: number; completed: number; failed: number; cancelled: number; requeued: number };
 }
 
 export interface QueueReply {
   asOf: number;
-  queues: Array<{ model: string; length: number; entries: Array<{ position: number; requestId: string; rank: number; priority: boolean; requeued: boolean; enqueuedAt: string }> }>;
+  queues: Array<{
+    model: string;
+    length: number;
+    entries: Array<{
+      position: number;
+      requestId: string;
+      rank: number;
+      priority: boolean;
+      requeued: boolean;
+      enqueuedAt: string;
+    }>;
+  }>;
 }
 
 export interface AgentsReply {
@@ -148,7 +212,14 @@ export interface AgentsReply {
     bootId: string;
     gpus: Array<{ index: number; name: string; memoryBytes: number }>;
     ramBytes: number;
-    health: { state: string; since: string | null; graceUntil: string | null; lapses: number; returns: number; restarts: number } | null;
+    health: {
+      state: string;
+      since: string | null;
+      graceUntil: string | null;
+      lapses: number;
+      returns: number;
+      restarts: number;
+    } | null;
   }>;
 }
 

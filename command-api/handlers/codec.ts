@@ -37,11 +37,20 @@ export function domainCodec(meta: CommandMetadata): EventCodec<DomainEvent> {
   return {
     encode(event, index) {
       validateEvent(event);
-      return { id: deterministicEventId(meta.commandId, index), type: event.type, version: currentVersion(event.type), data: event.data as JsonValue, metadata };
+      return {
+        id: deterministicEventId(meta.commandId, index),
+        type: event.type,
+        version: currentVersion(event.type),
+        data: event.data as JsonValue,
+        metadata,
+      };
     },
     decode(stored) {
       const e = upcast(stored.type, stored.version, stored.data);
-      if (e === undefined) throw new TypeError(`stream ${stored.streamId} holds an event of unknown type ${stored.type} at revision ${stored.revision}`);
+      if (e === undefined)
+        throw new TypeError(
+          `stream ${stored.streamId} holds an event of unknown type ${stored.type} at revision ${stored.revision}`,
+        );
       return e;
     },
   };

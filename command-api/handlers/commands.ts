@@ -11,7 +11,13 @@ import type { RequestCommand } from '../../domain/request/commands.js';
 import { requestDecider } from '../../domain/request/decide.js';
 import type { Decider } from '../../domain/shared/decider.js';
 import { DomainErrorCode, refuse } from '../../domain/shared/errors.js';
-import { agentStream, deploymentStream, modelKeyOfReplica, modelStream, requestStream } from '../../domain/shared/ids.js';
+import {
+  agentStream,
+  deploymentStream,
+  modelKeyOfReplica,
+  modelStream,
+  requestStream,
+} from '../../domain/shared/ids.js';
 
 type WithoutAt<C> = C extends unknown ? Omit<C, 'at'> : never;
 
@@ -39,18 +45,35 @@ const REQUEST = new Set<string>([
   'ReportRequestFailed',
   'ExpireResult',
 ]);
-const AGENT = new Set<string>(['RegisterAgent', 'ReportAgentHeartbeat', 'MarkAgentUnresponsive', 'MarkAgentLost', 'DrainAgent', 'CompleteAgentDrain']);
+const AGENT = new Set<string>([
+  'RegisterAgent',
+  'ReportAgentHeartbeat',
+  'MarkAgentUnresponsive',
+  'MarkAgentLost',
+  'DrainAgent',
+  'CompleteAgentDrain',
+]);
 
 /** The stream and decider a command is decided by. */
 export function routeOf(c: ControlPlaneCommand): Route {
-  if (REQUEST.has(c.type)) return { streamId: requestStream((c as { requestId: string }).requestId), decider: requestDecider as unknown as Route['decider'] };
-  if (AGENT.has(c.type)) return { streamId: agentStream((c as { agentId: string }).agentId), decider: agentDecider as unknown as Route['decider'] };
-  if (c.type === 'RegisterModel' || c.type === 'RemoveModel') return { streamId: modelStream(c.modelKey), decider: modelDecider as unknown as Route['decider'] };
+  if (REQUEST.has(c.type))
+    return {
+      streamId: requestStream((c as { requestId: string }).requestId),
+      decider: requestDecider as unknown as Route['decider'],
+    };
+  if (AGENT.has(c.type))
+    return {
+      streamId: agentStream((c as { agentId: string }).agentId),
+      decider: agentDecider as unknown as Route['decider'],
+    };
+  if (c.type === 'RegisterModel' || c.type === 'RemoveModel')
+    return { streamId: modelStream(c.modelKey), decider: modelDecider as unknown as Route['decider'] };
   let modelKey: string | undefined = (c as { modelKey?: string }).modelKey;
   if (modelKey === undefined) {
     const replicaId = (c as { replicaId: string }).replicaId;
     modelKey = modelKeyOfReplica(replicaId);
-    if (modelKey === undefined) refuse(DomainErrorCode.replicaNotFound, `${JSON.stringify(replicaId)} is not a replica id (<modelKey>#<n>)`);
+    if (modelKey === undefined)
+      refuse(DomainErrorCode.replicaNotFound, `${JSON.stringify(replicaId)} is not a replica id (<modelKey>#<n>)`);
   }
   return { streamId: deploymentStream(modelKey), decider: deploymentDecider as unknown as Route['decider'] };
 }

@@ -1,13 +1,32 @@
 // Zod schemas of every control-plane command as it arrives (from the HTTP API, the agent relay or the
 // scheduler), without `at`: the time comes from the command's metadata. Unknown fields are refused.
 import { z } from 'zod';
-import { agentExit, because, crashEvidence, gpuSpec, modelFacts, requeueReason, sha256, streamedToken } from '../../domain/events/index.js';
+import {
+  agentExit,
+  because,
+  crashEvidence,
+  gpuSpec,
+  modelFacts,
+  requeueReason,
+  sha256,
+  streamedToken,
+} from '../../domain/events/index.js';
 import { ENTITY_ID, MODEL_KEY, REQUEST_ID } from '../../domain/shared/ids.js';
 
-const modelKey = z.string().regex(MODEL_KEY, 'a model key: letters, digits and . _ / - (up to 128), starting with a letter or digit');
-const entityId = z.string().regex(ENTITY_ID, 'an id: letters, digits and . _ : - (up to 128), starting with a letter or digit');
-const requestId = z.string().regex(REQUEST_ID, 'a request id: letters, digits and . _ : - (up to 160), starting with a letter or digit');
-const replicaId = z.string().min(3).max(140).regex(/^[A-Za-z0-9][A-Za-z0-9._/-]*#[1-9][0-9]*$/, 'a replica id <modelKey>#<n>');
+const modelKey = z
+  .string()
+  .regex(MODEL_KEY, 'a model key: letters, digits and . _ / - (up to 128), starting with a letter or digit');
+const entityId = z
+  .string()
+  .regex(ENTITY_ID, 'an id: letters, digits and . _ : - (up to 128), starting with a letter or digit');
+const requestId = z
+  .string()
+  .regex(REQUEST_ID, 'a request id: letters, digits and . _ : - (up to 160), starting with a letter or digit');
+const replicaId = z
+  .string()
+  .min(3)
+  .max(140)
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._/-]*#[1-9][0-9]*$/, 'a replica id <modelKey>#<n>');
 const actor = z.string().min(1).max(200);
 const attempt = z.number().int().positive();
 const count = z.number().int().nonnegative();
@@ -31,7 +50,14 @@ const settingsInput = z.strictObject({
   timeoutMs: z.number().nullable().optional(),
   concurrency: z.number().optional(),
   minDeploymentMs: z.number().optional(),
-  autoscale: z.strictObject({ enabled: z.boolean().optional(), thresholdMs: z.number().optional(), maxReplicas: z.number().optional(), backoffMs: z.number().optional() }).optional(),
+  autoscale: z
+    .strictObject({
+      enabled: z.boolean().optional(),
+      thresholdMs: z.number().optional(),
+      maxReplicas: z.number().optional(),
+      backoffMs: z.number().optional(),
+    })
+    .optional(),
 });
 
 const agentReport = { attempt, agentId: entityId, agentMessageId: z.string().min(1).max(200), requestId };
@@ -58,9 +84,23 @@ export const commandSchema = z.discriminatedUnion('type', [
       .optional(),
   }),
   z.strictObject({ type: z.literal('CancelRequest'), requestId, actor, operator: z.boolean() }),
-  z.strictObject({ type: z.literal('ExpireResult'), requestId, reason: z.enum(['RETENTION', 'DELETED']), actor, operator: z.boolean(), because: because.nullable() }),
+  z.strictObject({
+    type: z.literal('ExpireResult'),
+    requestId,
+    reason: z.enum(['RETENTION', 'DELETED']),
+    actor,
+    operator: z.boolean(),
+    because: because.nullable(),
+  }),
   z.strictObject({ type: z.literal('DispatchRequest'), requestId, attempt, replicaId, agentId: entityId, because }),
-  z.strictObject({ type: z.literal('RequeueRequest'), requestId, attempt, reason: requeueReason, because, crash: crashEvidence.omit({ attempt: true, suspect: true }).optional() }),
+  z.strictObject({
+    type: z.literal('RequeueRequest'),
+    requestId,
+    attempt,
+    reason: requeueReason,
+    because,
+    crash: crashEvidence.omit({ attempt: true, suspect: true }).optional(),
+  }),
   z.strictObject({
     type: z.literal('FailRequest'),
     requestId,
@@ -72,13 +112,24 @@ export const commandSchema = z.discriminatedUnion('type', [
     because,
   }),
   z.strictObject({ type: z.literal('ReportRequestStarted'), ...agentReport }),
+  z
+    .strictObject({
+      type: z.literal('ReportRequestLog'),
+      ...agentReport,
+      lines: z
+        .array(z.strictObject({ stream: z.enum(['stdout', 'stderr']), line: z.string().max(65536) }))
+        .max(10_000, 'at most 10000 lines per log report'),
+      truncated: z.boolean().optional(),
+    })
+    .refine((c) => c.lines.length > 0 || c.truncated === true, {
+      message: 'a log report carries at least one line (or says truncated)',
+      path: ['lines'],
+    }),
   z.strictObject({
-    type: z.literal('ReportRequestLog'),
+    type: z.literal('ReportRequestTokens'),
     ...agentReport,
-    lines: z.array(z.strictObject({ stream: z.enum(['stdout', 'stderr']), line: z.string().max(65536) })).max(10_000, 'at most 10000 lines per log report'),
-    truncated: z.boolean().optional(),
-  }).refine((c) => c.lines.length > 0 || c.truncated === true, { message: 'a log report carries at least one line (or says truncated)', path: ['lines'] }),
-  z.strictObject({ type: z.literal('ReportRequestTokens'), ...agentReport, tokens: z.array(streamedToken).min(1).max(4096) }),
+    tokens: z.array(streamedToken).min(1).max(4096),
+  }),
   z.strictObject({
     type: z.literal('ReportRequestTrace'),
     ...agentReport,
@@ -128,9 +179,24 @@ export const commandSchema = z.discriminatedUnion('type', [
     cachedReplicaId: replicaId.nullable(),
     because,
   }),
-  z.strictObject({ type: z.literal('RefuseReplica'), replicaId, bytesPerGpu: z.number().int().positive(), bestGpuFreeBytes: count, evictableBytes: count, candidates: z.array(candidate), because }),
+  z.strictObject({
+    type: z.literal('RefuseReplica'),
+    replicaId,
+    bytesPerGpu: z.number().int().positive(),
+    bestGpuFreeBytes: count,
+    evictableBytes: count,
+    candidates: z.array(candidate),
+    because,
+  }),
   z.strictObject({ type: z.literal('DemoteReplica'), replicaId, force: z.boolean(), because }),
-  z.strictObject({ type: z.literal('EvictReplica'), replicaId, reason: z.enum(['OPERATOR', 'MAKE_ROOM', 'SCALE_DOWN', 'AGENT_DRAINED']), force: z.boolean(), replace: z.boolean(), because }),
+  z.strictObject({
+    type: z.literal('EvictReplica'),
+    replicaId,
+    reason: z.enum(['OPERATOR', 'MAKE_ROOM', 'SCALE_DOWN', 'AGENT_DRAINED']),
+    force: z.boolean(),
+    replace: z.boolean(),
+    because,
+  }),
   z.strictObject({ type: z.literal('EvictDeployment'), modelKey, actor }),
   z.strictObject({ type: z.literal('CompleteReplicaEviction'), replicaId, because }),
   z.strictObject({ type: z.literal('CompleteReplicaDemotion'), replicaId, because }),
@@ -145,8 +211,18 @@ export const commandSchema = z.discriminatedUnion('type', [
   }),
   z.strictObject({ type: z.literal('PinDeployment'), modelKey, pinned: z.boolean(), actor }),
   z.strictObject({ type: z.literal('ReportReplicaLoading'), ...replicaReport }),
-  z.strictObject({ type: z.literal('ReportReplicaHot'), ...replicaReport, loadMs: count.nullable(), weightsFingerprint: sha256.optional() }),
-  z.strictObject({ type: z.literal('ReportReplicaFailed'), ...replicaReport, phase: z.enum(['load', 'runtime']), message: z.string().max(20000) }),
+  z.strictObject({
+    type: z.literal('ReportReplicaHot'),
+    ...replicaReport,
+    loadMs: count.nullable(),
+    weightsFingerprint: sha256.optional(),
+  }),
+  z.strictObject({
+    type: z.literal('ReportReplicaFailed'),
+    ...replicaReport,
+    phase: z.enum(['load', 'runtime']),
+    message: z.string().max(20000),
+  }),
   z.strictObject({
     type: z.literal('RegisterAgent'),
     agentId: entityId,
@@ -168,6 +244,13 @@ export const commandSchema = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('MarkAgentLost'), agentId: entityId, bootId: entityId }),
   z.strictObject({ type: z.literal('DrainAgent'), agentId: entityId, actor }),
   z.strictObject({ type: z.literal('CompleteAgentDrain'), agentId: entityId }),
-  z.strictObject({ type: z.literal('RegisterModel'), modelKey, actor, replace: z.boolean(), deployedReplicas: count, model: modelFacts.strict() }),
+  z.strictObject({
+    type: z.literal('RegisterModel'),
+    modelKey,
+    actor,
+    replace: z.boolean(),
+    deployedReplicas: count,
+    model: modelFacts.strict(),
+  }),
   z.strictObject({ type: z.literal('RemoveModel'), modelKey, actor, deployedReplicas: count }),
 ]);

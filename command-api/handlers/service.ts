@@ -51,7 +51,9 @@ export function parseCommand(input: unknown): ControlPlaneCommand {
   throw new DomainError(
     DomainErrorCode.invalidCommand,
     `${type ?? 'command'}${path ? ` field ${path}` : ''}: ${issue.message}`,
-    type === undefined || path === 'type' ? 'a command needs a known "type" (see docs/events.md, "Commands")' : 'fix the field named and send the command again',
+    type === undefined || path === 'type'
+      ? 'a command needs a known "type" (see docs/events.md, "Commands")'
+      : 'fix the field named and send the command again',
     { issues: r.error.issues.slice(0, 10).map((i) => ({ path: i.path.join('.'), message: i.message })) },
   );
 }
@@ -60,9 +62,12 @@ function checkMetadata(meta: CommandMetadata): void {
   const bad = (field: string, message: string): never => {
     throw new DomainError(DomainErrorCode.invalidCommand, `command metadata ${field} ${message}`);
   };
-  if (typeof meta?.commandId !== 'string' || meta.commandId.length === 0 || meta.commandId.length > 200) bad('commandId', 'must be a non-empty string of at most 200 characters');
-  if (typeof meta.actor !== 'string' || meta.actor.length === 0 || meta.actor.length > 200) bad('actor', 'must be a non-empty string of at most 200 characters');
-  if (typeof meta.at !== 'string' || !isIsoUtc(meta.at)) bad('at', `must be ISO-8601 UTC (Date#toISOString()), got ${JSON.stringify(meta.at)}`);
+  if (typeof meta?.commandId !== 'string' || meta.commandId.length === 0 || meta.commandId.length > 200)
+    bad('commandId', 'must be a non-empty string of at most 200 characters');
+  if (typeof meta.actor !== 'string' || meta.actor.length === 0 || meta.actor.length > 200)
+    bad('actor', 'must be a non-empty string of at most 200 characters');
+  if (typeof meta.at !== 'string' || !isIsoUtc(meta.at))
+    bad('at', `must be ISO-8601 UTC (Date#toISOString()), got ${JSON.stringify(meta.at)}`);
 }
 
 export class ControlPlaneCommands {
@@ -84,7 +89,11 @@ export class ControlPlaneCommands {
     checkMetadata(meta);
     const command = parseCommand(input);
     const route = routeOf(command);
-    const domainCommand = (command.type === 'ReportRequestLog' ? { ...command, at: meta.at, limits: this.logLimits } : { ...command, at: meta.at }) as DomainCommand;
+    const domainCommand = (
+      command.type === 'ReportRequestLog'
+        ? { ...command, at: meta.at, limits: this.logLimits }
+        : { ...command, at: meta.at }
+    ) as DomainCommand;
     const r = await this.locks.run(route.streamId, () =>
       handleCommand(this.store, {
         streamId: route.streamId,
@@ -95,7 +104,14 @@ export class ControlPlaneCommands {
         cache: this.cache,
       }),
     );
-    const outcome: CommandOutcome = { streamId: route.streamId, events: r.events, position: r.position, alreadyStored: r.alreadyStored, nextRevision: r.nextRevision, attempts: r.attempts };
+    const outcome: CommandOutcome = {
+      streamId: route.streamId,
+      events: r.events,
+      position: r.position,
+      alreadyStored: r.alreadyStored,
+      nextRevision: r.nextRevision,
+      attempts: r.attempts,
+    };
     if (command.type === 'ReportAgentHeartbeat') this.options.onHeartbeat?.(command.agentId, command.bootId, meta.at);
     if (r.events.length > 0 && !r.alreadyStored) this.options.onAppended?.(outcome, command, meta);
     return outcome;

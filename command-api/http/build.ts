@@ -12,7 +12,15 @@ import { keyRoutes } from './routes/keys.js';
 import { modelCommandRoutes } from './routes/models.js';
 import { requestRoutes } from './routes/requests.js';
 
-export const COMMAND_CAPABILITIES = ['submit', 'client-request-id', 'idempotent-submit', 'cancel', 'untrusted', 'generation', 'register-models'];
+export const COMMAND_CAPABILITIES = [
+  'submit',
+  'client-request-id',
+  'idempotent-submit',
+  'cancel',
+  'untrusted',
+  'generation',
+  'register-models',
+];
 
 /** Registers the command routes on an instance whose edge is installed. */
 export function registerCommandRoutes(app: FastifyInstance, deps: RouteDeps): void {

@@ -3,5 +3,11 @@ export { buildCommandApi, registerCommandRoutes, COMMAND_CAPABILITIES } from './
 export { buildFabricServer, type FabricServerOptions } from './fabric-server.js';
 export { buildQueryApi, registerQueryRoutes, type QueryApiOptions } from '../../query-api/build.js';
 export type { ApiContext, RouteDeps } from '../../http/deps.js';
-export { apiConfigFromEnv, resolveApiConfig, DEFAULT_API_CONFIG, type ApiConfig, type ApiConfigInput } from '../../http/config.js';
+export {
+  apiConfigFromEnv,
+  resolveApiConfig,
+  DEFAULT_API_CONFIG,
+  type ApiConfig,
+  type ApiConfigInput,
+} from '../../http/config.js';
 export type { QueryRoutes } from '../../query-api/routes/types.js';

@@ -16,7 +16,12 @@ export function commandIdOf(req: FastifyRequest, me: Identity, ctx: FabricContex
   if (raw === undefined || raw === '') return `http:${ctx.newId()}`;
   const key = Array.isArray(raw) ? raw.join(',') : raw;
   if (!IDEMPOTENCY_KEY.test(key)) {
-    throw new FabricError(ApiErrorCode.invalidParams, 400, 'the Idempotency-Key header must be 1–128 of A-Za-z0-9._:-', { hint: 'send a uuid, or leave the header out', details: { header: 'idempotency-key' } });
+    throw new FabricError(
+      ApiErrorCode.invalidParams,
+      400,
+      'the Idempotency-Key header must be 1–128 of A-Za-z0-9._:-',
+      { hint: 'send a uuid, or leave the header out', details: { header: 'idempotency-key' } },
+    );
   }
   return `op:${me.actor}:${key}`;
 }

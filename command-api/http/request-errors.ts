@@ -7,6 +7,9 @@ export async function asRequestOf<T>(shownId: string, run: () => Promise<T>): Pr
     return await run();
   } catch (e) {
     if (!isFabricError(e) || e.code !== 'CP_REQUEST_NOT_FOUND') throw e;
-    throw new FabricError(e.code, e.httpStatus, `request ${shownId} does not exist`, { hint: e.hint, details: { requestId: shownId } });
+    throw new FabricError(e.code, e.httpStatus, `request ${shownId} does not exist`, {
+      hint: e.hint,
+      details: { requestId: shownId },
+    });
   }
 }

@@ -2,9 +2,16 @@
 import { z } from 'zod';
 import { ENTITY_ID, MODEL_KEY } from '../../domain/shared/ids.js';
 
-export const modelKey = z.string().regex(MODEL_KEY, 'a model key: 1–128 of letters, digits and . _ / -, starting with a letter or digit');
-export const entityId = z.string().regex(ENTITY_ID, 'an id: 1–128 of letters, digits and . _ : -, starting with a letter or digit');
-export const replicaId = z.string().max(140).regex(/^[A-Za-z0-9][A-Za-z0-9._/-]*#[1-9][0-9]*$/, 'a replica id <modelKey>#<n>');
+export const modelKey = z
+  .string()
+  .regex(MODEL_KEY, 'a model key: 1–128 of letters, digits and . _ / -, starting with a letter or digit');
+export const entityId = z
+  .string()
+  .regex(ENTITY_ID, 'an id: 1–128 of letters, digits and . _ : -, starting with a letter or digit');
+export const replicaId = z
+  .string()
+  .max(140)
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._/-]*#[1-9][0-9]*$/, 'a replica id <modelKey>#<n>');
 
 export const idParams = z.strictObject({ id: entityId });
 /** A route without a body takes none, or an empty object. */
@@ -24,12 +31,21 @@ export const deploySchema = z.strictObject({
   pinned: z.boolean().optional(),
   force: z.boolean().optional(),
   autoscale: z
-    .strictObject({ enabled: z.boolean().optional(), thresholdMs: z.number().int().optional(), maxReplicas: z.number().int().optional(), backoffMs: z.number().int().optional() })
+    .strictObject({
+      enabled: z.boolean().optional(),
+      thresholdMs: z.number().int().optional(),
+      maxReplicas: z.number().int().optional(),
+      backoffMs: z.number().int().optional(),
+    })
     .optional(),
 });
 
 export const scaleSchema = z.strictObject({ model: modelKey, replicas: z.number().int() });
-export const evictSchema = z.strictObject({ model: modelKey.optional(), replica: replicaId.optional(), all: z.literal(true).optional() });
+export const evictSchema = z.strictObject({
+  model: modelKey.optional(),
+  replica: replicaId.optional(),
+  all: z.literal(true).optional(),
+});
 export const pinSchema = z.strictObject({ model: modelKey, pinned: z.boolean() });
 const limit = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
 export const createKeySchema = z.strictObject({
@@ -38,8 +54,19 @@ export const createKeySchema = z.strictObject({
   priority: z.boolean().optional(),
   operator: z.boolean().optional(),
   /** The key's own limits (each one left out: the fabric's default). */
-  limits: z.strictObject({ maxTimeoutMs: limit.max(86_400_000).optional(), maxQueued: limit.optional(), maxRunning: limit.optional(), storageQuotaBytes: limit.optional() }).optional(),
+  limits: z
+    .strictObject({
+      maxTimeoutMs: limit.max(86_400_000).optional(),
+      maxQueued: limit.optional(),
+      maxRunning: limit.optional(),
+      storageQuotaBytes: limit.optional(),
+    })
+    .optional(),
 });
-export const registerModelSchema = z.strictObject({ model: modelKey, dir: z.string().min(1).max(4096), replace: z.boolean().optional() });
+export const registerModelSchema = z.strictObject({
+  model: modelKey,
+  dir: z.string().min(1).max(4096),
+  replace: z.boolean().optional(),
+});
 export const removeModelSchema = z.strictObject({ model: modelKey });
 export const keyIdParams = z.strictObject({ id: z.string().max(200) });

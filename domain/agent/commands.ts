@@ -54,4 +54,10 @@ export interface CompleteAgentDrain {
   at: string;
 }
 
-export type AgentCommand = RegisterAgent | ReportAgentHeartbeat | MarkAgentUnresponsive | MarkAgentLost | DrainAgent | CompleteAgentDrain;
+export type AgentCommand =
+  | RegisterAgent
+  | ReportAgentHeartbeat
+  | MarkAgentUnresponsive
+  | MarkAgentLost
+  | DrainAgent
+  | CompleteAgentDrain;

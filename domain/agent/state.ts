@@ -17,13 +17,24 @@ export interface AgentState {
 }
 
 export function initialAgentState(): AgentState {
-  return { status: 'NONE', agentId: '', bootId: '', gpus: [], ramBytes: 0, cpuCacheBudgetBytes: 0, lastSeenAtMs: null, graceUntilMs: null, resumeAs: 'ACTIVE' };
+  return {
+    status: 'NONE',
+    agentId: '',
+    bootId: '',
+    gpus: [],
+    ramBytes: 0,
+    cpuCacheBudgetBytes: 0,
+    lastSeenAtMs: null,
+    graceUntilMs: null,
+    resumeAs: 'ACTIVE',
+  };
 }
 
 export function evolveAgent(s: AgentState, e: AgentEvent): AgentState {
   switch (e.type) {
     case 'AgentRegistered': {
-      const draining = e.data.previousState === 'DRAINING' || (e.data.previousState === 'UNRESPONSIVE' && s.resumeAs === 'DRAINING');
+      const draining =
+        e.data.previousState === 'DRAINING' || (e.data.previousState === 'UNRESPONSIVE' && s.resumeAs === 'DRAINING');
       return {
         ...s,
         status: draining ? 'DRAINING' : 'ACTIVE',
@@ -38,7 +49,13 @@ export function evolveAgent(s: AgentState, e: AgentEvent): AgentState {
       };
     }
     case 'AgentUnresponsive':
-      return { ...s, status: 'UNRESPONSIVE', lastSeenAtMs: toMs(e.data.lastSeenAt), graceUntilMs: toMs(e.data.graceUntil), resumeAs: s.status === 'DRAINING' ? 'DRAINING' : 'ACTIVE' };
+      return {
+        ...s,
+        status: 'UNRESPONSIVE',
+        lastSeenAtMs: toMs(e.data.lastSeenAt),
+        graceUntilMs: toMs(e.data.graceUntil),
+        resumeAs: s.status === 'DRAINING' ? 'DRAINING' : 'ACTIVE',
+      };
     case 'AgentReturned':
       return { ...s, status: s.resumeAs, graceUntilMs: null };
     case 'AgentLost':

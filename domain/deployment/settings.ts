@@ -28,20 +28,29 @@ function check(ok: boolean, field: string, message: string): void {
   if (!ok) refuse(C.invalidSettings, `deployment setting ${field} ${message}`, undefined, { field });
 }
 
-const isInt = (v: number, min: number, max = Number.MAX_SAFE_INTEGER) => Number.isSafeInteger(v) && v >= min && v <= max;
+const isInt = (v: number, min: number, max = Number.MAX_SAFE_INTEGER) =>
+  Number.isSafeInteger(v) && v >= min && v <= max;
 
 export function resolveSettings(input: DeploymentSettingsInput): DeploymentSettings {
   const paddingFactor = input.paddingFactor ?? DEFAULT_PADDING_FACTOR;
   const biasBytes = input.biasBytes ?? DEFAULT_BIAS_BYTES;
   check(isInt(input.weightsBytes, 0), 'weightsBytes', 'must be an integer >= 0 (bytes of the weights)');
-  check(Number.isFinite(paddingFactor) && paddingFactor >= 0 && paddingFactor <= 10, 'paddingFactor', 'must be a number from 0 to 10 (0.15 = 15 % headroom)');
+  check(
+    Number.isFinite(paddingFactor) && paddingFactor >= 0 && paddingFactor <= 10,
+    'paddingFactor',
+    'must be a number from 0 to 10 (0.15 = 15 % headroom)',
+  );
   check(isInt(biasBytes, 0), 'biasBytes', 'must be an integer >= 0');
   const sizeBytes = input.sizeBytes ?? modelSizeBytes(input.weightsBytes, paddingFactor, biasBytes);
   check(isInt(sizeBytes, 1), 'sizeBytes', 'must be an integer >= 1 (bytes of GPU memory in all)');
   const gpus = input.gpus ?? 1;
   check(isInt(gpus, 1, 16), 'gpus', 'must be an integer from 1 to 16');
   const dtype = input.dtype ?? 'float32';
-  check(typeof dtype === 'string' && /^[a-z0-9]{1,32}$/.test(dtype), 'dtype', 'must be a type name such as float32 or float16');
+  check(
+    typeof dtype === 'string' && /^[a-z0-9]{1,32}$/.test(dtype),
+    'dtype',
+    'must be a type name such as float32 or float16',
+  );
   const timeoutMs = input.timeoutMs === undefined ? DEFAULT_TIMEOUT_MS : input.timeoutMs;
   check(timeoutMs === null || isInt(timeoutMs, 1), 'timeoutMs', 'must be a positive integer (ms) or null');
   const concurrency = input.concurrency ?? 1;
@@ -53,5 +62,16 @@ export function resolveSettings(input: DeploymentSettingsInput): DeploymentSetti
   check(isInt(a.thresholdMs, 1), 'autoscale.thresholdMs', 'must be a positive integer (ms)');
   check(isInt(a.maxReplicas, 1, 64), 'autoscale.maxReplicas', 'must be an integer from 1 to 64');
   check(isInt(a.backoffMs, 0), 'autoscale.backoffMs', 'must be an integer >= 0 (ms)');
-  return { weightsBytes: input.weightsBytes, paddingFactor, biasBytes, sizeBytes, gpus, dtype, timeoutMs, concurrency, minDeploymentMs, autoscale: a };
+  return {
+    weightsBytes: input.weightsBytes,
+    paddingFactor,
+    biasBytes,
+    sizeBytes,
+    gpus,
+    dtype,
+    timeoutMs,
+    concurrency,
+    minDeploymentMs,
+    autoscale: a,
+  };
 }

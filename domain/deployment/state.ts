@@ -31,7 +31,15 @@ export interface DeploymentState {
 }
 
 export function initialDeploymentState(): DeploymentState {
-  return { exists: false, modelKey: '', settings: null, pinned: false, counter: 0, replicas: {}, lastAutoscaleAtMs: null };
+  return {
+    exists: false,
+    modelKey: '',
+    settings: null,
+    pinned: false,
+    counter: 0,
+    replicas: {},
+    lastAutoscaleAtMs: null,
+  };
 }
 
 /** Replicas that count as live capacity: on their way to HOT or HOT. */
@@ -51,12 +59,24 @@ function withReplica(s: DeploymentState, replicaId: string, patch: Partial<Repli
   return { ...s, replicas: { ...s.replicas, [replicaId]: { ...r, ...patch } } };
 }
 
-const removed = (reason: RemovalReason): Partial<ReplicaState> => ({ state: 'REMOVED', removedReason: reason, unloading: null, gpus: [], bytesPerGpu: 0 });
+const removed = (reason: RemovalReason): Partial<ReplicaState> => ({
+  state: 'REMOVED',
+  removedReason: reason,
+  unloading: null,
+  gpus: [],
+  bytesPerGpu: 0,
+});
 
 export function evolveDeployment(s: DeploymentState, e: DeploymentEvent): DeploymentState {
   switch (e.type) {
     case 'DeploymentRequested':
-      return { ...s, exists: true, modelKey: e.data.modelKey, settings: e.data.settings, pinned: s.pinned || e.data.pinned };
+      return {
+        ...s,
+        exists: true,
+        modelKey: e.data.modelKey,
+        settings: e.data.settings,
+        pinned: s.pinned || e.data.pinned,
+      };
     case 'ReplicaRequested': {
       const r: ReplicaState = {
         replicaId: e.data.replicaId,
@@ -71,15 +91,35 @@ export function evolveDeployment(s: DeploymentState, e: DeploymentEvent): Deploy
         unloading: null,
         removedReason: null,
       };
-      return { ...s, exists: true, modelKey: e.data.modelKey, counter: s.counter + 1, replicas: { ...s.replicas, [r.replicaId]: r } };
+      return {
+        ...s,
+        exists: true,
+        modelKey: e.data.modelKey,
+        counter: s.counter + 1,
+        replicas: { ...s.replicas, [r.replicaId]: r },
+      };
     }
     case 'DeploymentScaled':
       return e.data.trigger === 'autoscale' ? { ...s, lastAutoscaleAtMs: toMs(e.data.scaledAt) } : s;
     case 'ReplicaPlaced':
-      return withReplica(s, e.data.replicaId, { state: 'PLACED', agentId: e.data.agentId, bootId: e.data.bootId, gpus: e.data.gpus, bytesPerGpu: e.data.bytesPerGpu, placedAtMs: toMs(e.data.placedAt) });
+      return withReplica(s, e.data.replicaId, {
+        state: 'PLACED',
+        agentId: e.data.agentId,
+        bootId: e.data.bootId,
+        gpus: e.data.gpus,
+        bytesPerGpu: e.data.bytesPerGpu,
+        placedAtMs: toMs(e.data.placedAt),
+      });
     case 'ReplicaRestored': {
       const next = withReplica(s, e.data.forReplicaId, removed('RESTORED_INTO'));
-      return withReplica(next, e.data.replicaId, { state: 'PLACED', agentId: e.data.agentId, bootId: e.data.bootId, gpus: e.data.gpus, bytesPerGpu: e.data.bytesPerGpu, placedAtMs: toMs(e.data.placedAt) });
+      return withReplica(next, e.data.replicaId, {
+        state: 'PLACED',
+        agentId: e.data.agentId,
+        bootId: e.data.bootId,
+        gpus: e.data.gpus,
+        bytesPerGpu: e.data.bytesPerGpu,
+        placedAtMs: toMs(e.data.placedAt),
+      });
     }
     case 'ReplicaLoading':
       return withReplica(s, e.data.replicaId, { state: 'LOADING' });

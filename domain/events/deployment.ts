@@ -131,7 +131,13 @@ export const deploymentEventSchemas = {
   }),
   ReplicaDemotionRequested: z.object({ modelKey: id, replicaId: id, because }),
   ReplicaDemoted: z.object({ modelKey: id, replicaId: id, agentId: id, cpuBytes: bytes }),
-  ReplicaEvictionRequested: z.object({ modelKey: id, replicaId: id, reason: evictionReason, force: z.boolean(), because }),
+  ReplicaEvictionRequested: z.object({
+    modelKey: id,
+    replicaId: id,
+    reason: evictionReason,
+    force: z.boolean(),
+    because,
+  }),
   ReplicaRemoved: z.object({ modelKey: id, replicaId: id, reason: removalReason, because }),
   ReplicaReloadRequired: z.object({ modelKey: id, replicaId: id, agentId: id, previousBootId: id, bootId: id }),
   DeploymentRefused: z.object({

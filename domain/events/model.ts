@@ -34,7 +34,12 @@ export const modelFacts = z.object({
    * and backward activations at their peak, packed weight copies. Absent in registrations recorded before it.
    */
   memory: z
-    .object({ sequence: count, forwardActivationBytes: bytes, backwardActivationBytes: bytes, packedWeightsBytes: bytes })
+    .object({
+      sequence: count,
+      forwardActivationBytes: bytes,
+      backwardActivationBytes: bytes,
+      packedWeightsBytes: bytes,
+    })
     .optional(),
 });
 export type ModelFacts = z.infer<typeof modelFacts>;

@@ -31,23 +31,24 @@ const changed: Partial<Record<DomainEventType, TypeEntry>> = {
   // v2 batches lines: one event per batch instead of one per line.
   RequestLogged: {
     version: 2,
-    upcasters: [
-      (d) => d,
-      ({ stream, line, ...rest }) => ({ ...rest, lines: [{ stream, line }] }),
-    ],
+    upcasters: [(d) => d, ({ stream, line, ...rest }) => ({ ...rest, lines: [{ stream, line }] })],
   },
 };
 
-const table = Object.fromEntries(Object.keys(eventSchemas).map((t) => [t, changed[t as DomainEventType] ?? { version: 1, upcasters: [] as Upcaster[] }])) as unknown as Record<
-  DomainEventType,
-  TypeEntry
->;
+const table = Object.fromEntries(
+  Object.keys(eventSchemas).map((t) => [
+    t,
+    changed[t as DomainEventType] ?? { version: 1, upcasters: [] as Upcaster[] },
+  ]),
+) as unknown as Record<DomainEventType, TypeEntry>;
 
 export function currentVersion(type: DomainEventType): number {
   return table[type].version;
 }
 
-export const eventVersions: Readonly<Record<string, number>> = Object.fromEntries(Object.entries(table).map(([t, e]) => [t, e.version]));
+export const eventVersions: Readonly<Record<string, number>> = Object.fromEntries(
+  Object.entries(table).map(([t, e]) => [t, e.version]),
+);
 
 const known: ReadonlySet<string> = new Set(Object.keys(table));
 
@@ -61,7 +62,9 @@ export function upcast(type: string, version: number, data: unknown): DomainEven
   const entry = table[type];
   if (version === entry.version) return { type, data } as DomainEvent;
   if (!Number.isSafeInteger(version) || version < 1 || version > entry.version) {
-    throw new RangeError(`event ${type} has schema version ${version}; this build reads versions 1 to ${entry.version}`);
+    throw new RangeError(
+      `event ${type} has schema version ${version}; this build reads versions 1 to ${entry.version}`,
+    );
   }
   let d = data as Record<string, unknown>;
   for (let v = version; v < entry.version; v++) d = entry.upcasters[v](d);
@@ -72,7 +75,9 @@ export function upcast(type: string, version: number, data: unknown): DomainEven
 export function validateEvent(event: DomainEvent): DomainEvent {
   const r = eventSchemas[event.type].safeParse(event.data);
   if (!r.success) {
-    throw new TypeError(`decided event ${event.type} does not match its schema: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+    throw new TypeError(
+      `decided event ${event.type} does not match its schema: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+    );
   }
   return event;
 }

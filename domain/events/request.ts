@@ -30,7 +30,11 @@ export const streamedToken = z.object({
   token: z.number().int().nonnegative(),
   text: z.string().max(4096).optional(),
   finish: z
-    .object({ reason: z.enum(['eos', 'stop-token', 'stop-string', 'length']), step: z.number().int().nonnegative(), match: z.union([z.string().max(256), z.number().int()]).optional() })
+    .object({
+      reason: z.enum(['eos', 'stop-token', 'stop-string', 'length']),
+      step: z.number().int().nonnegative(),
+      match: z.union([z.string().max(256), z.number().int()]).optional(),
+    })
     .optional(),
 });
 

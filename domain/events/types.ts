@@ -5,7 +5,9 @@ import type { deploymentEventSchemas } from './deployment.js';
 import type { modelEventSchemas } from './model.js';
 import type { requestEventSchemas } from './request.js';
 
-type EventsOf<S extends Record<string, z.ZodType>> = { [K in keyof S & string]: { type: K; data: z.infer<S[K]> } }[keyof S & string];
+type EventsOf<S extends Record<string, z.ZodType>> = {
+  [K in keyof S & string]: { type: K; data: z.infer<S[K]> };
+}[keyof S & string];
 
 export type RequestEvent = EventsOf<typeof requestEventSchemas>;
 export type DeploymentEvent = EventsOf<typeof deploymentEventSchemas>;

@@ -14,32 +14,58 @@ function register(c: RegisterModel, s: ModelState): ModelEvent[] {
   if (now !== null && now.fingerprint === c.model.fingerprint && now.dir === c.model.dir) return [];
   if (now !== null && now.fingerprint !== c.model.fingerprint) {
     if (!c.replace) {
-      refuse(C.modelConflict, `model ${c.modelKey} is registered with other files (sha256 ${short(now.fingerprint)}… in ${now.dir}); these are ${short(c.model.fingerprint)}… in ${c.model.dir}`,
+      refuse(
+        C.modelConflict,
+        `model ${c.modelKey} is registered with other files (sha256 ${short(now.fingerprint)}… in ${now.dir}); these are ${short(c.model.fingerprint)}… in ${c.model.dir}`,
         `register them under another key, or replace the registration (ndif models add --replace, "replace": true) once ${c.modelKey} is not deployed`,
-        { registered: now.fingerprint, offered: c.model.fingerprint });
+        { registered: now.fingerprint, offered: c.model.fingerprint },
+      );
     }
     if (c.deployedReplicas > 0) {
-      refuse(C.modelDeployed, `model ${c.modelKey} has ${c.deployedReplicas} deployed replica${c.deployedReplicas === 1 ? '' : 's'} running its current files; they cannot be replaced under it`,
-        `evict the deployment first (ndif evict ${c.modelKey}), then replace`, { deployedReplicas: c.deployedReplicas });
+      refuse(
+        C.modelDeployed,
+        `model ${c.modelKey} has ${c.deployedReplicas} deployed replica${c.deployedReplicas === 1 ? '' : 's'} running its current files; they cannot be replaced under it`,
+        `evict the deployment first (ndif evict ${c.modelKey}), then replace`,
+        { deployedReplicas: c.deployedReplicas },
+      );
     }
   }
-  return [{
-    type: 'ModelRegistered',
-    data: { ...c.model, modelKey: c.modelKey, previousFingerprint: now?.fingerprint ?? null, registeredBy: c.actor, registeredAt: c.at },
-  }];
+  return [
+    {
+      type: 'ModelRegistered',
+      data: {
+        ...c.model,
+        modelKey: c.modelKey,
+        previousFingerprint: now?.fingerprint ?? null,
+        registeredBy: c.actor,
+        registeredAt: c.at,
+      },
+    },
+  ];
 }
 
 function remove(c: RemoveModel, s: ModelState): ModelEvent[] {
-  if (s.status !== 'REGISTERED') refuse(C.modelNotFound, `model ${c.modelKey} is not registered`, 'ndif models list shows the registered models');
+  if (s.status !== 'REGISTERED')
+    refuse(C.modelNotFound, `model ${c.modelKey} is not registered`, 'ndif models list shows the registered models');
   if (c.deployedReplicas > 0) {
-    refuse(C.modelDeployed, `model ${c.modelKey} has ${c.deployedReplicas} deployed replica${c.deployedReplicas === 1 ? '' : 's'}; it cannot be removed while deployed`,
-      `evict it first (ndif evict ${c.modelKey})`, { deployedReplicas: c.deployedReplicas });
+    refuse(
+      C.modelDeployed,
+      `model ${c.modelKey} has ${c.deployedReplicas} deployed replica${c.deployedReplicas === 1 ? '' : 's'}; it cannot be removed while deployed`,
+      `evict it first (ndif evict ${c.modelKey})`,
+      { deployedReplicas: c.deployedReplicas },
+    );
   }
-  return [{ type: 'ModelRemoved', data: { modelKey: c.modelKey, fingerprint: s.facts!.fingerprint, removedBy: c.actor, removedAt: c.at } }];
+  return [
+    {
+      type: 'ModelRemoved',
+      data: { modelKey: c.modelKey, fingerprint: s.facts!.fingerprint, removedBy: c.actor, removedAt: c.at },
+    },
+  ];
 }
 
 export function decideModel(c: ModelCommand, s: ModelState): ModelEvent[] {
-  if (!Number.isSafeInteger(c.deployedReplicas) || c.deployedReplicas < 0) refuse(C.invalidCommand, 'deployedReplicas must be an integer >= 0');
+  if (!Number.isSafeInteger(c.deployedReplicas) || c.deployedReplicas < 0)
+    refuse(C.invalidCommand, 'deployedReplicas must be an integer >= 0');
   return c.type === 'RegisterModel' ? register(c, s) : remove(c, s);
 }
 

@@ -31,7 +31,11 @@ interface GpuState {
 /** 'add': place one more replica (GPUs already holding this model are skipped). 'ensure': an agent already holding it is DEPLOYED. */
 export type Purpose = 'add' | 'ensure';
 
-export function evaluatePlacement(agents: readonly AgentCapacity[], request: PlacementRequest, purpose: Purpose = 'add'): Evaluation {
+export function evaluatePlacement(
+  agents: readonly AgentCapacity[],
+  request: PlacementRequest,
+  purpose: Purpose = 'add',
+): Evaluation {
   const need = bytesPerGpu(request.sizeBytes, request.gpus);
   const candidates = agents.map((a) => evaluateAgent(a, request, need, purpose));
   candidates.sort(compareCandidates);
@@ -76,7 +80,9 @@ function gpuStates(agent: AgentCapacity, request: PlacementRequest): GpuState[] 
       else if (request.nowMs - r.placedAtMs < r.minDeploymentMs && !request.force) youngBytes += r.bytesPerGpu;
       else evictable.push(r);
     }
-    evictable.sort((a, b) => a.sizeBytes - b.sizeBytes || a.placedAtMs - b.placedAtMs || (a.replicaId < b.replicaId ? -1 : 1));
+    evictable.sort(
+      (a, b) => a.sizeBytes - b.sizeBytes || a.placedAtMs - b.placedAtMs || (a.replicaId < b.replicaId ? -1 : 1),
+    );
     return {
       index: gpu.index,
       memoryBytes: gpu.memoryBytes,
@@ -112,14 +118,29 @@ function evaluateAgent(agent: AgentCapacity, request: PlacementRequest, need: nu
   const cached = agent.replicas.find((r) => r.modelKey === request.modelKey && r.state === 'WARM');
   const cachedReplicaId = cached?.replicaId ?? null;
   if (purpose === 'ensure') {
-    const live = agent.replicas.find((r) => r.modelKey === request.modelKey && HOLDS_GPU.has(r.state) && !RELEASING.has(r.state));
+    const live = agent.replicas.find(
+      (r) => r.modelKey === request.modelKey && HOLDS_GPU.has(r.state) && !RELEASING.has(r.state),
+    );
     if (live !== undefined) {
-      return { ...base, level: 'DEPLOYED', gpus: [...live.gpus], freeBytes: 0, evictableBytes: 0, releasingBytes: 0, waitsForRelease: false, cachedReplicaId };
+      return {
+        ...base,
+        level: 'DEPLOYED',
+        gpus: [...live.gpus],
+        freeBytes: 0,
+        evictableBytes: 0,
+        releasingBytes: 0,
+        waitsForRelease: false,
+        cachedReplicaId,
+      };
     }
   }
   if (agent.state !== 'ACTIVE') return cant(agent.agentId, need, `agent is ${agent.state}, not ACTIVE`);
   if (agent.gpus.length < request.gpus) {
-    return cant(agent.agentId, need, `agent has ${agent.gpus.length} GPU(s), the deployment needs ${request.gpus} on one agent`);
+    return cant(
+      agent.agentId,
+      need,
+      `agent has ${agent.gpus.length} GPU(s), the deployment needs ${request.gpus} on one agent`,
+    );
   }
   const gpus = gpuStates(agent, request);
   const bigEnough = gpus.filter((g) => g.memoryBytes >= need);
@@ -128,16 +149,33 @@ function evaluateAgent(agent: AgentCapacity, request: PlacementRequest, need: nu
   const bestPotential = Math.max(0, ...eligible.map((g) => g.freeBytes + g.releasingBytes + g.evictableBytes));
   if (bigEnough.length < request.gpus) {
     const largest = Math.max(...agent.gpus.map((g) => g.memoryBytes));
-    return cant(agent.agentId, need, `needs ${fmtBytes(need)} (${need} B) per GPU on ${request.gpus} GPU(s); only ${bigEnough.length} GPU(s) are that large (largest ${fmtBytes(largest)})`, bestFree, bestPotential);
+    return cant(
+      agent.agentId,
+      need,
+      `needs ${fmtBytes(need)} (${need} B) per GPU on ${request.gpus} GPU(s); only ${bigEnough.length} GPU(s) are that large (largest ${fmtBytes(largest)})`,
+      bestFree,
+      bestPotential,
+    );
   }
   if (eligible.length < request.gpus) {
-    return cant(agent.agentId, need, `${bigEnough.length - eligible.length} of its large-enough GPUs already hold ${request.modelKey}; ${eligible.length} left, ${request.gpus} needed`, bestFree, bestPotential);
+    return cant(
+      agent.agentId,
+      need,
+      `${bigEnough.length - eligible.length} of its large-enough GPUs already hold ${request.modelKey}; ${eligible.length} left, ${request.gpus} needed`,
+      bestFree,
+      bestPotential,
+    );
   }
   const n = request.gpus;
   const sum = (gs: GpuState[], f: (g: GpuState) => number) => gs.reduce((s, g) => s + f(g), 0);
   const byIndex = (a: GpuState, b: GpuState) => a.index - b.index;
   // The candidate of the n best GPUs of a fit, with the memory figures of the GPUs chosen.
-  const chosenFrom = (fit: GpuState[], full: boolean, waitsForRelease: boolean, victims: (chosen: GpuState[]) => Victim[] = () => []): Candidate => {
+  const chosenFrom = (
+    fit: GpuState[],
+    full: boolean,
+    waitsForRelease: boolean,
+    victims: (chosen: GpuState[]) => Victim[] = () => [],
+  ): Candidate => {
     const chosen = fit.slice(0, n).sort(byIndex);
     return {
       ...base,
@@ -155,16 +193,22 @@ function evaluateAgent(agent: AgentCapacity, request: PlacementRequest, need: nu
   const fitNow = eligible.filter((g) => g.freeBytes >= need).sort((a, b) => a.freeBytes - b.freeBytes || byIndex(a, b));
   if (fitNow.length >= n) return chosenFrom(fitNow, false, false);
   const afterRelease = (g: GpuState) => g.freeBytes + g.releasingBytes;
-  const fitLater = eligible.filter((g) => afterRelease(g) >= need).sort((a, b) => afterRelease(a) - afterRelease(b) || byIndex(a, b));
+  const fitLater = eligible
+    .filter((g) => afterRelease(g) >= need)
+    .sort((a, b) => afterRelease(a) - afterRelease(b) || byIndex(a, b));
   if (fitLater.length >= n) return chosenFrom(fitLater, false, true);
   const potential = (g: GpuState) => afterRelease(g) + g.evictableBytes;
   const deficit = (g: GpuState) => Math.max(0, need - afterRelease(g));
-  const fitEvicting = eligible.filter((g) => potential(g) >= need).sort((a, b) => deficit(a) - deficit(b) || a.freeBytes - b.freeBytes || byIndex(a, b));
-  if (fitEvicting.length >= n) return chosenFrom(fitEvicting, true, false, (chosen) => planVictims(agent, chosen, need, request));
+  const fitEvicting = eligible
+    .filter((g) => potential(g) >= need)
+    .sort((a, b) => deficit(a) - deficit(b) || a.freeBytes - b.freeBytes || byIndex(a, b));
+  if (fitEvicting.length >= n)
+    return chosenFrom(fitEvicting, true, false, (chosen) => planVictims(agent, chosen, need, request));
   const g = [...eligible].sort((a, b) => potential(b) - potential(a) || byIndex(a, b))[0];
   const blocked: string[] = [];
   if (g.pinnedBytes > 0) blocked.push(`${fmtBytes(g.pinnedBytes)} held by pinned replicas`);
-  if (g.youngBytes > 0) blocked.push(`${fmtBytes(g.youngBytes)} by replicas younger than their minimum deployment time`);
+  if (g.youngBytes > 0)
+    blocked.push(`${fmtBytes(g.youngBytes)} by replicas younger than their minimum deployment time`);
   return cant(
     agent.agentId,
     need,
@@ -188,9 +232,13 @@ function planVictims(agent: AgentCapacity, chosen: GpuState[], need: number, req
       for (const i of r.gpus) freed.set(i, (freed.get(i) ?? 0) + r.bytesPerGpu);
     }
   }
-  let cacheUsed = agent.replicas.filter((r) => r.state === 'WARM' || r.state === 'DEMOTING').reduce((s, r) => s + r.weightsBytes, 0);
+  let cacheUsed = agent.replicas
+    .filter((r) => r.state === 'WARM' || r.state === 'DEMOTING')
+    .reduce((s, r) => s + r.weightsBytes, 0);
   const victims: Victim[] = [];
-  for (const r of [...picked.values()].sort((a, b) => a.sizeBytes - b.sizeBytes || (a.replicaId < b.replicaId ? -1 : 1))) {
+  for (const r of [...picked.values()].sort(
+    (a, b) => a.sizeBytes - b.sizeBytes || (a.replicaId < b.replicaId ? -1 : 1),
+  )) {
     const demote = cacheUsed + r.weightsBytes <= agent.cpuCacheBudgetBytes;
     victims.push({
       replicaId: r.replicaId,
@@ -234,7 +282,10 @@ export function describeEvaluation(e: Evaluation): string {
   if (b === undefined) {
     return `${need}; no agent can host it: best GPU has ${fmtBytes(e.bestGpuFreeBytes)} free, at most ${fmtBytes(e.evictableBytes)} after evictions`;
   }
-  const victims = b.victims.length === 0 ? '' : `, after ${b.victims.map((v) => `${v.action === 'DEMOTE' ? 'demoting' : 'removing'} ${v.replicaId} (${fmtBytes(v.sizeBytes)}, ${fmtMs(v.ageMs)} old)`).join(', ')}`;
+  const victims =
+    b.victims.length === 0
+      ? ''
+      : `, after ${b.victims.map((v) => `${v.action === 'DEMOTE' ? 'demoting' : 'removing'} ${v.replicaId} (${fmtBytes(v.sizeBytes)}, ${fmtMs(v.ageMs)} old)`).join(', ')}`;
   const fit = b.victims.length === 0 ? ' (least free that fits)' : '';
   return `${need}; chose ${b.agentId} GPU ${b.gpus.join('+')} at level ${b.level} with ${fmtBytes(b.freeBytes)} free${fit}${victims}`;
 }

@@ -5,7 +5,11 @@ export const GIB = 1024 * MIB;
 export const DEFAULT_PADDING_FACTOR = 0.15;
 export const DEFAULT_BIAS_BYTES = 500 * MIB;
 
-export function modelSizeBytes(weightsBytes: number, paddingFactor = DEFAULT_PADDING_FACTOR, biasBytes = DEFAULT_BIAS_BYTES): number {
+export function modelSizeBytes(
+  weightsBytes: number,
+  paddingFactor = DEFAULT_PADDING_FACTOR,
+  biasBytes = DEFAULT_BIAS_BYTES,
+): number {
   return Math.ceil(weightsBytes * (1 + paddingFactor)) + biasBytes;
 }
 
@@ -25,7 +29,8 @@ export interface MemoryEstimate {
 export function defaultModelSizeBytes(weightsBytes: number, memory?: MemoryEstimate): number {
   const ndif = modelSizeBytes(weightsBytes);
   if (memory === undefined) return ndif;
-  const estimate = weightsBytes + memory.packedWeightsBytes + Math.max(memory.forwardActivationBytes, memory.backwardActivationBytes);
+  const estimate =
+    weightsBytes + memory.packedWeightsBytes + Math.max(memory.forwardActivationBytes, memory.backwardActivationBytes);
   return Math.max(ndif, estimate);
 }
 

@@ -12,7 +12,16 @@ export const Level = {
 export type LevelName = keyof typeof Level;
 
 export type AgentStateName = 'ACTIVE' | 'UNRESPONSIVE' | 'LOST' | 'DRAINING' | 'DRAINED';
-export type ReplicaStateName = 'REQUESTED' | 'PLACED' | 'LOADING' | 'HOT' | 'DEMOTING' | 'WARM' | 'UNLOADING' | 'REMOVED' | 'FAILED';
+export type ReplicaStateName =
+  | 'REQUESTED'
+  | 'PLACED'
+  | 'LOADING'
+  | 'HOT'
+  | 'DEMOTING'
+  | 'WARM'
+  | 'UNLOADING'
+  | 'REMOVED'
+  | 'FAILED';
 
 /** States in which a replica holds GPU memory. */
 export const HOLDS_GPU: ReadonlySet<ReplicaStateName> = new Set(['PLACED', 'LOADING', 'HOT', 'DEMOTING', 'UNLOADING']);

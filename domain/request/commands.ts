@@ -10,7 +10,14 @@ export interface SubmitRequest {
   priority: boolean;
   trusted: boolean;
   payload: unknown;
-  options?: { timeoutMs?: number | null; queueTimeoutMs?: number | null; steps?: number; maxAttempts?: number; maxTimeoutMs?: number | null; maxRunning?: number | null };
+  options?: {
+    timeoutMs?: number | null;
+    queueTimeoutMs?: number | null;
+    steps?: number;
+    maxAttempts?: number;
+    maxTimeoutMs?: number | null;
+    maxRunning?: number | null;
+  };
   at: string;
 }
 

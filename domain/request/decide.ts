@@ -53,13 +53,22 @@ export function decideRequest(c: RequestCommand, s: RequestState): RequestEvent[
 }
 
 function mustExist(s: RequestState, requestId: string): void {
-  if (s.status === 'NONE') refuse(C.requestNotFound, `request ${requestId} does not exist`, 'check the request id returned when it was submitted');
+  if (s.status === 'NONE')
+    refuse(
+      C.requestNotFound,
+      `request ${requestId} does not exist`,
+      'check the request id returned when it was submitted',
+    );
 }
 
 function submit(c: SubmitRequest, s: RequestState): RequestEvent[] {
   if (s.status !== 'NONE') {
     if (s.submitter === c.submitter && s.modelKey === c.modelKey) return [];
-    refuse(C.requestExists, `request id ${c.requestId} is already taken`, 'submit with a new request id (or let the API pick one)');
+    refuse(
+      C.requestExists,
+      `request id ${c.requestId} is already taken`,
+      'submit with a new request id (or let the API pick one)',
+    );
   }
   const o = c.options ?? {};
   const options: RequestOptions = {
@@ -74,9 +83,20 @@ function submit(c: SubmitRequest, s: RequestState): RequestEvent[] {
   return [
     {
       type: 'RequestReceived',
-      data: { requestId: c.requestId, modelKey: c.modelKey, submitter: c.submitter, priority: c.priority, trusted: c.trusted, payload: c.payload, options },
+      data: {
+        requestId: c.requestId,
+        modelKey: c.modelKey,
+        submitter: c.submitter,
+        priority: c.priority,
+        trusted: c.trusted,
+        payload: c.payload,
+        options,
+      },
     },
-    { type: 'RequestQueued', data: { requestId: c.requestId, modelKey: c.modelKey, rank: rankOf(c.priority, false), enqueuedAt: c.at } },
+    {
+      type: 'RequestQueued',
+      data: { requestId: c.requestId, modelKey: c.modelKey, rank: rankOf(c.priority, false), enqueuedAt: c.at },
+    },
   ];
 }
 
@@ -84,27 +104,53 @@ function cancel(c: CancelRequest, s: RequestState): RequestEvent[] {
   mustExist(s, c.requestId);
   if (s.status === 'CANCELLED') return [];
   if (TERMINAL.has(s.status)) {
-    refuse(C.requestFinished, `request ${c.requestId} already finished (${s.status}); there is nothing to cancel`, undefined, { status: s.status });
+    refuse(
+      C.requestFinished,
+      `request ${c.requestId} already finished (${s.status}); there is nothing to cancel`,
+      undefined,
+      { status: s.status },
+    );
   }
   if (!c.operator && c.actor !== s.submitter) {
-    refuse(C.cancelForbidden, `request ${c.requestId} belongs to another key; only its submitter or an operator may cancel it`, 'cancel with the API key that submitted it, or ask an operator to kill it');
+    refuse(
+      C.cancelForbidden,
+      `request ${c.requestId} belongs to another key; only its submitter or an operator may cancel it`,
+      'cancel with the API key that submitted it, or ask an operator to kill it',
+    );
   }
   return [
     {
       type: 'RequestCancelled',
-      data: { requestId: c.requestId, by: c.operator ? 'operator' : 'user', actor: c.actor, previousStatus: s.status, attempt: s.attempt, cancelledAt: c.at },
+      data: {
+        requestId: c.requestId,
+        by: c.operator ? 'operator' : 'user',
+        actor: c.actor,
+        previousStatus: s.status,
+        attempt: s.attempt,
+        cancelledAt: c.at,
+      },
     },
   ];
 }
 
 function dispatch(c: DispatchRequest, s: RequestState): RequestEvent[] {
   mustExist(s, c.requestId);
-  if ((s.status === 'DISPATCHED' || s.status === 'RUNNING') && s.attempt === c.attempt && s.replicaId === c.replicaId) return [];
+  if ((s.status === 'DISPATCHED' || s.status === 'RUNNING') && s.attempt === c.attempt && s.replicaId === c.replicaId)
+    return [];
   if (s.status !== 'QUEUED') {
-    refuse(C.requestNotQueued, `request ${c.requestId} is ${s.status}, not QUEUED; it cannot be dispatched`, undefined, { status: s.status });
+    refuse(
+      C.requestNotQueued,
+      `request ${c.requestId} is ${s.status}, not QUEUED; it cannot be dispatched`,
+      undefined,
+      { status: s.status },
+    );
   }
   if (c.attempt !== s.attempt + 1) {
-    refuse(C.attemptMismatch, `request ${c.requestId} has had ${s.attempt} attempt(s); the next dispatch is attempt ${s.attempt + 1}, not ${c.attempt}`, 'decide again from a fresh view');
+    refuse(
+      C.attemptMismatch,
+      `request ${c.requestId} has had ${s.attempt} attempt(s); the next dispatch is attempt ${s.attempt + 1}, not ${c.attempt}`,
+      'decide again from a fresh view',
+    );
   }
   return [
     {
@@ -129,7 +175,9 @@ function requeue(c: RequeueRequest, s: RequestState): RequestEvent[] {
   mustExist(s, c.requestId);
   // Finished, cancelled, or already requeued (a later attempt may be in flight): nothing to do.
   if (!inFlight(s) || s.attempt !== c.attempt) return [];
-  const death = isAgentDeath(c.reason) ? (c.crash ?? { agentId: s.agentId ?? 'unknown', bootId: 'unknown', nextBootId: null, exit: null }) : undefined;
+  const death = isAgentDeath(c.reason)
+    ? (c.crash ?? { agentId: s.agentId ?? 'unknown', bootId: 'unknown', nextBootId: null, exit: null })
+    : undefined;
   const crash = death ? { attempt: s.attempt, ...death, suspect: implicates(death, c.requestId) } : undefined;
   if (crash?.suspect && s.crashes.length > 0) {
     const crashes = [...s.crashes, crash];
@@ -216,22 +264,45 @@ function fail(c: FailRequest, s: RequestState): RequestEvent[] {
 function expire(c: ExpireResult, s: RequestState): RequestEvent[] {
   mustExist(s, c.requestId);
   if (!c.operator && c.reason === 'DELETED' && c.actor !== s.submitter) {
-    refuse(C.requestNotFound, `request ${c.requestId} does not exist`, 'check the request id returned when it was submitted');
+    refuse(
+      C.requestNotFound,
+      `request ${c.requestId} does not exist`,
+      'check the request id returned when it was submitted',
+    );
   }
   if (s.result === null) {
     if (c.reason === 'RETENTION') return [];
-    refuse(C.noResult, `request ${c.requestId} has no result to delete (it is ${s.status})`, 'only a COMPLETED request has a result', { status: s.status });
+    refuse(
+      C.noResult,
+      `request ${c.requestId} has no result to delete (it is ${s.status})`,
+      'only a COMPLETED request has a result',
+      { status: s.status },
+    );
   }
   if (s.result.expired) return [];
   return [
     {
       type: 'ResultExpired',
-      data: { requestId: c.requestId, resultRef: s.result.ref, bytes: s.result.bytes, reason: c.reason, actor: c.actor, expiredAt: c.at, because: c.because },
+      data: {
+        requestId: c.requestId,
+        resultRef: s.result.ref,
+        bytes: s.result.bytes,
+        reason: c.reason,
+        actor: c.actor,
+        expiredAt: c.at,
+        because: c.because,
+      },
     },
   ];
 }
 
-type Report = ReportRequestStarted | ReportRequestLog | ReportRequestTokens | ReportRequestTrace | ReportRequestCompleted | ReportRequestFailed;
+type Report =
+  | ReportRequestStarted
+  | ReportRequestLog
+  | ReportRequestTokens
+  | ReportRequestTrace
+  | ReportRequestCompleted
+  | ReportRequestFailed;
 
 const REPORT_EVENT = {
   ReportRequestStarted: 'RequestStarted',
@@ -266,7 +337,10 @@ function report(c: Report, s: RequestState): RequestEvent[] {
   };
   if (TERMINAL.has(s.status)) {
     if (c.type === 'ReportRequestCompleted' && s.completedBy === c.agentMessageId) return [];
-    return ignore('FINISHED', `request ${c.requestId} is already ${s.status}; ${kind} of attempt ${c.attempt} changes nothing`);
+    return ignore(
+      'FINISHED',
+      `request ${c.requestId} is already ${s.status}; ${kind} of attempt ${c.attempt} changes nothing`,
+    );
   }
   if (c.attempt !== s.attempt || !inFlight(s)) {
     const last = s.requeues[s.requeues.length - 1];
@@ -282,13 +356,34 @@ function report(c: Report, s: RequestState): RequestEvent[] {
   }
   switch (c.type) {
     case 'ReportRequestStarted':
-      return s.status === 'RUNNING' ? [] : [{ type: 'RequestStarted', data: { requestId: c.requestId, attempt: c.attempt, agentId: c.agentId, startedAt: c.at } }];
+      return s.status === 'RUNNING'
+        ? []
+        : [
+            {
+              type: 'RequestStarted',
+              data: { requestId: c.requestId, attempt: c.attempt, agentId: c.agentId, startedAt: c.at },
+            },
+          ];
     case 'ReportRequestLog':
       return logBatch(c, s);
     case 'ReportRequestTokens':
-      return [{ type: 'RequestTokensGenerated', data: { requestId: c.requestId, attempt: c.attempt, tokens: c.tokens } }];
+      return [
+        { type: 'RequestTokensGenerated', data: { requestId: c.requestId, attempt: c.attempt, tokens: c.tokens } },
+      ];
     case 'ReportRequestTrace':
-      return [{ type: 'RequestTraceProgressed', data: { requestId: c.requestId, attempt: c.attempt, trace: c.trace, traces: c.traces, status: c.status, ...(c.ms === undefined ? {} : { ms: c.ms }) } }];
+      return [
+        {
+          type: 'RequestTraceProgressed',
+          data: {
+            requestId: c.requestId,
+            attempt: c.attempt,
+            trace: c.trace,
+            traces: c.traces,
+            status: c.status,
+            ...(c.ms === undefined ? {} : { ms: c.ms }),
+          },
+        },
+      ];
     case 'ReportRequestCompleted':
       return [
         {
@@ -364,9 +459,27 @@ function logBatch(c: ReportRequestLog, s: RequestState): RequestEvent[] {
     kept++;
   }
   const out: RequestEvent[] = [];
-  if (kept > 0) out.push({ type: 'RequestLogged', data: { requestId: c.requestId, attempt: c.attempt, lines: kept === c.lines.length ? c.lines : c.lines.slice(0, kept) } });
+  if (kept > 0)
+    out.push({
+      type: 'RequestLogged',
+      data: {
+        requestId: c.requestId,
+        attempt: c.attempt,
+        lines: kept === c.lines.length ? c.lines : c.lines.slice(0, kept),
+      },
+    });
   if (kept < c.lines.length || c.truncated === true) {
-    out.push({ type: 'RequestLogTruncated', data: { requestId: c.requestId, attempt: c.attempt, keptLines: lines, keptBytes: bytes, maxLines: limits.maxLines, maxBytes: limits.maxBytes } });
+    out.push({
+      type: 'RequestLogTruncated',
+      data: {
+        requestId: c.requestId,
+        attempt: c.attempt,
+        keptLines: lines,
+        keptBytes: bytes,
+        maxLines: limits.maxLines,
+        maxBytes: limits.maxBytes,
+      },
+    });
   }
   return out;
 }

@@ -32,7 +32,11 @@ const short = (id: string) => (id.length > 12 ? id.slice(0, 8) : id);
 
 /** One death, for people: `agent a1 died (boot 1a2b3c4d → 5e6f7a8b; signal SIGABRT; last stderr: …)`. */
 export function describeCrash(c: CrashEvidence): string {
-  const facts: string[] = [c.nextBootId === null ? `boot ${short(c.bootId)}, lost: no heartbeat and no restart` : `boot ${short(c.bootId)} → ${short(c.nextBootId)}`];
+  const facts: string[] = [
+    c.nextBootId === null
+      ? `boot ${short(c.bootId)}, lost: no heartbeat and no restart`
+      : `boot ${short(c.bootId)} → ${short(c.nextBootId)}`,
+  ];
   const x = c.exit;
   if (x?.signal) facts.push(`signal ${x.signal}`);
   else if (x?.code !== null && x?.code !== undefined) facts.push(`exit code ${x.code}`);
@@ -47,6 +51,8 @@ export function poisonMessage(requestId: string, crashes: CrashEvidence[], final
   return (
     `request ${requestId} crashed its agent: ${crashes.map(describeCrash).join('; then ')}; ${finalAttempt}. ` +
     'It is not requeued again (other requests were not held back by it). Look for what kills the process — a native fault, ' +
-    'process.abort(), exhausted memory — and see `ndif why ' + requestId + '`'
+    'process.abort(), exhausted memory — and see `ndif why ' +
+    requestId +
+    '`'
   );
 }

@@ -2,12 +2,24 @@
 import type { CrashEvidence, RequestEvent, RequestOptions, RequeueReason } from '../events/index.js';
 import { utf8Length } from '../../protocol/log-limits.js';
 
-export type RequestStatus = 'NONE' | 'RECEIVED' | 'QUEUED' | 'DISPATCHED' | 'RUNNING' | 'COMPLETED' | 'ERROR' | 'CANCELLED';
+export type RequestStatus =
+  | 'NONE'
+  | 'RECEIVED'
+  | 'QUEUED'
+  | 'DISPATCHED'
+  | 'RUNNING'
+  | 'COMPLETED'
+  | 'ERROR'
+  | 'CANCELLED';
 
 export const TERMINAL: ReadonlySet<RequestStatus> = new Set(['COMPLETED', 'ERROR', 'CANCELLED']);
 
 /** Reports that stream during a run: a stale one is recorded as ignored once per attempt (`ignoredLogAttempts`), not each time. */
-export const STREAMED_REPORTS: ReadonlySet<string> = new Set(['RequestLogged', 'RequestTokensGenerated', 'RequestTraceProgressed']);
+export const STREAMED_REPORTS: ReadonlySet<string> = new Set([
+  'RequestLogged',
+  'RequestTokensGenerated',
+  'RequestTraceProgressed',
+]);
 
 export interface RequestState {
   status: RequestStatus;
@@ -86,14 +98,25 @@ export function evolveRequest(s: RequestState, e: RequestEvent): RequestState {
     case 'RequestQueued':
       return { ...s, status: 'QUEUED', enqueuedAt: e.data.enqueuedAt };
     case 'RequestDispatched':
-      return { ...s, status: 'DISPATCHED', attempt: e.data.attempt, agentId: e.data.agentId, replicaId: e.data.replicaId, isolated: e.data.isolated === true };
+      return {
+        ...s,
+        status: 'DISPATCHED',
+        attempt: e.data.attempt,
+        agentId: e.data.agentId,
+        replicaId: e.data.replicaId,
+        isolated: e.data.isolated === true,
+      };
     case 'RequestStarted':
       return { ...s, status: 'RUNNING' };
     case 'RequestLogged': {
       const l = logOf(s, e.data.attempt);
       let bytes = 0;
       for (const x of e.data.lines) bytes += utf8Length(x.line);
-      return { ...s, status: s.status === 'DISPATCHED' ? 'RUNNING' : s.status, log: { ...l, lines: l.lines + e.data.lines.length, bytes: l.bytes + bytes } };
+      return {
+        ...s,
+        status: s.status === 'DISPATCHED' ? 'RUNNING' : s.status,
+        log: { ...l, lines: l.lines + e.data.lines.length, bytes: l.bytes + bytes },
+      };
     }
     case 'RequestLogTruncated':
       return { ...s, log: { ...logOf(s, e.data.attempt), truncated: true } };
@@ -101,13 +124,26 @@ export function evolveRequest(s: RequestState, e: RequestEvent): RequestState {
     case 'RequestTraceProgressed':
       return s.status === 'DISPATCHED' ? { ...s, status: 'RUNNING' } : s;
     case 'RequestCompleted':
-      return { ...s, status: 'COMPLETED', completedBy: e.data.agentMessageId, result: { ref: e.data.resultRef, bytes: e.data.bytes, expired: false } };
+      return {
+        ...s,
+        status: 'COMPLETED',
+        completedBy: e.data.agentMessageId,
+        result: { ref: e.data.resultRef, bytes: e.data.bytes, expired: false },
+      };
     case 'ResultExpired':
       return s.result === null ? s : { ...s, result: { ...s.result, expired: true } };
     case 'RequestFailed':
       return { ...s, status: 'ERROR' };
     case 'RequestRequeued':
-      return { ...s, status: 'QUEUED', agentId: null, replicaId: null, requeues: [...s.requeues, e.data.reason], crashes: e.data.crash && e.data.crash.suspect !== false ? [...s.crashes, e.data.crash] : s.crashes, isolated: false };
+      return {
+        ...s,
+        status: 'QUEUED',
+        agentId: null,
+        replicaId: null,
+        requeues: [...s.requeues, e.data.reason],
+        crashes: e.data.crash && e.data.crash.suspect !== false ? [...s.crashes, e.data.crash] : s.crashes,
+        isolated: false,
+      };
     case 'RequestCancelled':
       return { ...s, status: 'CANCELLED' };
     case 'AgentReportIgnored':

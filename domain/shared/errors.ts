@@ -63,7 +63,12 @@ export class DomainError extends FabricError {
   }
 }
 
-export function refuse(code: DomainErrorCodeName, message: string, hint?: string, details?: Record<string, unknown>): never {
+export function refuse(
+  code: DomainErrorCodeName,
+  message: string,
+  hint?: string,
+  details?: Record<string, unknown>,
+): never {
   throw new DomainError(code, message, hint, details);
 }
 

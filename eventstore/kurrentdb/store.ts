@@ -42,7 +42,14 @@ import type {
 } from '../port.js';
 import { normalizeQuery } from '../query.js';
 import { AppendSignal, startSubscription } from '../subscription.js';
-import { checkExpectedRevision, checkNewEvents, checkStreamId, DEFAULT_PAGE, normalizeReadAll, normalizeReadStream } from '../validate.js';
+import {
+  checkExpectedRevision,
+  checkNewEvents,
+  checkStreamId,
+  DEFAULT_PAGE,
+  normalizeReadAll,
+  normalizeReadStream,
+} from '../validate.js';
 
 export interface KurrentDbEventStoreOptions {
   /** e.g. kurrentdb://127.0.0.1:2113?tls=false */
@@ -57,7 +64,11 @@ const VERSION_KEY = 'schemaVersion';
 
 function safeNumber(v: bigint, what: string): number {
   if (v > BigInt(Number.MAX_SAFE_INTEGER)) {
-    throw new FabricError(EventStoreErrorCode.positionUnsafe, 500, `KurrentDB ${what} ${v} is above 2^53 and cannot be a position here`);
+    throw new FabricError(
+      EventStoreErrorCode.positionUnsafe,
+      500,
+      `KurrentDB ${what} ${v} is above 2^53 and cannot be a position here`,
+    );
   }
   return Number(v);
 }
@@ -95,7 +106,11 @@ function decode(resolved: ResolvedEvent | AllStreamResolvedEvent): StoredEvent |
 
 export class KurrentDbEventStore implements EventStore {
   readonly adapter = 'kurrentdb' as const;
-  readonly capabilities: EventStoreCapabilities = { queryFilters: [], contiguousPositions: false, globalEventIds: false };
+  readonly capabilities: EventStoreCapabilities = {
+    queryFilters: [],
+    contiguousPositions: false,
+    globalEventIds: false,
+  };
   readonly client: KurrentDBClient;
   private readonly signal = new AppendSignal();
   private readonly pollIntervalMs: number;
@@ -129,7 +144,9 @@ export class KurrentDbEventStore implements EventStore {
   private async candidates(streamId: string, expected: ExpectedRevision, count: number): Promise<StoredEvent[]> {
     if (typeof expected === 'number') return this.readStream(streamId, { fromRevision: expected + 1, limit: count });
     if (expected === 'no_stream') return this.readStream(streamId, { fromRevision: 0, limit: count });
-    const last = await this.collect(this.client.readStream(streamId, { direction: BACKWARDS, fromRevision: END, maxCount: count }));
+    const last = await this.collect(
+      this.client.readStream(streamId, { direction: BACKWARDS, fromRevision: END, maxCount: count }),
+    );
     return last.reverse();
   }
 
@@ -155,16 +172,28 @@ export class KurrentDbEventStore implements EventStore {
             id: e.id,
             type: e.type,
             data: e.data as never,
-            metadata: { ...e.metadata, $correlationId: e.metadata.correlationId, $causationId: e.metadata.causationId, [VERSION_KEY]: e.version },
+            metadata: {
+              ...e.metadata,
+              $correlationId: e.metadata.correlationId,
+              $causationId: e.metadata.causationId,
+              [VERSION_KEY]: e.version,
+            },
           }),
         ),
         { streamState: toStreamState(options.expectedRevision) },
       );
-      if (r.position === undefined) throw new FabricError(EventStoreErrorCode.positionUnsafe, 500, 'KurrentDB returned no position for an append');
+      if (r.position === undefined)
+        throw new FabricError(EventStoreErrorCode.positionUnsafe, 500, 'KurrentDB returned no position for an append');
       this.signal.notify();
       // Report the position of the append's last event, read back, as the other adapters do.
-      const appended = await this.readStream(streamId, { fromRevision: safeNumber(r.nextExpectedRevision, 'revision'), limit: 1 });
-      return { nextRevision: safeNumber(r.nextExpectedRevision, 'revision'), position: appended[0]?.position ?? safeNumber(r.position.commit, 'commit position') };
+      const appended = await this.readStream(streamId, {
+        fromRevision: safeNumber(r.nextExpectedRevision, 'revision'),
+        limit: 1,
+      });
+      return {
+        nextRevision: safeNumber(r.nextExpectedRevision, 'revision'),
+        position: appended[0]?.position ?? safeNumber(r.position.commit, 'commit position'),
+      };
     } catch (err) {
       if (err instanceof WrongExpectedVersionError) {
         const actual = typeof err.actualState === 'bigint' ? safeNumber(err.actualState, 'revision') : -1;
@@ -178,13 +207,21 @@ export class KurrentDbEventStore implements EventStore {
     this.open();
     checkStreamId(streamId);
     const { fromRevision, limit } = normalizeReadStream(options);
-    return this.collect(this.client.readStream(streamId, { direction: FORWARDS, fromRevision: BigInt(fromRevision), maxCount: BigInt(limit) }));
+    return this.collect(
+      this.client.readStream(streamId, {
+        direction: FORWARDS,
+        fromRevision: BigInt(fromRevision),
+        maxCount: BigInt(limit),
+      }),
+    );
   }
 
   async streamRevision(streamId: string): Promise<number> {
     this.open();
     checkStreamId(streamId);
-    const last = await this.collect(this.client.readStream(streamId, { direction: BACKWARDS, fromRevision: END, maxCount: 1 }));
+    const last = await this.collect(
+      this.client.readStream(streamId, { direction: BACKWARDS, fromRevision: END, maxCount: 1 }),
+    );
     return last.length === 0 ? -1 : last[0].revision;
   }
 
@@ -197,13 +234,23 @@ export class KurrentDbEventStore implements EventStore {
   private async readPage(afterPosition: number, limit: number): Promise<StoredEvent[]> {
     // Reading forwards from a position includes the event at it: ask for one more and drop it.
     const from = afterPosition === 0 ? START : { commit: BigInt(afterPosition), prepare: BigInt(afterPosition) };
-    const page = await this.collect(this.client.readAll({ direction: FORWARDS, fromPosition: from, maxCount: limit + 1, filter: excludeSystemEvents() }));
+    const page = await this.collect(
+      this.client.readAll({
+        direction: FORWARDS,
+        fromPosition: from,
+        maxCount: limit + 1,
+        filter: excludeSystemEvents(),
+      }),
+    );
     return page.filter((e) => e.position > afterPosition).slice(0, limit);
   }
 
   subscribeAll(options: SubscribeOptions, handler: SubscriptionHandler): Subscription {
     this.open();
-    const { afterPosition, limit } = normalizeReadAll({ afterPosition: options?.afterPosition, limit: options?.batchSize ?? DEFAULT_PAGE });
+    const { afterPosition, limit } = normalizeReadAll({
+      afterPosition: options?.afterPosition,
+      limit: options?.batchSize ?? DEFAULT_PAGE,
+    });
     const source = {
       pollIntervalMs: this.pollIntervalMs,
       readPage: (after: number, n: number) => (this.closed ? Promise.resolve([]) : this.readPage(after, n)),
@@ -226,7 +273,9 @@ export class KurrentDbEventStore implements EventStore {
 
   async headPosition(): Promise<number> {
     this.open();
-    const last = await this.collect(this.client.readAll({ direction: BACKWARDS, fromPosition: END, maxCount: 1, filter: excludeSystemEvents() }));
+    const last = await this.collect(
+      this.client.readAll({ direction: BACKWARDS, fromPosition: END, maxCount: 1, filter: excludeSystemEvents() }),
+    );
     return last.length === 0 ? 0 : last[0].position;
   }
 

@@ -122,9 +122,13 @@ export async function migrate(client: pg.ClientBase, schema: string): Promise<vo
     // Concurrent CREATE … IF NOT EXISTS can still collide in the catalog; one migrator at a time.
     await client.query(`SELECT pg_advisory_xact_lock(${a}, ${b})`);
     await client.query(ddl(schema));
-    const r = await client.query<{ value: string }>(`SELECT value FROM ${ident(schema)}.es_meta WHERE key = 'schema_version'`);
+    const r = await client.query<{ value: string }>(
+      `SELECT value FROM ${ident(schema)}.es_meta WHERE key = 'schema_version'`,
+    );
     if (r.rows.length === 0) {
-      await client.query(`INSERT INTO ${ident(schema)}.es_meta (key, value) VALUES ('schema_version', $1)`, [String(PG_SCHEMA_VERSION)]);
+      await client.query(`INSERT INTO ${ident(schema)}.es_meta (key, value) VALUES ('schema_version', $1)`, [
+        String(PG_SCHEMA_VERSION),
+      ]);
     } else if (Number(r.rows[0].value) !== PG_SCHEMA_VERSION) {
       throw new FabricError(
         EventStoreErrorCode.schemaUnsupported,

@@ -23,7 +23,16 @@ import type {
 } from '../port.js';
 import { ALL_QUERY_FILTERS, normalizeQuery, prefixUpperBound } from '../query.js';
 import { AppendSignal, startSubscription } from '../subscription.js';
-import { type CheckedEvent, checkExpectedRevision, checkNewEvents, checkStreamId, DEFAULT_PAGE, joinMetadata, normalizeReadAll, normalizeReadStream } from '../validate.js';
+import {
+  type CheckedEvent,
+  checkExpectedRevision,
+  checkNewEvents,
+  checkStreamId,
+  DEFAULT_PAGE,
+  joinMetadata,
+  normalizeReadAll,
+  normalizeReadStream,
+} from '../validate.js';
 import { NotificationListener } from './listener.js';
 import { channelName, ident, migrate } from './schema.js';
 
@@ -67,18 +76,45 @@ function encodeAppend(streamId: string, expected: ExpectedRevision, events: Chec
   return `{"stream":${JSON.stringify(streamId)},"expected":${JSON.stringify(String(expected))},"events":[${parts.join(',')}]}`;
 }
 
-const COLUMNS = 'position, stream_id, revision, event_id, type, version, data, correlation_id, causation_id, actor, at, metadata_extra';
-type Row = [string, string, string, string, string, number, StoredEvent['data'], string, string, string, string, Record<string, never> | null];
+const COLUMNS =
+  'position, stream_id, revision, event_id, type, version, data, correlation_id, causation_id, actor, at, metadata_extra';
+type Row = [
+  string,
+  string,
+  string,
+  string,
+  string,
+  number,
+  StoredEvent['data'],
+  string,
+  string,
+  string,
+  string,
+  Record<string, never> | null,
+];
 
 function toStored(r: Row): StoredEvent {
   const metadata = joinMetadata(r[7], r[8], r[9], r[10], null);
   if (r[11] !== null) Object.assign(metadata, r[11]);
-  return { id: r[3], type: r[4], version: r[5], data: r[6], metadata, streamId: r[1], revision: Number(r[2]), position: Number(r[0]) };
+  return {
+    id: r[3],
+    type: r[4],
+    version: r[5],
+    data: r[6],
+    metadata,
+    streamId: r[1],
+    revision: Number(r[2]),
+    position: Number(r[0]),
+  };
 }
 
 export class PostgresEventStore implements EventStore {
   readonly adapter = 'postgres' as const;
-  readonly capabilities: EventStoreCapabilities = { queryFilters: ALL_QUERY_FILTERS, contiguousPositions: true, globalEventIds: true };
+  readonly capabilities: EventStoreCapabilities = {
+    queryFilters: ALL_QUERY_FILTERS,
+    contiguousPositions: true,
+    globalEventIds: true,
+  };
   readonly schema: string;
   /** The pool; projections/runner writes read-model rows and checkpoints through it. */
   readonly pool: pg.Pool;
@@ -100,7 +136,10 @@ export class PostgresEventStore implements EventStore {
     this.table = `${ident(this.schema)}.es_events`;
     this.channel = channelName(this.schema);
     this.pollIntervalMs = options.pollIntervalMs ?? 500;
-    const config: pg.ClientConfig = options.connectionString !== undefined ? { connectionString: options.connectionString } : (pool as unknown as { options: pg.ClientConfig }).options;
+    const config: pg.ClientConfig =
+      options.connectionString !== undefined
+        ? { connectionString: options.connectionString }
+        : (pool as unknown as { options: pg.ClientConfig }).options;
     this.listener = new NotificationListener(config, this.channel, this.signal);
   }
 
@@ -108,7 +147,8 @@ export class PostgresEventStore implements EventStore {
     if ((options.pool === undefined) === (options.connectionString === undefined)) {
       throw new TypeError('PostgresEventStore.open needs exactly one of connectionString or pool');
     }
-    const pool = options.pool ?? new pg.Pool({ connectionString: options.connectionString, max: options.poolSize ?? 10 });
+    const pool =
+      options.pool ?? new pg.Pool({ connectionString: options.connectionString, max: options.poolSize ?? 10 });
     const store = new PostgresEventStore(options, pool, options.pool === undefined);
     try {
       const client = await pool.connect();
@@ -159,7 +199,10 @@ export class PostgresEventStore implements EventStore {
         const batch = this.queue.splice(0, MAX_BATCH);
         let results: BatchResult[];
         try {
-          const r = await this.pool.query<{ r: BatchResult[] }>(`SELECT ${ident(this.schema)}.es_append($1::json) AS r`, [`[${batch.map((a) => a.request).join(',')}]`]);
+          const r = await this.pool.query<{ r: BatchResult[] }>(
+            `SELECT ${ident(this.schema)}.es_append($1::json) AS r`,
+            [`[${batch.map((a) => a.request).join(',')}]`],
+          );
           results = r.rows[0].r;
         } catch (error) {
           // The transaction failed as a whole (connection lost, server down): none of the batch was written.
@@ -208,7 +251,10 @@ export class PostgresEventStore implements EventStore {
   async streamRevision(streamId: string): Promise<number> {
     this.open();
     checkStreamId(streamId);
-    const r = await this.pool.query<{ r: string | null }>(`SELECT max(revision) AS r FROM ${this.table} WHERE stream_id = $1`, [streamId]);
+    const r = await this.pool.query<{ r: string | null }>(
+      `SELECT max(revision) AS r FROM ${this.table} WHERE stream_id = $1`,
+      [streamId],
+    );
     return r.rows[0].r === null ? -1 : Number(r.rows[0].r);
   }
 
@@ -229,7 +275,10 @@ export class PostgresEventStore implements EventStore {
 
   subscribeAll(options: SubscribeOptions, handler: SubscriptionHandler): Subscription {
     this.open();
-    const { afterPosition, limit } = normalizeReadAll({ afterPosition: options?.afterPosition, limit: options?.batchSize ?? DEFAULT_PAGE });
+    const { afterPosition, limit } = normalizeReadAll({
+      afterPosition: options?.afterPosition,
+      limit: options?.batchSize ?? DEFAULT_PAGE,
+    });
     const source = {
       pollIntervalMs: this.pollIntervalMs,
       readPage: (after: number, n: number) => (this.closed ? Promise.resolve([]) : this.readPage(after, n)),

@@ -50,7 +50,13 @@ export class BackgroundCheckpointer {
     this.written = (this.written + events) | 0;
     Atomics.store(this.state, CheckpointSlot.written, this.written);
     if (this.worker !== undefined || this.exited !== undefined || this.written < this.everyEvents) return false;
-    const data: CheckpointerData = { path: this.options.path, state: this.state, intervalMs: 100, lingerMs: 1000, everyEvents: this.everyEvents };
+    const data: CheckpointerData = {
+      path: this.options.path,
+      state: this.state,
+      intervalMs: 100,
+      lingerMs: 1000,
+      everyEvents: this.everyEvents,
+    };
     const worker = new Worker(new URL('./checkpoint-worker.js', import.meta.url), { workerData: data });
     worker.on('message', (m: { error?: string }) => {
       if (typeof m?.error === 'string') this.options.onError(m.error);

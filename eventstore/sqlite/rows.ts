@@ -5,7 +5,8 @@
 import type Database from 'better-sqlite3';
 import type { EventMetadata, JsonValue, StoredEvent } from '../port.js';
 
-const COLUMNS = 'position, stream_id, revision, event_id, type, version, data, correlation_id, causation_id, actor, at, metadata_extra';
+const COLUMNS =
+  'position, stream_id, revision, event_id, type, version, data, correlation_id, causation_id, actor, at, metadata_extra';
 
 /** The select list that turns a row of es_events into one stored event (read with `EventRows.read`). */
 export const STORED_EVENT = `es_stored_event(${COLUMNS})`;
@@ -26,7 +27,12 @@ export class EventRows {
       (position, streamId, revision, id, type, version, data, correlationId, causationId, actor, at, extra) => {
         const page = this.page;
         if (page === undefined) throw new Error('es_stored_event() builds events for EventRows.read only');
-        const metadata: EventMetadata = { correlationId: correlationId as string, causationId: causationId as string, actor: actor as string, at: at as string };
+        const metadata: EventMetadata = {
+          correlationId: correlationId as string,
+          causationId: causationId as string,
+          actor: actor as string,
+          at: at as string,
+        };
         if (extra !== null) Object.assign(metadata, JSON.parse(extra as string) as Record<string, JsonValue>);
         page.push({
           id: id as string,

@@ -55,7 +55,9 @@ function migrateFrom1(db: Database.Database): void {
 export function migrate(db: Database.Database): void {
   db.transaction(() => {
     db.exec(TABLES);
-    const row = db.prepare(`SELECT value FROM es_meta WHERE key = 'schema_version'`).get() as { value: string } | undefined;
+    const row = db.prepare(`SELECT value FROM es_meta WHERE key = 'schema_version'`).get() as
+      | { value: string }
+      | undefined;
     if (row === undefined) {
       db.prepare(`INSERT INTO es_meta (key, value) VALUES ('schema_version', ?)`).run(String(SQLITE_SCHEMA_VERSION));
       db.prepare(`INSERT INTO es_meta (key, value) VALUES ('audit_position', '0')`).run();

@@ -22,7 +22,15 @@ import type {
 } from '../port.js';
 import { ALL_QUERY_FILTERS, normalizeQuery, prefixUpperBound } from '../query.js';
 import { AppendSignal, startSubscription } from '../subscription.js';
-import { type CheckedEvent, checkExpectedRevision, checkNewEvents, checkStreamId, DEFAULT_PAGE, normalizeReadAll, normalizeReadStream } from '../validate.js';
+import {
+  type CheckedEvent,
+  checkExpectedRevision,
+  checkNewEvents,
+  checkStreamId,
+  DEFAULT_PAGE,
+  normalizeReadAll,
+  normalizeReadStream,
+} from '../validate.js';
 import { BackgroundCheckpointer } from './checkpointer.js';
 import { eventIdKey } from './event-key.js';
 import { EventRows, STORED_EVENT } from './rows.js';
@@ -77,7 +85,11 @@ let memoryCounter = 0;
 
 export class SqliteEventStore implements EventStore {
   readonly adapter = 'sqlite' as const;
-  readonly capabilities: EventStoreCapabilities = { queryFilters: ALL_QUERY_FILTERS, contiguousPositions: true, globalEventIds: true };
+  readonly capabilities: EventStoreCapabilities = {
+    queryFilters: ALL_QUERY_FILTERS,
+    contiguousPositions: true,
+    globalEventIds: true,
+  };
   /** The underlying connection; projections/runner keeps its checkpoints in the same file through it. */
   readonly db: Database.Database;
   private readonly signalKey: string;
@@ -91,7 +103,9 @@ export class SqliteEventStore implements EventStore {
   /** The last background checkpoint that failed, if any (the WAL is still checkpointed: see checkpointer.ts). */
   checkpointError: string | undefined;
   private readonly stmt: ReturnType<SqliteEventStore['prepare']>;
-  private readonly appendTx: Database.Transaction<(streamId: string, events: CheckedEvent[], expected: ExpectedRevision) => AppendResult>;
+  private readonly appendTx: Database.Transaction<
+    (streamId: string, events: CheckedEvent[], expected: ExpectedRevision) => AppendResult
+  >;
   private readonly groupTx: Database.Transaction<(batch: PendingAppend[]) => (AppendResult | { error: unknown })[]>;
   private readonly auditTx: Database.Transaction<() => void>;
   private pending: PendingAppend[] = [];
@@ -115,9 +129,15 @@ export class SqliteEventStore implements EventStore {
     this.checkpointer =
       memory || this.walPages <= 0
         ? undefined
-        : new BackgroundCheckpointer({ path: resolve(options.path), walPages: this.walPages, onError: (m) => (this.checkpointError = m) });
+        : new BackgroundCheckpointer({
+            path: resolve(options.path),
+            walPages: this.walPages,
+            onError: (m) => (this.checkpointError = m),
+          });
     this.stmt = this.prepare();
-    this.appendTx = this.db.transaction((streamId: string, events: CheckedEvent[], expected: ExpectedRevision) => this.appendLocked(streamId, events, expected));
+    this.appendTx = this.db.transaction((streamId: string, events: CheckedEvent[], expected: ExpectedRevision) =>
+      this.appendLocked(streamId, events, expected),
+    );
     // Appends that arrive in the same tick share one transaction (group commit). An append is refused (wrong
     // expected revision, event ids stored elsewhere) before it writes anything, so a refusal needs no savepoint:
     // it is answered alone and the others commit. An error while inserting (disk full, I/O) is not an answer for
@@ -147,17 +167,23 @@ export class SqliteEventStore implements EventStore {
     const db = this.db;
     const events = (sql: string) => db.prepare(sql).pluck(true);
     return {
-      findId: db.prepare(`SELECT event_id AS eventId, stream_id AS streamId, revision, position FROM es_events WHERE id_key = ? AND event_id = ?`),
+      findId: db.prepare(
+        `SELECT event_id AS eventId, stream_id AS streamId, revision, position FROM es_events WHERE id_key = ? AND event_id = ?`,
+      ),
       streamRevision: db.prepare(`SELECT max(revision) AS r FROM es_events WHERE stream_id = ?`).pluck(true),
       insert: db.prepare(
         `INSERT INTO es_events (stream_id, revision, event_id, type, version, data, correlation_id, causation_id, actor, at, at_ms, metadata_extra, id_key)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
-      readStream: events(`SELECT ${STORED_EVENT} FROM es_events WHERE stream_id = ? AND revision >= ? ORDER BY revision`),
+      readStream: events(
+        `SELECT ${STORED_EVENT} FROM es_events WHERE stream_id = ? AND revision >= ? ORDER BY revision`,
+      ),
       head: db.prepare(`SELECT max(position) FROM es_events`).pluck(true),
       // Rows by rowid from a JSON array of positions, ascending: the IN list is a sorted ephemeral index walked in
       // order, one rowid lookup per element, no sort step (a sort would evaluate es_stored_event() before it).
-      readPositions: events(`SELECT ${STORED_EVENT} FROM es_events WHERE position IN (SELECT value FROM json_each(?)) ORDER BY position`),
+      readPositions: events(
+        `SELECT ${STORED_EVENT} FROM es_events WHERE position IN (SELECT value FROM json_each(?)) ORDER BY position`,
+      ),
       auditPosition: db.prepare(`SELECT value FROM es_meta WHERE key = 'audit_position'`).pluck(true),
       setAuditPosition: db.prepare(`UPDATE es_meta SET value = ? WHERE key = 'audit_position'`),
       flagAudit: db.prepare(`UPDATE es_events SET audit = 1 WHERE position > ? AND position <= ?`),
@@ -200,7 +226,13 @@ export class SqliteEventStore implements EventStore {
       if (row !== undefined) existing.push(row);
     }
     const current = (s.streamRevision.get(streamId) as number | null) ?? -1;
-    const plan = planAppend(streamId, events.map((e) => e.event.id), expected, existing, current);
+    const plan = planAppend(
+      streamId,
+      events.map((e) => e.event.id),
+      expected,
+      existing,
+      current,
+    );
     return plan === 'write' ? current : plan;
   }
 
@@ -212,7 +244,21 @@ export class SqliteEventStore implements EventStore {
     for (let i = 0; i < events.length; i++) {
       const { event: e, dataJson, extraJson, atMs } = events[i];
       const m = e.metadata;
-      const r = s.insert.run(streamId, first + i, e.id, e.type, e.version, dataJson, m.correlationId, m.causationId, m.actor, m.at, atMs, extraJson, eventIdKey(e.id));
+      const r = s.insert.run(
+        streamId,
+        first + i,
+        e.id,
+        e.type,
+        e.version,
+        dataJson,
+        m.correlationId,
+        m.causationId,
+        m.actor,
+        m.at,
+        atMs,
+        extraJson,
+        eventIdKey(e.id),
+      );
       position = Number(r.lastInsertRowid);
     }
     return { nextRevision: first + events.length - 1, position };
@@ -305,7 +351,11 @@ export class SqliteEventStore implements EventStore {
     this.open();
     checkStreamId(streamId);
     const { fromRevision, limit } = normalizeReadStream(options);
-    return this.rows.read(limit === Number.MAX_SAFE_INTEGER ? this.stmt.readStream : this.limited('stream', limit), streamId, fromRevision);
+    return this.rows.read(
+      limit === Number.MAX_SAFE_INTEGER ? this.stmt.readStream : this.limited('stream', limit),
+      streamId,
+      fromRevision,
+    );
   }
 
   async streamRevision(streamId: string): Promise<number> {
@@ -327,7 +377,10 @@ export class SqliteEventStore implements EventStore {
 
   subscribeAll(options: SubscribeOptions, handler: SubscriptionHandler): Subscription {
     this.open();
-    const { afterPosition, limit } = normalizeReadAll({ afterPosition: options?.afterPosition, limit: options?.batchSize ?? DEFAULT_PAGE });
+    const { afterPosition, limit } = normalizeReadAll({
+      afterPosition: options?.afterPosition,
+      limit: options?.batchSize ?? DEFAULT_PAGE,
+    });
     const source = {
       // The sleep between empty pages is the poll that notices appends made by other processes.
       pollIntervalMs: this.pollIntervalMs,

@@ -55,8 +55,15 @@ export class AgentChild {
     this.starts++;
     const startedAt = Date.now();
     const previous = this.lastExit;
-    const env = previous === undefined ? this.options.env : { ...this.options.env, NDIF_AGENT_PREVIOUS_EXIT: JSON.stringify(previous) };
-    const child = fork(ENTRY, [], { env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'], execArgv: ['--enable-source-maps'] });
+    const env =
+      previous === undefined
+        ? this.options.env
+        : { ...this.options.env, NDIF_AGENT_PREVIOUS_EXIT: JSON.stringify(previous) };
+    const child = fork(ENTRY, [], {
+      env,
+      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+      execArgv: ['--enable-source-maps'],
+    });
     this.child = child;
     const tail: string[] = [];
     let partial = '';
@@ -88,8 +95,10 @@ export class AgentChild {
       this.readyWaiters = this.readyWaiters.filter((w) => w !== onReady);
       if (this.stopping) return;
       if (partial !== '') tail.push(partial.slice(0, 1000));
-      if (bootOfChild !== undefined) this.lastExit = { bootId: bootOfChild, code, signal, stderrTail: tail.slice(-STDERR_TAIL_LINES) };
-      if (Date.now() - startedAt > (this.options.restartResetMs ?? 60_000)) this.delay = this.options.restartDelayMs ?? 500;
+      if (bootOfChild !== undefined)
+        this.lastExit = { bootId: bootOfChild, code, signal, stderrTail: tail.slice(-STDERR_TAIL_LINES) };
+      if (Date.now() - startedAt > (this.options.restartResetMs ?? 60_000))
+        this.delay = this.options.restartDelayMs ?? 500;
       this.options.log.warn({ code, signal, restartInMs: this.delay }, 'agent process exited; starting it again');
       this.timer = setTimeout(() => this.start(), this.delay);
       this.delay = Math.min(this.delay * 2, 10_000);
@@ -100,7 +109,10 @@ export class AgentChild {
   ready(timeoutMs = 60_000): Promise<string> {
     if (this.bootId !== undefined && this.child !== undefined) return Promise.resolve(this.bootId);
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`the agent process was not ready within ${timeoutMs} ms`)), timeoutMs);
+      const timer = setTimeout(
+        () => reject(new Error(`the agent process was not ready within ${timeoutMs} ms`)),
+        timeoutMs,
+      );
       this.readyWaiters.push((b) => (clearTimeout(timer), resolve(b)));
     });
   }

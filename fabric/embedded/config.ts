@@ -25,7 +25,9 @@ export interface EmbeddedConfig {
 }
 
 function invalid(name: string, value: string, accepts: string): FabricError {
-  return new FabricError('FABRIC_CONFIG_INVALID', 500, `${name}=${JSON.stringify(value)} is not valid: ${accepts}`, { hint: `fix ${name} or unset it for the default` });
+  return new FabricError('FABRIC_CONFIG_INVALID', 500, `${name}=${JSON.stringify(value)} is not valid: ${accepts}`, {
+    hint: `fix ${name} or unset it for the default`,
+  });
 }
 
 export function embeddedConfigFromEnv(env: NodeJS.ProcessEnv = process.env): EmbeddedConfig {
@@ -36,11 +38,21 @@ export function embeddedConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Emb
   if (agent !== 'on' && agent !== 'off') throw invalid('NDIF_AGENT', agent, 'on or off');
   const rawRestart = env.NDIF_AGENT_RESTART_MS || '500';
   const agentRestartMs = Number(rawRestart);
-  if (!/^[0-9]+$/.test(rawRestart) || agentRestartMs < 10 || agentRestartMs > 10_000) throw invalid('NDIF_AGENT_RESTART_MS', rawRestart, 'milliseconds from 10 to 10000');
+  if (!/^[0-9]+$/.test(rawRestart) || agentRestartMs < 10 || agentRestartMs > 10_000)
+    throw invalid('NDIF_AGENT_RESTART_MS', rawRestart, 'milliseconds from 10 to 10000');
   const rawReset = env.NDIF_AGENT_RESTART_RESET_MS || '60000';
   const agentRestartResetMs = Number(rawReset);
-  if (!/^[0-9]+$/.test(rawReset) || agentRestartResetMs < 100) throw invalid('NDIF_AGENT_RESTART_RESET_MS', rawReset, 'milliseconds, at least 100');
-  return { dataDir: resolve(env.NDIF_DATA_DIR || 'data'), port, host: env.NDIF_HOST || '127.0.0.1', agent: agent === 'on', agentId: env.NDIF_AGENT_ID || 'local-agent', agentRestartMs, agentRestartResetMs };
+  if (!/^[0-9]+$/.test(rawReset) || agentRestartResetMs < 100)
+    throw invalid('NDIF_AGENT_RESTART_RESET_MS', rawReset, 'milliseconds, at least 100');
+  return {
+    dataDir: resolve(env.NDIF_DATA_DIR || 'data'),
+    port,
+    host: env.NDIF_HOST || '127.0.0.1',
+    agent: agent === 'on',
+    agentId: env.NDIF_AGENT_ID || 'local-agent',
+    agentRestartMs,
+    agentRestartResetMs,
+  };
 }
 
 export const paths = (c: EmbeddedConfig) => ({

@@ -32,7 +32,9 @@ const log = processLogger('fabric');
 /** A Unix socket path must stay under ~104 bytes: in the data folder when it fits, else in the temp folder. */
 function socketPath(dataDir: string): string {
   const inData = join(dataDir, 'transport.sock');
-  return Buffer.byteLength(inData) < 100 ? inData : join(tmpdir(), `ndif-${process.pid}-${randomBytes(4).toString('hex')}.sock`);
+  return Buffer.byteLength(inData) < 100
+    ? inData
+    : join(tmpdir(), `ndif-${process.pid}-${randomBytes(4).toString('hex')}.sock`);
 }
 
 async function main(): Promise<void> {
@@ -41,7 +43,11 @@ async function main(): Promise<void> {
   const p = paths(config);
   privateDir(config.dataDir);
   const metrics = processMetrics(env);
-  const opened = await openEventStoreFromEnv({ ...env, NDIF_EVENT_STORE: env.NDIF_EVENT_STORE || 'sqlite', NDIF_DATA_DIR: config.dataDir });
+  const opened = await openEventStoreFromEnv({
+    ...env,
+    NDIF_EVENT_STORE: env.NDIF_EVENT_STORE || 'sqlite',
+    NDIF_DATA_DIR: config.dataDir,
+  });
   const blobDir = env.NDIF_BLOB_DIR || p.blobs;
   const blobs = await FileBlobStore.open({ dir: blobDir });
   const catalogConfig = withBundled(catalogConfigFromEnv(env), 'gpt2-tiny');
@@ -49,7 +55,19 @@ async function main(): Promise<void> {
   const broker = new InProcessBroker();
   const transport = new InProcessTransport({ broker });
   const ipc = await IpcTransportServer.listen({ path: socketPath(config.dataDir), broker });
-  const cp = new ControlPlane({ store: opened.store, snapshots: opened.snapshots, transport, blobs, catalog, log, scheduler: schedulerConfigFromEnv(env), onDemandDefaults: onDemandDefaultsFromEnv(env), logLimits: logLimitsFromEnv(env), metrics, storeKind: eventStoreKind(env) });
+  const cp = new ControlPlane({
+    store: opened.store,
+    snapshots: opened.snapshots,
+    transport,
+    blobs,
+    catalog,
+    log,
+    scheduler: schedulerConfigFromEnv(env),
+    onDemandDefaults: onDemandDefaultsFromEnv(env),
+    logLimits: logLimitsFromEnv(env),
+    metrics,
+    storeKind: eventStoreKind(env),
+  });
   await cp.start();
   if (metrics !== undefined) {
     metrics.watchControlPlane(cp.view, cp.context.clock);
@@ -113,10 +131,19 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
 
   if (config.agent) {
-    await agent.ready(120_000).catch((err: unknown) => log.error({ err }, 'the agent is not ready yet; requests wait for it'));
+    await agent
+      .ready(120_000)
+      .catch((err: unknown) => log.error({ err }, 'the agent is not ready yet; requests wait for it'));
   }
   // One write: a reader that matched the first line finds the second beside it.
-  process.stdout.write(`NDIF fabric listening on ${url} (event store: ${opened.describe}; models: ${catalog.list().map((m) => m.key).join(', ')}; agent: ${config.agent ? config.agentId : 'off'}${agent.healthUrl ? ` (health ${agent.healthUrl}${metrics ? `, metrics ${agent.healthUrl.replace(/\/health$/, '/metrics')}` : ''})` : ''}${api.auth ? '; auth on' : ''}${metrics ? `; metrics ${url}/metrics` : ''})\ntry it: curl -s ${url}/models   ·   npm run ndif -- status --url ${url}\n`);
+  process.stdout.write(
+    `NDIF fabric listening on ${url} (event store: ${opened.describe}; models: ${catalog
+      .list()
+      .map((m) => m.key)
+      .join(
+        ', ',
+      )}; agent: ${config.agent ? config.agentId : 'off'}${agent.healthUrl ? ` (health ${agent.healthUrl}${metrics ? `, metrics ${agent.healthUrl.replace(/\/health$/, '/metrics')}` : ''})` : ''}${api.auth ? '; auth on' : ''}${metrics ? `; metrics ${url}/metrics` : ''})\ntry it: curl -s ${url}/models   ·   npm run ndif -- status --url ${url}\n`,
+  );
 }
 
 main().catch((err: unknown) => {

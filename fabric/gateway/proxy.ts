@@ -2,7 +2,15 @@
 // processes (route.ts decides which). Requests and responses are streamed through unchanged except for hop-by-hop
 // headers; a websocket upgrade is answered by the query API and the two sockets are then joined. An upstream that
 // cannot be reached gives 502 GATEWAY_UPSTREAM_UNAVAILABLE.
-import { Agent, createServer, request, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  Agent,
+  createServer,
+  request,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import type { Socket } from 'node:net';
 import { upstreamOf, type Upstream } from './route.js';
 
@@ -11,12 +19,21 @@ export interface GatewayOptions {
   query: URL;
 }
 
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade']);
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+]);
 
 function forwardHeaders(h: IncomingHttpHeaders, remote: string | undefined): IncomingHttpHeaders {
   const out: IncomingHttpHeaders = {};
   for (const [k, v] of Object.entries(h)) if (!HOP_BY_HOP.has(k)) out[k] = v;
-  if (remote !== undefined) out['x-forwarded-for'] = h['x-forwarded-for'] ? `${String(h['x-forwarded-for'])}, ${remote}` : remote;
+  if (remote !== undefined)
+    out['x-forwarded-for'] = h['x-forwarded-for'] ? `${String(h['x-forwarded-for'])}, ${remote}` : remote;
   return out;
 }
 
@@ -42,12 +59,22 @@ export function createGateway(options: GatewayOptions): Server {
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const which = upstreamOf(req.method ?? 'GET', req.url ?? '/', false);
     const to = target(which);
-    const up = request({ host: to.hostname, port: to.port, method: req.method, path: req.url, headers: forwardHeaders(req.headers, req.socket.remoteAddress), agent }, (upRes) => {
-      const headers: IncomingHttpHeaders = {};
-      for (const [k, v] of Object.entries(upRes.headers)) if (!HOP_BY_HOP.has(k)) headers[k] = v;
-      res.writeHead(upRes.statusCode ?? 502, upRes.statusMessage, headers);
-      upRes.pipe(res);
-    });
+    const up = request(
+      {
+        host: to.hostname,
+        port: to.port,
+        method: req.method,
+        path: req.url,
+        headers: forwardHeaders(req.headers, req.socket.remoteAddress),
+        agent,
+      },
+      (upRes) => {
+        const headers: IncomingHttpHeaders = {};
+        for (const [k, v] of Object.entries(upRes.headers)) if (!HOP_BY_HOP.has(k)) headers[k] = v;
+        res.writeHead(upRes.statusCode ?? 502, upRes.statusMessage, headers);
+        upRes.pipe(res);
+      },
+    );
     up.setNoDelay(true);
     up.on('error', (err) => {
       if (res.headersSent) res.destroy(err);
@@ -80,7 +107,9 @@ export function createGateway(options: GatewayOptions): Server {
     });
     up.on('error', (err) => {
       const body = unavailable('query', to, err);
-      socket.end(`HTTP/1.1 502 Bad Gateway\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+      socket.end(
+        `HTTP/1.1 502 Bad Gateway\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+      );
     });
     socket.on('error', () => up.destroy());
     up.end();

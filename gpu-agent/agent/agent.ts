@@ -65,7 +65,16 @@ export class GpuAgent {
     this.bootId = options.bootId ?? randomUUID();
     this.reporter = new Reporter(transport, config.topics.agentEvents, config.agentId, this.bootId, log, options.clock);
     this.replicas = new ReplicaHost(config.agentId, options.catalog, this.reporter, log, config.provider);
-    this.requests = new RequestExecutor(config.agentId, this.replicas, this.reporter, options.blobs, log, config.maxRunMs, options.untrusted, { log: config.logLimits, logLinesPerSecond: config.logLinesPerSecond, resultMaxBytes: config.resultMaxBytes });
+    this.requests = new RequestExecutor(
+      config.agentId,
+      this.replicas,
+      this.reporter,
+      options.blobs,
+      log,
+      config.maxRunMs,
+      options.untrusted,
+      { log: config.logLimits, logLinesPerSecond: config.logLinesPerSecond, resultMaxBytes: config.resultMaxBytes },
+    );
   }
 
   get agentId(): string {
@@ -93,10 +102,15 @@ export class GpuAgent {
   /** Subscribes first (so nothing sent to the new boot is missed), then registers and starts heartbeating. */
   async start(): Promise<void> {
     const { config, transport, log } = this.options;
-    this.subscription = await transport.subscribe(config.topics.assignments, assignmentsGroupId(config.agentId, config.topics.assignments), (m) => this.onMessage(m), {
-      fromBeginning: true,
-      onError: (err) => log.error({ err }, 'assignment handler failed; delivered again'),
-    });
+    this.subscription = await transport.subscribe(
+      config.topics.assignments,
+      assignmentsGroupId(config.agentId, config.topics.assignments),
+      (m) => this.onMessage(m),
+      {
+        fromBeginning: true,
+        onError: (err) => log.error({ err }, 'assignment handler failed; delivered again'),
+      },
+    );
     await this.register();
     this.heartbeat = setInterval(() => this.beat(), config.heartbeatMs);
     this.heartbeat.unref();
@@ -124,7 +138,11 @@ export class GpuAgent {
 
   private beat(): void {
     if (this.stopped) return;
-    void this.reporter.send(this.reporter.nextMessageId(), { type: 'ReportAgentHeartbeat', agentId: this.agentId, bootId: this.bootId });
+    void this.reporter.send(this.reporter.nextMessageId(), {
+      type: 'ReportAgentHeartbeat',
+      agentId: this.agentId,
+      bootId: this.bootId,
+    });
   }
 
   private async onMessage(m: TransportMessage): Promise<void> {
@@ -168,7 +186,10 @@ export class GpuAgent {
     }
     if (n.commandType === 'RegisterAgent') this.registered = false;
     const level = n.code === 'CP_AGENT_BOOT_MISMATCH' || n.commandType === 'RegisterAgent' ? 'error' : 'warn';
-    log[level]({ code: n.code, command: n.commandType, agentMessageId: n.agentMessageId }, `control plane refused a report: ${n.message}`);
+    log[level](
+      { code: n.code, command: n.commandType, agentMessageId: n.agentMessageId },
+      `control plane refused a report: ${n.message}`,
+    );
   }
 
   /** Stops heartbeating and taking assignments, aborts running requests (unreported: the next boot gets them requeued), closes the models. */

@@ -102,22 +102,34 @@ function providerFromEnv(env: NodeJS.ProcessEnv, cuda: boolean): ProviderChoice 
     return ep;
   }
   const provider = (legacy || 'cpu') as ProviderChoice;
-  if (!['auto', 'cpu', 'cuda'].includes(provider)) throw agentConfigInvalid('NDIF_AGENT_PROVIDER', provider, 'auto, cpu or cuda');
+  if (!['auto', 'cpu', 'cuda'].includes(provider))
+    throw agentConfigInvalid('NDIF_AGENT_PROVIDER', provider, 'auto, cpu or cuda');
   if (provider === 'cuda' && !cuda) throw cudaUnavailable();
   return provider;
 }
 
 export function agentConfigFromEnv(env: NodeJS.ProcessEnv = process.env, cuda = false): AgentConfig {
   const agentId = env.NDIF_AGENT_ID || hostname().replace(/[^A-Za-z0-9._:-]/g, '-');
-  if (!ENTITY_ID.test(agentId)) throw agentConfigInvalid('NDIF_AGENT_ID', agentId, 'letters, digits and . _ : - (up to 128), starting with a letter or digit');
+  if (!ENTITY_ID.test(agentId))
+    throw agentConfigInvalid(
+      'NDIF_AGENT_ID',
+      agentId,
+      'letters, digits and . _ : - (up to 128), starting with a letter or digit',
+    );
   const provider = providerFromEnv(env, cuda);
   const onCuda = provider === 'cuda' || (provider === 'auto' && cuda);
   const spec = env.NDIF_AGENT_GPUS || '1x16GiB';
   const gpus = parseGpus(spec, onCuda ? 'cuda' : 'virtual (cpu)');
-  if (gpus === undefined) throw agentConfigInvalid('NDIF_AGENT_GPUS', spec, '<count>x<size> (2x24GiB) or sizes separated by commas (24GiB,16GiB), at most 64 GPUs');
+  if (gpus === undefined)
+    throw agentConfigInvalid(
+      'NDIF_AGENT_GPUS',
+      spec,
+      '<count>x<size> (2x24GiB) or sizes separated by commas (24GiB,16GiB), at most 64 GPUs',
+    );
   const ramBytes = bytes(env, 'NDIF_AGENT_RAM') ?? totalmem();
   const cache = bytes(env, 'NDIF_AGENT_CPU_CACHE');
-  if (cache !== undefined && cache > ramBytes) throw agentConfigInvalid('NDIF_AGENT_CPU_CACHE', env.NDIF_AGENT_CPU_CACHE!, `at most the RAM (${ramBytes} bytes)`);
+  if (cache !== undefined && cache > ramBytes)
+    throw agentConfigInvalid('NDIF_AGENT_CPU_CACHE', env.NDIF_AGENT_CPU_CACHE!, `at most the RAM (${ramBytes} bytes)`);
   const config: AgentConfig = {
     agentId,
     gpus,
@@ -132,7 +144,8 @@ export function agentConfigFromEnv(env: NodeJS.ProcessEnv = process.env, cuda = 
     resultMaxBytes: bytes(env, 'NDIF_RESULT_MAX_BYTES') ?? DEFAULT_RESULT_MAX_BYTES,
     logLinesPerSecond: int(env, 'NDIF_LOG_LINES_PER_S', DEFAULT_LOG_LINES_PER_S, 1),
   };
-  if (config.stallMs > 0 && config.stallMs < 1000) throw agentConfigInvalid('NDIF_AGENT_STALL_MS', env.NDIF_AGENT_STALL_MS!, '0 (no watchdog) or at least 1000');
+  if (config.stallMs > 0 && config.stallMs < 1000)
+    throw agentConfigInvalid('NDIF_AGENT_STALL_MS', env.NDIF_AGENT_STALL_MS!, '0 (no watchdog) or at least 1000');
   if (cache !== undefined) config.cpuCacheBudgetBytes = cache;
   return config;
 }

@@ -11,17 +11,26 @@ export const AgentErrorCode = {
 } as const;
 
 export function agentConfigInvalid(variable: string, value: string, accepts: string): FabricError {
-  return new FabricError(AgentErrorCode.ConfigInvalid, 500, `${variable}=${JSON.stringify(value)} is not valid: ${accepts}`, {
-    hint: `fix ${variable} or unset it for the default`,
-    details: { variable, value },
-  });
+  return new FabricError(
+    AgentErrorCode.ConfigInvalid,
+    500,
+    `${variable}=${JSON.stringify(value)} is not valid: ${accepts}`,
+    {
+      hint: `fix ${variable} or unset it for the default`,
+      details: { variable, value },
+    },
+  );
 }
 
 /** NDIF_AGENT_EP=cuda on a host without onnxruntime-node's CUDA execution provider binaries. */
 export function cudaUnavailable(): FabricError {
-  return new FabricError(AgentErrorCode.CudaUnavailable, 500,
-    "NDIF_AGENT_EP=cuda, but onnxruntime-node's CUDA execution provider is not installed (no libonnxruntime_providers_cuda.so next to its binding in node_modules/onnxruntime-node/bin/napi-v6/<platform>/<arch>/); the agent does not start rather than run on the CPU unasked", {
+  return new FabricError(
+    AgentErrorCode.CudaUnavailable,
+    500,
+    "NDIF_AGENT_EP=cuda, but onnxruntime-node's CUDA execution provider is not installed (no libonnxruntime_providers_cuda.so next to its binding in node_modules/onnxruntime-node/bin/napi-v6/<platform>/<arch>/); the agent does not start rather than run on the CPU unasked",
+    {
       hint: 'on a GPU host with CUDA 12 and cuDNN 9, install the binaries with `ONNXRUNTIME_NODE_INSTALL=cuda12 node node_modules/onnxruntime-node/script/install.js` (it downloads Microsoft.ML.OnnxRuntime.Gpu.Linux from nuget.org), or run with NDIF_AGENT_EP=cpu (docs/agent.md, "Execution provider")',
       details: { variable: 'NDIF_AGENT_EP', value: 'cuda' },
-    });
+    },
+  );
 }

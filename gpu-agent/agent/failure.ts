@@ -17,14 +17,29 @@ export function failureReport(e: unknown, phase?: FailureReport['phase']): Failu
   let r: FailureReport;
   if (e instanceof InterventionError) {
     const b = e.blockError;
-    r = { phase: phase ?? (b.phase === 'deserialize' ? 'validation' : 'execution'), errorType: String(b.type), message: b.message, stack: b.stack ?? null };
+    r = {
+      phase: phase ?? (b.phase === 'deserialize' ? 'validation' : 'execution'),
+      errorType: String(b.type),
+      message: b.message,
+      stack: b.stack ?? null,
+    };
   } else if (e instanceof RequestError) {
     r = { phase: phase ?? 'validation', errorType: e.code, message: e.message, stack: null };
   } else if (isFabricError(e)) {
-    r = { phase: phase ?? 'execution', errorType: e.code, message: e.hint ? `${e.message} (${e.hint})` : e.message, stack: null };
+    r = {
+      phase: phase ?? 'execution',
+      errorType: e.code,
+      message: e.hint ? `${e.message} (${e.hint})` : e.message,
+      stack: null,
+    };
   } else {
     const err = e instanceof Error ? e : new Error(String(e));
     r = { phase: phase ?? 'execution', errorType: err.name || 'Error', message: err.message, stack: null };
   }
-  return { phase: r.phase, errorType: clip(r.errorType || 'Error', 200), message: clip(r.message, 20000), stack: r.stack === null ? null : clip(r.stack, 65536) };
+  return {
+    phase: r.phase,
+    errorType: clip(r.errorType || 'Error', 200),
+    message: clip(r.message, 20000),
+    stack: r.stack === null ? null : clip(r.stack, 65536),
+  };
 }

@@ -51,7 +51,13 @@ export function takeLastWords(file: string): LastWords | undefined {
   try {
     const w = JSON.parse(text) as Partial<LastWords>;
     if (typeof w.bootId !== 'string' || typeof w.cause !== 'string') return undefined;
-    return { agentId: String(w.agentId ?? ''), bootId: w.bootId, at: String(w.at ?? ''), cause: w.cause, running: Array.isArray(w.running) ? w.running.map(String) : [] };
+    return {
+      agentId: String(w.agentId ?? ''),
+      bootId: w.bootId,
+      at: String(w.at ?? ''),
+      cause: w.cause,
+      running: Array.isArray(w.running) ? w.running.map(String) : [],
+    };
   } catch {
     return undefined;
   }
@@ -77,7 +83,10 @@ export function supervisorExitFromEnv(env: NodeJS.ProcessEnv): SupervisorExit | 
 const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
 
 /** The previous boot's end, from whichever of the two sources know it (the supervisor's boot wins when they differ). */
-export function previousExit(supervisor: SupervisorExit | undefined, words: LastWords | undefined): AgentExit | undefined {
+export function previousExit(
+  supervisor: SupervisorExit | undefined,
+  words: LastWords | undefined,
+): AgentExit | undefined {
   const bootId = supervisor?.bootId ?? words?.bootId;
   if (bootId === undefined) return undefined;
   const w = words?.bootId === bootId ? words : undefined;

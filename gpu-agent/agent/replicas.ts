@@ -65,7 +65,14 @@ export class ReplicaHost {
 
   /** The desired and actual state of every replica here. */
   view(): ReplicaView[] {
-    return [...this.slots.values()].map((s) => ({ replicaId: s.replicaId, modelKey: s.modelKey, gpus: s.gpus, bytesPerGpu: s.bytesPerGpu, target: s.target, phase: s.phase }));
+    return [...this.slots.values()].map((s) => ({
+      replicaId: s.replicaId,
+      modelKey: s.modelKey,
+      gpus: s.gpus,
+      bytesPerGpu: s.bytesPerGpu,
+      target: s.target,
+      phase: s.phase,
+    }));
   }
 
   /** The fingerprint of the files a HOT replica's model was loaded from. */
@@ -84,7 +91,18 @@ export class ReplicaHost {
     let slot = this.slots.get(a.replicaId);
     if (a.kind === 'load') {
       if (slot === undefined) {
-        slot = { replicaId: a.replicaId, modelKey: a.modelKey, gpus: a.gpus, bytesPerGpu: a.bytesPerGpu, target: 'HOT', phase: 'PENDING', model: undefined, weights: undefined, cause, chain: Promise.resolve() };
+        slot = {
+          replicaId: a.replicaId,
+          modelKey: a.modelKey,
+          gpus: a.gpus,
+          bytesPerGpu: a.bytesPerGpu,
+          target: 'HOT',
+          phase: 'PENDING',
+          model: undefined,
+          weights: undefined,
+          cause,
+          chain: Promise.resolve(),
+        };
         this.slots.set(a.replicaId, slot);
       }
       slot.target = 'HOT';
@@ -102,7 +120,9 @@ export class ReplicaHost {
   }
 
   private step(slot: Slot, work: () => Promise<void>): void {
-    slot.chain = slot.chain.then(work).catch((err: unknown) => this.log.error({ err, replicaId: slot.replicaId }, 'replica step failed'));
+    slot.chain = slot.chain
+      .then(work)
+      .catch((err: unknown) => this.log.error({ err, replicaId: slot.replicaId }, 'replica step failed'));
   }
 
   private async load(slot: Slot, a: LoadAssignment): Promise<void> {
@@ -110,7 +130,10 @@ export class ReplicaHost {
     const cause = slot.cause;
     if (slot.phase === 'HOT' && slot.model !== undefined) {
       // Already serving (a repeated or restoring assignment): say so; the decider ignores what it already knows.
-      await this.report('ReportReplicaHot', slot, cause, { loadMs: 0, ...(slot.weights === undefined ? {} : { weightsFingerprint: slot.weights }) });
+      await this.report('ReportReplicaHot', slot, cause, {
+        loadMs: 0,
+        ...(slot.weights === undefined ? {} : { weightsFingerprint: slot.weights }),
+      });
       return;
     }
     const failLoad = async (message: string) => {
@@ -120,18 +143,24 @@ export class ReplicaHost {
     // The agent's own folder for the key (NDIF_MODELS on this machine), else the folder the model was registered from.
     const dir = this.catalog.get(slot.modelKey)?.dir ?? a.model?.dir;
     if (dir === undefined) {
-      await failLoad(`model ${slot.modelKey} is not in agent ${this.agentId}'s catalog (NDIF_MODELS) and is not registered; the agent cannot load it`);
+      await failLoad(
+        `model ${slot.modelKey} is not in agent ${this.agentId}'s catalog (NDIF_MODELS) and is not registered; the agent cannot load it`,
+      );
       return;
     }
     let weights: WeightsFingerprint;
     try {
       weights = this.catalog.weights(slot.modelKey, dir);
     } catch (err) {
-      await failLoad(`model ${slot.modelKey}: the files in ${dir} cannot be read on agent ${this.agentId}: ${(err as Error).message}`);
+      await failLoad(
+        `model ${slot.modelKey}: the files in ${dir} cannot be read on agent ${this.agentId}: ${(err as Error).message}`,
+      );
       return;
     }
     if (a.model !== undefined && a.model.fingerprint !== weights.fingerprint) {
-      await failLoad(`model ${slot.modelKey}: the files in ${dir} on agent ${this.agentId} (sha256 ${weights.fingerprint.slice(0, 12)}…) are not the registered ones (${a.model.fingerprint.slice(0, 12)}… from ${a.model.dir}); copy the registered files there, or register these (ndif models add ${slot.modelKey} <dir> --replace)`);
+      await failLoad(
+        `model ${slot.modelKey}: the files in ${dir} on agent ${this.agentId} (sha256 ${weights.fingerprint.slice(0, 12)}…) are not the registered ones (${a.model.fingerprint.slice(0, 12)}… from ${a.model.dir}); copy the registered files there, or register these (ndif models add ${slot.modelKey} <dir> --replace)`,
+      );
       return;
     }
     slot.phase = 'LOADING';
@@ -143,7 +172,10 @@ export class ReplicaHost {
     } catch (err) {
       slot.phase = 'FAILED';
       this.log.error({ err, replicaId: slot.replicaId, reason: a.reason }, 'replica load failed');
-      await this.report('ReportReplicaFailed', slot, cause, { phase: 'load', message: (err as Error).message.slice(0, 20000) });
+      await this.report('ReportReplicaFailed', slot, cause, {
+        phase: 'load',
+        message: (err as Error).message.slice(0, 20000),
+      });
       return;
     }
     if (slot.target !== 'HOT') {
@@ -156,7 +188,10 @@ export class ReplicaHost {
     slot.weights = weights.fingerprint;
     slot.phase = 'HOT';
     this.onHot?.(model);
-    await this.report('ReportReplicaHot', slot, cause, { loadMs: Date.now() - started, weightsFingerprint: weights.fingerprint });
+    await this.report('ReportReplicaHot', slot, cause, {
+      loadMs: Date.now() - started,
+      weightsFingerprint: weights.fingerprint,
+    });
   }
 
   private async release(slot: Slot): Promise<void> {
@@ -168,9 +203,16 @@ export class ReplicaHost {
     else if (this.slots.get(slot.replicaId) === slot) this.slots.delete(slot.replicaId);
   }
 
-  private report(type: 'ReportReplicaLoading' | 'ReportReplicaHot' | 'ReportReplicaFailed', slot: Slot, cause: Cause, extra: Record<string, unknown>): Promise<void> {
+  private report(
+    type: 'ReportReplicaLoading' | 'ReportReplicaHot' | 'ReportReplicaFailed',
+    slot: Slot,
+    cause: Cause,
+    extra: Record<string, unknown>,
+  ): Promise<void> {
     const agentMessageId = this.reporter.nextMessageId();
-    const command = { type, replicaId: slot.replicaId, agentId: this.agentId, agentMessageId, ...extra } as Parameters<Reporter['send']>[1];
+    const command = { type, replicaId: slot.replicaId, agentId: this.agentId, agentMessageId, ...extra } as Parameters<
+      Reporter['send']
+    >[1];
     return this.reporter.send(agentMessageId, command, cause);
   }
 

@@ -35,7 +35,14 @@ export class Reporter {
 
   /** Queues the command behind the earlier ones of its key; resolves once the transport accepted it (or the agent stops). */
   send(agentMessageId: string, command: AgentCommand, cause?: Cause, notBefore?: number): Promise<void> {
-    const envelope: AgentEnvelope = { v: WIRE_VERSION, agentId: this.agentId, bootId: this.bootId, agentMessageId, sentAt: new Date(this.clock()).toISOString(), command };
+    const envelope: AgentEnvelope = {
+      v: WIRE_VERSION,
+      agentId: this.agentId,
+      bootId: this.bootId,
+      agentMessageId,
+      sentAt: new Date(this.clock()).toISOString(),
+      command,
+    };
     if (cause !== undefined) {
       envelope.correlationId = cause.correlationId;
       envelope.causationId = cause.causationId;
@@ -64,7 +71,11 @@ export class Reporter {
         return;
       } catch (err) {
         const code = (err as { code?: string }).code;
-        if (code === 'TRANSPORT_MESSAGE_INVALID' || code === 'TRANSPORT_MESSAGE_TOO_LARGE' || code === 'TRANSPORT_CLOSED') {
+        if (
+          code === 'TRANSPORT_MESSAGE_INVALID' ||
+          code === 'TRANSPORT_MESSAGE_TOO_LARGE' ||
+          code === 'TRANSPORT_CLOSED'
+        ) {
           this.log.error({ err, type }, 'agent report cannot be sent; dropped');
           return;
         }

@@ -35,7 +35,10 @@ type RunAssignment = Extract<Assignment, { kind: 'run' }>;
 type AbortAssignment = Extract<Assignment, { kind: 'abort' }>;
 
 /** Opens the untrusted side for one request (the sandbox); absent: untrusted requests fail. */
-export type UntrustedOpener = (model: HostedModel, opts: { timeoutMs: number; signal: AbortSignal }) => Promise<OpenChannel>;
+export type UntrustedOpener = (
+  model: HostedModel,
+  opts: { timeoutMs: number; signal: AbortSignal },
+) => Promise<OpenChannel>;
 
 interface Running {
   attempt: number;
@@ -76,7 +79,12 @@ export class RequestExecutor {
     const existing = this.running.get(a.requestId);
     if (existing !== undefined && existing.attempt >= a.attempt) return;
     existing?.controller.abort('a newer attempt was dispatched');
-    const entry: Running = { attempt: a.attempt, controller: new AbortController(), aborted: false, done: Promise.resolve() };
+    const entry: Running = {
+      attempt: a.attempt,
+      controller: new AbortController(),
+      aborted: false,
+      done: Promise.resolve(),
+    };
     this.running.set(a.requestId, entry);
     this.onRunningChange?.(this.runningIds());
     entry.done = this.execute(a, entry).finally(() => {
@@ -96,28 +104,58 @@ export class RequestExecutor {
     const cause: Cause = { correlationId: a.correlationId, causationId: a.eventId };
     const report = (type: string, extra: Record<string, unknown>, notBefore?: number) => {
       const agentMessageId = this.reporter.nextMessageId();
-      const command = { type, requestId: a.requestId, attempt: a.attempt, agentId: this.agentId, agentMessageId, ...extra } as Parameters<Reporter['send']>[1];
+      const command = {
+        type,
+        requestId: a.requestId,
+        attempt: a.attempt,
+        agentId: this.agentId,
+        agentMessageId,
+        ...extra,
+      } as Parameters<Reporter['send']>[1];
       return this.reporter.send(agentMessageId, command, cause, notBefore);
     };
     const pace = new LogPace(this.limits.logLinesPerSecond, this.reporter.clock);
     const logs = new LogBatcher({
       limits: this.limits.log,
-      send: (b) => void report('ReportRequestLog', b.truncated ? { lines: b.lines, truncated: true } : { lines: b.lines }, pace.slot(b.lines.length)),
+      send: (b) =>
+        void report(
+          'ReportRequestLog',
+          b.truncated ? { lines: b.lines, truncated: true } : { lines: b.lines },
+          pace.slot(b.lines.length),
+        ),
     });
     const fail = (f: FailureReport) => {
       this.failed++;
       logs.close();
       const weights = this.replicas.weightsOf(a.replicaId);
-      return report('ReportRequestFailed', { phase: f.phase, errorType: f.errorType, message: f.message, stack: f.stack, ...(weights === undefined ? {} : { weightsFingerprint: weights }) });
+      return report('ReportRequestFailed', {
+        phase: f.phase,
+        errorType: f.errorType,
+        message: f.message,
+        stack: f.stack,
+        ...(weights === undefined ? {} : { weightsFingerprint: weights }),
+      });
     };
     const model = this.replicas.hot(a.replicaId);
     if (model === undefined) {
-      await fail(failureReport(new FabricError(AgentErrorCode.ReplicaNotLoaded, 503, `replica ${a.replicaId} is not loaded on agent ${this.agentId}`), 'load'));
+      await fail(
+        failureReport(
+          new FabricError(
+            AgentErrorCode.ReplicaNotLoaded,
+            503,
+            `replica ${a.replicaId} is not loaded on agent ${this.agentId}`,
+          ),
+          'load',
+        ),
+      );
       return;
     }
     let stage: FailureReport['phase'] | undefined;
     const t0 = performance.now();
-    const tokens = new TokenStream((t) => void report('ReportRequestTokens', { tokens: t }), model.tokenizer ? (ids) => model.tokenizer!.decode(ids) : undefined);
+    const tokens = new TokenStream(
+      (t) => void report('ReportRequestTokens', { tokens: t }),
+      model.tokenizer ? (ids) => model.tokenizer!.decode(ids) : undefined,
+    );
     try {
       const payload = await this.payload(a);
       const timeoutMs = a.options.timeoutMs ?? payload.timeoutMs ?? this.maxRunMs;
@@ -130,7 +168,9 @@ export class RequestExecutor {
       const req: RunRequest = {
         ...common,
         invokes: invokeSpecs(payload.invokes, payload.block),
-        newTokens: payload.newTokens ?? (payload.generation?.maxNewTokens === undefined ? Math.max(0, a.options.steps - 1) : undefined),
+        newTokens:
+          payload.newTokens ??
+          (payload.generation?.maxNewTokens === undefined ? Math.max(0, a.options.steps - 1) : undefined),
         ...(payload.generation === undefined ? {} : { generation: payload.generation }),
         onToken: (t) => {
           if (!entry.aborted) tokens.add(t);
@@ -156,7 +196,13 @@ export class RequestExecutor {
             ...(t.generation === undefined ? {} : { generation: t.generation }),
           })),
           onTrace: (e) => {
-            if (!entry.aborted) void report('ReportRequestTrace', { trace: e.trace, traces: e.traces, status: e.status, ...(e.ms === undefined ? {} : { ms: Math.round(e.ms * 10) / 10 }) });
+            if (!entry.aborted)
+              void report('ReportRequestTrace', {
+                trace: e.trace,
+                traces: e.traces,
+                status: e.status,
+                ...(e.ms === undefined ? {} : { ms: Math.round(e.ms * 10) / 10 }),
+              });
           },
         };
         const result = await model.runSession(session, open);
@@ -164,7 +210,10 @@ export class RequestExecutor {
         tokens.close();
         stage = 'result';
         container = {
-          meta: { ...this.meta(a, result.traces[0]!), traces: result.traces.map((r) => ({ invokes: r.invokes.length, ...this.runMeta(r) })) },
+          meta: {
+            ...this.meta(a, result.traces[0]!),
+            traces: result.traces.map((r) => ({ invokes: r.invokes.length, ...this.runMeta(r) })),
+          },
           invokes: result.traces.flatMap((r) => r.invokes.map((i) => i.result)),
         };
       } else {
@@ -177,18 +226,31 @@ export class RequestExecutor {
       const t2 = performance.now();
       const bytes = encodeResultContainer(container);
       if (bytes.byteLength > this.limits.resultMaxBytes) {
-        throw new FabricError(AgentErrorCode.ResultTooLarge, 413, `the result is ${bytes.byteLength} bytes; a request's result may be at most ${this.limits.resultMaxBytes} bytes`, {
-          hint: 'save less (a slice, a mean, the top-k) in the block, or ask the operator to raise NDIF_RESULT_MAX_BYTES',
-        });
+        throw new FabricError(
+          AgentErrorCode.ResultTooLarge,
+          413,
+          `the result is ${bytes.byteLength} bytes; a request's result may be at most ${this.limits.resultMaxBytes} bytes`,
+          {
+            hint: 'save less (a slice, a mean, the top-k) in the block, or ask the operator to raise NDIF_RESULT_MAX_BYTES',
+          },
+        );
       }
       const blob = await this.blobs.put(bytes, { contentType: RESULT_CONTENT_TYPE });
       if (entry.aborted) return logs.discard();
       this.completed++;
       const t3 = performance.now();
-      this.log.debug({ requestId: a.requestId, waitMs: t1 - t0, runMs: t2 - t1, resultMs: t3 - t2, bytes: blob.size }, 'request completed');
+      this.log.debug(
+        { requestId: a.requestId, waitMs: t1 - t0, runMs: t2 - t1, resultMs: t3 - t2, bytes: blob.size },
+        'request completed',
+      );
       logs.close();
       const weights = this.replicas.weightsOf(a.replicaId);
-      await report('ReportRequestCompleted', { resultRef: blob.ref, bytes: blob.size, sha256: blob.sha256, ...(weights === undefined ? {} : { weightsFingerprint: weights }) });
+      await report('ReportRequestCompleted', {
+        resultRef: blob.ref,
+        bytes: blob.size,
+        sha256: blob.sha256,
+        ...(weights === undefined ? {} : { weightsFingerprint: weights }),
+      });
     } catch (err) {
       if (entry.aborted) return logs.discard();
       tokens.close();
@@ -202,9 +264,17 @@ export class RequestExecutor {
    * request that was running when this agent died before) even when trusted, where the agent has a sandbox: if it
    * kills a process again, it is the runner's.
    */
-  private async opener(a: RunAssignment, model: HostedModel, timeoutMs: number, signal: AbortSignal): Promise<OpenChannel> {
+  private async opener(
+    a: RunAssignment,
+    model: HostedModel,
+    timeoutMs: number,
+    signal: AbortSignal,
+  ): Promise<OpenChannel> {
     if (a.trusted && a.isolated === true && this.untrusted !== undefined) {
-      this.log.warn({ requestId: a.requestId, attempt: a.attempt }, 'running a trusted request isolated in a sandbox runner: it was in flight when an agent died');
+      this.log.warn(
+        { requestId: a.requestId, attempt: a.attempt },
+        'running a trusted request isolated in a sandbox runner: it was in flight when an agent died',
+      );
       return this.sandboxed(model, timeoutMs, signal);
     }
     return a.trusted ? this.inProcess(model) : this.sandboxed(model, timeoutMs, signal);
@@ -216,7 +286,11 @@ export class RequestExecutor {
 
   private async sandboxed(model: HostedModel, timeoutMs: number, signal: AbortSignal): Promise<OpenChannel> {
     if (this.untrusted === undefined) {
-      throw new FabricError(AgentErrorCode.SandboxUnavailable, 503, `agent ${this.agentId} runs no sandbox; untrusted blocks cannot run here`);
+      throw new FabricError(
+        AgentErrorCode.SandboxUnavailable,
+        503,
+        `agent ${this.agentId} runs no sandbox; untrusted blocks cannot run here`,
+      );
     }
     return this.untrusted(model, { timeoutMs, signal });
   }
@@ -227,7 +301,11 @@ export class RequestExecutor {
       try {
         raw = JSON.parse((await this.blobs.get(a.payloadBlob.ref)).bytes.toString('utf8'));
       } catch (err) {
-        throw new FabricError(AgentErrorCode.PayloadUnavailable, 503, `the payload of request ${a.requestId} (blob ${a.payloadBlob.ref}) cannot be read: ${(err as Error).message}`);
+        throw new FabricError(
+          AgentErrorCode.PayloadUnavailable,
+          503,
+          `the payload of request ${a.requestId} (blob ${a.payloadBlob.ref}) cannot be read: ${(err as Error).message}`,
+        );
       }
     }
     return parseRequestPayload(raw);
@@ -274,6 +352,10 @@ function invokeSpecs(invokes: InvokePayload[], shared: string | undefined): Invo
   return invokes.map((inv) => {
     const block = inv.block ?? shared;
     const input = inv.prompt !== undefined ? { prompt: inv.prompt } : { tokens: inv.tokens! };
-    return { ...input, ...(block === undefined ? {} : { block }), ...(inv.generation === undefined ? {} : { generation: inv.generation }) };
+    return {
+      ...input,
+      ...(block === undefined ? {} : { block }),
+      ...(inv.generation === undefined ? {} : { generation: inv.generation }),
+    };
   });
 }

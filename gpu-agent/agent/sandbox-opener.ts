@@ -5,7 +5,11 @@ import type { Sandbox } from '../../sandbox/index.js';
 import type { HostedModel, OpenChannel } from '../runtime/index.js';
 import type { UntrustedOpener } from './requests.js';
 
-export function sandboxOpener(make: () => Promise<Sandbox>): { open: UntrustedOpener; close(): Promise<void>; current(): Sandbox | undefined } {
+export function sandboxOpener(make: () => Promise<Sandbox>): {
+  open: UntrustedOpener;
+  close(): Promise<void>;
+  current(): Sandbox | undefined;
+} {
   let sandbox: Promise<Sandbox> | undefined;
   let started: Sandbox | undefined;
   const registered = new WeakSet<HostedModel>();

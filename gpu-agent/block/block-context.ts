@@ -34,11 +34,15 @@ export interface BlockContext {
    */
   barrier(name: string, parties?: number): Promise<void>;
   /** Records the outputs (and with `inputs: true` the inputs) of every matching module in one pass, as a module tree. */
-  cache(options?: { modules?: unknown; inputs?: boolean; outputs?: boolean; step?: number }): Promise<Record<string, any>>;
+  cache(options?: {
+    modules?: unknown;
+    inputs?: boolean;
+    outputs?: boolean;
+    step?: number;
+  }): Promise<Record<string, any>>;
   /** This trace's index in its session (0 for a request of one trace) and the session's count of traces. */
   trace: number;
   traceCount: number;
   /** What the invokes of the session's earlier traces returned: `traces[t][invoke]`. */
   readonly traces: unknown[][];
 }
-

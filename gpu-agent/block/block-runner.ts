@@ -45,7 +45,15 @@ interface SessionState {
 
 const EMPTY_BLOCK = 'async () => undefined';
 
-function context(start: StartRequest, i: number, env: BlockEnvironment, session: InvokeSession, grads: GradSession, index: ManifestIndex, state: SessionState): BlockContext {
+function context(
+  start: StartRequest,
+  i: number,
+  env: BlockEnvironment,
+  session: InvokeSession,
+  grads: GradSession,
+  index: ManifestIndex,
+  state: SessionState,
+): BlockContext {
   const inv = start.invokes[i]!;
   const noTokenizer = () => {
     throw new Error(`model ${env.manifest.model} has no tokenizer`);
@@ -113,7 +121,14 @@ export async function serveBlocks(channel: BlockEndpoint, env: BlockEnvironment)
 }
 
 /** Serves one trace (START … STOP); true when the session goes on with another trace on this channel. */
-async function serveTrace(channel: BlockEndpoint, env: BlockEnvironment, index: ManifestIndex, start: StartRequest, state: SessionState, send: BlockEndpoint['send']): Promise<boolean> {
+async function serveTrace(
+  channel: BlockEndpoint,
+  env: BlockEnvironment,
+  index: ManifestIndex,
+  start: StartRequest,
+  state: SessionState,
+  send: BlockEndpoint['send'],
+): Promise<boolean> {
   const totalBatch = start.invokes.reduce((n, i) => n + i.batchSize, 0);
   const sequence = Math.max(...start.invokes.map((x) => x.tokens.length));
   const sessions = new Map<number, InvokeSession>();
@@ -127,11 +142,24 @@ async function serveTrace(channel: BlockEndpoint, env: BlockEnvironment, index: 
 
   for (let i = 0; i < start.invokes.length; i++) {
     const inv = start.invokes[i]!;
-    const session = new InvokeSession({ invoke: inv.invoke, batchSize: inv.batchSize, totalBatch, invokes: start.invokes.length, sequence, steps: start.steps, cached: start.cache }, index, traceSend);
+    const session = new InvokeSession(
+      {
+        invoke: inv.invoke,
+        batchSize: inv.batchSize,
+        totalBatch,
+        invokes: start.invokes.length,
+        sequence,
+        steps: start.steps,
+        cached: start.cache,
+      },
+      index,
+      traceSend,
+    );
     sessions.set(inv.invoke, session);
     const grads = new GradSession(inv.invoke, index, traceSend, inv.source.includes('backward'));
     gradSessions.set(inv.invoke, grads);
-    const log = (stream: 'stdout' | 'stderr', line: string) => traceSend({ kind: 'LOG', invoke: inv.invoke, stream, line });
+    const log = (stream: 'stdout' | 'stderr', line: string) =>
+      traceSend({ kind: 'LOG', invoke: inv.invoke, stream, line });
     const cons = captureConsole(log);
     const output = new InvokeOutput(inv.invoke, log);
     let ended = false;
@@ -160,9 +188,15 @@ async function serveTrace(channel: BlockEndpoint, env: BlockEnvironment, index: 
     guards.push(guard);
     let fn;
     try {
-      fn = runAsInvoke(output, () => compileBlock(inv.source.trim() === '' ? EMPTY_BLOCK : inv.source, inv.invoke, cons));
+      fn = runAsInvoke(output, () =>
+        compileBlock(inv.source.trim() === '' ? EMPTY_BLOCK : inv.source, inv.invoke, cons),
+      );
     } catch (e) {
-      end({ kind: 'EXCEPTION', invoke: inv.invoke, error: e instanceof BlockCompileError ? e.blockError : toBlockError(e, inv.invoke) });
+      end({
+        kind: 'EXCEPTION',
+        invoke: inv.invoke,
+        error: e instanceof BlockCompileError ? e.blockError : toBlockError(e, inv.invoke),
+      });
       continue;
     }
     const m = createModelProxy(session, index, 0, grads);
@@ -223,7 +257,11 @@ async function serveTrace(channel: BlockEndpoint, env: BlockEnvironment, index: 
         for (const r of s.onValue(msg.addr, msg.values)) g.received(r.addr, r.step, r.tensors);
       } else s.onRaise(msg.addr, msg.error);
     } catch (e) {
-      traceSend({ kind: 'EXCEPTION', invoke: msg.invoke, error: { phase: 'protocol', type: 'ProtocolError', message: (e as Error).message } });
+      traceSend({
+        kind: 'EXCEPTION',
+        invoke: msg.invoke,
+        error: { phase: 'protocol', type: 'ProtocolError', message: (e as Error).message },
+      });
     }
   }
 }

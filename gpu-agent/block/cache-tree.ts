@@ -23,9 +23,13 @@ const OPTION_KEYS = new Set(['modules', 'inputs', 'outputs', 'step']);
 
 function selectorPath(s: unknown): string {
   if (typeof s === 'string') return normalizePath(s);
-  const p = s !== null && (typeof s === 'object' || typeof s === 'function') ? (s as { path?: unknown }).path : undefined;
+  const p =
+    s !== null && (typeof s === 'object' || typeof s === 'function') ? (s as { path?: unknown }).path : undefined;
   if (typeof p === 'string') return p;
-  throw new InterleaveError('CacheError', `ctx.cache: modules must be module paths ('transformer.h.*.mlp') or modules of m (m.transformer.h), got ${typeof s === 'object' ? JSON.stringify(s) : String(s)}`);
+  throw new InterleaveError(
+    'CacheError',
+    `ctx.cache: modules must be module paths ('transformer.h.*.mlp') or modules of m (m.transformer.h), got ${typeof s === 'object' ? JSON.stringify(s) : String(s)}`,
+  );
 }
 
 function matches(pattern: string[], path: string[]): boolean {
@@ -33,16 +37,35 @@ function matches(pattern: string[], path: string[]): boolean {
 }
 
 /** The points a cache records, in no particular order (the session sorts them in forward order). */
-export function cachePoints(index: ManifestIndex, options: unknown): { points: Array<{ path: string; point: Point }>; step: number } {
+export function cachePoints(
+  index: ManifestIndex,
+  options: unknown,
+): { points: Array<{ path: string; point: Point }>; step: number } {
   const opts = (options ?? {}) as CacheOptions;
-  if (typeof opts !== 'object') throw new InterleaveError('CacheError', 'ctx.cache(options): options must be an object { modules?, inputs?, outputs?, step? }');
+  if (typeof opts !== 'object')
+    throw new InterleaveError(
+      'CacheError',
+      'ctx.cache(options): options must be an object { modules?, inputs?, outputs?, step? }',
+    );
   const unknownKey = Object.keys(opts).find((k) => !OPTION_KEYS.has(k));
-  if (unknownKey !== undefined) throw new InterleaveError('CacheError', `ctx.cache: unknown option ${JSON.stringify(unknownKey)} (options are modules, inputs, outputs, step)`);
+  if (unknownKey !== undefined)
+    throw new InterleaveError(
+      'CacheError',
+      `ctx.cache: unknown option ${JSON.stringify(unknownKey)} (options are modules, inputs, outputs, step)`,
+    );
   const step = opts.step ?? 0;
-  const points: Point[] = [...(opts.outputs === false ? [] : ['output' as const]), ...(opts.inputs === true ? ['input' as const] : [])];
-  if (points.length === 0) throw new InterleaveError('CacheError', 'ctx.cache: outputs: false without inputs: true records nothing');
+  const points: Point[] = [
+    ...(opts.outputs === false ? [] : ['output' as const]),
+    ...(opts.inputs === true ? ['input' as const] : []),
+  ];
+  if (points.length === 0)
+    throw new InterleaveError('CacheError', 'ctx.cache: outputs: false without inputs: true records nothing');
   const explicit = opts.modules !== undefined;
-  const selectors = !explicit ? [] : Array.isArray(opts.modules) ? opts.modules.map(selectorPath) : [selectorPath(opts.modules)];
+  const selectors = !explicit
+    ? []
+    : Array.isArray(opts.modules)
+      ? opts.modules.map(selectorPath)
+      : [selectorPath(opts.modules)];
   const chosen = new Set<string>();
   const add = (path: string, named: boolean) => {
     const mod = index.modules.get(path)!;
@@ -52,7 +75,11 @@ export function cachePoints(index: ManifestIndex, options: unknown): { points: A
     }
     for (const point of points) {
       if (index.rank(path, point) !== undefined) chosen.add(`${point}\u0000${path}`);
-      else if (named && points.length === 1) throw new InterleaveError('NotObservable', `ctx.cache: ${path || 'the model'}.${point}: ${index.unobservable(path, point)}`);
+      else if (named && points.length === 1)
+        throw new InterleaveError(
+          'NotObservable',
+          `ctx.cache: ${path || 'the model'}.${point}: ${index.unobservable(path, point)}`,
+        );
     }
   };
   if (!explicit) {
@@ -60,13 +87,15 @@ export function cachePoints(index: ManifestIndex, options: unknown): { points: A
   }
   for (const sel of selectors) {
     if (!sel.includes('*')) {
-      if (!index.modules.has(sel)) throw new InterleaveError('UnknownModule', `ctx.cache: ${unknownModuleMessage(sel, index.paths)}`);
+      if (!index.modules.has(sel))
+        throw new InterleaveError('UnknownModule', `ctx.cache: ${unknownModuleMessage(sel, index.paths)}`);
       add(sel, true);
       continue;
     }
     const pattern = sel.split('.');
     const hits = index.paths.filter((p) => p !== '' && matches(pattern, p.split('.')));
-    if (hits.length === 0) throw new InterleaveError('UnknownModule', `ctx.cache: no module matches ${JSON.stringify(sel)}`);
+    if (hits.length === 0)
+      throw new InterleaveError('UnknownModule', `ctx.cache: no module matches ${JSON.stringify(sel)}`);
     for (const h of hits) add(h, false);
   }
   return {

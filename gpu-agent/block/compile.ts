@@ -39,7 +39,12 @@ export function compileBlock(source: string, invoke: number, consoleObj: unknown
   try {
     fn = factory(consoleObj);
   } catch (e) {
-    throw new BlockCompileError({ phase: 'deserialize', type: 'BlockSyntaxError', message: `evaluating the block failed: ${(e as Error).message}`, stack: userStack(e, invoke) });
+    throw new BlockCompileError({
+      phase: 'deserialize',
+      type: 'BlockSyntaxError',
+      message: `evaluating the block failed: ${(e as Error).message}`,
+      stack: userStack(e, invoke),
+    });
   }
   if (typeof fn !== 'function') {
     throw new BlockCompileError({
@@ -70,7 +75,10 @@ export function errorText(e: unknown): string {
     return `${name}: ${message}`;
   }
   if (typeof e === 'string') return e;
-  return safely(() => JSON.stringify(e) ?? String(e), '') || safely(() => String(e), `a value of type ${typeof e} that cannot be shown`);
+  return (
+    safely(() => JSON.stringify(e) ?? String(e), '') ||
+    safely(() => String(e), `a value of type ${typeof e} that cannot be shown`)
+  );
 }
 
 /** `Name: message` plus only the frames inside the block's own file (undefined when there is no stack); never throws. */

@@ -7,10 +7,13 @@ export type LogSink = (stream: 'stdout' | 'stderr', line: string) => void;
 const MAX_LINE = 16 * 1024;
 
 export function captureConsole(sink: LogSink): Console {
-  const emit = (stream: 'stdout' | 'stderr') => (...args: unknown[]) => {
-    const text = formatWithOptions({ depth: 4, breakLength: Infinity }, ...args);
-    for (const line of text.split('\n')) sink(stream, line.length > MAX_LINE ? `${line.slice(0, MAX_LINE)}… (${line.length} chars)` : line);
-  };
+  const emit =
+    (stream: 'stdout' | 'stderr') =>
+    (...args: unknown[]) => {
+      const text = formatWithOptions({ depth: 4, breakLength: Infinity }, ...args);
+      for (const line of text.split('\n'))
+        sink(stream, line.length > MAX_LINE ? `${line.slice(0, MAX_LINE)}… (${line.length} chars)` : line);
+    };
   const out = emit('stdout');
   const err = emit('stderr');
   const counts = new Map<string, number>();

@@ -13,9 +13,13 @@ export function lineOf(stack: string | undefined, invoke: number): string {
 
 export function faultError(error: unknown, kind: FaultKind, invoke: number): BlockError {
   const stack = userStack(error, invoke);
-  const what = kind === 'UnhandledRejection' ? 'a promise the block created was rejected and nothing handled it' : 'a callback the block scheduled (a timer, an event or a microtask) threw';
+  const what =
+    kind === 'UnhandledRejection'
+      ? 'a promise the block created was rejected and nothing handled it'
+      : 'a callback the block scheduled (a timer, an event or a microtask) threw';
   const where = lineOf(stack, invoke);
-  const hint = kind === 'UnhandledRejection' ? '; await the promise, or give it a .catch()' : '; catch errors inside the callback';
+  const hint =
+    kind === 'UnhandledRejection' ? '; await the promise, or give it a .catch()' : '; catch errors inside the callback';
   return {
     phase: 'execute',
     type: kind,
@@ -36,19 +40,32 @@ export function unawaitedReadError(left: LeftRead[], invoke: number): Interleave
   const r = left.find((x) => !x.awaited) ?? left[0]!;
   const stack = userStack(r.origin, invoke);
   const at = lineOf(stack, invoke);
-  const more = left.length > 1 ? ` (${left.length - 1} more: ${left.filter((x) => x !== r).slice(0, 3).map((x) => x.addr).join(', ')}${left.length > 4 ? ', …' : ''})` : '';
+  const more =
+    left.length > 1
+      ? ` (${left.length - 1} more: ${left
+          .filter((x) => x !== r)
+          .slice(0, 3)
+          .map((x) => x.addr)
+          .join(', ')}${left.length > 4 ? ', …' : ''})`
+      : '';
   const message = !r.awaited
     ? `the read of ${r.addr}${at} was never awaited: the block returned without its value${more}. Put \`await\` before the read (\`const h = await m.….output\`), or remove it`
     : `the read of ${r.addr}${at} was still pending when the block returned: something awaited it, but the block did not wait for that (an async function started without \`await\`?)${more}. Await it before returning`;
   const e = new InterleaveError('UnawaitedRead', message);
-  if (stack) e.stack = `InterleaveError: ${message}\n${stack.split('\n').filter((l) => /^\s+at /.test(l)).join('\n')}`;
+  if (stack)
+    e.stack = `InterleaveError: ${message}\n${stack
+      .split('\n')
+      .filter((l) => /^\s+at /.test(l))
+      .join('\n')}`;
   return e;
 }
 
 type LateFaultReporter = (requestId: string, invoke: number, error: BlockError) => void;
 
 let late: LateFaultReporter = (requestId, invoke, error) => {
-  process.stderr.write(`[ndif] request ${requestId} invoke ${invoke}: ${error.type} after the request ended (dropped): ${error.message.split('\n')[0]}\n`);
+  process.stderr.write(
+    `[ndif] request ${requestId} invoke ${invoke}: ${error.type} after the request ended (dropped): ${error.message.split('\n')[0]}\n`,
+  );
 };
 
 /** Where faults of a block whose request already ended go (the agent logs them). */

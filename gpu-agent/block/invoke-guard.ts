@@ -24,7 +24,10 @@ export class InvokeGuard {
   private readonly timers = new Map<Handle, Clear>();
   private closed = false;
 
-  constructor(readonly invoke: number, private readonly sink: FaultSink) {
+  constructor(
+    readonly invoke: number,
+    private readonly sink: FaultSink,
+  ) {
     live.add(this);
   }
 
@@ -114,14 +117,21 @@ export function installTimerGuards(): void {
   if (installed) return;
   installed = true;
   const g = globalThis as unknown as Record<string, unknown>;
-  const clearOf = (name: 'clearTimeout' | 'clearInterval' | 'clearImmediate'): Clear => (h) => (original[name] as (h: unknown) => void)(h);
+  const clearOf =
+    (name: 'clearTimeout' | 'clearInterval' | 'clearImmediate'): Clear =>
+    (h) =>
+      (original[name] as (h: unknown) => void)(h);
   const schedule = (name: 'setTimeout' | 'setInterval' | 'setImmediate', clear: Clear, once: boolean) =>
     function (this: unknown, cb: unknown, ...rest: unknown[]) {
       const guard = currentGuard();
       const real = original[name] as unknown as (...a: unknown[]) => Handle;
       if (!guard || typeof cb !== 'function') return real.call(globalThis, cb, ...rest);
       let handle: Handle | undefined;
-      handle = real.call(globalThis, guarded(guard, cb as AnyFn, once ? () => handle && guard.untrack(handle) : undefined), ...rest);
+      handle = real.call(
+        globalThis,
+        guarded(guard, cb as AnyFn, once ? () => handle && guard.untrack(handle) : undefined),
+        ...rest,
+      );
       owners.set(handle, guard);
       guard.track(handle, clear);
       return handle;

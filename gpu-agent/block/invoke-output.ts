@@ -21,7 +21,10 @@ export class InvokeOutput {
   /** Where faults of this invoke's code go (invoke-guard.ts); set by the block runner. */
   guard: InvokeGuard | undefined;
 
-  constructor(readonly invoke: number, sink: LineSink) {
+  constructor(
+    readonly invoke: number,
+    sink: LineSink,
+  ) {
     this.out = new LineSplitter((line) => sink('stdout', line));
     this.err = new LineSplitter((line) => sink('stderr', line));
   }
@@ -81,7 +84,11 @@ function captureStreamWrites(): void {
     const original = target.write;
     target.write = function (this: unknown, chunk: unknown, encoding?: unknown, cb?: unknown): boolean {
       const owner = current.getStore();
-      const sink = owner ? (text: string) => owner.write(stream, text) : outside ? (text: string) => outside!(stream, text) : undefined;
+      const sink = owner
+        ? (text: string) => owner.write(stream, text)
+        : outside
+          ? (text: string) => outside!(stream, text)
+          : undefined;
       if (!sink) return (original as (...a: unknown[]) => boolean).apply(this, arguments as unknown as unknown[]);
       sink(toText(chunk, encoding));
       const callback = typeof encoding === 'function' ? encoding : cb;

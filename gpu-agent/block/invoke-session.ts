@@ -50,7 +50,10 @@ export class InvokeSession {
   /** Barriers reached so far, per name (the k-th arrival at a name meets the other invokes' k-th). */
   private readonly barriers = new Map<string, number>();
   /** The points each cache records, by its address, to split its answer. */
-  private readonly cachePoints = new Map<string, Array<{ path: string; point: Point; step: number; tensors: number }>>();
+  private readonly cachePoints = new Map<
+    string,
+    Array<{ path: string; point: Point; step: number; tensors: number }>
+  >();
   /** Tokens generated for this invoke's row so far, and whether it has finished (from the host's STEP messages). */
   readonly generated: number[] = [];
   finished = false;
@@ -59,7 +62,13 @@ export class InvokeSession {
   private readonly queue = new WaitQueue(
     (addr) => this.send({ kind: 'WAIT', invoke: this.layout.invoke, addr }),
     (a, b) => a.step - b.step || a.rank - b.rank,
-    (w) => (this.before(w.step, w.rank) ? new InterleaveError('OutOfOrder', `${w.addr} was requested after ${this.last!.addr}; request modules in forward order`) : undefined),
+    (w) =>
+      this.before(w.step, w.rank)
+        ? new InterleaveError(
+            'OutOfOrder',
+            `${w.addr} was requested after ${this.last!.addr}; request modules in forward order`,
+          )
+        : undefined,
     () => !this.closed && !this.returned,
   );
 
@@ -75,13 +84,20 @@ export class InvokeSession {
 
   private rankOf(path: string, point: Point): number {
     const rank = this.index.rank(path, point);
-    if (rank === undefined) throw new InterleaveError('NotObservable', `${path ? `${path}.` : ''}${point}: ${this.index.unobservable(path, point)}`);
+    if (rank === undefined)
+      throw new InterleaveError(
+        'NotObservable',
+        `${path ? `${path}.` : ''}${point}: ${this.index.unobservable(path, point)}`,
+      );
     return rank;
   }
 
   private checkStep(step: number): void {
     if (!Number.isInteger(step) || step < 0 || step >= this.layout.steps) {
-      throw new InterleaveError('NotProvided', `step ${step} does not exist: this request runs ${this.layout.steps} step${this.layout.steps === 1 ? '' : 's'} (numbered from 0)`);
+      throw new InterleaveError(
+        'NotProvided',
+        `step ${step} does not exist: this request runs ${this.layout.steps} step${this.layout.steps === 1 ? '' : 's'} (numbered from 0)`,
+      );
     }
   }
 
@@ -121,8 +137,12 @@ export class InvokeSession {
     if (cached) return Promise.resolve(cached);
     if (this.stopped) return Promise.reject(new InterleaveError('NotProvided', `${addr} was requested after m.stop()`));
     if (this.before(step, rank)) {
-      return Promise.reject(new InterleaveError('OutOfOrder',
-        `${addr} was requested after ${this.last!.addr}; ${what} comes earlier in the forward pass, so request modules in forward order`));
+      return Promise.reject(
+        new InterleaveError(
+          'OutOfOrder',
+          `${addr} was requested after ${this.last!.addr}; ${what} comes earlier in the forward pass, so request modules in forward order`,
+        ),
+      );
     }
     return this.queue.enqueue(addr, step, rank);
   }
@@ -175,7 +195,11 @@ export class InvokeSession {
       const points = this.cachePoints.get(addr) ?? [];
       this.cachePoints.delete(addr);
       const want = points.reduce((n, p) => n + p.tensors, 0);
-      if (want !== tensors.length) throw new InterleaveError('ProtocolError', `${addr}: the host sent ${tensors.length} tensors for ${points.length} points holding ${want}`);
+      if (want !== tensors.length)
+        throw new InterleaveError(
+          'ProtocolError',
+          `${addr}: the host sent ${tensors.length} tensors for ${points.length} points holding ${want}`,
+        );
       const received: Array<{ addr: string; step: number; tensors: Tensor[] }> = [];
       let at = 0;
       for (const p of points) {
@@ -200,34 +224,68 @@ export class InvokeSession {
    */
   call<T>(path: string, values: Tensor[], map: (v: Tensor[]) => T): PendingRead<T> {
     if (this.closed) throw this.closed;
-    if (this.returned) throw new InterleaveError('BlockError', `${path || 'the model'}.call(…) after the block returned`);
+    if (this.returned)
+      throw new InterleaveError('BlockError', `${path || 'the model'}.call(…) after the block returned`);
     const mod = this.index.modules.get(path)!;
     const label = path || 'the model';
-    if (path === '') throw new InterleaveError('NotCallable', 'the model itself cannot be called on a tensor: run it with a trace (an invoke) instead');
-    if (mod.list) throw new InterleaveError('NotCallable', `${path} is a list of modules; call one of them, e.g. ${path}[0].call(…)`);
-    if (mod.inputs.length === 0) throw new InterleaveError('NotCallable', `${path} reads no activation from outside it, so it has nothing to be called on`);
+    if (path === '')
+      throw new InterleaveError(
+        'NotCallable',
+        'the model itself cannot be called on a tensor: run it with a trace (an invoke) instead',
+      );
+    if (mod.list)
+      throw new InterleaveError(
+        'NotCallable',
+        `${path} is a list of modules; call one of them, e.g. ${path}[0].call(…)`,
+      );
+    if (mod.inputs.length === 0)
+      throw new InterleaveError(
+        'NotCallable',
+        `${path} reads no activation from outside it, so it has nothing to be called on`,
+      );
     if (values.length !== mod.inputs.length) {
-      throw new InterleaveError('ShapeMismatch', `${label}.call takes ${mod.inputs.length} input tensor${mod.inputs.length === 1 ? '' : 's'} (${mod.inputs.map((t) => t.name).join(', ')}), got ${values.length}`);
+      throw new InterleaveError(
+        'ShapeMismatch',
+        `${label}.call takes ${mod.inputs.length} input tensor${mod.inputs.length === 1 ? '' : 's'} (${mod.inputs.map((t) => t.name).join(', ')}), got ${values.length}`,
+      );
     }
     values.forEach((t, i) => {
       const want = mod.inputs[i]!;
-      if (!(t instanceof Tensor)) throw new InterleaveError('ShapeMismatch', `${label}.call: input ${i} is not a Tensor`);
-      if (t.dtype !== want.dtype) throw new InterleaveError('DtypeMismatch', `${label}.call: input ${i} (${want.name}) must be ${want.dtype}, got ${t.dtype} (convert with .to('${want.dtype}'))`);
+      if (!(t instanceof Tensor))
+        throw new InterleaveError('ShapeMismatch', `${label}.call: input ${i} is not a Tensor`);
+      if (t.dtype !== want.dtype)
+        throw new InterleaveError(
+          'DtypeMismatch',
+          `${label}.call: input ${i} (${want.name}) must be ${want.dtype}, got ${t.dtype} (convert with .to('${want.dtype}'))`,
+        );
       if (t.shape.length !== want.dims.length) {
-        throw new InterleaveError('ShapeMismatch', `${label}.call: input ${i} (${want.name}) has ${want.dims.length} dims [${want.symbolic.join(', ')}], got shape [${t.shape.join(', ')}]`);
+        throw new InterleaveError(
+          'ShapeMismatch',
+          `${label}.call: input ${i} (${want.name}) has ${want.dims.length} dims [${want.symbolic.join(', ')}], got shape [${t.shape.join(', ')}]`,
+        );
       }
       want.dims.forEach((d, j) => {
         const fixed = d !== null && d.b === 0 && d.t === 0 && d.bt === 0;
-        if (fixed && t.shape[j] !== d.k) throw new InterleaveError('ShapeMismatch', `${label}.call: input ${i} (${want.name}) needs dim ${j} = ${d.k} [${want.symbolic.join(', ')}], got shape [${t.shape.join(', ')}]`);
+        if (fixed && t.shape[j] !== d.k)
+          throw new InterleaveError(
+            'ShapeMismatch',
+            `${label}.call: input ${i} (${want.name}) needs dim ${j} = ${d.k} [${want.symbolic.join(', ')}], got shape [${t.shape.join(', ')}]`,
+          );
       });
       if (isFloatDtype(t.dtype)) {
         const bad = firstNonFinite(t.toPayload());
-        if (bad >= 0) throw new InterleaveError('NonFinite', `${label}.call: input ${i} element ${bad} is ${t.flat(bad)}; inputs must be finite`);
+        if (bad >= 0)
+          throw new InterleaveError(
+            'NonFinite',
+            `${label}.call: input ${i} element ${bad} is ${t.flat(bad)}; inputs must be finite`,
+          );
       }
     });
     const id = ++this.calls;
     const payloads = values.map((t) => t.clone().toPayload());
-    const w = this.queue.enqueue(callAddr(id), -1, -1, { send: () => this.send({ kind: 'CALL', invoke: this.layout.invoke, id, path, values: payloads }) });
+    const w = this.queue.enqueue(callAddr(id), -1, -1, {
+      send: () => this.send({ kind: 'CALL', invoke: this.layout.invoke, id, path, values: payloads }),
+    });
     return pendingRead(`${label}.call(…)`, w.promise, map, this.reads);
   }
 
@@ -238,9 +296,16 @@ export class InvokeSession {
    */
   barrier(name: string, parties: number): Promise<void> {
     if (this.closed) return Promise.reject(this.closed);
-    if (typeof name !== 'string' || name === '') throw new InterleaveError('BarrierError', `ctx.barrier(name, parties?): name must be a non-empty string, got ${JSON.stringify(name)}`);
+    if (typeof name !== 'string' || name === '')
+      throw new InterleaveError(
+        'BarrierError',
+        `ctx.barrier(name, parties?): name must be a non-empty string, got ${JSON.stringify(name)}`,
+      );
     if (!Number.isInteger(parties) || parties < 1 || parties > this.layout.invokes) {
-      throw new InterleaveError('BarrierError', `ctx.barrier(${JSON.stringify(name)}, ${String(parties)}): parties must be an integer from 1 to ${this.layout.invokes} (the trace's invokes)`);
+      throw new InterleaveError(
+        'BarrierError',
+        `ctx.barrier(${JSON.stringify(name)}, ${String(parties)}): parties must be an integer from 1 to ${this.layout.invokes} (the trace's invokes)`,
+      );
     }
     const seq = this.barriers.get(name) ?? 0;
     this.barriers.set(name, seq + 1);
@@ -252,25 +317,49 @@ export class InvokeSession {
    * Records `points` (forward order) at `step` in one pass, as extra outputs of the segments that compute them (no cut
    * at each); resolves with their tensors once the pass reaches the last one, and answers later reads of them too.
    */
-  recordCache<T>(points: Array<{ path: string; point: Point }>, step: number, map: (v: CachedPoint[]) => T): PendingRead<T> {
+  recordCache<T>(
+    points: Array<{ path: string; point: Point }>,
+    step: number,
+    map: (v: CachedPoint[]) => T,
+  ): PendingRead<T> {
     if (this.closed) throw this.closed;
     this.checkStep(step);
-    if (points.length === 0) throw new InterleaveError('CacheError', 'ctx.cache: no module matches; give module paths (or proxies such as m.transformer.h), or leave modules out for every module');
-    const ranked = points.map((p) => ({ ...p, step, rank: this.rankOf(p.path, p.point) })).sort((a, b) => a.rank - b.rank);
+    if (points.length === 0)
+      throw new InterleaveError(
+        'CacheError',
+        'ctx.cache: no module matches; give module paths (or proxies such as m.transformer.h), or leave modules out for every module',
+      );
+    const ranked = points
+      .map((p) => ({ ...p, step, rank: this.rankOf(p.path, p.point) }))
+      .sort((a, b) => a.rank - b.rank);
     const first = ranked[0]!;
     if (this.before(step, first.rank)) {
-      throw new InterleaveError('OutOfOrder', `ctx.cache: ${formatAddr(first)} comes before ${this.last!.addr}, which the block already received; start the cache before reading later modules`);
+      throw new InterleaveError(
+        'OutOfOrder',
+        `ctx.cache: ${formatAddr(first)} comes before ${this.last!.addr}, which the block already received; start the cache before reading later modules`,
+      );
     }
     const id = ++this.caches;
     const addr = cacheAddr(id);
     const last = ranked[ranked.length - 1]!;
-    const layout = ranked.map((p) => ({ path: p.path, point: p.point, step, tensors: this.tensorCount(p.path, p.point) }));
+    const layout = ranked.map((p) => ({
+      path: p.path,
+      point: p.point,
+      step,
+      tensors: this.tensorCount(p.path, p.point),
+    }));
     this.cachePoints.set(addr, layout);
     const split = (flat: Tensor[]): CachedPoint[] => {
       let at = 0;
       return layout.map((p) => ({ path: p.path, point: p.point, tensors: flat.slice(at, (at += p.tensors)) }));
     };
-    this.send({ kind: 'CACHE', invoke: this.layout.invoke, id, step, points: ranked.map((p) => (p.path === '' ? p.point : `${p.path}.${p.point}`)) });
+    this.send({
+      kind: 'CACHE',
+      invoke: this.layout.invoke,
+      id,
+      step,
+      points: ranked.map((p) => (p.path === '' ? p.point : `${p.path}.${p.point}`)),
+    });
     const w = this.queue.enqueue(addr, step, last.rank);
     return pendingRead(`ctx.cache(…) at step ${step}`, w.promise, (v) => map(split(v)), this.reads);
   }
@@ -298,24 +387,46 @@ export class InvokeSession {
   private expected(tensors: ManifestTensor[], step: number): Array<{ dtype: string; shape: number[] }> {
     return tensors.map((t) => ({
       dtype: String(t.dtype),
-      shape: resolveShape(t, t.batched ? this.layout.batchSize : this.layout.totalBatch, this.layout.cached && step > 0 ? 1 : this.layout.sequence + step),
+      shape: resolveShape(
+        t,
+        t.batched ? this.layout.batchSize : this.layout.totalBatch,
+        this.layout.cached && step > 0 ? 1 : this.layout.sequence + step,
+      ),
     }));
   }
 
   private check(what: string, given: Tensor[], want: Array<{ dtype: string; shape: number[] }>): void {
     if (given.length !== want.length) {
-      throw new InterleaveError('ShapeMismatch', `${what} takes ${want.length} tensor${want.length === 1 ? '' : 's'}, got ${given.length}`);
+      throw new InterleaveError(
+        'ShapeMismatch',
+        `${what} takes ${want.length} tensor${want.length === 1 ? '' : 's'}, got ${given.length}`,
+      );
     }
     given.forEach((t, i) => {
-      if (!(t instanceof Tensor)) throw new InterleaveError('ShapeMismatch', `${what}: value ${i} is not a Tensor (build one with ctx.Tensor.from or a tensor method)`);
+      if (!(t instanceof Tensor))
+        throw new InterleaveError(
+          'ShapeMismatch',
+          `${what}: value ${i} is not a Tensor (build one with ctx.Tensor.from or a tensor method)`,
+        );
       const w = want[i]!;
-      if (t.dtype !== w.dtype) throw new InterleaveError('DtypeMismatch', `${what}: expected ${w.dtype}, got ${t.dtype} (convert with .to('${w.dtype}'))`);
+      if (t.dtype !== w.dtype)
+        throw new InterleaveError(
+          'DtypeMismatch',
+          `${what}: expected ${w.dtype}, got ${t.dtype} (convert with .to('${w.dtype}'))`,
+        );
       if (!w.shape.includes(-1) && !sameShape(t.shape, w.shape)) {
-        throw new InterleaveError('ShapeMismatch', `${what}: expected shape [${w.shape.join(', ')}], got [${t.shape.join(', ')}]`);
+        throw new InterleaveError(
+          'ShapeMismatch',
+          `${what}: expected shape [${w.shape.join(', ')}], got [${t.shape.join(', ')}]`,
+        );
       }
       if (isFloatDtype(t.dtype)) {
         const bad = firstNonFinite(t.toPayload());
-        if (bad >= 0) throw new InterleaveError('NonFinite', `${what}: element ${bad} is ${t.flat(bad)}; swapped values must be finite`);
+        if (bad >= 0)
+          throw new InterleaveError(
+            'NonFinite',
+            `${what}: element ${bad} is ${t.flat(bad)}; swapped values must be finite`,
+          );
       }
     });
   }
@@ -327,7 +438,10 @@ export class InvokeSession {
     this.checkStep(step);
     const addr = formatAddr({ path, point, step });
     if (this.before(step, rank)) {
-      throw new InterleaveError('OutOfOrder', `cannot swap ${addr}: the forward pass has already passed it (last value received: ${this.last!.addr})`);
+      throw new InterleaveError(
+        'OutOfOrder',
+        `cannot swap ${addr}: the forward pass has already passed it (last value received: ${this.last!.addr})`,
+      );
     }
     const current = this.cache.get(addr);
     const mod = this.index.modules.get(path)!;
@@ -346,16 +460,32 @@ export class InvokeSession {
     const mod = this.index.modules.get(path)!;
     this.checkStep(step);
     if (path === '' || mod.list || !mod.contiguous || mod.outputs.length === 0) {
-      throw new InterleaveError('NotSkippable', path === '' ? 'the model itself cannot be skipped'
-        : mod.list ? `${path} is a list of modules; skip its members` : mod.outputs.length === 0 ? `${path} has no output to replace`
-          : `the nodes of ${path} are interleaved with other nodes, so it cannot be left out as one range`);
+      throw new InterleaveError(
+        'NotSkippable',
+        path === ''
+          ? 'the model itself cannot be skipped'
+          : mod.list
+            ? `${path} is a list of modules; skip its members`
+            : mod.outputs.length === 0
+              ? `${path} has no output to replace`
+              : `the nodes of ${path} are interleaved with other nodes, so it cannot be left out as one range`,
+      );
     }
     const first = this.index.rank(path, 'input') ?? this.index.rank(path, 'output')!;
     if (this.before(step, first)) {
-      throw new InterleaveError('OutOfOrder', `cannot skip ${path} at step ${step}: the forward pass has already reached it (last value received: ${this.last!.addr})`);
+      throw new InterleaveError(
+        'OutOfOrder',
+        `cannot skip ${path} at step ${step}: the forward pass has already reached it (last value received: ${this.last!.addr})`,
+      );
     }
     this.check(`skip of ${path}`, values, this.expected(mod.outputs, step));
-    this.send({ kind: 'SKIP', invoke: this.layout.invoke, path, step, values: values.map((t) => t.clone().toPayload()) });
+    this.send({
+      kind: 'SKIP',
+      invoke: this.layout.invoke,
+      path,
+      step,
+      values: values.map((t) => t.clone().toPayload()),
+    });
   }
 
   stop(): void {
@@ -367,7 +497,10 @@ export class InvokeSession {
   /** The host stopped the request: every wait fails and nothing more is sent. */
   close(reason: string): void {
     if (this.closed) return;
-    this.closed = new InterleaveError(reason === 'timeout' ? 'Timeout' : 'Cancelled', `the request was stopped by the host (${reason})`);
+    this.closed = new InterleaveError(
+      reason === 'timeout' ? 'Timeout' : 'Cancelled',
+      `the request was stopped by the host (${reason})`,
+    );
     this.queue.rejectAll(this.closed);
   }
 }

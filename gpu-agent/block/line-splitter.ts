@@ -6,7 +6,10 @@ export const MAX_LINE_CHARS = 16 * 1024;
 export class LineSplitter {
   private partial = '';
 
-  constructor(private readonly emit: (line: string) => void, private readonly maxChars = MAX_LINE_CHARS) {}
+  constructor(
+    private readonly emit: (line: string) => void,
+    private readonly maxChars = MAX_LINE_CHARS,
+  ) {}
 
   write(text: string): void {
     let start = 0;

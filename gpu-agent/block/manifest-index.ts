@@ -27,7 +27,8 @@ export class ManifestIndex {
     if (!m) return `${name} is not a module of ${this.manifest.model}`;
     if (m.list) return `${path} is a list of modules; index it, e.g. ${path}[0].${point}`;
     if (point === 'output' && m.outputs.length === 0) return `${name} has no output that the rest of the model reads`;
-    if (point === 'input' && m.inputs.length === 0) return `${name} reads no activation from outside it (only weights and shape constants)`;
+    if (point === 'input' && m.inputs.length === 0)
+      return `${name} reads no activation from outside it (only weights and shape constants)`;
     return `the nodes of ${name} are interleaved with other modules' nodes, so its ${point} has no single point in the forward pass`;
   }
 }

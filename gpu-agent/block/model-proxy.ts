@@ -28,7 +28,24 @@ import { Tensor } from './tensor.js';
 import type { GradSession } from './grad/grad-session.js';
 import { withGrad } from './grad/grad-property.js';
 
-const API = new Set(['output', 'outputs', 'input', 'inputs', 'namedInputs', 'call', 'skip', 'path', 'module', 'children', 'length', 'step', 'stop', 'steps', 'iter', 'all']);
+const API = new Set([
+  'output',
+  'outputs',
+  'input',
+  'inputs',
+  'namedInputs',
+  'call',
+  'skip',
+  'path',
+  'module',
+  'children',
+  'length',
+  'step',
+  'stop',
+  'steps',
+  'iter',
+  'all',
+]);
 
 function child(path: string, name: string): string {
   return path === '' ? name : `${path}.${name}`;
@@ -43,12 +60,26 @@ function asTensors(v: unknown, what: string): Tensor[] {
 /** A module call's inputs: `call(t)`, `call(t1, t2)`, `call([t1, t2])` or `call({ <input name>: t, … })`. */
 function callInputs(args: unknown[], names: string[], label: string): Tensor[] {
   const [first] = args;
-  if (args.length === 1 && first !== null && typeof first === 'object' && !(first instanceof Tensor) && !Array.isArray(first)) {
+  if (
+    args.length === 1 &&
+    first !== null &&
+    typeof first === 'object' &&
+    !(first instanceof Tensor) &&
+    !Array.isArray(first)
+  ) {
     const given = first as Record<string, unknown>;
     const unknown = Object.keys(given).find((k) => !names.includes(k));
-    if (unknown !== undefined) throw new InterleaveError('ShapeMismatch', `${label}.call: it has no input ${JSON.stringify(unknown)}; its inputs are ${names.join(', ')}`);
+    if (unknown !== undefined)
+      throw new InterleaveError(
+        'ShapeMismatch',
+        `${label}.call: it has no input ${JSON.stringify(unknown)}; its inputs are ${names.join(', ')}`,
+      );
     const missing = names.find((n) => given[n] === undefined);
-    if (missing !== undefined) throw new InterleaveError('ShapeMismatch', `${label}.call: input ${JSON.stringify(missing)} is missing; give all of ${names.join(', ')}`);
+    if (missing !== undefined)
+      throw new InterleaveError(
+        'ShapeMismatch',
+        `${label}.call: input ${JSON.stringify(missing)} is missing; give all of ${names.join(', ')}`,
+      );
     return names.map((n) => asTensors(given[n], `${label}.call input ${n}`)[0]!);
   }
   return asTensors(args.length === 1 ? first : args, `the inputs of ${label}.call`);
@@ -58,7 +89,11 @@ type StepFn = (s: unknown, step: number) => unknown;
 
 /** The steps a range names: a step, [start, end) with end null/absent for "to the last step", or every step. */
 function stepRange(range: unknown, steps: number): [number, number] {
-  const bad = () => new InterleaveError('BlockError', `m.iter(range, fn): range must be a step number, [start, end] (end exclusive; null: to the last step) or left out for every step, got ${JSON.stringify(range)}`);
+  const bad = () =>
+    new InterleaveError(
+      'BlockError',
+      `m.iter(range, fn): range must be a step number, [start, end] (end exclusive; null: to the last step) or left out for every step, got ${JSON.stringify(range)}`,
+    );
   if (range === undefined || range === null) return [0, steps];
   if (typeof range === 'number') {
     if (!Number.isInteger(range) || range < 0) throw bad();
@@ -77,7 +112,11 @@ function stepRange(range: unknown, steps: number): [number, number] {
  * step does not run for this invoke (its row finished, every row finished, the request stopped).
  */
 async function iterate(session: InvokeSession, index: ManifestIndex, range: unknown, fn: unknown): Promise<unknown[]> {
-  if (typeof fn !== 'function') throw new InterleaveError('BlockError', 'm.iter(range, fn) / m.all(fn): fn must be a function (s, step) => …, called with m.step(step)');
+  if (typeof fn !== 'function')
+    throw new InterleaveError(
+      'BlockError',
+      'm.iter(range, fn) / m.all(fn): fn must be a function (s, step) => …, called with m.step(step)',
+    );
   const [from, to] = stepRange(range, session.layout.steps);
   const out: unknown[] = [];
   for (let i = from; i < to; i++) {
@@ -107,7 +146,11 @@ export function createModelProxy(session: InvokeSession, index: ManifestIndex, s
       if (mod.list && /^-?\d+$/.test(name)) {
         const n = mod.children.length;
         const i = Number(name) < 0 ? Number(name) + n : Number(name);
-        if (i < 0 || i >= n) throw new InterleaveError('UnknownModule', `${path} has ${n} modules (indices 0 to ${n - 1}); there is no ${path}[${name}]`);
+        if (i < 0 || i >= n)
+          throw new InterleaveError(
+            'UnknownModule',
+            `${path} has ${n} modules (indices 0 to ${n - 1}); there is no ${path}[${name}]`,
+          );
         return mod.children[i]!;
       }
       const p = child(path, name);
@@ -117,13 +160,20 @@ export function createModelProxy(session: InvokeSession, index: ManifestIndex, s
     const first = (v: Tensor[]) => v[0];
     const single = (v: Tensor[]) => (v.length === 1 ? v[0] : v);
     const all = (v: Tensor[]) => v;
-    const graded = <T>(read: ReturnType<InvokeSession['read']>, point: 'output' | 'input', map: (v: Tensor[]) => T, assign: (v: unknown) => Tensor[]) =>
-      grads ? withGrad(read as never, { session, grads, path, point, step }, map, assign) : read;
+    const graded = <T>(
+      read: ReturnType<InvokeSession['read']>,
+      point: 'output' | 'input',
+      map: (v: Tensor[]) => T,
+      assign: (v: unknown) => Tensor[],
+    ) => (grads ? withGrad(read as never, { session, grads, path, point, step }, map, assign) : read);
     const firstInputGrad = (value: unknown): Tensor[] => {
       const [first] = asTensors(value, `the new ${label}.input.grad`);
       const rest = grads?.cached(path, 'input', step)?.slice(1);
       if (mod.inputs.length > 1 && !rest) {
-        throw new InterleaveError('ShapeMismatch', `${label} has ${mod.inputs.length} inputs; await ${label}.inputs.grad first, or assign all of them with ${label}.inputs.grad = [...]`);
+        throw new InterleaveError(
+          'ShapeMismatch',
+          `${label} has ${mod.inputs.length} inputs; await ${label}.inputs.grad first, or assign all of them with ${label}.inputs.grad = [...]`,
+        );
       }
       return [first!, ...(rest ?? [])];
     };
@@ -131,8 +181,12 @@ export function createModelProxy(session: InvokeSession, index: ManifestIndex, s
     const proxy = new Proxy(target, {
       get(_t, prop) {
         if (typeof prop === 'symbol') {
-          if (prop === Symbol.iterator && mod.list) return function* () { for (const c of mod.children) yield moduleProxy(c); };
-          if (prop === Symbol.for('nodejs.util.inspect.custom') || prop === Symbol.toStringTag) return () => `Module(${label})`;
+          if (prop === Symbol.iterator && mod.list)
+            return function* () {
+              for (const c of mod.children) yield moduleProxy(c);
+            };
+          if (prop === Symbol.for('nodejs.util.inspect.custom') || prop === Symbol.toStringTag)
+            return () => `Module(${label})`;
           return undefined;
         }
         switch (prop) {
@@ -150,24 +204,42 @@ export function createModelProxy(session: InvokeSession, index: ManifestIndex, s
           case 'module':
             return (name: string) => moduleProxy(resolveChild(name));
           case 'output':
-            return graded(session.read(path, 'output', step, single), 'output', single, (v) => asTensors(v, `the new ${label}.output.grad`));
+            return graded(session.read(path, 'output', step, single), 'output', single, (v) =>
+              asTensors(v, `the new ${label}.output.grad`),
+            );
           case 'outputs':
-            return graded(session.read(path, 'output', step, all), 'output', all, (v) => asTensors(v, `the new ${label}.outputs.grad`));
+            return graded(session.read(path, 'output', step, all), 'output', all, (v) =>
+              asTensors(v, `the new ${label}.outputs.grad`),
+            );
           case 'input':
             return graded(session.read(path, 'input', step, first), 'input', first, firstInputGrad);
           case 'inputs':
-            return graded(session.read(path, 'input', step, all), 'input', all, (v) => asTensors(v, `the new ${label}.inputs.grad`));
+            return graded(session.read(path, 'input', step, all), 'input', all, (v) =>
+              asTensors(v, `the new ${label}.inputs.grad`),
+            );
           case 'namedInputs':
-            return session.read(path, 'input', step, (v) => Object.fromEntries(mod.inputs.map((t, i) => [t.name, v[i]])));
+            return session.read(path, 'input', step, (v) =>
+              Object.fromEntries(mod.inputs.map((t, i) => [t.name, v[i]])),
+            );
           case 'call':
-            return (...args: unknown[]) => session.call(path, callInputs(args, mod.inputs.map((t) => t.name), label), single);
+            return (...args: unknown[]) =>
+              session.call(
+                path,
+                callInputs(
+                  args,
+                  mod.inputs.map((t) => t.name),
+                  label,
+                ),
+                single,
+              );
           case 'skip':
             return (value: unknown) => session.skip(path, step, asTensors(value, `skip of ${label}`));
         }
         if (path === '') {
           if (prop === 'step') {
             return (i: number) => {
-              if (!Number.isInteger(i) || i < 0) throw new InterleaveError('NotProvided', `m.step(${String(i)}): steps are integers from 0`);
+              if (!Number.isInteger(i) || i < 0)
+                throw new InterleaveError('NotProvided', `m.step(${String(i)}): steps are integers from 0`);
               return createModelProxy(session, index, i, grads);
             };
           }
@@ -191,16 +263,33 @@ export function createModelProxy(session: InvokeSession, index: ManifestIndex, s
           const names = mod.inputs.map((t) => t.name);
           const given = (value ?? {}) as Record<string, unknown>;
           if (typeof value !== 'object' || value === null || value instanceof Tensor || Array.isArray(value)) {
-            throw new InterleaveError('ShapeMismatch', `the new ${label}.namedInputs must be an object { <input name>: Tensor } (its inputs: ${names.join(', ')})`);
+            throw new InterleaveError(
+              'ShapeMismatch',
+              `the new ${label}.namedInputs must be an object { <input name>: Tensor } (its inputs: ${names.join(', ')})`,
+            );
           }
           const unknown = Object.keys(given).find((k) => !names.includes(k));
-          if (unknown !== undefined) throw new InterleaveError('ShapeMismatch', `${label} has no input ${JSON.stringify(unknown)}; its inputs are ${names.join(', ')}`);
+          if (unknown !== undefined)
+            throw new InterleaveError(
+              'ShapeMismatch',
+              `${label} has no input ${JSON.stringify(unknown)}; its inputs are ${names.join(', ')}`,
+            );
           const current = session.cached(path, 'input', step);
           const missing = names.find((n) => given[n] === undefined);
           if (missing !== undefined && !current) {
-            throw new InterleaveError('ShapeMismatch', `${label}.namedInputs: ${JSON.stringify(missing)} is not given; await ${label}.namedInputs first to replace only some inputs, or give all of ${names.join(', ')}`);
+            throw new InterleaveError(
+              'ShapeMismatch',
+              `${label}.namedInputs: ${JSON.stringify(missing)} is not given; await ${label}.namedInputs first to replace only some inputs, or give all of ${names.join(', ')}`,
+            );
           }
-          session.swap(path, 'input', step, names.map((n, i) => (given[n] === undefined ? current![i]! : asTensors(given[n], `the new ${label}.namedInputs.${n}`)[0]!)));
+          session.swap(
+            path,
+            'input',
+            step,
+            names.map((n, i) =>
+              given[n] === undefined ? current![i]! : asTensors(given[n], `the new ${label}.namedInputs.${n}`)[0]!,
+            ),
+          );
           return true;
         }
         if (prop === 'input') {
@@ -208,12 +297,18 @@ export function createModelProxy(session: InvokeSession, index: ManifestIndex, s
           const n = mod.inputs.length;
           const rest = session.cached(path, 'input', step)?.slice(1);
           if (n > 1 && !rest) {
-            throw new InterleaveError('ShapeMismatch', `${label} has ${n} inputs; await ${label}.inputs first, or assign all of them with ${label}.inputs = [...]`);
+            throw new InterleaveError(
+              'ShapeMismatch',
+              `${label} has ${n} inputs; await ${label}.inputs first, or assign all of them with ${label}.inputs = [...]`,
+            );
           }
           session.swap(path, 'input', step, [first!, ...(rest ?? [])]);
           return true;
         }
-        throw new InterleaveError('BlockError', `cannot assign ${String(prop)} on ${label}: only .output, .outputs, .input, .inputs and .namedInputs can be replaced`);
+        throw new InterleaveError(
+          'BlockError',
+          `cannot assign ${String(prop)} on ${label}: only .output, .outputs, .input, .inputs and .namedInputs can be replaced`,
+        );
       },
       has(_t, prop) {
         return typeof prop === 'string' && (API.has(prop) || index.modules.has(child(path, prop)));

@@ -24,7 +24,10 @@ export class PendingRead<T> extends Promise<T> {
   /** The reads of the invoke not known to be fine yet (awaited and settled reads leave it). */
   tracker: Set<PendingRead<unknown>> | undefined;
 
-  override then<A = T, B = never>(onFulfilled?: ((v: T) => A | PromiseLike<A>) | null, onRejected?: ((e: unknown) => B | PromiseLike<B>) | null): Promise<A | B> {
+  override then<A = T, B = never>(
+    onFulfilled?: ((v: T) => A | PromiseLike<A>) | null,
+    onRejected?: ((e: unknown) => B | PromiseLike<B>) | null,
+  ): Promise<A | B> {
     this.awaited = true;
     if (this.settled) this.tracker?.delete(this as PendingRead<unknown>);
     return super.then(onFulfilled, onRejected);
@@ -32,7 +35,12 @@ export class PendingRead<T> extends Promise<T> {
 }
 
 /** A read of `addr` that settles with `source` mapped by `map`, kept in `tracker` until it is awaited and settled. */
-export function pendingRead<S, T>(addr: string, source: Promise<S>, map: (v: S) => T, tracker: Set<PendingRead<unknown>>): PendingRead<T> {
+export function pendingRead<S, T>(
+  addr: string,
+  source: Promise<S>,
+  map: (v: S) => T,
+  tracker: Set<PendingRead<unknown>>,
+): PendingRead<T> {
   let resolve!: (v: T) => void;
   let reject!: (e: unknown) => void;
   const read = new PendingRead<T>((res, rej) => {

@@ -33,15 +33,27 @@ export function toSavedTree(value: unknown): SavedTree {
     seen.add(obj);
     try {
       if (Array.isArray(obj)) return obj.map((x, i) => walk(x, `${path}[${i}]`, depth + 1));
-      if (obj instanceof Map) return Object.fromEntries([...obj].map(([k, x]) => [escapeKey(String(k)), walk(x, `${path}.${String(k)}`, depth + 1)]));
+      if (obj instanceof Map)
+        return Object.fromEntries(
+          [...obj].map(([k, x]) => [escapeKey(String(k)), walk(x, `${path}.${String(k)}`, depth + 1)]),
+        );
       if (obj instanceof Set) return [...obj].map((x, i) => walk(x, `${path}[${i}]`, depth + 1));
       const proto = Object.getPrototypeOf(obj) as unknown;
       if (proto !== Object.prototype && proto !== null) {
-        throw invalid(path, `is a ${(obj as { constructor?: { name?: string } }).constructor?.name ?? 'class'} instance; return plain objects, arrays, numbers, strings or tensors`);
+        throw invalid(
+          path,
+          `is a ${(obj as { constructor?: { name?: string } }).constructor?.name ?? 'class'} instance; return plain objects, arrays, numbers, strings or tensors`,
+        );
       }
       const out: Record<string, unknown> = {};
       for (const [k, x] of Object.entries(obj)) {
-        if (x !== undefined) Object.defineProperty(out, escapeKey(k), { value: walk(x, `${path}.${k}`, depth + 1), enumerable: true, writable: true, configurable: true });
+        if (x !== undefined)
+          Object.defineProperty(out, escapeKey(k), {
+            value: walk(x, `${path}.${k}`, depth + 1),
+            enumerable: true,
+            writable: true,
+            configurable: true,
+          });
       }
       return out;
     } finally {

@@ -14,7 +14,15 @@
 // `ctx.backward(loss)`; this file only records. In-place writes (`setSlice`, `fill`) bump `version`, so a derivative
 // that needs an operand's values can tell that they changed after it was used.
 import type { Dtype, TensorPayload } from '../../protocol/interleave.js';
-import { bytesPerElement, elementCount, floatToHalf, halfToFloat, payloadFrom, sameShape, typedData } from '../../protocol/tensor-payload.js';
+import {
+  bytesPerElement,
+  elementCount,
+  floatToHalf,
+  halfToFloat,
+  payloadFrom,
+  sameShape,
+  typedData,
+} from '../../protocol/tensor-payload.js';
 import type { TypedData } from '../../protocol/tensor-payload.js';
 
 export type SliceSpec = number | null | undefined | [start?: number | null, end?: number | null, step?: number];
@@ -85,7 +93,8 @@ function stridesOf(shape: readonly number[]): number[] {
 
 function normDim(dim: number, ndim: number): number {
   const d = dim < 0 ? dim + ndim : dim;
-  if (!Number.isInteger(d) || d < 0 || d >= ndim) throw new TensorError(`dim ${dim} is out of range for a ${ndim}-d tensor`);
+  if (!Number.isInteger(d) || d < 0 || d >= ndim)
+    throw new TensorError(`dim ${dim} is out of range for a ${ndim}-d tensor`);
   return d;
 }
 
@@ -95,7 +104,8 @@ function broadcastShapes(a: readonly number[], b: readonly number[]): number[] {
   for (let i = 0; i < n; i++) {
     const x = a[a.length - n + i] ?? 1;
     const y = b[b.length - n + i] ?? 1;
-    if (x !== y && x !== 1 && y !== 1) throw new TensorError(`shapes [${a.join(', ')}] and [${b.join(', ')}] do not broadcast`);
+    if (x !== y && x !== 1 && y !== 1)
+      throw new TensorError(`shapes [${a.join(', ')}] and [${b.join(', ')}] do not broadcast`);
     out.push(x === 1 ? y : x);
   }
   return out;
@@ -136,7 +146,8 @@ function flatten(v: Nested, shape: number[], depth: number, out: number[]): void
     out.push(typeof v === 'boolean' ? Number(v) : v);
     return;
   }
-  if (!Array.isArray(v) || v.length !== shape[depth]) throw new TensorError('ragged nested array: every row must have the same length');
+  if (!Array.isArray(v) || v.length !== shape[depth])
+    throw new TensorError('ragged nested array: every row must have the same length');
   for (const x of v) flatten(x, shape, depth + 1, out);
 }
 
@@ -166,7 +177,11 @@ export class Tensor {
   }
 
   /** From nested arrays, a flat array plus shape, or a typed array. */
-  static from(values: Nested | ArrayLike<number> | TypedData, shape?: readonly number[], dtype: Dtype = 'float32'): Tensor {
+  static from(
+    values: Nested | ArrayLike<number> | TypedData,
+    shape?: readonly number[],
+    dtype: Dtype = 'float32',
+  ): Tensor {
     let flat: ArrayLike<number> | BigInt64Array;
     let s: number[];
     if (ArrayBuffer.isView(values)) {
@@ -256,7 +271,8 @@ export class Tensor {
     idx.forEach((x, d) => {
       const n = this.shape[d]!;
       const i = x < 0 ? x + n : x;
-      if (!Number.isInteger(i) || i < 0 || i >= n) throw new TensorError(`index ${x} is out of range for dim ${d} of size ${n}`);
+      if (!Number.isInteger(i) || i < 0 || i >= n)
+        throw new TensorError(`index ${x} is out of range for dim ${d} of size ${n}`);
       f += i * st[d]!;
     });
     return this.flat(f);
@@ -296,7 +312,13 @@ export class Tensor {
   /** `out`, with the op that made it recorded when an operand is on the tape. */
   private recorded(out: Tensor, op: string, operands: readonly Tensor[], ...args: unknown[]): Tensor {
     if (operands.some((t) => t.tape)) {
-      out.tape = { op, inputs: operands.map((t) => ({ tensor: t, node: t.tape, version: t.version })), args, out, outVersion: out.version };
+      out.tape = {
+        op,
+        inputs: operands.map((t) => ({ tensor: t, node: t.tape, version: t.version })),
+        args,
+        out,
+        outVersion: out.version,
+      };
     }
     return out;
   }
@@ -313,7 +335,9 @@ export class Tensor {
       if (node.leaf) return node.leaf.owner.backward(this);
       for (const i of node.inputs) if (i.node && !seen.has(i.node)) seen.add(i.node), todo.push(i.node);
     }
-    throw new TensorError('backward(): this tensor was not computed from values of the model; compute the loss from a module value (await m.<path>.output)');
+    throw new TensorError(
+      'backward(): this tensor was not computed from values of the model; compute the loss from a module value (await m.<path>.output)',
+    );
   }
 
   reshape(shape: readonly number[]): Tensor {
@@ -324,7 +348,9 @@ export class Tensor {
       s[free] = known === 0 ? 0 : this.size / known;
     }
     if (elementCount(s) !== this.size || s.some((d) => !Number.isInteger(d) || d < 0)) {
-      throw new TensorError(`cannot reshape [${this.shape.join(', ')}] (${this.size} elements) to [${shape.join(', ')}]`);
+      throw new TensorError(
+        `cannot reshape [${this.shape.join(', ')}] (${this.size} elements) to [${shape.join(', ')}]`,
+      );
     }
     return this.recorded(new Tensor(this.dtype, s, this.data.slice() as TypedData), 'reshape', [this], s);
   }
@@ -353,14 +379,16 @@ export class Tensor {
       const s = specs[d];
       if (typeof s === 'number') {
         const i = s < 0 ? s + n : s;
-        if (!Number.isInteger(i) || i < 0 || i >= n) throw new TensorError(`index ${s} is out of range for dim ${d} of size ${n}`);
+        if (!Number.isInteger(i) || i < 0 || i >= n)
+          throw new TensorError(`index ${s} is out of range for dim ${d} of size ${n}`);
         indices.push([i]);
         keep.push(false);
         continue;
       }
       const [a, b, stepArg] = s ?? [];
       const step = stepArg ?? 1;
-      if (!Number.isInteger(step) || step <= 0) throw new TensorError(`slice step must be a positive integer, got ${step}`);
+      if (!Number.isInteger(step) || step <= 0)
+        throw new TensorError(`slice step must be a positive integer, got ${step}`);
       const clamp = (x: number) => Math.min(n, Math.max(0, x < 0 ? x + n : x));
       const lo = a === null || a === undefined ? 0 : clamp(a);
       const hi = b === null || b === undefined ? n : clamp(b);
@@ -383,7 +411,13 @@ export class Tensor {
     while (k > 0) {
       const s = specs[k - 1];
       const n = this.shape[k - 1]!;
-      const whole = s === undefined || s === null || (Array.isArray(s) && (s[0] ?? 0) === 0 && (s[1] === undefined || s[1] === null || s[1] >= n) && (s[2] ?? 1) === 1);
+      const whole =
+        s === undefined ||
+        s === null ||
+        (Array.isArray(s) &&
+          (s[0] ?? 0) === 0 &&
+          (s[1] === undefined || s[1] === null || s[1] >= n) &&
+          (s[2] ?? 1) === 1);
       if (!whole) break;
       run *= n;
       k--;
@@ -467,7 +501,8 @@ export class Tensor {
     const taped = this.tape !== undefined || (value instanceof Tensor && value.tape !== undefined);
     this.version++;
     if (taped) {
-      const inputs = value instanceof Tensor ? [before, { tensor: value, node: value.tape, version: value.version }] : [before];
+      const inputs =
+        value instanceof Tensor ? [before, { tensor: value, node: value.tape, version: value.version }] : [before];
       this.tape = { op: 'setSlice', inputs, args: [specs], out: this, outVersion: this.version };
     }
     if (typeof value === 'number') {
@@ -490,10 +525,23 @@ export class Tensor {
 
   // ------------------------------------------------------------ arithmetic
 
-  private binary(other: Tensor | number, op: (a: number, b: number) => number, name: string, intResult: boolean): Tensor {
-    const o = typeof other === 'number' ? Tensor.from(other, [], Number.isInteger(other) && this.isInt() ? 'int64' : 'float32') : other;
+  private binary(
+    other: Tensor | number,
+    op: (a: number, b: number) => number,
+    name: string,
+    intResult: boolean,
+  ): Tensor {
+    const o =
+      typeof other === 'number'
+        ? Tensor.from(other, [], Number.isInteger(other) && this.isInt() ? 'int64' : 'float32')
+        : other;
     if (!(o instanceof Tensor)) throw new TensorError(`${name}() takes a tensor or a number`);
-    if (this.dtype === 'float32' && o.dtype === 'float32' && (o.size === 1 || sameShape(this.shape, o.shape)) && o.ndim <= this.ndim) {
+    if (
+      this.dtype === 'float32' &&
+      o.dtype === 'float32' &&
+      (o.size === 1 || sameShape(this.shape, o.shape)) &&
+      o.ndim <= this.ndim
+    ) {
       // Fast path (same shapes, or a scalar operand): no index arrays, no per-element dtype dispatch.
       const out = new Tensor('float32', this.shape);
       const x = this.data as Float32Array;
@@ -562,7 +610,12 @@ export class Tensor {
   }
 
   pow(p: number): Tensor {
-    return this.recorded(this.mapped((x) => x ** p), 'pow', [this], p);
+    return this.recorded(
+      this.mapped((x) => x ** p),
+      'pow',
+      [this],
+      p,
+    );
   }
 
   private mapped(f: (x: number) => number): Tensor {
@@ -574,7 +627,10 @@ export class Tensor {
   // ------------------------------------------------------------ reductions
 
   /** Visits every line along `dim`: f(offsets of the line's elements, index of the line). */
-  private lines(dim: number, f: (base: number, stride: number, line: number) => void): { outShape: number[]; count: number } {
+  private lines(
+    dim: number,
+    f: (base: number, stride: number, line: number) => void,
+  ): { outShape: number[]; count: number } {
     const d = normDim(dim, this.ndim);
     const st = stridesOf(this.shape);
     const outer = this.shape.slice(0, d).reduce((a, b) => a * b, 1);
@@ -586,7 +642,14 @@ export class Tensor {
     return { outShape: this.shape.filter((_, k) => k !== d), count: outer * inner };
   }
 
-  private reduce(dim: number | undefined, keepdim: boolean, init: number, step: (acc: number, x: number) => number, finish: (acc: number, n: number) => number, dtype: Dtype): Tensor {
+  private reduce(
+    dim: number | undefined,
+    keepdim: boolean,
+    init: number,
+    step: (acc: number, x: number) => number,
+    finish: (acc: number, n: number) => number,
+    dtype: Dtype,
+  ): Tensor {
     if (dim === undefined) {
       let acc = init;
       for (let i = 0; i < this.size; i++) acc = step(acc, this.flat(i));
@@ -605,19 +668,71 @@ export class Tensor {
   }
 
   sum(dim?: number, keepdim = false): Tensor {
-    return this.recorded(this.reduce(dim, keepdim, 0, (a, x) => a + x, (a) => a, this.isInt() ? 'int64' : 'float32'), 'sum', [this], dim, keepdim);
+    return this.recorded(
+      this.reduce(
+        dim,
+        keepdim,
+        0,
+        (a, x) => a + x,
+        (a) => a,
+        this.isInt() ? 'int64' : 'float32',
+      ),
+      'sum',
+      [this],
+      dim,
+      keepdim,
+    );
   }
 
   mean(dim?: number, keepdim = false): Tensor {
-    return this.recorded(this.reduce(dim, keepdim, 0, (a, x) => a + x, (a, n) => a / n, 'float32'), 'mean', [this], dim, keepdim);
+    return this.recorded(
+      this.reduce(
+        dim,
+        keepdim,
+        0,
+        (a, x) => a + x,
+        (a, n) => a / n,
+        'float32',
+      ),
+      'mean',
+      [this],
+      dim,
+      keepdim,
+    );
   }
 
   max(dim?: number, keepdim = false): Tensor {
-    return this.recorded(this.reduce(dim, keepdim, -Infinity, (a, x) => (x > a || Number.isNaN(x) ? x : a), (a) => a, this.isInt() ? 'int64' : 'float32'), 'max', [this], dim, keepdim);
+    return this.recorded(
+      this.reduce(
+        dim,
+        keepdim,
+        -Infinity,
+        (a, x) => (x > a || Number.isNaN(x) ? x : a),
+        (a) => a,
+        this.isInt() ? 'int64' : 'float32',
+      ),
+      'max',
+      [this],
+      dim,
+      keepdim,
+    );
   }
 
   min(dim?: number, keepdim = false): Tensor {
-    return this.recorded(this.reduce(dim, keepdim, Infinity, (a, x) => (x < a || Number.isNaN(x) ? x : a), (a) => a, this.isInt() ? 'int64' : 'float32'), 'min', [this], dim, keepdim);
+    return this.recorded(
+      this.reduce(
+        dim,
+        keepdim,
+        Infinity,
+        (a, x) => (x < a || Number.isNaN(x) ? x : a),
+        (a) => a,
+        this.isInt() ? 'int64' : 'float32',
+      ),
+      'min',
+      [this],
+      dim,
+      keepdim,
+    );
   }
 
   /** Index of the largest value along `dim` (default: last), int64. The first wins ties. */
@@ -635,13 +750,23 @@ export class Tensor {
 
   softmax(dim = -1): Tensor {
     const d = normDim(dim, this.ndim);
-    return this.recorded(this.exponentialLines(d, (x, m, z) => Math.exp(x - m) / z), 'softmax', [this], d);
+    return this.recorded(
+      this.exponentialLines(d, (x, m, z) => Math.exp(x - m) / z),
+      'softmax',
+      [this],
+      d,
+    );
   }
 
   /** log(softmax(x)) along `dim` (default: last), computed stably. */
   logSoftmax(dim = -1): Tensor {
     const d = normDim(dim, this.ndim);
-    return this.recorded(this.exponentialLines(d, (x, m, z) => x - m - Math.log(z)), 'logSoftmax', [this], d);
+    return this.recorded(
+      this.exponentialLines(d, (x, m, z) => x - m - Math.log(z)),
+      'logSoftmax',
+      [this],
+      d,
+    );
   }
 
   /** Along dim `d`, each line's max m and z = Σ exp(x − m); every element becomes f(x, m, z). */
@@ -721,7 +846,10 @@ export class Tensor {
     if (a.ndim < 2 || b.ndim < 2) throw new TensorError('matmul needs tensors with at least one dim');
     const [n, k] = a.shape.slice(-2) as [number, number];
     const [k2, m] = b.shape.slice(-2) as [number, number];
-    if (k !== k2) throw new TensorError(`matmul: [${this.shape.join(', ')}] @ [${other.shape.join(', ')}]: inner dims ${k} and ${k2} differ`);
+    if (k !== k2)
+      throw new TensorError(
+        `matmul: [${this.shape.join(', ')}] @ [${other.shape.join(', ')}]: inner dims ${k} and ${k2} differ`,
+      );
     const batch = broadcastShapes(a.shape.slice(0, -2), b.shape.slice(0, -2));
     const ab = broadcastIndex(a.shape.slice(0, -2), batch);
     const bb = broadcastIndex(b.shape.slice(0, -2), batch);
@@ -745,7 +873,10 @@ export class Tensor {
     let shape = [...batch, n, m];
     if (this.ndim === 1) shape = shape.filter((_, i) => i !== shape.length - 2);
     if (other.ndim === 1) shape = shape.slice(0, -1);
-    return this.recorded(shape.length === out.ndim ? out : new Tensor('float32', shape, out.data), 'matmul', [this, other]);
+    return this.recorded(shape.length === out.ndim ? out : new Tensor('float32', shape, out.data), 'matmul', [
+      this,
+      other,
+    ]);
   }
 
   // ------------------------------------------------------------ display

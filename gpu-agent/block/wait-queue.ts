@@ -66,7 +66,8 @@ export class WaitQueue {
   /** The wait an answer for `addr` is for (the one in flight); the next wait goes out after it. */
   answered(addr: string, kind: 'VALUE' | 'RAISE'): Waiter {
     const w = this.inFlight;
-    if (!w || w.addr !== addr) throw new InterleaveError('ProtocolError', `${kind} for ${addr} while waiting for ${w?.addr ?? 'nothing'}`);
+    if (!w || w.addr !== addr)
+      throw new InterleaveError('ProtocolError', `${kind} for ${addr} while waiting for ${w?.addr ?? 'nothing'}`);
     this.inFlight = undefined;
     this.scheduleFlush();
     return w;

@@ -35,7 +35,9 @@ function outputCut(g: ModelGraph, m: ModuleNode): number | string {
   if (m.contiguous) return m.end;
   // Readable if every outside reader of its outputs comes after the last producer.
   const cut = Math.max(...m.outputs.map((t) => g.producer.get(t)! + 1));
-  const early = m.outputs.some((t) => (g.consumers.get(t) ?? []).some((c) => c < cut && !g.scopes[c]!.startsWith(`${m.path}.`) && g.scopes[c] !== m.path));
+  const early = m.outputs.some((t) =>
+    (g.consumers.get(t) ?? []).some((c) => c < cut && !g.scopes[c]!.startsWith(`${m.path}.`) && g.scopes[c] !== m.path),
+  );
   return early ? `the nodes of ${m.path} are interleaved with nodes that already read its output` : cut;
 }
 
@@ -50,12 +52,33 @@ export function buildAddressTable(g: ModelGraph): AddressTable {
     }
     if (m.outputs.length > 0) {
       const cut = m.path === '' ? g.nodes.length : outputCut(g, m);
-      if (typeof cut === 'number') points.push({ path: m.path, point: 'output', key: pointKey(m.path, 'output'), cut, tensors: m.outputs, first: m.start });
+      if (typeof cut === 'number')
+        points.push({
+          path: m.path,
+          point: 'output',
+          key: pointKey(m.path, 'output'),
+          cut,
+          tensors: m.outputs,
+          first: m.start,
+        });
       else unobservable.set(pointKey(m.path, 'output'), cut);
-    } else unobservable.set(pointKey(m.path, 'output'), `${m.path || 'the model'} has no output tensor read outside it`);
+    } else
+      unobservable.set(pointKey(m.path, 'output'), `${m.path || 'the model'} has no output tensor read outside it`);
     if (m.inputs.length > 0) {
-      if (m.contiguous || m.path === '') points.push({ path: m.path, point: 'input', key: pointKey(m.path, 'input'), cut: m.path === '' ? 0 : m.start, tensors: m.inputs, first: m.start });
-      else unobservable.set(pointKey(m.path, 'input'), `the nodes of ${m.path} are interleaved with other modules' nodes, so its input has no single cut point`);
+      if (m.contiguous || m.path === '')
+        points.push({
+          path: m.path,
+          point: 'input',
+          key: pointKey(m.path, 'input'),
+          cut: m.path === '' ? 0 : m.start,
+          tensors: m.inputs,
+          first: m.start,
+        });
+      else
+        unobservable.set(
+          pointKey(m.path, 'input'),
+          `the nodes of ${m.path} are interleaved with other modules' nodes, so its input has no single cut point`,
+        );
     } else unobservable.set(pointKey(m.path, 'input'), `${m.path || 'the model'} reads no activation from outside it`);
   }
   points.sort((a, b) => {

@@ -72,7 +72,11 @@ export class InterventionError extends FabricError {
 
   /** The same failure, said to be in trace `t` of a session (its message starts with it, so the report names it). */
   inTrace(t: number): InterventionError {
-    const e = new InterventionError({ ...this.blockError, message: `trace ${t}: ${this.blockError.message}` }, this.invoke, t);
+    const e = new InterventionError(
+      { ...this.blockError, message: `trace ${t}: ${this.blockError.message}` },
+      this.invoke,
+      t,
+    );
     e.stack = this.stack;
     return e;
   }

@@ -42,7 +42,12 @@ import { InterventionError, ModelLoadError, RequestError } from './errors.js';
 import { blockSourceMessage, checkBlockSource } from '../../protocol/block-source.js';
 import { ALIAS_MARK, RequestRun } from './interleave/request-run.js';
 import type { GenerationPlan, HostContext } from './interleave/request-run.js';
-import { GenerationErrorCode, checkGenerationOptions, invokeGeneration, requestedNewTokens } from '../../protocol/generation.js';
+import {
+  GenerationErrorCode,
+  checkGenerationOptions,
+  invokeGeneration,
+  requestedNewTokens,
+} from '../../protocol/generation.js';
 import type { GenerationOptions } from '../../protocol/generation.js';
 import { FabricError } from '../../protocol/errors.js';
 import { resolveSeed, seedOfRequestId } from './generation/generation.js';
@@ -88,9 +93,11 @@ export class HostedModel {
     if (!existsSync(file)) throw new ModelLoadError('MODEL_NOT_FOUND', `no model.onnx in ${dir}`);
     let base = readModel(file);
     checkOps(base);
-    const provider: ExecutionProvider = opts.provider === 'auto' || opts.provider === undefined ? (cudaAvailable() ? 'cuda' : 'cpu') : opts.provider;
+    const provider: ExecutionProvider =
+      opts.provider === 'auto' || opts.provider === undefined ? (cudaAvailable() ? 'cuda' : 'cpu') : opts.provider;
     // The CPU provider computes most float16 ops in float32 anyway, with casts a cut would change: served as float32.
-    const storedDtype = provider === 'cpu' && hasFloat16(base) ? weightsDtype(base.graph!.initializer ?? []) : undefined;
+    const storedDtype =
+      provider === 'cpu' && hasFloat16(base) ? weightsDtype(base.graph!.initializer ?? []) : undefined;
     if (storedDtype !== undefined) base = upcastFloat16(base, dir);
     let graph = analyzeGraph(base.graph!);
     checkInputs(graph);
@@ -127,7 +134,12 @@ export class HostedModel {
           return table;
         };
         try {
-          const padding = await probePadding(async (batch) => (await run(feedsFor(plan, batch))).get(g.graphOutputs[0]!.name)!, cfg.padTokenId, cfg.vocabSize, logits !== null ? 'left' : 'right');
+          const padding = await probePadding(
+            async (batch) => (await run(feedsFor(plan, batch))).get(g.graphOutputs[0]!.name)!,
+            cfg.padTokenId,
+            cfg.vocabSize,
+            logits !== null ? 'left' : 'right',
+          );
           return { base: b, graph: g, cache, plan, padding, run, release: () => cache.release(whole) };
         } catch (e) {
           cache.release(whole);
@@ -153,7 +165,9 @@ export class HostedModel {
           s = await serve(carried.model, analyzeGraph(carried.model.graph!));
         } catch (e) {
           // The rewritten graph does not even compile: serve the export as it is, without the cache.
-          layout = NO_CACHE(`carrying each attention's keys and values gives a graph onnxruntime refuses: ${(e as Error).message.split('\n')[0]!.slice(0, 300)}`);
+          layout = NO_CACHE(
+            `carrying each attention's keys and values gives a graph onnxruntime refuses: ${(e as Error).message.split('\n')[0]!.slice(0, 300)}`,
+          );
           s = await serve(base, graph);
         }
       } else s = await serve(base, graph);
@@ -166,7 +180,9 @@ export class HostedModel {
               await s.cache.dispose();
               s = await serve(base, graph);
             }
-            layout = NO_CACHE(`${layout.mode === 'carried' ? 'carrying each attention\'s keys and values' : 'the export\'s past_key_values'} does not reproduce the whole pass: ${problem}`);
+            layout = NO_CACHE(
+              `${layout.mode === 'carried' ? "carrying each attention's keys and values" : "the export's past_key_values"} does not reproduce the whole pass: ${problem}`,
+            );
           }
         }
       } finally {
@@ -175,16 +191,56 @@ export class HostedModel {
       ({ base, graph } = s);
       const { cache, plan, padding } = s;
       const addresses = buildAddressTable(graph);
-      const generation = logits === null ? undefined : { cache: layout.mode, ...(layout.reason ? { cacheReason: layout.reason } : {}), eosTokenIds: cfg.eosTokenIds };
+      const generation =
+        logits === null
+          ? undefined
+          : {
+              cache: layout.mode,
+              ...(layout.reason ? { cacheReason: layout.reason } : {}),
+              eosTokenIds: cfg.eosTokenIds,
+            };
       const active = differentiableTensors(graph, (t) => facts.get(t)?.elemType, addresses);
       const memory = estimateMemory(graph, (t) => facts.get(t), active, Math.min(cfg.maxPositions, 1024));
-      const manifest = buildManifest(key, graph, addresses, facts, cfg, weights.totalBytes, { padding, logits, memory, ...(generation ? { generation } : {}), ...(storedDtype !== undefined ? { storedDtype } : {}) });
-      const ctx = hostContext(base, graph, addresses, cache, facts, active, cfg.padTokenId, plan, padding, logits, layout, cfg.eosTokenIds);
-      return new HostedModel(key, dir, loadTokenizer(dir), weights.totalBytes, provider, manifest, ctx, cache, weights, facts);
+      const manifest = buildManifest(key, graph, addresses, facts, cfg, weights.totalBytes, {
+        padding,
+        logits,
+        memory,
+        ...(generation ? { generation } : {}),
+        ...(storedDtype !== undefined ? { storedDtype } : {}),
+      });
+      const ctx = hostContext(
+        base,
+        graph,
+        addresses,
+        cache,
+        facts,
+        active,
+        cfg.padTokenId,
+        plan,
+        padding,
+        logits,
+        layout,
+        cfg.eosTokenIds,
+      );
+      return new HostedModel(
+        key,
+        dir,
+        loadTokenizer(dir),
+        weights.totalBytes,
+        provider,
+        manifest,
+        ctx,
+        cache,
+        weights,
+        facts,
+      );
     } catch (e) {
       weights.dispose();
       if (e instanceof ModelLoadError) throw e;
-      throw opErrorFromOrt(e) ?? new ModelLoadError('MODEL_LOAD_FAILED', `cannot serve ${dir}: ${(e as Error).message}`, { cause: e });
+      throw (
+        opErrorFromOrt(e) ??
+        new ModelLoadError('MODEL_LOAD_FAILED', `cannot serve ${dir}: ${(e as Error).message}`, { cause: e })
+      );
     }
   }
 
@@ -212,28 +268,46 @@ export class HostedModel {
   }
 
   private plan(req: RunRequest): { start: StartRequest; generation: GenerationPlan | null } {
-    if (!Array.isArray(req.invokes) || req.invokes.length === 0) throw new RequestError('REQUEST_NO_INVOKES', 'a request needs at least one invoke (a prompt or token list)');
+    if (!Array.isArray(req.invokes) || req.invokes.length === 0)
+      throw new RequestError('REQUEST_NO_INVOKES', 'a request needs at least one invoke (a prompt or token list)');
     if (req.newTokens !== undefined && (!Number.isInteger(req.newTokens) || req.newTokens < 0)) {
-      throw new RequestError('REQUEST_BAD_NEW_TOKENS', `newTokens must be a non-negative integer, got ${String(req.newTokens)}`);
+      throw new RequestError(
+        'REQUEST_BAD_NEW_TOKENS',
+        `newTokens must be a non-negative integer, got ${String(req.newTokens)}`,
+      );
     }
     const gen = asRequestError(() => checkGenerationOptions(req.generation, 'generation', 'request'));
     const newTokens = asRequestError(() => requestedNewTokens(req.newTokens, gen));
     const m = this.baseManifest;
     if (newTokens > 0 && this.ctx.logitsName === null) {
-      throw new RequestError('MODEL_NOT_GENERATIVE', `model ${this.key} has no language-model head (its outputs are ${m.outputNames.join(', ')}), so it cannot generate tokens; run a single forward pass (newTokens 0) and read its outputs`, { outputs: m.outputNames });
+      throw new RequestError(
+        'MODEL_NOT_GENERATIVE',
+        `model ${this.key} has no language-model head (its outputs are ${m.outputNames.join(', ')}), so it cannot generate tokens; run a single forward pass (newTokens 0) and read its outputs`,
+        { outputs: m.outputNames },
+      );
     }
     const options: GenerationOptions[] = [];
     const ownSeeds: Array<number | undefined> = [];
     const invokes = req.invokes.map((inv, i) => {
       let tokens: number[];
-      if (inv.prompt !== undefined && inv.tokens !== undefined) throw new RequestError('INVOKE_BAD_INPUT', `invoke ${i}: give a prompt or tokens, not both`);
+      if (inv.prompt !== undefined && inv.tokens !== undefined)
+        throw new RequestError('INVOKE_BAD_INPUT', `invoke ${i}: give a prompt or tokens, not both`);
       if (typeof inv.prompt === 'string') {
-        if (!this.tokenizer) throw new RequestError('MODEL_NO_TOKENIZER', `invoke ${i}: model ${this.key} has no tokenizer.json; send token ids instead of text`);
+        if (!this.tokenizer)
+          throw new RequestError(
+            'MODEL_NO_TOKENIZER',
+            `invoke ${i}: model ${this.key} has no tokenizer.json; send token ids instead of text`,
+          );
         tokens = this.tokenizer.encode(inv.prompt);
       } else if (Array.isArray(inv.tokens)) {
         tokens = inv.tokens;
         const bad = tokens.findIndex((t) => !Number.isInteger(t) || t < 0 || (m.vocabSize > 0 && t >= m.vocabSize));
-        if (bad >= 0) throw new RequestError('INVOKE_TOKEN_OUT_OF_RANGE', `invoke ${i}: token ${bad} is ${String(tokens[bad])}; token ids are integers in [0, ${m.vocabSize})`, { invoke: i, index: bad });
+        if (bad >= 0)
+          throw new RequestError(
+            'INVOKE_TOKEN_OUT_OF_RANGE',
+            `invoke ${i}: token ${bad} is ${String(tokens[bad])}; token ids are integers in [0, ${m.vocabSize})`,
+            { invoke: i, index: bad },
+          );
       } else throw new RequestError('INVOKE_BAD_INPUT', `invoke ${i}: give a prompt (string) or tokens (array of ids)`);
       if (tokens.length === 0) throw new RequestError('INVOKE_EMPTY_PROMPT', `invoke ${i}: the prompt has no tokens`);
       const given = asRequestError(() => checkGenerationOptions(inv.generation, `invoke ${i} generation`, 'invoke'));
@@ -243,36 +317,71 @@ export class HostedModel {
       this.checkGeneration(own, i);
       const rowNew = Math.min(own.maxNewTokens ?? newTokens, newTokens);
       if (tokens.length > m.maxPositions) {
-        throw new RequestError('PROMPT_TOO_LONG', `invoke ${i}: ${tokens.length} prompt tokens need ${tokens.length} positions; model ${this.key} has ${m.maxPositions}. Shorten the prompt.`,
-          { invoke: i, tokens: tokens.length, maxPositions: m.maxPositions });
+        throw new RequestError(
+          'PROMPT_TOO_LONG',
+          `invoke ${i}: ${tokens.length} prompt tokens need ${tokens.length} positions; model ${this.key} has ${m.maxPositions}. Shorten the prompt.`,
+          { invoke: i, tokens: tokens.length, maxPositions: m.maxPositions },
+        );
       }
       const needed = tokens.length + Math.max(0, rowNew - 1);
       if (needed > m.maxPositions) {
-        throw new RequestError(GenerationErrorCode.tooLong,
+        throw new RequestError(
+          GenerationErrorCode.tooLong,
           `invoke ${i}: ${tokens.length} prompt tokens + ${rowNew - 1} generated tokens fed back need ${needed} positions; model ${this.key} has ${m.maxPositions}. Generate at most ${m.maxPositions - tokens.length + 1} tokens (maxNewTokens) or shorten the prompt.`,
-          { invoke: i, tokens: tokens.length, maxNewTokens: rowNew, maxPositions: m.maxPositions });
+          { invoke: i, tokens: tokens.length, maxNewTokens: rowNew, maxPositions: m.maxPositions },
+        );
       }
-      if (inv.block !== undefined && typeof inv.block !== 'string') throw new RequestError('INVOKE_BAD_INPUT', `invoke ${i}: block must be source text`);
+      if (inv.block !== undefined && typeof inv.block !== 'string')
+        throw new RequestError('INVOKE_BAD_INPUT', `invoke ${i}: block must be source text`);
       // Exactly one function expression, checked before anything is compiled (in this process or a runner).
       const problem = inv.block === undefined || inv.block.trim() === '' ? undefined : checkBlockSource(inv.block);
-      if (problem) throw new InterventionError({ phase: 'deserialize', type: 'BlockSyntaxError', message: blockSourceMessage(problem) }, i);
+      if (problem)
+        throw new InterventionError(
+          { phase: 'deserialize', type: 'BlockSyntaxError', message: blockSourceMessage(problem) },
+          i,
+        );
       return { invoke: i, source: inv.block ?? '', tokens, batchStart: i, batchSize: 1 };
     });
     const lengths = new Set(invokes.map((inv) => inv.tokens.length));
     if (this.ctx.padding === 'none' && lengths.size > 1) {
-      throw new RequestError('BATCH_PADDING_UNSUPPORTED',
+      throw new RequestError(
+        'BATCH_PADDING_UNSUPPORTED',
         `model ${this.key} cannot mask padding (its export has ${m.inputNames.includes('attention_mask') ? 'an attention_mask input that does not keep a padded row equal to the prompt alone' : 'no attention_mask input'}), so prompts of different lengths (${[...lengths].join(', ')} tokens) cannot share a batch; send prompts of one length, one prompt per request, or re-export the model with attention_mask and position_ids inputs`,
-        { lengths: invokes.map((inv) => inv.tokens.length) });
+        { lengths: invokes.map((inv) => inv.tokens.length) },
+      );
     }
     const steps = Math.max(1, newTokens);
     // A backward differentiates each step's own forward pass: a request that asks for gradients runs every step over
     // the whole sequence (no cache), so every step's graph is the model's own.
-    const cached = newTokens > 1 && gen.cache !== false && this.ctx.kv.mode !== 'none' && !invokes.some((inv) => usesGradients(inv.source));
-    const start: StartRequest = { kind: 'START', requestId: req.requestId ?? randomUUID(), invokes, steps, cache: cached };
+    const cached =
+      newTokens > 1 &&
+      gen.cache !== false &&
+      this.ctx.kv.mode !== 'none' &&
+      !invokes.some((inv) => usesGradients(inv.source));
+    const start: StartRequest = {
+      kind: 'START',
+      requestId: req.requestId ?? randomUUID(),
+      invokes,
+      steps,
+      cache: cached,
+    };
     if (newTokens === 0) return { start, generation: null };
     const requestSeed = gen.seed ?? (req.requestId !== undefined ? seedOfRequestId(req.requestId) : undefined);
-    const rows: RowSpec[] = invokes.map((inv, i) => ({ invoke: i, prompt: inv.tokens, options: options[i]!, seed: resolveSeed(ownSeeds[i], requestSeed, i) }));
-    return { start, generation: { maxNewTokens: newTokens, cached, rows, decode: this.tokenizer ? (ids) => this.tokenizer!.decode(ids) : undefined } };
+    const rows: RowSpec[] = invokes.map((inv, i) => ({
+      invoke: i,
+      prompt: inv.tokens,
+      options: options[i]!,
+      seed: resolveSeed(ownSeeds[i], requestSeed, i),
+    }));
+    return {
+      start,
+      generation: {
+        maxNewTokens: newTokens,
+        cached,
+        rows,
+        decode: this.tokenizer ? (ids) => this.tokenizer!.decode(ids) : undefined,
+      },
+    };
   }
 
   /** Options that need the model: stop token ids in its vocabulary, stop strings need its tokenizer. */
@@ -280,10 +389,18 @@ export class HostedModel {
     const vocab = this.baseManifest.vocabSize;
     const bad = (o.stopTokenIds ?? []).find((t) => vocab > 0 && t >= vocab);
     if (bad !== undefined) {
-      throw new RequestError(GenerationErrorCode.badOption, `invoke ${invoke}: stop token id ${bad} is not in model ${this.key}'s vocabulary (ids 0 to ${vocab - 1})`, { option: 'stopTokenIds', invoke });
+      throw new RequestError(
+        GenerationErrorCode.badOption,
+        `invoke ${invoke}: stop token id ${bad} is not in model ${this.key}'s vocabulary (ids 0 to ${vocab - 1})`,
+        { option: 'stopTokenIds', invoke },
+      );
     }
     if ((o.stop ?? []).length > 0 && !this.tokenizer) {
-      throw new RequestError(GenerationErrorCode.badOption, `invoke ${invoke}: stop strings need the model's tokenizer to read the generated text, and model ${this.key} has no tokenizer.json; give stopTokenIds instead`, { option: 'stop', invoke });
+      throw new RequestError(
+        GenerationErrorCode.badOption,
+        `invoke ${invoke}: stop strings need the model's tokenizer to read the generated text, and model ${this.key} has no tokenizer.json; give stopTokenIds instead`,
+        { option: 'stop', invoke },
+      );
     }
   }
 
@@ -293,7 +410,8 @@ export class HostedModel {
    * InterventionError (a block failed, timed out or was cancelled).
    */
   run(req: RunRequest, open: OpenChannel | BlockChannel): Promise<RunResult> {
-    if (this.closed) return Promise.reject(new RequestError('MODEL_CLOSED', `model ${this.key} is closed`, undefined, 503));
+    if (this.closed)
+      return Promise.reject(new RequestError('MODEL_CLOSED', `model ${this.key} is closed`, undefined, 503));
     let planned: { start: StartRequest; generation: GenerationPlan | null };
     try {
       planned = this.plan(req);
@@ -313,10 +431,12 @@ export class HostedModel {
    * trace is validated before the first runs; a failure in trace t fails the session, naming the trace.
    */
   runSession(req: SessionRequest, open: OpenChannel | BlockChannel): Promise<SessionResult> {
-    if (this.closed) return Promise.reject(new RequestError('MODEL_CLOSED', `model ${this.key} is closed`, undefined, 503));
+    if (this.closed)
+      return Promise.reject(new RequestError('MODEL_CLOSED', `model ${this.key} is closed`, undefined, 503));
     let traces: TraceRun[];
     try {
-      if (!Array.isArray(req.traces) || req.traces.length === 0) throw new RequestError('SESSION_NO_TRACES', 'a session needs at least one trace (invokes to run)');
+      if (!Array.isArray(req.traces) || req.traces.length === 0)
+        throw new RequestError('SESSION_NO_TRACES', 'a session needs at least one trace (invokes to run)');
       const requestId = req.requestId ?? randomUUID();
       traces = req.traces.map((t, i) => {
         const run: RunRequest = {
@@ -331,11 +451,16 @@ export class HostedModel {
         try {
           planned = this.plan(run);
         } catch (e) {
-          if (e instanceof RequestError) throw new RequestError(e.code, `trace ${i}: ${e.message}`, { ...e.details, trace: i }, e.httpStatus);
+          if (e instanceof RequestError)
+            throw new RequestError(e.code, `trace ${i}: ${e.message}`, { ...e.details, trace: i }, e.httpStatus);
           if (e instanceof InterventionError) throw e.inTrace(i);
           throw e;
         }
-        return { req: run, start: { ...planned.start, trace: { index: i, count: req.traces.length } }, plan: planned.generation };
+        return {
+          req: run,
+          start: { ...planned.start, trace: { index: i, count: req.traces.length } },
+          plan: planned.generation,
+        };
       });
     } catch (e) {
       return Promise.reject(e);
@@ -343,7 +468,11 @@ export class HostedModel {
     const opener = typeof open === 'function' ? () => open(traces[0]!.start) : () => open;
     const t0 = performance.now();
     const next = this.queue.then(async () => {
-      const results = await RequestRun.runTraces(this.ctx, traces, opener, { timeoutMs: req.timeoutMs, signal: req.signal, onTrace: req.onTrace });
+      const results = await RequestRun.runTraces(this.ctx, traces, opener, {
+        timeoutMs: req.timeoutMs,
+        signal: req.signal,
+        onTrace: req.onTrace,
+      });
       return { requestId: traces[0]!.start.requestId, traces: results, timings: { totalMs: performance.now() - t0 } };
     });
     this.queue = next.catch(() => {});
@@ -375,7 +504,8 @@ function asRequestError<T>(f: () => T): T {
   try {
     return f();
   } catch (e) {
-    if (e instanceof FabricError && !(e instanceof RequestError)) throw new RequestError(e.code, e.hint ? `${e.message} (${e.hint})` : e.message, e.details);
+    if (e instanceof FabricError && !(e instanceof RequestError))
+      throw new RequestError(e.code, e.hint ? `${e.message} (${e.hint})` : e.message, e.details);
     throw e;
   }
 }
@@ -386,7 +516,11 @@ function readModel(file: string): ModelProto {
     if (!m.graph || (m.graph.node ?? []).length === 0) throw new Error('it has no graph nodes');
     return m;
   } catch (e) {
-    throw new ModelLoadError('MODEL_INVALID', `${file} is not a readable ONNX model (${(e as Error).message}): the file is truncated or not an ONNX ModelProto; export or copy it again`, { cause: e, details: { file } });
+    throw new ModelLoadError(
+      'MODEL_INVALID',
+      `${file} is not a readable ONNX model (${(e as Error).message}): the file is truncated or not an ONNX ModelProto; export or copy it again`,
+      { cause: e, details: { file } },
+    );
   }
 }
 
@@ -398,7 +532,11 @@ function readConfig(dir: string): Record<string, unknown> {
     try {
       return JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
     } catch (e) {
-      throw new ModelLoadError('MODEL_CONFIG_INVALID', `${file} is not valid JSON (${(e as Error).message}); write it with transformers' save_pretrained`, { cause: e, details: { file } });
+      throw new ModelLoadError(
+        'MODEL_CONFIG_INVALID',
+        `${file} is not valid JSON (${(e as Error).message}); write it with transformers' save_pretrained`,
+        { cause: e, details: { file } },
+      );
     }
   };
   const config = read('config.json') ?? {};
@@ -406,7 +544,20 @@ function readConfig(dir: string): Record<string, unknown> {
   return gen ? { ...config, generation_config: gen } : config;
 }
 
-function hostContext(base: ModelProto, graph: ModelGraph, addresses: AddressTable, cache: SegmentCache, facts: Map<string, TensorFacts>, active: Set<string>, padTokenId: number, plan: InputPlan, padding: PaddingSide, logits: string | null, kv: KvLayout, eosTokenIds: number[]): HostContext {
+function hostContext(
+  base: ModelProto,
+  graph: ModelGraph,
+  addresses: AddressTable,
+  cache: SegmentCache,
+  facts: Map<string, TensorFacts>,
+  active: Set<string>,
+  padTokenId: number,
+  plan: InputPlan,
+  padding: PaddingSide,
+  logits: string | null,
+  kv: KvLayout,
+  eosTokenIds: number[],
+): HostContext {
   let gradients: GradModel | undefined;
   const lastRead = new Map<string, number>();
   for (const [t, cs] of graph.consumers) lastRead.set(t, cs[cs.length - 1]!);
@@ -445,7 +596,10 @@ function layerCuts(graph: ModelGraph): number[] {
   let best: string[] = [];
   for (const m of graph.modules.values()) if (m.isList && m.children.length > best.length) best = m.children;
   const members = best.map((c) => graph.modules.get(c)!).filter((m) => m.contiguous);
-  return members.slice(1).map((m) => m.start).sort((a, b) => a - b);
+  return members
+    .slice(1)
+    .map((m) => m.start)
+    .sort((a, b) => a - b);
 }
 
 /** The tensor an input-swap alias (`<tensor>::input_of::<module>`) stands for. */

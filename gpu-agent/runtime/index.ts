@@ -1,7 +1,20 @@
 // Public surface of the model runtime (gpu-agent/runtime). See docs/runtime.md.
 export { HostedModel, loadModel } from './hosted-model.js';
 export type { LoadOptions } from './hosted-model.js';
-export type { InvokeSpec, InvokeResult, LogLine, OpenChannel, RunRequest, RunResult, RunTimings, SessionRequest, SessionResult, TokenEvent, TraceEvent, TraceSpec } from './interleave/request-types.js';
+export type {
+  InvokeSpec,
+  InvokeResult,
+  LogLine,
+  OpenChannel,
+  RunRequest,
+  RunResult,
+  RunTimings,
+  SessionRequest,
+  SessionResult,
+  TokenEvent,
+  TraceEvent,
+  TraceSpec,
+} from './interleave/request-types.js';
 export type { Finish, FinishReason } from './generation/stopping.js';
 export { InterventionError, ModelLoadError, RequestError } from './errors.js';
 export type { TextTokenizer, LoadedTokenizer } from './tokenizer.js';

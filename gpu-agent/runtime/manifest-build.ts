@@ -12,8 +12,20 @@ import { formatDim } from './dims.js';
 import { tensorBytes } from './onnx/tensor-bytes.js';
 
 const ONNX_DTYPE: Record<number, Dtype | string> = {
-  1: 'float32', 2: 'uint8', 3: 'int8', 4: 'uint16', 5: 'int16', 6: 'int32', 7: 'int64', 8: 'string',
-  9: 'bool', 10: 'float16', 11: 'float64', 12: 'uint32', 13: 'uint64', 16: 'bfloat16',
+  1: 'float32',
+  2: 'uint8',
+  3: 'int8',
+  4: 'uint16',
+  5: 'int16',
+  6: 'int32',
+  7: 'int64',
+  8: 'string',
+  9: 'bool',
+  10: 'float16',
+  11: 'float64',
+  12: 'uint32',
+  13: 'uint64',
+  16: 'bfloat16',
 };
 
 export function dtypeOf(elemType: number): Dtype | string {
@@ -41,7 +53,11 @@ export interface ModelConfigFacts {
   padTokenId: number;
 }
 
-export function configFacts(config: Record<string, unknown>, g: ModelGraph, facts: Map<string, TensorFacts>): ModelConfigFacts {
+export function configFacts(
+  config: Record<string, unknown>,
+  g: ModelGraph,
+  facts: Map<string, TensorFacts>,
+): ModelConfigFacts {
   const num = (...keys: string[]): number | undefined => {
     for (const k of keys) if (typeof config[k] === 'number') return config[k] as number;
     return undefined;
@@ -49,7 +65,8 @@ export function configFacts(config: Record<string, unknown>, g: ModelGraph, fact
   const logits = g.graphOutputs[0] ? facts.get(g.graphOutputs[0].name) : undefined;
   const lastDim = logits?.dims[logits.dims.length - 1];
   const vocabFromGraph = lastDim && lastDim.b === 0 && lastDim.t === 0 && lastDim.bt === 0 ? lastDim.k : undefined;
-  const ids = (v: unknown): number[] => (typeof v === 'number' ? [v] : Array.isArray(v) ? v.filter((x): x is number => Number.isInteger(x)) : []);
+  const ids = (v: unknown): number[] =>
+    typeof v === 'number' ? [v] : Array.isArray(v) ? v.filter((x): x is number => Number.isInteger(x)) : [];
   const gen = (config.generation_config ?? {}) as Record<string, unknown>;
   const eosTokenIds = ids(gen.eos_token_id).length > 0 ? ids(gen.eos_token_id) : ids(config.eos_token_id);
   const eos = num('eos_token_id') ?? eosTokenIds[0] ?? null;

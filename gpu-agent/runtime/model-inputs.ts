@@ -14,7 +14,14 @@ import type { ValueInfoProto } from './onnx/types.js';
 import { isCacheInput } from './graph/model-graph.js';
 import { CARRY_BIAS } from './generation/kv-carry.js';
 
-export const SUPPORTED_INPUTS = ['input_ids', 'attention_mask', 'position_ids', 'token_type_ids', 'past_key_values.<layer>.key', 'past_key_values.<layer>.value'] as const;
+export const SUPPORTED_INPUTS = [
+  'input_ids',
+  'attention_mask',
+  'position_ids',
+  'token_type_ids',
+  'past_key_values.<layer>.key',
+  'past_key_values.<layer>.value',
+] as const;
 
 const PLAIN = new Set(['input_ids', 'attention_mask', 'position_ids', 'token_type_ids']);
 const PAST = /^past_key_values\.\d+\.(key|value)$/;
@@ -84,10 +91,14 @@ export function inputPlan(graphInputs: ValueInfoProto[]): InputPlan {
     .map((v) => ({
       name: v.name,
       elemType: v.type?.tensor_type?.elem_type ?? 1,
-      dims: (v.type?.tensor_type?.shape?.dim ?? []).map((d) => (typeof d.dim_value === 'number' && d.dim_value > 0 ? d.dim_value : -1)),
+      dims: (v.type?.tensor_type?.shape?.dim ?? []).map((d) =>
+        typeof d.dim_value === 'number' && d.dim_value > 0 ? d.dim_value : -1,
+      ),
     }));
   const b = graphInputs.find((v) => v.name === CARRY_BIAS);
-  const bias = b ? { rank: b.type?.tensor_type?.shape?.dim?.length ?? 4, elemType: b.type?.tensor_type?.elem_type ?? 1 } : null;
+  const bias = b
+    ? { rank: b.type?.tensor_type?.shape?.dim?.length ?? 4, elemType: b.type?.tensor_type?.elem_type ?? 1 }
+    : null;
   return { names: graphInputs.map((v) => v.name), past, bias };
 }
 
@@ -111,7 +122,15 @@ const ORT_TYPE: Record<number, 'float32' | 'float16'> = { 1: 'float32', 10: 'flo
 
 /** A whole padded batch as one pass from an empty cache. */
 export function feedsFor(plan: InputPlan, b: PaddedBatch): Record<string, OrtTensor> {
-  return stepFeeds(plan, { batch: b.batch, seq: b.seq, ids: b.ids, positions: positions(b.mask, b.batch, b.seq), mask: b.mask, maskLen: b.seq, pastLen: 0 });
+  return stepFeeds(plan, {
+    batch: b.batch,
+    seq: b.seq,
+    ids: b.ids,
+    positions: positions(b.mask, b.batch, b.seq),
+    mask: b.mask,
+    maskLen: b.seq,
+    pastLen: 0,
+  });
 }
 
 export function stepFeeds(plan: InputPlan, f: FeedSpec): Record<string, OrtTensor> {
@@ -120,7 +139,8 @@ export function stepFeeds(plan: InputPlan, f: FeedSpec): Record<string, OrtTenso
   for (const name of plan.names) {
     if (name === 'input_ids') feeds[name] = new OrtTensorCtor('int64', f.ids, dims);
     else if (name === 'attention_mask') feeds[name] = new OrtTensorCtor('int64', f.mask, [f.batch, f.maskLen]);
-    else if (name === 'token_type_ids') feeds[name] = new OrtTensorCtor('int64', new BigInt64Array(f.batch * f.seq), dims);
+    else if (name === 'token_type_ids')
+      feeds[name] = new OrtTensorCtor('int64', new BigInt64Array(f.batch * f.seq), dims);
     else if (name === 'position_ids') feeds[name] = new OrtTensorCtor('int64', f.positions, dims);
     else if (name === CARRY_BIAS) {
       const keys = f.pastLen + f.seq;
@@ -135,7 +155,8 @@ export function stepFeeds(plan: InputPlan, f: FeedSpec): Record<string, OrtTenso
         continue;
       }
       const past = plan.past.find((p) => p.name === name);
-      if (!past) throw new Error(`model input ${name} is not one the runtime can feed (${SUPPORTED_INPUTS.join(', ')})`);
+      if (!past)
+        throw new Error(`model input ${name} is not one the runtime can feed (${SUPPORTED_INPUTS.join(', ')})`);
       const shape = past.dims.map((d, i) => (i === 0 ? f.batch : d < 0 ? 0 : d));
       const type = ORT_TYPE[past.elemType] ?? 'float32';
       feeds[name] = new OrtTensorCtor(type, type === 'float16' ? new Uint16Array(0) : new Float32Array(0), shape);

@@ -20,20 +20,35 @@ import { floatValues } from '../../protocol/tensor-payload.js';
 export function checkInputs(graph: ModelGraph): void {
   const bad = graph.graphInputs.map((v) => [v.name, unfeedable(v)] as const).filter(([, why]) => why !== undefined);
   if (bad.length > 0) {
-    throw new ModelLoadError('MODEL_INPUT_UNSUPPORTED', `the model's inputs cannot be fed: ${bad.map(([, why]) => why).join('; ')}. The runtime feeds ${SUPPORTED_INPUTS.join(', ')}`, {
-      details: { inputs: bad.map(([n]) => n) },
-    });
+    throw new ModelLoadError(
+      'MODEL_INPUT_UNSUPPORTED',
+      `the model's inputs cannot be fed: ${bad.map(([, why]) => why).join('; ')}. The runtime feeds ${SUPPORTED_INPUTS.join(', ')}`,
+      {
+        details: { inputs: bad.map(([n]) => n) },
+      },
+    );
   }
   const ids = graph.graphInputs.find((v) => v.name === 'input_ids');
-  if (!ids) throw new ModelLoadError('MODEL_INPUT_UNSUPPORTED', 'the model has no input_ids input; the runtime feeds token ids as input_ids');
+  if (!ids)
+    throw new ModelLoadError(
+      'MODEL_INPUT_UNSUPPORTED',
+      'the model has no input_ids input; the runtime feeds token ids as input_ids',
+    );
   for (const v of graph.graphInputs) {
     if (!['input_ids', 'attention_mask', 'position_ids', 'token_type_ids'].includes(v.name)) continue;
     const dims = v.type?.tensor_type?.shape?.dim ?? [];
-    const fixed = dims.slice(0, 2).map((d, i) => (typeof d.dim_value === 'number' && d.dim_value > 0 ? `${i === 0 ? 'batch' : 'sequence'} ${d.dim_value}` : null)).filter((x) => x !== null);
+    const fixed = dims
+      .slice(0, 2)
+      .map((d, i) =>
+        typeof d.dim_value === 'number' && d.dim_value > 0 ? `${i === 0 ? 'batch' : 'sequence'} ${d.dim_value}` : null,
+      )
+      .filter((x) => x !== null);
     if (fixed.length > 0) {
-      throw new ModelLoadError('MODEL_STATIC_DIMS',
+      throw new ModelLoadError(
+        'MODEL_STATIC_DIMS',
         `input ${v.name} has a fixed ${fixed.join(' and ')}: the export fixed them from its example input. Export with a batch >= 2 example and dynamic_shapes (torch.onnx.export(..., dynamo=True, dynamic_shapes=...)) or dynamic_axes (TorchScript exporter) for batch and sequence`,
-        { details: { input: v.name, fixed } });
+        { details: { input: v.name, fixed } },
+      );
     }
   }
 }
@@ -45,7 +60,16 @@ export function findLmHead(graph: ModelGraph, facts: Map<string, TensorFacts>, v
   for (const v of graph.graphOutputs) {
     const dims = facts.get(v.name)?.dims;
     const last = dims?.[dims.length - 1];
-    if (dims?.length === 3 && last && last.b === 0 && last.t === 0 && last.bt === 0 && vocabSize > 0 && last.k === vocabSize) return v.name;
+    if (
+      dims?.length === 3 &&
+      last &&
+      last.b === 0 &&
+      last.t === 0 &&
+      last.bt === 0 &&
+      vocabSize > 0 &&
+      last.k === vocabSize
+    )
+      return v.name;
   }
   return null;
 }
@@ -88,7 +112,12 @@ function rowsMatch(alone: OrtTensor, batched: OrtTensor, b: PaddedBatch, row: nu
  * right, so position 0 is every row's first token ([CLS]). A wrong side is off by whole units (positions shifted,
  * padding attended), far above the tolerance: 1e-3 of the output's scale, 2e-2 for float16 outputs.
  */
-export async function probePadding(run: BatchRunner, padId: number, vocabSize: number, side: 'left' | 'right'): Promise<PaddingSide> {
+export async function probePadding(
+  run: BatchRunner,
+  padId: number,
+  vocabSize: number,
+  side: 'left' | 'right',
+): Promise<PaddingSide> {
   const v = Math.max(2, Math.min(vocabSize || 50, 50));
   const short = [1 % v, 3 % v, 5 % v];
   const long = [7 % v, 2 % v, 9 % v, 4 % v, 6 % v, 8 % v];

@@ -30,7 +30,10 @@ export interface WeightStore {
 function checkLocation(location: string, name: string): string {
   const n = normalize(location);
   if (isAbsolute(n) || n === '..' || n.startsWith(`..${sep}`)) {
-    throw new ModelLoadError('MODEL_INVALID', `initializer ${name}: external data location ${JSON.stringify(location)} must be a path inside the model directory`);
+    throw new ModelLoadError(
+      'MODEL_INVALID',
+      `initializer ${name}: external data location ${JSON.stringify(location)} must be a path inside the model directory`,
+    );
   }
   return n;
 }
@@ -45,17 +48,25 @@ function checkExternalFiles(modelDir: string, external: TensorProto[]): void {
       try {
         size = statSync(join(modelDir, loc)).size;
       } catch {
-        throw new ModelLoadError('MODEL_EXTERNAL_DATA_MISSING', `initializer ${t.name} is stored in ${loc}, which is not in ${modelDir}: copy the external data file (it is written next to model.onnx by the exporter) into the model folder`, {
-          details: { file: loc, initializer: t.name },
-        });
+        throw new ModelLoadError(
+          'MODEL_EXTERNAL_DATA_MISSING',
+          `initializer ${t.name} is stored in ${loc}, which is not in ${modelDir}: copy the external data file (it is written next to model.onnx by the exporter) into the model folder`,
+          {
+            details: { file: loc, initializer: t.name },
+          },
+        );
       }
       sizes.set(loc, size);
     }
     const end = Number(externalEntry(t, 'offset') ?? 0) + tensorBytes(t);
     if (end > size) {
-      throw new ModelLoadError('MODEL_EXTERNAL_DATA_MISSING', `initializer ${t.name} needs bytes up to ${end} of ${loc}, which has ${size}: the external data file is truncated or from another export; copy it again`, {
-        details: { file: loc, initializer: t.name, bytes: size, needed: end },
-      });
+      throw new ModelLoadError(
+        'MODEL_EXTERNAL_DATA_MISSING',
+        `initializer ${t.name} needs bytes up to ${end} of ${loc}, which has ${size}: the external data file is truncated or from another export; copy it again`,
+        {
+          details: { file: loc, initializer: t.name, bytes: size, needed: end },
+        },
+      );
     }
   }
 }
@@ -71,7 +82,8 @@ export function prepareWeights(modelDir: string, initializers: TensorProto[]): W
     totalBytes += tensorBytes(t);
     if (t.data_location === DataLocation.EXTERNAL) {
       const loc = externalEntry(t, 'location');
-      if (loc === undefined) throw new ModelLoadError('MODEL_INVALID', `initializer ${t.name} is external data without a location`);
+      if (loc === undefined)
+        throw new ModelLoadError('MODEL_INVALID', `initializer ${t.name} is external data without a location`);
       locations.add(checkLocation(loc, t.name));
       external.push(t);
       byName.set(t.name, t);

@@ -40,7 +40,12 @@ function change(a: AgentHealth, state: AgentStateName, e: StoredEvent, ref: Even
   if (a.history.length > HISTORY) a.history.shift();
 }
 
-export function applyAgents(s: AgentsState, e: StoredEvent, d: DomainEvent | undefined = decode(e), ref?: EventRef): AgentsState {
+export function applyAgents(
+  s: AgentsState,
+  e: StoredEvent,
+  d: DomainEvent | undefined = decode(e),
+  ref?: EventRef,
+): AgentsState {
   if (d === undefined) return s;
   switch (d.type) {
     case 'AgentRegistered': {
@@ -60,7 +65,8 @@ export function applyAgents(s: AgentsState, e: StoredEvent, d: DomainEvent | und
         returns: 0,
         history: [],
       };
-      const draining = d.data.previousState === 'DRAINING' || (d.data.previousState === 'UNRESPONSIVE' && a.resumeAs === 'DRAINING');
+      const draining =
+        d.data.previousState === 'DRAINING' || (d.data.previousState === 'UNRESPONSIVE' && a.resumeAs === 'DRAINING');
       if (prev !== undefined && prev.bootId !== d.data.bootId) a.restarts++;
       a.bootId = d.data.bootId;
       a.registeredAtMs = at;
@@ -77,7 +83,8 @@ export function applyAgents(s: AgentsState, e: StoredEvent, d: DomainEvent | und
     case 'AgentDrainRequested':
     case 'AgentDrained': {
       const a = s.byId.get(d.data.agentId);
-      if (a === undefined) throw new Error(`${e.type} at position ${e.position} names agent ${d.data.agentId}, which never registered`);
+      if (a === undefined)
+        throw new Error(`${e.type} at position ${e.position} names agent ${d.data.agentId}, which never registered`);
       if (d.type === 'AgentUnresponsive') {
         a.lapses++;
         a.lastSeenAtMs = toMs(d.data.lastSeenAt);

@@ -63,9 +63,28 @@ export const auditProjection: Projection<AuditState> = {
   version: AUDIT_PROJECTION_VERSION,
   initialState: initialAuditState,
   apply: applyAudit,
-  toSnapshot: (s) => ({ byModel: [...s.byModel.entries()], byActor: [...s.byActor.entries()], modelOfStream: [...s.modelOfStream.entries()], firstPosition: s.firstPosition, atMs: s.atMs }) as unknown as JsonValue,
+  toSnapshot: (s) =>
+    ({
+      byModel: [...s.byModel.entries()],
+      byActor: [...s.byActor.entries()],
+      modelOfStream: [...s.modelOfStream.entries()],
+      firstPosition: s.firstPosition,
+      atMs: s.atMs,
+    }) as unknown as JsonValue,
   fromSnapshot: (j) => {
-    const o = j as unknown as { byModel: [string, number[]][]; byActor: [string, number[]][]; modelOfStream: [string, string][]; firstPosition: number; atMs: number[] };
-    return { byModel: new Map(o.byModel), byActor: new Map(o.byActor), modelOfStream: new Map(o.modelOfStream), firstPosition: o.firstPosition, atMs: o.atMs };
+    const o = j as unknown as {
+      byModel: [string, number[]][];
+      byActor: [string, number[]][];
+      modelOfStream: [string, string][];
+      firstPosition: number;
+      atMs: number[];
+    };
+    return {
+      byModel: new Map(o.byModel),
+      byActor: new Map(o.byActor),
+      modelOfStream: new Map(o.modelOfStream),
+      firstPosition: o.firstPosition,
+      atMs: o.atMs,
+    };
   },
 };

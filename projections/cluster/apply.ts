@@ -9,17 +9,25 @@ import type { ClusterReplica, ClusterState } from './state.js';
 
 function replicaOf(s: ClusterState, replicaId: string, e: StoredEvent): ClusterReplica {
   const r = s.replicas.get(replicaId);
-  if (r === undefined) throw new Error(`${e.type} at position ${e.position} names replica ${replicaId}, which was never requested`);
+  if (r === undefined)
+    throw new Error(`${e.type} at position ${e.position} names replica ${replicaId}, which was never requested`);
   return r;
 }
 
-export function applyCluster(s: ClusterState, e: StoredEvent, d: DomainEvent | undefined = decode(e), eventRef?: EventRef): ClusterState {
+export function applyCluster(
+  s: ClusterState,
+  e: StoredEvent,
+  d: DomainEvent | undefined = decode(e),
+  eventRef?: EventRef,
+): ClusterState {
   if (d === undefined) return s;
   const ref = eventRef ?? refOf(e);
   switch (d.type) {
     case 'AgentRegistered': {
       const prev = s.agents.get(d.data.agentId);
-      const draining = d.data.previousState === 'DRAINING' || (d.data.previousState === 'UNRESPONSIVE' && prev?.resumeAs === 'DRAINING');
+      const draining =
+        d.data.previousState === 'DRAINING' ||
+        (d.data.previousState === 'UNRESPONSIVE' && prev?.resumeAs === 'DRAINING');
       s.agents.set(d.data.agentId, {
         agentId: d.data.agentId,
         bootId: d.data.bootId,
@@ -41,7 +49,8 @@ export function applyCluster(s: ClusterState, e: StoredEvent, d: DomainEvent | u
     case 'AgentDrainRequested':
     case 'AgentDrained': {
       const agent = s.agents.get(d.data.agentId);
-      if (agent === undefined) throw new Error(`${e.type} at position ${e.position} names agent ${d.data.agentId}, which never registered`);
+      if (agent === undefined)
+        throw new Error(`${e.type} at position ${e.position} names agent ${d.data.agentId}, which never registered`);
       agent.lastEvent = ref;
       if (d.type === 'AgentUnresponsive') {
         agent.resumeAs = agent.state === 'DRAINING' ? 'DRAINING' : 'ACTIVE';
@@ -74,7 +83,10 @@ export function applyCluster(s: ClusterState, e: StoredEvent, d: DomainEvent | u
     }
     case 'ReplicaRequested': {
       const dep = s.deployments.get(d.data.modelKey);
-      if (dep === undefined) throw new Error(`ReplicaRequested at position ${e.position} for ${d.data.modelKey}, which has no DeploymentRequested`);
+      if (dep === undefined)
+        throw new Error(
+          `ReplicaRequested at position ${e.position} for ${d.data.modelKey}, which has no DeploymentRequested`,
+        );
       dep.replicaIds.push(d.data.replicaId);
       dep.lastEvent = ref;
       s.replicas.set(d.data.replicaId, {
@@ -124,7 +136,13 @@ export function applyCluster(s: ClusterState, e: StoredEvent, d: DomainEvent | u
       const dep = s.deployments.get(d.data.modelKey);
       Object.assign(r, { state: 'REMOVED', removedReason: 'REFUSED', gpus: [], bytesPerGpu: 0, lastEvent: ref });
       if (dep !== undefined) {
-        dep.lastFailure = { kind: 'REFUSED', replicaId: r.replicaId, atMs: toMs(d.data.refusedAt), text: describeEvaluationText(d.data), event: ref };
+        dep.lastFailure = {
+          kind: 'REFUSED',
+          replicaId: r.replicaId,
+          atMs: toMs(d.data.refusedAt),
+          text: describeEvaluationText(d.data),
+          event: ref,
+        };
         dep.lastEvent = ref;
       }
       return s;
@@ -159,10 +177,22 @@ export function applyCluster(s: ClusterState, e: StoredEvent, d: DomainEvent | u
     }
     case 'ReplicaFailed': {
       const r = replicaOf(s, d.data.replicaId, e);
-      Object.assign(r, { state: 'FAILED', gpus: [], bytesPerGpu: 0, failure: { phase: d.data.phase, message: d.data.message }, lastEvent: ref });
+      Object.assign(r, {
+        state: 'FAILED',
+        gpus: [],
+        bytesPerGpu: 0,
+        failure: { phase: d.data.phase, message: d.data.message },
+        lastEvent: ref,
+      });
       const dep = s.deployments.get(r.modelKey);
       if (dep !== undefined) {
-        dep.lastFailure = { kind: 'FAILED', replicaId: r.replicaId, atMs: toMs(d.data.failedAt), text: `replica ${r.replicaId} failed to ${d.data.phase === 'load' ? 'load' : 'run'}: ${d.data.message}`, event: ref };
+        dep.lastFailure = {
+          kind: 'FAILED',
+          replicaId: r.replicaId,
+          atMs: toMs(d.data.failedAt),
+          text: `replica ${r.replicaId} failed to ${d.data.phase === 'load' ? 'load' : 'run'}: ${d.data.message}`,
+          event: ref,
+        };
       }
       return s;
     }
@@ -176,13 +206,23 @@ export function applyCluster(s: ClusterState, e: StoredEvent, d: DomainEvent | u
       Object.assign(replicaOf(s, d.data.replicaId, e), { state: 'UNLOADING', lastEvent: ref });
       return s;
     case 'ReplicaRemoved':
-      Object.assign(replicaOf(s, d.data.replicaId, e), { state: 'REMOVED', removedReason: d.data.reason, gpus: [], bytesPerGpu: 0, lastEvent: ref });
+      Object.assign(replicaOf(s, d.data.replicaId, e), {
+        state: 'REMOVED',
+        removedReason: d.data.reason,
+        gpus: [],
+        bytesPerGpu: 0,
+        lastEvent: ref,
+      });
       return s;
     case 'ReplicaReloadRequired':
-      Object.assign(replicaOf(s, d.data.replicaId, e), { state: 'PLACED', bootId: d.data.bootId, hotAtMs: null, lastEvent: ref });
+      Object.assign(replicaOf(s, d.data.replicaId, e), {
+        state: 'PLACED',
+        bootId: d.data.bootId,
+        hotAtMs: null,
+        lastEvent: ref,
+      });
       return s;
     default:
       return s;
   }
 }
-

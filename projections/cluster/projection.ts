@@ -2,12 +2,22 @@
 import type { JsonValue } from '../../eventstore/port.js';
 import type { Projection } from '../runner/projection.js';
 import { applyCluster } from './apply.js';
-import { initialClusterState, type ClusterAgent, type ClusterDeployment, type ClusterReplica, type ClusterState } from './state.js';
+import {
+  initialClusterState,
+  type ClusterAgent,
+  type ClusterDeployment,
+  type ClusterReplica,
+  type ClusterState,
+} from './state.js';
 
 export const CLUSTER_PROJECTION_VERSION = 1;
 
 export function clusterToSnapshot(s: ClusterState): JsonValue {
-  return { agents: [...s.agents.values()], deployments: [...s.deployments.values()], replicas: [...s.replicas.values()] } as unknown as JsonValue;
+  return {
+    agents: [...s.agents.values()],
+    deployments: [...s.deployments.values()],
+    replicas: [...s.replicas.values()],
+  } as unknown as JsonValue;
 }
 
 export function clusterFromSnapshot(j: JsonValue): ClusterState {

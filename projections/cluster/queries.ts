@@ -80,7 +80,14 @@ export function gpuUsage(s: ClusterState): GpuUsage[] {
     const agent = s.agents.get(c.agentId)!;
     for (const g of agent.gpus) {
       const on = c.replicas.filter((r) => HOLDS_GPU.has(r.state) && r.gpus.includes(g.index));
-      out.push({ agentId: c.agentId, index: g.index, name: g.name, memoryBytes: g.memoryBytes, usedBytes: on.reduce((t, r) => t + r.bytesPerGpu, 0), replicas: on.map((r) => r.replicaId) });
+      out.push({
+        agentId: c.agentId,
+        index: g.index,
+        name: g.name,
+        memoryBytes: g.memoryBytes,
+        usedBytes: on.reduce((t, r) => t + r.bytesPerGpu, 0),
+        replicas: on.map((r) => r.replicaId),
+      });
     }
   }
   return out;
@@ -89,15 +96,33 @@ export function gpuUsage(s: ClusterState): GpuUsage[] {
 /** The cluster as the status views show it. */
 export function clusterView(s: ClusterState) {
   return {
-    agents: [...s.agents.values()].map((a) => ({ agentId: a.agentId, state: a.state, bootId: a.bootId, gpus: a.gpus, ramBytes: a.ramBytes, cpuCacheBudgetBytes: a.cpuCacheBudgetBytes, restarts: a.restarts })),
+    agents: [...s.agents.values()].map((a) => ({
+      agentId: a.agentId,
+      state: a.state,
+      bootId: a.bootId,
+      gpus: a.gpus,
+      ramBytes: a.ramBytes,
+      cpuCacheBudgetBytes: a.cpuCacheBudgetBytes,
+      restarts: a.restarts,
+    })),
     gpus: gpuUsage(s),
     deployments: [...s.deployments.values()].map((d) => ({
       modelKey: d.modelKey,
       phase: deploymentPhase(s, d.modelKey),
       pinned: d.pinned,
       settings: d.settings,
-      lastFailure: d.lastFailure === null ? null : { kind: d.lastFailure.kind, replicaId: d.lastFailure.replicaId, text: d.lastFailure.text },
-      replicas: activeReplicas(s, d.modelKey).map((r) => ({ replicaId: r.replicaId, state: r.state, level: levelOf(r.state), agentId: r.agentId, gpus: r.gpus, bytesPerGpu: r.bytesPerGpu })),
+      lastFailure:
+        d.lastFailure === null
+          ? null
+          : { kind: d.lastFailure.kind, replicaId: d.lastFailure.replicaId, text: d.lastFailure.text },
+      replicas: activeReplicas(s, d.modelKey).map((r) => ({
+        replicaId: r.replicaId,
+        state: r.state,
+        level: levelOf(r.state),
+        agentId: r.agentId,
+        gpus: r.gpus,
+        bytesPerGpu: r.bytesPerGpu,
+      })),
     })),
   };
 }

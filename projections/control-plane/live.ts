@@ -9,7 +9,11 @@ export class ControlPlaneView {
   private readonly listeners = new Set<AppliedListener>();
   private readonly runner: ProjectionRunner<ControlPlaneState>;
 
-  constructor(store: EventStore, snapshots: SnapshotStore, options: StateRunnerOptions & { onListenerError?: (e: unknown) => void } = {}) {
+  constructor(
+    store: EventStore,
+    snapshots: SnapshotStore,
+    options: StateRunnerOptions & { onListenerError?: (e: unknown) => void } = {},
+  ) {
     const projection = controlPlaneProjection({
       onApplied: (e: StoredEvent, s: ControlPlaneState) => {
         if (this.listeners.size === 0) return;
@@ -20,7 +24,12 @@ export class ControlPlaneView {
     // The composite state is large (every request's view; a snapshot costs ~15–25 ms per 1000 requests here): snapshot
     // it every 250k events or 30 s of activity, not the runner's general defaults (50k / 1 s), so a rebuild does not
     // spend its time serializing; a restart then replays at most 250k events (a few seconds).
-    this.runner = new ProjectionRunner(store, projection, snapshots, { snapshotEveryEvents: 250_000, snapshotEveryMs: 30_000, batchSize: 5000, ...options });
+    this.runner = new ProjectionRunner(store, projection, snapshots, {
+      snapshotEveryEvents: 250_000,
+      snapshotEveryMs: 30_000,
+      batchSize: 5000,
+      ...options,
+    });
   }
 
   get state(): ControlPlaneState {

@@ -19,17 +19,27 @@ export function runningBySubmitter(r: RequestsState): Map<string, number> {
 }
 
 /** Whether a queued request of `submitter` with this limit is passed over by dispatch now. */
-export const isHeld = (running: number, maxRunning: number | null | undefined): boolean => maxRunning != null && running >= maxRunning;
+export const isHeld = (running: number, maxRunning: number | null | undefined): boolean =>
+  maxRunning != null && running >= maxRunning;
 
 /**
  * 0-based place of a queued request (0 = next), counting only the requests ahead that dispatch will take first;
  * undefined when it is not queued. `running` may be passed when asked for many requests of one view.
  */
-export function truePosition(s: ControlPlaneState, requestId: string, running: Map<string, number> = runningBySubmitter(s.requests)): number | undefined {
+export function truePosition(
+  s: ControlPlaneState,
+  requestId: string,
+  running: Map<string, number> = runningBySubmitter(s.requests),
+): number | undefined {
   return positionSkippingHeld(s.queue, s.requests, requestId, running);
 }
 
-function positionSkippingHeld(q: QueueState, r: RequestsState, requestId: string, running: Map<string, number>): number | undefined {
+function positionSkippingHeld(
+  q: QueueState,
+  r: RequestsState,
+  requestId: string,
+  running: Map<string, number>,
+): number | undefined {
   const p = q.pending.get(requestId);
   if (p === undefined) return undefined;
   const queue = q.byModel.get(p.modelKey);

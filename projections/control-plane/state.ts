@@ -13,7 +13,13 @@ import { applyRequests } from '../requests/apply.js';
 import { requestsFromSnapshot, requestsToSnapshot } from '../requests/projection.js';
 import { initialRequestsState, type RequestsState } from '../requests/state.js';
 import type { Projection } from '../runner/projection.js';
-import { applyModels, initialModelsState, modelsFromSnapshot, modelsToSnapshot, type ModelsState } from '../models/projection.js';
+import {
+  applyModels,
+  initialModelsState,
+  modelsFromSnapshot,
+  modelsToSnapshot,
+  type ModelsState,
+} from '../models/projection.js';
 import { decode, refOf } from '../decode.js';
 
 export interface ControlPlaneState {
@@ -33,7 +39,15 @@ export interface ControlPlaneState {
 export const CONTROL_PLANE_PROJECTION_VERSION = 2;
 
 export function initialControlPlaneState(): ControlPlaneState {
-  return { position: 0, cluster: initialClusterState(), queue: initialQueueState(), requests: initialRequestsState(), agents: initialAgentsState(), audit: initialAuditState(), models: initialModelsState() };
+  return {
+    position: 0,
+    cluster: initialClusterState(),
+    queue: initialQueueState(),
+    requests: initialRequestsState(),
+    agents: initialAgentsState(),
+    audit: initialAuditState(),
+    models: initialModelsState(),
+  };
 }
 
 export function applyControlPlane(s: ControlPlaneState, e: StoredEvent): ControlPlaneState {
@@ -82,7 +96,9 @@ export type AppliedListener = (event: StoredEvent, state: ControlPlaneState) => 
  * listener that throws does not stop the projection: its error goes to `onListenerError` (default: rethrown
  * outside the projection on a microtask, so it is reported and not swallowed).
  */
-export function controlPlaneProjection(options: { onApplied?: AppliedListener; onListenerError?: (e: unknown) => void } = {}): Projection<ControlPlaneState> {
+export function controlPlaneProjection(
+  options: { onApplied?: AppliedListener; onListenerError?: (e: unknown) => void } = {},
+): Projection<ControlPlaneState> {
   const { onApplied, onListenerError } = options;
   return {
     name: 'control-plane',
@@ -95,7 +111,10 @@ export function controlPlaneProjection(options: { onApplied?: AppliedListener; o
           onApplied(e, s);
         } catch (err) {
           if (onListenerError) onListenerError(err);
-          else queueMicrotask(() => { throw err; });
+          else
+            queueMicrotask(() => {
+              throw err;
+            });
         }
       }
       return s;
@@ -106,7 +125,10 @@ export function controlPlaneProjection(options: { onApplied?: AppliedListener; o
 }
 
 /** Folds a list of stored events from nothing (replays, tests, `ndif replay --to`). */
-export function foldControlPlane(events: Iterable<StoredEvent>, into: ControlPlaneState = initialControlPlaneState()): ControlPlaneState {
+export function foldControlPlane(
+  events: Iterable<StoredEvent>,
+  into: ControlPlaneState = initialControlPlaneState(),
+): ControlPlaneState {
   for (const e of events) applyControlPlane(into, e);
   return into;
 }

@@ -9,7 +9,16 @@ import { truePosition } from './positions.js';
 import type { RequestView } from '../requests/state.js';
 import type { ControlPlaneState } from './state.js';
 
-export type UserStatus = 'RECEIVED' | 'QUEUED' | 'PROVISIONING' | 'DEPLOYING' | 'DISPATCHED' | 'RUNNING' | 'COMPLETED' | 'ERROR' | 'CANCELLED';
+export type UserStatus =
+  | 'RECEIVED'
+  | 'QUEUED'
+  | 'PROVISIONING'
+  | 'DEPLOYING'
+  | 'DISPATCHED'
+  | 'RUNNING'
+  | 'COMPLETED'
+  | 'ERROR'
+  | 'CANCELLED';
 
 export interface RequestStatusView {
   requestId: string;
@@ -22,7 +31,14 @@ export interface RequestStatusView {
   requeues: RequestView['requeues'];
   replicaId: string | null;
   agentId: string | null;
-  timestamps: { receivedAt: string; enqueuedAt: string | null; queuedAt: string | null; dispatchedAt: string | null; startedAt: string | null; finishedAt: string | null };
+  timestamps: {
+    receivedAt: string;
+    enqueuedAt: string | null;
+    queuedAt: string | null;
+    dispatchedAt: string | null;
+    startedAt: string | null;
+    finishedAt: string | null;
+  };
   result: RequestView['result'];
   error: RequestView['error'];
   cancelled: RequestView['cancelled'];
@@ -76,7 +92,10 @@ export function requestStatusOf(s: ControlPlaneState, v: RequestView): RequestSt
     error: v.error,
     cancelled: v.cancelled,
     logLines: v.logLines,
-    deployment: status === 'PROVISIONING' || status === 'DEPLOYING' ? { phase: deploymentPhase(s.cluster, v.modelKey), lastFailure: dep?.lastFailure?.text ?? null } : null,
+    deployment:
+      status === 'PROVISIONING' || status === 'DEPLOYING'
+        ? { phase: deploymentPhase(s.cluster, v.modelKey), lastFailure: dep?.lastFailure?.text ?? null }
+        : null,
     asOf: s.position,
   };
 }
@@ -86,10 +105,14 @@ export function requestStatusOf(s: ControlPlaneState, v: RequestView): RequestSt
  * or derived status (PROVISIONING/DEPLOYING/QUEUED) may have moved. A status websocket re-reads the requests it
  * follows in `modelKey`.
  */
-export function affectedBy(e: StoredEvent, s: ControlPlaneState): { requestId: string | null; modelKey: string | null } {
+export function affectedBy(
+  e: StoredEvent,
+  s: ControlPlaneState,
+): { requestId: string | null; modelKey: string | null } {
   const stream = parseStream(e.streamId);
   if (stream === undefined) return { requestId: null, modelKey: null };
-  if (stream.kind === 'request') return { requestId: stream.id, modelKey: s.requests.byId.get(stream.id)?.modelKey ?? null };
+  if (stream.kind === 'request')
+    return { requestId: stream.id, modelKey: s.requests.byId.get(stream.id)?.modelKey ?? null };
   if (stream.kind === 'deployment') return { requestId: null, modelKey: stream.id };
   return { requestId: null, modelKey: null };
 }

@@ -15,7 +15,12 @@ function queueOf(s: QueueState, modelKey: string): OrderedQueue<QueuedItem> {
   return q;
 }
 
-function submitterQueue(s: QueueState, modelKey: string, submitter: string, create: boolean): OrderedQueue<null> | undefined {
+function submitterQueue(
+  s: QueueState,
+  modelKey: string,
+  submitter: string,
+  create: boolean,
+): OrderedQueue<null> | undefined {
   let m = s.bySubmitter.get(modelKey);
   if (m === undefined) {
     if (!create) return undefined;
@@ -77,42 +82,60 @@ export function applyQueue(s: QueueState, e: StoredEvent, d: DomainEvent | undef
   if (d === undefined) return s;
   switch (d.type) {
     case 'RequestReceived':
-      s.pending.set(d.data.requestId, { seq: e.position, modelKey: d.data.modelKey, priority: d.data.priority, submitter: d.data.submitter });
+      s.pending.set(d.data.requestId, {
+        seq: e.position,
+        modelKey: d.data.modelKey,
+        priority: d.data.priority,
+        submitter: d.data.submitter,
+      });
       return s;
     case 'RequestQueued': {
-      const p = s.pending.get(d.data.requestId) ?? { seq: e.position, modelKey: d.data.modelKey, priority: d.data.rank <= 1 };
+      const p = s.pending.get(d.data.requestId) ?? {
+        seq: e.position,
+        modelKey: d.data.modelKey,
+        priority: d.data.rank <= 1,
+      };
       p.seq = e.position;
       s.pending.set(d.data.requestId, p);
       const at = toMs(d.data.enqueuedAt);
       const submitter = p.submitter ?? '';
       const round = nextRound(s, d.data.modelKey, d.data.rank, submitter);
-      enqueue(s, { rank: d.data.rank, round, enqueuedAtMs: at, seq: p.seq }, {
-        requestId: d.data.requestId,
-        modelKey: d.data.modelKey,
-        priority: p.priority,
-        requeued: false,
-        enqueuedAtMs: at,
-        queuedAtMs: at,
-        submitter,
-        round,
-      });
+      enqueue(
+        s,
+        { rank: d.data.rank, round, enqueuedAtMs: at, seq: p.seq },
+        {
+          requestId: d.data.requestId,
+          modelKey: d.data.modelKey,
+          priority: p.priority,
+          requeued: false,
+          enqueuedAtMs: at,
+          queuedAtMs: at,
+          submitter,
+          round,
+        },
+      );
       return s;
     }
     case 'RequestRequeued': {
       const p = s.pending.get(d.data.requestId);
-      if (p === undefined) throw new Error(`RequestRequeued at position ${e.position} for ${d.data.requestId}, which is not pending`);
+      if (p === undefined)
+        throw new Error(`RequestRequeued at position ${e.position} for ${d.data.requestId}, which is not pending`);
       const at = toMs(d.data.enqueuedAt);
       const round = nextRound(s, d.data.modelKey, d.data.rank, p.submitter ?? '');
-      enqueue(s, { rank: d.data.rank, round, enqueuedAtMs: at, seq: p.seq }, {
-        requestId: d.data.requestId,
-        modelKey: d.data.modelKey,
-        priority: p.priority,
-        requeued: true,
-        enqueuedAtMs: at,
-        queuedAtMs: toMs(d.data.requeuedAt),
-        submitter: p.submitter ?? '',
-        round,
-      });
+      enqueue(
+        s,
+        { rank: d.data.rank, round, enqueuedAtMs: at, seq: p.seq },
+        {
+          requestId: d.data.requestId,
+          modelKey: d.data.modelKey,
+          priority: p.priority,
+          requeued: true,
+          enqueuedAtMs: at,
+          queuedAtMs: toMs(d.data.requeuedAt),
+          submitter: p.submitter ?? '',
+          round,
+        },
+      );
       return s;
     }
     case 'RequestDispatched': {

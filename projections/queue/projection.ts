@@ -13,7 +13,10 @@ export function queueToSnapshot(s: QueueState): JsonValue {
   const snap: QueueSnapshot = {
     models: [...s.byModel.entries()].map(([modelKey, q]) => {
       const clocks = [...(s.clocks.get(modelKey) ?? new Map<number, number>()).entries()];
-      const m: QueueSnapshot['models'][number] = { modelKey, entries: q.slice().map((e) => ({ id: e.id, rank: e.key.rank as RankValue, seq: e.key.seq, item: e.value })) };
+      const m: QueueSnapshot['models'][number] = {
+        modelKey,
+        entries: q.slice().map((e) => ({ id: e.id, rank: e.key.rank as RankValue, seq: e.key.seq, item: e.value })),
+      };
       if (clocks.length > 0) m.clocks = clocks;
       return m;
     }),
@@ -28,7 +31,8 @@ export function queueFromSnapshot(j: JsonValue): QueueState {
   for (const [id, p] of snap.pending) s.pending.set(id, p);
   for (const m of snap.models) {
     s.byModel.set(m.modelKey, new OrderedQueue<QueuedItem>());
-    for (const e of m.entries) enqueue(s, { rank: e.rank, round: e.item.round, enqueuedAtMs: e.item.enqueuedAtMs, seq: e.seq }, e.item);
+    for (const e of m.entries)
+      enqueue(s, { rank: e.rank, round: e.item.round, enqueuedAtMs: e.item.enqueuedAtMs, seq: e.seq }, e.item);
     if (m.clocks !== undefined) s.clocks.set(m.modelKey, new Map(m.clocks));
   }
   return s;

@@ -45,6 +45,10 @@ export function initialQueueState(): QueueState {
 }
 
 export interface QueueSnapshot {
-  models: { modelKey: string; entries: { id: string; rank: RankValue; seq: number; item: QueuedItem }[]; clocks?: [number, number][] }[];
+  models: {
+    modelKey: string;
+    entries: { id: string; rank: RankValue; seq: number; item: QueuedItem }[];
+    clocks?: [number, number][];
+  }[];
   pending: [string, PendingRequest][];
 }

@@ -38,7 +38,18 @@ export function auditReadModel(schema: string): ReadModelProjection<pg.PoolClien
         if (stream?.kind === 'deployment' || stream?.kind === 'model') model = stream.id;
       }
       const m = e.metadata;
-      await tx.query(insert, [e.position, e.id, e.streamId, e.type, m.actor, m.correlationId, remember, model, m.causationId, m.at]);
+      await tx.query(insert, [
+        e.position,
+        e.id,
+        e.streamId,
+        e.type,
+        m.actor,
+        m.correlationId,
+        remember,
+        model,
+        m.causationId,
+        m.at,
+      ]);
     },
   };
 }

@@ -42,9 +42,12 @@ export class PostgresReadModels implements QueryReadModels {
   constructor(options: PostgresReadModelsOptions) {
     const schema = options.schema ?? 'public';
     if (!SCHEMA_NAME.test(schema)) {
-      throw new FabricError('FABRIC_CONFIG_INVALID', 500, `read-model schema ${JSON.stringify(schema)} is not valid`, { hint: 'use letters, digits and _ (up to 63), starting with a letter or _' });
+      throw new FabricError('FABRIC_CONFIG_INVALID', 500, `read-model schema ${JSON.stringify(schema)} is not valid`, {
+        hint: 'use letters, digits and _ (up to 63), starting with a letter or _',
+      });
     }
-    if ((options.pool === undefined) === (options.connectionString === undefined)) throw new TypeError('give either pool or connectionString');
+    if ((options.pool === undefined) === (options.connectionString === undefined))
+      throw new TypeError('give either pool or connectionString');
     this.ownsPool = options.pool === undefined;
     this.pool = options.pool ?? new pg.Pool({ connectionString: options.connectionString, max: 6 });
     this.describe = `postgres read models (schema ${schema})`;
@@ -63,12 +66,18 @@ export class PostgresReadModels implements QueryReadModels {
       waitForPosition: (p, t) => requestsRunner.waitForPosition(p, t),
       catchUp: (t) => requestsRunner.catchUp(t),
       async get(requestId: string): Promise<RequestRow | undefined> {
-        const r = await pool.query<{ position: string; view: RequestRow['view'] }>(`SELECT position, view FROM ${s}.rm_requests WHERE request_id = $1`, [requestId]);
+        const r = await pool.query<{ position: string; view: RequestRow['view'] }>(
+          `SELECT position, view FROM ${s}.rm_requests WHERE request_id = $1`,
+          [requestId],
+        );
         const row = r.rows[0];
         return row === undefined ? undefined : { view: row.view, position: Number(row.position) };
       },
       async events(requestId: string): Promise<StoredEvent[]> {
-        const r = await pool.query<{ event: StoredEvent }>(`SELECT event FROM ${s}.rm_request_events WHERE request_id = $1 ORDER BY position`, [requestId]);
+        const r = await pool.query<{ event: StoredEvent }>(
+          `SELECT event FROM ${s}.rm_request_events WHERE request_id = $1 ORDER BY position`,
+          [requestId],
+        );
         return r.rows.map((x) => x.event);
       },
     };
@@ -91,7 +100,10 @@ export class PostgresReadModels implements QueryReadModels {
         if (f.fromAt !== undefined) add('at >= ?::timestamptz', f.fromAt);
         if (f.toAt !== undefined) add('at < ?::timestamptz', f.toAt);
         params.push(f.limit);
-        const r = await pool.query<{ position: string }>(`SELECT position FROM ${s}.rm_audit WHERE ${where.join(' AND ')} ORDER BY position LIMIT $${params.length}`, params);
+        const r = await pool.query<{ position: string }>(
+          `SELECT position FROM ${s}.rm_audit WHERE ${where.join(' AND ')} ORDER BY position LIMIT $${params.length}`,
+          params,
+        );
         return r.rows.map((x) => Number(x.position));
       },
     };

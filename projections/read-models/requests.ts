@@ -16,7 +16,22 @@ import { ident, requestsDdl, runDdl } from './schema.js';
 export const REQUESTS_READ_MODEL_VERSION = 2;
 
 /** The event types applyRequests folds; each names its request in data.requestId. */
-const FOLDED = new Set(['RequestReceived', 'RequestQueued', 'RequestDispatched', 'RequestStarted', 'RequestLogged', 'RequestLogTruncated', 'RequestTokensGenerated', 'RequestTraceProgressed', 'RequestCompleted', 'ResultExpired', 'RequestFailed', 'RequestCancelled', 'RequestRequeued', 'AgentReportIgnored']);
+const FOLDED = new Set([
+  'RequestReceived',
+  'RequestQueued',
+  'RequestDispatched',
+  'RequestStarted',
+  'RequestLogged',
+  'RequestLogTruncated',
+  'RequestTokensGenerated',
+  'RequestTraceProgressed',
+  'RequestCompleted',
+  'ResultExpired',
+  'RequestFailed',
+  'RequestCancelled',
+  'RequestRequeued',
+  'AgentReportIgnored',
+]);
 
 export function requestsReadModel(schema: string): ReadModelProjection<pg.PoolClient> {
   const s = ident(schema);
@@ -35,7 +50,8 @@ export function requestsReadModel(schema: string): ReadModelProjection<pg.PoolCl
     },
     async handle(e: StoredEvent, tx) {
       const stream = parseStream(e.streamId);
-      if (stream?.kind === 'request') await tx.query(insertEvent, [e.position, stream.id, e.revision, JSON.stringify(e)]);
+      if (stream?.kind === 'request')
+        await tx.query(insertEvent, [e.position, stream.id, e.revision, JSON.stringify(e)]);
       if (!FOLDED.has(e.type)) return;
       const d = decode(e);
       const requestId = (d?.data as { requestId?: unknown } | undefined)?.requestId;
@@ -48,7 +64,8 @@ export function requestsReadModel(schema: string): ReadModelProjection<pg.PoolCl
       applyRequests(state, e, d);
       const v = state.byId.get(requestId);
       if (v === undefined) return;
-      if (row === undefined) await tx.query(insertRow, [requestId, v.modelKey, v.submitter, v.status, e.position, JSON.stringify(v)]);
+      if (row === undefined)
+        await tx.query(insertRow, [requestId, v.modelKey, v.submitter, v.status, e.position, JSON.stringify(v)]);
       else await tx.query(updateRow, [requestId, v.status, e.position, JSON.stringify(v)]);
     },
   };

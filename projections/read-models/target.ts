@@ -24,7 +24,8 @@ export function serializedTarget(checkpoints: PostgresCheckpoints, name: string)
         await tx.query('SELECT pg_advisory_xact_lock($1, $2)', [a, b]);
         return fn(tx);
       }),
-    loadCheckpoint: (tx: pg.PoolClient, n: string): Promise<Checkpoint | undefined> => checkpoints.loadCheckpoint(tx, n),
+    loadCheckpoint: (tx: pg.PoolClient, n: string): Promise<Checkpoint | undefined> =>
+      checkpoints.loadCheckpoint(tx, n),
     saveCheckpoint: (tx: pg.PoolClient, cp: CheckpointWrite): Promise<void> => checkpoints.saveCheckpoint(tx, cp),
   };
 }

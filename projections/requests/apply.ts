@@ -6,7 +6,8 @@ import { keepResult, storedBytesOf, type RequestsState, type RequestView } from 
 
 function view(s: RequestsState, requestId: string, e: StoredEvent): RequestView {
   const v = s.byId.get(requestId);
-  if (v === undefined) throw new Error(`${e.type} at position ${e.position} names request ${requestId}, which was never received`);
+  if (v === undefined)
+    throw new Error(`${e.type} at position ${e.position} names request ${requestId}, which was never received`);
   return v;
 }
 
@@ -35,7 +36,12 @@ function compactRetention(s: RequestsState): void {
   }
 }
 
-export function applyRequests(s: RequestsState, e: StoredEvent, d: DomainEvent | undefined = decode(e), eventRef?: EventRef): RequestsState {
+export function applyRequests(
+  s: RequestsState,
+  e: StoredEvent,
+  d: DomainEvent | undefined = decode(e),
+  eventRef?: EventRef,
+): RequestsState {
   if (d === undefined) return s;
   const ref = eventRef ?? refOf(e);
   switch (d.type) {
@@ -125,7 +131,12 @@ export function applyRequests(s: RequestsState, e: StoredEvent, d: DomainEvent |
     case 'RequestCompleted': {
       const v = view(s, d.data.requestId, e);
       v.status = 'COMPLETED';
-      v.result = { ref: d.data.resultRef, bytes: d.data.bytes, sha256: d.data.sha256, ...(d.data.weightsFingerprint === undefined ? {} : { weightsFingerprint: d.data.weightsFingerprint }) };
+      v.result = {
+        ref: d.data.resultRef,
+        bytes: d.data.bytes,
+        sha256: d.data.sha256,
+        ...(d.data.weightsFingerprint === undefined ? {} : { weightsFingerprint: d.data.weightsFingerprint }),
+      };
       v.lastEvent = ref;
       finish(s, v, toMs(d.data.completedAt));
       s.totals.completed++;
@@ -146,7 +157,13 @@ export function applyRequests(s: RequestsState, e: StoredEvent, d: DomainEvent |
     case 'RequestFailed': {
       const v = view(s, d.data.requestId, e);
       v.status = 'ERROR';
-      v.error = { phase: d.data.phase, type: d.data.errorType, message: d.data.message, stack: d.data.stack, reportedBy: d.data.reportedBy };
+      v.error = {
+        phase: d.data.phase,
+        type: d.data.errorType,
+        message: d.data.message,
+        stack: d.data.stack,
+        reportedBy: d.data.reportedBy,
+      };
       v.lastEvent = ref;
       finish(s, v, toMs(d.data.failedAt));
       s.totals.failed++;
@@ -169,7 +186,12 @@ export function applyRequests(s: RequestsState, e: StoredEvent, d: DomainEvent |
       v.agentId = null;
       v.queuedAtMs = toMs(d.data.requeuedAt);
       v.lastEvent = ref;
-      v.requeues.push({ reason: d.data.reason, attempt: d.data.attempt, atMs: toMs(d.data.requeuedAt), text: d.data.because.text });
+      v.requeues.push({
+        reason: d.data.reason,
+        attempt: d.data.attempt,
+        atMs: toMs(d.data.requeuedAt),
+        text: d.data.because.text,
+      });
       if (d.data.crash !== undefined && d.data.crash.suspect !== false) v.crashes++;
       v.isolated = false;
       s.totals.requeued++;

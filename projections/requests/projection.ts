@@ -16,7 +16,11 @@ export function requestsToSnapshot(s: RequestsState): JsonValue {
 }
 
 export function requestsFromSnapshot(j: JsonValue): RequestsState {
-  const o = j as unknown as { byId: RequestView[]; inFlightByReplica: [string, string[]][]; totals: RequestsState['totals'] };
+  const o = j as unknown as {
+    byId: RequestView[];
+    inFlightByReplica: [string, string[]][];
+    totals: RequestsState['totals'];
+  };
   const s = initialRequestsState();
   s.byId = new Map(o.byId.map((v) => [v.requestId, v]));
   s.active = new Set(o.byId.filter((v) => v.finishedAtMs === null).map((v) => v.requestId));

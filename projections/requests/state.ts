@@ -27,7 +27,14 @@ export interface RequestView {
    * The stored result; `expiredAt` once its blob was deleted (retention, or deleted by its submitter);
    * `weightsFingerprint`: the model files the attempt ran on (when the agent reported it).
    */
-  result: { ref: string; bytes: number; sha256: string; weightsFingerprint?: string; expiredAt?: string; expiredBecause?: 'RETENTION' | 'DELETED' } | null;
+  result: {
+    ref: string;
+    bytes: number;
+    sha256: string;
+    weightsFingerprint?: string;
+    expiredAt?: string;
+    expiredBecause?: 'RETENTION' | 'DELETED';
+  } | null;
   error: { phase: string; type: string; message: string; stack: string | null; reportedBy: string } | null;
   cancelled: { by: 'user' | 'operator'; actor: string } | null;
   requeues: { reason: RequeueReason; attempt: number; atMs: number; text: string }[];
@@ -73,4 +80,5 @@ export function keepResult(s: RequestsState, v: RequestView): void {
 }
 
 /** Bytes of results `submitter` keeps stored. */
-export const storedBytesOf = (s: RequestsState, submitter: string): number => s.storedBytesBySubmitter.get(submitter) ?? 0;
+export const storedBytesOf = (s: RequestsState, submitter: string): number =>
+  s.storedBytesBySubmitter.get(submitter) ?? 0;

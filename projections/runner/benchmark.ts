@@ -19,7 +19,10 @@ class MemorySnapshots implements SnapshotStore {
 }
 
 /** Rebuilds `projection` from position 0 to the current head; returns events per second and the final state. */
-export async function benchReplay<S>(store: EventStore, projection: Projection<S>): Promise<{ eventsPerS: number; events: number; state: S }> {
+export async function benchReplay<S>(
+  store: EventStore,
+  projection: Projection<S>,
+): Promise<{ eventsPerS: number; events: number; state: S }> {
   const head = await store.headPosition();
   const runner = new ProjectionRunner(store, projection, new MemorySnapshots(), { batchSize: 5000 });
   const t = performance.now();

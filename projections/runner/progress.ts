@@ -15,7 +15,15 @@ export class Progress {
   private waiters: Waiter[] = [];
 
   constructor(name: string, version: number) {
-    this.status = { name, version, phase: 'starting', position: 0, checkpointPosition: 0, headAtStart: 0, eventsApplied: 0 };
+    this.status = {
+      name,
+      version,
+      phase: 'starting',
+      position: 0,
+      checkpointPosition: 0,
+      headAtStart: 0,
+      eventsApplied: 0,
+    };
   }
 
   snapshot(): ProjectionStatus {
@@ -61,7 +69,11 @@ export class Progress {
     const error =
       phase === 'failed'
         ? failedError(this.status)
-        : new FabricError(ProjectionErrorCode.notRunning, 503, `projection ${this.status.name} stopped at position ${this.status.position} before reaching the awaited position`);
+        : new FabricError(
+            ProjectionErrorCode.notRunning,
+            503,
+            `projection ${this.status.name} stopped at position ${this.status.position} before reaching the awaited position`,
+          );
     for (const w of this.waiters) {
       if (w.timer) clearTimeout(w.timer);
       w.reject(error);
@@ -74,16 +86,27 @@ export class Progress {
     if (this.status.position >= position) return Promise.resolve();
     if (this.status.phase === 'failed') return Promise.reject(failedError(this.status));
     if (this.status.phase === 'stopped') {
-      return Promise.reject(new FabricError(ProjectionErrorCode.notRunning, 503, `projection ${this.status.name} is stopped at position ${this.status.position}`));
+      return Promise.reject(
+        new FabricError(
+          ProjectionErrorCode.notRunning,
+          503,
+          `projection ${this.status.name} is stopped at position ${this.status.position}`,
+        ),
+      );
     }
     return new Promise((resolve, reject) => {
       const w: Waiter = { position, resolve, reject, timer: undefined };
       w.timer = setTimeout(() => {
         this.waiters = this.waiters.filter((x) => x !== w);
         reject(
-          new FabricError(ProjectionErrorCode.waitTimeout, 504, `projection ${this.status.name} did not reach position ${position} within ${timeoutMs} ms (at ${this.status.position})`, {
-            details: { awaited: position, position: this.status.position },
-          }),
+          new FabricError(
+            ProjectionErrorCode.waitTimeout,
+            504,
+            `projection ${this.status.name} did not reach position ${position} within ${timeoutMs} ms (at ${this.status.position})`,
+            {
+              details: { awaited: position, position: this.status.position },
+            },
+          ),
         );
       }, timeoutMs);
       this.waiters.push(w);

@@ -106,10 +106,18 @@ const NAME = /^[a-z][a-z0-9_-]{0,62}$/;
 
 export function checkProjectionIdentity(p: { name: unknown; version: unknown }): void {
   if (typeof p.name !== 'string' || !NAME.test(p.name)) {
-    throw new FabricError(ProjectionErrorCode.invalid, 400, `projection name ${JSON.stringify(p.name)} is not valid: use lowercase letters, digits, '-' and '_' (up to 63), starting with a letter`);
+    throw new FabricError(
+      ProjectionErrorCode.invalid,
+      400,
+      `projection name ${JSON.stringify(p.name)} is not valid: use lowercase letters, digits, '-' and '_' (up to 63), starting with a letter`,
+    );
   }
   if (typeof p.version !== 'number' || !Number.isSafeInteger(p.version) || p.version < 1) {
-    throw new FabricError(ProjectionErrorCode.invalid, 400, `projection ${p.name} has version ${JSON.stringify(p.version)}; a version is a positive integer`);
+    throw new FabricError(
+      ProjectionErrorCode.invalid,
+      400,
+      `projection ${p.name} has version ${JSON.stringify(p.version)}; a version is a positive integer`,
+    );
   }
 }
 
@@ -120,16 +128,27 @@ export function describeError(error: unknown): { message: string; code?: string 
 }
 
 export function describeFailure(event: StoredEvent, error: unknown): ProjectionFailure {
-  return { position: event.position, eventId: event.id, streamId: event.streamId, type: event.type, error: describeError(error) };
+  return {
+    position: event.position,
+    eventId: event.id,
+    streamId: event.streamId,
+    type: event.type,
+    error: describeError(error),
+  };
 }
 
 export function failedError(status: ProjectionStatus): FabricError {
   const { name, failure } = status;
   if (failure === undefined) {
-    return new FabricError(ProjectionErrorCode.failed, 500, `projection ${name} stopped at position ${status.position}: ${status.error?.message ?? 'unknown error'}`, {
-      hint: 'the event store or the read-model database failed; restart the projection when it is reachable',
-      details: { position: status.position, error: status.error },
-    });
+    return new FabricError(
+      ProjectionErrorCode.failed,
+      500,
+      `projection ${name} stopped at position ${status.position}: ${status.error?.message ?? 'unknown error'}`,
+      {
+        hint: 'the event store or the read-model database failed; restart the projection when it is reachable',
+        details: { position: status.position, error: status.error },
+      },
+    );
   }
   return new FabricError(
     ProjectionErrorCode.failed,

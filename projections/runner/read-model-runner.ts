@@ -5,7 +5,14 @@
 // committing the events before the culprit, and stops at the culprit with its error: it never skips an event.
 import type { EventStore, StoredEvent, Subscription, SubscriptionEnd } from '../../eventstore/port.js';
 import { Progress } from './progress.js';
-import { checkProjectionIdentity, describeError, describeFailure, type ProjectionStatus, type ReadModelProjection, type ReadModelTarget } from './projection.js';
+import {
+  checkProjectionIdentity,
+  describeError,
+  describeFailure,
+  type ProjectionStatus,
+  type ReadModelProjection,
+  type ReadModelTarget,
+} from './projection.js';
 
 export interface ReadModelRunnerOptions {
   /** Events per transaction at most. Default 500. */
@@ -63,7 +70,9 @@ export class ReadModelRunner<Tx> {
     s.position = from;
     s.checkpointPosition = from;
     s.phase = from >= s.headAtStart ? 'live' : 'rebuilding';
-    const sub = this.store.subscribeAll({ afterPosition: from, batchSize: Math.max(this.batchSize, 100) }, (e, info) => this.onEvent(e, info.caughtUp));
+    const sub = this.store.subscribeAll({ afterPosition: from, batchSize: Math.max(this.batchSize, 100) }, (e, info) =>
+      this.onEvent(e, info.caughtUp),
+    );
     this.subscription = sub;
     this.ended = sub.done.then((end) => this.finish(end));
   }
@@ -89,7 +98,12 @@ export class ReadModelRunner<Tx> {
           throw new EventFailure(e, error);
         }
       }
-      await this.target.saveCheckpoint(tx, { name: p.name, version: p.version, position: events[events.length - 1].position, snapshotJson: null });
+      await this.target.saveCheckpoint(tx, {
+        name: p.name,
+        version: p.version,
+        position: events[events.length - 1].position,
+        snapshotJson: null,
+      });
     });
   }
 

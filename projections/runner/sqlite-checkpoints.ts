@@ -13,7 +13,10 @@ const DDL = `CREATE TABLE IF NOT EXISTS projection_checkpoints (
 ) WITHOUT ROWID`;
 
 export class SqliteCheckpoints implements SnapshotStore, ReadModelTarget<Database.Database> {
-  private readonly loadStmt: Database.Statement<[string], { name: string; version: number; position: number; snapshot: string | null }>;
+  private readonly loadStmt: Database.Statement<
+    [string],
+    { name: string; version: number; position: number; snapshot: string | null }
+  >;
   private readonly saveStmt: Database.Statement<[string, number, number, string | null]>;
   private inTransaction = false;
 

@@ -4,7 +4,15 @@
 // throws stops the runner at that event: the state stays as of the event before, and that is what is saved.
 import type { EventStore, StoredEvent, Subscription, SubscriptionEnd } from '../../eventstore/port.js';
 import { Progress } from './progress.js';
-import { checkProjectionIdentity, describeError, describeFailure, type Projection, type ProjectionStatus, type RebuildReason, type SnapshotStore } from './projection.js';
+import {
+  checkProjectionIdentity,
+  describeError,
+  describeFailure,
+  type Projection,
+  type ProjectionStatus,
+  type RebuildReason,
+  type SnapshotStore,
+} from './projection.js';
 
 export interface StateRunnerOptions {
   /** Snapshot after this many applied events. Default 50000 (a snapshot serializes the whole state). */
@@ -64,7 +72,8 @@ export class ProjectionRunner<State> {
     s.headAtStart = await this.store.headPosition();
     const cp = await this.snapshots.load(p.name);
     let from = 0;
-    let reason: RebuildReason | undefined = cp === undefined ? 'no-checkpoint' : cp.version !== p.version ? 'version-changed' : undefined;
+    let reason: RebuildReason | undefined =
+      cp === undefined ? 'no-checkpoint' : cp.version !== p.version ? 'version-changed' : undefined;
     if (reason === undefined && cp !== undefined) {
       try {
         if (cp.snapshot === undefined) throw new Error('no snapshot');
@@ -79,7 +88,9 @@ export class ProjectionRunner<State> {
     s.position = from;
     s.checkpointPosition = reason === undefined ? from : 0;
     s.phase = from >= s.headAtStart ? 'live' : 'rebuilding';
-    const sub = this.store.subscribeAll({ afterPosition: from, batchSize: this.options.batchSize }, (e, info) => this.onEvent(e, info.caughtUp));
+    const sub = this.store.subscribeAll({ afterPosition: from, batchSize: this.options.batchSize }, (e, info) =>
+      this.onEvent(e, info.caughtUp),
+    );
     this.subscription = sub;
     this.ended = sub.done.then((end) => this.finish(end));
   }
@@ -138,7 +149,8 @@ export class ProjectionRunner<State> {
 
   private async finish(end: SubscriptionEnd): Promise<ProjectionStatus> {
     if (this.idleTimer !== undefined) clearTimeout(this.idleTimer);
-    if (this.unsaved > 0 || this.progress.status.checkpointPosition < this.progress.status.position) await this.saveSnapshot();
+    if (this.unsaved > 0 || this.progress.status.checkpointPosition < this.progress.status.position)
+      await this.saveSnapshot();
     await this.saving;
     this.progress.finish(end);
     if (end.reason === 'failed') this.options.onFailure?.(this.status());

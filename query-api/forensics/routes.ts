@@ -49,7 +49,12 @@ const whyQuery = z.strictObject({
 });
 const whyParams = z.strictObject({ id: z.string().min(1).max(200) });
 
-const replayQuery = z.strictObject({ format, to: z.string().min(1).max(40), from: z.string().min(1).max(40).optional(), queue: count(1000) });
+const replayQuery = z.strictObject({
+  format,
+  to: z.string().min(1).max(40),
+  from: z.string().min(1).max(40).optional(),
+  queue: count(1000),
+});
 
 function send(reply: FastifyReply, fmt: 'json' | 'text' | undefined, json: unknown, text: () => string) {
   if (fmt === 'text') return reply.type('text/plain; charset=utf-8').send(`${text()}\n`);
@@ -87,14 +92,22 @@ export function forensicsRoutes(app: FastifyInstance, deps: RouteDeps, options: 
   app.get('/why/:id', { config: { access: 'operator' } }, async (req, reply) => {
     const { id } = parseInput(whyParams, req.params, 'params');
     const q = parseInput(whyQuery, req.query, 'query');
-    const report = await explainWhy(ctx.store, id, { kind: q.kind, maxDepth: q.depth, maxEffects: q.effects, queuePositions: q.positions !== 'false' });
+    const report = await explainWhy(ctx.store, id, {
+      kind: q.kind,
+      maxDepth: q.depth,
+      maxEffects: q.effects,
+      queuePositions: q.positions !== 'false',
+    });
     return send(reply, q.format, report, () => renderWhy(report));
   });
 
   app.get('/replay', { config: { access: 'operator' } }, async (req, reply) => {
     const q = parseInput(replayQuery, req.query, 'query');
     // A replay copies the log prefix and folds it: one at a time per process.
-    if (replaying) throw forensicsError(ForensicsErrorCode.replayBusy, 'another replay is running on this server', { hint: 'retry when it has finished' });
+    if (replaying)
+      throw forensicsError(ForensicsErrorCode.replayBusy, 'another replay is running on this server', {
+        hint: 'retry when it has finished',
+      });
     replaying = true;
     try {
       const opts = { ...replayOptions, queueLimit: q.queue };

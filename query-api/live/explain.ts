@@ -37,7 +37,11 @@ export class ChangeExplainer {
     const d = e.data as { requestId?: string; replicaId?: string; modelKey: string; reason?: string };
     const kind = CHANGE_KINDS[e.type]!;
     const subject = kind === 'requeue' ? d.requestId! : d.replicaId!;
-    const report = await explainWhy(this.store, subject, { kind: kind === 'requeue' ? 'request' : 'replica', maxEffects: 0, queuePositions: false });
+    const report = await explainWhy(this.store, subject, {
+      kind: kind === 'requeue' ? 'request' : 'replica',
+      maxEffects: 0,
+      queuePositions: false,
+    });
     const step = report.steps.find((s) => s.position === e.position);
     const out: ChangeExplained = {
       position: e.position,

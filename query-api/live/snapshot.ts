@@ -33,7 +33,13 @@ export interface LiveModel {
   model: string;
   phase: string;
   pinned: boolean;
-  replicas: { replicaId: string; state: string; level: 'HOT' | 'WARM' | 'COLD'; agentId: string | null; gpus: number[] }[];
+  replicas: {
+    replicaId: string;
+    state: string;
+    level: 'HOT' | 'WARM' | 'COLD';
+    agentId: string | null;
+    gpus: number[];
+  }[];
   queueLength: number;
   queue: { position: number; requestId: string; priority: boolean; requeued: boolean; enqueuedAt: string }[];
   running: LiveRunning[];
@@ -60,7 +66,10 @@ export async function liveSnapshot(ctx: FabricContext, parts: LiveParts, me: Ide
   const all = seesAll(me);
   const s = ctx.view.state;
   const c = clusterView(s.cluster);
-  const keys = new Set([...s.cluster.deployments.keys(), ...[...s.queue.byModel.keys()].filter((k) => queueLength(s.queue, k) > 0)]);
+  const keys = new Set([
+    ...s.cluster.deployments.keys(),
+    ...[...s.queue.byModel.keys()].filter((k) => queueLength(s.queue, k) > 0),
+  ]);
   const running = new Set<string>();
   const runningByKey = runningBySubmitter(s.requests);
   const models: LiveModel[] = [];
@@ -88,11 +97,21 @@ export async function liveSnapshot(ctx: FabricContext, parts: LiveParts, me: Ide
       model,
       phase: deploymentPhase(s.cluster, model),
       pinned: dep?.pinned ?? false,
-      replicas: replicas.map((r) => ({ replicaId: r.replicaId, state: r.state, level: levelOf(r.state), agentId: all ? r.agentId : null, gpus: all ? r.gpus : [] })),
+      replicas: replicas.map((r) => ({
+        replicaId: r.replicaId,
+        state: r.state,
+        level: levelOf(r.state),
+        agentId: all ? r.agentId : null,
+        gpus: all ? r.gpus : [],
+      })),
       queueLength: queueLength(s.queue, model),
       queue: (all ? queueView(s.queue, model, QUEUE_SHOWN) : submitterQueueView(s.queue, model, me.actor, QUEUE_SHOWN))
         // Positions as dispatch will take them (a key at its running limit is passed over), as GET /queue gives them.
-        .map((e) => ({ ...e, position: truePosition(s, e.requestId, runningByKey) ?? e.position, requestId: displayRequestId(me, e.requestId) })),
+        .map((e) => ({
+          ...e,
+          position: truePosition(s, e.requestId, runningByKey) ?? e.position,
+          requestId: displayRequestId(me, e.requestId),
+        })),
       running: runs,
       lastFailure: dep?.lastFailure?.text ?? null,
     });

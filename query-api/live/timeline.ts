@@ -30,7 +30,8 @@ export function timelineOf(events: readonly StoredEvent[]): TimelineEntry[] {
     const status = STATUS[e.type];
     if (status === undefined) continue;
     const d = e.data as { attempt?: number; replicaId?: string; agentId?: string; reason?: string };
-    const detail = status === 'REQUEUED' ? (d.reason ?? null) : status === 'DISPATCHED' ? `${d.replicaId} on ${d.agentId}` : null;
+    const detail =
+      status === 'REQUEUED' ? (d.reason ?? null) : status === 'DISPATCHED' ? `${d.replicaId} on ${d.agentId}` : null;
     out.push({ status, at: e.metadata.at, attempt: d.attempt ?? null, detail });
   }
   return out;
@@ -47,7 +48,11 @@ export class Timelines {
     const from = hit?.nextRevision ?? 0;
     const events = await this.readStream(requestStream(requestId), from);
     const timeline = [...(hit?.timeline ?? []), ...timelineOf(events)];
-    this.cache.set(requestId, { position: lastPosition, nextRevision: events.length > 0 ? events[events.length - 1]!.revision + 1 : from, timeline });
+    this.cache.set(requestId, {
+      position: lastPosition,
+      nextRevision: events.length > 0 ? events[events.length - 1]!.revision + 1 : from,
+      timeline,
+    });
     return timeline;
   }
 

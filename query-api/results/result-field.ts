@@ -21,7 +21,13 @@ type Weights = { weightsFingerprint?: string };
 export type ResultField =
   | ({ bytes: number; sha256: string; inline: string } & Weights)
   | ({ bytes: number; sha256: string; expiredAt: string; expired: 'RETENTION' | 'DELETED' } & Weights)
-  | ({ bytes: number; sha256: string; url: string; expiresAt: string; inlineError?: { code: string; message: string } } & Weights);
+  | ({
+      bytes: number;
+      sha256: string;
+      url: string;
+      expiresAt: string;
+      inlineError?: { code: string; message: string };
+    } & Weights);
 
 export function resultUrl(deps: RouteDeps, requestId: string, r: ResultRef): { url: string; expiresAt: string } {
   const expiresAtMs = deps.ctx.clock() + deps.config.resultUrlTtlMs;
@@ -35,14 +41,26 @@ export function resultUrl(deps: RouteDeps, requestId: string, r: ResultRef): { u
  */
 export async function resultField(deps: RouteDeps, requestId: string, r: ResultRef): Promise<ResultField> {
   const weights: Weights = r.weightsFingerprint === undefined ? {} : { weightsFingerprint: r.weightsFingerprint };
-  if (r.expiredAt !== undefined) return { bytes: r.bytes, sha256: r.sha256, expiredAt: r.expiredAt, expired: r.expiredBecause ?? 'RETENTION', ...weights };
+  if (r.expiredAt !== undefined)
+    return {
+      bytes: r.bytes,
+      sha256: r.sha256,
+      expiredAt: r.expiredAt,
+      expired: r.expiredBecause ?? 'RETENTION',
+      ...weights,
+    };
   if (r.bytes <= deps.config.inlineResultMaxBytes) {
     try {
       const blob = await deps.ctx.blobs.get(r.ref);
       return { bytes: r.bytes, sha256: r.sha256, ...weights, inline: blob.bytes.toString('base64') };
     } catch (e) {
-      const inlineError = isFabricError(e) ? { code: e.code, message: e.message } : { code: 'API_INTERNAL', message: e instanceof Error ? e.message : String(e) };
-      deps.ctx.log.warn({ err: e, requestId, ref: r.ref }, `result of ${requestId} could not be read for inlining: ${inlineError.message}`);
+      const inlineError = isFabricError(e)
+        ? { code: e.code, message: e.message }
+        : { code: 'API_INTERNAL', message: e instanceof Error ? e.message : String(e) };
+      deps.ctx.log.warn(
+        { err: e, requestId, ref: r.ref },
+        `result of ${requestId} could not be read for inlining: ${inlineError.message}`,
+      );
       return { bytes: r.bytes, sha256: r.sha256, ...weights, ...resultUrl(deps, requestId, r), inlineError };
     }
   }

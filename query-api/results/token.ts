@@ -14,10 +14,15 @@ export function signResultToken(secret: Buffer, requestId: string, ref: string, 
 const TOKEN = /^([1-9][0-9]{0,15})\.([A-Za-z0-9_-]{43})$/;
 
 function invalid(requestId: string, why: string): FabricError {
-  return new FabricError('RESULT_TOKEN_INVALID', 403, `the download token is not valid for request ${requestId}: ${why}`, {
-    hint: 'use the URL from the request\'s COMPLETED status or GET /requests/:id (it carries a fresh token)',
-    details: { requestId },
-  });
+  return new FabricError(
+    'RESULT_TOKEN_INVALID',
+    403,
+    `the download token is not valid for request ${requestId}: ${why}`,
+    {
+      hint: "use the URL from the request's COMPLETED status or GET /requests/:id (it carries a fresh token)",
+      details: { requestId },
+    },
+  );
 }
 
 /** Throws RESULT_TOKEN_INVALID (malformed, forged, another request or result) or RESULT_TOKEN_EXPIRED. */
@@ -27,12 +32,18 @@ export function verifyResultToken(secret: Buffer, token: string, requestId: stri
   const expiresAtMs = Number(m[1]);
   const given = Buffer.from(m[2]!, 'base64url');
   const expected = mac(secret, requestId, ref, expiresAtMs);
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw invalid(requestId, 'the signature does not match');
+  if (given.length !== expected.length || !timingSafeEqual(given, expected))
+    throw invalid(requestId, 'the signature does not match');
   if (nowMs >= expiresAtMs) {
     const expiredAt = new Date(expiresAtMs).toISOString();
-    throw new FabricError('RESULT_TOKEN_EXPIRED', 403, `the download token for request ${requestId} expired at ${expiredAt}`, {
-      hint: 'GET /requests/:id again for a new URL',
-      details: { requestId, expiredAt },
-    });
+    throw new FabricError(
+      'RESULT_TOKEN_EXPIRED',
+      403,
+      `the download token for request ${requestId} expired at ${expiredAt}`,
+      {
+        hint: 'GET /requests/:id again for a new URL',
+        details: { requestId, expiredAt },
+      },
+    );
   }
 }

@@ -14,7 +14,10 @@ import type { AgentHealth } from '../../projections/agents/projection.js';
 import { queueLength, queueView, submitterQueueView } from '../../projections/queue/queries.js';
 import { seesAll } from '../ws/connection.js';
 
-const queueQuery = z.strictObject({ model: z.string().regex(MODEL_KEY, 'a model key').optional(), limit: z.coerce.number().int().min(1).max(1000).optional() });
+const queueQuery = z.strictObject({
+  model: z.string().regex(MODEL_KEY, 'a model key').optional(),
+  limit: z.coerce.number().int().min(1).max(1000).optional(),
+});
 
 /** Operators, and the only caller when auth is off. */
 
@@ -22,7 +25,15 @@ const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOStrin
 
 function health(h: AgentHealth | undefined) {
   if (h === undefined) return null;
-  return { state: h.state, since: iso(h.sinceMs), lastSeenAt: iso(h.lastSeenAtMs), graceUntil: iso(h.graceUntilMs), lapses: h.lapses, returns: h.returns, restarts: h.restarts };
+  return {
+    state: h.state,
+    since: iso(h.sinceMs),
+    lastSeenAt: iso(h.lastSeenAtMs),
+    graceUntil: iso(h.graceUntilMs),
+    lapses: h.lapses,
+    returns: h.returns,
+    restarts: h.restarts,
+  };
 }
 
 export function clusterRoutes(app: FastifyInstance, deps: RouteDeps): void {
@@ -37,8 +48,18 @@ export function clusterRoutes(app: FastifyInstance, deps: RouteDeps): void {
         asOf: s.position,
         agents: [],
         gpus: [],
-        summary: { agents: c.agents.length, activeAgents: c.agents.filter((a) => a.state === 'ACTIVE').length, gpus: c.gpus.length, gpuMemoryBytes: c.gpus.reduce((n, g) => n + g.memoryBytes, 0) },
-        deployments: c.deployments.map((d) => ({ modelKey: d.modelKey, phase: d.phase, replicas: d.replicas.map((r) => ({ replicaId: r.replicaId, state: r.state, level: r.level })), queueLength: queueLength(s.queue, d.modelKey) })),
+        summary: {
+          agents: c.agents.length,
+          activeAgents: c.agents.filter((a) => a.state === 'ACTIVE').length,
+          gpus: c.gpus.length,
+          gpuMemoryBytes: c.gpus.reduce((n, g) => n + g.memoryBytes, 0),
+        },
+        deployments: c.deployments.map((d) => ({
+          modelKey: d.modelKey,
+          phase: d.phase,
+          replicas: d.replicas.map((r) => ({ replicaId: r.replicaId, state: r.state, level: r.level })),
+          queueLength: queueLength(s.queue, d.modelKey),
+        })),
         totals: s.requests.totals,
       };
     }
@@ -55,22 +76,45 @@ export function clusterRoutes(app: FastifyInstance, deps: RouteDeps): void {
     const me = callerOf(req);
     const q = parseInput(queueQuery, req.query, 'query');
     const s = ctx.view.state;
-    const models = q.model !== undefined ? [q.model] : [...s.queue.byModel.keys()].filter((k) => queueLength(s.queue, k) > 0).sort();
+    const models =
+      q.model !== undefined ? [q.model] : [...s.queue.byModel.keys()].filter((k) => queueLength(s.queue, k) > 0).sort();
     const running = runningBySubmitter(s.requests);
     const limit = q.limit ?? 100;
     const entries = (model: string) => {
       // Positions as dispatch will take them (a key at its running limit is passed over).
-      if (seesAll(me)) return queueView(s.queue, model, limit).map((e) => ({ ...e, position: truePosition(s, e.requestId, running) ?? e.position }));
-      return submitterQueueView(s.queue, model, me.actor, limit).map((e) => ({ position: truePosition(s, e.requestId, running) ?? null, requestId: displayRequestId(me, e.requestId), rank: e.rank, priority: e.priority, requeued: e.requeued, enqueuedAt: e.enqueuedAt }));
+      if (seesAll(me))
+        return queueView(s.queue, model, limit).map((e) => ({
+          ...e,
+          position: truePosition(s, e.requestId, running) ?? e.position,
+        }));
+      return submitterQueueView(s.queue, model, me.actor, limit).map((e) => ({
+        position: truePosition(s, e.requestId, running) ?? null,
+        requestId: displayRequestId(me, e.requestId),
+        rank: e.rank,
+        priority: e.priority,
+        requeued: e.requeued,
+        enqueuedAt: e.enqueuedAt,
+      }));
     };
-    return { asOf: s.position, queues: models.map((model) => ({ model, length: queueLength(s.queue, model), entries: entries(model) })) };
+    return {
+      asOf: s.position,
+      queues: models.map((model) => ({ model, length: queueLength(s.queue, model), entries: entries(model) })),
+    };
   });
 
   app.get('/agents', { config: { access: 'operator' } }, async () => {
     const s = ctx.view.state;
     return {
       asOf: s.position,
-      agents: [...s.cluster.agents.values()].map((a) => ({ agentId: a.agentId, state: a.state, bootId: a.bootId, gpus: a.gpus, ramBytes: a.ramBytes, cpuCacheBudgetBytes: a.cpuCacheBudgetBytes, health: health(s.agents.byId.get(a.agentId)) })),
+      agents: [...s.cluster.agents.values()].map((a) => ({
+        agentId: a.agentId,
+        state: a.state,
+        bootId: a.bootId,
+        gpus: a.gpus,
+        ramBytes: a.ramBytes,
+        cpuCacheBudgetBytes: a.cpuCacheBudgetBytes,
+        health: health(s.agents.byId.get(a.agentId)),
+      })),
     };
   });
 }

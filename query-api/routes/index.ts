@@ -10,5 +10,13 @@ import { requestQueryRoutes } from './requests.js';
 import { tokenizerRoutes } from './tokenizer.js';
 import type { QueryRoutes } from './types.js';
 
-export const QUERY_ROUTES: QueryRoutes[] = [requestQueryRoutes, clusterRoutes, modelRoutes, tokenizerRoutes, liveRoutes, pageRoutes, forensicsRoutes];
+export const QUERY_ROUTES: QueryRoutes[] = [
+  requestQueryRoutes,
+  clusterRoutes,
+  modelRoutes,
+  tokenizerRoutes,
+  liveRoutes,
+  pageRoutes,
+  forensicsRoutes,
+];
 export type { QueryRoutes } from './types.js';

@@ -11,7 +11,11 @@ import { Timelines } from '../live/timeline.js';
 export function liveRoutes(app: FastifyInstance, deps: RouteDeps): void {
   const { ctx } = deps;
   deps.capabilities.add('live-page');
-  const parts = { recent: new RecentChanges(ctx.view, ctx.store, ctx.clock), explainer: new ChangeExplainer(ctx.store), timelines: new Timelines((id, fromRevision) => ctx.store.readStream(id, { fromRevision })) };
+  const parts = {
+    recent: new RecentChanges(ctx.view, ctx.store, ctx.clock),
+    explainer: new ChangeExplainer(ctx.store),
+    timelines: new Timelines((id, fromRevision) => ctx.store.readStream(id, { fromRevision })),
+  };
   app.addHook('onClose', async () => parts.recent.close());
   app.get('/live', async (req) => liveSnapshot(ctx, parts, callerOf(req)));
 }

@@ -9,8 +9,13 @@ import { MODEL_KEY } from '../../domain/shared/ids.js';
 import { activeReplicas, deploymentPhase } from '../../projections/cluster/queries.js';
 import { levelOf } from '../../projections/cluster/state.js';
 
-const keyParams = z.strictObject({ key: z.string().regex(MODEL_KEY, 'a model key: 1–128 of letters, digits and . _ / -') });
-const shapeQuery = z.strictObject({ batch: z.coerce.number().int().min(1).max(1024).optional(), sequence: z.coerce.number().int().min(1).max(1_000_000).optional() });
+const keyParams = z.strictObject({
+  key: z.string().regex(MODEL_KEY, 'a model key: 1–128 of letters, digits and . _ / -'),
+});
+const shapeQuery = z.strictObject({
+  batch: z.coerce.number().int().min(1).max(1024).optional(),
+  sequence: z.coerce.number().int().min(1).max(1_000_000).optional(),
+});
 
 export function modelRoutes(app: FastifyInstance, deps: RouteDeps): void {
   const { ctx } = deps;
@@ -26,7 +31,16 @@ export function modelRoutes(app: FastifyInstance, deps: RouteDeps): void {
           description: e.description,
           weightsBytes: e.weightsBytes,
           defaults: e.defaults,
-          ...(e.registration === undefined ? {} : { fingerprint: e.registration.fingerprint, family: e.registration.family, architecture: e.registration.architecture, generative: e.registration.generative, registeredAt: e.registration.registeredAt, registeredBy: e.registration.registeredBy }),
+          ...(e.registration === undefined
+            ? {}
+            : {
+                fingerprint: e.registration.fingerprint,
+                family: e.registration.family,
+                architecture: e.registration.architecture,
+                generative: e.registration.generative,
+                registeredAt: e.registration.registeredAt,
+                registeredBy: e.registration.registeredBy,
+              }),
           phase: deploymentPhase(s.cluster, e.key),
           replicas: levels,
         };
@@ -37,8 +51,15 @@ export function modelRoutes(app: FastifyInstance, deps: RouteDeps): void {
   app.get('/models/:key/manifest', async (req) => {
     const { key } = parseInput(keyParams, req.params, 'params');
     const q = parseInput(shapeQuery, req.query, 'query');
-    if (ctx.catalog.get(key) === undefined) throw unknownModel(key, ctx.catalog.list().map((e) => e.key));
-    const shape = q.batch !== undefined || q.sequence !== undefined ? { batch: q.batch ?? 1, sequence: q.sequence ?? 1 } : undefined;
+    if (ctx.catalog.get(key) === undefined)
+      throw unknownModel(
+        key,
+        ctx.catalog.list().map((e) => e.key),
+      );
+    const shape =
+      q.batch !== undefined || q.sequence !== undefined
+        ? { batch: q.batch ?? 1, sequence: q.sequence ?? 1 }
+        : undefined;
     return ctx.catalog.manifest(key, shape);
   });
 }

@@ -38,7 +38,13 @@ async function fromReadModels(deps: RouteDeps, me: Identity, shownId: string, re
   if (row === undefined || !mayRead(me, row.view.submitter)) throw requestNotFound(shownId);
   const events = await rm.events(requestId);
   if (ctx.view.position < row.position) await ctx.view.waitForPosition(row.position, deps.config.readyTimeoutMs);
-  return { requestId, events, view: requestStatusOf(ctx.view.state, row.view), request: row.view, submitter: row.view.submitter };
+  return {
+    requestId,
+    events,
+    view: requestStatusOf(ctx.view.state, row.view),
+    request: row.view,
+    submitter: row.view.submitter,
+  };
 }
 
 /** The request `me` names `shownId` (its own scope; an operator's full ids too), or the not-found answer. */

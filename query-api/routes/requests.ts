@@ -18,16 +18,34 @@ import { historyOf } from '../status/history.js';
 import { mayRead } from '../ws/connection.js';
 import { readRequest, requestNotFound } from './read-request.js';
 
-const idParams = z.strictObject({ id: z.string().regex(REQUEST_ID, 'a request id: 1–160 of letters, digits and . _ : -') });
-const STATUSES = ['RECEIVED', 'QUEUED', 'PROVISIONING', 'DEPLOYING', 'DISPATCHED', 'RUNNING', 'COMPLETED', 'ERROR', 'CANCELLED'] as const;
-const listQuery = z.strictObject({ limit: z.coerce.number().int().min(1).max(500).optional(), status: z.enum(STATUSES).optional() });
+const idParams = z.strictObject({
+  id: z.string().regex(REQUEST_ID, 'a request id: 1–160 of letters, digits and . _ : -'),
+});
+const STATUSES = [
+  'RECEIVED',
+  'QUEUED',
+  'PROVISIONING',
+  'DEPLOYING',
+  'DISPATCHED',
+  'RUNNING',
+  'COMPLETED',
+  'ERROR',
+  'CANCELLED',
+] as const;
+const listQuery = z.strictObject({
+  limit: z.coerce.number().int().min(1).max(500).optional(),
+  status: z.enum(STATUSES).optional(),
+});
 const resultQuery = z.strictObject({ token: z.string().max(300).optional() });
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
 export function requestQueryRoutes(app: FastifyInstance, deps: RouteDeps): void {
   const { ctx } = deps;
-  const downloads = deps.config.downloadRateLimit === null || !deps.config.auth ? undefined : new RateLimiter(deps.config.downloadRateLimit, ctx.clock, 'result downloads');
+  const downloads =
+    deps.config.downloadRateLimit === null || !deps.config.auth
+      ? undefined
+      : new RateLimiter(deps.config.downloadRateLimit, ctx.clock, 'result downloads');
 
   app.get('/requests/:id', async (req) => {
     const me = callerOf(req);
@@ -41,7 +59,12 @@ export function requestQueryRoutes(app: FastifyInstance, deps: RouteDeps): void 
       position: view.position,
       queueLength: view.queueLength,
       attempt: view.attempt,
-      requeues: view.requeues.map((r) => ({ reason: r.reason, attempt: r.attempt, at: new Date(r.atMs).toISOString(), text: r.text })),
+      requeues: view.requeues.map((r) => ({
+        reason: r.reason,
+        attempt: r.attempt,
+        at: new Date(r.atMs).toISOString(),
+        text: r.text,
+      })),
       replicaId: view.replicaId,
       agentId: view.agentId,
       trusted: v.trusted,
@@ -53,7 +76,10 @@ export function requestQueryRoutes(app: FastifyInstance, deps: RouteDeps): void 
       logsTruncated: h.logsTruncated,
       logCapped: h.logCapped,
       logLines: view.logLines,
-      error: view.error === null ? null : { phase: view.error.phase, type: view.error.type, message: view.error.message, stack: view.error.stack },
+      error:
+        view.error === null
+          ? null
+          : { phase: view.error.phase, type: view.error.type, message: view.error.message, stack: view.error.stack },
       cancelled: view.cancelled,
       result: view.result === null ? null : await resultField(deps, requestId, view.result),
       asOf: view.asOf,
@@ -73,7 +99,15 @@ export function requestQueryRoutes(app: FastifyInstance, deps: RouteDeps): void 
       if (!mayRead(me, v.submitter)) continue;
       const status = userStatus(s, v);
       if (q.status !== undefined && status !== q.status) continue;
-      out.push({ requestId: displayRequestId(me, v.requestId), model: v.modelKey, status, position: v.status === 'QUEUED' ? (truePosition(s, v.requestId, running) ?? null) : null, submitter: v.submitter, receivedAt: iso(v.receivedAtMs), finishedAt: iso(v.finishedAtMs) });
+      out.push({
+        requestId: displayRequestId(me, v.requestId),
+        model: v.modelKey,
+        status,
+        position: v.status === 'QUEUED' ? (truePosition(s, v.requestId, running) ?? null) : null,
+        submitter: v.submitter,
+        receivedAt: iso(v.receivedAtMs),
+        finishedAt: iso(v.finishedAtMs),
+      });
     }
     return { asOf: s.position, requests: out };
   });
@@ -98,12 +132,18 @@ export function requestQueryRoutes(app: FastifyInstance, deps: RouteDeps): void 
     } else {
       if (req.identity === null) {
         const e = keyMissing();
-        throw new FabricError(e.code, e.httpStatus, 'downloading a result needs the signed URL\'s token or the API key that submitted the request', { hint: e.hint });
+        throw new FabricError(
+          e.code,
+          e.httpStatus,
+          "downloading a result needs the signed URL's token or the API key that submitted the request",
+          { hint: e.hint },
+        );
       }
       view = (await readRequest(deps, req.identity, id)).request;
       if (view.result === null) throw notReady(id, userStatus(ctx.view.state, view));
     }
-    if (view.result!.expiredAt !== undefined) throw resultExpired(id, view.result!.expiredAt, view.result!.expiredBecause ?? 'RETENTION');
+    if (view.result!.expiredAt !== undefined)
+      throw resultExpired(id, view.result!.expiredAt, view.result!.expiredBecause ?? 'RETENTION');
     // Downloads count against the submitter of the result, signed URLs included (a shared URL is not a free pass).
     const release = downloads?.take(`${view.submitter} (downloads)`) ?? (() => undefined);
     reply.raw.once('close', release);
@@ -118,15 +158,23 @@ export function requestQueryRoutes(app: FastifyInstance, deps: RouteDeps): void 
 }
 
 function resultExpired(requestId: string, expiredAt: string, why: 'RETENTION' | 'DELETED'): FabricError {
-  return new FabricError('RESULT_EXPIRED', 410, `the result of request ${requestId} is gone: ${why === 'DELETED' ? 'it was deleted' : 'it was kept as long as results are kept'} (at ${expiredAt})`, {
-    hint: 'run the request again for a new result; download results soon after they complete',
-    details: { requestId, expiredAt, reason: why },
-  });
+  return new FabricError(
+    'RESULT_EXPIRED',
+    410,
+    `the result of request ${requestId} is gone: ${why === 'DELETED' ? 'it was deleted' : 'it was kept as long as results are kept'} (at ${expiredAt})`,
+    {
+      hint: 'run the request again for a new result; download results soon after they complete',
+      details: { requestId, expiredAt, reason: why },
+    },
+  );
 }
 
 function notReady(requestId: string, status: string): FabricError {
   return new FabricError('RESULT_NOT_READY', 409, `request ${requestId} has no result: it is ${status}`, {
-    hint: status === 'ERROR' || status === 'CANCELLED' ? 'it will never have one; GET /requests/:id says why' : 'wait for COMPLETED (status websocket), then download',
+    hint:
+      status === 'ERROR' || status === 'CANCELLED'
+        ? 'it will never have one; GET /requests/:id says why'
+        : 'wait for COMPLETED (status websocket), then download',
     details: { requestId, status },
   });
 }

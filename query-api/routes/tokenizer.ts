@@ -9,7 +9,9 @@ import { MODEL_KEY } from '../../domain/shared/ids.js';
 import { tokenizerEtag } from '../../protocol/tokenizer-bundle.js';
 import { TokenizerBundles } from '../tokenizer/bundle.js';
 
-const keyParams = z.strictObject({ key: z.string().regex(MODEL_KEY, 'a model key: 1–128 of letters, digits and . _ / -') });
+const keyParams = z.strictObject({
+  key: z.string().regex(MODEL_KEY, 'a model key: 1–128 of letters, digits and . _ / -'),
+});
 
 export function tokenizerRoutes(app: FastifyInstance, deps: RouteDeps): void {
   const { ctx } = deps;
@@ -18,7 +20,11 @@ export function tokenizerRoutes(app: FastifyInstance, deps: RouteDeps): void {
   app.get('/models/:key/tokenizer', async (req, reply) => {
     const { key } = parseInput(keyParams, req.params, 'params');
     const entry = ctx.catalog.get(key);
-    if (entry === undefined) throw unknownModel(key, ctx.catalog.list().map((e) => e.key));
+    if (entry === undefined)
+      throw unknownModel(
+        key,
+        ctx.catalog.list().map((e) => e.key),
+      );
     const { bundle, body } = await bundles.get(entry);
     const etag = tokenizerEtag(bundle.sha256);
     reply.header('etag', etag).header('cache-control', 'no-cache');

@@ -24,9 +24,14 @@ export function parseCursor(text: unknown): Cursor {
   const s = typeof text === 'number' && Number.isSafeInteger(text) && text >= 0 ? String(text) : text;
   const m = typeof s === 'string' ? CURSOR.exec(s) : null;
   if (m === null || !Number.isSafeInteger(Number(m[1]))) {
-    throw new FabricError('WS_BAD_CURSOR', 400, `${JSON.stringify(typeof text === 'string' ? text.slice(0, 60) : text)} is not a cursor`, {
-      hint: 'send back the "cursor" of the last status message received, or leave "since" out for the whole history',
-    });
+    throw new FabricError(
+      'WS_BAD_CURSOR',
+      400,
+      `${JSON.stringify(typeof text === 'string' ? text.slice(0, 60) : text)} is not a cursor`,
+      {
+        hint: 'send back the "cursor" of the last status message received, or leave "since" out for the whole history',
+      },
+    );
   }
   return { position: Number(m[1]), waitingKey: m[2] === undefined ? null : `${m[2]}:${m[3]}` };
 }

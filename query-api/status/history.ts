@@ -28,7 +28,12 @@ export const MAX_LOG_LINES = 1000;
  * `logsTruncated`: only the last MAX_LOG_LINES lines are shown here; `logCapped`: an attempt reached its log
  * limits and the fabric dropped the rest of its output (the last line shown is the LOG_TRUNCATED note).
  */
-export function historyOf(events: StoredEvent[]): { statuses: HistoryEntry[]; logs: LogEntry[]; logsTruncated: boolean; logCapped: boolean } {
+export function historyOf(events: StoredEvent[]): {
+  statuses: HistoryEntry[];
+  logs: LogEntry[];
+  logsTruncated: boolean;
+  logCapped: boolean;
+} {
   const statuses: HistoryEntry[] = [];
   // Log events are only noted on the way forward; their lines are read backwards from the last one, as many as
   // are shown (a request that logged 200,000 lines costs 1,000 here, not 200,000).

@@ -9,7 +9,17 @@ import { queueLength } from '../../projections/queue/queries.js';
 import { truePosition } from '../../projections/control-plane/positions.js';
 import { formatCursor, waitingKeyOf, type WaitingStatus } from './cursor.js';
 
-export type StatusName = 'RECEIVED' | WaitingStatus | 'DISPATCHED' | 'RUNNING' | 'LOG' | 'STREAM' | 'TRACE' | 'COMPLETED' | 'ERROR' | 'CANCELLED';
+export type StatusName =
+  | 'RECEIVED'
+  | WaitingStatus
+  | 'DISPATCHED'
+  | 'RUNNING'
+  | 'LOG'
+  | 'STREAM'
+  | 'TRACE'
+  | 'COMPLETED'
+  | 'ERROR'
+  | 'CANCELLED';
 
 export interface StatusMessage {
   type: 'status';
@@ -52,7 +62,11 @@ export interface WaitingFacts {
  * The request's waiting status in `s`, or undefined when it is not waiting (or unknown). `running` (requests in
  * flight per submitter) may be passed when asked for many requests of one state.
  */
-export function waitingFacts(s: ControlPlaneState, requestId: string, running?: Map<string, number>): WaitingFacts | undefined {
+export function waitingFacts(
+  s: ControlPlaneState,
+  requestId: string,
+  running?: Map<string, number>,
+): WaitingFacts | undefined {
   const v = s.requests.byId.get(requestId);
   if (v === undefined || v.status !== 'QUEUED') return undefined;
   const status = userStatus(s, v) as WaitingStatus;
@@ -62,13 +76,31 @@ export function waitingFacts(s: ControlPlaneState, requestId: string, running?: 
     position: truePosition(s, requestId, running) ?? null,
     queueLength: queueLength(s.queue, v.modelKey),
     attempt: v.attempt,
-    deployment: status === 'QUEUED' ? null : { phase: deploymentPhase(s.cluster, v.modelKey), lastFailure: dep?.lastFailure?.text ?? null },
+    deployment:
+      status === 'QUEUED'
+        ? null
+        : { phase: deploymentPhase(s.cluster, v.modelKey), lastFailure: dep?.lastFailure?.text ?? null },
   };
 }
 
-function draft(e: StoredEvent, requestId: string, status: StatusName, fields: Record<string, unknown>, replay: boolean, waitingKey: string | null = null): Draft {
+function draft(
+  e: StoredEvent,
+  requestId: string,
+  status: StatusName,
+  fields: Record<string, unknown>,
+  replay: boolean,
+  waitingKey: string | null = null,
+): Draft {
   return {
-    msg: { type: 'status', requestId, status, cursor: formatCursor(e.position, waitingKey), at: e.metadata.at, replay, ...fields },
+    msg: {
+      type: 'status',
+      requestId,
+      status,
+      cursor: formatCursor(e.position, waitingKey),
+      at: e.metadata.at,
+      replay,
+      ...fields,
+    },
     position: e.position,
     waitingKey,
     kind: 'event',
@@ -86,51 +118,124 @@ export function eventDraft(e: StoredEvent, live: ControlPlaneState | null, repla
   if (d === undefined) return undefined;
   switch (d.type) {
     case 'RequestReceived':
-      return draft(e, d.data.requestId, 'RECEIVED', { model: d.data.modelKey, trusted: d.data.trusted, priority: d.data.priority }, replay);
+      return draft(
+        e,
+        d.data.requestId,
+        'RECEIVED',
+        { model: d.data.modelKey, trusted: d.data.trusted, priority: d.data.priority },
+        replay,
+      );
     case 'RequestQueued':
     case 'RequestRequeued': {
       const requestId = d.data.requestId;
       const w = live === null ? undefined : waitingFacts(live, requestId);
-      const requeued = d.type === 'RequestRequeued' ? { requeued: { reason: d.data.reason, attempt: d.data.attempt, text: d.data.because.text } } : {};
+      const requeued =
+        d.type === 'RequestRequeued'
+          ? { requeued: { reason: d.data.reason, attempt: d.data.attempt, text: d.data.because.text } }
+          : {};
       if (w === undefined) {
         const attempt = d.type === 'RequestRequeued' ? d.data.attempt : 0;
-        return draft(e, requestId, 'QUEUED', { position: null, queueLength: null, attempt, ...requeued }, replay, waitingKeyOf('QUEUED', null));
+        return draft(
+          e,
+          requestId,
+          'QUEUED',
+          { position: null, queueLength: null, attempt, ...requeued },
+          replay,
+          waitingKeyOf('QUEUED', null),
+        );
       }
       return waitingDraft(e, requestId, w, replay, 'event', requeued);
     }
     case 'RequestDispatched':
-      return draft(e, d.data.requestId, 'DISPATCHED', { attempt: d.data.attempt, replicaId: d.data.replicaId, agentId: d.data.agentId }, replay);
+      return draft(
+        e,
+        d.data.requestId,
+        'DISPATCHED',
+        { attempt: d.data.attempt, replicaId: d.data.replicaId, agentId: d.data.agentId },
+        replay,
+      );
     case 'RequestStarted':
       return draft(e, d.data.requestId, 'RUNNING', { attempt: d.data.attempt, agentId: d.data.agentId }, replay);
     case 'RequestLogged': {
       const [first, ...rest] = d.data.lines;
-      const x = draft(e, d.data.requestId, 'LOG', { attempt: d.data.attempt, stream: first!.stream, line: first!.line }, replay);
+      const x = draft(
+        e,
+        d.data.requestId,
+        'LOG',
+        { attempt: d.data.attempt, stream: first!.stream, line: first!.line },
+        replay,
+      );
       if (rest.length > 0) x.more = rest.map((l) => ({ ...x.msg, stream: l.stream, line: l.line }));
       return x;
     }
     case 'RequestLogTruncated':
-      return draft(e, d.data.requestId, 'LOG', { attempt: d.data.attempt, stream: 'stderr', code: 'LOG_TRUNCATED', line: logTruncatedLine(d.data) }, replay);
+      return draft(
+        e,
+        d.data.requestId,
+        'LOG',
+        { attempt: d.data.attempt, stream: 'stderr', code: 'LOG_TRUNCATED', line: logTruncatedLine(d.data) },
+        replay,
+      );
     case 'RequestTokensGenerated':
       return draft(e, d.data.requestId, 'STREAM', { attempt: d.data.attempt, tokens: d.data.tokens }, replay);
     case 'RequestTraceProgressed':
-      return draft(e, d.data.requestId, 'TRACE', { attempt: d.data.attempt, trace: d.data.trace, traces: d.data.traces, traceStatus: d.data.status, ...(d.data.ms === undefined ? {} : { ms: d.data.ms }) }, replay);
+      return draft(
+        e,
+        d.data.requestId,
+        'TRACE',
+        {
+          attempt: d.data.attempt,
+          trace: d.data.trace,
+          traces: d.data.traces,
+          traceStatus: d.data.status,
+          ...(d.data.ms === undefined ? {} : { ms: d.data.ms }),
+        },
+        replay,
+      );
     case 'RequestCompleted': {
       const weights = d.data.weightsFingerprint === undefined ? {} : { weightsFingerprint: d.data.weightsFingerprint };
-      const x = draft(e, d.data.requestId, 'COMPLETED', { attempt: d.data.attempt, bytes: d.data.bytes, sha256: d.data.sha256, ...weights }, replay);
+      const x = draft(
+        e,
+        d.data.requestId,
+        'COMPLETED',
+        { attempt: d.data.attempt, bytes: d.data.bytes, sha256: d.data.sha256, ...weights },
+        replay,
+      );
       x.result = { ref: d.data.resultRef, bytes: d.data.bytes, sha256: d.data.sha256, ...weights };
       return x;
     }
     case 'RequestFailed':
-      return draft(e, d.data.requestId, 'ERROR', { attempt: d.data.attempt, error: { phase: d.data.phase, type: d.data.errorType, message: d.data.message, stack: d.data.stack } }, replay);
+      return draft(
+        e,
+        d.data.requestId,
+        'ERROR',
+        {
+          attempt: d.data.attempt,
+          error: { phase: d.data.phase, type: d.data.errorType, message: d.data.message, stack: d.data.stack },
+        },
+        replay,
+      );
     case 'RequestCancelled':
-      return draft(e, d.data.requestId, 'CANCELLED', { by: d.data.by, actor: d.data.actor, attempt: d.data.attempt }, replay);
+      return draft(
+        e,
+        d.data.requestId,
+        'CANCELLED',
+        { by: d.data.by, actor: d.data.actor, attempt: d.data.attempt },
+        replay,
+      );
     default:
       return undefined;
   }
 }
 
 /** The note that ends a truncated log. */
-export function logTruncatedLine(t: { attempt: number; keptLines: number; keptBytes: number; maxLines: number; maxBytes: number }): string {
+export function logTruncatedLine(t: {
+  attempt: number;
+  keptLines: number;
+  keptBytes: number;
+  maxLines: number;
+  maxBytes: number;
+}): string {
   return `LOG_TRUNCATED: attempt ${t.attempt} reached its log limit (${t.maxLines} lines or ${t.maxBytes} bytes) after ${t.keptLines} lines (${t.keptBytes} bytes); later output is dropped`;
 }
 
@@ -144,10 +249,23 @@ export function waitingDraft(
   extra: Record<string, unknown> = {},
 ): Draft {
   const key = waitingKeyOf(w.status, w.position);
-  const fields: Record<string, unknown> = { position: w.position, queueLength: w.queueLength, attempt: w.attempt, ...extra };
+  const fields: Record<string, unknown> = {
+    position: w.position,
+    queueLength: w.queueLength,
+    attempt: w.attempt,
+    ...extra,
+  };
   if (w.deployment !== null) fields.deployment = w.deployment;
   return {
-    msg: { type: 'status', requestId, status: w.status, cursor: formatCursor(e.position, key), at: e.metadata.at, replay, ...fields },
+    msg: {
+      type: 'status',
+      requestId,
+      status: w.status,
+      cursor: formatCursor(e.position, key),
+      at: e.metadata.at,
+      replay,
+      ...fields,
+    },
     position: e.position,
     waitingKey: key,
     kind,

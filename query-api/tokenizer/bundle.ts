@@ -18,15 +18,25 @@ export class TokenizerBundles {
     if (hit !== undefined && hit.fingerprint === fingerprint) return hit;
     const file = join(entry.dir, 'tokenizer.json');
     if (!existsSync(file)) {
-      throw new FabricError('API_NO_TOKENIZER', 404, `model ${entry.key} has no tokenizer (no tokenizer.json in its folder)`, {
-        hint: 'send token ids instead of text for this model, or add its tokenizer.json to the model folder',
-        details: { model: entry.key },
-      });
+      throw new FabricError(
+        'API_NO_TOKENIZER',
+        404,
+        `model ${entry.key} has no tokenizer (no tokenizer.json in its folder)`,
+        {
+          hint: 'send token ids instead of text for this model, or add its tokenizer.json to the model folder',
+          details: { model: entry.key },
+        },
+      );
     }
     const tokenizer = readFileSync(file, 'utf8');
     const cfg = join(entry.dir, 'tokenizer_config.json');
     const config = existsSync(cfg) ? readFileSync(cfg, 'utf8') : null;
-    const bundle: TokenizerBundle = { model: entry.key, sha256: await tokenizerBundleSha256(tokenizer, config), tokenizer, config };
+    const bundle: TokenizerBundle = {
+      model: entry.key,
+      sha256: await tokenizerBundleSha256(tokenizer, config),
+      tokenizer,
+      config,
+    };
     const out = { fingerprint, bundle, body: JSON.stringify(bundle) };
     this.cache.set(entry.key, out);
     return out;

@@ -2,10 +2,16 @@
 import { z } from 'zod';
 import { REQUEST_ID } from '../../domain/shared/ids.js';
 
-const requestId = z.string().regex(REQUEST_ID, 'a request id: 1–160 of letters, digits and . _ : -, starting with a letter or digit');
+const requestId = z
+  .string()
+  .regex(REQUEST_ID, 'a request id: 1–160 of letters, digits and . _ : -, starting with a letter or digit');
 
 export const clientMessage = z.discriminatedUnion('type', [
-  z.strictObject({ type: z.literal('subscribe'), requestId, since: z.union([z.string().max(64), z.number()]).optional() }),
+  z.strictObject({
+    type: z.literal('subscribe'),
+    requestId,
+    since: z.union([z.string().max(64), z.number()]).optional(),
+  }),
   z.strictObject({ type: z.literal('unsubscribe'), requestId }),
   z.strictObject({ type: z.literal('watch'), topic: z.literal('cluster') }),
   z.strictObject({ type: z.literal('ping') }),

@@ -36,7 +36,8 @@ export interface Corkable {
 
 const FRAME_OPTIONS = { fin: true, rsv1: false, opcode: 1, mask: false, readOnly: false } as const;
 /** ws's frame builder (exported by its ES module entry; not in its type declarations). */
-const Sender = (wsLib as unknown as { Sender: { frame(data: Buffer, options: typeof FRAME_OPTIONS): Buffer[] } }).Sender;
+const Sender = (wsLib as unknown as { Sender: { frame(data: Buffer, options: typeof FRAME_OPTIONS): Buffer[] } })
+  .Sender;
 
 /** Longest stretch of writing queued messages before the connection lets the event loop turn. */
 const OUTBOX_SLICE_MS = 4;
@@ -73,14 +74,18 @@ export class StatusConnection {
       if (isBinary) throw new Error('binary frames are not messages; send JSON text');
       parsed = JSON.parse(data.toString());
     } catch (e) {
-      this.refuse('WS_BAD_MESSAGE', `not a JSON message: ${(e as Error).message}`, { hint: 'send e.g. {"type":"subscribe","requestId":"r-01"}' });
+      this.refuse('WS_BAD_MESSAGE', `not a JSON message: ${(e as Error).message}`, {
+        hint: 'send e.g. {"type":"subscribe","requestId":"r-01"}',
+      });
       return;
     }
     const r = clientMessage.safeParse(parsed);
     if (!r.success) {
       const i = r.error.issues[0]!;
       const path = i.path.join('.');
-      this.refuse('WS_BAD_MESSAGE', `${path === '' ? 'message' : path}: ${i.message}`, { hint: 'types: subscribe {requestId, since?}, unsubscribe {requestId}, watch {topic: "cluster"}, ping' });
+      this.refuse('WS_BAD_MESSAGE', `${path === '' ? 'message' : path}: ${i.message}`, {
+        hint: 'types: subscribe {requestId, since?}, unsubscribe {requestId}, watch {topic: "cluster"}, ping',
+      });
       return;
     }
     const m = r.data;
@@ -90,7 +95,9 @@ export class StatusConnection {
           this.write({ type: 'pong', at: new Date(this.deps.ctx.clock()).toISOString() });
           return;
         case 'watch':
-          this.unwatch ??= this.hub.watch({ changed: (position) => this.write({ type: 'changed', topic: 'cluster', position }) });
+          this.unwatch ??= this.hub.watch({
+            changed: (position) => this.write({ type: 'changed', topic: 'cluster', position }),
+          });
           this.write({ type: 'watching', topic: 'cluster' });
           return;
         case 'unsubscribe': {
@@ -105,7 +112,8 @@ export class StatusConnection {
           return;
       }
     } catch (e) {
-      if (isFabricError(e)) this.write({ type: 'error', ...e.toBody(), requestId: (m as { requestId?: string }).requestId });
+      if (isFabricError(e))
+        this.write({ type: 'error', ...e.toBody(), requestId: (m as { requestId?: string }).requestId });
       else {
         this.deps.ctx.log.error({ err: e }, `status websocket: ${m.type} failed`);
         this.refuse('API_INTERNAL', `internal error: ${(e as Error).message}`);
@@ -129,9 +137,19 @@ export class StatusConnection {
       this.subs.delete(requestId);
     }
     if (this.subs.size >= this.deps.config.wsMaxSubscriptions) {
-      throw new FabricError('WS_TOO_MANY_SUBSCRIPTIONS', 429, `a websocket may follow at most ${this.deps.config.wsMaxSubscriptions} requests at once`, { hint: 'unsubscribe from finished ones, or open another socket' });
+      throw new FabricError(
+        'WS_TOO_MANY_SUBSCRIPTIONS',
+        429,
+        `a websocket may follow at most ${this.deps.config.wsMaxSubscriptions} requests at once`,
+        { hint: 'unsubscribe from finished ones, or open another socket' },
+      );
     }
-    const sub = this.hub.subscribe(recorded, cursor, { send: (d) => this.send(d, requestId), ended: (s, reason) => this.ended(s, reason, requestId) }, (submitter) => mayRead(this.me, submitter));
+    const sub = this.hub.subscribe(
+      recorded,
+      cursor,
+      { send: (d) => this.send(d, requestId), ended: (s, reason) => this.ended(s, reason, requestId) },
+      (submitter) => mayRead(this.me, submitter),
+    );
     if (sub === undefined) throw forbidden(requestId, this.me);
     this.subs.set(requestId, sub);
     this.write({ type: 'subscribed', requestId, since: since === undefined ? null : String(since) });
@@ -139,7 +157,11 @@ export class StatusConnection {
 
   private ended(sub: RequestSubscription, reason: EndReason, name: string): void {
     if (this.subs.get(name) === sub) this.subs.delete(name);
-    this.push(reason === 'forbidden' ? { type: 'error', ...forbidden(name, this.me).toBody(), requestId: name } : { type: 'ended', requestId: name, reason });
+    this.push(
+      reason === 'forbidden'
+        ? { type: 'error', ...forbidden(name, this.me).toBody(), requestId: name }
+        : { type: 'ended', requestId: name, reason },
+    );
   }
 
   /** Sends a draft's messages naming the request as the client subscribed to it. */
@@ -193,7 +215,7 @@ export class StatusConnection {
           sliceStart = performance.now();
           continue;
         }
-        if (direct && this.outbox.size > 0 || frames.length > 0) this.frame(item, frames);
+        if ((direct && this.outbox.size > 0) || frames.length > 0) this.frame(item, frames);
         else this.write(item);
         if (performance.now() - sliceStart > OUTBOX_SLICE_MS) {
           drain();
@@ -212,7 +234,10 @@ export class StatusConnection {
   private writable(): boolean {
     if (this.closed || this.ws.readyState !== this.ws.OPEN) return false;
     if (this.ws.bufferedAmount > this.deps.config.wsMaxBufferedBytes) {
-      this.deps.ctx.log.warn({ actor: this.me.actor, buffered: this.ws.bufferedAmount }, 'status websocket closed: the client does not read its messages');
+      this.deps.ctx.log.warn(
+        { actor: this.me.actor, buffered: this.ws.bufferedAmount },
+        'status websocket closed: the client does not read its messages',
+      );
       this.ws.close(1013, 'too many unread messages');
       this.close();
       return false;
@@ -237,13 +262,23 @@ export class StatusConnection {
   private observeNotify(msg: object): void {
     const metrics = this.deps.ctx.metrics;
     const m = msg as { type?: unknown; replay?: unknown; at?: unknown; requestId?: unknown };
-    if (metrics === undefined || m.type !== 'status' || m.replay !== false || typeof m.at !== 'string' || typeof m.requestId !== 'string') return;
+    if (
+      metrics === undefined ||
+      m.type !== 'status' ||
+      m.replay !== false ||
+      typeof m.at !== 'string' ||
+      typeof m.requestId !== 'string'
+    )
+      return;
     // The messages of one event (a batch of log lines) share its time: it is observed once.
     if (m.at === this.notified.at && m.requestId === this.notified.requestId) return;
     this.notified = { at: m.at, requestId: m.requestId };
     const byId = this.deps.ctx.view.state.requests.byId;
-    const model = candidateRequestIds(this.me, m.requestId).map((id) => byId.get(id)?.modelKey).find((x) => x !== undefined);
-    if (model !== undefined) metrics.requests.observe('notify', model, (this.deps.ctx.clock() - Date.parse(m.at)) / 1000);
+    const model = candidateRequestIds(this.me, m.requestId)
+      .map((id) => byId.get(id)?.modelKey)
+      .find((x) => x !== undefined);
+    if (model !== undefined)
+      metrics.requests.observe('notify', model, (this.deps.ctx.clock() - Date.parse(m.at)) / 1000);
   }
 
   close(): void {
@@ -256,9 +291,13 @@ export class StatusConnection {
 }
 
 export function forbidden(requestId: string, me: Identity): FabricError {
-  return new FabricError('API_REQUEST_FORBIDDEN', 403, `request ${requestId} belongs to another API key; ${me.actor} may read only its own requests`, {
-    hint: 'read it with the key that submitted it, or an operator key',
-    details: { requestId },
-  });
+  return new FabricError(
+    'API_REQUEST_FORBIDDEN',
+    403,
+    `request ${requestId} belongs to another API key; ${me.actor} may read only its own requests`,
+    {
+      hint: 'read it with the key that submitted it, or an operator key',
+      details: { requestId },
+    },
+  );
 }
-

@@ -52,7 +52,12 @@ export class StatusHub {
    * Registers a subscription at the projection's current position and starts its replay; undefined when the
    * request exists and `admit` refuses its submitter (a request that appears later is checked then).
    */
-  subscribe(requestId: string, since: Cursor | null, sink: SubscriptionSink, admit: (submitter: string) => boolean): RequestSubscription | undefined {
+  subscribe(
+    requestId: string,
+    since: Cursor | null,
+    sink: SubscriptionSink,
+    admit: (submitter: string) => boolean,
+  ): RequestSubscription | undefined {
     const s = this.view.state;
     const upTo = s.position;
     const known = s.requests.byId.get(requestId);

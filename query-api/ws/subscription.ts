@@ -38,7 +38,12 @@ export class RequestSubscription {
    * Replays the stream's events up to `upTo` (the projection's position when the subscription was registered),
    * then `current` (the waiting status at `upTo`) if it is news, then what arrived meanwhile.
    */
-  async replay(readStream: (streamId: string) => Promise<StoredEvent[]>, upTo: number, current: WaitingFacts | undefined, now: string): Promise<void> {
+  async replay(
+    readStream: (streamId: string) => Promise<StoredEvent[]>,
+    upTo: number,
+    current: WaitingFacts | undefined,
+    now: string,
+  ): Promise<void> {
     const events = await readStream(requestStream(this.requestId));
     if (this.done) return;
     const drafts: Draft[] = [];
@@ -53,7 +58,8 @@ export class RequestSubscription {
       if (snap.waitingKey !== lastKey) {
         const last = drafts[drafts.length - 1];
         // The wait began at the projection's own position: that event's message says its true status.
-        if (last !== undefined && last.position === upTo && last.waitingKey !== null) drafts[drafts.length - 1] = { ...snap, kind: 'event', msg: { ...last.msg, ...snap.msg, at: last.msg.at } };
+        if (last !== undefined && last.position === upTo && last.waitingKey !== null)
+          drafts[drafts.length - 1] = { ...snap, kind: 'event', msg: { ...last.msg, ...snap.msg, at: last.msg.at } };
         else drafts.push(snap);
       }
     }
@@ -83,7 +89,12 @@ export class RequestSubscription {
   }
 
   private emit(d: Draft): void {
-    if (d.kind === 'event' ? d.position <= this.lastPosition : d.position < this.lastPosition || d.waitingKey === this.lastWaitingKey) return;
+    if (
+      d.kind === 'event'
+        ? d.position <= this.lastPosition
+        : d.position < this.lastPosition || d.waitingKey === this.lastWaitingKey
+    )
+      return;
     this.lastPosition = Math.max(this.lastPosition, d.position);
     this.lastWaitingKey = d.waitingKey;
     this.sink.send(d);

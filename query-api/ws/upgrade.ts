@@ -13,12 +13,29 @@ import { ApiErrorCode } from '../../http/errors.js';
 import { StatusConnection, type Corkable } from './connection.js';
 import type { StatusHub } from './hub.js';
 
-const REASONS: Record<number, string> = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 429: 'Too Many Requests', 500: 'Internal Server Error', 503: 'Service Unavailable' };
+const REASONS: Record<number, string> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  429: 'Too Many Requests',
+  500: 'Internal Server Error',
+  503: 'Service Unavailable',
+};
 
 function refuseUpgrade(socket: Duplex, f: HttpFailure): void {
   const body = JSON.stringify(f.body);
-  const headers = { 'content-type': 'application/json; charset=utf-8', 'content-length': String(Buffer.byteLength(body)), connection: 'close', [PROTOCOL_HEADER]: API_PROTOCOL_VERSION, ...f.headers };
-  const head = [`HTTP/1.1 ${f.status} ${REASONS[f.status] ?? 'Error'}`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)].join('\r\n');
+  const headers = {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': String(Buffer.byteLength(body)),
+    connection: 'close',
+    [PROTOCOL_HEADER]: API_PROTOCOL_VERSION,
+    ...f.headers,
+  };
+  const head = [
+    `HTTP/1.1 ${f.status} ${REASONS[f.status] ?? 'Error'}`,
+    ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
+  ].join('\r\n');
   socket.end(`${head}\r\n\r\n${body}`);
 }
 
@@ -32,11 +49,22 @@ export function attachStatusSocket(app: FastifyInstance, deps: RouteDeps, hub: S
       try {
         const url = new URL(req.url ?? '/', 'http://localhost');
         if (url.pathname !== '/ws') {
-          refuseUpgrade(socket, { status: 404, body: { code: ApiErrorCode.routeNotFound, message: `there is no websocket at ${url.pathname.slice(0, 200)}; the status websocket is /ws` } });
+          refuseUpgrade(socket, {
+            status: 404,
+            body: {
+              code: ApiErrorCode.routeNotFound,
+              message: `there is no websocket at ${url.pathname.slice(0, 200)}; the status websocket is /ws`,
+            },
+          });
           return;
         }
         checkClientProtocol(req.headers[PROTOCOL_HEADER] ?? url.searchParams.get('protocol') ?? undefined);
-        const identity = await identify(deps.config.auth, deps.keys, presentedKey(req.headers, url.searchParams.get('key') ?? undefined), false);
+        const identity = await identify(
+          deps.config.auth,
+          deps.keys,
+          presentedKey(req.headers, url.searchParams.get('key') ?? undefined),
+          false,
+        );
         wss.handleUpgrade(req, socket, head, (ws) => {
           new StatusConnection(ws, identity!, hub, deps, socket as Partial<Corkable>);
         });
@@ -55,6 +83,13 @@ export function attachStatusSocket(app: FastifyInstance, deps: RouteDeps, hub: S
   });
 
   app.get('/ws', { config: { access: 'public' } }, async (_req, reply) =>
-    reply.code(426).header('upgrade', 'websocket').send({ code: ApiErrorCode.websocketRequired, message: '/ws is the status websocket; connect with a websocket client (Upgrade: websocket)', hint: 'docs/http-api.md, "Status websocket"' }),
+    reply
+      .code(426)
+      .header('upgrade', 'websocket')
+      .send({
+        code: ApiErrorCode.websocketRequired,
+        message: '/ws is the status websocket; connect with a websocket client (Upgrade: websocket)',
+        hint: 'docs/http-api.md, "Status websocket"',
+      }),
   );
 }

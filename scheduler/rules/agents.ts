@@ -22,12 +22,23 @@ export function agentHealthRule(ctx: PlanContext): void {
       if (silent > config.heartbeatTimeoutMs) {
         ctx.emit(
           `sched:unresponsive:${a.agentId}:${a.bootId}:${health.lapses + 1}`,
-          { type: 'MarkAgentUnresponsive', agentId: a.agentId, bootId: a.bootId, lastSeenAt: new Date(lastSeen).toISOString(), timeoutMs: config.heartbeatTimeoutMs, graceMs: config.agentGraceMs },
+          {
+            type: 'MarkAgentUnresponsive',
+            agentId: a.agentId,
+            bootId: a.bootId,
+            lastSeenAt: new Date(lastSeen).toISOString(),
+            timeoutMs: config.heartbeatTimeoutMs,
+            graceMs: config.agentGraceMs,
+          },
           a.lastEvent,
         );
       }
     } else if (a.state === 'UNRESPONSIVE' && health.graceUntilMs !== null && ctx.now >= health.graceUntilMs) {
-      ctx.emit(`sched:lost:${a.agentId}:${a.bootId}:${health.lapses}`, { type: 'MarkAgentLost', agentId: a.agentId, bootId: a.bootId }, a.lastEvent);
+      ctx.emit(
+        `sched:lost:${a.agentId}:${a.bootId}:${health.lapses}`,
+        { type: 'MarkAgentLost', agentId: a.agentId, bootId: a.bootId },
+        a.lastEvent,
+      );
     }
   }
 }
@@ -39,31 +50,71 @@ function crashOf(agent: ClusterAgent, diedBootId: string, reason: 'AGENT_LOST' |
   return { agentId: agent.agentId, bootId: diedBootId, nextBootId: agent.bootId, exit };
 }
 
-function requeueAll(ctx: PlanContext, r: ClusterReplica, reason: 'AGENT_LOST' | 'AGENT_RESTARTED', text: string, agent: ClusterAgent, diedBootId: string): void {
+function requeueAll(
+  ctx: PlanContext,
+  r: ClusterReplica,
+  reason: 'AGENT_LOST' | 'AGENT_RESTARTED',
+  text: string,
+  agent: ClusterAgent,
+  diedBootId: string,
+): void {
   const cause = agent.lastEvent;
   requeueInFlight(
     ctx,
     r.replicaId,
     reason,
-    (v) => ({ rule: `requeue-${reason.toLowerCase().replace(/_/g, '-')}`, text: `attempt ${v.attempt} on replica ${r.replicaId}: ${text}`, refs: { replicaId: r.replicaId, agentId: r.agentId ?? '', causeEvent: cause.type } }),
+    (v) => ({
+      rule: `requeue-${reason.toLowerCase().replace(/_/g, '-')}`,
+      text: `attempt ${v.attempt} on replica ${r.replicaId}: ${text}`,
+      refs: { replicaId: r.replicaId, agentId: r.agentId ?? '', causeEvent: cause.type },
+    }),
     cause,
     crashOf(agent, diedBootId, reason),
   );
 }
 
 export function agentLossRule(ctx: PlanContext): void {
-  const releases = new Map<string, { modelKey: string; agent: ClusterAgent; reason: 'AGENT_LOST' | 'AGENT_RESTARTED'; previousBootId: string }>();
-  const replicas = [...ctx.state.cluster.replicas.values()].filter((r) => r.agentId !== null && r.state !== 'REQUESTED' && r.state !== 'REMOVED' && r.state !== 'FAILED').sort(byId((r) => r.replicaId));
+  const releases = new Map<
+    string,
+    { modelKey: string; agent: ClusterAgent; reason: 'AGENT_LOST' | 'AGENT_RESTARTED'; previousBootId: string }
+  >();
+  const replicas = [...ctx.state.cluster.replicas.values()]
+    .filter((r) => r.agentId !== null && r.state !== 'REQUESTED' && r.state !== 'REMOVED' && r.state !== 'FAILED')
+    .sort(byId((r) => r.replicaId));
   for (const r of replicas) {
     const agent = ctx.state.cluster.agents.get(r.agentId!);
     if (agent === undefined) continue;
     if (agent.state === 'LOST') {
       const health = ctx.state.agents.byId.get(agent.agentId);
-      requeueAll(ctx, r, 'AGENT_LOST', `agent ${agent.agentId} was lost (no heartbeat since ${new Date(health?.lastSeenAtMs ?? 0).toISOString()}, grace expired)`, agent, agent.bootId);
-      releases.set(`${r.modelKey}|${agent.agentId}|LOST`, { modelKey: r.modelKey, agent, reason: 'AGENT_LOST', previousBootId: agent.bootId });
+      requeueAll(
+        ctx,
+        r,
+        'AGENT_LOST',
+        `agent ${agent.agentId} was lost (no heartbeat since ${new Date(health?.lastSeenAtMs ?? 0).toISOString()}, grace expired)`,
+        agent,
+        agent.bootId,
+      );
+      releases.set(`${r.modelKey}|${agent.agentId}|LOST`, {
+        modelKey: r.modelKey,
+        agent,
+        reason: 'AGENT_LOST',
+        previousBootId: agent.bootId,
+      });
     } else if (r.bootId !== null && r.bootId !== agent.bootId) {
-      requeueAll(ctx, r, 'AGENT_RESTARTED', `agent ${agent.agentId} restarted (boot ${r.bootId} → ${agent.bootId}); the attempt died with the old process`, agent, r.bootId);
-      releases.set(`${r.modelKey}|${agent.agentId}|RESTARTED|${r.bootId}`, { modelKey: r.modelKey, agent, reason: 'AGENT_RESTARTED', previousBootId: r.bootId });
+      requeueAll(
+        ctx,
+        r,
+        'AGENT_RESTARTED',
+        `agent ${agent.agentId} restarted (boot ${r.bootId} → ${agent.bootId}); the attempt died with the old process`,
+        agent,
+        r.bootId,
+      );
+      releases.set(`${r.modelKey}|${agent.agentId}|RESTARTED|${r.bootId}`, {
+        modelKey: r.modelKey,
+        agent,
+        reason: 'AGENT_RESTARTED',
+        previousBootId: r.bootId,
+      });
     }
   }
   for (const { modelKey, agent, reason, previousBootId } of releases.values()) {
@@ -73,7 +124,19 @@ export function agentLossRule(ctx: PlanContext): void {
         : `agent ${agent.agentId} restarted (boot ${previousBootId} → ${agent.bootId}): its replicas of ${modelKey} load again, its cached copies are gone`;
     ctx.emit(
       `sched:release:${modelKey}:${agent.agentId}:${reason}:${previousBootId}:${agent.bootId}`,
-      { type: 'ReleaseAgentReplicas', modelKey, agentId: agent.agentId, reason, previousBootId, bootId: agent.bootId, because: { rule: reason === 'AGENT_LOST' ? 'agent-lost' : 'agent-restarted', text, refs: { agentId: agent.agentId } } },
+      {
+        type: 'ReleaseAgentReplicas',
+        modelKey,
+        agentId: agent.agentId,
+        reason,
+        previousBootId,
+        bootId: agent.bootId,
+        because: {
+          rule: reason === 'AGENT_LOST' ? 'agent-lost' : 'agent-restarted',
+          text,
+          refs: { agentId: agent.agentId },
+        },
+      },
       agent.lastEvent,
     );
   }
@@ -86,7 +149,11 @@ export function drainRule(ctx: PlanContext): void {
     const inFlight = replicas.reduce((n, r) => n + inFlightOn(ctx.state, r.replicaId).length, 0);
     if (inFlight > 0) continue;
     if (replicas.length === 0) {
-      ctx.emit(`sched:drained:${a.agentId}:${a.lastEvent.id}`, { type: 'CompleteAgentDrain', agentId: a.agentId }, a.lastEvent);
+      ctx.emit(
+        `sched:drained:${a.agentId}:${a.lastEvent.id}`,
+        { type: 'CompleteAgentDrain', agentId: a.agentId },
+        a.lastEvent,
+      );
       continue;
     }
     for (const r of replicas) {
@@ -100,11 +167,14 @@ export function drainRule(ctx: PlanContext): void {
           reason: 'AGENT_DRAINED',
           force: true,
           replace: r.state !== 'WARM',
-          because: { rule: 'agent-drain', text: `agent ${a.agentId} is draining and has no request in flight: replica ${r.replicaId} (${r.state}) moves off it`, refs: { agentId: a.agentId } },
+          because: {
+            rule: 'agent-drain',
+            text: `agent ${a.agentId} is draining and has no request in flight: replica ${r.replicaId} (${r.state}) moves off it`,
+            refs: { agentId: a.agentId },
+          },
         },
         a.lastEvent,
       );
     }
   }
 }
-

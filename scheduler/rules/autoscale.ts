@@ -34,7 +34,15 @@ export function autoscaleRule(ctx: PlanContext): void {
         because: {
           rule: 'autoscale-oldest-wait',
           text: `the oldest of ${queued} queued request(s) (${oldest.requestId}) has waited ${fmtMs(waited)} > ${fmtMs(a.thresholdMs)}; ${live} of at most ${a.maxReplicas} replica(s); copying ${hot[0].replicaId}`,
-          numbers: { oldestWaitMs: waited, thresholdMs: a.thresholdMs, queued, liveReplicas: live, maxReplicas: a.maxReplicas, backoffMs: a.backoffMs, sinceLastAutoscaleMs: dep.lastAutoscaleAtMs === null ? null : ctx.now - dep.lastAutoscaleAtMs },
+          numbers: {
+            oldestWaitMs: waited,
+            thresholdMs: a.thresholdMs,
+            queued,
+            liveReplicas: live,
+            maxReplicas: a.maxReplicas,
+            backoffMs: a.backoffMs,
+            sinceLastAutoscaleMs: dep.lastAutoscaleAtMs === null ? null : ctx.now - dep.lastAutoscaleAtMs,
+          },
           refs: { requestId: oldest.requestId, copiedFrom: hot[0].replicaId },
         },
       },

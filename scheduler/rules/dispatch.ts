@@ -94,7 +94,11 @@ export function dispatchRule(ctx: PlanContext): void {
         if (suspect) return a.inFlight === 0 && (holder === undefined || holder === v.requestId);
         return holder === undefined;
       });
-      usable.sort((a, b) => a.inFlight / a.r.settings.concurrency - b.inFlight / b.r.settings.concurrency || (a.r.replicaId < b.r.replicaId ? -1 : 1));
+      usable.sort(
+        (a, b) =>
+          a.inFlight / a.r.settings.concurrency - b.inFlight / b.r.settings.concurrency ||
+          (a.r.replicaId < b.r.replicaId ? -1 : 1),
+      );
       const slot = usable[0];
       // A suspect that cannot run alone yet holds its place: those behind it wait (at most one run).
       if (slot === undefined) break;
@@ -115,7 +119,15 @@ export function dispatchRule(ctx: PlanContext): void {
             text: suspect
               ? `position ${pos} of ${queued} in the ${modelKey} queue: it was in flight when an agent died (${v.crashes} time${v.crashes === 1 ? '' : 's'}), so it runs alone on ${slot.r.agentId} (${slot.r.replicaId}), in a sandbox runner where the agent has one`
               : `position ${pos} of ${queued} in the ${modelKey} queue (rank ${head.key.rank}) to ${slot.r.replicaId}, ${slot.inFlight} of ${slot.r.settings.concurrency} slot(s) busy, ${busy} replica(s) with room`,
-            numbers: { position: pos, queueLength: queued, rank: head.key.rank, replicaInFlight: slot.inFlight, concurrency: slot.r.settings.concurrency, replicasWithRoom: busy, ...(suspect ? { crashes: v.crashes } : {}) },
+            numbers: {
+              position: pos,
+              queueLength: queued,
+              rank: head.key.rank,
+              replicaInFlight: slot.inFlight,
+              concurrency: slot.r.settings.concurrency,
+              replicasWithRoom: busy,
+              ...(suspect ? { crashes: v.crashes } : {}),
+            },
             refs: { replicaId: slot.r.replicaId, agentId: slot.r.agentId! },
           },
         },

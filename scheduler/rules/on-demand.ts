@@ -30,7 +30,11 @@ export function onDemandRule(ctx: PlanContext): void {
             phase: failure.kind === 'REFUSED' ? 'placement' : 'deployment',
             errorType: failure.kind === 'REFUSED' ? 'DeploymentRefused' : 'ReplicaLoadFailed',
             message: failure.text,
-            because: { rule: 'deployment-failed', text: `${modelKey} has no live replica and its latest ${failure.kind === 'REFUSED' ? 'placement was refused' : 'load failed'} after this request was queued`, refs: { replicaId: failure.replicaId, eventId: failure.event.id } },
+            because: {
+              rule: 'deployment-failed',
+              text: `${modelKey} has no live replica and its latest ${failure.kind === 'REFUSED' ? 'placement was refused' : 'load failed'} after this request was queued`,
+              refs: { replicaId: failure.replicaId, eventId: failure.event.id },
+            },
           },
           failure.event,
         );

@@ -14,7 +14,14 @@ import type { PlanContext } from '../plan-context.js';
 import { inFlightOn } from '../view-queries.js';
 
 function summary(c: Candidate): CandidateSummary {
-  return { agentId: c.agentId, gpus: c.gpus, level: c.level, freeBytes: c.freeBytes, evictableBytes: c.evictableBytes, excluded: c.excluded };
+  return {
+    agentId: c.agentId,
+    gpus: c.gpus,
+    level: c.level,
+    freeBytes: c.freeBytes,
+    evictableBytes: c.evictableBytes,
+    excluded: c.excluded,
+  };
 }
 
 function setState(caps: AgentCapacity[], replicaId: string, state: ReplicaAllocation['state']): void {
@@ -43,23 +50,51 @@ export function placementRule(ctx: PlanContext): void {
  */
 function asAutoscaleSees(ctx: PlanContext, r: ClusterReplica, caps: AgentCapacity[]): AgentCapacity[] {
   if (r.requestedFor !== 'AUTOSCALE') return caps;
-  const busy = (x: ReplicaAllocation) => x.modelKey !== r.modelKey && (queueLength(ctx.state.queue, x.modelKey) > 0 || inFlightOn(ctx.state, x.replicaId).length > 0);
+  const busy = (x: ReplicaAllocation) =>
+    x.modelKey !== r.modelKey &&
+    (queueLength(ctx.state.queue, x.modelKey) > 0 || inFlightOn(ctx.state, x.replicaId).length > 0);
   return caps.map((a) => ({ ...a, replicas: a.replicas.map((x) => (busy(x) ? { ...x, pinned: true } : x)) }));
 }
 
-function place(ctx: PlanContext, r: ClusterReplica, caps: AgentCapacity[], noAgentYet: boolean, someoneMayReturn: boolean): void {
+function place(
+  ctx: PlanContext,
+  r: ClusterReplica,
+  caps: AgentCapacity[],
+  noAgentYet: boolean,
+  someoneMayReturn: boolean,
+): void {
   const settings = r.settings;
-  const evaluation = evaluatePlacement(asAutoscaleSees(ctx, r, caps), { modelKey: r.modelKey, sizeBytes: settings.sizeBytes, gpus: settings.gpus, nowMs: ctx.now, force: r.force && r.requestedFor !== 'AUTOSCALE' });
+  const evaluation = evaluatePlacement(asAutoscaleSees(ctx, r, caps), {
+    modelKey: r.modelKey,
+    sizeBytes: settings.sizeBytes,
+    gpus: settings.gpus,
+    nowMs: ctx.now,
+    force: r.force && r.requestedFor !== 'AUTOSCALE',
+  });
   const best = evaluation.best;
   const candidates = evaluation.candidates.map(summary);
   const text = describeEvaluation(evaluation);
-  const numbers = { neededBytes: settings.sizeBytes, bytesPerGpu: evaluation.bytesPerGpu, gpus: settings.gpus, bestGpuFreeBytes: evaluation.bestGpuFreeBytes, evictableBytes: evaluation.evictableBytes };
+  const numbers = {
+    neededBytes: settings.sizeBytes,
+    bytesPerGpu: evaluation.bytesPerGpu,
+    gpus: settings.gpus,
+    bestGpuFreeBytes: evaluation.bestGpuFreeBytes,
+    evictableBytes: evaluation.evictableBytes,
+  };
   if (best === undefined) {
     // No agent yet (the fabric is starting) or one that may come back: wait rather than refuse.
     if (noAgentYet || someoneMayReturn) return;
     ctx.emit(
       `sched:refuse:${r.replicaId}`,
-      { type: 'RefuseReplica', replicaId: r.replicaId, bytesPerGpu: evaluation.bytesPerGpu, bestGpuFreeBytes: evaluation.bestGpuFreeBytes, evictableBytes: evaluation.evictableBytes, candidates, because: { rule: 'placement-refused', text, numbers } },
+      {
+        type: 'RefuseReplica',
+        replicaId: r.replicaId,
+        bytesPerGpu: evaluation.bytesPerGpu,
+        bestGpuFreeBytes: evaluation.bestGpuFreeBytes,
+        evictableBytes: evaluation.evictableBytes,
+        candidates,
+        because: { rule: 'placement-refused', text, numbers },
+      },
       r.lastEvent,
     );
     return;
@@ -93,7 +128,12 @@ function place(ctx: PlanContext, r: ClusterReplica, caps: AgentCapacity[], noAge
         level: best.level,
         candidates,
         cachedReplicaId: best.cachedReplicaId,
-        because: { rule: best.cachedReplicaId === null ? 'place-best-fit' : 'restore-from-cache', text, numbers: { ...numbers, chosenFreeBytes: best.freeBytes }, refs: { agentId: best.agentId, gpus: best.gpus.join(',') } },
+        because: {
+          rule: best.cachedReplicaId === null ? 'place-best-fit' : 'restore-from-cache',
+          text,
+          numbers: { ...numbers, chosenFreeBytes: best.freeBytes },
+          refs: { agentId: best.agentId, gpus: best.gpus.join(',') },
+        },
       },
       r.lastEvent,
     );
@@ -112,14 +152,28 @@ function place(ctx: PlanContext, r: ClusterReplica, caps: AgentCapacity[], noAge
         (v.action === 'DEMOTE'
           ? `; demoted to the CPU cache (${fmtBytes(v.cacheUsedBytes)} of ${fmtBytes(v.cacheBudgetBytes)} in use)`
           : `; removed (the CPU cache has ${fmtBytes(v.cacheBudgetBytes - v.cacheUsedBytes)} free, not enough to keep it WARM)`),
-      numbers: { ...numbers, gpuFreeBytes: best.freeBytes, victimBytes: v.sizeBytes, victimAgeMs: v.ageMs, cacheUsedBytes: v.cacheUsedBytes, cacheBudgetBytes: v.cacheBudgetBytes },
+      numbers: {
+        ...numbers,
+        gpuFreeBytes: best.freeBytes,
+        victimBytes: v.sizeBytes,
+        victimAgeMs: v.ageMs,
+        cacheUsedBytes: v.cacheUsedBytes,
+        cacheBudgetBytes: v.cacheBudgetBytes,
+      },
       refs: { forReplicaId: r.replicaId, forModel: r.modelKey, agentId: best.agentId, gpus: best.gpus.join(',') },
     };
     ctx.emit(
       `sched:make-room:${v.replicaId}:${r.replicaId}`,
       v.action === 'DEMOTE'
         ? { type: 'DemoteReplica', replicaId: v.replicaId, force: r.force, because: why }
-        : { type: 'EvictReplica', replicaId: v.replicaId, reason: 'MAKE_ROOM', force: r.force, replace: false, because: why },
+        : {
+            type: 'EvictReplica',
+            replicaId: v.replicaId,
+            reason: 'MAKE_ROOM',
+            force: r.force,
+            replace: false,
+            because: why,
+          },
       r.lastEvent,
     );
     setState(caps, v.replicaId, v.action === 'DEMOTE' ? 'DEMOTING' : 'UNLOADING');

@@ -17,7 +17,11 @@ function interruption(r: ClusterReplica): RequeueReason | null {
     case 'FAILED':
       return 'REPLICA_FAILED';
     case 'REMOVED':
-      return r.removedReason === 'AGENT_LOST' ? 'AGENT_LOST' : r.removedReason === 'AGENT_RESTARTED' ? 'AGENT_RESTARTED' : 'PREEMPTED';
+      return r.removedReason === 'AGENT_LOST'
+        ? 'AGENT_LOST'
+        : r.removedReason === 'AGENT_RESTARTED'
+          ? 'AGENT_RESTARTED'
+          : 'PREEMPTED';
     default:
       return 'AGENT_RESTARTED';
   }
@@ -53,14 +57,30 @@ export function preemptionRule(ctx: PlanContext): void {
       r.lastEvent,
     );
   }
-  for (const r of [...s.cluster.replicas.values()].filter((x) => x.state === 'UNLOADING' || x.state === 'DEMOTING').sort(byId((x) => x.replicaId))) {
+  for (const r of [...s.cluster.replicas.values()]
+    .filter((x) => x.state === 'UNLOADING' || x.state === 'DEMOTING')
+    .sort(byId((x) => x.replicaId))) {
     if (inFlightOn(s, r.replicaId).length > 0) continue;
     const evicting = r.state === 'UNLOADING';
     ctx.emit(
       `sched:complete:${r.replicaId}:${r.lastEvent.id}`,
       evicting
-        ? { type: 'CompleteReplicaEviction', replicaId: r.replicaId, because: { rule: 'eviction-complete', text: `no request is in flight on ${r.replicaId}: its GPU memory is released` } }
-        : { type: 'CompleteReplicaDemotion', replicaId: r.replicaId, because: { rule: 'demotion-complete', text: `no request is in flight on ${r.replicaId}: it moves to the CPU cache (WARM)` } },
+        ? {
+            type: 'CompleteReplicaEviction',
+            replicaId: r.replicaId,
+            because: {
+              rule: 'eviction-complete',
+              text: `no request is in flight on ${r.replicaId}: its GPU memory is released`,
+            },
+          }
+        : {
+            type: 'CompleteReplicaDemotion',
+            replicaId: r.replicaId,
+            because: {
+              rule: 'demotion-complete',
+              text: `no request is in flight on ${r.replicaId}: it moves to the CPU cache (WARM)`,
+            },
+          },
       r.lastEvent,
     );
   }

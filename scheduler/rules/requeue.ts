@@ -12,10 +12,28 @@ type Because = Extract<ControlPlaneCommand, { type: 'RequeueRequest' }>['because
 
 type Crash = Extract<ControlPlaneCommand, { type: 'RequeueRequest' }>['crash'];
 
-export function requeueInFlight(ctx: PlanContext, replicaId: string, reason: RequeueReason, because: (v: RequestView) => Because, cause: EventRef, crash?: Crash): void {
+export function requeueInFlight(
+  ctx: PlanContext,
+  replicaId: string,
+  reason: RequeueReason,
+  because: (v: RequestView) => Because,
+  cause: EventRef,
+  crash?: Crash,
+): void {
   for (const v of inFlightOn(ctx.state, replicaId)) {
     if (ctx.touchedRequests.has(v.requestId)) continue;
     ctx.touchedRequests.add(v.requestId);
-    ctx.emit(`sched:requeue:${v.requestId}:${v.attempt}`, { type: 'RequeueRequest', requestId: v.requestId, attempt: v.attempt, reason, because: because(v), ...(crash ? { crash } : {}) }, cause);
+    ctx.emit(
+      `sched:requeue:${v.requestId}:${v.attempt}`,
+      {
+        type: 'RequeueRequest',
+        requestId: v.requestId,
+        attempt: v.attempt,
+        reason,
+        because: because(v),
+        ...(crash ? { crash } : {}),
+      },
+      cause,
+    );
   }
 }

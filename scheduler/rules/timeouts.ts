@@ -11,7 +11,9 @@ export function timeoutRule(ctx: PlanContext): void {
     const v = s.requests.byId.get(id)!;
     if (ctx.touchedRequests.has(id)) continue;
     if ((v.status === 'DISPATCHED' || v.status === 'RUNNING') && v.dispatchedAtMs !== null) {
-      const own = v.options.timeoutMs ?? (v.replicaId === null ? null : (s.cluster.replicas.get(v.replicaId)?.settings.timeoutMs ?? null));
+      const own =
+        v.options.timeoutMs ??
+        (v.replicaId === null ? null : (s.cluster.replicas.get(v.replicaId)?.settings.timeoutMs ?? null));
       const keyMax = v.options.maxTimeoutMs ?? null;
       const limit = own === null ? keyMax : keyMax === null ? own : Math.min(own, keyMax);
       const ran = ctx.now - v.dispatchedAtMs;
@@ -27,7 +29,11 @@ export function timeoutRule(ctx: PlanContext): void {
           phase: 'execution',
           errorType: 'Timeout',
           message: `attempt ${v.attempt} ran ${fmtMs(ran)} since dispatch; the limit is ${fmtMs(limit)}`,
-          because: { rule: 'execution-timeout', text: `ran ${ran} ms > limit ${limit} ms`, numbers: { ranMs: ran, limitMs: limit } },
+          because: {
+            rule: 'execution-timeout',
+            text: `ran ${ran} ms > limit ${limit} ms`,
+            numbers: { ranMs: ran, limitMs: limit },
+          },
         },
         v.lastEvent,
       );
@@ -46,7 +52,11 @@ export function timeoutRule(ctx: PlanContext): void {
           phase: 'queue',
           errorType: 'QueueTimeout',
           message: `waited ${fmtMs(waited)} in the queue; the limit is ${fmtMs(limit)}`,
-          because: { rule: 'queue-timeout', text: `waited ${waited} ms > limit ${limit} ms`, numbers: { waitedMs: waited, limitMs: limit } },
+          because: {
+            rule: 'queue-timeout',
+            text: `waited ${waited} ms > limit ${limit} ms`,
+            numbers: { waitedMs: waited, limitMs: limit },
+          },
         },
         v.lastEvent,
       );

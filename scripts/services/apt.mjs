@@ -25,13 +25,11 @@ export function aptInstall(packages, why) {
       if (u.code !== 0) throw new Error(`apt-get update failed (${u.code}):\n${u.stderr.slice(-2000)}`);
       updated = true;
     }
-    const r = await run(
-      'apt-get',
-      [...lock, 'install', '-y', '-q', '--no-install-recommends', ...packages],
-      { env },
-    );
+    const r = await run('apt-get', [...lock, 'install', '-y', '-q', '--no-install-recommends', ...packages], { env });
     if (r.code !== 0) {
-      throw new Error(`apt-get install ${packages.join(' ')} failed (${r.code}):\n${(r.stdout + r.stderr).slice(-3000)}`);
+      throw new Error(
+        `apt-get install ${packages.join(' ')} failed (${r.code}):\n${(r.stdout + r.stderr).slice(-3000)}`,
+      );
     }
   });
   chain = job.catch(() => {});

@@ -16,7 +16,9 @@ async function works(cmd, args) {
 export async function ensureCompose() {
   if (process.env.DOCKER_COMPOSE) return { env: { DOCKER_COMPOSE: process.env.DOCKER_COMPOSE } };
   if (await works('docker', ['compose'])) return { env: { DOCKER_COMPOSE: JSON.stringify(['docker', 'compose']) } };
-  if (!existsSync('/usr/bin/docker-compose')) await aptInstall(['docker-compose'], 'Compose to validate docker-compose.yml');
-  if (await works('/usr/bin/docker-compose', [])) return { env: { DOCKER_COMPOSE: JSON.stringify(['/usr/bin/docker-compose']) } };
+  if (!existsSync('/usr/bin/docker-compose'))
+    await aptInstall(['docker-compose'], 'Compose to validate docker-compose.yml');
+  if (await works('/usr/bin/docker-compose', []))
+    return { env: { DOCKER_COMPOSE: JSON.stringify(['/usr/bin/docker-compose']) } };
   throw new Error('no working Compose CLI: neither `docker compose` nor /usr/bin/docker-compose runs');
 }

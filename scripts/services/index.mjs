@@ -20,9 +20,15 @@ export function selectServices({ files = [], fullRun = true, env = process.env }
   if (forced !== undefined && forced !== '') {
     if (forced === 'all') return new Set(ALL);
     if (forced === 'none') return new Set();
-    const list = forced.split(',').map((s) => s.trim()).filter(Boolean);
+    const list = forced
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
     const unknown = list.filter((s) => !ALL.includes(s));
-    if (unknown.length > 0) throw new Error(`NDIF_SERVICES names unknown services ${unknown.join(', ')} (known: ${ALL.join(', ')}, all, none)`);
+    if (unknown.length > 0)
+      throw new Error(
+        `NDIF_SERVICES names unknown services ${unknown.join(', ')} (known: ${ALL.join(', ')}, all, none)`,
+      );
     return new Set(list);
   }
   const needed = servicesNeeded(files);

@@ -4,7 +4,18 @@
 // cluster id in a fresh temp folder, and the broker listens on free loopback ports.
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -79,7 +90,11 @@ function which(cmd) {
 }
 
 async function ensureJava() {
-  const candidates = [process.env.JAVA_HOME && join(process.env.JAVA_HOME, 'bin', 'java'), which('java'), '/usr/bin/java'].filter(Boolean);
+  const candidates = [
+    process.env.JAVA_HOME && join(process.env.JAVA_HOME, 'bin', 'java'),
+    which('java'),
+    '/usr/bin/java',
+  ].filter(Boolean);
   for (const c of candidates) if (existsSync(c) && javaMajor(c) >= 17) return c;
   await aptInstall(['openjdk-17-jre-headless'], 'Java 17 for the Kafka broker');
   if (javaMajor('/usr/bin/java') >= 17) return '/usr/bin/java';
@@ -183,7 +198,12 @@ logger.state.level = WARN
 /** Polls until a kafkajs admin lists topics, then warms the group and producer-id coordinators. */
 async function waitReady(brokers, child, logFile, timeoutMs) {
   const { Kafka, logLevel } = kafkajs;
-  const kafka = new Kafka({ clientId: 'ndif-test-services', brokers, logLevel: logLevel.NOTHING, retry: { retries: 0 } });
+  const kafka = new Kafka({
+    clientId: 'ndif-test-services',
+    brokers,
+    logLevel: logLevel.NOTHING,
+    retry: { retries: 0 },
+  });
   const end = Date.now() + timeoutMs;
   let exited = false;
   child.once('exit', () => (exited = true));
@@ -195,7 +215,10 @@ async function waitReady(brokers, child, logFile, timeoutMs) {
       break;
     } catch (e) {
       if (exited) throw brokerExit(logFile);
-      if (Date.now() > end) throw new Error(`Kafka did not answer within ${timeoutMs} ms (${e.message}); broker log:\n${tail(readLog(logFile))}`);
+      if (Date.now() > end)
+        throw new Error(
+          `Kafka did not answer within ${timeoutMs} ms (${e.message}); broker log:\n${tail(readLog(logFile))}`,
+        );
       await sleep(100);
     } finally {
       await admin.disconnect().catch(() => {});
@@ -203,7 +226,12 @@ async function waitReady(brokers, child, logFile, timeoutMs) {
   }
   // The first consumer group and the first idempotent producer make the broker create and load
   // __consumer_offsets / the producer-id state; doing it here keeps that time out of the first test.
-  const warm = new Kafka({ clientId: 'ndif-test-services', brokers, logLevel: logLevel.NOTHING, retry: { retries: 30, initialRetryTime: 50, maxRetryTime: 500 } });
+  const warm = new Kafka({
+    clientId: 'ndif-test-services',
+    brokers,
+    logLevel: logLevel.NOTHING,
+    retry: { retries: 30, initialRetryTime: 50, maxRetryTime: 500 },
+  });
   const admin = warm.admin();
   const producer = warm.producer({ idempotent: true });
   try {
@@ -240,7 +268,13 @@ export async function startKafka({ reaper, id = 'kafka', partitions = 4 } = {}) 
   const classpath = `${libs}/*`;
   const log4j = join(dir, 'log4j2.properties');
   writeFileSync(log4j, LOG4J2);
-  const jvmCommon = ['-Djava.awt.headless=true', `-Dlog4j2.configurationFile=${log4j}`, '-Dlog4j2.disable.jmx=true', '-cp', classpath];
+  const jvmCommon = [
+    '-Djava.awt.headless=true',
+    `-Dlog4j2.configurationFile=${log4j}`,
+    '-Dlog4j2.disable.jmx=true',
+    '-cp',
+    classpath,
+  ];
   let child;
   try {
     for (let attempt = 1; ; attempt++) {
@@ -256,17 +290,38 @@ export async function startKafka({ reaper, id = 'kafka', partitions = 4 } = {}) 
       while (!/^[A-Za-z0-9]/.test(clusterId));
       // The formatter is a short-lived JVM: the C1 compiler alone starts it faster.
       const fmtCds = classDataSharing({ java, home, name: 'storage-tool', runDir: dir });
-      const fmt = await run(java, ['-Xmx256m', '-XX:TieredStopAtLevel=1', '-XX:+UseSerialGC', ...fmtCds.flags, ...jvmCommon, 'kafka.tools.StorageTool', 'format', '-t', clusterId, '-c', props], { cwd: dir });
-      if (fmt.code !== 0) throw new Error(`kafka storage format failed (exit ${fmt.code}):\n${tail(fmt.stdout + fmt.stderr)}`);
+      const fmt = await run(
+        java,
+        [
+          '-Xmx256m',
+          '-XX:TieredStopAtLevel=1',
+          '-XX:+UseSerialGC',
+          ...fmtCds.flags,
+          ...jvmCommon,
+          'kafka.tools.StorageTool',
+          'format',
+          '-t',
+          clusterId,
+          '-c',
+          props,
+        ],
+        { cwd: dir },
+      );
+      if (fmt.code !== 0)
+        throw new Error(`kafka storage format failed (exit ${fmt.code}):\n${tail(fmt.stdout + fmt.stderr)}`);
       fmtCds.keep();
       const brokerCds = classDataSharing({ java, home, name: 'broker', runDir: dir });
       const logFile = join(dir, 'broker.log');
       const out = openSync(logFile, 'a');
-      child = spawn(java, ['-Xms128m', '-Xmx512m', '-XX:+UseSerialGC', ...brokerCds.flags, ...jvmCommon, 'kafka.Kafka', props], {
-        cwd: dir,
-        detached: true,
-        stdio: ['ignore', out, out],
-      });
+      child = spawn(
+        java,
+        ['-Xms128m', '-Xmx512m', '-XX:+UseSerialGC', ...brokerCds.flags, ...jvmCommon, 'kafka.Kafka', props],
+        {
+          cwd: dir,
+          detached: true,
+          stdio: ['ignore', out, out],
+        },
+      );
       closeSync(out);
       child.unref();
       reaper?.set(id, [{ kill: child.pid, group: true, signal: 'SIGTERM', graceMs: 5000 }, { rm: dir }]);
@@ -279,7 +334,8 @@ export async function startKafka({ reaper, id = 'kafka', partitions = 4 } = {}) 
           info: { dir, pid, version, libs, logFile },
           async stop() {
             // writing the class archive at exit takes a while, once
-            if (isAlive(pid)) await terminate(pid, { group: true, signal: 'SIGTERM', graceMs: brokerCds.dumping ? 60_000 : 15_000 });
+            if (isAlive(pid))
+              await terminate(pid, { group: true, signal: 'SIGTERM', graceMs: brokerCds.dumping ? 60_000 : 15_000 });
             brokerCds.keep();
             rmSync(dir, { recursive: true, force: true });
             reaper?.del(id);

@@ -15,13 +15,17 @@ const DATABASE = 'ndif_test';
 function findBinDir() {
   const candidates = [];
   try {
-    candidates.push(execFileSync('pg_config', ['--bindir'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim());
+    candidates.push(
+      execFileSync('pg_config', ['--bindir'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim(),
+    );
   } catch {
     /* no pg_config on PATH */
   }
   const base = '/usr/lib/postgresql';
   if (existsSync(base)) {
-    const versions = readdirSync(base).filter((v) => /^\d+$/.test(v)).sort((a, b) => Number(b) - Number(a));
+    const versions = readdirSync(base)
+      .filter((v) => /^\d+$/.test(v))
+      .sort((a, b) => Number(b) - Number(a));
     candidates.push(...versions.map((v) => join(base, v, 'bin')));
   }
   return candidates.find((d) => existsSync(join(d, 'initdb')) && existsSync(join(d, 'postgres')));
@@ -36,7 +40,8 @@ async function ensureBinDir() {
     await run('pg_ctlcluster', ['--mode', 'fast', version, 'main', 'stop']).catch(() => {});
   }
   dir = findBinDir();
-  if (!dir) throw new Error('postgresql was installed but no initdb/postgres binaries were found under /usr/lib/postgresql');
+  if (!dir)
+    throw new Error('postgresql was installed but no initdb/postgres binaries were found under /usr/lib/postgresql');
   return dir;
 }
 
@@ -44,14 +49,25 @@ async function ensureBinDir() {
 async function serverUser() {
   if (process.getuid?.() !== 0) return undefined;
   const lookup = () => {
-    const line = readFileSync('/etc/passwd', 'utf8').split('\n').find((l) => l.startsWith('postgres:'));
+    const line = readFileSync('/etc/passwd', 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('postgres:'));
     if (!line) return undefined;
     const [, , uid, gid] = line.split(':');
     return { uid: Number(uid), gid: Number(gid) };
   };
   let user = lookup();
   if (!user) {
-    await runOk('useradd', ['--system', '--user-group', '--no-create-home', '--home-dir', '/nonexistent', '--shell', '/usr/sbin/nologin', 'postgres']);
+    await runOk('useradd', [
+      '--system',
+      '--user-group',
+      '--no-create-home',
+      '--home-dir',
+      '/nonexistent',
+      '--shell',
+      '/usr/sbin/nologin',
+      'postgres',
+    ]);
     user = lookup();
   }
   return user;
@@ -62,7 +78,10 @@ async function waitReady(url, child, logFile, timeoutMs) {
   let exited = false;
   child.once('exit', () => (exited = true));
   for (;;) {
-    const client = new pg.Client({ connectionString: url.replace(`/${DATABASE}`, '/postgres'), connectionTimeoutMillis: 1000 });
+    const client = new pg.Client({
+      connectionString: url.replace(`/${DATABASE}`, '/postgres'),
+      connectionTimeoutMillis: 1000,
+    });
     try {
       await client.connect();
       await client.query('SELECT 1');
@@ -97,10 +116,14 @@ export async function startPostgres({ reaper, id = 'postgres' } = {}) {
   const logFile = join(dir, 'postgres.log');
   let child;
   try {
-    await runOk(join(bin, 'initdb'), ['-D', data, '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--locale=C', '--no-sync'], {
-      cwd: dir,
-      ...asUser,
-    });
+    await runOk(
+      join(bin, 'initdb'),
+      ['-D', data, '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--locale=C', '--no-sync'],
+      {
+        cwd: dir,
+        ...asUser,
+      },
+    );
     let url;
     for (let attempt = 1; ; attempt++) {
       const port = await freePort();
@@ -108,12 +131,20 @@ export async function startPostgres({ reaper, id = 'postgres' } = {}) {
       child = spawn(
         join(bin, 'postgres'),
         [
-          '-D', data, '-p', String(port),
-          '-c', 'listen_addresses=127.0.0.1',
-          '-c', `unix_socket_directories=${dir}`,
-          '-c', 'fsync=on',
-          '-c', 'max_connections=300',
-          '-c', 'log_min_messages=warning',
+          '-D',
+          data,
+          '-p',
+          String(port),
+          '-c',
+          'listen_addresses=127.0.0.1',
+          '-c',
+          `unix_socket_directories=${dir}`,
+          '-c',
+          'fsync=on',
+          '-c',
+          'max_connections=300',
+          '-c',
+          'log_min_messages=warning',
         ],
         { cwd: dir, detached: true, stdio: ['ignore', log, log], ...asUser },
       );

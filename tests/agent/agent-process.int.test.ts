@@ -53,18 +53,28 @@ describe('GPU agent process', () => {
   });
 
   it('runs a trusted read+swap block; the result in the blob store equals the runtime called directly', async () => {
-    await h.submit('r-swap', [{ prompt: PROMPT, block: READ_SWAP_BLOCK }, { tokens: [464, 412, 733], block: READ_SWAP_BLOCK }]);
+    await h.submit('r-swap', [
+      { prompt: PROMPT, block: READ_SWAP_BLOCK },
+      { tokens: [464, 412, 733], block: READ_SWAP_BLOCK },
+    ]);
     const done = await h.waitFor('request-r-swap', 'RequestCompleted');
     const stream = await h.events('request-r-swap');
     // Lines come in batches (one RequestLogged per batch), all of them before the completion.
     const types = stream.map((e) => e.type);
-    assert.deepEqual(types.filter((t) => t !== 'RequestLogged'), ['RequestReceived', 'RequestQueued', 'RequestDispatched', 'RequestStarted', 'RequestCompleted']);
-    assert.ok(types.indexOf('RequestLogged') > types.indexOf('RequestStarted') && types.lastIndexOf('RequestLogged') < types.indexOf('RequestCompleted'));
+    assert.deepEqual(
+      types.filter((t) => t !== 'RequestLogged'),
+      ['RequestReceived', 'RequestQueued', 'RequestDispatched', 'RequestStarted', 'RequestCompleted'],
+    );
+    assert.ok(
+      types.indexOf('RequestLogged') > types.indexOf('RequestStarted') &&
+        types.lastIndexOf('RequestLogged') < types.indexOf('RequestCompleted'),
+    );
     const logs = stream.filter((e) => e.type === 'RequestLogged').flatMap((e) => linesOf(e));
     // Invokes are batched with left padding to the longest (7 tokens); each block sees its own row.
     assert.deepEqual(logs, ['mlp 1x7x64', 'mlp 1x7x64']);
     const dispatched = stream[2];
-    for (const e of stream.slice(3)) assert.equal(e.metadata.causationId, dispatched.id, `${e.type} names the dispatch as its cause`);
+    for (const e of stream.slice(3))
+      assert.equal(e.metadata.causationId, dispatched.id, `${e.type} names the dispatch as its cause`);
 
     const blob = await h.blobs.get(done.data.resultRef as string);
     assert.equal(blob.size, done.data.bytes);
@@ -73,7 +83,12 @@ describe('GPU agent process', () => {
     assert.equal(container.meta.requestId, 'r-swap');
     assert.equal(container.meta.agentId, 'agent-p1');
     const expected = await direct.run(
-      { invokes: [{ prompt: PROMPT, block: READ_SWAP_BLOCK }, { tokens: [464, 412, 733], block: READ_SWAP_BLOCK }] },
+      {
+        invokes: [
+          { prompt: PROMPT, block: READ_SWAP_BLOCK },
+          { tokens: [464, 412, 733], block: READ_SWAP_BLOCK },
+        ],
+      },
       () => createInProcessBlocks({ manifest: direct.manifest(), tokenizer: direct.tokenizer }),
     );
     assert.equal(container.invokes.length, 2);
@@ -84,7 +99,10 @@ describe('GPU agent process', () => {
       inv.tensors.forEach((t, j) => {
         assert.equal(t.dtype, want.tensors[j].dtype);
         assert.deepEqual(t.shape, want.tensors[j].shape);
-        assert.ok(Buffer.from(t.data).equals(Buffer.from(want.tensors[j].data)), `invoke ${i} tensor ${j} is bit-identical`);
+        assert.ok(
+          Buffer.from(t.data).equals(Buffer.from(want.tensors[j].data)),
+          `invoke ${i} tensor ${j} is bit-identical`,
+        );
       });
     });
   });
@@ -92,17 +110,30 @@ describe('GPU agent process', () => {
   it('runs an untrusted block in a sandbox runner with the same result as trusted', async () => {
     await h.submit('r-untrusted', [{ prompt: PROMPT, block: READ_SWAP_BLOCK }], { trusted: false });
     await h.submit('r-trusted', [{ prompt: PROMPT, block: READ_SWAP_BLOCK }]);
-    const [u, t] = await Promise.all([h.waitFor('request-r-untrusted', 'RequestCompleted', undefined, 45_000), h.waitFor('request-r-trusted', 'RequestCompleted')]);
-    const logs = (await h.events('request-r-untrusted')).filter((e) => e.type === 'RequestLogged').flatMap((e) => linesOf(e));
+    const [u, t] = await Promise.all([
+      h.waitFor('request-r-untrusted', 'RequestCompleted', undefined, 45_000),
+      h.waitFor('request-r-trusted', 'RequestCompleted'),
+    ]);
+    const logs = (await h.events('request-r-untrusted'))
+      .filter((e) => e.type === 'RequestLogged')
+      .flatMap((e) => linesOf(e));
     assert.deepEqual(logs, ['mlp 1x7x64']);
     const a = decodeResultContainer((await h.blobs.get(u.data.resultRef)).bytes);
     const b = decodeResultContainer((await h.blobs.get(t.data.resultRef)).bytes);
     assert.deepEqual(a.invokes[0].tree, b.invokes[0].tree);
-    a.invokes[0].tensors.forEach((x, j) => assert.ok(Buffer.from(x.data).equals(Buffer.from(b.invokes[0].tensors[j].data)), `tensor ${j} is bit-identical`));
+    a.invokes[0].tensors.forEach((x, j) =>
+      assert.ok(Buffer.from(x.data).equals(Buffer.from(b.invokes[0].tensors[j].data)), `tensor ${j} is bit-identical`),
+    );
   });
 
-  it('reports a failing block with its type, message and the block\'s own stack', async () => {
-    await h.submit('r-throw', [{ prompt: PROMPT, block: 'async (m) => {\n  await m.transformer.h[1].output;\n  throw new RangeError("no such layer, said the user");\n}' }]);
+  it("reports a failing block with its type, message and the block's own stack", async () => {
+    await h.submit('r-throw', [
+      {
+        prompt: PROMPT,
+        block:
+          'async (m) => {\n  await m.transformer.h[1].output;\n  throw new RangeError("no such layer, said the user");\n}',
+      },
+    ]);
     const failed = await h.waitFor('request-r-throw', 'RequestFailed');
     assert.equal(failed.data.phase, 'execution');
     assert.equal(failed.data.reportedBy, 'agent');
@@ -122,7 +153,14 @@ describe('GPU agent process', () => {
     await h.submit('r-after', [{ prompt: PROMPT, block: READ_SWAP_BLOCK }]);
     await h.waitFor('request-r-after', 'RequestCompleted', undefined, 20_000);
     const hang = (await h.events('request-r-hang')).map((e) => e.type);
-    assert.deepEqual(hang, ['RequestReceived', 'RequestQueued', 'RequestDispatched', 'RequestStarted', 'RequestLogged', 'RequestCancelled']);
+    assert.deepEqual(hang, [
+      'RequestReceived',
+      'RequestQueued',
+      'RequestDispatched',
+      'RequestStarted',
+      'RequestLogged',
+      'RequestCancelled',
+    ]);
   });
 
   it('after kill -9, the restarted agent registers a new boot, reloads its replica and runs the requeued request', async () => {

@@ -13,8 +13,14 @@ test('sizes and GPU declarations', () => {
   assert.equal(parseBytes('1.5gib'), 1.5 * GIB);
   assert.equal(parseBytes('4096'), 4096);
   for (const bad of ['', 'x', '0', '-1GiB', '12 parsecs']) assert.equal(parseBytes(bad), undefined, bad);
-  assert.deepEqual(parseGpus('2x24GiB', 'v'), [{ index: 0, memoryBytes: 24 * GIB, name: 'v' }, { index: 1, memoryBytes: 24 * GIB, name: 'v' }]);
-  assert.deepEqual(parseGpus('24GiB, 16GiB', 'v')?.map((g) => g.memoryBytes), [24 * GIB, 16 * GIB]);
+  assert.deepEqual(parseGpus('2x24GiB', 'v'), [
+    { index: 0, memoryBytes: 24 * GIB, name: 'v' },
+    { index: 1, memoryBytes: 24 * GIB, name: 'v' },
+  ]);
+  assert.deepEqual(
+    parseGpus('24GiB, 16GiB', 'v')?.map((g) => g.memoryBytes),
+    [24 * GIB, 16 * GIB],
+  );
   for (const bad of ['0x8GiB', '65x1GiB', '2x', 'lots']) assert.equal(parseGpus(bad, 'v'), undefined, bad);
 });
 
@@ -28,17 +34,36 @@ test('defaults, CUDA naming and refusals with AGENT_CONFIG_INVALID', () => {
   assert.equal(c.cpuCacheBudgetBytes, undefined);
   assert.equal(c.logLinesPerSecond, 60_000);
   assert.equal(agentConfigFromEnv({ NDIF_AGENT_ID: 'a-1', NDIF_LOG_LINES_PER_S: '500' }).logLinesPerSecond, 500);
-  assert.equal(agentConfigFromEnv({ NDIF_AGENT_ID: 'a-1' }, true).gpus[0].name, 'virtual (cpu)', 'CUDA binaries alone do not switch the provider');
+  assert.equal(
+    agentConfigFromEnv({ NDIF_AGENT_ID: 'a-1' }, true).gpus[0].name,
+    'virtual (cpu)',
+    'CUDA binaries alone do not switch the provider',
+  );
   assert.equal(agentConfigFromEnv({ NDIF_AGENT_ID: 'a-1', NDIF_AGENT_EP: 'cuda' }, true).gpus[0].name, 'cuda');
-  assert.equal(agentConfigFromEnv({ NDIF_AGENT_ID: 'a-1', NDIF_AGENT_PROVIDER: 'auto' }, true).gpus[0].name, 'cuda', 'the older NDIF_AGENT_PROVIDER=auto still picks CUDA where installed');
+  assert.equal(
+    agentConfigFromEnv({ NDIF_AGENT_ID: 'a-1', NDIF_AGENT_PROVIDER: 'auto' }, true).gpus[0].name,
+    'cuda',
+    'the older NDIF_AGENT_PROVIDER=auto still picks CUDA where installed',
+  );
   assert.equal(agentConfigFromEnv({ NDIF_AGENT_ID: 'a-1', NDIF_AGENT_EP: 'cpu' }, true).provider, 'cpu');
-  const d = agentConfigFromEnv({ NDIF_AGENT_ID: 'a-2', NDIF_AGENT_RAM: '64GiB', NDIF_AGENT_CPU_CACHE: '32GiB', NDIF_TOPIC_ASSIGNMENTS: 'x.a', NDIF_AGENT_PROVIDER: 'cpu' });
+  const d = agentConfigFromEnv({
+    NDIF_AGENT_ID: 'a-2',
+    NDIF_AGENT_RAM: '64GiB',
+    NDIF_AGENT_CPU_CACHE: '32GiB',
+    NDIF_TOPIC_ASSIGNMENTS: 'x.a',
+    NDIF_AGENT_PROVIDER: 'cpu',
+  });
   assert.equal(d.ramBytes, 64 * GIB);
   assert.equal(d.cpuCacheBudgetBytes, 32 * GIB);
   assert.equal(d.topics.assignments, 'x.a');
   assert.equal(d.provider, 'cpu');
   const refused = (env: NodeJS.ProcessEnv, variable: string) =>
-    assert.throws(() => agentConfigFromEnv(env), (e: unknown) => (e as { code?: string }).code === 'AGENT_CONFIG_INVALID' && (e as { details?: { variable?: string } }).details?.variable === variable);
+    assert.throws(
+      () => agentConfigFromEnv(env),
+      (e: unknown) =>
+        (e as { code?: string }).code === 'AGENT_CONFIG_INVALID' &&
+        (e as { details?: { variable?: string } }).details?.variable === variable,
+    );
   refused({ NDIF_AGENT_ID: 'bad id!' }, 'NDIF_AGENT_ID');
   refused({ NDIF_AGENT_ID: 'a', NDIF_AGENT_GPUS: '3 GPUs' }, 'NDIF_AGENT_GPUS');
   refused({ NDIF_AGENT_ID: 'a', NDIF_AGENT_RAM: 'much' }, 'NDIF_AGENT_RAM');
@@ -51,14 +76,20 @@ test('defaults, CUDA naming and refusals with AGENT_CONFIG_INVALID', () => {
   refused({ NDIF_AGENT_ID: 'a', NDIF_AGENT_EP: 'cpu', NDIF_AGENT_PROVIDER: 'cuda' }, 'NDIF_AGENT_PROVIDER');
 });
 
-test('NDIF_AGENT_EP=cuda without onnxruntime-node\'s CUDA binaries: AGENT_CUDA_UNAVAILABLE saying what to install', () => {
+test("NDIF_AGENT_EP=cuda without onnxruntime-node's CUDA binaries: AGENT_CUDA_UNAVAILABLE saying what to install", () => {
   for (const env of [{ NDIF_AGENT_EP: 'cuda' }, { NDIF_AGENT_PROVIDER: 'cuda' }]) {
-    assert.throws(() => agentConfigFromEnv({ NDIF_AGENT_ID: 'a', ...env }, false), (e: unknown) => {
-      const err = e as { code?: string; message: string; hint?: string };
-      assert.equal(err.code, 'AGENT_CUDA_UNAVAILABLE');
-      assert.match(err.message, /libonnxruntime_providers_cuda\.so/);
-      assert.match(err.hint ?? '', /ONNXRUNTIME_NODE_INSTALL=cuda12 node node_modules\/onnxruntime-node\/script\/install\.js/);
-      return true;
-    });
+    assert.throws(
+      () => agentConfigFromEnv({ NDIF_AGENT_ID: 'a', ...env }, false),
+      (e: unknown) => {
+        const err = e as { code?: string; message: string; hint?: string };
+        assert.equal(err.code, 'AGENT_CUDA_UNAVAILABLE');
+        assert.match(err.message, /libonnxruntime_providers_cuda\.so/);
+        assert.match(
+          err.hint ?? '',
+          /ONNXRUNTIME_NODE_INSTALL=cuda12 node node_modules\/onnxruntime-node\/script\/install\.js/,
+        );
+        return true;
+      },
+    );
   }
 });

@@ -44,48 +44,74 @@ describe('containment: a misbehaving block fails only its own request', () => {
     return failed;
   }
 
-  it('a forgotten await (the red team\'s case) is UnawaitedRead naming the line, not a crashed agent', async () => {
-    const failed = await failsAlone("async (m) => {\n  m.transformer.h[0].output;\n  return 1;\n}");
+  it("a forgotten await (the red team's case) is UnawaitedRead naming the line, not a crashed agent", async () => {
+    const failed = await failsAlone('async (m) => {\n  m.transformer.h[0].output;\n  return 1;\n}');
     assert.equal(failed.data.errorType, 'UnawaitedRead');
-    assert.match(failed.data.message, /the read of transformer\.h\.0\.output\.0 \(line 2, column \d+\) was never awaited/);
+    assert.match(
+      failed.data.message,
+      /the read of transformer\.h\.0\.output\.0 \(line 2, column \d+\) was never awaited/,
+    );
     assert.match(failed.data.stack, /block-0\.js:2/);
   });
 
   it('the same forgotten await in a sandbox runner (untrusted) is the same error', async () => {
-    const failed = await failsAlone("async (m) => {\n  m.transformer.h[0].output;\n  return 1;\n}", { trusted: false });
+    const failed = await failsAlone('async (m) => {\n  m.transformer.h[0].output;\n  return 1;\n}', { trusted: false });
     assert.equal(failed.data.errorType, 'UnawaitedRead');
     assert.match(failed.data.message, /line 2/);
   });
 
   it('a read awaited only by an async function the block did not wait for: "still pending when the block returned"', async () => {
-    const failed = await failsAlone("async (m) => {\n  (async () => { await m.transformer.h[1].output; })();\n  return 1;\n}");
+    const failed = await failsAlone(
+      'async (m) => {\n  (async () => { await m.transformer.h[1].output; })();\n  return 1;\n}',
+    );
     assert.equal(failed.data.errorType, 'UnawaitedRead');
-    assert.match(failed.data.message, /transformer\.h\.1\.output\.0 \(line 2, column \d+\) was still pending when the block returned/);
+    assert.match(
+      failed.data.message,
+      /transformer\.h\.1\.output\.0 \(line 2, column \d+\) was still pending when the block returned/,
+    );
   });
 
   it('an unhandled rejection is UnhandledRejection naming the line', async () => {
-    const failed = await failsAlone("async (m) => {\n  Promise.reject(new Error('nobody catches me'));\n  return 1;\n}");
+    const failed = await failsAlone(
+      "async (m) => {\n  Promise.reject(new Error('nobody catches me'));\n  return 1;\n}",
+    );
     assert.equal(failed.data.errorType, 'UnhandledRejection');
     assert.match(failed.data.message, /\(line 2, column \d+\): Error: nobody catches me/);
   });
 
   it('a rejection with a non-Error value, while the block waits', async () => {
-    const failed = await failsAlone("async (m) => {\n  Promise.reject(42);\n  await m.transformer.h[1].output;\n  return 1;\n}");
+    const failed = await failsAlone(
+      'async (m) => {\n  Promise.reject(42);\n  await m.transformer.h[1].output;\n  return 1;\n}',
+    );
     assert.equal(failed.data.errorType, 'UnhandledRejection');
     assert.match(failed.data.message, /42 \(the value thrown is not an Error, so it carries no line\)/);
   });
 
   it('a timer callback that throws is UncaughtException naming the line', async () => {
-    const failed = await failsAlone("async (m) => {\n  setTimeout(() => {\n    throw new TypeError('from a timer');\n  }, 1);\n  await new Promise((r) => setTimeout(r, 100));\n  return 1;\n}");
+    const failed = await failsAlone(
+      "async (m) => {\n  setTimeout(() => {\n    throw new TypeError('from a timer');\n  }, 1);\n  await new Promise((r) => setTimeout(r, 100));\n  return 1;\n}",
+    );
     assert.equal(failed.data.errorType, 'UncaughtException');
     assert.match(failed.data.message, /\(line 3, column \d+\): TypeError: from a timer/);
   });
 
   it('an interval the block leaves running is cleared when its request ends', async () => {
-    await h.submit('c-interval', [{ prompt: PROMPT, block: "async (m) => {\n  globalThis.__ticks = 0;\n  setInterval(() => { globalThis.__ticks++; if (globalThis.__ticks > 1000) throw new Error('late'); }, 2);\n  await new Promise((r) => setTimeout(r, 30));\n  return globalThis.__ticks;\n}" }]);
+    await h.submit('c-interval', [
+      {
+        prompt: PROMPT,
+        block:
+          "async (m) => {\n  globalThis.__ticks = 0;\n  setInterval(() => { globalThis.__ticks++; if (globalThis.__ticks > 1000) throw new Error('late'); }, 2);\n  await new Promise((r) => setTimeout(r, 30));\n  return globalThis.__ticks;\n}",
+      },
+    ]);
     const first = await h.waitFor('request-c-interval', 'RequestCompleted');
     assert.ok(first);
-    await h.submit('c-ticks', [{ prompt: PROMPT, block: 'async (m) => { const a = globalThis.__ticks; await new Promise((r) => setTimeout(r, 150)); return [a, globalThis.__ticks]; }' }]);
+    await h.submit('c-ticks', [
+      {
+        prompt: PROMPT,
+        block:
+          'async (m) => { const a = globalThis.__ticks; await new Promise((r) => setTimeout(r, 150)); return [a, globalThis.__ticks]; }',
+      },
+    ]);
     const done = await h.waitFor('request-c-ticks', 'RequestCompleted');
     const { decodeResultContainer } = await import('../../protocol/result-container.js');
     const [a, b] = decodeResultContainer((await h.blobs.get(done.data.resultRef)).bytes).invokes[0]!.tree as number[];
@@ -94,34 +120,44 @@ describe('containment: a misbehaving block fails only its own request', () => {
   });
 
   it('a microtask that throws is contained', async () => {
-    const failed = await failsAlone("async (m) => {\n  queueMicrotask(() => { throw new RangeError('from a microtask'); });\n  await m.transformer.h[1].output;\n}");
+    const failed = await failsAlone(
+      "async (m) => {\n  queueMicrotask(() => { throw new RangeError('from a microtask'); });\n  await m.transformer.h[1].output;\n}",
+    );
     assert.equal(failed.data.errorType, 'UncaughtException');
     assert.match(failed.data.message, /RangeError: from a microtask/);
   });
 
   it('process.nextTick callbacks that throw are contained too', async () => {
-    const failed = await failsAlone("async (m) => {\n  process.nextTick(() => { throw new Error('tick'); });\n  await m.transformer.h[1].output;\n}");
+    const failed = await failsAlone(
+      "async (m) => {\n  process.nextTick(() => { throw new Error('tick'); });\n  await m.transformer.h[1].output;\n}",
+    );
     assert.equal(failed.data.errorType, 'UncaughtException');
     assert.match(failed.data.message, /Error: tick/);
   });
 
-  it('a getter that throws in the returned value is the block\'s error', async () => {
+  it("a getter that throws in the returned value is the block's error", async () => {
     const failed = await failsAlone("async (m) => ({ get x() { throw new Error('getter says no'); } })");
     assert.equal(failed.data.errorType, 'BlockError');
     assert.match(failed.data.message, /getter says no/);
   });
 
   it('a thrown value whose toJSON and toString throw still gives an error', async () => {
-    const failed = await failsAlone("async (m) => { throw { toJSON() { throw new Error('a'); }, toString() { throw new Error('b'); } }; }");
+    const failed = await failsAlone(
+      "async (m) => { throw { toJSON() { throw new Error('a'); }, toString() { throw new Error('b'); } }; }",
+    );
     assert.equal(failed.data.errorType, 'BlockError');
     assert.match(failed.data.message, /non-Error value/);
   });
 
   it('a Proxy whose traps throw, returned and thrown', async () => {
-    const returned = await failsAlone("async (m) => new Proxy({}, { getPrototypeOf() { throw new Error('trap'); }, ownKeys() { throw new Error('trap'); } })");
+    const returned = await failsAlone(
+      "async (m) => new Proxy({}, { getPrototypeOf() { throw new Error('trap'); }, ownKeys() { throw new Error('trap'); } })",
+    );
     assert.equal(returned.data.errorType, 'BlockError');
     assert.match(returned.data.message, /trap/);
-    const thrown = await failsAlone("async (m) => { const { proxy, revoke } = Proxy.revocable({}, {}); revoke(); throw proxy; }");
+    const thrown = await failsAlone(
+      'async (m) => { const { proxy, revoke } = Proxy.revocable({}, {}); revoke(); throw proxy; }',
+    );
     assert.equal(thrown.data.errorType, 'BlockError');
   });
 
@@ -132,11 +168,16 @@ describe('containment: a misbehaving block fails only its own request', () => {
   });
 
   it('a result shaped like the encoding ({ $tensor: 5 }) is saved as plain data', async () => {
-    await h.submit('c-enc', [{ prompt: PROMPT, block: "async (m) => ({ $tensor: 5, nested: { $number: 'NaN' }, $$x: 1 })" }]);
+    await h.submit('c-enc', [
+      { prompt: PROMPT, block: "async (m) => ({ $tensor: 5, nested: { $number: 'NaN' }, $$x: 1 })" },
+    ]);
     const done = await h.waitFor('request-c-enc', 'RequestCompleted');
     const { decodeResultContainer, materializeTree } = await import('../../protocol/result-container.js');
     const c = decodeResultContainer((await h.blobs.get(done.data.resultRef)).bytes);
     assert.deepEqual(c.invokes[0]!.tensors, []);
-    assert.deepEqual(materializeTree(c.invokes[0]!, () => 'TENSOR'), { $tensor: 5, nested: { $number: 'NaN' }, $$x: 1 });
+    assert.deepEqual(
+      materializeTree(c.invokes[0]!, () => 'TENSOR'),
+      { $tensor: 5, nested: { $number: 'NaN' }, $$x: 1 },
+    );
   });
 });

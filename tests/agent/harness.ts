@@ -19,7 +19,13 @@ import { SqliteEventStore } from '../../eventstore/sqlite/store.js';
 import { ControlPlane } from '../../fabric/control-plane.js';
 import { SqliteCheckpoints } from '../../projections/runner/sqlite-checkpoints.js';
 import { requestPayloadOf, type TestInvoke } from './payloads.js';
-import { InProcessBroker, InProcessTransport, IpcTransportServer, withDuplicateDelivery, type Transport } from '../../transport/index.js';
+import {
+  InProcessBroker,
+  InProcessTransport,
+  IpcTransportServer,
+  withDuplicateDelivery,
+  type Transport,
+} from '../../transport/index.js';
 
 /** A stored event with its data readable field by field (tests know what they wait for). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -41,14 +47,22 @@ export interface Harness {
   deploy(modelKey: string, replicas?: number): Promise<void>;
   submit(requestId: string, invokes: TestInvoke[], opts?: { trusted?: boolean; newTokens?: number }): Promise<void>;
   /** The first event of `type` in `streamId` (after `afterRevision`) matching `where`; polls until it appears. */
-  waitFor(streamId: string, type: string, where?: (e: TestEvent) => boolean, timeoutMs?: number, afterRevision?: number): Promise<TestEvent>;
+  waitFor(
+    streamId: string,
+    type: string,
+    where?: (e: TestEvent) => boolean,
+    timeoutMs?: number,
+    afterRevision?: number,
+  ): Promise<TestEvent>;
   events(streamId: string): Promise<TestEvent[]>;
   close(): Promise<void>;
 }
 
 let seq = 0;
 
-export async function startHarness(options: { duplicateDelivery?: boolean; tmp?: string; keepTmp?: boolean } = {}): Promise<Harness> {
+export async function startHarness(
+  options: { duplicateDelivery?: boolean; tmp?: string; keepTmp?: boolean } = {},
+): Promise<Harness> {
   const tmp = options.tmp ?? mkdtempSync(join(tmpdir(), 'ndif-agent-'));
   const store = new SqliteEventStore({ path: join(tmp, 'events.sqlite') });
   const snapshots = new SqliteCheckpoints(store.db);
@@ -58,10 +72,14 @@ export async function startHarness(options: { duplicateDelivery?: boolean; tmp?:
   const ipc = await IpcTransportServer.listen({ path: join(tmp, 't.sock'), broker });
   const blobDir = join(tmp, 'blobs');
   const blobs = await FileBlobStore.open({ dir: blobDir });
-  const catalog = await FabricModelCatalog.open({ models: parseModelList('gpt2-tiny'), cacheDir: join(tmp, 'catalog') });
+  const catalog = await FabricModelCatalog.open({
+    models: parseModelList('gpt2-tiny'),
+    cacheDir: join(tmp, 'catalog'),
+  });
   const cp = new ControlPlane({ store, snapshots, transport, blobs, catalog, log: silent });
   await cp.start();
-  const run = (command: ControlPlaneCommand, actor = 'key:operator') => cp.commands.execute(command, { commandId: `test-${process.pid}-${++seq}`, actor, at: new Date().toISOString() });
+  const run = (command: ControlPlaneCommand, actor = 'key:operator') =>
+    cp.commands.execute(command, { commandId: `test-${process.pid}-${++seq}`, actor, at: new Date().toISOString() });
   const h: Harness = {
     tmp,
     store,
@@ -74,15 +92,35 @@ export async function startHarness(options: { duplicateDelivery?: boolean; tmp?:
     catalog,
     run,
     async deploy(modelKey, replicas = 1) {
-      await run({ type: 'RequestDeployment', modelKey, settings: { weightsBytes: catalog.get(modelKey)!.weightsBytes }, replicas, onDemand: false });
+      await run({
+        type: 'RequestDeployment',
+        modelKey,
+        settings: { weightsBytes: catalog.get(modelKey)!.weightsBytes },
+        replicas,
+        onDemand: false,
+      });
     },
     async submit(requestId, invokes, opts = {}) {
-      await run({ type: 'SubmitRequest', requestId, modelKey: 'gpt2-tiny', submitter: 'key:user', priority: false, trusted: opts.trusted ?? true, payload: requestPayloadOf(invokes, opts.newTokens), options: { steps: (opts.newTokens ?? 0) + 1 } }, 'key:user');
+      await run(
+        {
+          type: 'SubmitRequest',
+          requestId,
+          modelKey: 'gpt2-tiny',
+          submitter: 'key:user',
+          priority: false,
+          trusted: opts.trusted ?? true,
+          payload: requestPayloadOf(invokes, opts.newTokens),
+          options: { steps: (opts.newTokens ?? 0) + 1 },
+        },
+        'key:user',
+      );
     },
     async waitFor(streamId, type, where = () => true, timeoutMs = 30_000, afterRevision = -1) {
       const end = Date.now() + timeoutMs;
       for (;;) {
-        const found = ((await store.readStream(streamId, { fromRevision: afterRevision + 1 })) as TestEvent[]).find((e) => e.type === type && where(e));
+        const found = ((await store.readStream(streamId, { fromRevision: afterRevision + 1 })) as TestEvent[]).find(
+          (e) => e.type === type && where(e),
+        );
         if (found !== undefined) return found;
         if (Date.now() > end) {
           const seen = (await store.readStream(streamId)).map((e) => e.type).join(', ');
@@ -148,7 +186,9 @@ export function spawnAgent(h: Harness, agentId: string, env: NodeJS.ProcessEnv =
       const m = /agent \S+ ready boot (\S+)/.exec(out);
       if (m) resolve(m[1]);
     });
-    void exited.then(([code]) => reject(new Error(`agent exited (${String(code)}) before it was ready: ${stderr.slice(-2000)}`)));
+    void exited.then(([code]) =>
+      reject(new Error(`agent exited (${String(code)}) before it was ready: ${stderr.slice(-2000)}`)),
+    );
   });
   return {
     child,

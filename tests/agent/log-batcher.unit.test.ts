@@ -5,13 +5,19 @@ import { it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LogBatcher, type LogBatch } from '../../gpu-agent/agent/log-batcher.js';
 
-const batcher = (limits = { maxLines: 1000, maxBytes: 1 << 20 }, batch = { maxLines: 10, maxBytes: 1000, maxAgeMs: 20 }) => {
+const batcher = (
+  limits = { maxLines: 1000, maxBytes: 1 << 20 },
+  batch = { maxLines: 10, maxBytes: 1000, maxAgeMs: 20 },
+) => {
   const sent: LogBatch[] = [];
   return { sent, b: new LogBatcher({ limits, batch, send: (x) => sent.push(x) }) };
 };
 
 it('50,000 lines become one report per batch, in order, and the last partial batch goes out on close', () => {
-  const { sent, b } = batcher({ maxLines: 100_000, maxBytes: 1 << 30 }, { maxLines: 1000, maxBytes: 1 << 20, maxAgeMs: 50 });
+  const { sent, b } = batcher(
+    { maxLines: 100_000, maxBytes: 1 << 30 },
+    { maxLines: 1000, maxBytes: 1 << 20, maxAgeMs: 50 },
+  );
   for (let i = 0; i < 50_005; i++) b.push('stdout', `line ${i}`);
   assert.equal(sent.length, 50);
   b.close();
@@ -37,7 +43,13 @@ it('stops at the limits: the batch holding the last line kept says truncated, la
   const { sent, b } = batcher({ maxLines: 15, maxBytes: 1 << 20 });
   for (let i = 0; i < 40; i++) b.push('stdout', `l${i}`);
   b.close();
-  assert.deepEqual(sent.map((x) => [x.lines.length, x.truncated]), [[10, false], [5, true]]);
+  assert.deepEqual(
+    sent.map((x) => [x.lines.length, x.truncated]),
+    [
+      [10, false],
+      [5, true],
+    ],
+  );
   assert.equal(b.dropped, 25);
 });
 
@@ -45,7 +57,13 @@ it('reaching the limit at a batch boundary still sends the note once; a discarde
   const { sent, b } = batcher({ maxLines: 10, maxBytes: 1 << 20 });
   for (let i = 0; i < 12; i++) b.push('stdout', `l${i}`);
   b.close();
-  assert.deepEqual(sent.map((x) => [x.lines.length, x.truncated]), [[10, false], [0, true]]);
+  assert.deepEqual(
+    sent.map((x) => [x.lines.length, x.truncated]),
+    [
+      [10, false],
+      [0, true],
+    ],
+  );
   const d = batcher();
   d.b.push('stdout', 'lost');
   d.b.discard();

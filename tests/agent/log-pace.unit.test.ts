@@ -37,7 +37,10 @@ it('the reporter publishes a report no earlier than its time, in order with the 
     reporter.send(reporter.nextMessageId(), command('ReportRequestCompleted')),
   ];
   await Promise.all(sends);
-  assert.deepEqual(published.map((p) => p.type), ['ReportRequestLog', 'ReportRequestLog', 'ReportRequestCompleted']);
+  assert.deepEqual(
+    published.map((p) => p.type),
+    ['ReportRequestLog', 'ReportRequestLog', 'ReportRequestCompleted'],
+  );
   assert.ok(published[1]!.at >= t0 + 80, 'the second batch waited for its time');
   assert.ok(published[2]!.at >= published[1]!.at, 'COMPLETED stays behind the lines');
 });

@@ -26,8 +26,19 @@ describe('agent replica lifecycle', () => {
   let agent: GpuAgent;
   before(async () => {
     h = await startHarness();
-    const config = agentConfigFromEnv({ NDIF_AGENT_ID: 'agent-l1', NDIF_AGENT_GPUS: '1x16GiB', NDIF_AGENT_RAM: '8GiB', NDIF_AGENT_HEARTBEAT_MS: '300' });
-    agent = new GpuAgent({ config, transport: new InProcessTransport({ broker: h.broker }), blobs: h.blobs, catalog: h.catalog, log: silent });
+    const config = agentConfigFromEnv({
+      NDIF_AGENT_ID: 'agent-l1',
+      NDIF_AGENT_GPUS: '1x16GiB',
+      NDIF_AGENT_RAM: '8GiB',
+      NDIF_AGENT_HEARTBEAT_MS: '300',
+    });
+    agent = new GpuAgent({
+      config,
+      transport: new InProcessTransport({ broker: h.broker }),
+      blobs: h.blobs,
+      catalog: h.catalog,
+      log: silent,
+    });
     await agent.start();
   });
   after(async () => {
@@ -38,7 +49,10 @@ describe('agent replica lifecycle', () => {
   it('demotes to WARM, restores the WARM copy for the next replica, serves, and unloads on eviction', async () => {
     await h.deploy('gpt2-tiny');
     await h.waitFor('deployment-gpt2-tiny', 'ReplicaHot');
-    assert.deepEqual(agent.replicas.view().map((r) => [r.replicaId, r.phase]), [['gpt2-tiny#1', 'HOT']]);
+    assert.deepEqual(
+      agent.replicas.view().map((r) => [r.replicaId, r.phase]),
+      [['gpt2-tiny#1', 'HOT']],
+    );
 
     await h.run({ type: 'DemoteReplica', replicaId: 'gpt2-tiny#1', force: true, because }, 'system:scheduler');
     await h.waitFor('deployment-gpt2-tiny', 'ReplicaDemoted');
@@ -55,7 +69,14 @@ describe('agent replica lifecycle', () => {
     const done = await h.waitFor('request-after-restore', 'RequestCompleted');
     assert.ok(done.data.bytes > 0);
 
-    await h.run({ type: 'EvictReplica', replicaId: 'gpt2-tiny#1', reason: 'OPERATOR', force: true, replace: false, because });
+    await h.run({
+      type: 'EvictReplica',
+      replicaId: 'gpt2-tiny#1',
+      reason: 'OPERATOR',
+      force: true,
+      replace: false,
+      because,
+    });
     await h.waitFor('deployment-gpt2-tiny', 'ReplicaRemoved', (e) => e.data.replicaId === 'gpt2-tiny#1');
     await until('the replica unloaded', () => agent.replicas.view().length === 0);
   });
@@ -66,7 +87,17 @@ describe('agent replica lifecycle', () => {
     // MarkAgentLost then decides nothing for an ACTIVE agent; mark it again until it is lost.
     const isLost = async () => (await h.events('agent-agent-l1')).some((e) => e.type === 'AgentLost');
     for (let attempt = 0; attempt < 10 && !(await isLost()); attempt++) {
-      await h.run({ type: 'MarkAgentUnresponsive', agentId: 'agent-l1', bootId: boot, lastSeenAt: new Date().toISOString(), timeoutMs: 1000, graceMs: 0 }, 'system:scheduler');
+      await h.run(
+        {
+          type: 'MarkAgentUnresponsive',
+          agentId: 'agent-l1',
+          bootId: boot,
+          lastSeenAt: new Date().toISOString(),
+          timeoutMs: 1000,
+          graceMs: 0,
+        },
+        'system:scheduler',
+      );
       await sleep(5);
       await h.run({ type: 'MarkAgentLost', agentId: 'agent-l1', bootId: boot }, 'system:scheduler');
     }

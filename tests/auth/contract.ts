@@ -23,16 +23,21 @@ export function apiKeyStoreContract(open: () => Promise<ApiKeyStore>): void {
       await s.insert(key('0000000000000001'));
       assert.deepEqual(await s.get('0000000000000001'), key('0000000000000001'));
       assert.equal(await s.get('00000000000000ff'), undefined);
-      assert.deepEqual((await s.list()).map((k) => k.id), ['0000000000000001', '0000000000000002']);
+      assert.deepEqual(
+        (await s.list()).map((k) => k.id),
+        ['0000000000000001', '0000000000000002'],
+      );
     } finally {
       await s.close();
     }
   });
 
-  it('keeps a key\'s limit tags; a key without them reads without', async () => {
+  it("keeps a key's limit tags; a key without them reads without", async () => {
     const s = await open();
     try {
-      const limited = key('0000000000000005', { tags: { trusted: false, priority: false, operator: false, limits: { maxQueued: 3, maxTimeoutMs: 60_000 } } });
+      const limited = key('0000000000000005', {
+        tags: { trusted: false, priority: false, operator: false, limits: { maxQueued: 3, maxTimeoutMs: 60_000 } },
+      });
       await s.insert(limited);
       assert.deepEqual(await s.get('0000000000000005'), limited);
       await s.insert(key('0000000000000006'));

@@ -30,7 +30,14 @@ it('a wrong secret does not match; a stored hash of another length does not matc
 });
 
 it('malformed keys say why without echoing the secret', () => {
-  for (const text of ['', 'hello', 'ndif_123_abc', `ndif_${'0'.repeat(16)}_${'a'.repeat(42)}`, `ndif_${'G'.repeat(16)}_${'a'.repeat(43)}`, 'x'.repeat(500)]) {
+  for (const text of [
+    '',
+    'hello',
+    'ndif_123_abc',
+    `ndif_${'0'.repeat(16)}_${'a'.repeat(42)}`,
+    `ndif_${'G'.repeat(16)}_${'a'.repeat(43)}`,
+    'x'.repeat(500),
+  ]) {
     const p = parseKey(text);
     assert.ok('error' in p, text);
     assert.ok(!p.error.includes('aaaa'), p.error);

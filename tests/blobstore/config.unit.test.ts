@@ -10,11 +10,25 @@ test('the embedded default is the files store under data/blobs', () => {
 });
 
 test('NDIF_BLOB_STORE=postgres takes BLOB_DATABASE_URL before DATABASE_URL', () => {
-  assert.deepEqual(blobStoreConfigFromEnv({ NDIF_BLOB_STORE: 'postgres', BLOB_DATABASE_URL: 'postgres://b@h/blobs', DATABASE_URL: 'postgres://a@h/events' }), {
-    kind: 'postgres',
-    connectionString: 'postgres://b@h/blobs',
-  });
-  assert.equal((blobStoreConfigFromEnv({ NDIF_BLOB_STORE: 'postgres', DATABASE_URL: 'postgres://a@h/x' }) as { connectionString: string }).connectionString, 'postgres://a@h/x');
+  assert.deepEqual(
+    blobStoreConfigFromEnv({
+      NDIF_BLOB_STORE: 'postgres',
+      BLOB_DATABASE_URL: 'postgres://b@h/blobs',
+      DATABASE_URL: 'postgres://a@h/events',
+    }),
+    {
+      kind: 'postgres',
+      connectionString: 'postgres://b@h/blobs',
+    },
+  );
+  assert.equal(
+    (
+      blobStoreConfigFromEnv({ NDIF_BLOB_STORE: 'postgres', DATABASE_URL: 'postgres://a@h/x' }) as {
+        connectionString: string;
+      }
+    ).connectionString,
+    'postgres://a@h/x',
+  );
 });
 
 test('bad blob store settings are refused with BLOB_CONFIG_INVALID', () => {

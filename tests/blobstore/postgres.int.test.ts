@@ -30,7 +30,8 @@ if (url) {
     const pool = new pg.Pool({ connectionString: url, max: 2 });
     const store = await PgBlobStore.open({ pool, table });
     try {
-      const count = async () => Number((await pool.query('SELECT count(*) AS n FROM pg_largeobject_metadata')).rows[0].n);
+      const count = async () =>
+        Number((await pool.query('SELECT count(*) AS n FROM pg_largeobject_metadata')).rows[0].n);
       const before = await count();
       const info = await store.put(Buffer.from('tensor bytes'));
       assert.equal(await count(), before + 1);
@@ -44,6 +45,8 @@ if (url) {
   });
 
   test('a table name that is not a plain identifier is refused with BLOB_CONFIG_INVALID', async () => {
-    await assert.rejects(PgBlobStore.open({ connectionString: url, table: 'x; DROP TABLE y' }), { code: 'BLOB_CONFIG_INVALID' });
+    await assert.rejects(PgBlobStore.open({ connectionString: url, table: 'x; DROP TABLE y' }), {
+      code: 'BLOB_CONFIG_INVALID',
+    });
   });
 }

@@ -14,31 +14,41 @@ test('function expressions of every form are accepted, with comments and whitesp
     'async function named(m, ctx) { return ctx.invoke; }',
     '  // a comment\n  async (m) => 1 // trailing\n',
     '/* c */ (async (m) => 1) /* c */',
-  ]) assert.equal(checkBlockSource(s), undefined, s);
+  ])
+    assert.equal(checkBlockSource(s), undefined, s);
 });
 
 test('a source that closes the wrapper and runs top-level code is refused, naming where it goes on', () => {
   (globalThis as { X?: number }).X = undefined;
   const p = checkBlockSource('async (m) => 1\n); }); globalThis.X = 1; (function () { return (async (m) => 2');
   assert.equal(p?.kind, 'shape');
-  assert.match(blockSourceMessage(p!), /must be a function expression .* and nothing else: it is not a function expression alone \(the source closes the function and goes on after it\)/);
+  assert.match(
+    blockSourceMessage(p!),
+    /must be a function expression .* and nothing else: it is not a function expression alone \(the source closes the function and goes on after it\)/,
+  );
   assert.equal(p?.line, 2);
   assert.equal((globalThis as { X?: number }).X, undefined, 'nothing ran');
   assert.equal(checkBlockSource('async (m) => 1\n); return (async () => 2')?.kind, 'shape');
 });
 
 test('sequences, literals, calls and classes are refused as what they are', () => {
-  assert.match(checkBlockSource("(process.stdout.write('x'), async () => 1)")!.message, /but a sequence of expressions/);
+  assert.match(
+    checkBlockSource("(process.stdout.write('x'), async () => 1)")!.message,
+    /but a sequence of expressions/,
+  );
   assert.match(checkBlockSource('42')!.message, /but a literal value/);
   assert.match(checkBlockSource('(() => async (m) => 1)()')!.message, /but a function call/);
   assert.match(checkBlockSource('class {}')!.message, /but a class/);
 });
 
-test('a syntax error carries V8\'s message, line and column', () => {
+test("a syntax error carries V8's message, line and column", () => {
   const p = checkBlockSource('async (m) => {\n  const x = ;\n}');
   assert.equal(p?.kind, 'syntax');
   assert.equal(p?.line, 2);
   assert.equal(p?.column, 13);
-  assert.equal(blockSourceMessage(p!), "the block does not compile (line 2, column 13): SyntaxError: Unexpected token ';'");
+  assert.equal(
+    blockSourceMessage(p!),
+    "the block does not compile (line 2, column 13): SyntaxError: Unexpected token ';'",
+  );
   assert.equal(checkBlockSource('async (m) => {')?.kind, 'syntax');
 });

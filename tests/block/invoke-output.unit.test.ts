@@ -3,7 +3,12 @@
 // real stream (or the handler set for them), and the stream's write contract holds (callback, encodings).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { InvokeOutput, currentInvokeOutput, routeWritesOutsideInvokes, runAsInvoke } from '../../gpu-agent/block/invoke-output.js';
+import {
+  InvokeOutput,
+  currentInvokeOutput,
+  routeWritesOutsideInvokes,
+  runAsInvoke,
+} from '../../gpu-agent/block/invoke-output.js';
 
 // The real stream, as the capture sees it: this test's lines are recorded, everything else (the test
 // reporter's output) passes.
@@ -30,7 +35,12 @@ test('interleaved invokes each get their own lines, across awaits and timers', a
     process.stdout.write(`${name} one `);
     await tick();
     process.stdout.write(`${name} two\n`);
-    await new Promise<void>((r) => setImmediate(() => { process.stderr.write(`${name} immediate\n`); r(); }));
+    await new Promise<void>((r) =>
+      setImmediate(() => {
+        process.stderr.write(`${name} immediate\n`);
+        r();
+      }),
+    );
     assert.equal(currentInvokeOutput()?.invoke, name === 'a' ? 0 : 1);
     process.stdout.write(`${name} end`);
   };
@@ -50,7 +60,10 @@ test('the write contract: callbacks run, encodings and bytes decode, lone surrog
   const c = collector(0);
   let called = 0;
   await runAsInvoke(c.output, async () => {
-    assert.equal(process.stdout.write('cb\n', () => called++), true);
+    assert.equal(
+      process.stdout.write('cb\n', () => called++),
+      true,
+    );
     process.stdout.write('68657820', 'hex', () => called++);
     process.stdout.write('YmFzZTY0IA==', 'base64');
     process.stdout.write('bytes: ');

@@ -37,7 +37,9 @@ after(async () => {
 });
 
 function trusted(hm: HostedModel, blocks: string[]): Promise<RunResult> {
-  return hm.run({ invokes: blocks.map((block) => ({ tokens: TOKENS, block })), timeoutMs: 20_000 }, () => createInProcessBlocks({ manifest: hm.manifest(), tokenizer: hm.tokenizer }));
+  return hm.run({ invokes: blocks.map((block) => ({ tokens: TOKENS, block })), timeoutMs: 20_000 }, () =>
+    createInProcessBlocks({ manifest: hm.manifest(), tokenizer: hm.tokenizer }),
+  );
 }
 
 /** A block that writes raw lines at every turn: before and after waits, across a timer, without a newline. */
@@ -60,14 +62,21 @@ function chatty(tag: string): string {
 
 function expected(tag: string, invoke: number): string[] {
   const me = `rawtest:${tag}${invoke}`;
-  return [`stdout:${me} start`, `stdout:${me} after h0`, `stderr:${me} to stderr`, `stdout:${me} from a timer`, `stdout:${me} global console`, `stdout:${me} unfinished`];
+  return [
+    `stdout:${me} start`,
+    `stdout:${me} after h0`,
+    `stderr:${me} to stderr`,
+    `stdout:${me} from a timer`,
+    `stdout:${me} global console`,
+    `stdout:${me} unfinished`,
+  ];
 }
 
 function linesOf(r: RunResult, invoke: number): string[] {
   return r.logs.filter((l) => l.invoke === invoke).map((l) => `${l.stream}:${l.line}`);
 }
 
-test('raw writes of concurrent trusted requests are LOG lines of their own invoke; the agent\'s own writes are untouched', async () => {
+test("raw writes of concurrent trusted requests are LOG lines of their own invoke; the agent's own writes are untouched", async () => {
   reached.length = 0;
   // The agent keeps writing while the blocks run.
   let ticks = 0;
@@ -90,26 +99,42 @@ test('raw writes of concurrent trusted requests are LOG lines of their own invok
   assert.ok(ticks > 0, 'the agent wrote while the blocks ran');
   const real = reached.map((r) => `${r.stream}:${r.text}`).join('');
   assert.doesNotMatch(real, /rawtest:[ab]\d/, 'no block line reached the real streams');
-  assert.equal(reached.filter((r) => r.stream === 'stdout' && /^rawtest:agent tick \d+\n$/.test(r.text)).length, ticks, 'every agent write reached stdout, unchanged');
+  assert.equal(
+    reached.filter((r) => r.stream === 'stdout' && /^rawtest:agent tick \d+\n$/.test(r.text)).length,
+    ticks,
+    'every agent write reached stdout, unchanged',
+  );
   assert.ok(reached.some((r) => r.stream === 'stderr' && r.text === 'rawtest:agent after\n'));
 });
 
-test('a timer a block leaves behind writes nowhere: not to the agent\'s streams, not to the next request', async () => {
+test("a timer a block leaves behind writes nowhere: not to the agent's streams, not to the next request", async () => {
   reached.length = 0;
   const hm = models[0]!;
-  const first = await trusted(hm, ["async () => { setTimeout(() => process.stdout.write('rawtest:left behind\\n'), 30); return 1; }"]);
+  const first = await trusted(hm, [
+    "async () => { setTimeout(() => process.stdout.write('rawtest:left behind\\n'), 30); return 1; }",
+  ]);
   assert.deepEqual(first.logs, []);
-  const next = await trusted(hm, ["async (m) => { await m.transformer.h[0].output; await new Promise((r) => setTimeout(r, 60)); process.stdout.write('rawtest:next\\n'); }"]);
-  assert.deepEqual(next.logs.map((l) => l.line), ['rawtest:next']);
+  const next = await trusted(hm, [
+    "async (m) => { await m.transformer.h[0].output; await new Promise((r) => setTimeout(r, 60)); process.stdout.write('rawtest:next\\n'); }",
+  ]);
+  assert.deepEqual(
+    next.logs.map((l) => l.line),
+    ['rawtest:next'],
+  );
   assert.deepEqual(reached, []);
 });
 
-test('code outside the block\'s function never runs (refused before compiling); a block that throws keeps its last line', async () => {
+test("code outside the block's function never runs (refused before compiling); a block that throws keeps its last line", async () => {
   const hm = models[1]!;
   const written: string[] = [];
   await assert.rejects(
-    hm.run({ invokes: [{ tokens: TOKENS, block: "(process.stdout.write('rawtest:compiling\\n'), async () => 1)" }], timeoutMs: 20_000, onLog: (l) => written.push(l.line) }, () =>
-      createInProcessBlocks({ manifest: hm.manifest(), tokenizer: hm.tokenizer }),
+    hm.run(
+      {
+        invokes: [{ tokens: TOKENS, block: "(process.stdout.write('rawtest:compiling\\n'), async () => 1)" }],
+        timeoutMs: 20_000,
+        onLog: (l) => written.push(l.line),
+      },
+      () => createInProcessBlocks({ manifest: hm.manifest(), tokenizer: hm.tokenizer }),
     ),
     /BlockSyntaxError.*not a function expression but a sequence/,
   );
@@ -117,7 +142,16 @@ test('code outside the block\'s function never runs (refused before compiling); 
   const lines: string[] = [];
   await assert.rejects(
     hm.run(
-      { invokes: [{ tokens: TOKENS, block: "async () => { process.stderr.write('rawtest:last words'); throw new Error('boom'); }" }], timeoutMs: 20_000, onLog: (l) => lines.push(`${l.stream}:${l.line}`) },
+      {
+        invokes: [
+          {
+            tokens: TOKENS,
+            block: "async () => { process.stderr.write('rawtest:last words'); throw new Error('boom'); }",
+          },
+        ],
+        timeoutMs: 20_000,
+        onLog: (l) => lines.push(`${l.stream}:${l.line}`),
+      },
       () => createInProcessBlocks({ manifest: hm.manifest(), tokenizer: hm.tokenizer }),
     ),
     /boom/,

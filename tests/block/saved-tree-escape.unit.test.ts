@@ -21,7 +21,12 @@ test('{ $tensor: 5 } returned by a block is data, not a tensor reference', () =>
 
 test('$ keys at any depth, in Maps, and next to real tensors round-trip exactly', () => {
   const t = Tensor.from([1, 2, 3]);
-  const { back } = roundTrip({ a: { $number: 'NaN', $$x: [1, { $tensor: 0 }] }, m: new Map([['$k', 1]]), t, n: Number.NaN });
+  const { back } = roundTrip({
+    a: { $number: 'NaN', $$x: [1, { $tensor: 0 }] },
+    m: new Map([['$k', 1]]),
+    t,
+    n: Number.NaN,
+  });
   const b = back as { a: unknown; m: unknown; t: Tensor; n: number };
   assert.deepEqual(b.a, { $number: 'NaN', $$x: [1, { $tensor: 0 }] });
   assert.deepEqual(b.m, { $k: 1 });

@@ -6,13 +6,35 @@ import { decodeResultContainer, encodeResultContainer, materializeTree } from '.
 import { firstNonFinite, sliceRows, typedData } from '../../protocol/tensor-payload.js';
 
 test('a return value becomes a SavedTree with tensors aside', () => {
-  const t = Tensor.from([[1, 2], [3, 4]]);
-  const s = toSavedTree({ a: t, list: [1, 'x', null, undefined, true], nested: { n: NaN, big: 5n, ids: new Int32Array([7, 8]) }, gone: undefined });
-  assert.deepEqual(s.tree, { a: { $tensor: 0 }, list: [1, 'x', null, null, true], nested: { n: { $number: 'NaN' }, big: 5, ids: { $tensor: 1 } } });
+  const t = Tensor.from([
+    [1, 2],
+    [3, 4],
+  ]);
+  const s = toSavedTree({
+    a: t,
+    list: [1, 'x', null, undefined, true],
+    nested: { n: NaN, big: 5n, ids: new Int32Array([7, 8]) },
+    gone: undefined,
+  });
+  assert.deepEqual(s.tree, {
+    a: { $tensor: 0 },
+    list: [1, 'x', null, null, true],
+    nested: { n: { $number: 'NaN' }, big: 5, ids: { $tensor: 1 } },
+  });
   assert.equal(s.tensors.length, 2);
-  assert.deepEqual(Tensor.fromPayload(s.tensors[0]!).toArray(), [[1, 2], [3, 4]]);
+  assert.deepEqual(Tensor.fromPayload(s.tensors[0]!).toArray(), [
+    [1, 2],
+    [3, 4],
+  ]);
   t.fill(0);
-  assert.deepEqual(Tensor.fromPayload(s.tensors[0]!).toArray(), [[1, 2], [3, 4]], 'saved values are copies');
+  assert.deepEqual(
+    Tensor.fromPayload(s.tensors[0]!).toArray(),
+    [
+      [1, 2],
+      [3, 4],
+    ],
+    'saved values are copies',
+  );
   assert.equal(toSavedTree(undefined).tree, null);
   assert.deepEqual(toSavedTree(new Map([['k', 1]])).tree, { k: 1 });
 });
@@ -36,7 +58,10 @@ test('result container: round trip with aligned views, and corrupt input refused
   const va = materializeTree(back.invokes[0]!, (p) => Tensor.fromPayload(p).toArray());
   assert.deepEqual(va, { x: [1.5, 2.5, 3.5], y: 'label' });
   const vb = materializeTree(back.invokes[1]!, (p) => Tensor.fromPayload(p).toArray());
-  assert.deepEqual(vb, [[1, 2, 3], [true, false]]);
+  assert.deepEqual(vb, [
+    [1, 2, 3],
+    [true, false],
+  ]);
   for (const inv of back.invokes) for (const t of inv.tensors) assert.equal(t.data.byteOffset % 8, 0);
   assert.throws(() => decodeResultContainer(bytes.subarray(0, 20)), /not a result container/);
   const bad = bytes.slice();
@@ -45,7 +70,11 @@ test('result container: round trip with aligned views, and corrupt input refused
 });
 
 test('payload helpers: row slices copy, non-finite detection, typed views', () => {
-  const p = Tensor.from([[1, 2], [3, 4], [5, 6]]).toPayload();
+  const p = Tensor.from([
+    [1, 2],
+    [3, 4],
+    [5, 6],
+  ]).toPayload();
   const r = sliceRows(p, 1, 2);
   assert.deepEqual(r.shape, [2, 2]);
   assert.deepEqual([...(typedData(r) as Float32Array)], [3, 4, 5, 6]);

@@ -27,9 +27,15 @@ function importGraph(file: string, seen = new Set<string>()): Set<string> {
 test('the block side imports only protocol code and node built-ins', () => {
   const graph = [...importGraph(entry)];
   const bare = graph.filter((s) => !s.startsWith('/'));
-  assert.ok(bare.every((s) => s.startsWith('node:')), `bare imports: ${bare.join(', ')}`);
+  assert.ok(
+    bare.every((s) => s.startsWith('node:')),
+    `bare imports: ${bare.join(', ')}`,
+  );
   const local = graph.filter((s) => s.startsWith('/')).map((f) => f.slice(distRoot.length + 1));
-  assert.ok(local.every((f) => f.startsWith('gpu-agent/block/') || f.startsWith('protocol/')), local.join(', '));
+  assert.ok(
+    local.every((f) => f.startsWith('gpu-agent/block/') || f.startsWith('protocol/')),
+    local.join(', '),
+  );
 });
 
 test('a cold node process has the block side loaded quickly', () => {

@@ -6,7 +6,15 @@ import assert from 'node:assert/strict';
 import { cpSync, mkdtempSync, mkdirSync, rmSync, utimesSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FabricModelCatalog, loadManifestWithRuntime, catalogConfigFromEnv, parseModelList, withBundled, onDemandFromCatalog, type ManifestLoader } from '../../catalog/index.js';
+import {
+  FabricModelCatalog,
+  loadManifestWithRuntime,
+  catalogConfigFromEnv,
+  parseModelList,
+  withBundled,
+  onDemandFromCatalog,
+  type ManifestLoader,
+} from '../../catalog/index.js';
 import { loadModel } from '../../gpu-agent/runtime/index.js';
 import { ensureModel } from '../../catalog/bundled/generate-model.js';
 import { isFabricError } from '../../protocol/errors.js';
@@ -27,13 +35,19 @@ describe('model catalog', () => {
   });
   after(() => rmSync(tmp, { recursive: true, force: true }));
 
-  it('serves the configured models with the runtime\'s weights bytes and computes each manifest once', async () => {
+  it("serves the configured models with the runtime's weights bytes and computes each manifest once", async () => {
     const cacheDir = join(tmp, 'cache-a');
     const copy = join(tmp, 'copy');
     cpSync(tiny, copy, { recursive: true });
     const { loader, calls } = counting();
-    const catalog = await FabricModelCatalog.open({ models: parseModelList(`gpt2-tiny,tiny-copy=${copy}`), cacheDir }, { loadManifest: loader });
-    assert.deepEqual(catalog.list().map((m) => m.key), ['gpt2-tiny', 'tiny-copy']);
+    const catalog = await FabricModelCatalog.open(
+      { models: parseModelList(`gpt2-tiny,tiny-copy=${copy}`), cacheDir },
+      { loadManifest: loader },
+    );
+    assert.deepEqual(
+      catalog.list().map((m) => m.key),
+      ['gpt2-tiny', 'tiny-copy'],
+    );
     assert.equal(catalog.get('gpt2-small'), undefined);
     const hm = await loadModel(tiny, { key: 'gpt2-tiny' });
     try {
@@ -56,46 +70,78 @@ describe('model catalog', () => {
 
     // A fresh catalog (another process) reads weights and manifests from the JSON cache: no model load.
     const again = counting();
-    const second = await FabricModelCatalog.open({ models: parseModelList(`gpt2-tiny,tiny-copy=${copy}`), cacheDir }, { loadManifest: again.loader });
+    const second = await FabricModelCatalog.open(
+      { models: parseModelList(`gpt2-tiny,tiny-copy=${copy}`), cacheDir },
+      { loadManifest: again.loader },
+    );
     assert.equal((await second.manifest('gpt2-tiny')).model, 'gpt2-tiny');
     assert.deepEqual(again.calls, []);
 
     // A changed model file is another fingerprint: computed again.
     const later = new Date(Date.now() + 5000);
     utimesSync(join(copy, 'model.onnx'), later, later);
-    const third = await FabricModelCatalog.open({ models: parseModelList(`tiny-copy=${copy}`), cacheDir }, { loadManifest: again.loader });
+    const third = await FabricModelCatalog.open(
+      { models: parseModelList(`tiny-copy=${copy}`), cacheDir },
+      { loadManifest: again.loader },
+    );
     await third.manifest('tiny-copy');
     assert.deepEqual(again.calls, ['tiny-copy']);
     assert.ok(readdirSync(cacheDir).some((f) => f.startsWith('tiny-copy-')));
   });
 
   it('refuses unknown keys, bad shapes and unreadable folders with codes', async () => {
-    const catalog = await FabricModelCatalog.open({ models: parseModelList('gpt2-tiny'), cacheDir: join(tmp, 'cache-b') });
-    await assert.rejects(catalog.manifest('gpt9'), (e: unknown) => code('CATALOG_MODEL_UNKNOWN')(e) && /gpt2-tiny/.test(String((e as Error & { hint?: string }).hint)));
+    const catalog = await FabricModelCatalog.open({
+      models: parseModelList('gpt2-tiny'),
+      cacheDir: join(tmp, 'cache-b'),
+    });
+    await assert.rejects(
+      catalog.manifest('gpt9'),
+      (e: unknown) =>
+        code('CATALOG_MODEL_UNKNOWN')(e) && /gpt2-tiny/.test(String((e as Error & { hint?: string }).hint)),
+    );
     await assert.rejects(catalog.manifest('gpt2-tiny', { batch: 0, sequence: 4 }), code('CATALOG_SHAPE_INVALID'));
     const empty = join(tmp, 'empty');
     mkdirSync(empty);
-    await assert.rejects(FabricModelCatalog.open({ models: parseModelList(`broken=${empty}`), cacheDir: join(tmp, 'cache-b') }), code('CATALOG_MODEL_UNREADABLE'));
+    await assert.rejects(
+      FabricModelCatalog.open({ models: parseModelList(`broken=${empty}`), cacheDir: join(tmp, 'cache-b') }),
+      code('CATALOG_MODEL_UNREADABLE'),
+    );
     const garbage = join(tmp, 'garbage');
     cpSync(tiny, garbage, { recursive: true });
     const { writeFileSync } = await import('node:fs');
     writeFileSync(join(garbage, 'model.onnx'), Buffer.from('not a protobuf at all, really not'));
-    await assert.rejects(FabricModelCatalog.open({ models: parseModelList(`garbage=${garbage}`), cacheDir: join(tmp, 'cache-b') }), code('CATALOG_MODEL_UNREADABLE'));
+    await assert.rejects(
+      FabricModelCatalog.open({ models: parseModelList(`garbage=${garbage}`), cacheDir: join(tmp, 'cache-b') }),
+      code('CATALOG_MODEL_UNREADABLE'),
+    );
   });
 
   it('reads NDIF_MODELS, always adds the bundled model where asked, and gives on-demand settings', async () => {
     assert.deepEqual(catalogConfigFromEnv({}).models, [{ key: 'gpt2-tiny', bundled: 'gpt2-tiny' }]);
-    assert.deepEqual(catalogConfigFromEnv({ NDIF_MODELS: 'gpt2-small-random' }).models, [{ key: 'gpt2-small-random', bundled: 'gpt2-small-random' }]);
-    const c = withBundled(catalogConfigFromEnv({ NDIF_MODELS: 'mine=/models/mine', NDIF_CATALOG_CACHE: '/tmp/x' }), 'gpt2-tiny');
-    assert.deepEqual(c.models.map((m) => m.key), ['gpt2-tiny', 'mine']);
+    assert.deepEqual(catalogConfigFromEnv({ NDIF_MODELS: 'gpt2-small-random' }).models, [
+      { key: 'gpt2-small-random', bundled: 'gpt2-small-random' },
+    ]);
+    const c = withBundled(
+      catalogConfigFromEnv({ NDIF_MODELS: 'mine=/models/mine', NDIF_CATALOG_CACHE: '/tmp/x' }),
+      'gpt2-tiny',
+    );
+    assert.deepEqual(
+      c.models.map((m) => m.key),
+      ['gpt2-tiny', 'mine'],
+    );
     assert.equal(c.cacheDir, '/tmp/x');
     assert.throws(() => parseModelList('llama'), code('CATALOG_CONFIG_INVALID'));
     assert.throws(() => parseModelList('a=/x,a=/y'), code('CATALOG_CONFIG_INVALID'));
     assert.throws(() => parseModelList('bad key=/x'), code('CATALOG_CONFIG_INVALID'));
     assert.throws(() => parseModelList('k='), code('CATALOG_CONFIG_INVALID'));
-    const catalog = await FabricModelCatalog.open({ models: parseModelList('gpt2-tiny'), cacheDir: join(tmp, 'cache-c') });
+    const catalog = await FabricModelCatalog.open({
+      models: parseModelList('gpt2-tiny'),
+      cacheDir: join(tmp, 'cache-c'),
+    });
     const onDemand = onDemandFromCatalog(catalog);
-    assert.deepEqual(onDemand('gpt2-tiny'), { settings: { weightsBytes: catalog.get('gpt2-tiny')!.weightsBytes, gpus: 1, dtype: 'float32' } });
+    assert.deepEqual(onDemand('gpt2-tiny'), {
+      settings: { weightsBytes: catalog.get('gpt2-tiny')!.weightsBytes, gpus: 1, dtype: 'float32' },
+    });
     assert.equal(onDemand('other'), undefined);
   });
 });

@@ -18,11 +18,32 @@ test('the estimate wins when it says more than the formula; the formula when it 
 
 test('a registered model with the estimate gets it as its default size; one recorded without it, none', () => {
   const base = {
-    modelKey: 'm', fingerprint: 'a'.repeat(64), dir: '/m', files: [{ name: 'model.onnx', bytes: 1, sha256: 'b'.repeat(64) }], family: 'gpt2', architecture: 'GPT2LMHeadModel',
-    inputs: ['input_ids'], outputs: ['logits'], moduleCount: 10, dtype: 'float32', weightsBytes: 500 * MIB, padding: 'left', generative: true, vocabSize: 100, maxPositions: 1024,
-    previousFingerprint: null, registeredBy: 'op', registeredAt: '2026-01-01T00:00:00.000Z', position: 1,
+    modelKey: 'm',
+    fingerprint: 'a'.repeat(64),
+    dir: '/m',
+    files: [{ name: 'model.onnx', bytes: 1, sha256: 'b'.repeat(64) }],
+    family: 'gpt2',
+    architecture: 'GPT2LMHeadModel',
+    inputs: ['input_ids'],
+    outputs: ['logits'],
+    moduleCount: 10,
+    dtype: 'float32',
+    weightsBytes: 500 * MIB,
+    padding: 'left',
+    generative: true,
+    vocabSize: 100,
+    maxPositions: 1024,
+    previousFingerprint: null,
+    registeredBy: 'op',
+    registeredAt: '2026-01-01T00:00:00.000Z',
+    position: 1,
   } as unknown as RegisteredModel;
-  const memory = { sequence: 1024, forwardActivationBytes: 480 * MIB, backwardActivationBytes: 5900 * MIB, packedWeightsBytes: 490 * MIB };
+  const memory = {
+    sequence: 1024,
+    forwardActivationBytes: 480 * MIB,
+    backwardActivationBytes: 5900 * MIB,
+    packedWeightsBytes: 490 * MIB,
+  };
   assert.equal(entryOf({ ...base, memory }).defaults.sizeBytes, defaultModelSizeBytes(500 * MIB, memory));
   assert.equal(entryOf(base).defaults.sizeBytes, undefined);
 });

@@ -13,15 +13,29 @@ const deployLike: CliCommand = {
 };
 
 test('the command word is found past global options and their values', () => {
-  assert.deepEqual(splitCommand(['--url', 'http://h:1', 'deploy', 'gpt2', '--gpus', '2']), { command: 'deploy', rest: ['--url', 'http://h:1', 'gpt2', '--gpus', '2'] });
+  assert.deepEqual(splitCommand(['--url', 'http://h:1', 'deploy', 'gpt2', '--gpus', '2']), {
+    command: 'deploy',
+    rest: ['--url', 'http://h:1', 'gpt2', '--gpus', '2'],
+  });
   assert.deepEqual(splitCommand(['--json', 'status']), { command: 'status', rest: ['--json'] });
-  assert.deepEqual(splitCommand(['--api-key', 'k', '--url', 'u']), { command: null, rest: ['--api-key', 'k', '--url', 'u'] });
+  assert.deepEqual(splitCommand(['--api-key', 'k', '--url', 'u']), {
+    command: null,
+    rest: ['--api-key', 'k', '--url', 'u'],
+  });
   assert.deepEqual(splitCommand([]), { command: null, rest: [] });
   assert.deepEqual(splitCommand(['kill', '--', '-odd-id']), { command: 'kill', rest: ['--', '-odd-id'] });
 });
 
 test('command arguments: options, positionals, globals anywhere', () => {
-  const a = parseCommandArgs(deployLike, 'deploy', ['gpt2', '--gpus', '2', '--pinned', '--json', '--url', 'http://x:1']);
+  const a = parseCommandArgs(deployLike, 'deploy', [
+    'gpt2',
+    '--gpus',
+    '2',
+    '--pinned',
+    '--json',
+    '--url',
+    'http://x:1',
+  ]);
   assert.deepEqual(a.positionals, ['gpt2']);
   assert.equal(a.values.gpus, '2');
   assert.equal(a.values.pinned, true);
@@ -31,8 +45,15 @@ test('command arguments: options, positionals, globals anywhere', () => {
 });
 
 test('bad arguments are usage errors that say what was wrong', () => {
-  assert.throws(() => parseCommandArgs(deployLike, 'deploy', []), (e: unknown) => e instanceof UsageError && /missing <model> \(model key\)/.test(e.message));
-  assert.throws(() => parseCommandArgs(deployLike, 'deploy', ['gpt2', '--gpu', '2']), (e: unknown) => e instanceof UsageError && /Unknown option '--gpu'/.test(e.message) && !/To specify/.test(e.message));
+  assert.throws(
+    () => parseCommandArgs(deployLike, 'deploy', []),
+    (e: unknown) => e instanceof UsageError && /missing <model> \(model key\)/.test(e.message),
+  );
+  assert.throws(
+    () => parseCommandArgs(deployLike, 'deploy', ['gpt2', '--gpu', '2']),
+    (e: unknown) =>
+      e instanceof UsageError && /Unknown option '--gpu'/.test(e.message) && !/To specify/.test(e.message),
+  );
   assert.throws(() => parseCommandArgs(deployLike, 'deploy', ['a', 'b']), /unexpected argument "b"/);
   assert.throws(() => parseCommandArgs(deployLike, 'deploy', ['gpt2', '--gpus']), /--gpus/);
 });

@@ -63,7 +63,10 @@ describe('deploy and the deployment commands', () => {
   it('a deploy no agent can host exits 4 with the refusal and its numbers', async () => {
     const r = await ndif(['deploy', 'gpt2-tiny', '--size', '64GiB', '--wait', '30s']);
     assert.equal(r.code, ExitCode.notReady, r.out + r.err);
-    assert.match(r.err, /gpt2-tiny#2 was refused: gpt2-tiny needs 64\.00 GiB \(64\.00 GiB on each of 1 GPU\(s\)\); best GPU has 16\.00 GiB free/);
+    assert.match(
+      r.err,
+      /gpt2-tiny#2 was refused: gpt2-tiny needs 64\.00 GiB \(64\.00 GiB on each of 1 GPU\(s\)\); best GPU has 16\.00 GiB free/,
+    );
     assert.match(r.err, /best GPU has .* free/);
     const j = await ndif(['deploy', 'gpt2-tiny', '--size', '64GiB', '--json']);
     assert.equal(j.code, ExitCode.notReady);
@@ -113,8 +116,13 @@ describe('kill', () => {
   it('kills a running request of another user; a second kill says it was already cancelled', async () => {
     const user = new Fabric({ url: fab.url, apiKey: fab.keys!.user, progress: false });
     try {
-      const h = await user.submit('gpt2-tiny', 'Hello', 'async () => { await new Promise((r) => setTimeout(r, 2000)); return 1; }');
-      for (let i = 0; i < 100 && (await h.status()).status !== 'RUNNING'; i++) await new Promise((r) => setTimeout(r, 50));
+      const h = await user.submit(
+        'gpt2-tiny',
+        'Hello',
+        'async () => { await new Promise((r) => setTimeout(r, 2000)); return 1; }',
+      );
+      for (let i = 0; i < 100 && (await h.status()).status !== 'RUNNING'; i++)
+        await new Promise((r) => setTimeout(r, 50));
       // An operator names another key's request by its full id, <key id>:<the id its submitter chose>.
       const full = `${fab.keys!.user.split('_')[1]}:${h.requestId}`;
       const r = await ndif(['kill', full]);
@@ -128,7 +136,7 @@ describe('kill', () => {
     }
   });
 
-  it('an unknown request: exit 1 with the fabric\'s code', async () => {
+  it("an unknown request: exit 1 with the fabric's code", async () => {
     const r = await ndif(['kill', 'no-such-request']);
     assert.equal(r.code, ExitCode.failed);
     assert.match(r.err, /^ndif kill: CP_REQUEST_NOT_FOUND: /);
@@ -149,7 +157,7 @@ describe('who and where', () => {
     assert.equal(j.fabric.protocol, '1.0');
   });
 
-  it('no key, a user key on an operator route: the fabric\'s codes with a pointer to the key\'s source', async () => {
+  it("no key, a user key on an operator route: the fabric's codes with a pointer to the key's source", async () => {
     const none = await ndif(['status'], { NDIF_API_KEY: '' });
     assert.equal(none.code, ExitCode.failed);
     assert.match(none.err, /AUTH_KEY_MISSING/);
@@ -168,10 +176,19 @@ describe('who and where', () => {
     await new Promise<void>((r) => srv.close(() => r()));
     const r = await ndif(['status'], { NDIF_URL: `http://127.0.0.1:${port}` });
     assert.equal(r.code, ExitCode.unreachable);
-    assert.match(r.err, new RegExp(`cannot reach the fabric at http://127\\.0\\.0\\.1:${port} \\(GET /version: connection refused\\).*npm start`));
+    assert.match(
+      r.err,
+      new RegExp(
+        `cannot reach the fabric at http://127\\.0\\.0\\.1:${port} \\(GET /version: connection refused\\).*npm start`,
+      ),
+    );
     const e = await ndif(['env'], { NDIF_URL: `http://127.0.0.1:${port}` });
     assert.equal(e.code, ExitCode.unreachable);
-    assert.match(e.out, /^url +http:\/\/127\.0\.0\.1:\d+ +\(from env NDIF_URL\)$/m, 'env still prints the local settings');
+    assert.match(
+      e.out,
+      /^url +http:\/\/127\.0\.0\.1:\d+ +\(from env NDIF_URL\)$/m,
+      'env still prints the local settings',
+    );
   });
 });
 
@@ -179,7 +196,8 @@ describe('usage', () => {
   it('help, unknown commands and options, bad values: exit 2 with what was wrong', async () => {
     const h = await ndif(['help']);
     assert.equal(h.code, 0);
-    for (const c of ['deploy', 'scale', 'evict', 'pin', 'unpin', 'kill', 'status', 'queue', 'agents', 'env']) assert.match(h.out, new RegExp(`^  ${c} `, 'm'));
+    for (const c of ['deploy', 'scale', 'evict', 'pin', 'unpin', 'kill', 'status', 'queue', 'agents', 'env'])
+      assert.match(h.out, new RegExp(`^  ${c} `, 'm'));
     assert.match((await ndif(['help', 'deploy'])).out, /^usage: ndif deploy <model>/);
     assert.match((await ndif(['status', '--help'])).out, /--watch/);
     const typo = await ndif(['depoly', 'x']);
@@ -207,16 +225,21 @@ describe('status --watch', () => {
       signal: ac.signal,
     });
     const waitLines = async (n: number) => {
-      for (let i = 0; i < 200 && out.split('\n').filter(Boolean).length < n; i++) await new Promise((r) => setTimeout(r, 25));
+      for (let i = 0; i < 200 && out.split('\n').filter(Boolean).length < n; i++)
+        await new Promise((r) => setTimeout(r, 25));
     };
     await waitLines(1);
     assert.equal((await ndif(['pin', 'gpt2-tiny'])).code, 0);
     await waitLines(2);
     ac.abort();
     assert.equal(await done, 0);
-    const snaps = out.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    const snaps = out
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
     assert.ok(snaps.length >= 2, out);
-    const pinnedOf = (s: { deployments: Array<{ modelKey: string; pinned: boolean }> }) => s.deployments.find((d) => d.modelKey === 'gpt2-tiny')?.pinned;
+    const pinnedOf = (s: { deployments: Array<{ modelKey: string; pinned: boolean }> }) =>
+      s.deployments.find((d) => d.modelKey === 'gpt2-tiny')?.pinned;
     assert.equal(pinnedOf(snaps[0]), false);
     assert.equal(pinnedOf(snaps.at(-1)), true);
   });

@@ -8,12 +8,17 @@ import { readDoc, sdkExamples } from '../runtime/doc-fences.js';
 import { withFabricClient } from './fabric-harness.js';
 
 const env = withFabricClient();
-const AsyncFunction = Object.getPrototypeOf(async () => {}).constructor as new (...args: string[]) => (...a: unknown[]) => Promise<unknown>;
+const AsyncFunction = Object.getPrototypeOf(async () => {}).constructor as new (
+  ...args: string[]
+) => (...a: unknown[]) => Promise<unknown>;
 
 const examples = sdkExamples(readDoc('sdk.md'));
 
 test('docs/sdk.md has the worked examples', () => {
-  assert.deepEqual(examples.map((e) => e.name), ['activation-patching', 'logit-lens']);
+  assert.deepEqual(
+    examples.map((e) => e.name),
+    ['activation-patching', 'logit-lens'],
+  );
 });
 
 for (const ex of examples) {

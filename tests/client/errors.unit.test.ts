@@ -5,13 +5,23 @@ import { UsageError } from '../../client/cli/command.js';
 import { ExitCode } from '../../client/cli/exit-codes.js';
 import { exitCodeOf, NotReadyError, renderError } from '../../client/cli/failures.js';
 import { resolveClientConfig, maskKey } from '../../client/sdk/config.js';
-import { CancelledError, describeNetworkCause, FabricHttpError, ProtocolMismatchError, RemoteError, UnreachableError } from '../../client/sdk/errors.js';
+import {
+  CancelledError,
+  describeNetworkCause,
+  FabricHttpError,
+  ProtocolMismatchError,
+  RemoteError,
+  UnreachableError,
+} from '../../client/sdk/errors.js';
 import { errorBodyOf, FabricHttp, httpFailure, normalizeUrl } from '../../client/sdk/http.js';
 
 const bytes = (s: string) => new TextEncoder().encode(s);
 
 test("the fabric's error body is kept; anything else becomes one that says what came back", () => {
-  assert.deepEqual(errorBodyOf(404, bytes('{"code":"API_UNKNOWN_MODEL","message":"no model x","details":{"known":["a"]}}')), { code: 'API_UNKNOWN_MODEL', message: 'no model x', details: { known: ['a'] } });
+  assert.deepEqual(
+    errorBodyOf(404, bytes('{"code":"API_UNKNOWN_MODEL","message":"no model x","details":{"known":["a"]}}')),
+    { code: 'API_UNKNOWN_MODEL', message: 'no model x', details: { known: ['a'] } },
+  );
   const html = errorBodyOf(502, bytes('<html>Bad Gateway</html>'));
   assert.equal(html.code, 'HTTP_502');
   assert.match(html.message, /HTTP 502: <html>Bad Gateway/);
@@ -20,7 +30,16 @@ test("the fabric's error body is kept; anything else becomes one that says what 
 });
 
 test('a protocol refusal becomes ProtocolMismatchError naming both versions', () => {
-  const e = httpFailure('http://h:1', 400, { code: 'API_PROTOCOL_MISMATCH', message: 'client 2.0, server 1.0', details: { server: '1.0', client: '2.0', rule: 'same protocol major' } }, 'POST /requests');
+  const e = httpFailure(
+    'http://h:1',
+    400,
+    {
+      code: 'API_PROTOCOL_MISMATCH',
+      message: 'client 2.0, server 1.0',
+      details: { server: '1.0', client: '2.0', rule: 'same protocol major' },
+    },
+    'POST /requests',
+  );
   assert.ok(e instanceof ProtocolMismatchError);
   assert.equal(e.serverVersion, '1.0');
   assert.equal(e.clientVersion, '2.0');
@@ -29,7 +48,12 @@ test('a protocol refusal becomes ProtocolMismatchError naming both versions', ()
 });
 
 test('RemoteError shows the block frames from the fabric first', () => {
-  const e = new RemoteError('r1', { phase: 'execute', type: 'BlockError', message: 'TypeError: x is not a function', stack: 'TypeError: x is not a function\n    at block-0.js:3:7' });
+  const e = new RemoteError('r1', {
+    phase: 'execute',
+    type: 'BlockError',
+    message: 'TypeError: x is not a function',
+    stack: 'TypeError: x is not a function\n    at block-0.js:3:7',
+  });
   assert.equal(e.phase, 'execute');
   assert.equal(e.type, 'BlockError');
   assert.match(e.message, /request r1 failed \(execute, BlockError\): TypeError/);
@@ -41,7 +65,10 @@ test('exit codes per failure', () => {
   assert.equal(exitCodeOf(new UnreachableError('http://h', 'GET /', new Error('x'))), ExitCode.unreachable);
   assert.equal(exitCodeOf(new ProtocolMismatchError('u', '1.0', '2.0')), ExitCode.protocolMismatch);
   assert.equal(exitCodeOf(new NotReadyError('refused', {})), ExitCode.notReady);
-  assert.equal(exitCodeOf(new FabricHttpError(404, { code: 'CP_DEPLOYMENT_NOT_FOUND', message: 'm' }, 'POST /x')), ExitCode.failed);
+  assert.equal(
+    exitCodeOf(new FabricHttpError(404, { code: 'CP_DEPLOYMENT_NOT_FOUND', message: 'm' }, 'POST /x')),
+    ExitCode.failed,
+  );
   assert.equal(exitCodeOf(new CancelledError('r', 'user')), ExitCode.failed);
   assert.equal(exitCodeOf(new Error('x')), ExitCode.failed);
   const aborted = new DOMException('This operation was aborted', 'AbortError');
@@ -50,7 +77,19 @@ test('exit codes per failure', () => {
 });
 
 test('rendered errors give code, message, hint and details; auth failures say where the key came from', () => {
-  const text = renderError(new FabricHttpError(403, { code: 'AUTH_KEY_UNKNOWN', message: 'no such key', hint: 'create one with POST /keys', details: { keyId: 'abc' } }, 'GET /cluster'), 'status');
+  const text = renderError(
+    new FabricHttpError(
+      403,
+      {
+        code: 'AUTH_KEY_UNKNOWN',
+        message: 'no such key',
+        hint: 'create one with POST /keys',
+        details: { keyId: 'abc' },
+      },
+      'GET /cluster',
+    ),
+    'status',
+  );
   assert.equal(
     text,
     'ndif status: AUTH_KEY_UNKNOWN: no such key\n  hint: create one with POST /keys\n  details: {"keyId":"abc"}\n  (the API key comes from --api-key or $NDIF_API_KEY; `ndif env` shows which one is used)\n',
@@ -67,7 +106,10 @@ test('an unreachable fabric: real refused connection, message says how to start 
   await assert.rejects(http.json('GET', '/version'), (e: unknown) => {
     assert.ok(e instanceof UnreachableError);
     assert.equal(e.url, `http://127.0.0.1:${port}`);
-    assert.match(e.message, new RegExp(`cannot reach the fabric at http://127\\.0\\.0\\.1:${port} \\(GET /version: connection refused\\)`));
+    assert.match(
+      e.message,
+      new RegExp(`cannot reach the fabric at http://127\\.0\\.0\\.1:${port} \\(GET /version: connection refused\\)`),
+    );
     assert.match(e.message, /npm start/);
     return true;
   });
@@ -75,14 +117,30 @@ test('an unreachable fabric: real refused connection, message says how to start 
 });
 
 test('URL and key: option, else environment, else default; keys are masked', () => {
-  assert.deepEqual(resolveClientConfig({}, {}), { url: 'http://127.0.0.1:8080', urlSource: 'default', apiKey: null, apiKeySource: 'none' });
-  assert.deepEqual(resolveClientConfig({}, { NDIF_URL: 'http://a:1', NDIF_API_KEY: 'k1' }), { url: 'http://a:1', urlSource: 'env NDIF_URL', apiKey: 'k1', apiKeySource: 'env NDIF_API_KEY' });
-  assert.deepEqual(resolveClientConfig({ url: 'http://b:2', apiKey: 'k2' }, { NDIF_URL: 'http://a:1', NDIF_API_KEY: 'k1' }), { url: 'http://b:2', urlSource: 'option', apiKey: 'k2', apiKeySource: 'option' });
+  assert.deepEqual(resolveClientConfig({}, {}), {
+    url: 'http://127.0.0.1:8080',
+    urlSource: 'default',
+    apiKey: null,
+    apiKeySource: 'none',
+  });
+  assert.deepEqual(resolveClientConfig({}, { NDIF_URL: 'http://a:1', NDIF_API_KEY: 'k1' }), {
+    url: 'http://a:1',
+    urlSource: 'env NDIF_URL',
+    apiKey: 'k1',
+    apiKeySource: 'env NDIF_API_KEY',
+  });
+  assert.deepEqual(
+    resolveClientConfig({ url: 'http://b:2', apiKey: 'k2' }, { NDIF_URL: 'http://a:1', NDIF_API_KEY: 'k1' }),
+    { url: 'http://b:2', urlSource: 'option', apiKey: 'k2', apiKeySource: 'option' },
+  );
   assert.equal(maskKey('ndif_0123456789abcdef_secretsecret'), 'ndif…cret');
   assert.equal(maskKey(null), null);
   assert.equal(normalizeUrl('http://h:1/'), 'http://h:1');
   assert.throws(() => normalizeUrl('h:1x'), /must start with http/);
   assert.throws(() => normalizeUrl('not a url'), /is not a URL/);
   assert.equal(new FabricHttp({ url: 'http://h:1' }).resolve('/ws', { key: 'k' }, true), 'ws://h:1/ws?key=k');
-  assert.equal(new FabricHttp({ url: 'https://h/api/' }).resolve('/requests/r%231/result?token=1.x'), 'https://h/api/requests/r%231/result?token=1.x');
+  assert.equal(
+    new FabricHttp({ url: 'https://h/api/' }).resolve('/requests/r%231/result?token=1.x'),
+    'https://h/api/requests/r%231/result?token=1.x',
+  );
 });

@@ -39,17 +39,27 @@ export interface InProcessFabric {
 
 const log = pino({ level: process.env.NDIF_TEST_LOG_LEVEL ?? 'silent' });
 
-export async function startInProcessFabric(opts: { api?: ApiConfigInput; gpus?: string; models?: string; auth?: boolean } = {}): Promise<InProcessFabric> {
+export async function startInProcessFabric(
+  opts: { api?: ApiConfigInput; gpus?: string; models?: string; auth?: boolean } = {},
+): Promise<InProcessFabric> {
   const tmp = mkdtempSync(join(tmpdir(), 'ndif-client-'));
   const store = new SqliteEventStore({ path: join(tmp, 'events.sqlite') });
   const snapshots = new SqliteCheckpoints(store.db);
   const broker = new InProcessBroker();
   const transport = new InProcessTransport({ broker });
   const blobs = await FileBlobStore.open({ dir: join(tmp, 'blobs') });
-  const catalog = await FabricModelCatalog.open({ models: parseModelList(opts.models ?? 'gpt2-tiny'), cacheDir: join(tmp, 'catalog') });
+  const catalog = await FabricModelCatalog.open({
+    models: parseModelList(opts.models ?? 'gpt2-tiny'),
+    cacheDir: join(tmp, 'catalog'),
+  });
   const cp = new ControlPlane({ store, snapshots, transport, blobs, catalog, log });
   await cp.start();
-  const config = agentConfigFromEnv({ NDIF_AGENT_ID: 'agent-1', NDIF_AGENT_GPUS: opts.gpus ?? '1x16GiB', NDIF_AGENT_RAM: '8GiB', NDIF_AGENT_HEARTBEAT_MS: '500' });
+  const config = agentConfigFromEnv({
+    NDIF_AGENT_ID: 'agent-1',
+    NDIF_AGENT_GPUS: opts.gpus ?? '1x16GiB',
+    NDIF_AGENT_RAM: '8GiB',
+    NDIF_AGENT_HEARTBEAT_MS: '500',
+  });
   const agent = new GpuAgent({ config, transport, blobs, catalog, log });
   await agent.start();
   let keyStore: SqliteApiKeyStore | undefined;
@@ -59,12 +69,19 @@ export async function startInProcessFabric(opts: { api?: ApiConfigInput; gpus?: 
     const k = new ApiKeys(keyStore);
     const at = new Date().toISOString();
     keys = {
-      operator: (await k.create({ label: 'ops', tags: { operator: true, trusted: true, priority: false } }, 'test', at)).key,
-      user: (await k.create({ label: 'researcher', tags: { operator: false, trusted: true, priority: false } }, 'test', at)).key,
+      operator: (await k.create({ label: 'ops', tags: { operator: true, trusted: true, priority: false } }, 'test', at))
+        .key,
+      user: (
+        await k.create({ label: 'researcher', tags: { operator: false, trusted: true, priority: false } }, 'test', at)
+      ).key,
     };
   }
   const serve = async (api: ApiConfigInput | undefined) => {
-    const app = await buildFabricServer({ ...cp.context, ...(keyStore ? { keys: keyStore } : {}), config: { rateLimit: null, auth: opts.auth ?? false, ...api } });
+    const app = await buildFabricServer({
+      ...cp.context,
+      ...(keyStore ? { keys: keyStore } : {}),
+      config: { rateLimit: null, auth: opts.auth ?? false, ...api },
+    });
     return { app, url: await app.listen({ host: '127.0.0.1', port: 0 }) };
   };
   const { app, url } = await serve(opts.api);

@@ -33,7 +33,11 @@ after(async () => {
 async function ndif(args: string[]): Promise<{ code: number; out: string; err: string }> {
   let out = '';
   let err = '';
-  const code = await main(args, { stdout: { write: (s: string) => (out += s) }, stderr: { write: (s: string) => (err += s) }, env: { NDIF_URL: fab.url } });
+  const code = await main(args, {
+    stdout: { write: (s: string) => (out += s) },
+    stderr: { write: (s: string) => (err += s) },
+    env: { NDIF_URL: fab.url },
+  });
   return { code, out, err };
 }
 
@@ -41,11 +45,29 @@ async function ndif(args: string[]): Promise<{ code: number; out: string; err: s
 function typecheck(project: string, files: Record<string, string>): { ok: boolean; output: string } {
   for (const [name, text] of Object.entries(files)) writeFileSync(join(project, name), text);
   writeFileSync(join(project, 'package.json'), JSON.stringify({ type: 'module' }));
-  writeFileSync(join(project, 'tsconfig.json'), JSON.stringify({
-    compilerOptions: { strict: true, module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', lib: ['es2023'], noEmit: true, skipLibCheck: true, types: ['node'], typeRoots: [join(repoRoot, 'node_modules', '@types')], verbatimModuleSyntax: true },
-    files: Object.keys(files).filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts')),
-  }));
-  const r = spawnSync(process.execPath, [join(repoRoot, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], { cwd: project, encoding: 'utf8' });
+  writeFileSync(
+    join(project, 'tsconfig.json'),
+    JSON.stringify({
+      compilerOptions: {
+        strict: true,
+        module: 'nodenext',
+        moduleResolution: 'nodenext',
+        target: 'es2022',
+        lib: ['es2023'],
+        noEmit: true,
+        skipLibCheck: true,
+        types: ['node'],
+        typeRoots: [join(repoRoot, 'node_modules', '@types')],
+        verbatimModuleSyntax: true,
+      },
+      files: Object.keys(files).filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts')),
+    }),
+  );
+  const r = spawnSync(
+    process.execPath,
+    [join(repoRoot, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'],
+    { cwd: project, encoding: 'utf8' },
+  );
   return { ok: r.status === 0, output: `${r.stdout}${r.stderr}` };
 }
 
@@ -92,14 +114,18 @@ export const d = ndif.trace<typeof Gpt2Tiny>('gpt2-tiny', 'Hello', async (m) => 
   const { Fabric } = await import('../../client/sdk/index.js');
   const client = new Fabric({ url: fab.url, progress: false });
   try {
-    const shape = await client.trace('gpt2-tiny', 'Hello', async (m: any) => (await m.lm_head.call(await m.transformer.ln_f.call(await m.transformer.h[1].output))).shape);
+    const shape = await client.trace(
+      'gpt2-tiny',
+      'Hello',
+      async (m: any) => (await m.lm_head.call(await m.transformer.ln_f.call(await m.transformer.h[1].output))).shape,
+    );
     assert.deepEqual(shape, [1, 1, 50257]);
   } finally {
     client.close();
   }
 });
 
-test('unknown models and bad names are refused; BERT\'s output submodule is typed through .module(\'output\')', async () => {
+test("unknown models and bad names are refused; BERT's output submodule is typed through .module('output')", async () => {
   const unknown = await ndif(['types', 'nope-model']);
   assert.notEqual(unknown.code, ExitCode.ok);
   assert.match(unknown.err, /nope-model/);

@@ -27,7 +27,12 @@ function cleanEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   return { ...env, ...extra };
 }
 
-function sh(cmd: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = cleanEnv()): { stdout: string; stderr: string } {
+function sh(
+  cmd: string,
+  args: string[],
+  cwd: string,
+  env: NodeJS.ProcessEnv = cleanEnv(),
+): { stdout: string; stderr: string } {
   const r = spawnSync(cmd, args, { cwd, env, encoding: 'utf8', timeout: 120_000 });
   assert.equal(r.status, 0, `${cmd} ${args.join(' ')} exited ${r.status}:\n${r.stdout}\n${r.stderr}`);
   return { stdout: r.stdout, stderr: r.stderr };
@@ -56,13 +61,27 @@ before(async () => {
   packed = (JSON.parse(pack.stdout.slice(pack.stdout.indexOf('['))) as (typeof packed)[])[0]!;
   project = join(tmp, 'project');
   mkdirSync(project);
-  writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'sdk-consumer', private: true, type: 'module' }, null, 2));
-  const install = sh('npm', ['install', join(tmp, packed.filename), '--prefer-offline', '--no-audit', '--no-fund'], project);
+  writeFileSync(
+    join(project, 'package.json'),
+    JSON.stringify({ name: 'sdk-consumer', private: true, type: 'module' }, null, 2),
+  );
+  const install = sh(
+    'npm',
+    ['install', join(tmp, packed.filename), '--prefer-offline', '--no-audit', '--no-fund'],
+    project,
+  );
   installLog = install.stdout + install.stderr;
 
   const child = spawn(process.execPath, [MAIN], {
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, NDIF_DATA_DIR: join(tmp, 'data'), NDIF_PORT: '0', NDIF_LOG_LEVEL: 'warn', NDIF_AGENT_GPUS: '1x16GiB', NDIF_AGENT_RAM: '8GiB' },
+    env: {
+      ...process.env,
+      NDIF_DATA_DIR: join(tmp, 'data'),
+      NDIF_PORT: '0',
+      NDIF_LOG_LEVEL: 'warn',
+      NDIF_AGENT_GPUS: '1x16GiB',
+      NDIF_AGENT_RAM: '8GiB',
+    },
   });
   let out = '';
   let err = '';
@@ -75,7 +94,8 @@ before(async () => {
       fabric = { child, url: m[1]!, exited };
       break;
     }
-    if (child.exitCode !== null || Date.now() > end) throw new Error(`the fabric did not start: ${out}\n${err.slice(-3000)}`);
+    if (child.exitCode !== null || Date.now() > end)
+      throw new Error(`the fabric did not start: ${out}\n${err.slice(-3000)}`);
     await sleep(25);
   }
 });
@@ -92,17 +112,31 @@ const consumerEnv = () => cleanEnv({ NDIF_URL: fabric!.url, NDIF_CACHE_DIR: join
 
 it('packs only client code, with declarations, and installs without warnings', (t) => {
   const paths = packed.files.map((f) => f.path).sort();
-  const allowed = /^(package\.json|README\.md|bin\/ndif\.mjs|dist\/(client\/(sdk|cli)\/.+|protocol\/[a-z-]+|gpu-agent\/block\/(tensor|block-context)|auth\/key-format)\.(js|d\.ts))$/;
-  assert.deepEqual(paths.filter((p) => !allowed.test(p) && !['package.json', 'README.md', 'bin/ndif.mjs'].includes(p)), [], 'nothing but the SDK, the CLI and the protocol files they import');
+  const allowed =
+    /^(package\.json|README\.md|bin\/ndif\.mjs|dist\/(client\/(sdk|cli)\/.+|protocol\/[a-z-]+|gpu-agent\/block\/(tensor|block-context)|auth\/key-format)\.(js|d\.ts))$/;
+  assert.deepEqual(
+    paths.filter((p) => !allowed.test(p) && !['package.json', 'README.md', 'bin/ndif.mjs'].includes(p)),
+    [],
+    'nothing but the SDK, the CLI and the protocol files they import',
+  );
   assert.ok(paths.includes('dist/client/sdk/index.d.ts') && paths.includes('dist/client/sdk/index.js'));
   const installed = join(project, 'node_modules', '@ndif', 'sdk');
-  const heavy = /from ['"](onnxruntime-node|better-sqlite3|pg|fastify|kafkajs|zod|pino|@kurrent\/[^'"]+|protobufjs)['"]/;
-  for (const p of paths.filter((x) => x.endsWith('.js'))) assert.doesNotMatch(readFileSync(join(installed, p), 'utf8'), heavy, p);
-  const deps = readdirSync(join(project, 'node_modules')).filter((d) => !d.startsWith('.')).sort();
+  const heavy =
+    /from ['"](onnxruntime-node|better-sqlite3|pg|fastify|kafkajs|zod|pino|@kurrent\/[^'"]+|protobufjs)['"]/;
+  for (const p of paths.filter((x) => x.endsWith('.js')))
+    assert.doesNotMatch(readFileSync(join(installed, p), 'utf8'), heavy, p);
+  const deps = readdirSync(join(project, 'node_modules'))
+    .filter((d) => !d.startsWith('.'))
+    .sort();
   assert.deepEqual(deps, ['@huggingface', '@ndif', 'ws']);
   assert.doesNotMatch(installLog, /EBADENGINE|npm warn|npm WARN/, installLog);
-  const size = sizeOf(join(project, 'node_modules'), (name) => name === 'ws' || name === '.bin' || name === '.package-lock.json');
-  t.diagnostic(`tarball ${packed.size} bytes (${packed.unpackedSize} unpacked); installed besides ws: ${size} bytes (${(size / 1e6).toFixed(2)} MB); ws: ${sizeOf(join(project, 'node_modules', 'ws'))} bytes`);
+  const size = sizeOf(
+    join(project, 'node_modules'),
+    (name) => name === 'ws' || name === '.bin' || name === '.package-lock.json',
+  );
+  t.diagnostic(
+    `tarball ${packed.size} bytes (${packed.unpackedSize} unpacked); installed besides ws: ${size} bytes (${(size / 1e6).toFixed(2)} MB); ws: ${sizeOf(join(project, 'node_modules', 'ws'))} bytes`,
+  );
   assert.ok(size < INSTALL_LIMIT, `installed size besides ws ${size} bytes, over ${INSTALL_LIMIT}`);
 });
 
@@ -111,12 +145,18 @@ it("runs the README's example: a trace with a swap and a read, tokens encoded an
   const example = /```js\n([\s\S]*?)```/.exec(readme)![1]!;
   writeFileSync(join(project, 'example.mjs'), example);
   for (const node of nodes) {
-    const out = JSON.parse(sh(node, ['example.mjs'], project, consumerEnv()).stdout.trim()) as { tokens: number; hidden: number[]; next: string; statuses: string[] };
+    const out = JSON.parse(sh(node, ['example.mjs'], project, consumerEnv()).stdout.trim()) as {
+      tokens: number;
+      hidden: number[];
+      next: string;
+      statuses: string[];
+    };
     assert.equal(out.tokens, 7, node);
     assert.deepEqual(out.hidden, [1, 7, 64]);
     assert.equal(typeof out.next, 'string');
     assert.equal(out.statuses.at(-1), 'COMPLETED');
-    for (const s of ['RECEIVED', 'DISPATCHED', 'RUNNING']) assert.ok(out.statuses.includes(s), `${s} in ${out.statuses.join(',')}`);
+    for (const s of ['RECEIVED', 'DISPATCHED', 'RUNNING'])
+      assert.ok(out.statuses.includes(s), `${s} in ${out.statuses.join(',')}`);
   }
 });
 
@@ -136,13 +176,30 @@ ndif.close();
 `,
   );
   for (const node of nodes) {
-    const out = JSON.parse(sh(node, ['stream.mjs'], project, consumerEnv()).stdout.trim()) as { messages: { status: string; cursor: string; line: string | null }[]; mean: number | null; tokenizer: string };
+    const out = JSON.parse(sh(node, ['stream.mjs'], project, consumerEnv()).stdout.trim()) as {
+      messages: { status: string; cursor: string; line: string | null }[];
+      mean: number | null;
+      tokenizer: string;
+    };
     const statuses = out.messages.map((m) => m.status);
-    assert.deepEqual(statuses.filter((s) => s !== 'LOG'), ['RECEIVED', 'QUEUED', 'DISPATCHED', 'RUNNING', 'COMPLETED'], node);
-    assert.deepEqual(out.messages.filter((m) => m.status === 'LOG').map((m) => m.line), ['layer 0 1x2x64', 'layer 1 1x2x64']);
-    assert.ok(statuses.indexOf('LOG') > statuses.indexOf('RUNNING') && statuses.lastIndexOf('LOG') < statuses.indexOf('COMPLETED'));
+    assert.deepEqual(
+      statuses.filter((s) => s !== 'LOG'),
+      ['RECEIVED', 'QUEUED', 'DISPATCHED', 'RUNNING', 'COMPLETED'],
+      node,
+    );
+    assert.deepEqual(
+      out.messages.filter((m) => m.status === 'LOG').map((m) => m.line),
+      ['layer 0 1x2x64', 'layer 1 1x2x64'],
+    );
+    assert.ok(
+      statuses.indexOf('LOG') > statuses.indexOf('RUNNING') &&
+        statuses.lastIndexOf('LOG') < statuses.indexOf('COMPLETED'),
+    );
     const at = out.messages.map((m) => Number.parseInt(m.cursor, 10));
-    assert.ok(at.every((p, i) => i === 0 || p >= at[i - 1]!), 'cursors follow the log (the lines of one log batch share its position)');
+    assert.ok(
+      at.every((p, i) => i === 0 || p >= at[i - 1]!),
+      'cursors follow the log (the lines of one log batch share its position)',
+    );
     assert.equal(typeof out.mean, 'number');
     assert.equal(out.tokenizer, 'cache', 'the tokenizer the example cached, confirmed by the fabric');
   }
@@ -162,9 +219,20 @@ ndif.close();
 `,
   );
   for (const node of nodes) {
-    const out = JSON.parse(sh(node, ['generate.mjs'], project, consumerEnv()).stdout.trim()) as { tokens: { step: number; token: number; text: string | null }[]; generated: number[][] };
-    assert.deepEqual(out.tokens.map((t) => t.step), [0, 1, 2, 3, 4, 5], node);
-    assert.deepEqual(out.tokens.map((t) => t.token), out.generated[0], 'the streamed tokens are the generated ones');
+    const out = JSON.parse(sh(node, ['generate.mjs'], project, consumerEnv()).stdout.trim()) as {
+      tokens: { step: number; token: number; text: string | null }[];
+      generated: number[][];
+    };
+    assert.deepEqual(
+      out.tokens.map((t) => t.step),
+      [0, 1, 2, 3, 4, 5],
+      node,
+    );
+    assert.deepEqual(
+      out.tokens.map((t) => t.token),
+      out.generated[0],
+      'the streamed tokens are the generated ones',
+    );
     assert.ok(out.tokens.every((t) => typeof t.text === 'string'));
   }
 });
@@ -172,7 +240,10 @@ ndif.close();
 it('`ndif status` from the installed bin shows the deployment the traces made', () => {
   for (const node of nodes) {
     const bin = join(project, 'node_modules', '@ndif', 'sdk', 'bin', 'ndif.mjs');
-    const out = JSON.parse(sh(node, [bin, 'status', '--json'], project, consumerEnv()).stdout) as { deployments: { modelKey: string; replicas: { level: string }[] }[]; agents: { agentId: string }[] };
+    const out = JSON.parse(sh(node, [bin, 'status', '--json'], project, consumerEnv()).stdout) as {
+      deployments: { modelKey: string; replicas: { level: string }[] }[];
+      agents: { agentId: string }[];
+    };
     const d = out.deployments.find((x) => x.modelKey === 'gpt2-tiny');
     assert.ok(d, 'gpt2-tiny deployed on demand');
     assert.ok(d.replicas.some((r) => r.level === 'HOT'));
@@ -198,7 +269,18 @@ void tok.then((k) => k.encode(42));
   );
   writeFileSync(
     join(project, 'tsconfig.json'),
-    JSON.stringify({ compilerOptions: { strict: true, module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', noEmit: true, types: ['node'], typeRoots: [join(root, 'node_modules', '@types')] }, files: ['check.ts'] }),
+    JSON.stringify({
+      compilerOptions: {
+        strict: true,
+        module: 'nodenext',
+        moduleResolution: 'nodenext',
+        target: 'es2022',
+        noEmit: true,
+        types: ['node'],
+        typeRoots: [join(root, 'node_modules', '@types')],
+      },
+      files: ['check.ts'],
+    }),
   );
   sh(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], project);
 });

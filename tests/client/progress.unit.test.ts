@@ -21,7 +21,10 @@ function sink(isTTY: boolean) {
 
 test('statuses read as a person would say them', () => {
   assert.equal(describeStatus(upd('QUEUED', { position: 2, queueLength: 5 })), 'QUEUED position 3 of 5');
-  assert.equal(describeStatus(upd('PROVISIONING', { position: 0, queueLength: 1, deploymentNote: 'no agent has room' })), 'PROVISIONING position 1 of 1 (no agent has room)');
+  assert.equal(
+    describeStatus(upd('PROVISIONING', { position: 0, queueLength: 1, deploymentNote: 'no agent has room' })),
+    'PROVISIONING position 1 of 1 (no agent has room)',
+  );
   assert.equal(describeStatus(upd('RUNNING', { attempt: 2 })), 'RUNNING attempt 2');
   assert.equal(describeStatus(upd('RUNNING', { attempt: 1, position: 4 })), 'RUNNING');
   assert.equal(formatElapsed(1234), '1.2s');
@@ -41,8 +44,17 @@ test('plain output: one line per change of status, none for repeats', () => {
   p.print('hello from the block');
   p.status(upd('COMPLETED'));
   p.end();
-  assert.deepEqual(chunks, ['[r1] RECEIVED · 0.0s\n', '[r1] QUEUED position 2 of 2 · 0.5s\n', '[r1] QUEUED position 1 of 1 · 0.5s\n', 'hello from the block\n', '[r1] COMPLETED · 0.5s\n']);
-  assert.ok(chunks.every((c) => !c.includes('\x1b')), 'no escape codes off a terminal');
+  assert.deepEqual(chunks, [
+    '[r1] RECEIVED · 0.0s\n',
+    '[r1] QUEUED position 2 of 2 · 0.5s\n',
+    '[r1] QUEUED position 1 of 1 · 0.5s\n',
+    'hello from the block\n',
+    '[r1] COMPLETED · 0.5s\n',
+  ]);
+  assert.ok(
+    chunks.every((c) => !c.includes('\x1b')),
+    'no escape codes off a terminal',
+  );
 });
 
 test('terminal output: one line rewritten in place, log lines above it, erased at the end', () => {
@@ -53,9 +65,18 @@ test('terminal output: one line rewritten in place, log lines above it, erased a
   const logs: string[] = [];
   p.print('a log line', { write: (s: string) => logs.push(s) });
   p.end();
-  assert.deepEqual(chunks, ['\r\x1b[2K[r1] QUEUED position 1 of 1 · 0.0s', '\r\x1b[2K[r1] RUNNING · 0.0s', '\r\x1b[2K', '\r\x1b[2K[r1] RUNNING · 0.0s', '\r\x1b[2K']);
+  assert.deepEqual(chunks, [
+    '\r\x1b[2K[r1] QUEUED position 1 of 1 · 0.0s',
+    '\r\x1b[2K[r1] RUNNING · 0.0s',
+    '\r\x1b[2K',
+    '\r\x1b[2K[r1] RUNNING · 0.0s',
+    '\r\x1b[2K',
+  ]);
   assert.deepEqual(logs, ['a log line\n']);
-  assert.ok(chunks.every((c) => !c.includes('\n')), 'the live line never scrolls');
+  assert.ok(
+    chunks.every((c) => !c.includes('\n')),
+    'the live line never scrolls',
+  );
 });
 
 test('the live line is cut to the terminal width', () => {
@@ -69,7 +90,12 @@ test('the live line is cut to the terminal width', () => {
 
 test('a terminal that reports no width (0 columns) gets 80', () => {
   const chunks: string[] = [];
-  const p = createProgress({ out: { isTTY: true, columns: 0, write: (s: string) => chunks.push(s) }, label: '[ndif 12345678]', now: () => 0, refreshMs: 60_000 });
+  const p = createProgress({
+    out: { isTTY: true, columns: 0, write: (s: string) => chunks.push(s) },
+    label: '[ndif 12345678]',
+    now: () => 0,
+    refreshMs: 60_000,
+  });
   p.status(upd('PROVISIONING', { position: 0, queueLength: 1 }));
   p.end();
   assert.equal(chunks[0], '\r\x1b[2K[ndif 12345678] PROVISIONING position 1 of 1 · 0.0s');

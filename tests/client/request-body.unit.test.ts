@@ -30,7 +30,7 @@ test('method shorthand and function expressions become expressions the fabric co
   assert.equal(typeof compileBlock(fnExpr, 0, console), 'function');
 });
 
-test('params reach the block as its third argument and as `params`, on the block\'s own lines', async () => {
+test("params reach the block as its third argument and as `params`, on the block's own lines", async () => {
   const src = blockSource('async (m, ctx, p) => {\n  return params.layer * 2 + p.layer;\n}', { layer: 5 });
   assert.equal(src.split('\n').length, 4, 'only the closing line is added');
   assert.ok(src.startsWith('(m, ctx) => { const params = {"layer":5}; return (async (m, ctx, p) => {'));
@@ -43,7 +43,10 @@ test('params reach the block as its third argument and as `params`, on the block
 
 test('blocks the fabric could not run are refused before anything is sent', () => {
   const bound = (async () => 1).bind(null);
-  assert.throws(() => blockSource(bound), (e: unknown) => e instanceof BlockSourceError && /bound function/.test(e.message));
+  assert.throws(
+    () => blockSource(bound),
+    (e: unknown) => e instanceof BlockSourceError && /bound function/.test(e.message),
+  );
   assert.throws(() => blockSource(Math.max as never), /native or bound function/);
   assert.throws(() => blockSource(42 as never), /a block is a function/);
   const cyc: Record<string, unknown> = {};
@@ -53,10 +56,37 @@ test('blocks the fabric could not run are refused before anything is sent', () =
 });
 
 test('the submit body follows docs/http-api.md', () => {
-  const body = buildSubmitBody('gpt2-tiny', 'The Eiffel Tower is in', 'async (m) => 1', { newTokens: 3, timeoutMs: 5000, untrusted: true }, 'r-1', true);
-  assert.deepEqual(body, { requestId: 'r-1', model: 'gpt2-tiny', invokes: [{ input: 'The Eiffel Tower is in' }], block: 'async (m) => 1', newTokens: 3, timeoutMs: 5000, untrusted: true, blocking: true });
-  const multi = buildSubmitBody('m', ['a', [1, 2], { input: 'b', block: 'async () => 2', params: { k: 1 } }], undefined, {}, 'r-2', false);
-  assert.deepEqual(multi.invokes, [{ input: 'a' }, { input: [1, 2] }, { input: 'b', block: '(m, ctx) => { const params = {"k":1}; return (async () => 2\n)(m, ctx, params); }' }]);
+  const body = buildSubmitBody(
+    'gpt2-tiny',
+    'The Eiffel Tower is in',
+    'async (m) => 1',
+    { newTokens: 3, timeoutMs: 5000, untrusted: true },
+    'r-1',
+    true,
+  );
+  assert.deepEqual(body, {
+    requestId: 'r-1',
+    model: 'gpt2-tiny',
+    invokes: [{ input: 'The Eiffel Tower is in' }],
+    block: 'async (m) => 1',
+    newTokens: 3,
+    timeoutMs: 5000,
+    untrusted: true,
+    blocking: true,
+  });
+  const multi = buildSubmitBody(
+    'm',
+    ['a', [1, 2], { input: 'b', block: 'async () => 2', params: { k: 1 } }],
+    undefined,
+    {},
+    'r-2',
+    false,
+  );
+  assert.deepEqual(multi.invokes, [
+    { input: 'a' },
+    { input: [1, 2] },
+    { input: 'b', block: '(m, ctx) => { const params = {"k":1}; return (async () => 2\n)(m, ctx, params); }' },
+  ]);
   assert.equal(multi.blocking, false);
   assert.equal('block' in multi, false);
 });
@@ -70,8 +100,14 @@ test('one token list is one invoke; a list of prompts is several', () => {
 });
 
 test('malformed inputs are refused with what was wrong', () => {
-  assert.throws(() => buildSubmitBody('', 'x', undefined, {}, 'r', true), (e: unknown) => e instanceof RequestShapeError && /model key/.test(e.message));
+  assert.throws(
+    () => buildSubmitBody('', 'x', undefined, {}, 'r', true),
+    (e: unknown) => e instanceof RequestShapeError && /model key/.test(e.message),
+  );
   assert.throws(() => buildSubmitBody('m', [], undefined, {}, 'r', true), /at least one prompt/);
   assert.throws(() => buildSubmitBody('m', [[1, -2]], undefined, {}, 'r', true), /invoke 0: token ids must be/);
-  assert.throws(() => buildSubmitBody('m', ['a', { prompt: 'x' } as never], undefined, {}, 'r', true), /invoke 1: expected a prompt/);
+  assert.throws(
+    () => buildSubmitBody('m', ['a', { prompt: 'x' } as never], undefined, {}, 'r', true),
+    /invoke 1: expected a prompt/,
+  );
 });

@@ -3,7 +3,15 @@
 // URLs, reconnects and the version handshake.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { Fabric, CancelledError, ClientTimeoutError, FabricHttpError, ProtocolMismatchError, RemoteError, Tensor } from '../../client/sdk/index.js';
+import {
+  Fabric,
+  CancelledError,
+  ClientTimeoutError,
+  FabricHttpError,
+  ProtocolMismatchError,
+  RemoteError,
+  Tensor,
+} from '../../client/sdk/index.js';
 import type { StatusMessage } from '../../client/sdk/index.js';
 import { loadModel } from '../../gpu-agent/runtime/index.js';
 import type { HostedModel } from '../../gpu-agent/runtime/index.js';
@@ -27,8 +35,13 @@ const readAndSwap = async (m: any) => {
 
 /** The same block run on the runtime directly (what the fabric must reproduce bit for bit). */
 async function runDirect(block: string, prompt = PROMPT, newTokens = 0) {
-  const r = await direct.run({ invokes: [{ prompt, block }], newTokens }, () => createInProcessBlocks({ manifest: direct.manifest(), tokenizer: direct.tokenizer }));
-  return { value: materializeTree(r.invokes[0]!.result, (p) => Tensor.fromPayload(p)) as Record<string, Tensor>, run: r };
+  const r = await direct.run({ invokes: [{ prompt, block }], newTokens }, () =>
+    createInProcessBlocks({ manifest: direct.manifest(), tokenizer: direct.tokenizer }),
+  );
+  return {
+    value: materializeTree(r.invokes[0]!.result, (p) => Tensor.fromPayload(p)) as Record<string, Tensor>,
+    run: r,
+  };
 }
 
 const bitsOf = (t: Tensor) => Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength);
@@ -50,8 +63,19 @@ describe('trace', () => {
     const seen: StatusMessage[] = [];
     const out = await ndif.trace('gpt2-tiny', PROMPT, readAndSwap, { onMessage: (m) => seen.push(m) });
     const statuses = seen.map((m) => m.status);
-    assert.deepEqual(statuses, ['RECEIVED', 'PROVISIONING', 'DEPLOYING', 'QUEUED', 'DISPATCHED', 'RUNNING', 'COMPLETED']);
-    assert.ok(seen.every((m, i) => i === 0 || Number.parseInt(m.cursor) > Number.parseInt(seen[i - 1]!.cursor)), 'cursors increase');
+    assert.deepEqual(statuses, [
+      'RECEIVED',
+      'PROVISIONING',
+      'DEPLOYING',
+      'QUEUED',
+      'DISPATCHED',
+      'RUNNING',
+      'COMPLETED',
+    ]);
+    assert.ok(
+      seen.every((m, i) => i === 0 || Number.parseInt(m.cursor) > Number.parseInt(seen[i - 1]!.cursor)),
+      'cursors increase',
+    );
     const want = await runDirect(readAndSwap.toString());
     for (const k of ['mlp', 'h', 'logits'] as const) {
       assert.ok(out[k] instanceof Tensor, `${k} is a Tensor`);
@@ -60,7 +84,10 @@ describe('trace', () => {
       assert.ok(bitsOf(out[k]).equals(bitsOf(want.value[k]!)), `${k}: same bits as the runtime called directly`);
     }
     assert.deepEqual(out.h.shape, [1, 7, 64]);
-    assert.ok(out.mlp.data.some((x: number) => x !== 0), 'the value read is the one before the swap');
+    assert.ok(
+      out.mlp.data.some((x: number) => x !== 0),
+      'the value read is the one before the swap',
+    );
   });
 
   it('several invokes with their own blocks and params; log lines reach onLog with their stream', async () => {
@@ -69,7 +96,15 @@ describe('trace', () => {
       'gpt2-tiny',
       [
         'Hello world',
-        { input: [464, 412, 733], block: async (m: any, ctx: any, p: { layer: number }) => ({ invoke: ctx.invoke, layer: p.layer, shape: (await m.transformer.h[p.layer].output).shape }), params: { layer: 1 } },
+        {
+          input: [464, 412, 733],
+          block: async (m: any, ctx: any, p: { layer: number }) => ({
+            invoke: ctx.invoke,
+            layer: p.layer,
+            shape: (await m.transformer.h[p.layer].output).shape,
+          }),
+          params: { layer: 1 },
+        },
         { input: 'no block here' },
       ],
       async (m: any, ctx: any) => {
@@ -83,7 +118,13 @@ describe('trace', () => {
     assert.deepEqual(values[0], [1, 3, 64], 'invokes are padded to the longest (3 tokens)');
     assert.deepEqual(values[1], { invoke: 1, layer: 1, shape: [1, 3, 64] });
     assert.deepEqual(values[2], [1, 3, 64], 'an invoke without a block of its own runs the shared one');
-    assert.deepEqual(logs.filter((l) => l.stream === 'stdout').map((l) => l.line).sort(), ['invoke 0 sees 2 tokens', 'invoke 2 sees 3 tokens']);
+    assert.deepEqual(
+      logs
+        .filter((l) => l.stream === 'stdout')
+        .map((l) => l.line)
+        .sort(),
+      ['invoke 0 sees 2 tokens', 'invoke 2 sees 3 tokens'],
+    );
     assert.equal(logs.filter((l) => l.stream === 'stderr').length, 2);
     const bare = await ndif.trace('gpt2-tiny', ['a', { input: 'b', block: async () => 'own' }]);
     assert.deepEqual(bare, [null, 'own'], 'with no shared block, an invoke without a block just runs the model');
@@ -98,7 +139,7 @@ describe('trace', () => {
     assert.equal(r.meta.steps, 3);
   });
 
-  it('a block that throws: RemoteError with the block\'s own stack', async () => {
+  it("a block that throws: RemoteError with the block's own stack", async () => {
     const block = 'async (m) => {\n  const h = await m.transformer.h[0].output;\n  h.notAMethod();\n}';
     await assert.rejects(ndif.trace('gpt2-tiny', PROMPT, block), (e: unknown) => {
       assert.ok(e instanceof RemoteError, String(e));
@@ -117,7 +158,8 @@ describe('trace', () => {
         await m.transformer.h[1].output;
         return await m.transformer.h[0].mlp.output;
       }),
-      (e: unknown) => e instanceof RemoteError && e.type === 'OutOfOrder' && /transformer\.h\.0\.mlp/.test(e.remoteMessage),
+      (e: unknown) =>
+        e instanceof RemoteError && e.type === 'OutOfOrder' && /transformer\.h\.0\.mlp/.test(e.remoteMessage),
     );
   });
 
@@ -129,16 +171,32 @@ describe('trace', () => {
       assert.equal(e.details?.line, 2);
       return true;
     });
-    await assert.rejects(ndif.trace('gpt2-tiny', PROMPT, '42'), (e: unknown) => e instanceof FabricHttpError && e.code === 'BLOCK_SYNTAX_ERROR' && /not a function expression/.test(e.remoteMessage));
+    await assert.rejects(
+      ndif.trace('gpt2-tiny', PROMPT, '42'),
+      (e: unknown) =>
+        e instanceof FabricHttpError &&
+        e.code === 'BLOCK_SYNTAX_ERROR' &&
+        /not a function expression/.test(e.remoteMessage),
+    );
   });
 
   it('an unknown model is refused with the known keys', async () => {
-    await assert.rejects(ndif.trace('gpt9', PROMPT, readAndSwap), (e: unknown) => e instanceof FabricHttpError && e.status === 404 && e.code === 'API_UNKNOWN_MODEL' && JSON.stringify(e.details).includes('gpt2-tiny'));
+    await assert.rejects(
+      ndif.trace('gpt9', PROMPT, readAndSwap),
+      (e: unknown) =>
+        e instanceof FabricHttpError &&
+        e.status === 404 &&
+        e.code === 'API_UNKNOWN_MODEL' &&
+        JSON.stringify(e.details).includes('gpt2-tiny'),
+    );
   });
 
   it('progress: plain lines per status on a stream that is not a terminal', async () => {
     const lines: string[] = [];
-    await ndif.trace('gpt2-tiny', PROMPT, async (m: any) => (await m.transformer.h[0].output).shape, { progress: { write: (s: string) => lines.push(s) }, requestId: 'progress-1' });
+    await ndif.trace('gpt2-tiny', PROMPT, async (m: any) => (await m.transformer.h[0].output).shape, {
+      progress: { write: (s: string) => lines.push(s) },
+      requestId: 'progress-1',
+    });
     const text = lines.join('');
     assert.match(text, /^\[ndif progress] RECEIVED · /m);
     assert.match(text, /^\[ndif progress] COMPLETED · /m);
@@ -163,18 +221,28 @@ describe('cancel, wait limits, non-blocking', () => {
         if (u.status === 'RUNNING') ac.abort();
       },
     });
-    await assert.rejects(Promise.race([p, running.then(() => 'too slow')]), (e: unknown) => e instanceof CancelledError && /by operator local/.test(e.message), 'auth off: the caller is `local`, with the operator tag');
+    await assert.rejects(
+      Promise.race([p, running.then(() => 'too slow')]),
+      (e: unknown) => e instanceof CancelledError && /by operator local/.test(e.message),
+      'auth off: the caller is `local`, with the operator tag',
+    );
     const info = await ndif.request(id).status();
     assert.equal(info.status, 'CANCELLED');
     assert.equal(info.reply.cancelled?.by, 'operator');
     const pre = new AbortController();
     pre.abort();
-    await assert.rejects(ndif.trace('gpt2-tiny', PROMPT, slow, { signal: pre.signal }), (e: unknown) => e instanceof CancelledError && /before submitting/.test(e.message));
+    await assert.rejects(
+      ndif.trace('gpt2-tiny', PROMPT, slow, { signal: pre.signal }),
+      (e: unknown) => e instanceof CancelledError && /before submitting/.test(e.message),
+    );
   });
 
   it('waitMs gives up on the client only; the request goes on and can be cancelled', async () => {
     let id = '';
-    await assert.rejects(ndif.trace('gpt2-tiny', PROMPT, slow, { waitMs: 300, onStatus: (u) => (id = u.requestId) }), ClientTimeoutError);
+    await assert.rejects(
+      ndif.trace('gpt2-tiny', PROMPT, slow, { waitMs: 300, onStatus: (u) => (id = u.requestId) }),
+      ClientTimeoutError,
+    );
     const h = ndif.request(id);
     assert.notEqual((await h.status()).status, 'CANCELLED');
     assert.equal(await h.cancel(), true);
@@ -200,7 +268,10 @@ describe('cancel, wait limits, non-blocking', () => {
 
   it('a failed request through a handle: RemoteError', async () => {
     const h = await ndif.submit('gpt2-tiny', PROMPT, 'async () => { throw new RangeError("nope"); }');
-    await assert.rejects(h.result({ waitMs: 20_000 }), (e: unknown) => e instanceof RemoteError && e.remoteMessage === 'RangeError: nope');
+    await assert.rejects(
+      h.result({ waitMs: 20_000 }),
+      (e: unknown) => e instanceof RemoteError && e.remoteMessage === 'RangeError: nope',
+    );
   });
 });
 
@@ -210,7 +281,9 @@ describe('transport of results and statuses', () => {
     const small = new Fabric({ url, progress: false });
     try {
       let completed: StatusMessage | undefined;
-      const out = await small.trace('gpt2-tiny', PROMPT, readAndSwap, { onMessage: (m) => m.status === 'COMPLETED' && (completed = m) });
+      const out = await small.trace('gpt2-tiny', PROMPT, readAndSwap, {
+        onMessage: (m) => m.status === 'COMPLETED' && (completed = m),
+      });
       assert.equal(completed?.inline, undefined);
       assert.match(completed?.url ?? '', /\/result\?token=/);
       const want = await runDirect(readAndSwap.toString());
@@ -235,7 +308,8 @@ describe('transport of results and statuses', () => {
         onMessage: (m) => {
           seen.push(m.status === 'LOG' ? `LOG ${m.line}` : m.status);
           // Cut the TCP connection under the client once the block runs.
-          if (m.status === 'LOG' && m.line === 'before') ((ndif as unknown as { socket: { tcp: { destroy(): void } } }).socket.tcp).destroy();
+          if (m.status === 'LOG' && m.line === 'before')
+            (ndif as unknown as { socket: { tcp: { destroy(): void } } }).socket.tcp.destroy();
         },
       },
     );
@@ -246,10 +320,19 @@ describe('transport of results and statuses', () => {
   it('a websocket that cannot come back: the trace reads its outcome by polling', async () => {
     const fragile = new Fabric({ url: fab.url, progress: false, onLog: null, reconnectAttempts: 0 });
     try {
-      const p = fragile.trace('gpt2-tiny', PROMPT, async (m: any) => {
-        await new Promise((r) => setTimeout(r, 400));
-        return (await m.transformer.h[0].output).shape;
-      }, { onStatus: (u) => u.status === 'RUNNING' && (fragile as unknown as { socket: { tcp: { destroy(): void } } }).socket.tcp.destroy() });
+      const p = fragile.trace(
+        'gpt2-tiny',
+        PROMPT,
+        async (m: any) => {
+          await new Promise((r) => setTimeout(r, 400));
+          return (await m.transformer.h[0].output).shape;
+        },
+        {
+          onStatus: (u) =>
+            u.status === 'RUNNING' &&
+            (fragile as unknown as { socket: { tcp: { destroy(): void } } }).socket.tcp.destroy(),
+        },
+      );
       assert.deepEqual(await p, [1, 7, 64]);
     } finally {
       fragile.close();
@@ -257,8 +340,15 @@ describe('transport of results and statuses', () => {
   });
 
   it('concurrent traces share one websocket', async () => {
-    const outs = await Promise.all(Array.from({ length: 4 }, (_, i) => ndif.trace('gpt2-tiny', `prompt number ${i}`, async (m: any) => (await m.transformer.h[1].output).shape)));
-    assert.deepEqual(outs.map((s) => s[2]), [64, 64, 64, 64]);
+    const outs = await Promise.all(
+      Array.from({ length: 4 }, (_, i) =>
+        ndif.trace('gpt2-tiny', `prompt number ${i}`, async (m: any) => (await m.transformer.h[1].output).shape),
+      ),
+    );
+    assert.deepEqual(
+      outs.map((s) => s[2]),
+      [64, 64, 64, 64],
+    );
   });
 });
 
@@ -279,7 +369,11 @@ describe('version handshake', () => {
 
   it('without the SDK check, the fabric refuses the header and the SDK says so the same way', async () => {
     const other = new Fabric({ url: fab.url, progress: false, protocolVersion: '2.0', checkVersion: false });
-    await assert.rejects(other.submit('gpt2-tiny', PROMPT, readAndSwap), (e: unknown) => e instanceof ProtocolMismatchError && e.serverVersion === '1.0' && /refused POST \/requests/.test(e.message));
+    await assert.rejects(
+      other.submit('gpt2-tiny', PROMPT, readAndSwap),
+      (e: unknown) =>
+        e instanceof ProtocolMismatchError && e.serverVersion === '1.0' && /refused POST \/requests/.test(e.message),
+    );
     await assert.rejects(other.trace('gpt2-tiny', PROMPT, readAndSwap), ProtocolMismatchError);
     other.close();
   });

@@ -32,7 +32,8 @@ after(async () => {
   rmSync(bare, { recursive: true, force: true });
 });
 
-const client = (dir: string | false = cacheDir) => new Fabric({ url: fab.url, progress: false, onLog: null, cacheDir: dir });
+const client = (dir: string | false = cacheDir) =>
+  new Fabric({ url: fab.url, progress: false, onLog: null, cacheDir: dir });
 
 it('encodes as the fabric does and decodes back, with no round trip after the first', async () => {
   const ndif = client();
@@ -47,10 +48,20 @@ it('encodes as the fabric does and decodes back, with no round trip after the fi
       assert.equal(tok.decode(ids), text);
     }
     // What a block sees as the prompt's tokens, on the fabric, for the text sent as text.
-    const onFabric = await ndif.trace<number[][]>('gpt2-tiny', TEXTS[1]!, async (_m: unknown, ctx: { tokens: number[][] }) => ctx.tokens);
+    const onFabric = await ndif.trace<number[][]>(
+      'gpt2-tiny',
+      TEXTS[1]!,
+      async (_m: unknown, ctx: { tokens: number[][] }) => ctx.tokens,
+    );
     assert.deepEqual(onFabric.flat(), tok.encode(TEXTS[1]!));
     const dir = ensureModel('gpt2-tiny');
-    assert.equal(tok.sha256, await tokenizerBundleSha256(readFileSync(join(dir, 'tokenizer.json'), 'utf8'), readFileSync(join(dir, 'tokenizer_config.json'), 'utf8')));
+    assert.equal(
+      tok.sha256,
+      await tokenizerBundleSha256(
+        readFileSync(join(dir, 'tokenizer.json'), 'utf8'),
+        readFileSync(join(dir, 'tokenizer_config.json'), 'utf8'),
+      ),
+    );
   } finally {
     ndif.close();
   }
@@ -65,7 +76,10 @@ it('reuses the disk cache once the fabric confirms it (304), and replaces a dama
   assert.deepEqual(again.encode(TEXTS[0]!), loadTokenizer(ensureModel('gpt2-tiny'))!.encode(TEXTS[0]!));
   second.close();
 
-  writeFileSync(join(cacheDir, 'tokenizers', files[0]!), '{"model":"gpt2-tiny","sha256":"00","tokenizer":"{}","config":null}');
+  writeFileSync(
+    join(cacheDir, 'tokenizers', files[0]!),
+    '{"model":"gpt2-tiny","sha256":"00","tokenizer":"{}","config":null}',
+  );
   const third = client();
   const fresh = await third.tokenizer('gpt2-tiny');
   assert.equal(fresh.source, 'fabric', 'a copy that does not match its hash is not used');
@@ -94,8 +108,21 @@ it('keeps nothing on disk with cacheDir: false', async () => {
 it('refuses an unknown model and a model without tokenizer.json, and a later call tries again', async () => {
   const ndif = client(false);
   try {
-    await assert.rejects(ndif.tokenizer('gpt5'), (e: unknown) => e instanceof FabricHttpError && e.code === 'API_UNKNOWN_MODEL' && /this fabric serves gpt2-tiny, bare/.test(e.message));
-    await assert.rejects(ndif.tokenizer('bare'), (e: unknown) => e instanceof FabricHttpError && e.status === 404 && e.code === 'API_NO_TOKENIZER' && /send token ids/.test(e.hint ?? ''));
+    await assert.rejects(
+      ndif.tokenizer('gpt5'),
+      (e: unknown) =>
+        e instanceof FabricHttpError &&
+        e.code === 'API_UNKNOWN_MODEL' &&
+        /this fabric serves gpt2-tiny, bare/.test(e.message),
+    );
+    await assert.rejects(
+      ndif.tokenizer('bare'),
+      (e: unknown) =>
+        e instanceof FabricHttpError &&
+        e.status === 404 &&
+        e.code === 'API_NO_TOKENIZER' &&
+        /send token ids/.test(e.hint ?? ''),
+    );
     await assert.rejects(ndif.tokenizer('bare'), /no tokenizer/, 'not remembered as a failure');
   } finally {
     ndif.close();

@@ -66,36 +66,89 @@ export async function startApi(options: HarnessOptions = {}): Promise<ApiHarness
   await view.start();
   const clock = { now: START_MS };
   let scheduler: Scheduler | undefined;
-  const commands = new ControlPlaneCommands(store, { onHeartbeat: (a, b, at) => scheduler?.observeHeartbeat(a, b, Date.parse(at)) });
-  const catalog = await FabricModelCatalog.open({ models: [{ key: MODEL, bundled: MODEL }], cacheDir: join(tmpdir(), 'ndif-api-catalog-cache') });
+  const commands = new ControlPlaneCommands(store, {
+    onHeartbeat: (a, b, at) => scheduler?.observeHeartbeat(a, b, Date.parse(at)),
+  });
+  const catalog = await FabricModelCatalog.open({
+    models: [{ key: MODEL, bundled: MODEL }],
+    cacheDir: join(tmpdir(), 'ndif-api-catalog-cache'),
+  });
   const registered = new RegisteredCatalog(() => view.state.models, catalog);
-  scheduler = new Scheduler({ view, commands, clock: () => clock.now, config: { onDemand: onDemandFromCatalog(registered) }, onError: (e) => { throw e; } });
+  scheduler = new Scheduler({
+    view,
+    commands,
+    clock: () => clock.now,
+    config: { onDemand: onDemandFromCatalog(registered) },
+    onError: (e) => {
+      throw e;
+    },
+  });
   const blobs = await FileBlobStore.open({ dir: join(dir, 'blobs'), sync: false });
   const keyStore = new SqliteApiKeyStore({ path: join(dir, 'keys.sqlite') });
   const keys = new ApiKeys(keyStore);
   const logs: Array<Record<string, unknown>> = [];
   const sink = new Writable({
     write(chunk, _enc, done) {
-      for (const line of String(chunk).split('\n')) if (line.trim() !== '') logs.push(JSON.parse(line) as Record<string, unknown>);
+      for (const line of String(chunk).split('\n'))
+        if (line.trim() !== '') logs.push(JSON.parse(line) as Record<string, unknown>);
       done();
     },
   });
   const log = pino({ level: 'info' }, sink);
-  const ctx: FabricContext = { store, commands, view, blobs, catalog: registered, localModels: catalog, clock: () => clock.now, newId: () => `gen-${++ids}`, log };
+  const ctx: FabricContext = {
+    store,
+    commands,
+    view,
+    blobs,
+    catalog: registered,
+    localModels: catalog,
+    clock: () => clock.now,
+    newId: () => `gen-${++ids}`,
+    log,
+  };
   // The served model is registered as NDIF_MODELS registers it at start.
-  const startup = await registerConfiguredModels({ local: catalog, commands, view }, catalog, () => new Date(clock.now).toISOString(), log);
+  const startup = await registerConfiguredModels(
+    { local: catalog, commands, view },
+    catalog,
+    () => new Date(clock.now).toISOString(),
+    log,
+  );
   if (startup.failed.length > 0) throw new Error(`harness model not registered: ${JSON.stringify(startup.failed)}`);
   if (startup.position !== undefined) await view.waitForPosition(startup.position);
-  const app = await buildFabricServer({ ...ctx, keys: keyStore, config: { auth: options.auth ?? false, ...options.config } });
+  const app = await buildFabricServer({
+    ...ctx,
+    keys: keyStore,
+    config: { auth: options.auth ?? false, ...options.config },
+  });
   await app.ready();
   const h: ApiHarness = {
-    dir, store, view, commands, scheduler, blobs, catalog, keyStore, keys, ctx, app, clock, logs, url: '',
+    dir,
+    store,
+    view,
+    commands,
+    scheduler,
+    blobs,
+    catalog,
+    keyStore,
+    keys,
+    ctx,
+    app,
+    clock,
+    logs,
+    url: '',
     async listen() {
       h.url = await app.listen({ host: '127.0.0.1', port: 0 });
       return h.url;
     },
     async newKey(label, tags = {}) {
-      const k = await keys.create({ label, tags: { trusted: tags.trusted ?? true, priority: tags.priority ?? false, operator: tags.operator ?? false } }, 'test', new Date(clock.now).toISOString());
+      const k = await keys.create(
+        {
+          label,
+          tags: { trusted: tags.trusted ?? true, priority: tags.priority ?? false, operator: tags.operator ?? false },
+        },
+        'test',
+        new Date(clock.now).toISOString(),
+      );
       return k.key;
     },
     async close() {
@@ -119,16 +172,30 @@ export class ReportingAgent {
   private messages = 0;
   bootId = 'boot-1';
 
-  constructor(private readonly h: ApiHarness, readonly agentId = 'agent-1', private readonly gpuGib = [24]) {}
+  constructor(
+    private readonly h: ApiHarness,
+    readonly agentId = 'agent-1',
+    private readonly gpuGib = [24],
+  ) {}
 
   private report(command: ControlPlaneCommand) {
     const agentMessageId = `${this.bootId}-m${++this.messages}`;
     const c = { ...command, ...('agentMessageId' in command ? { agentMessageId } : {}) } as ControlPlaneCommand;
-    return this.h.commands.execute(c, { commandId: `agent:${this.agentId}:${agentMessageId}`, actor: `agent:${this.agentId}`, at: new Date(this.h.clock.now).toISOString() });
+    return this.h.commands.execute(c, {
+      commandId: `agent:${this.agentId}:${agentMessageId}`,
+      actor: `agent:${this.agentId}`,
+      at: new Date(this.h.clock.now).toISOString(),
+    });
   }
 
   register() {
-    return this.report({ type: 'RegisterAgent', agentId: this.agentId, bootId: this.bootId, gpus: this.gpuGib.map((g, index) => ({ index, memoryBytes: g * GIB, name: 'virtual' })), ramBytes: 64 * GIB });
+    return this.report({
+      type: 'RegisterAgent',
+      agentId: this.agentId,
+      bootId: this.bootId,
+      gpus: this.gpuGib.map((g, index) => ({ index, memoryBytes: g * GIB, name: 'virtual' })),
+      ramBytes: 64 * GIB,
+    });
   }
 
   restart() {
@@ -142,7 +209,13 @@ export class ReportingAgent {
     const out: string[] = [];
     for (const r of this.h.view.state.cluster.replicas.values()) {
       if (r.agentId === this.agentId && r.bootId === this.bootId && (r.state === 'PLACED' || r.state === 'LOADING')) {
-        await this.report({ type: 'ReportReplicaHot', replicaId: r.replicaId, agentId: this.agentId, agentMessageId: '', loadMs: 3 });
+        await this.report({
+          type: 'ReportReplicaHot',
+          replicaId: r.replicaId,
+          agentId: this.agentId,
+          agentMessageId: '',
+          loadMs: 3,
+        });
         out.push(r.replicaId);
       }
     }
@@ -153,7 +226,9 @@ export class ReportingAgent {
   async dispatched(): Promise<Array<{ requestId: string; attempt: number }>> {
     await this.h.view.catchUp();
     const out: Array<{ requestId: string; attempt: number }> = [];
-    for (const v of this.h.view.state.requests.byId.values()) if (v.agentId === this.agentId && (v.status === 'DISPATCHED' || v.status === 'RUNNING')) out.push({ requestId: v.requestId, attempt: v.attempt });
+    for (const v of this.h.view.state.requests.byId.values())
+      if (v.agentId === this.agentId && (v.status === 'DISPATCHED' || v.status === 'RUNNING'))
+        out.push({ requestId: v.requestId, attempt: v.attempt });
     return out;
   }
 
@@ -162,25 +237,70 @@ export class ReportingAgent {
   }
 
   log(requestId: string, attempt: number, line: string, stream: 'stdout' | 'stderr' = 'stdout') {
-    return this.report({ type: 'ReportRequestLog', requestId, attempt, agentId: this.agentId, agentMessageId: '', lines: [{ stream, line }] });
+    return this.report({
+      type: 'ReportRequestLog',
+      requestId,
+      attempt,
+      agentId: this.agentId,
+      agentMessageId: '',
+      lines: [{ stream, line }],
+    });
   }
 
   /** Streams tokens (ReportRequestTokens), as the agent's TokenStream reports them. */
-  tokens(requestId: string, attempt: number, tokens: Array<{ step: number; invoke: number; token: number; text?: string }>) {
-    return this.report({ type: 'ReportRequestTokens', requestId, attempt, agentId: this.agentId, agentMessageId: '', tokens });
+  tokens(
+    requestId: string,
+    attempt: number,
+    tokens: Array<{ step: number; invoke: number; token: number; text?: string }>,
+  ) {
+    return this.report({
+      type: 'ReportRequestTokens',
+      requestId,
+      attempt,
+      agentId: this.agentId,
+      agentMessageId: '',
+      tokens,
+    });
   }
 
   /** Completes with a result container holding one float32 tensor of `elements` values (i / 2). */
   async complete(requestId: string, attempt: number, elements = 4): Promise<Uint8Array> {
     const data = new Float32Array(elements).map((_, i) => i / 2);
-    const bytes = encodeResultContainer({ meta: { requestId }, invokes: [{ tree: { out: { $tensor: 0 } }, tensors: [{ dtype: 'float32', shape: [elements], data: new Uint8Array(data.buffer) }] }] });
+    const bytes = encodeResultContainer({
+      meta: { requestId },
+      invokes: [
+        {
+          tree: { out: { $tensor: 0 } },
+          tensors: [{ dtype: 'float32', shape: [elements], data: new Uint8Array(data.buffer) }],
+        },
+      ],
+    });
     const blob = await this.h.blobs.put(bytes, { contentType: 'application/vnd.ndif.result' });
-    await this.report({ type: 'ReportRequestCompleted', requestId, attempt, agentId: this.agentId, agentMessageId: '', resultRef: blob.ref, bytes: blob.size, sha256: blob.sha256 });
+    await this.report({
+      type: 'ReportRequestCompleted',
+      requestId,
+      attempt,
+      agentId: this.agentId,
+      agentMessageId: '',
+      resultRef: blob.ref,
+      bytes: blob.size,
+      sha256: blob.sha256,
+    });
     return bytes;
   }
 
   fail(requestId: string, attempt: number, message: string, stack: string | null) {
-    return this.report({ type: 'ReportRequestFailed', requestId, attempt, agentId: this.agentId, agentMessageId: '', phase: 'execution', errorType: 'BlockError', message, stack });
+    return this.report({
+      type: 'ReportRequestFailed',
+      requestId,
+      attempt,
+      agentId: this.agentId,
+      agentMessageId: '',
+      phase: 'execution',
+      errorType: 'BlockError',
+      message,
+      stack,
+    });
   }
 }
 
@@ -197,7 +317,8 @@ export async function settle(h: ApiHarness, agents: ReportingAgent[], maxLoops =
 
 export const PROTOCOL = { 'x-ndif-protocol': '1.0' };
 
-export const BLOCK = 'async (m, ctx) => {\n  const h = await m.transformer.h[0].output;\n  console.log("shape", h.shape);\n  return h;\n}';
+export const BLOCK =
+  'async (m, ctx) => {\n  const h = await m.transformer.h[0].output;\n  console.log("shape", h.shape);\n  return h;\n}';
 
 export function submitBody(extra: Record<string, unknown> = {}) {
   return { model: MODEL, invokes: [{ input: 'The Eiffel Tower is in' }], block: BLOCK, ...extra };

@@ -16,7 +16,8 @@ before(async () => {
 });
 after(() => h.close());
 
-const post = (url: string, payload?: object, headers: Record<string, string> = {}) => h.app.inject({ method: 'POST', url, payload, headers });
+const post = (url: string, payload?: object, headers: Record<string, string> = {}) =>
+  h.app.inject({ method: 'POST', url, payload, headers });
 const live = async () => {
   await h.view.catchUp();
   return activeReplicas(h.view.state.cluster, MODEL).map((r) => `${r.replicaId}:${r.state}`);
@@ -29,7 +30,9 @@ describe('operator routes', () => {
     assert.deepEqual(a.json().replicaIds, [`${MODEL}#1`, `${MODEL}#2`]);
     const b = await post('/deployments', { model: MODEL, sizeBytes: 2 ** 30 });
     assert.deepEqual(b.json().replicaIds, [`${MODEL}#3`]);
-    const [requested] = (await h.store.readStream(deploymentStream(MODEL))).filter((e) => e.type === 'DeploymentRequested');
+    const [requested] = (await h.store.readStream(deploymentStream(MODEL))).filter(
+      (e) => e.type === 'DeploymentRequested',
+    );
     const s = (requested!.data as { settings: Record<string, unknown> }).settings;
     assert.equal(s.weightsBytes, h.catalog.get(MODEL)!.weightsBytes);
     assert.equal(s.timeoutMs, 30_000);
@@ -59,7 +62,10 @@ describe('operator routes', () => {
     assert.equal(second.statusCode, 202);
     await settle(h, [agent]);
     assert.equal((await live()).length, 4);
-    assert.equal((await post('/deployments', { model: MODEL }, { 'idempotency-key': 'has spaces' })).json().code, 'API_INVALID_PARAMS');
+    assert.equal(
+      (await post('/deployments', { model: MODEL }, { 'idempotency-key': 'has spaces' })).json().code,
+      'API_INVALID_PARAMS',
+    );
   });
 
   it('scale sets the number of live replicas (down: the newest are evicted)', async () => {

@@ -30,7 +30,13 @@ before(async () => {
   queryStore = new SqliteEventStore({ path: join(h.dir, 'events.sqlite'), pollIntervalMs: 10 });
   queryView = new ControlPlaneView(queryStore, new SqliteCheckpoints(new Database(':memory:')));
   await queryView.start();
-  query = await buildQueryApi({ ...h.ctx, store: queryStore, view: queryView, keys: h.keyStore, config: { auth: true } });
+  query = await buildQueryApi({
+    ...h.ctx,
+    store: queryStore,
+    view: queryView,
+    keys: h.keyStore,
+    config: { auth: true },
+  });
   queryUrl = await query.listen({ host: '127.0.0.1', port: 0 });
 });
 after(async () => {
@@ -44,7 +50,12 @@ after(async () => {
 it('a submission to the command API is followed on the query API', async () => {
   const ws = await TestSocket.open(queryUrl, { 'x-api-key': key });
   await ws.subscribe('split-1');
-  const r = await command.inject({ method: 'POST', url: '/requests', payload: submitBody({ requestId: 'split-1' }), headers: { 'x-api-key': key } });
+  const r = await command.inject({
+    method: 'POST',
+    url: '/requests',
+    payload: submitBody({ requestId: 'split-1' }),
+    headers: { 'x-api-key': key },
+  });
   assert.equal(r.statusCode, 202, r.body);
   await ws.untilStatus('split-1', 'PROVISIONING');
   const v = await query.inject({ method: 'GET', url: '/requests/split-1', headers: { 'x-api-key': key } });
@@ -56,12 +67,16 @@ it('a submission to the command API is followed on the query API', async () => {
 it('each serves its own routes only, and says which API it is', async () => {
   const headers = { 'x-api-key': key };
   assert.equal((await command.inject({ method: 'GET', url: '/cluster', headers })).json().code, 'API_ROUTE_NOT_FOUND');
-  assert.equal((await query.inject({ method: 'POST', url: '/requests', payload: submitBody(), headers })).json().code, 'API_ROUTE_NOT_FOUND');
+  assert.equal(
+    (await query.inject({ method: 'POST', url: '/requests', payload: submitBody(), headers })).json().code,
+    'API_ROUTE_NOT_FOUND',
+  );
   const cv = (await command.inject({ method: 'GET', url: '/version' })).json();
   const qv = (await query.inject({ method: 'GET', url: '/version' })).json();
   assert.equal(cv.api, 'command');
   assert.equal(qv.api, 'query');
   assert.ok(cv.capabilities.includes('submit') && !cv.capabilities.includes('ws-status'));
   assert.ok(qv.capabilities.includes('ws-status') && !qv.capabilities.includes('submit'));
-  for (const app of [command, query]) assert.equal((await app.inject({ method: 'GET', url: '/whoami', headers })).json().keyId, key.slice(5, 21));
+  for (const app of [command, query])
+    assert.equal((await app.inject({ method: 'GET', url: '/whoami', headers })).json().keyId, key.slice(5, 21));
 });

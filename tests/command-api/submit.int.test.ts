@@ -13,7 +13,8 @@ before(async () => {
 });
 after(() => h.close());
 
-const post = (url: string, payload: unknown, headers: Record<string, string> = {}) => h.app.inject({ method: 'POST', url, payload: payload as object, headers });
+const post = (url: string, payload: unknown, headers: Record<string, string> = {}) =>
+  h.app.inject({ method: 'POST', url, payload: payload as object, headers });
 
 /** Runs `f` and checks that the log did not grow. */
 async function unchanged(f: () => Promise<void>): Promise<void> {
@@ -24,7 +25,15 @@ async function unchanged(f: () => Promise<void>): Promise<void> {
 
 describe('submit', () => {
   it('records RequestReceived with the payload the agent runs and answers 202', async () => {
-    const r = await post('/requests', submitBody({ requestId: 'r-sub-1', invokes: [{ input: 'Hello' }, { input: [1, 2, 3], block: 'async (m) => 1' }], newTokens: 2, timeoutMs: 5000 }));
+    const r = await post(
+      '/requests',
+      submitBody({
+        requestId: 'r-sub-1',
+        invokes: [{ input: 'Hello' }, { input: [1, 2, 3], block: 'async (m) => 1' }],
+        newTokens: 2,
+        timeoutMs: 5000,
+      }),
+    );
     assert.equal(r.statusCode, 202, r.body);
     const body = r.json();
     assert.equal(body.requestId, 'r-sub-1');
@@ -78,7 +87,10 @@ describe('submit', () => {
   it('the same id with another body is 409 API_REQUEST_ID_REUSED naming what differs', async () => {
     await post('/requests', submitBody({ requestId: 'r-reuse' }));
     await unchanged(async () => {
-      const r = await post('/requests', submitBody({ requestId: 'r-reuse', invokes: [{ input: 'something else' }], newTokens: 1 }));
+      const r = await post(
+        '/requests',
+        submitBody({ requestId: 'r-reuse', invokes: [{ input: 'something else' }], newTokens: 1 }),
+      );
       assert.equal(r.statusCode, 409);
       assert.equal(r.json().code, 'API_REQUEST_ID_REUSED');
       assert.deepEqual(r.json().details.differs, ['invokes', 'newTokens']);
@@ -98,7 +110,8 @@ describe('submit', () => {
 
   it('a block with a syntax error is 400 BLOCK_SYNTAX_ERROR naming the line, and is never run', async () => {
     await unchanged(async () => {
-      const block = 'async (m) => {\n  const h = await m.transformer.h[0].output;\n  globalThis.ran = true; const x = ;\n}';
+      const block =
+        'async (m) => {\n  const h = await m.transformer.h[0].output;\n  globalThis.ran = true; const x = ;\n}';
       const r = await post('/requests', submitBody({ block }));
       assert.equal(r.statusCode, 400);
       const e = r.json();
@@ -108,7 +121,10 @@ describe('submit', () => {
       assert.match(e.message, /line 3/);
       assert.equal((globalThis as { ran?: boolean }).ran, undefined);
     });
-    const r = await post('/requests', submitBody({ block: undefined, invokes: [{ input: 'a' }, { input: 'b', block: 'async (m) => { return ) }' }] }));
+    const r = await post(
+      '/requests',
+      submitBody({ block: undefined, invokes: [{ input: 'a' }, { input: 'b', block: 'async (m) => { return ) }' }] }),
+    );
     assert.equal(r.json().code, 'BLOCK_SYNTAX_ERROR');
     assert.equal(r.json().details.invoke, 1);
     assert.equal(r.json().details.line, 1);
@@ -122,7 +138,13 @@ describe('submit', () => {
       assert.match(r.json().message, /not a function expression/);
       assert.equal((globalThis as { evaluated?: number }).evaluated, undefined);
     });
-    for (const ok of ['async (m, ctx) => 1', '(m) => m', 'async m => m', 'async function (m) { return 1 }', '/* c */ // d\n async (m) => 1']) {
+    for (const ok of [
+      'async (m, ctx) => 1',
+      '(m) => m',
+      'async m => m',
+      'async function (m) { return 1 }',
+      '/* c */ // d\n async (m) => 1',
+    ]) {
       const r = await post('/requests', submitBody({ block: ok }));
       assert.equal(r.statusCode, 202, `${ok}: ${r.body}`);
     }
@@ -159,12 +181,27 @@ describe('submit', () => {
 
   it('bad JSON is 400 API_INVALID_JSON; another media type is 415', async () => {
     await unchanged(async () => {
-      const bad = await h.app.inject({ method: 'POST', url: '/requests', payload: '{"model": ', headers: { 'content-type': 'application/json' } });
+      const bad = await h.app.inject({
+        method: 'POST',
+        url: '/requests',
+        payload: '{"model": ',
+        headers: { 'content-type': 'application/json' },
+      });
       assert.equal(bad.statusCode, 400);
       assert.equal(bad.json().code, 'API_INVALID_JSON');
-      const proto = await h.app.inject({ method: 'POST', url: '/requests', payload: '{"__proto__": {"x": 1}}', headers: { 'content-type': 'application/json' } });
+      const proto = await h.app.inject({
+        method: 'POST',
+        url: '/requests',
+        payload: '{"__proto__": {"x": 1}}',
+        headers: { 'content-type': 'application/json' },
+      });
       assert.equal(proto.json().code, 'API_INVALID_JSON');
-      const text = await h.app.inject({ method: 'POST', url: '/requests', payload: 'model=gpt2', headers: { 'content-type': 'text/plain' } });
+      const text = await h.app.inject({
+        method: 'POST',
+        url: '/requests',
+        payload: 'model=gpt2',
+        headers: { 'content-type': 'text/plain' },
+      });
       assert.equal(text.statusCode, 415);
       assert.equal(text.json().code, 'API_UNSUPPORTED_MEDIA_TYPE');
     });
@@ -183,7 +220,12 @@ describe('cancel', () => {
     const r = await post('/requests/r-cancel/cancel', undefined);
     assert.equal(r.statusCode, 200, r.body);
     assert.deepEqual(r.json(), { requestId: 'r-cancel', cancelled: true, alreadyCancelled: false });
-    const again = await h.app.inject({ method: 'POST', url: '/requests/r-cancel/cancel', payload: '', headers: { 'content-type': 'application/json' } });
+    const again = await h.app.inject({
+      method: 'POST',
+      url: '/requests/r-cancel/cancel',
+      payload: '',
+      headers: { 'content-type': 'application/json' },
+    });
     assert.equal(again.json().alreadyCancelled, true);
     const events = await h.store.readStream(requestStream('r-cancel'));
     assert.equal(events.at(-1)!.type, 'RequestCancelled');

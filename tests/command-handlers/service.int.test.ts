@@ -19,22 +19,47 @@ beforeEach(() => {
 });
 afterEach(() => store.close());
 
-const submit: ControlPlaneCommand = { type: 'SubmitRequest', requestId: 'r1', modelKey: 'gpt2', submitter: 'key:a', priority: false, trusted: true, payload: { prompt: 'x' } };
+const submit: ControlPlaneCommand = {
+  type: 'SubmitRequest',
+  requestId: 'r1',
+  modelKey: 'gpt2',
+  submitter: 'key:a',
+  priority: false,
+  trusted: true,
+  payload: { prompt: 'x' },
+};
 const meta = (commandId: string, actor = 'key:a') => ({ commandId, actor, at: AT });
 const code = (c: string) => (e: unknown) => (e as { code?: string }).code === c;
 
 describe('validation', () => {
   it('refuses a malformed command with the field named, and stores nothing', async () => {
-    await assert.rejects(cp.execute({ ...submit, modelKey: 'no spaces allowed' } as ControlPlaneCommand, meta('c1')), (e: Error & { code?: string }) => e.code === 'CP_INVALID_COMMAND' && /modelKey/.test(e.message));
-    await assert.rejects(cp.execute({ ...submit, extra: 1 } as unknown as ControlPlaneCommand, meta('c2')), code('CP_INVALID_COMMAND'));
-    await assert.rejects(cp.execute({ type: 'Nope' } as unknown as ControlPlaneCommand, meta('c3')), (e: Error & { hint?: string }) => /known "type"/.test(e.hint ?? ''));
-    await assert.rejects(cp.execute(submit, { commandId: 'c4', actor: 'key:a', at: 'yesterday' }), (e: Error) => /metadata at/.test(e.message));
+    await assert.rejects(
+      cp.execute({ ...submit, modelKey: 'no spaces allowed' } as ControlPlaneCommand, meta('c1')),
+      (e: Error & { code?: string }) => e.code === 'CP_INVALID_COMMAND' && /modelKey/.test(e.message),
+    );
+    await assert.rejects(
+      cp.execute({ ...submit, extra: 1 } as unknown as ControlPlaneCommand, meta('c2')),
+      code('CP_INVALID_COMMAND'),
+    );
+    await assert.rejects(
+      cp.execute({ type: 'Nope' } as unknown as ControlPlaneCommand, meta('c3')),
+      (e: Error & { hint?: string }) => /known "type"/.test(e.hint ?? ''),
+    );
+    await assert.rejects(cp.execute(submit, { commandId: 'c4', actor: 'key:a', at: 'yesterday' }), (e: Error) =>
+      /metadata at/.test(e.message),
+    );
     assert.equal(await store.headPosition(), 0);
   });
   it('passes refusals through with their code and HTTP status', async () => {
     await cp.execute(submit, meta('c1'));
-    await assert.rejects(cp.execute({ type: 'CancelRequest', requestId: 'r1', actor: 'key:b', operator: false }, meta('c2', 'key:b')), (e: Error & { code?: string; httpStatus?: number }) => e.code === 'CP_CANCEL_FORBIDDEN' && e.httpStatus === 403);
-    await assert.rejects(cp.execute({ type: 'ScaleDeployment', modelKey: 'gpt2', replicas: 2 }, meta('c3', 'op')), code('CP_DEPLOYMENT_NOT_FOUND'));
+    await assert.rejects(
+      cp.execute({ type: 'CancelRequest', requestId: 'r1', actor: 'key:b', operator: false }, meta('c2', 'key:b')),
+      (e: Error & { code?: string; httpStatus?: number }) => e.code === 'CP_CANCEL_FORBIDDEN' && e.httpStatus === 403,
+    );
+    await assert.rejects(
+      cp.execute({ type: 'ScaleDeployment', modelKey: 'gpt2', replicas: 2 }, meta('c3', 'op')),
+      code('CP_DEPLOYMENT_NOT_FOUND'),
+    );
   });
 });
 
@@ -42,31 +67,98 @@ describe('ids and metadata', () => {
   it('event ids come from the command id; metadata carries correlation, causation, actor, time and command id', async () => {
     const r = await cp.execute(submit, { ...meta('cmd-1'), correlationId: 'corr-9', causationId: 'cause-3' });
     const events = await store.readStream(r.streamId);
-    assert.deepEqual(events.map((e) => e.id), [deterministicEventId('cmd-1', 0), deterministicEventId('cmd-1', 1)]);
-    assert.deepEqual(events[0].metadata, { correlationId: 'corr-9', causationId: 'cause-3', actor: 'key:a', at: AT, commandId: 'cmd-1' });
+    assert.deepEqual(
+      events.map((e) => e.id),
+      [deterministicEventId('cmd-1', 0), deterministicEventId('cmd-1', 1)],
+    );
+    assert.deepEqual(events[0].metadata, {
+      correlationId: 'corr-9',
+      causationId: 'cause-3',
+      actor: 'key:a',
+      at: AT,
+      commandId: 'cmd-1',
+    });
     const plain = await cp.execute({ ...submit, requestId: 'r2' }, meta('cmd-2'));
-    assert.deepEqual((await store.readStream(plain.streamId))[0].metadata, { correlationId: 'cmd-2', causationId: 'cmd-2', actor: 'key:a', at: AT }, 'the command id is the causation id');
-    assert.deepEqual(events.map((e) => e.version), [1, 1]);
+    assert.deepEqual(
+      (await store.readStream(plain.streamId))[0].metadata,
+      { correlationId: 'cmd-2', causationId: 'cmd-2', actor: 'key:a', at: AT },
+      'the command id is the causation id',
+    );
+    assert.deepEqual(
+      events.map((e) => e.version),
+      [1, 1],
+    );
   });
   it('a redelivered command (same id) is stored once; a redelivered agent report too', async () => {
     await cp.execute(submit, meta('cmd-1'));
     const head = await store.headPosition();
     const again = await cp.execute(submit, meta('cmd-1'));
     assert.deepEqual([again.events.length, await store.headPosition()], [0, head]);
-    await cp.execute({ type: 'RegisterAgent', agentId: 'a1', bootId: 'b1', gpus: [{ index: 0, memoryBytes: 8 * GIB, name: 'v' }], ramBytes: GIB }, meta('reg', 'agent:a1'));
-    await cp.execute({ type: 'DispatchRequest', requestId: 'r1', attempt: 1, replicaId: 'gpt2#1', agentId: 'a1', because: { rule: 't', text: 't' } }, meta('d1', 'system:scheduler'));
-    const log: ControlPlaneCommand = { type: 'ReportRequestLog', requestId: 'r1', attempt: 1, agentId: 'a1', agentMessageId: 'm7', lines: [{ stream: 'stdout', line: 'hi' }] };
+    await cp.execute(
+      {
+        type: 'RegisterAgent',
+        agentId: 'a1',
+        bootId: 'b1',
+        gpus: [{ index: 0, memoryBytes: 8 * GIB, name: 'v' }],
+        ramBytes: GIB,
+      },
+      meta('reg', 'agent:a1'),
+    );
+    await cp.execute(
+      {
+        type: 'DispatchRequest',
+        requestId: 'r1',
+        attempt: 1,
+        replicaId: 'gpt2#1',
+        agentId: 'a1',
+        because: { rule: 't', text: 't' },
+      },
+      meta('d1', 'system:scheduler'),
+    );
+    const log: ControlPlaneCommand = {
+      type: 'ReportRequestLog',
+      requestId: 'r1',
+      attempt: 1,
+      agentId: 'a1',
+      agentMessageId: 'm7',
+      lines: [{ stream: 'stdout', line: 'hi' }],
+    };
     await cp.execute(log, meta('agent:a1:m7', 'agent:a1'));
     await cp.execute(log, meta('agent:a1:m7', 'agent:a1'));
-    assert.deepEqual((await store.readStream('request-r1')).map((e) => e.type), ['RequestReceived', 'RequestQueued', 'RequestDispatched', 'RequestLogged']);
+    assert.deepEqual(
+      (await store.readStream('request-r1')).map((e) => e.type),
+      ['RequestReceived', 'RequestQueued', 'RequestDispatched', 'RequestLogged'],
+    );
   });
 });
 
 describe('concurrency', () => {
   it('concurrent commands on one stream all land, each decided on the latest state', async () => {
     await cp.execute(submit, meta('c1'));
-    await cp.execute({ type: 'DispatchRequest', requestId: 'r1', attempt: 1, replicaId: 'gpt2#1', agentId: 'a1', because: { rule: 't', text: 't' } }, meta('d1', 'system:scheduler'));
-    const lines = Array.from({ length: 20 }, (_, i) => cp.execute({ type: 'ReportRequestLog', requestId: 'r1', attempt: 1, agentId: 'a1', agentMessageId: `m${i}`, lines: [{ stream: 'stdout', line: `line ${i}` }] }, meta(`agent:a1:m${i}`, 'agent:a1')));
+    await cp.execute(
+      {
+        type: 'DispatchRequest',
+        requestId: 'r1',
+        attempt: 1,
+        replicaId: 'gpt2#1',
+        agentId: 'a1',
+        because: { rule: 't', text: 't' },
+      },
+      meta('d1', 'system:scheduler'),
+    );
+    const lines = Array.from({ length: 20 }, (_, i) =>
+      cp.execute(
+        {
+          type: 'ReportRequestLog',
+          requestId: 'r1',
+          attempt: 1,
+          agentId: 'a1',
+          agentMessageId: `m${i}`,
+          lines: [{ stream: 'stdout', line: `line ${i}` }],
+        },
+        meta(`agent:a1:m${i}`, 'agent:a1'),
+      ),
+    );
     await Promise.all(lines);
     assert.equal((await store.readStream('request-r1')).filter((e) => e.type === 'RequestLogged').length, 20);
   });
@@ -74,8 +166,14 @@ describe('concurrency', () => {
     await cp.execute(submit, meta('c1'));
     const because = { rule: 't', text: 't' };
     const results = await Promise.allSettled([
-      cp.execute({ type: 'DispatchRequest', requestId: 'r1', attempt: 1, replicaId: 'gpt2#1', agentId: 'a1', because }, meta('d1', 'system:scheduler')),
-      cp.execute({ type: 'DispatchRequest', requestId: 'r1', attempt: 1, replicaId: 'gpt2#2', agentId: 'a2', because }, meta('d2', 'system:scheduler')),
+      cp.execute(
+        { type: 'DispatchRequest', requestId: 'r1', attempt: 1, replicaId: 'gpt2#1', agentId: 'a1', because },
+        meta('d1', 'system:scheduler'),
+      ),
+      cp.execute(
+        { type: 'DispatchRequest', requestId: 'r1', attempt: 1, replicaId: 'gpt2#2', agentId: 'a2', because },
+        meta('d2', 'system:scheduler'),
+      ),
     ]);
     assert.deepEqual(results.map((r) => r.status).sort(), ['fulfilled', 'rejected']);
     assert.equal((await store.readStream('request-r1')).filter((e) => e.type === 'RequestDispatched').length, 1);
@@ -84,9 +182,22 @@ describe('concurrency', () => {
     const other = new ControlPlaneCommands(store);
     await cp.execute(submit, meta('c1'));
     const because = { rule: 't', text: 't' };
-    await cp.execute({ type: 'DispatchRequest', requestId: 'r1', attempt: 1, replicaId: 'gpt2#1', agentId: 'a1', because }, meta('d1', 'system:scheduler'));
+    await cp.execute(
+      { type: 'DispatchRequest', requestId: 'r1', attempt: 1, replicaId: 'gpt2#1', agentId: 'a1', because },
+      meta('d1', 'system:scheduler'),
+    );
     const report = (svc: ControlPlaneCommands, i: number) =>
-      svc.execute({ type: 'ReportRequestLog', requestId: 'r1', attempt: 1, agentId: 'a1', agentMessageId: `x${i}`, lines: [{ stream: 'stdout', line: `${i}` }] }, meta(`agent:a1:x${i}`, 'agent:a1'));
+      svc.execute(
+        {
+          type: 'ReportRequestLog',
+          requestId: 'r1',
+          attempt: 1,
+          agentId: 'a1',
+          agentMessageId: `x${i}`,
+          lines: [{ stream: 'stdout', line: `${i}` }],
+        },
+        meta(`agent:a1:x${i}`, 'agent:a1'),
+      );
     const out = await Promise.all([report(cp, 1), report(other, 2)]);
     assert.deepEqual(out.map((o) => o.attempts).sort(), [1, 2]);
     assert.equal((await store.readStream('request-r1')).filter((e) => e.type === 'RequestLogged').length, 2);
@@ -95,7 +206,16 @@ describe('concurrency', () => {
 
 describe('heartbeats', () => {
   it('a heartbeat of an active agent stores nothing and is handed to the scheduler hook', async () => {
-    await cp.execute({ type: 'RegisterAgent', agentId: 'a1', bootId: 'b1', gpus: [{ index: 0, memoryBytes: 8 * GIB, name: 'v' }], ramBytes: GIB }, meta('reg', 'agent:a1'));
+    await cp.execute(
+      {
+        type: 'RegisterAgent',
+        agentId: 'a1',
+        bootId: 'b1',
+        gpus: [{ index: 0, memoryBytes: 8 * GIB, name: 'v' }],
+        ramBytes: GIB,
+      },
+      meta('reg', 'agent:a1'),
+    );
     const head = await store.headPosition();
     const r = await cp.execute({ type: 'ReportAgentHeartbeat', agentId: 'a1', bootId: 'b1' }, meta('hb1', 'agent:a1'));
     assert.deepEqual([r.events.length, await store.headPosition()], [0, head]);

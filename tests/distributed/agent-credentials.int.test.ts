@@ -25,7 +25,8 @@ const entry = fileURLToPath(new URL('../../fabric/gpu-agent.js', import.meta.url
 function importGraph(file: string): Set<string> {
   const seen = new Set<string>();
   const stack = [file];
-  const IMPORT = /(?:import|export)\s[^'"]*?from\s*['"](\.{1,2}\/[^'"]+)['"]|import\s*\(\s*['"](\.{1,2}\/[^'"]+)['"]\s*\)/g;
+  const IMPORT =
+    /(?:import|export)\s[^'"]*?from\s*['"](\.{1,2}\/[^'"]+)['"]|import\s*\(\s*['"](\.{1,2}\/[^'"]+)['"]\s*\)/g;
   while (stack.length > 0) {
     const f = stack.pop()!;
     if (seen.has(f)) continue;
@@ -48,17 +49,33 @@ async function trap(): Promise<{ server: Server; port: number; connections: () =
 
 test('the agent entry point imports no event store, projection or control-plane module', () => {
   const graph = [...importGraph(entry)];
-  assert.ok(graph.some((f) => f.startsWith('gpu-agent/agent/')), graph.join(', '));
-  const forbidden = graph.filter((f) => /^(eventstore|projections|command-api|query-api|scheduler|auth)\//.test(f) || f === 'fabric/event-store.js' || f === 'fabric/control-plane.js');
+  assert.ok(
+    graph.some((f) => f.startsWith('gpu-agent/agent/')),
+    graph.join(', '),
+  );
+  const forbidden = graph.filter(
+    (f) =>
+      /^(eventstore|projections|command-api|query-api|scheduler|auth)\//.test(f) ||
+      f === 'fabric/event-store.js' ||
+      f === 'fabric/control-plane.js',
+  );
   assert.deepEqual(forbidden, []);
 });
 
 if (databaseUrl !== undefined) {
-  test('given DATABASE_URL and KURRENTDB_URL, an agent drops them, never connects there and keeps its results in the blob database', { timeout: 90_000 }, async () => {
+  test('given DATABASE_URL and KURRENTDB_URL, an agent drops them, never connects there and keeps its results in the blob database', {
+    timeout: 90_000,
+  }, async () => {
     const es = await trap();
     const h = await startHarness();
     const eventStoreUrl = `postgres://eventstore:secret@127.0.0.1:${es.port}/events`;
-    const agent = spawnAgent(h, 'cred-agent', { DATABASE_URL: eventStoreUrl, KURRENTDB_URL: `kurrentdb://127.0.0.1:${es.port}?tls=false`, NDIF_BLOB_STORE: 'postgres', BLOB_DATABASE_URL: databaseUrl, NDIF_LOG_LEVEL: 'warn' });
+    const agent = spawnAgent(h, 'cred-agent', {
+      DATABASE_URL: eventStoreUrl,
+      KURRENTDB_URL: `kurrentdb://127.0.0.1:${es.port}?tls=false`,
+      NDIF_BLOB_STORE: 'postgres',
+      BLOB_DATABASE_URL: databaseUrl,
+      NDIF_LOG_LEVEL: 'warn',
+    });
     let stderr = '';
     agent.child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
     const blobs = await PgBlobStore.open({ connectionString: databaseUrl });
@@ -83,10 +100,21 @@ if (databaseUrl !== undefined) {
     }
   });
 
-  test('with a postgres blob store and only DATABASE_URL, an agent refuses to start and names BLOB_DATABASE_URL', { timeout: 30_000 }, async () => {
+  test('with a postgres blob store and only DATABASE_URL, an agent refuses to start and names BLOB_DATABASE_URL', {
+    timeout: 30_000,
+  }, async () => {
     const es = await trap();
     const child = spawn(process.execPath, [entry], {
-      env: { ...process.env, DATABASE_URL: `postgres://eventstore:secret@127.0.0.1:${es.port}/events`, BLOB_DATABASE_URL: '', NDIF_BLOB_STORE: 'postgres', NDIF_TRANSPORT: 'kafka', KAFKA_BROKERS: '127.0.0.1:1', NDIF_MODELS: 'gpt2-tiny', NDIF_LOG_LEVEL: 'fatal' },
+      env: {
+        ...process.env,
+        DATABASE_URL: `postgres://eventstore:secret@127.0.0.1:${es.port}/events`,
+        BLOB_DATABASE_URL: '',
+        NDIF_BLOB_STORE: 'postgres',
+        NDIF_TRANSPORT: 'kafka',
+        KAFKA_BROKERS: '127.0.0.1:1',
+        NDIF_MODELS: 'gpt2-tiny',
+        NDIF_LOG_LEVEL: 'fatal',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let err = '';
@@ -94,7 +122,10 @@ if (databaseUrl !== undefined) {
     const [code] = (await once(child, 'exit')) as [number | null];
     es.server.close();
     assert.equal(code, 1);
-    assert.match(err, /gpu-agent: a GPU agent with NDIF_BLOB_STORE=postgres needs BLOB_DATABASE_URL: it never uses DATABASE_URL/);
+    assert.match(
+      err,
+      /gpu-agent: a GPU agent with NDIF_BLOB_STORE=postgres needs BLOB_DATABASE_URL: it never uses DATABASE_URL/,
+    );
     assert.equal(es.connections(), 0);
   });
 }

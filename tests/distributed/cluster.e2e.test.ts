@@ -31,7 +31,10 @@ const repoRoot = dirname(distDir.replace(/\/$/, ''));
 
 /** `ndif <args>` as a separate process, against `url`. */
 async function ndif(url: string, args: string[]): Promise<{ code: number | null; out: string }> {
-  const child = spawn(process.execPath, [join(repoRoot, 'client', 'cli', 'bin.mjs'), ...args], { env: { ...process.env, NDIF_URL: url, NDIF_DIST: basename(distDir.replace(/\/$/, '')) }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [join(repoRoot, 'client', 'cli', 'bin.mjs'), ...args], {
+    env: { ...process.env, NDIF_URL: url, NDIF_DIST: basename(distDir.replace(/\/$/, '')) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
   child.stderr.setEncoding('utf8').on('data', (d: string) => (out += d));
@@ -57,7 +60,14 @@ async function readAll(url: string): Promise<StoredEvent[]> {
 /** The embedded fabric (fabric/embedded/main.js) serving both models; the same requests, for the comparison. */
 async function embeddedResults(items: ReturnType<typeof workload>): Promise<unknown[]> {
   const data = mkdtempSync(join(tmpdir(), 'ndif-embedded-'));
-  const env = { NDIF_PORT: '0', NDIF_DATA_DIR: data, NDIF_MODELS: MODELS.join(','), NDIF_AGENT_GPUS: '2x4GiB', NDIF_AGENT_RAM: '4GiB', NDIF_CATALOG_CACHE: join(data, 'catalog') };
+  const env = {
+    NDIF_PORT: '0',
+    NDIF_DATA_DIR: data,
+    NDIF_MODELS: MODELS.join(','),
+    NDIF_AGENT_GPUS: '2x4GiB',
+    NDIF_AGENT_RAM: '4GiB',
+    NDIF_CATALOG_CACHE: join(data, 'catalog'),
+  };
   const fabric = await startProcess('embedded/main', env, /NDIF fabric listening on (http:\/\/\S+)/);
   const clients = Array.from({ length: 4 }, () => new Fabric({ url: fabric.match[1], progress: false, onLog: null }));
   try {
@@ -70,11 +80,21 @@ async function embeddedResults(items: ReturnType<typeof workload>): Promise<unkn
 }
 
 if (databaseUrl !== undefined && brokers !== undefined) {
-  test('distributed mode: 50 requests from 4 SDK clients on two agents over Kafka and PostgreSQL, bit-identical to embedded mode', { timeout: 180_000 }, async (t) => {
+  test('distributed mode: 50 requests from 4 SDK clients on two agents over Kafka and PostgreSQL, bit-identical to embedded mode', {
+    timeout: 180_000,
+  }, async (t) => {
     const t0 = performance.now();
     const items = workload(50);
     // Two GPUs of 1 GiB per agent: one replica (~0.5 GiB each) per GPU, so the four replicas use both agents.
-    const cluster: Cluster = await startCluster({ databaseUrl, brokers, models: MODELS.join(','), agents: [{ id: 'dist-a1', gpus: '2x1GiB' }, { id: 'dist-a2', gpus: '2x1GiB' }] });
+    const cluster: Cluster = await startCluster({
+      databaseUrl,
+      brokers,
+      models: MODELS.join(','),
+      agents: [
+        { id: 'dist-a1', gpus: '2x1GiB' },
+        { id: 'dist-a2', gpus: '2x1GiB' },
+      ],
+    });
     const clients = Array.from({ length: 4 }, () => new Fabric({ url: cluster.url, progress: false, onLog: null }));
     let stopped = false;
     try {
@@ -83,12 +103,27 @@ if (databaseUrl !== undefined && brokers !== undefined) {
       assert.equal(cli.code, 0, cli.out);
       const admin = new FabricAdmin(clients[0].http);
       const deployed = await admin.deploy({ model: MODELS[1], replicas: 2 });
-      await waitForHot(admin, MODELS[1], deployed.replicaIds, { waitMs: 60_000, signal: new AbortController().signal, pollMs: 100 });
-      const cluster1 = (await getJson(`${cluster.url}/cluster`)).body as { deployments: Array<{ modelKey: string; replicas: Array<{ level: string; agentId: string }> }> };
-      const placed = cluster1.deployments.flatMap((d) => d.replicas.map((r) => `${d.modelKey}@${r.agentId}:${r.level}`)).sort();
+      await waitForHot(admin, MODELS[1], deployed.replicaIds, {
+        waitMs: 60_000,
+        signal: new AbortController().signal,
+        pollMs: 100,
+      });
+      const cluster1 = (await getJson(`${cluster.url}/cluster`)).body as {
+        deployments: Array<{ modelKey: string; replicas: Array<{ level: string; agentId: string }> }>;
+      };
+      const placed = cluster1.deployments
+        .flatMap((d) => d.replicas.map((r) => `${d.modelKey}@${r.agentId}:${r.level}`))
+        .sort();
       assert.equal(placed.length, 4, placed.join(', '));
-      assert.ok(placed.every((p) => p.endsWith(':HOT')), placed.join(', '));
-      assert.deepEqual(new Set(placed.map((p) => p.split('@')[1].split(':')[0])), new Set(['dist-a1', 'dist-a2']), placed.join(', '));
+      assert.ok(
+        placed.every((p) => p.endsWith(':HOT')),
+        placed.join(', '),
+      );
+      assert.deepEqual(
+        new Set(placed.map((p) => p.split('@')[1].split(':')[0])),
+        new Set(['dist-a1', 'dist-a2']),
+        placed.join(', '),
+      );
 
       const tr = performance.now();
       const distributed = await runOn(clients, items, 'dist');
@@ -100,10 +135,14 @@ if (databaseUrl !== undefined && brokers !== undefined) {
         const r = await getJson(`${cluster.url}/requests/dist-${i}`);
         assert.equal(r.status, 200);
         assert.equal(r.body.status, 'COMPLETED', `dist-${i}`);
-        assert.deepEqual((r.body.statuses as Array<{ status: string }>).map((s) => s.status).filter((s) => s !== 'QUEUED'), ['RECEIVED', 'DISPATCHED', 'RUNNING', 'COMPLETED']);
+        assert.deepEqual(
+          (r.body.statuses as Array<{ status: string }>).map((s) => s.status).filter((s) => s !== 'QUEUED'),
+          ['RECEIVED', 'DISPATCHED', 'RUNNING', 'COMPLETED'],
+        );
       }
       const completed: Record<string, number> = {};
-      for (const [id, url] of Object.entries(cluster.agentHealthUrls)) completed[id] = (await getJson(url)).body.completed as number;
+      for (const [id, url] of Object.entries(cluster.agentHealthUrls))
+        completed[id] = (await getJson(url)).body.completed as number;
       t.diagnostic(`completed per agent: ${JSON.stringify(completed)}`);
       assert.equal(completed['dist-a1'] + completed['dist-a2'], 50);
       assert.ok(completed['dist-a1'] > 0 && completed['dist-a2'] > 0, 'both agents ran requests');
@@ -115,20 +154,33 @@ if (databaseUrl !== undefined && brokers !== undefined) {
         const audit = await getJson(`${cluster.url}/audit?modelKey=${model}&limit=10000`);
         assert.equal(audit.status, 200, JSON.stringify(audit.body));
         assert.equal(audit.body.source, 'audit-read-model');
-        assert.deepEqual((audit.body.events as Array<{ position: number }>).map((e) => e.position), folded.audit.byModel.get(model));
+        assert.deepEqual(
+          (audit.body.events as Array<{ position: number }>).map((e) => e.position),
+          folded.audit.byModel.get(model),
+        );
       }
       assert.ok(!log.some((e) => e.type === 'AgentReportIgnored'), 'no agent report was ignored');
 
       // The agents' role reaches the blob database only.
-      const asAgent = new pg.Client({ connectionString: cluster.eventsUrl.replace(/\/\/[^@/]*@/, `//${new URL(cluster.blobsUrl).username}@`) });
+      const asAgent = new pg.Client({
+        connectionString: cluster.eventsUrl.replace(/\/\/[^@/]*@/, `//${new URL(cluster.blobsUrl).username}@`),
+      });
       await assert.rejects(asAgent.connect(), /permission denied for database/);
 
       const codes = await cluster.stop();
       stopped = true;
-      assert.ok(Object.values(codes).every((c) => c === 0), JSON.stringify(codes));
+      assert.ok(
+        Object.values(codes).every((c) => c === 0),
+        JSON.stringify(codes),
+      );
 
       const embedded = await embeddedResults(items);
-      for (let i = 0; i < items.length; i++) assert.deepEqual(distributed[i], embedded[i], `request ${i} (${items[i].model}, ${items[i].kind}) differs from embedded mode`);
+      for (let i = 0; i < items.length; i++)
+        assert.deepEqual(
+          distributed[i],
+          embedded[i],
+          `request ${i} (${items[i].model}, ${items[i].kind}) differs from embedded mode`,
+        );
       t.diagnostic(`total ${((performance.now() - t0) / 1000).toFixed(1)} s`);
     } finally {
       for (const c of clients) c.close();

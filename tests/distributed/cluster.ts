@@ -94,27 +94,76 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
   const eventsUrl = withDatabase(o.databaseUrl, eventsDb, undefined, o.synchronousCommit);
   const blobsUrl = withDatabase(o.databaseUrl, blobsDb, blobRole, o.synchronousCommit);
   const topics = { assignments: `c-${tag}.assignments`, agentEvents: `c-${tag}.agent-events` };
-  const kafka = { NDIF_TRANSPORT: 'kafka', KAFKA_BROKERS: o.brokers, NDIF_TOPIC_ASSIGNMENTS: topics.assignments, NDIF_TOPIC_AGENT_EVENTS: topics.agentEvents };
-  const common: NodeJS.ProcessEnv = { NDIF_MODELS: o.models, NDIF_CATALOG_CACHE: join(tmp, 'catalog'), NDIF_BLOB_STORE: 'postgres', BLOB_DATABASE_URL: blobsUrl, ...o.env };
+  const kafka = {
+    NDIF_TRANSPORT: 'kafka',
+    KAFKA_BROKERS: o.brokers,
+    NDIF_TOPIC_ASSIGNMENTS: topics.assignments,
+    NDIF_TOPIC_AGENT_EVENTS: topics.agentEvents,
+  };
+  const common: NodeJS.ProcessEnv = {
+    NDIF_MODELS: o.models,
+    NDIF_CATALOG_CACHE: join(tmp, 'catalog'),
+    NDIF_BLOB_STORE: 'postgres',
+    BLOB_DATABASE_URL: blobsUrl,
+    ...o.env,
+  };
   const readModels = o.readModels ?? true;
-  const controlPlane: NodeJS.ProcessEnv = { ...common, NDIF_EVENT_STORE: 'postgres', DATABASE_URL: eventsUrl, NDIF_DATA_DIR: tmp, NDIF_READ_MODELS: readModels ? 'postgres' : 'off' };
+  const controlPlane: NodeJS.ProcessEnv = {
+    ...common,
+    NDIF_EVENT_STORE: 'postgres',
+    DATABASE_URL: eventsUrl,
+    NDIF_DATA_DIR: tmp,
+    NDIF_READ_MODELS: readModels ? 'postgres' : 'off',
+  };
   const processes: FabricProcess[] = [];
   const t0 = performance.now();
   try {
     const [relay, command, query] = await Promise.all([
-      startProcess('scheduler-relay', { ...controlPlane, ...kafka, NDIF_RELAY_GROUP: `relay-${tag}`, NDIF_HEALTH_PORT: '0', NDIF_HEALTH_HOST: '127.0.0.1' }, /scheduler-relay running .*health (\S+)\)/),
-      startProcess('command-api', { ...controlPlane, NDIF_AUTH: 'off', HOST: '127.0.0.1', PORT: '0' }, /command-api listening on (http:\/\/\S+)/),
-      startProcess('query-api', { ...controlPlane, NDIF_AUTH: 'off', HOST: '127.0.0.1', PORT: '0' }, readModels ? /query-api listening on (http:\/\/\S+) \(.*read models/ : /query-api listening on (http:\/\/\S+)/),
+      startProcess(
+        'scheduler-relay',
+        {
+          ...controlPlane,
+          ...kafka,
+          NDIF_RELAY_GROUP: `relay-${tag}`,
+          NDIF_HEALTH_PORT: '0',
+          NDIF_HEALTH_HOST: '127.0.0.1',
+        },
+        /scheduler-relay running .*health (\S+)\)/,
+      ),
+      startProcess(
+        'command-api',
+        { ...controlPlane, NDIF_AUTH: 'off', HOST: '127.0.0.1', PORT: '0' },
+        /command-api listening on (http:\/\/\S+)/,
+      ),
+      startProcess(
+        'query-api',
+        { ...controlPlane, NDIF_AUTH: 'off', HOST: '127.0.0.1', PORT: '0' },
+        readModels ? /query-api listening on (http:\/\/\S+) \(.*read models/ : /query-api listening on (http:\/\/\S+)/,
+      ),
     ]);
     processes.push(relay, command, query);
-    const gateway = await startProcess('gateway', { NDIF_COMMAND_API_URL: command.match[1], NDIF_QUERY_API_URL: query.match[1], HOST: '127.0.0.1', PORT: '0' }, /gateway listening on (http:\/\/\S+)/);
+    const gateway = await startProcess(
+      'gateway',
+      { NDIF_COMMAND_API_URL: command.match[1], NDIF_QUERY_API_URL: query.match[1], HOST: '127.0.0.1', PORT: '0' },
+      /gateway listening on (http:\/\/\S+)/,
+    );
     processes.push(gateway);
     // The agents inherit this process's environment, DATABASE_URL (the administrator's) included: they drop it.
     const agents = await Promise.all(
       o.agents.map((a) =>
         startProcess(
           `gpu-agent`,
-          { ...common, ...kafka, ...o.agentEnv, NDIF_AGENT_ID: a.id, NDIF_AGENT_GPUS: a.gpus, NDIF_AGENT_RAM: '4GiB', NDIF_AGENT_HEARTBEAT_MS: '2000', NDIF_HEALTH_PORT: '0', NDIF_HEALTH_HOST: '127.0.0.1' },
+          {
+            ...common,
+            ...kafka,
+            ...o.agentEnv,
+            NDIF_AGENT_ID: a.id,
+            NDIF_AGENT_GPUS: a.gpus,
+            NDIF_AGENT_RAM: '4GiB',
+            NDIF_AGENT_HEARTBEAT_MS: '2000',
+            NDIF_HEALTH_PORT: '0',
+            NDIF_HEALTH_HOST: '127.0.0.1',
+          },
           new RegExp(`agent ${a.id} ready boot \\S+ health (\\S+)`),
         ),
       ),
@@ -141,7 +190,8 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
             o.agents.forEach((a, i) => (codes[a.id] = agentCodes[i]));
             for (const p of [gateway, query, command, relay]) codes[p.name] = await p.stop();
           } finally {
-            for (const p of processes) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
+            for (const p of processes)
+              if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
             await dropAll();
             rmSync(tmp, { recursive: true, force: true });
           }
@@ -161,9 +211,16 @@ export async function waitForAgents(c: Cluster, ids: string[], timeoutMs = 30_00
   const end = Date.now() + timeoutMs;
   for (;;) {
     const r = await getJson(`${c.url}/agents`);
-    const seen = new Set(((r.body.agents as Array<{ agentId: string; state: string }>) ?? []).filter((a) => a.state === 'ACTIVE').map((a) => a.agentId));
+    const seen = new Set(
+      ((r.body.agents as Array<{ agentId: string; state: string }>) ?? [])
+        .filter((a) => a.state === 'ACTIVE')
+        .map((a) => a.agentId),
+    );
     if (ids.every((id) => seen.has(id))) return;
-    if (Date.now() > end) throw new Error(`agents ${ids.join(', ')} not all registered within ${timeoutMs} ms: ${JSON.stringify(r.body).slice(0, 800)}`);
+    if (Date.now() > end)
+      throw new Error(
+        `agents ${ids.join(', ')} not all registered within ${timeoutMs} ms: ${JSON.stringify(r.body).slice(0, 800)}`,
+      );
     await new Promise((r) => setTimeout(r, 100));
   }
 }

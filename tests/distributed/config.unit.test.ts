@@ -9,16 +9,38 @@ import { ReceivedCache } from '../../transport/relay/received-cache.js';
 describe('NDIF_READ_MODELS', () => {
   const db = 'postgres://u@h:5432/d';
   it('defaults to postgres with a PostgreSQL or KurrentDB event store and DATABASE_URL, off otherwise', () => {
-    assert.deepEqual(readModelsConfigFromEnv({ NDIF_EVENT_STORE: 'postgres', DATABASE_URL: db }), { connectionString: db, schema: 'public' });
-    assert.deepEqual(readModelsConfigFromEnv({ NDIF_EVENT_STORE: 'kurrentdb', DATABASE_URL: db, NDIF_READ_MODEL_SCHEMA: 'rm' }), { connectionString: db, schema: 'rm' });
+    assert.deepEqual(readModelsConfigFromEnv({ NDIF_EVENT_STORE: 'postgres', DATABASE_URL: db }), {
+      connectionString: db,
+      schema: 'public',
+    });
+    assert.deepEqual(
+      readModelsConfigFromEnv({ NDIF_EVENT_STORE: 'kurrentdb', DATABASE_URL: db, NDIF_READ_MODEL_SCHEMA: 'rm' }),
+      { connectionString: db, schema: 'rm' },
+    );
     assert.equal(readModelsConfigFromEnv({ DATABASE_URL: db }), undefined, 'SQLite event store');
     assert.equal(readModelsConfigFromEnv({ NDIF_EVENT_STORE: 'postgres' }), undefined, 'no DATABASE_URL');
-    assert.equal(readModelsConfigFromEnv({ NDIF_EVENT_STORE: 'postgres', DATABASE_URL: db, NDIF_READ_MODELS: 'off' }), undefined);
-    assert.deepEqual(readModelsConfigFromEnv({ DATABASE_URL: db, NDIF_READ_MODELS: 'postgres' }), { connectionString: db, schema: 'public' });
+    assert.equal(
+      readModelsConfigFromEnv({ NDIF_EVENT_STORE: 'postgres', DATABASE_URL: db, NDIF_READ_MODELS: 'off' }),
+      undefined,
+    );
+    assert.deepEqual(readModelsConfigFromEnv({ DATABASE_URL: db, NDIF_READ_MODELS: 'postgres' }), {
+      connectionString: db,
+      schema: 'public',
+    });
   });
   it('refuses a bad value and postgres without DATABASE_URL, with FABRIC_CONFIG_INVALID and the fix', () => {
-    assert.throws(() => readModelsConfigFromEnv({ NDIF_READ_MODELS: 'yes' }), (e: Error & { code?: string; hint?: string }) => e.code === 'FABRIC_CONFIG_INVALID' && /postgres or off/.test(e.message));
-    assert.throws(() => readModelsConfigFromEnv({ NDIF_READ_MODELS: 'postgres' }), (e: Error & { code?: string; hint?: string }) => e.code === 'FABRIC_CONFIG_INVALID' && /needs DATABASE_URL/.test(e.message) && /NDIF_READ_MODELS=off/.test(e.hint ?? ''));
+    assert.throws(
+      () => readModelsConfigFromEnv({ NDIF_READ_MODELS: 'yes' }),
+      (e: Error & { code?: string; hint?: string }) =>
+        e.code === 'FABRIC_CONFIG_INVALID' && /postgres or off/.test(e.message),
+    );
+    assert.throws(
+      () => readModelsConfigFromEnv({ NDIF_READ_MODELS: 'postgres' }),
+      (e: Error & { code?: string; hint?: string }) =>
+        e.code === 'FABRIC_CONFIG_INVALID' &&
+        /needs DATABASE_URL/.test(e.message) &&
+        /NDIF_READ_MODELS=off/.test(e.hint ?? ''),
+    );
   });
 });
 
@@ -37,7 +59,9 @@ describe('the relay remembers received payloads', () => {
 
   it('hands a dispatch the payload, trust and options once, and forgets finished requests', () => {
     const c = new ReceivedCache();
-    c.observe(ev('RequestReceived', 'a', { trusted: true, payload: { invokes: [1] }, options: { steps: 2, timeoutMs: 5 } }));
+    c.observe(
+      ev('RequestReceived', 'a', { trusted: true, payload: { invokes: [1] }, options: { steps: 2, timeoutMs: 5 } }),
+    );
     c.observe(ev('RequestReceived', 'b', { trusted: false, payload: { invokes: [2] }, options: { steps: 1 } }));
     assert.deepEqual(c.take('a'), { trusted: true, payload: { invokes: [1] }, options: { steps: 2, timeoutMs: 5 } });
     assert.equal(c.take('a'), undefined, 'a second dispatch (after a requeue) reads the stream');

@@ -11,7 +11,9 @@ import { createGateway } from '../../fabric/gateway/proxy.js';
 import { upstreamOf } from '../../fabric/gateway/route.js';
 
 function listen(server: Server): Promise<URL> {
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}`))));
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () => resolve(new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}`))),
+  );
 }
 
 /** An upstream that answers every call with what it received, as JSON. */
@@ -20,7 +22,16 @@ function echo(name: string): Server {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     res.writeHead(req.url === '/missing' ? 404 : 200, { 'content-type': 'application/json', 'x-upstream': name });
-    res.end(JSON.stringify({ upstream: name, method: req.method, url: req.url, body: Buffer.concat(chunks).toString(), forwardedFor: req.headers['x-forwarded-for'] ?? null, apiKey: req.headers['x-api-key'] ?? null }));
+    res.end(
+      JSON.stringify({
+        upstream: name,
+        method: req.method,
+        url: req.url,
+        body: Buffer.concat(chunks).toString(),
+        forwardedFor: req.headers['x-forwarded-for'] ?? null,
+        apiKey: req.headers['x-api-key'] ?? null,
+      }),
+    );
   });
 }
 
@@ -44,7 +55,9 @@ describe('gateway', () => {
     query = echo('query');
     query.on('upgrade', (req, socket, head) => {
       if (req.headers['x-api-key'] === 'bad') {
-        socket.end('HTTP/1.1 401 Unauthorized\r\ncontent-type: application/json\r\ncontent-length: 21\r\n\r\n{"code":"AUTH_WRONG"}');
+        socket.end(
+          'HTTP/1.1 401 Unauthorized\r\ncontent-type: application/json\r\ncontent-length: 21\r\n\r\n{"code":"AUTH_WRONG"}',
+        );
         return;
       }
       sockets.handleUpgrade(req, socket, head, (ws) => ws.on('message', (d) => ws.send(`echo:${d.toString()}`)));
@@ -72,11 +85,18 @@ describe('gateway', () => {
   });
 
   it('passes calls, bodies, statuses and headers through to the right API', async () => {
-    const post = await fetch(new URL('/requests', url), { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': 'k' }, body: JSON.stringify({ model: 'gpt2-tiny' }) });
+    const post = await fetch(new URL('/requests', url), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': 'k' },
+      body: JSON.stringify({ model: 'gpt2-tiny' }),
+    });
     assert.equal(post.status, 200);
     assert.equal(post.headers.get('x-upstream'), 'command');
     const p = (await post.json()) as Record<string, unknown>;
-    assert.deepEqual([p.upstream, p.method, p.url, p.body, p.apiKey], ['command', 'POST', '/requests', '{"model":"gpt2-tiny"}', 'k']);
+    assert.deepEqual(
+      [p.upstream, p.method, p.url, p.body, p.apiKey],
+      ['command', 'POST', '/requests', '{"model":"gpt2-tiny"}', 'k'],
+    );
     assert.equal(p.forwardedFor, '127.0.0.1');
     const get = (await (await fetch(new URL('/requests/r1?x=1', url))).json()) as Record<string, unknown>;
     assert.deepEqual([get.upstream, get.url], ['query', '/requests/r1?x=1']);
@@ -85,8 +105,16 @@ describe('gateway', () => {
     assert.equal(missing.status, 404);
     // A body streamed without a length (chunked) arrives whole.
     const big = 'x'.repeat(300_000);
-    const stream = new ReadableStream({ start(c) { c.enqueue(new TextEncoder().encode(big.slice(0, 100_000))); c.enqueue(new TextEncoder().encode(big.slice(100_000))); c.close(); } });
-    const chunked = (await (await fetch(new URL('/requests', url), { method: 'POST', body: stream, duplex: 'half' } as RequestInit)).json()) as Record<string, unknown>;
+    const stream = new ReadableStream({
+      start(c) {
+        c.enqueue(new TextEncoder().encode(big.slice(0, 100_000)));
+        c.enqueue(new TextEncoder().encode(big.slice(100_000)));
+        c.close();
+      },
+    });
+    const chunked = (await (
+      await fetch(new URL('/requests', url), { method: 'POST', body: stream, duplex: 'half' } as RequestInit)
+    ).json()) as Record<string, unknown>;
     assert.equal((chunked.body as string).length, big.length);
   });
 
@@ -97,7 +125,12 @@ describe('gateway', () => {
     const [msg] = (await once(ws, 'message')) as [Buffer];
     assert.equal(msg.toString(), 'echo:ping');
     ws.close();
-    assert.equal(await refusedStatus(new WebSocket(new URL('/ws', url.href.replace('http', 'ws')), { headers: { 'x-api-key': 'bad' } })), 401);
+    assert.equal(
+      await refusedStatus(
+        new WebSocket(new URL('/ws', url.href.replace('http', 'ws')), { headers: { 'x-api-key': 'bad' } }),
+      ),
+      401,
+    );
   });
 
   it('answers 502 GATEWAY_UPSTREAM_UNAVAILABLE when an API process is down', async () => {

@@ -7,13 +7,23 @@ import { Tensor } from '../../client/sdk/tensor.js';
 
 export const MODELS = ['gpt2-tiny', 'gpt2-mini'] as const;
 
-const PROMPTS = ['The Eiffel Tower is in', 'Distributed mode runs on Kafka', 'A block reads and swaps activations', 'Hello, world', 'One, two, three, four, five', 'The quick brown fox'];
+const PROMPTS = [
+  'The Eiffel Tower is in',
+  'Distributed mode runs on Kafka',
+  'A block reads and swaps activations',
+  'Hello, world',
+  'One, two, three, four, five',
+  'The quick brown fox',
+];
 
 const BLOCKS = {
   read: 'async (m) => await m.transformer.h[1].output',
-  readLog: 'async (m) => { const h = await m.transformer.h[0].output; console.log("h0", h.shape.join("x")); return { h, ln: await m.transformer.ln_f.output }; }',
-  swapZero: 'async (m) => { const h = await m.transformer.h[0].mlp.output; m.transformer.h[0].mlp.output = h.zerosLike(); const h1 = await m.transformer.h[1].output; const logits = await m.output; return { h1, top: logits.slice(0, -1).topk(5).indices }; }',
-  swapScale: 'async (m) => { m.transformer.h[0].output = (await m.transformer.h[0].output).mul(2); return (await m.output).argmax(-1); }',
+  readLog:
+    'async (m) => { const h = await m.transformer.h[0].output; console.log("h0", h.shape.join("x")); return { h, ln: await m.transformer.ln_f.output }; }',
+  swapZero:
+    'async (m) => { const h = await m.transformer.h[0].mlp.output; m.transformer.h[0].mlp.output = h.zerosLike(); const h1 = await m.transformer.h[1].output; const logits = await m.output; return { h1, top: logits.slice(0, -1).topk(5).indices }; }',
+  swapScale:
+    'async (m) => { m.transformer.h[0].output = (await m.transformer.h[0].output).mul(2); return (await m.output).argmax(-1); }',
 } as const;
 
 export interface WorkItem {
@@ -31,7 +41,13 @@ export function workload(n: number): WorkItem[] {
     const block = BLOCKS[kind];
     const model = i % 3 === 2 ? MODELS[1] : MODELS[0];
     const prompt = PROMPTS[i % PROMPTS.length];
-    const input = i % 5 === 4 ? [{ input: prompt, block }, { input: PROMPTS[(i + 1) % PROMPTS.length], block: BLOCKS.read }] : prompt;
+    const input =
+      i % 5 === 4
+        ? [
+            { input: prompt, block },
+            { input: PROMPTS[(i + 1) % PROMPTS.length], block: BLOCKS.read },
+          ]
+        : prompt;
     return { model, input, block, kind };
   });
 }
@@ -40,15 +56,24 @@ export function workload(n: number): WorkItem[] {
 export function canonical(v: unknown): unknown {
   if (v instanceof Tensor) {
     const d = v.data;
-    return { dtype: v.dtype, shape: v.shape, sha256: createHash('sha256').update(Buffer.from(d.buffer, d.byteOffset, d.byteLength)).digest('hex') };
+    return {
+      dtype: v.dtype,
+      shape: v.shape,
+      sha256: createHash('sha256')
+        .update(Buffer.from(d.buffer, d.byteOffset, d.byteLength))
+        .digest('hex'),
+    };
   }
   if (Array.isArray(v)) return v.map(canonical);
-  if (v !== null && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, canonical(x)]));
+  if (v !== null && typeof v === 'object')
+    return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, canonical(x)]));
   return v;
 }
 
 export async function runItem(client: Fabric, w: WorkItem, requestId: string): Promise<unknown> {
-  const value = Array.isArray(w.input) ? await client.trace(w.model, w.input, undefined, { requestId }) : await client.trace(w.model, w.input, w.block, { requestId });
+  const value = Array.isArray(w.input)
+    ? await client.trace(w.model, w.input, undefined, { requestId })
+    : await client.trace(w.model, w.input, w.block, { requestId });
   return canonical(value);
 }
 

@@ -29,7 +29,9 @@ const facts = (fingerprint = FP1, dir = '/models/llama'): ModelFacts => ({
   vocabSize: 512,
   maxPositions: 64,
 });
-const register = (o: Partial<{ fingerprint: string; dir: string; replace: boolean; deployed: number; seconds: number }> = {}): ModelCommand => ({
+const register = (
+  o: Partial<{ fingerprint: string; dir: string; replace: boolean; deployed: number; seconds: number }> = {},
+): ModelCommand => ({
   type: 'RegisterModel',
   modelKey: 'llama',
   actor: 'op',
@@ -38,40 +40,71 @@ const register = (o: Partial<{ fingerprint: string; dir: string; replace: boolea
   model: facts(o.fingerprint, o.dir),
   at: at(o.seconds ?? 0),
 });
-const registered: ModelEvent = { type: 'ModelRegistered', data: { ...facts(), modelKey: 'llama', previousFingerprint: null, registeredBy: 'op', registeredAt: T0 } };
+const registered: ModelEvent = {
+  type: 'ModelRegistered',
+  data: { ...facts(), modelKey: 'llama', previousFingerprint: null, registeredBy: 'op', registeredAt: T0 },
+};
 
 describe('model catalog', () => {
   it('registers a folder with its fingerprint and what the runtime found in it', () => {
     g().when(register()).then([registered]);
   });
   it('the same files again change nothing; the same files in another folder are a new registration', () => {
-    g([registered]).when(register({ seconds: 5 })).then([]);
-    g([registered]).when(register({ dir: '/mnt/llama', seconds: 5 })).thenMatch(([e]) => {
-      assert.ok(e?.type === 'ModelRegistered');
-      assert.deepEqual([e.data.dir, e.data.previousFingerprint], ['/mnt/llama', FP1]);
-    });
+    g([registered])
+      .when(register({ seconds: 5 }))
+      .then([]);
+    g([registered])
+      .when(register({ dir: '/mnt/llama', seconds: 5 }))
+      .thenMatch(([e]) => {
+        assert.ok(e?.type === 'ModelRegistered');
+        assert.deepEqual([e.data.dir, e.data.previousFingerprint], ['/mnt/llama', FP1]);
+      });
   });
   it('other files under a registered key are refused, naming both fingerprints', () => {
-    g([registered]).when(register({ fingerprint: FP2 })).thenRefused('CP_MODEL_CONFLICT', /registered with other files \(sha256 aaaaaaaaaaaa… in \/models\/llama\); these are bbbbbbbbbbbb…/);
+    g([registered])
+      .when(register({ fingerprint: FP2 }))
+      .thenRefused(
+        'CP_MODEL_CONFLICT',
+        /registered with other files \(sha256 aaaaaaaaaaaa… in \/models\/llama\); these are bbbbbbbbbbbb…/,
+      );
   });
   it('replace swaps the files while nothing is deployed, never while replicas run the old ones', () => {
-    g([registered]).when(register({ fingerprint: FP2, replace: true, deployed: 1 })).thenRefused('CP_MODEL_DEPLOYED', /1 deployed replica/);
-    g([registered]).when(register({ fingerprint: FP2, replace: true })).thenMatch(([e]) => {
-      assert.ok(e?.type === 'ModelRegistered');
-      assert.deepEqual([e.data.fingerprint, e.data.previousFingerprint], [FP2, FP1]);
-    });
+    g([registered])
+      .when(register({ fingerprint: FP2, replace: true, deployed: 1 }))
+      .thenRefused('CP_MODEL_DEPLOYED', /1 deployed replica/);
+    g([registered])
+      .when(register({ fingerprint: FP2, replace: true }))
+      .thenMatch(([e]) => {
+        assert.ok(e?.type === 'ModelRegistered');
+        assert.deepEqual([e.data.fingerprint, e.data.previousFingerprint], [FP2, FP1]);
+      });
   });
   it('remove refuses while deployed and for unknown keys; afterwards the key can name other files', () => {
-    const remove = (deployed: number): ModelCommand => ({ type: 'RemoveModel', modelKey: 'llama', actor: 'op', deployedReplicas: deployed, at: at(9) });
+    const remove = (deployed: number): ModelCommand => ({
+      type: 'RemoveModel',
+      modelKey: 'llama',
+      actor: 'op',
+      deployedReplicas: deployed,
+      at: at(9),
+    });
     g().when(remove(0)).thenRefused('CP_MODEL_NOT_FOUND');
-    g([registered]).when(remove(2)).thenRefused('CP_MODEL_DEPLOYED', /2 deployed replicas/);
-    const removed: ModelEvent = { type: 'ModelRemoved', data: { modelKey: 'llama', fingerprint: FP1, removedBy: 'op', removedAt: at(9) } };
+    g([registered])
+      .when(remove(2))
+      .thenRefused('CP_MODEL_DEPLOYED', /2 deployed replicas/);
+    const removed: ModelEvent = {
+      type: 'ModelRemoved',
+      data: { modelKey: 'llama', fingerprint: FP1, removedBy: 'op', removedAt: at(9) },
+    };
     g([registered]).when(remove(0)).then([removed]);
     g([registered, removed]).when(remove(0)).thenRefused('CP_MODEL_NOT_FOUND');
-    g([registered, removed]).when(register({ fingerprint: FP2, seconds: 10 })).thenMatch(([e]) => assert.equal(e?.type === 'ModelRegistered' && e.data.previousFingerprint, null));
+    g([registered, removed])
+      .when(register({ fingerprint: FP2, seconds: 10 }))
+      .thenMatch(([e]) => assert.equal(e?.type === 'ModelRegistered' && e.data.previousFingerprint, null));
     assert.equal(fold(modelDecider, [registered, removed]).status, 'REMOVED');
   });
   it('a negative replica count is an invalid command', () => {
-    g([registered]).when(register({ deployed: -1 })).thenRefused('CP_INVALID_COMMAND');
+    g([registered])
+      .when(register({ deployed: -1 }))
+      .thenRefused('CP_INVALID_COMMAND');
   });
 });

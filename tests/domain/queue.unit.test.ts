@@ -6,7 +6,10 @@ import { OrderedQueue } from '../../domain/queue/ordered-queue.js';
 
 describe('queue order', () => {
   it('ranks: priority+requeued 0, priority 1, normal+requeued 2, normal 3', () => {
-    assert.deepEqual([rankOf(true, true), rankOf(true, false), rankOf(false, true), rankOf(false, false)], [0, 1, 2, 3]);
+    assert.deepEqual(
+      [rankOf(true, true), rankOf(true, false), rankOf(false, true), rankOf(false, false)],
+      [0, 1, 2, 3],
+    );
   });
   it('orders by rank, then FIFO; a requeued request keeps its enqueued_at and goes ahead of later ones', () => {
     const q = new OrderedQueue<null>();
@@ -16,8 +19,14 @@ describe('queue order', () => {
     q.enqueue('r-late', { rank: 2, enqueuedAtMs: 250, seq: 4 }, null);
     q.enqueue('r-early', { rank: 2, enqueuedAtMs: 50, seq: 0 }, null);
     q.enqueue('pr', { rank: 0, enqueuedAtMs: 400, seq: 5 }, null);
-    assert.deepEqual(q.slice().map((e) => e.id), ['pr', 'p1', 'r-early', 'r-late', 'n1', 'n2']);
-    assert.deepEqual(['pr', 'p1', 'r-early', 'r-late', 'n1', 'n2', 'gone'].map((id) => q.position(id)), [0, 1, 2, 3, 4, 5, -1]);
+    assert.deepEqual(
+      q.slice().map((e) => e.id),
+      ['pr', 'p1', 'r-early', 'r-late', 'n1', 'n2'],
+    );
+    assert.deepEqual(
+      ['pr', 'p1', 'r-early', 'r-late', 'n1', 'n2', 'gone'].map((id) => q.position(id)),
+      [0, 1, 2, 3, 4, 5, -1],
+    );
   });
   it('positions follow removals anywhere in the order', () => {
     const q = new OrderedQueue<null>();
@@ -32,7 +41,7 @@ describe('queue order', () => {
   });
   it('matches a sorted array under 20k random enqueues and removes (positions included)', () => {
     let seed = 12345;
-    const rnd = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
+    const rnd = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
     const q = new OrderedQueue<number>();
     const ref = new Map<string, OrderKey>();
     for (let i = 0; i < 20_000; i++) {
@@ -48,7 +57,10 @@ describe('queue order', () => {
       }
       if (i % 997 === 0) {
         const sorted = [...ref.entries()].sort((a, b) => compareKeys(a[1], b[1])).map(([id]) => id);
-        assert.deepEqual(q.slice().map((e) => e.id), sorted);
+        assert.deepEqual(
+          q.slice().map((e) => e.id),
+          sorted,
+        );
         for (let k = 0; k < sorted.length; k += 37) assert.equal(q.position(sorted[k]), k);
       }
     }

@@ -42,7 +42,9 @@ const readAndSwap = async (m: any) => {
 };
 
 async function runDirect(block: string) {
-  const r = await direct.run({ invokes: [{ prompt: PROMPT, block }] }, () => createInProcessBlocks({ manifest: direct.manifest(), tokenizer: direct.tokenizer }));
+  const r = await direct.run({ invokes: [{ prompt: PROMPT, block }] }, () =>
+    createInProcessBlocks({ manifest: direct.manifest(), tokenizer: direct.tokenizer }),
+  );
   return materializeTree(r.invokes[0]!.result, (p) => Tensor.fromPayload(p)) as Record<string, Tensor>;
 }
 
@@ -59,7 +61,10 @@ function assertBitExact(got: Record<string, Tensor>, want: Record<string, Tensor
 
 /** Runs the real `ndif` bin (a child process) against the fabric. */
 async function cli(args: string[]): Promise<{ code: number; out: string; err: string }> {
-  const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, NDIF_DIST: basename(distDir), NDIF_URL: url, NDIF_API_KEY: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, ...args], {
+    env: { ...process.env, NDIF_DIST: basename(distDir), NDIF_URL: url, NDIF_API_KEY: '' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   let err = '';
   child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
@@ -89,7 +94,10 @@ before(async () => {
   fabric.stderr!.setEncoding('utf8').on('data', (d: string) => (fabricLog = (fabricLog + d).slice(-20_000)));
   url = await new Promise<string>((resolveUrl, reject) => {
     let out = '';
-    const timer = setTimeout(() => reject(new Error(`the fabric did not start within 60 s:\n${out}\n${fabricLog}`)), 60_000);
+    const timer = setTimeout(
+      () => reject(new Error(`the fabric did not start within 60 s:\n${out}\n${fabricLog}`)),
+      60_000,
+    );
     fabric.stdout!.setEncoding('utf8').on('data', (d: string) => {
       out += d;
       const m = /NDIF fabric listening on (http:\/\/\S+)/.exec(out);
@@ -132,19 +140,40 @@ describe('the fabric end to end', () => {
   it('a block reads and swaps a layer: tensors bit-identical to the runtime, the full status sequence on the websocket', async () => {
     const seen: StatusMessage[] = [];
     const logs: string[] = [];
-    const out = await ndif.trace('gpt2-tiny', PROMPT, readAndSwap, { onMessage: (m) => seen.push(m), onLog: (l) => logs.push(l.line) });
-    assert.deepEqual(seen.map((m) => m.status), ['RECEIVED', 'QUEUED', 'DISPATCHED', 'RUNNING', 'LOG', 'COMPLETED']);
+    const out = await ndif.trace('gpt2-tiny', PROMPT, readAndSwap, {
+      onMessage: (m) => seen.push(m),
+      onLog: (l) => logs.push(l.line),
+    });
+    assert.deepEqual(
+      seen.map((m) => m.status),
+      ['RECEIVED', 'QUEUED', 'DISPATCHED', 'RUNNING', 'LOG', 'COMPLETED'],
+    );
     assert.equal(seen[1]!.position, 0);
     assert.equal(seen[2]!.replicaId, 'gpt2-tiny#1');
     assert.deepEqual(logs, ['read layer 1: 1x7x64']);
     assertBitExact(out, await runDirect(readAndSwap.toString()));
-    assert.ok(out.before.data.some((x: number) => x !== 0), 'the value read is the one before the swap');
+    assert.ok(
+      out.before.data.some((x: number) => x !== 0),
+      'the value read is the one before the swap',
+    );
   });
 
   it('a model not deployed is deployed on demand: PROVISIONING and DEPLOYING reach the client', async () => {
     const seen: string[] = [];
-    const out = await ndif.trace('tiny-on-demand', PROMPT, readAndSwap, { onMessage: (m) => seen.push(m.status), waitMs: 120_000 });
-    assert.deepEqual(seen, ['RECEIVED', 'PROVISIONING', 'DEPLOYING', 'QUEUED', 'DISPATCHED', 'RUNNING', 'LOG', 'COMPLETED']);
+    const out = await ndif.trace('tiny-on-demand', PROMPT, readAndSwap, {
+      onMessage: (m) => seen.push(m.status),
+      waitMs: 120_000,
+    });
+    assert.deepEqual(seen, [
+      'RECEIVED',
+      'PROVISIONING',
+      'DEPLOYING',
+      'QUEUED',
+      'DISPATCHED',
+      'RUNNING',
+      'LOG',
+      'COMPLETED',
+    ]);
     assertBitExact(out, await runDirect(readAndSwap.toString()));
   });
 
@@ -155,29 +184,51 @@ describe('the fabric end to end', () => {
 
   it('a client of another protocol major is refused with both versions named, by the SDK and by the fabric', async () => {
     const other = new Fabric({ url, progress: false, protocolVersion: '2.0' });
-    await assert.rejects(other.trace('gpt2-tiny', PROMPT, readAndSwap), (e: unknown) => e instanceof ProtocolMismatchError && e.clientVersion === '2.0' && e.serverVersion === '1.0');
+    await assert.rejects(
+      other.trace('gpt2-tiny', PROMPT, readAndSwap),
+      (e: unknown) => e instanceof ProtocolMismatchError && e.clientVersion === '2.0' && e.serverVersion === '1.0',
+    );
     const unchecked = new Fabric({ url, progress: false, protocolVersion: '2.0', checkVersion: false });
-    await assert.rejects(unchecked.submit('gpt2-tiny', PROMPT, readAndSwap), (e: unknown) => e instanceof ProtocolMismatchError && /1\.0/.test(e.message) && /2\.0/.test(e.message));
+    await assert.rejects(
+      unchecked.submit('gpt2-tiny', PROMPT, readAndSwap),
+      (e: unknown) => e instanceof ProtocolMismatchError && /1\.0/.test(e.message) && /2\.0/.test(e.message),
+    );
     const raw = await fetch(`${url}/cluster`, { headers: { 'x-ndif-protocol': '2.0' } });
     assert.equal(raw.status, 400);
     assert.equal(((await raw.json()) as { code: string }).code, 'API_PROTOCOL_MISMATCH');
   });
 
   it('malformed blocks: a syntax error refused at submission with its line; a block that throws fails with its own stack', async () => {
-    await assert.rejects(ndif.trace('gpt2-tiny', PROMPT, 'async (m) => {\n  const h = await m.transformer.h[0].output\n  return h h;\n}'), (e: unknown) => {
-      assert.ok(e instanceof FabricHttpError, String(e));
-      assert.equal(e.code, 'BLOCK_SYNTAX_ERROR');
-      assert.equal(e.status, 400);
-      assert.equal(e.details?.line, 3);
-      return true;
-    });
-    await assert.rejects(ndif.trace('gpt2-tiny', PROMPT, '"not a function"'), (e: unknown) => e instanceof FabricHttpError && e.code === 'BLOCK_SYNTAX_ERROR' && /not a function expression/.test(e.remoteMessage));
-    await assert.rejects(ndif.trace('gpt2-tiny', PROMPT, 'async (m) => {\n  await m.transformer.h[0].output;\n  throw new Error("bad block");\n}'), (e: unknown) => {
-      assert.ok(e instanceof RemoteError, String(e));
-      assert.equal(e.type, 'BlockError');
-      assert.equal(e.remoteMessage, 'Error: bad block');
-      assert.match(e.remoteStack ?? '', /at .*block-0\.js:3:\d+/);
-      return true;
-    });
+    await assert.rejects(
+      ndif.trace('gpt2-tiny', PROMPT, 'async (m) => {\n  const h = await m.transformer.h[0].output\n  return h h;\n}'),
+      (e: unknown) => {
+        assert.ok(e instanceof FabricHttpError, String(e));
+        assert.equal(e.code, 'BLOCK_SYNTAX_ERROR');
+        assert.equal(e.status, 400);
+        assert.equal(e.details?.line, 3);
+        return true;
+      },
+    );
+    await assert.rejects(
+      ndif.trace('gpt2-tiny', PROMPT, '"not a function"'),
+      (e: unknown) =>
+        e instanceof FabricHttpError &&
+        e.code === 'BLOCK_SYNTAX_ERROR' &&
+        /not a function expression/.test(e.remoteMessage),
+    );
+    await assert.rejects(
+      ndif.trace(
+        'gpt2-tiny',
+        PROMPT,
+        'async (m) => {\n  await m.transformer.h[0].output;\n  throw new Error("bad block");\n}',
+      ),
+      (e: unknown) => {
+        assert.ok(e instanceof RemoteError, String(e));
+        assert.equal(e.type, 'BlockError');
+        assert.equal(e.remoteMessage, 'Error: bad block');
+        assert.match(e.remoteStack ?? '', /at .*block-0\.js:3:\d+/);
+        return true;
+      },
+    );
   });
 });

@@ -4,7 +4,12 @@ import { describe, it } from 'node:test';
 import { planAppend, type StoredIdentity } from '../../eventstore/append-plan.js';
 import { isFabricError } from '../../protocol/errors.js';
 
-const stored = (eventId: string, revision: number, position: number, streamId = 's'): StoredIdentity => ({ eventId, streamId, revision, position });
+const stored = (eventId: string, revision: number, position: number, streamId = 's'): StoredIdentity => ({
+  eventId,
+  streamId,
+  revision,
+  position,
+});
 const code = (f: () => unknown): string => {
   try {
     f();
@@ -24,9 +29,18 @@ describe('planAppend', () => {
   });
 
   it('refuses a wrong expected revision', () => {
-    assert.equal(code(() => planAppend('s', ['a'], 'no_stream', [], 0)), 'ES_WRONG_EXPECTED_REVISION');
-    assert.equal(code(() => planAppend('s', ['a'], 'exists', [], -1)), 'ES_WRONG_EXPECTED_REVISION');
-    assert.equal(code(() => planAppend('s', ['a'], 2, [], 3)), 'ES_WRONG_EXPECTED_REVISION');
+    assert.equal(
+      code(() => planAppend('s', ['a'], 'no_stream', [], 0)),
+      'ES_WRONG_EXPECTED_REVISION',
+    );
+    assert.equal(
+      code(() => planAppend('s', ['a'], 'exists', [], -1)),
+      'ES_WRONG_EXPECTED_REVISION',
+    );
+    assert.equal(
+      code(() => planAppend('s', ['a'], 2, [], 3)),
+      'ES_WRONG_EXPECTED_REVISION',
+    );
   });
 
   it('answers an exact repeat with the original result, whatever came after it', () => {
@@ -37,14 +51,32 @@ describe('planAppend', () => {
   });
 
   it('refuses a repeat under an expectation it did not meet', () => {
-    assert.equal(code(() => planAppend('s', ['a', 'b'], 1, [stored('a', 4, 20), stored('b', 5, 21)], 9)), 'ES_WRONG_EXPECTED_REVISION');
-    assert.equal(code(() => planAppend('s', ['a'], 'no_stream', [stored('a', 4, 20)], 9)), 'ES_WRONG_EXPECTED_REVISION');
+    assert.equal(
+      code(() => planAppend('s', ['a', 'b'], 1, [stored('a', 4, 20), stored('b', 5, 21)], 9)),
+      'ES_WRONG_EXPECTED_REVISION',
+    );
+    assert.equal(
+      code(() => planAppend('s', ['a'], 'no_stream', [stored('a', 4, 20)], 9)),
+      'ES_WRONG_EXPECTED_REVISION',
+    );
   });
 
   it('refuses partial overlap, another order, and ids stored in another stream', () => {
-    assert.equal(code(() => planAppend('s', ['a', 'n'], 'any', [stored('a', 0, 1)], 0)), 'ES_EVENT_ID_CONFLICT');
-    assert.equal(code(() => planAppend('s', ['b', 'a'], 'any', [stored('a', 0, 1), stored('b', 1, 2)], 1)), 'ES_EVENT_ID_CONFLICT');
-    assert.equal(code(() => planAppend('s', ['a'], 'any', [stored('a', 0, 1, 'other')], -1)), 'ES_EVENT_ID_CONFLICT');
-    assert.equal(code(() => planAppend('s', ['a', 'b'], 'any', [stored('a', 0, 1), stored('b', 2, 3)], 2)), 'ES_EVENT_ID_CONFLICT');
+    assert.equal(
+      code(() => planAppend('s', ['a', 'n'], 'any', [stored('a', 0, 1)], 0)),
+      'ES_EVENT_ID_CONFLICT',
+    );
+    assert.equal(
+      code(() => planAppend('s', ['b', 'a'], 'any', [stored('a', 0, 1), stored('b', 1, 2)], 1)),
+      'ES_EVENT_ID_CONFLICT',
+    );
+    assert.equal(
+      code(() => planAppend('s', ['a'], 'any', [stored('a', 0, 1, 'other')], -1)),
+      'ES_EVENT_ID_CONFLICT',
+    );
+    assert.equal(
+      code(() => planAppend('s', ['a', 'b'], 'any', [stored('a', 0, 1), stored('b', 2, 3)], 2)),
+      'ES_EVENT_ID_CONFLICT',
+    );
   });
 });

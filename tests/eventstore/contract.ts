@@ -103,16 +103,28 @@ export function runEventStoreContract(target: ContractTarget): void {
       assert.equal(r2.nextRevision, 4);
       assert.ok(r2.position > r1.position);
       const read = await store.readStream(s);
-      assert.deepEqual(read.map((e) => e.revision), [0, 1, 2, 3, 4]);
-      assert.deepEqual(read.slice(0, 3).map((e) => e.id), first.map((e) => e.id));
+      assert.deepEqual(
+        read.map((e) => e.revision),
+        [0, 1, 2, 3, 4],
+      );
+      assert.deepEqual(
+        read.slice(0, 3).map((e) => e.id),
+        first.map((e) => e.id),
+      );
       for (let i = 1; i < read.length; i++) assert.ok(read[i].position > read[i - 1].position);
       assert.equal(read[2].position, r1.position);
       assert.equal(read[4].position, r2.position);
       assert.equal(await store.streamRevision(s), 4);
       assert.equal(await store.streamRevision(stream('missing')), -1);
       assert.deepEqual(await store.readStream(stream('missing')), []);
-      assert.deepEqual((await store.readStream(s, { fromRevision: 3 })).map((e) => e.revision), [3, 4]);
-      assert.deepEqual((await store.readStream(s, { fromRevision: 1, limit: 2 })).map((e) => e.revision), [1, 2]);
+      assert.deepEqual(
+        (await store.readStream(s, { fromRevision: 3 })).map((e) => e.revision),
+        [3, 4],
+      );
+      assert.deepEqual(
+        (await store.readStream(s, { fromRevision: 1, limit: 2 })).map((e) => e.revision),
+        [1, 2],
+      );
     });
 
     it('round-trips type, version, JSON data and metadata including extra fields', async () => {
@@ -121,12 +133,27 @@ export function runEventStoreContract(target: ContractTarget): void {
         id: randomUUID(),
         type: 'ReplicaPlaced',
         version: 3,
-        data: { model: 'gpt2', gpus: [0, 1], bytes: 123456789012, nested: { ok: true, none: null, text: 'ünïcødé "quoted" \\ back' } },
-        metadata: { correlationId: 'c-7', causationId: 'k-9', actor: 'key:alice', at: '2025-03-01T10:00:00.123Z', requestId: 'r-1', attempt: 2 },
+        data: {
+          model: 'gpt2',
+          gpus: [0, 1],
+          bytes: 123456789012,
+          nested: { ok: true, none: null, text: 'ünïcødé "quoted" \\ back' },
+        },
+        metadata: {
+          correlationId: 'c-7',
+          causationId: 'k-9',
+          actor: 'key:alice',
+          at: '2025-03-01T10:00:00.123Z',
+          requestId: 'r-1',
+          attempt: 2,
+        },
       };
       await store.append(s, [e], { expectedRevision: 'no_stream' });
       const [read] = await store.readStream(s);
-      assert.deepEqual({ id: read.id, type: read.type, version: read.version, data: read.data, metadata: read.metadata }, e);
+      assert.deepEqual(
+        { id: read.id, type: read.type, version: read.version, data: read.data, metadata: read.metadata },
+        e,
+      );
       assert.equal(read.streamId, s);
       assert.equal(read.revision, 0);
       assert.ok(Number.isSafeInteger(read.position) && read.position > 0);
@@ -137,7 +164,10 @@ export function runEventStoreContract(target: ContractTarget): void {
       await rejectsWithCode(store.append(s, events(1), { expectedRevision: 'exists' }), 'ES_WRONG_EXPECTED_REVISION');
       await rejectsWithCode(store.append(s, events(1), { expectedRevision: 0 }), 'ES_WRONG_EXPECTED_REVISION');
       await store.append(s, events(1), { expectedRevision: 'no_stream' });
-      const e = await rejectsWithCode(store.append(s, events(1), { expectedRevision: 'no_stream' }), 'ES_WRONG_EXPECTED_REVISION');
+      const e = await rejectsWithCode(
+        store.append(s, events(1), { expectedRevision: 'no_stream' }),
+        'ES_WRONG_EXPECTED_REVISION',
+      );
       assert.ok(isWrongExpectedRevision(e));
       assert.equal(e.actual, 0);
       assert.equal(e.streamId, s);
@@ -179,7 +209,11 @@ export function runEventStoreContract(target: ContractTarget): void {
       assert.deepEqual(await store.append(s, batch, { expectedRevision: 'no_stream' }), original);
       assert.deepEqual(await store.append(s, batch, { expectedRevision: 'any' }), original);
       const next = await store.append(s, events(1), { expectedRevision: 2 });
-      assert.deepEqual(await store.append(s, batch, { expectedRevision: 'any' }), original, 'still a repeat after later appends');
+      assert.deepEqual(
+        await store.append(s, batch, { expectedRevision: 'any' }),
+        original,
+        'still a repeat after later appends',
+      );
       const single = events(1);
       const r = await store.append(s, single, { expectedRevision: 3 });
       assert.deepEqual(await store.append(s, single, { expectedRevision: 3 }), r);
@@ -191,7 +225,10 @@ export function runEventStoreContract(target: ContractTarget): void {
       const s = stream();
       const batch = events(2);
       await store.append(s, batch, { expectedRevision: 'no_stream' });
-      await rejectsWithCode(store.append(s, [batch[1], newEvent('Thing', {})], { expectedRevision: 1 }), 'ES_EVENT_ID_CONFLICT');
+      await rejectsWithCode(
+        store.append(s, [batch[1], newEvent('Thing', {})], { expectedRevision: 1 }),
+        'ES_EVENT_ID_CONFLICT',
+      );
       await rejectsWithCode(store.append(s, [batch[1], batch[0]], { expectedRevision: 'any' }), 'ES_EVENT_ID_CONFLICT');
       assert.equal(await store.streamRevision(s), 1);
       if (store.capabilities.globalEventIds) {
@@ -208,17 +245,38 @@ export function runEventStoreContract(target: ContractTarget): void {
       await rejectsWithCode(store.append('has space', [ok], { expectedRevision: 'any' }), 'ES_INVALID_STREAM_ID');
       await rejectsWithCode(store.append('$system', [ok], { expectedRevision: 'any' }), 'ES_INVALID_STREAM_ID');
       await rejectsWithCode(store.append(s, [], { expectedRevision: 'any' }), 'ES_EMPTY_APPEND');
-      await rejectsWithCode(store.append(s, [{ ...ok, id: 'not-a-uuid' }], { expectedRevision: 'any' }), 'ES_INVALID_EVENT');
-      await rejectsWithCode(store.append(s, [{ ...ok, id: ok.id.toUpperCase() }], { expectedRevision: 'any' }), 'ES_INVALID_EVENT');
+      await rejectsWithCode(
+        store.append(s, [{ ...ok, id: 'not-a-uuid' }], { expectedRevision: 'any' }),
+        'ES_INVALID_EVENT',
+      );
+      await rejectsWithCode(
+        store.append(s, [{ ...ok, id: ok.id.toUpperCase() }], { expectedRevision: 'any' }),
+        'ES_INVALID_EVENT',
+      );
       await rejectsWithCode(store.append(s, [{ ...ok, type: '' }], { expectedRevision: 'any' }), 'ES_INVALID_EVENT');
       await rejectsWithCode(store.append(s, [{ ...ok, version: 0 }], { expectedRevision: 'any' }), 'ES_INVALID_EVENT');
-      await rejectsWithCode(store.append(s, [{ ...ok, data: { x: Number.NaN } }], { expectedRevision: 'any' }), 'ES_INVALID_EVENT');
-      await rejectsWithCode(store.append(s, [{ ...ok, data: { d: new Date() } as never }], { expectedRevision: 'any' }), 'ES_INVALID_EVENT');
-      await rejectsWithCode(store.append(s, [{ ...ok, metadata: { ...ok.metadata, at: '2025-03-01 10:00' } }], { expectedRevision: 'any' }), 'ES_INVALID_EVENT');
-      await rejectsWithCode(store.append(s, [{ ...ok, metadata: { ...ok.metadata, actor: '' } }], { expectedRevision: 'any' }), 'ES_INVALID_EVENT');
+      await rejectsWithCode(
+        store.append(s, [{ ...ok, data: { x: Number.NaN } }], { expectedRevision: 'any' }),
+        'ES_INVALID_EVENT',
+      );
+      await rejectsWithCode(
+        store.append(s, [{ ...ok, data: { d: new Date() } as never }], { expectedRevision: 'any' }),
+        'ES_INVALID_EVENT',
+      );
+      await rejectsWithCode(
+        store.append(s, [{ ...ok, metadata: { ...ok.metadata, at: '2025-03-01 10:00' } }], { expectedRevision: 'any' }),
+        'ES_INVALID_EVENT',
+      );
+      await rejectsWithCode(
+        store.append(s, [{ ...ok, metadata: { ...ok.metadata, actor: '' } }], { expectedRevision: 'any' }),
+        'ES_INVALID_EVENT',
+      );
       await rejectsWithCode(store.append(s, [ok, ok], { expectedRevision: 'any' }), 'ES_DUPLICATE_EVENT_ID');
       await rejectsWithCode(store.append(s, [ok], { expectedRevision: -1 as never }), 'ES_INVALID_EXPECTED_REVISION');
-      await rejectsWithCode(store.append(s, [ok], { expectedRevision: 'latest' as never }), 'ES_INVALID_EXPECTED_REVISION');
+      await rejectsWithCode(
+        store.append(s, [ok], { expectedRevision: 'latest' as never }),
+        'ES_INVALID_EXPECTED_REVISION',
+      );
       await rejectsWithCode(store.readAll({ limit: 0 }), 'ES_INVALID_READ_OPTIONS');
       await rejectsWithCode(store.readAll({ afterPosition: -1 }), 'ES_INVALID_READ_OPTIONS');
       await rejectsWithCode(store.readStream(s, { fromRevision: 1.5 }), 'ES_INVALID_READ_OPTIONS');
@@ -235,10 +293,16 @@ export function runEventStoreContract(target: ContractTarget): void {
         await store.append(streams[i % 3], [e], { expectedRevision: 'any' });
       }
       const paged = await readOwn(store, baseline, prefix, 7);
-      assert.deepEqual(paged.map((e) => e.id), written);
+      assert.deepEqual(
+        paged.map((e) => e.id),
+        written,
+      );
       for (let i = 1; i < paged.length; i++) assert.ok(paged[i].position > paged[i - 1].position);
       if (store.capabilities.contiguousPositions) {
-        assert.deepEqual(paged.map((e) => e.position), paged.map((_, i) => baseline + 1 + i));
+        assert.deepEqual(
+          paged.map((e) => e.position),
+          paged.map((_, i) => baseline + 1 + i),
+        );
       }
       const firstPage = await store.readAll({ afterPosition: baseline, limit: 7 });
       assert.equal(firstPage.length, 7);
@@ -248,7 +312,8 @@ export function runEventStoreContract(target: ContractTarget): void {
     it('subscribes to history then live events without gaps under concurrent appends', async () => {
       const baseline = await store.headPosition();
       const own = `${prefix}sub${++n}-`;
-      for (let i = 0; i < 50; i++) await store.append(`${own}h${i % 5}`, events(1, 'History'), { expectedRevision: 'any' });
+      for (let i = 0; i < 50; i++)
+        await store.append(`${own}h${i % 5}`, events(1, 'History'), { expectedRevision: 'any' });
       const seen: StoredEvent[] = [];
       let inFlight = 0;
       let maxInFlight = 0;
@@ -263,17 +328,25 @@ export function runEventStoreContract(target: ContractTarget): void {
       try {
         await Promise.all(
           writers.map(async (w, k) => {
-            for (let i = 0; i < 50; i++) await w.append(`${own}w${k}-${i % 3}`, events(i % 4 === 0 ? 2 : 1, 'Live'), { expectedRevision: 'any' });
+            for (let i = 0; i < 50; i++)
+              await w.append(`${own}w${k}-${i % 3}`, events(i % 4 === 0 ? 2 : 1, 'Live'), { expectedRevision: 'any' });
           }),
         );
         const expected = await readOwn(store, baseline, own);
         assert.equal(expected.length, 50 + 4 * (50 + 13));
         await waitFor(() => seen.length >= expected.length, 'the subscription to deliver every event');
-        assert.deepEqual(seen.map((e) => e.id), expected.map((e) => e.id), 'delivered in position order, none skipped, none twice');
+        assert.deepEqual(
+          seen.map((e) => e.id),
+          expected.map((e) => e.id),
+          'delivered in position order, none skipped, none twice',
+        );
         assert.equal(maxInFlight, 1, 'the handler is awaited before the next event');
         if (store.capabilities.contiguousPositions) {
           const all = await store.readAll({ afterPosition: baseline, limit: 10_000 });
-          assert.deepEqual(all.map((e) => e.position), all.map((_, i) => baseline + 1 + i));
+          assert.deepEqual(
+            all.map((e) => e.position),
+            all.map((_, i) => baseline + 1 + i),
+          );
         }
       } finally {
         await Promise.all(writers.map((w) => w.close()));
@@ -285,7 +358,8 @@ export function runEventStoreContract(target: ContractTarget): void {
     it('resumes a subscription from a checkpoint and reports caughtUp', async () => {
       const baseline = await store.headPosition();
       const s = stream('ckpt');
-      for (let i = 0; i < 20; i++) await store.append(s, [newEvent('Step', { i })], { expectedRevision: i === 0 ? 'no_stream' : i - 1 });
+      for (let i = 0; i < 20; i++)
+        await store.append(s, [newEvent('Step', { i })], { expectedRevision: i === 0 ? 'no_stream' : i - 1 });
       const all = await readOwn(store, baseline, s);
       const checkpoint = all[9].position;
       const seen: { i: number; caughtUp: boolean }[] = [];
@@ -293,7 +367,10 @@ export function runEventStoreContract(target: ContractTarget): void {
         if (e.streamId === s) seen.push({ i: (e.data as { i: number }).i, caughtUp: info.caughtUp });
       });
       await waitFor(() => seen.length === 10, 'ten events after the checkpoint');
-      assert.deepEqual(seen.map((x) => x.i), [10, 11, 12, 13, 14, 15, 16, 17, 18, 19]);
+      assert.deepEqual(
+        seen.map((x) => x.i),
+        [10, 11, 12, 13, 14, 15, 16, 17, 18, 19],
+      );
       assert.equal(seen[9].caughtUp, true, 'the last known event is flagged caughtUp');
       assert.ok(seen.slice(0, 9).every((x) => !x.caughtUp));
       await store.append(s, [newEvent('Step', { i: 20 })], { expectedRevision: 19 });
@@ -344,24 +421,82 @@ export function runEventStoreContract(target: ContractTarget): void {
       const q = `${prefix}q${++n}`;
       const corr = `corr-${randomUUID()}`;
       const alice = `key:alice-${randomUUID().slice(0, 6)}`;
-      await store.append(`${q}-deployment:gpt2`, [newEvent('DeploymentRequested', {}, { actor: alice, correlationId: corr, causationId: 'cmd-a', at: '2025-03-02T08:00:00.000Z' })], { expectedRevision: 'any' });
-      await store.append(`${q}-deployment:gpt2`, [newEvent('ReplicaPlaced', {}, { actor: 'system:scheduler', correlationId: corr, causationId: 'evt-b', at: '2025-03-02T08:00:01.000Z' })], { expectedRevision: 'any' });
-      await store.append(`${q}-request:r1`, [newEvent('RequestReceived', {}, { actor: alice, correlationId: `other-${corr}`, causationId: 'cmd-c', at: '2025-03-02T09:00:00.000Z' })], { expectedRevision: 'any' });
-      await store.append(`${q}-request:r1`, [newEvent('RequestQueued', {}, { actor: 'system:scheduler', correlationId: `other-${corr}`, causationId: 'cmd-c', at: '2025-03-02T09:30:00.000Z' })], { expectedRevision: 'any' });
+      await store.append(
+        `${q}-deployment:gpt2`,
+        [
+          newEvent(
+            'DeploymentRequested',
+            {},
+            { actor: alice, correlationId: corr, causationId: 'cmd-a', at: '2025-03-02T08:00:00.000Z' },
+          ),
+        ],
+        { expectedRevision: 'any' },
+      );
+      await store.append(
+        `${q}-deployment:gpt2`,
+        [
+          newEvent(
+            'ReplicaPlaced',
+            {},
+            { actor: 'system:scheduler', correlationId: corr, causationId: 'evt-b', at: '2025-03-02T08:00:01.000Z' },
+          ),
+        ],
+        { expectedRevision: 'any' },
+      );
+      await store.append(
+        `${q}-request:r1`,
+        [
+          newEvent(
+            'RequestReceived',
+            {},
+            { actor: alice, correlationId: `other-${corr}`, causationId: 'cmd-c', at: '2025-03-02T09:00:00.000Z' },
+          ),
+        ],
+        { expectedRevision: 'any' },
+      );
+      await store.append(
+        `${q}-request:r1`,
+        [
+          newEvent(
+            'RequestQueued',
+            {},
+            {
+              actor: 'system:scheduler',
+              correlationId: `other-${corr}`,
+              causationId: 'cmd-c',
+              at: '2025-03-02T09:30:00.000Z',
+            },
+          ),
+        ],
+        { expectedRevision: 'any' },
+      );
       const types = (r: StoredEvent[]) => r.map((e) => e.type);
       assert.deepEqual(types(await store.query({ actor: alice })), ['DeploymentRequested', 'RequestReceived']);
       assert.deepEqual(types(await store.query({ correlationId: corr })), ['DeploymentRequested', 'ReplicaPlaced']);
-      assert.deepEqual(types(await store.query({ causationId: 'cmd-c', streamPrefix: q })), ['RequestReceived', 'RequestQueued']);
-      assert.deepEqual(types(await store.query({ streamPrefix: `${q}-deployment:` })), ['DeploymentRequested', 'ReplicaPlaced']);
+      assert.deepEqual(types(await store.query({ causationId: 'cmd-c', streamPrefix: q })), [
+        'RequestReceived',
+        'RequestQueued',
+      ]);
+      assert.deepEqual(types(await store.query({ streamPrefix: `${q}-deployment:` })), [
+        'DeploymentRequested',
+        'ReplicaPlaced',
+      ]);
       assert.deepEqual(types(await store.query({ streamPrefix: q, type: 'RequestQueued' })), ['RequestQueued']);
       assert.deepEqual(
-        types(await store.query({ streamPrefix: q, fromAt: '2025-03-02T08:00:01.000Z', toAt: '2025-03-02T09:30:00.000Z' })),
+        types(
+          await store.query({ streamPrefix: q, fromAt: '2025-03-02T08:00:01.000Z', toAt: '2025-03-02T09:30:00.000Z' }),
+        ),
         ['ReplicaPlaced', 'RequestReceived'],
         'fromAt inclusive, toAt exclusive',
       );
       const page1 = await store.query({ streamPrefix: q, limit: 3 });
       const page2 = await store.query({ streamPrefix: q, limit: 3, afterPosition: page1[2].position });
-      assert.deepEqual(types([...page1, ...page2]), ['DeploymentRequested', 'ReplicaPlaced', 'RequestReceived', 'RequestQueued']);
+      assert.deepEqual(types([...page1, ...page2]), [
+        'DeploymentRequested',
+        'ReplicaPlaced',
+        'RequestReceived',
+        'RequestQueued',
+      ]);
       assert.deepEqual(await store.query({ actor: `nobody-${randomUUID()}` }), []);
     });
 
@@ -378,7 +513,14 @@ export function runEventStoreContract(target: ContractTarget): void {
         append: (id: string, e: NewEvent[], o: Parameters<EventStore['append']>[2]) => store.append(id, e, o),
       } as unknown as EventStore;
       const increment = (cache: AggregateCache<Counter>, commandId: string) =>
-        handleCommand(counting, { streamId: s, command: { commandId, by: 1 }, decider: counterDecider, codec: typeDataCodec<CounterEvent>({ commandId, actor: 'system:test', at: AT }), cache, maxAttempts: 10 });
+        handleCommand(counting, {
+          streamId: s,
+          command: { commandId, by: 1 },
+          decider: counterDecider,
+          codec: typeDataCodec<CounterEvent>({ commandId, actor: 'system:test', at: AT }),
+          cache,
+          maxAttempts: 10,
+        });
       const a = new AggregateCache<Counter>();
       const b = new AggregateCache<Counter>();
       for (let i = 0; i < 30; i++) await increment(a, `a-${i}`);
@@ -394,7 +536,11 @@ export function runEventStoreContract(target: ContractTarget): void {
       }
       assert.ok(read <= 40, `each writer read only the other's new events (read ${read})`);
       const all = await store.readStream(s);
-      assert.deepEqual(all.map((e) => (e.data as { to: number }).to), all.map((_, i) => i + 1), 'no decision on a stale state got in');
+      assert.deepEqual(
+        all.map((e) => (e.data as { to: number }).to),
+        all.map((_, i) => i + 1),
+        'no decision on a stale state got in',
+      );
       // A redelivered command is stored once even though the cache holds its effect.
       const again = await increment(a, 'a-3');
       assert.equal(again.alreadyStored, true);
@@ -414,7 +560,10 @@ export function runEventStoreContract(target: ContractTarget): void {
       await rejectsWithCode(store.readStream(s), 'ES_STORE_CLOSED');
       await store.close();
       store = await sut.open();
-      assert.deepEqual((await store.readStream(s)).map((e) => e.id), written.map((e) => e.id));
+      assert.deepEqual(
+        (await store.readStream(s)).map((e) => e.id),
+        written.map((e) => e.id),
+      );
       assert.equal(await store.headPosition(), head);
       const r = await store.append(s, events(1), { expectedRevision: 4 });
       assert.equal(r.nextRevision, 5);

@@ -23,14 +23,20 @@ function runChild(target: string, tag: string): Promise<{ tag: string; attempts:
     let err = '';
     p.stdout.on('data', (d) => (out += d));
     p.stderr.on('data', (d) => (err += d));
-    p.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`child ${tag} exited ${code}: ${err}`))));
+    p.on('exit', (code) =>
+      code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`child ${tag} exited ${code}: ${err}`)),
+    );
   });
 }
 
 async function checkCounter(store: EventStore, results: { tag: string; attempts: number[] }[]): Promise<void> {
   const events = await store.readStream('counter-shared');
   assert.equal(events.length, PROCESSES * EACH, 'every command appended exactly once');
-  assert.deepEqual(events.map((e) => (e.data as { to: number }).to), events.map((_, i) => i + 1), 'no decision on stale state got in');
+  assert.deepEqual(
+    events.map((e) => (e.data as { to: number }).to),
+    events.map((_, i) => i + 1),
+    'no decision on stale state got in',
+  );
   assert.equal(new Set(events.map((e) => e.id)).size, events.length);
   for (const r of results) assert.equal(r.attempts.length, EACH);
 }
@@ -41,7 +47,9 @@ describe('handleCommand with concurrent processes', () => {
     const path = join(dir, 'events.db');
     try {
       new SqliteEventStore({ path }).close();
-      const results = await Promise.all(Array.from({ length: PROCESSES }, (_, i) => runChild(`sqlite:${path}`, `p${i}`)));
+      const results = await Promise.all(
+        Array.from({ length: PROCESSES }, (_, i) => runChild(`sqlite:${path}`, `p${i}`)),
+      );
       const store = new SqliteEventStore({ path });
       try {
         await checkCounter(store, results);
@@ -58,7 +66,9 @@ describe('handleCommand with concurrent processes', () => {
       const schema = freshSchema('hc');
       const store = await PostgresEventStore.open({ connectionString: databaseUrl, schema });
       try {
-        const results = await Promise.all(Array.from({ length: PROCESSES }, (_, i) => runChild(`postgres:${schema}`, `p${i}`)));
+        const results = await Promise.all(
+          Array.from({ length: PROCESSES }, (_, i) => runChild(`postgres:${schema}`, `p${i}`)),
+        );
         await checkCounter(store, results);
         const retried = results.flatMap((r) => r.attempts).filter((a) => a > 1).length;
         assert.ok(retried > 0, 'the processes really raced (some commands needed a retry)');

@@ -11,7 +11,8 @@ import { isFabricError } from '../../protocol/errors.js';
 import { counterDecider, type Counter, type CounterEvent, type Increment } from './counter.js';
 
 const AT = '2025-03-01T10:00:00.000Z';
-const codecFor = (c: Increment) => typeDataCodec<CounterEvent>({ commandId: c.commandId, actor: 'key:test', at: AT }, { Incremented: 2 });
+const codecFor = (c: Increment) =>
+  typeDataCodec<CounterEvent>({ commandId: c.commandId, actor: 'key:test', at: AT }, { Incremented: 2 });
 
 describe('handleCommand', () => {
   let store: SqliteEventStore;
@@ -20,8 +21,11 @@ describe('handleCommand', () => {
   });
   afterEach(() => store.close());
 
-  const run = (command: Increment, decider: Decider<Increment, Counter, CounterEvent> = counterDecider, maxAttempts?: number) =>
-    handleCommand(store, { streamId: 'counter-1', command, decider, codec: codecFor(command), maxAttempts });
+  const run = (
+    command: Increment,
+    decider: Decider<Increment, Counter, CounterEvent> = counterDecider,
+    maxAttempts?: number,
+  ) => handleCommand(store, { streamId: 'counter-1', command, decider, codec: codecFor(command), maxAttempts });
 
   it('loads, decides and appends with the expected revision, recording metadata and ids from the command', async () => {
     const a = await run({ commandId: 'cmd-a', by: 2 });
@@ -29,7 +33,13 @@ describe('handleCommand', () => {
     const b = await run({ commandId: 'cmd-b', by: 3 });
     assert.deepEqual([b.state, b.nextRevision], [{ count: 5 }, 1]);
     const stored = await store.readStream('counter-1');
-    assert.deepEqual(stored.map((e) => e.data), [{ by: 2, to: 2 }, { by: 3, to: 5 }]);
+    assert.deepEqual(
+      stored.map((e) => e.data),
+      [
+        { by: 2, to: 2 },
+        { by: 3, to: 5 },
+      ],
+    );
     assert.equal(stored[1].id, deterministicEventId('cmd-b', 0));
     assert.equal(stored[1].version, 2);
     assert.deepEqual(stored[1].metadata, { correlationId: 'cmd-b', causationId: 'cmd-b', actor: 'key:test', at: AT });
@@ -57,7 +67,10 @@ describe('handleCommand', () => {
         if (!raced) {
           raced = true;
           // Another writer appends between this handler's load and its append.
-          const other = codecFor({ commandId: 'other', by: 10 }).encode({ type: 'Incremented', data: { by: 10, to: s.count + 10 } }, 0);
+          const other = codecFor({ commandId: 'other', by: 10 }).encode(
+            { type: 'Incremented', data: { by: 10, to: s.count + 10 } },
+            0,
+          );
           store.appendSync('counter-1', [other], { expectedRevision: 'any' });
         }
         return counterDecider.decide(c, s);
@@ -66,7 +79,10 @@ describe('handleCommand', () => {
     const r = await run({ commandId: 'cmd-a', by: 1 }, racing);
     assert.equal(r.attempts, 2);
     assert.deepEqual(r.state, { count: 11 });
-    assert.deepEqual((await store.readStream('counter-1')).map((e) => (e.data as { to: number }).to), [10, 11]);
+    assert.deepEqual(
+      (await store.readStream('counter-1')).map((e) => (e.data as { to: number }).to),
+      [10, 11],
+    );
   });
 
   it('gives up after maxAttempts conflicts with ES_COMMAND_CONFLICT and stores none of its events', async () => {
@@ -74,7 +90,9 @@ describe('handleCommand', () => {
       ...counterDecider,
       decide(c, s) {
         const other = codecFor({ commandId: randomUUID(), by: 1 });
-        store.appendSync('counter-1', [other.encode({ type: 'Incremented', data: { by: 1, to: s.count + 1 } }, 0)], { expectedRevision: 'any' });
+        store.appendSync('counter-1', [other.encode({ type: 'Incremented', data: { by: 1, to: s.count + 1 } }, 0)], {
+          expectedRevision: 'any',
+        });
         return counterDecider.decide(c, s);
       },
     };
@@ -126,13 +144,20 @@ describe('handleCommand with an aggregate cache', () => {
   });
   afterEach(() => store.close());
 
-  const run = (cache: AggregateCache<Counter>, command: Increment, decider: Decider<Increment, Counter, CounterEvent> = counterDecider) =>
-    handleCommand(counting, { streamId: 'counter-1', command, decider, codec: codecFor(command), cache });
+  const run = (
+    cache: AggregateCache<Counter>,
+    command: Increment,
+    decider: Decider<Increment, Counter, CounterEvent> = counterDecider,
+  ) => handleCommand(counting, { streamId: 'counter-1', command, decider, codec: codecFor(command), cache });
 
   it('decides on the cached state: after the first load a command reads no events, however long the stream', async () => {
     const cache = new AggregateCache<Counter>();
     const bulk = codecFor({ commandId: 'bulk', by: 1 });
-    store.appendSync('counter-1', Array.from({ length: 5000 }, (_, i) => bulk.encode({ type: 'Incremented', data: { by: 1, to: i + 1 } }, i)), { expectedRevision: 'no_stream' });
+    store.appendSync(
+      'counter-1',
+      Array.from({ length: 5000 }, (_, i) => bulk.encode({ type: 'Incremented', data: { by: 1, to: i + 1 } }, i)),
+      { expectedRevision: 'no_stream' },
+    );
     await run(cache, { commandId: 'first', by: 1 });
     assert.equal(read, 5000, 'the first command folds the stream once');
     read = 0;
@@ -146,7 +171,9 @@ describe('handleCommand with an aggregate cache', () => {
     const cache = new AggregateCache<Counter>();
     for (let i = 0; i < 20; i++) await run(cache, { commandId: `c-${i}`, by: 1 });
     const other = codecFor({ commandId: 'other', by: 10 });
-    store.appendSync('counter-1', [other.encode({ type: 'Incremented', data: { by: 10, to: 30 } }, 0)], { expectedRevision: 19 });
+    store.appendSync('counter-1', [other.encode({ type: 'Incremented', data: { by: 10, to: 30 } }, 0)], {
+      expectedRevision: 19,
+    });
     read = 0;
     const r = await run(cache, { commandId: 'after', by: 1 });
     assert.deepEqual([r.state, r.attempts, read], [{ count: 31 }, 2, 1]);
@@ -157,12 +184,21 @@ describe('handleCommand with an aggregate cache', () => {
     const cache = new AggregateCache<Counter>();
     await run(cache, { commandId: 'c-0', by: 3 });
     const other = codecFor({ commandId: 'other', by: 10 });
-    store.appendSync('counter-1', [other.encode({ type: 'Incremented', data: { by: 10, to: 13 } }, 0)], { expectedRevision: 0 });
+    store.appendSync('counter-1', [other.encode({ type: 'Incremented', data: { by: 10, to: 13 } }, 0)], {
+      expectedRevision: 0,
+    });
     // On the cached count 3 a max of 5 allows +1; on the latest (13) it is refused.
     await assert.rejects(run(cache, { commandId: 'c-1', by: 1, max: 5 }), /count would pass 5/);
     assert.deepEqual(cache.get('counter-1')?.state, { count: 13 });
-    const onlyBelow10: Decider<Increment, Counter, CounterEvent> = { ...counterDecider, decide: (c, s) => (s.count >= 10 ? [] : counterDecider.decide(c, s)) };
-    store.appendSync('counter-1', [codecFor({ commandId: 'o2', by: 1 }).encode({ type: 'Incremented', data: { by: 1, to: 14 } }, 0)], { expectedRevision: 1 });
+    const onlyBelow10: Decider<Increment, Counter, CounterEvent> = {
+      ...counterDecider,
+      decide: (c, s) => (s.count >= 10 ? [] : counterDecider.decide(c, s)),
+    };
+    store.appendSync(
+      'counter-1',
+      [codecFor({ commandId: 'o2', by: 1 }).encode({ type: 'Incremented', data: { by: 1, to: 14 } }, 0)],
+      { expectedRevision: 1 },
+    );
     const idle = await run(cache, { commandId: 'c-2', by: 1 }, onlyBelow10);
     assert.deepEqual([idle.events, idle.nextRevision], [[], 2]);
   });
@@ -180,7 +216,13 @@ describe('handleCommand with an aggregate cache', () => {
   it('rebuilds from the stream when the cache is new (a restart) or dropped the stream (least recently used)', async () => {
     const cache = new AggregateCache<Counter>({ maxStreams: 1 });
     for (let i = 0; i < 5; i++) await run(cache, { commandId: `c-${i}`, by: 2 });
-    await handleCommand(counting, { streamId: 'counter-2', command: { commandId: 'x', by: 1 }, decider: counterDecider, codec: codecFor({ commandId: 'x', by: 1 }), cache });
+    await handleCommand(counting, {
+      streamId: 'counter-2',
+      command: { commandId: 'x', by: 1 },
+      decider: counterDecider,
+      codec: codecFor({ commandId: 'x', by: 1 }),
+      cache,
+    });
     assert.equal(cache.get('counter-1'), undefined, 'the older stream was dropped');
     const r = await run(cache, { commandId: 'c-5', by: 2 });
     assert.deepEqual(r.state, { count: 12 });

@@ -18,7 +18,11 @@ import { databaseUrl, dropSchema, freshSchema, postgresAvailable } from './pg-en
 const child = fileURLToPath(new URL('./fixtures/append-burst-child.js', import.meta.url));
 
 /** Runs the burst child; with `killAfter`, SIGKILLs it once that many acks arrived. Returns the acks (i → position). */
-function burst(target: string, size: number, killAfter?: number): Promise<{ acks: Map<number, number>; killed: boolean }> {
+function burst(
+  target: string,
+  size: number,
+  killAfter?: number,
+): Promise<{ acks: Map<number, number>; killed: boolean }> {
   return new Promise((resolve, reject) => {
     const p = spawn(process.execPath, [child, target, String(size)], { stdio: ['ignore', 'pipe', 'pipe'] });
     const acks = new Map<number, number>();
@@ -54,8 +58,15 @@ async function checkAfterKill(open: () => Promise<EventStore>, target: string, B
   assert.ok(first.killed, 'the child was killed mid-burst');
   let store = await open();
   let all = await readEverything(store);
-  assert.ok(all.length >= first.acks.size && all.length < BURST, `killed mid-burst: ${all.length} stored, ${first.acks.size} acknowledged`);
-  assert.deepEqual(all.map((e) => e.position), all.map((_, i) => i + 1), 'positions are contiguous');
+  assert.ok(
+    all.length >= first.acks.size && all.length < BURST,
+    `killed mid-burst: ${all.length} stored, ${first.acks.size} acknowledged`,
+  );
+  assert.deepEqual(
+    all.map((e) => e.position),
+    all.map((_, i) => i + 1),
+    'positions are contiguous',
+  );
   const byId = new Map(all.map((e) => [e.id, e]));
   assert.equal(byId.size, all.length, 'no event is stored twice');
   for (const [i, position] of first.acks) {
@@ -71,8 +82,12 @@ async function checkAfterKill(open: () => Promise<EventStore>, target: string, B
   all = await readEverything(store);
   assert.equal(all.length, BURST, 'the re-run added exactly the missing events');
   assert.equal(new Set(all.map((e) => e.id)).size, BURST);
-  assert.deepEqual(all.map((e) => e.position), all.map((_, i) => i + 1));
-  for (const [i, position] of first.acks) assert.equal(second.acks.get(i), position, `re-append of ${i} answered with its original position`);
+  assert.deepEqual(
+    all.map((e) => e.position),
+    all.map((_, i) => i + 1),
+  );
+  for (const [i, position] of first.acks)
+    assert.equal(second.acks.get(i), position, `re-append of ${i} answered with its original position`);
   await store.close();
 }
 
@@ -92,7 +107,11 @@ describe('kill -9 during a burst of appends', () => {
       const schema = freshSchema('kill');
       await (await PostgresEventStore.open({ connectionString: databaseUrl, schema })).close();
       try {
-        await checkAfterKill(() => PostgresEventStore.open({ connectionString: databaseUrl, schema }), `postgres:${schema}`, 3000);
+        await checkAfterKill(
+          () => PostgresEventStore.open({ connectionString: databaseUrl, schema }),
+          `postgres:${schema}`,
+          3000,
+        );
       } finally {
         await dropSchema(schema);
       }

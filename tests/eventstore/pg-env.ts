@@ -14,7 +14,8 @@ export const databaseUrl: string | undefined = process.env.DATABASE_URL;
 export function postgresAvailable(what: string): boolean {
   if (databaseUrl !== undefined && databaseUrl !== '') return true;
   const why = `DATABASE_URL is not set, so ${what} cannot run against a real PostgreSQL server; run the tests through \`npm test\` (scripts/test.mjs starts one) or set DATABASE_URL`;
-  if (process.env.NDIF_ALLOW_SKIP_PG === '1') it(`${what} (skipped: ${why}; NDIF_ALLOW_SKIP_PG=1)`, { skip: why }, () => undefined);
+  if (process.env.NDIF_ALLOW_SKIP_PG === '1')
+    it(`${what} (skipped: ${why}; NDIF_ALLOW_SKIP_PG=1)`, { skip: why }, () => undefined);
   else it(`${what} needs PostgreSQL`, () => assert.fail(why));
   return false;
 }

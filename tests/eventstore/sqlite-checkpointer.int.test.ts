@@ -37,7 +37,10 @@ describe('SQLite background checkpointer', () => {
       for (let i = 0; i < 16; i++) await store.append(`note-${i}`, [event(i)], { expectedRevision: 'no_stream' });
       const before = statSync(path).size;
       for (let i = 16; i < 46; i++) await store.append(`note-${i}`, [event(i)], { expectedRevision: 'no_stream' });
-      assert.ok(await until(() => statSync(path).size > before, 5000), `the database file stayed at ${before} bytes: no checkpoint ran while the store was open`);
+      assert.ok(
+        await until(() => statSync(path).size > before, 5000),
+        `the database file stayed at ${before} bytes: no checkpoint ran while the store was open`,
+      );
       assert.equal(store.checkpointError, undefined);
       await store.close();
       assert.equal(existsSync(`${path}-wal`), false, 'close leaves no connection open (the last one removes the WAL)');
@@ -45,7 +48,10 @@ describe('SQLite background checkpointer', () => {
       const reopened = new SqliteEventStore({ path });
       try {
         const all = await reopened.readAll({ limit: 100 });
-        assert.deepEqual(all.map((e) => (e.data as { i: number }).i), Array.from({ length: 46 }, (_, i) => i));
+        assert.deepEqual(
+          all.map((e) => (e.data as { i: number }).i),
+          Array.from({ length: 46 }, (_, i) => i),
+        );
       } finally {
         await reopened.close();
       }

@@ -50,7 +50,19 @@ function writeVersion1(path: string, count: number): void {
   );
   for (let i = 0; i < count; i++) {
     const e = event(i);
-    insert.run(`s-${i % 3}`, Math.floor(i / 3), e.id, e.type, 1, JSON.stringify(e.data), `c-${i}`, `c-${i}`, 'system:test', at, Date.parse(at));
+    insert.run(
+      `s-${i % 3}`,
+      Math.floor(i / 3),
+      e.id,
+      e.type,
+      1,
+      JSON.stringify(e.data),
+      `c-${i}`,
+      `c-${i}`,
+      'system:test',
+      at,
+      Date.parse(at),
+    );
   }
   db.close();
 }
@@ -71,24 +83,47 @@ describe('SQLite event store schema migration', () => {
     writeVersion1(path, 30);
     const store = new SqliteEventStore({ path, pollIntervalMs: 20 });
     try {
-      assert.equal(store.db.prepare(`SELECT value FROM es_meta WHERE key = 'schema_version'`).pluck(true).get(), String(SQLITE_SCHEMA_VERSION));
-      const indexes = store.db.prepare(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'es_events'`).pluck(true).all();
-      assert.ok(indexes.includes('es_events_id_key') && !indexes.includes('es_events_event_id'), `indexes: ${indexes.join(', ')}`);
-      const keys = store.db.prepare(`SELECT event_id, id_key FROM es_events`).all() as { event_id: string; id_key: number }[];
+      assert.equal(
+        store.db.prepare(`SELECT value FROM es_meta WHERE key = 'schema_version'`).pluck(true).get(),
+        String(SQLITE_SCHEMA_VERSION),
+      );
+      const indexes = store.db
+        .prepare(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'es_events'`)
+        .pluck(true)
+        .all();
+      assert.ok(
+        indexes.includes('es_events_id_key') && !indexes.includes('es_events_event_id'),
+        `indexes: ${indexes.join(', ')}`,
+      );
+      const keys = store.db.prepare(`SELECT event_id, id_key FROM es_events`).all() as {
+        event_id: string;
+        id_key: number;
+      }[];
       assert.equal(keys.length, 30);
       for (const k of keys) assert.equal(k.id_key, eventIdKey(k.event_id));
 
       const all = await store.readAll({ afterPosition: 0, limit: 100 });
-      assert.deepEqual(all.map((e) => e.id), Array.from({ length: 30 }, (_, i) => event(i).id));
-      assert.deepEqual((await store.readStream('s-1')).map((e) => e.revision), [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+      assert.deepEqual(
+        all.map((e) => e.id),
+        Array.from({ length: 30 }, (_, i) => event(i).id),
+      );
+      assert.deepEqual(
+        (await store.readStream('s-1')).map((e) => e.revision),
+        [0, 1, 2, 3, 4, 5, 6, 7, 8, 9],
+      );
 
       // A repeat of stored events answers with their original result; the same id in another stream is refused.
       const repeat = await store.append('s-0', [event(27)], { expectedRevision: 8 });
       assert.equal(repeat.position, 28);
-      await assert.rejects(store.append('s-new', [event(4)], { expectedRevision: 'no_stream' }), { code: 'ES_EVENT_ID_CONFLICT' });
+      await assert.rejects(store.append('s-new', [event(4)], { expectedRevision: 'no_stream' }), {
+        code: 'ES_EVENT_ID_CONFLICT',
+      });
       const fresh = await store.append('s-0', [event(30)], { expectedRevision: 9 });
       assert.equal(fresh.position, 31);
-      assert.deepEqual((await store.query({ type: 'Odd' })).map((e) => e.position), Array.from({ length: 15 }, (_, i) => 2 * i + 2));
+      assert.deepEqual(
+        (await store.query({ type: 'Odd' })).map((e) => e.position),
+        Array.from({ length: 15 }, (_, i) => 2 * i + 2),
+      );
     } finally {
       await store.close();
     }
@@ -104,10 +139,16 @@ describe('SQLite event store schema migration', () => {
     db.exec(VERSION_1_DDL);
     db.prepare(`UPDATE es_meta SET value = '9' WHERE key = 'schema_version'`).run();
     db.close();
-    assert.throws(() => new SqliteEventStore({ path }), { code: 'ES_SCHEMA_UNSUPPORTED', message: /schema version 9; this build reads versions 1 \(migrated when opened\) and 2/ });
+    assert.throws(() => new SqliteEventStore({ path }), {
+      code: 'ES_SCHEMA_UNSUPPORTED',
+      message: /schema version 9; this build reads versions 1 \(migrated when opened\) and 2/,
+    });
     const check = new Database(path, { readonly: true });
     assert.equal(check.prepare(`SELECT value FROM es_meta WHERE key = 'schema_version'`).pluck(true).get(), '9');
-    assert.equal(check.prepare(`SELECT count(*) FROM pragma_table_info('es_events') WHERE name = 'id_key'`).pluck(true).get(), 0);
+    assert.equal(
+      check.prepare(`SELECT count(*) FROM pragma_table_info('es_events') WHERE name = 'id_key'`).pluck(true).get(),
+      0,
+    );
     check.close();
   });
 });

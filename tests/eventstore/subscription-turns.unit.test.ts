@@ -42,11 +42,17 @@ test('subscriptions behind the head take turns: each turn of the event loop runs
   const subs = [0, 1, 2].map((n) => {
     let resolve!: () => void;
     finished.push(new Promise<void>((r) => (resolve = r)));
-    return startSubscription(source, 0, 50, (e) => {
-      deliveries.push({ sub: n, turn });
-      busy(1);
-      if (e.position === EVENTS.length) resolve();
-    }, () => undefined);
+    return startSubscription(
+      source,
+      0,
+      50,
+      (e) => {
+        deliveries.push({ sub: n, turn });
+        busy(1);
+        if (e.position === EVENTS.length) resolve();
+      },
+      () => undefined,
+    );
   });
   await Promise.all(finished);
   ticking = false;
@@ -56,7 +62,9 @@ test('subscriptions behind the head take turns: each turn of the event loop runs
   const byTurn = new Map<number, Set<number>>();
   for (const d of deliveries) byTurn.set(d.turn, (byTurn.get(d.turn) ?? new Set()).add(d.sub));
   const first = Math.min(...byTurn.keys());
-  const shared = [...byTurn.entries()].filter(([t, s]) => t !== first && s.size > 1).map(([t, s]) => `turn ${t}: ${[...s].join(', ')}`);
+  const shared = [...byTurn.entries()]
+    .filter(([t, s]) => t !== first && s.size > 1)
+    .map(([t, s]) => `turn ${t}: ${[...s].join(', ')}`);
   assert.deepEqual(shared, [], 'after they start, no turn runs slices of two subscriptions');
   // Each slice is about SLICE_MS of 1 ms handlers: the three needed many turns, not three.
   assert.ok(byTurn.size >= (3 * EVENTS.length) / (2 * SLICE_MS), `${byTurn.size} turns`);

@@ -22,14 +22,26 @@ after(() => {
 async function ndif(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number; out: string; err: string }> {
   let out = '';
   let err = '';
-  const code = await main(args, { stdout: { write: (s: string) => (out += s) }, stderr: { write: (s: string) => (err += s) }, env });
+  const code = await main(args, {
+    stdout: { write: (s: string) => (out += s) },
+    stderr: { write: (s: string) => (err += s) },
+    env,
+  });
   return { code, out, err };
 }
 
 function startFabric(dataDir: string, bootstrapKey: string) {
   const child = spawn(process.execPath, ['--enable-source-maps', MAIN], {
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, NDIF_DATA_DIR: dataDir, NDIF_PORT: '0', NDIF_AGENT: 'off', NDIF_AUTH: 'on', NDIF_BOOTSTRAP_KEY: bootstrapKey, NDIF_LOG_LEVEL: 'info' },
+    env: {
+      ...process.env,
+      NDIF_DATA_DIR: dataDir,
+      NDIF_PORT: '0',
+      NDIF_AGENT: 'off',
+      NDIF_AUTH: 'on',
+      NDIF_BOOTSTRAP_KEY: bootstrapKey,
+      NDIF_LOG_LEVEL: 'info',
+    },
   });
   let out = '';
   let err = '';
@@ -45,7 +57,8 @@ function startFabric(dataDir: string, bootstrapKey: string) {
       for (;;) {
         const m = /listening on (http:\/\/\S+)/.exec(out);
         if (m) return m[1]!;
-        if (child.exitCode !== null || Date.now() > end) throw new Error(`the fabric did not start: ${out}\n${err.slice(-3000)}`);
+        if (child.exitCode !== null || Date.now() > end)
+          throw new Error(`the fabric did not start: ${out}\n${err.slice(-3000)}`);
         await sleep(25);
       }
     },
@@ -83,8 +96,13 @@ describe('the bootstrap operator key', () => {
       assert.match(alice, /^ndif_[0-9a-f]{16}_/);
       assert.match(created.err, /key [0-9a-f]{16} "alice" \(priority\); the secret is shown only now/);
       const aliceId = alice.slice(5, 21);
-      const whoami = (await fetch(`${url}/whoami`, { headers: { authorization: `Bearer ${alice}` } }).then((r) => r.json())) as { actor: string; tags: Record<string, boolean> };
-      assert.deepEqual([whoami.actor, whoami.tags], [`key:${aliceId}`, { trusted: false, priority: true, operator: false }]);
+      const whoami = (await fetch(`${url}/whoami`, { headers: { authorization: `Bearer ${alice}` } }).then((r) =>
+        r.json(),
+      )) as { actor: string; tags: Record<string, boolean> };
+      assert.deepEqual(
+        [whoami.actor, whoami.tags],
+        [`key:${aliceId}`, { trusted: false, priority: true, operator: false }],
+      );
 
       // Alice is no operator: the key routes refuse her.
       const refused = await ndif(['keys', 'list'], { NDIF_URL: url, NDIF_API_KEY: alice });
@@ -94,7 +112,10 @@ describe('the bootstrap operator key', () => {
       const listed = await ndif(['keys', 'list'], asOperator);
       assert.equal(listed.code, 0, listed.err);
       assert.match(listed.out, /^ID +LABEL +TAGS +CREATED +BY +REVOKED$/m);
-      assert.match(listed.out, new RegExp(`^${bootstrapId} +bootstrap operator +trusted,operator +\\S+ +system:bootstrap +-$`, 'm'));
+      assert.match(
+        listed.out,
+        new RegExp(`^${bootstrapId} +bootstrap operator +trusted,operator +\\S+ +system:bootstrap +-$`, 'm'),
+      );
       assert.match(listed.out, new RegExp(`^${aliceId} +alice +priority +\\S+ +key:${bootstrapId} +-$`, 'm'));
 
       const revoked = await ndif(['keys', 'revoke', aliceId], asOperator);
@@ -113,8 +134,13 @@ describe('the bootstrap operator key', () => {
     fabric = startFabric(dir, bootstrap);
     try {
       const url = await fabric.url();
-      const keys = JSON.parse((await ndif(['keys', 'list', '--json'], { NDIF_URL: url, NDIF_API_KEY: bootstrap })).out) as { keys: { id: string }[] };
-      assert.deepEqual(keys.keys.map((k) => k.id).filter((id) => id === bootstrapId), [bootstrapId]);
+      const keys = JSON.parse(
+        (await ndif(['keys', 'list', '--json'], { NDIF_URL: url, NDIF_API_KEY: bootstrap })).out,
+      ) as { keys: { id: string }[] };
+      assert.deepEqual(
+        keys.keys.map((k) => k.id).filter((id) => id === bootstrapId),
+        [bootstrapId],
+      );
       assert.equal(keys.keys.length, 2);
     } finally {
       await fabric.stop();

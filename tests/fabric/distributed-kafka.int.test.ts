@@ -9,7 +9,16 @@ const brokers = requireService('KAFKA_BROKERS', 'NDIF_ALLOW_SKIP_KAFKA');
 if (brokers !== undefined) {
   test('distributed entry points over Kafka', { timeout: 120_000 }, async () => {
     const run = randomUUID().slice(0, 8);
-    const kafka = { NDIF_TRANSPORT: 'kafka', KAFKA_BROKERS: brokers, NDIF_TOPIC_ASSIGNMENTS: `t-${run}.assignments`, NDIF_TOPIC_AGENT_EVENTS: `t-${run}.agent-events` };
-    await runDistributed(() => kafka, () => kafka, true);
+    const kafka = {
+      NDIF_TRANSPORT: 'kafka',
+      KAFKA_BROKERS: brokers,
+      NDIF_TOPIC_ASSIGNMENTS: `t-${run}.assignments`,
+      NDIF_TOPIC_AGENT_EVENTS: `t-${run}.agent-events`,
+    };
+    await runDistributed(
+      () => kafka,
+      () => kafka,
+      true,
+    );
   });
 }

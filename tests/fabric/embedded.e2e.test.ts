@@ -37,7 +37,16 @@ const started: ChildProcess[] = [];
 async function startFabric(dataDir: string, env: NodeJS.ProcessEnv = {}): Promise<Fabric> {
   const child = spawn(process.execPath, ['--enable-source-maps', MAIN], {
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, NDIF_DATA_DIR: dataDir, NDIF_PORT: '0', NDIF_LOG_LEVEL: process.env.NDIF_TEST_LOG_LEVEL ?? 'warn', NDIF_AGENT_HEARTBEAT_MS: '500', NDIF_AGENT_GPUS: '1x16GiB', NDIF_AGENT_RAM: '8GiB', ...env },
+    env: {
+      ...process.env,
+      NDIF_DATA_DIR: dataDir,
+      NDIF_PORT: '0',
+      NDIF_LOG_LEVEL: process.env.NDIF_TEST_LOG_LEVEL ?? 'warn',
+      NDIF_AGENT_HEARTBEAT_MS: '500',
+      NDIF_AGENT_GPUS: '1x16GiB',
+      NDIF_AGENT_RAM: '8GiB',
+      ...env,
+    },
   });
   let out = '';
   let err = '';
@@ -52,7 +61,8 @@ async function startFabric(dataDir: string, env: NodeJS.ProcessEnv = {}): Promis
   for (;;) {
     const m = /listening on (http:\/\/\S+)/.exec(out);
     if (m) return { child, url: m[1], out: () => out, exited };
-    if (child.exitCode !== null || Date.now() > end) throw new Error(`the fabric did not start: ${out}\n${err.slice(-3000)}`);
+    if (child.exitCode !== null || Date.now() > end)
+      throw new Error(`the fabric did not start: ${out}\n${err.slice(-3000)}`);
     await sleep(25);
   }
 }
@@ -69,10 +79,19 @@ async function json(url: string, init?: RequestInit): Promise<{ status: number; 
 }
 
 function submit(f: Fabric, requestId: string): Promise<{ status: number; body: Record<string, unknown> }> {
-  return json(`${f.url}/requests`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ requestId, model: 'gpt2-tiny', invokes: [{ input: PROMPT, block: BLOCK }] }) });
+  return json(`${f.url}/requests`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ requestId, model: 'gpt2-tiny', invokes: [{ input: PROMPT, block: BLOCK }] }),
+  });
 }
 
-async function until(f: Fabric, requestId: string, status: string, timeoutMs = 40_000): Promise<Record<string, unknown>> {
+async function until(
+  f: Fabric,
+  requestId: string,
+  status: string,
+  timeoutMs = 40_000,
+): Promise<Record<string, unknown>> {
   const end = Date.now() + timeoutMs;
   let last: Record<string, unknown> = {};
   while (Date.now() < end) {
@@ -80,7 +99,9 @@ async function until(f: Fabric, requestId: string, status: string, timeoutMs = 4
     if (last.status === status) return last;
     await sleep(50);
   }
-  throw new Error(`request ${requestId} is ${String(last.status)}, not ${status}: ${JSON.stringify(last).slice(0, 1500)}`);
+  throw new Error(
+    `request ${requestId} is ${String(last.status)}, not ${status}: ${JSON.stringify(last).slice(0, 1500)}`,
+  );
 }
 
 function pidAlive(pid: number): boolean {
@@ -109,16 +130,25 @@ describe('embedded fabric (npm start)', () => {
     const data = join(dir, 'data');
     let f = await startFabric(data);
     // The hint is its own write after the listening line; the two may arrive in separate chunks.
-    for (let end = Date.now() + 5000; !/try it: /.test(f.out()) && Date.now() < end; ) await new Promise((r) => setTimeout(r, 25));
+    for (let end = Date.now() + 5000; !/try it: /.test(f.out()) && Date.now() < end; )
+      await new Promise((r) => setTimeout(r, 25));
     assert.match(f.out(), /try it: /);
     const sub = await submit(f, 'first');
     assert.equal(sub.status, 202);
     const done = await until(f, 'first', 'COMPLETED');
-    assert.deepEqual((done.logs as Array<{ line: string }>).map((l) => l.line), ['layer 1 1x7x64']);
+    assert.deepEqual(
+      (done.logs as Array<{ line: string }>).map((l) => l.line),
+      ['layer 1 1x7x64'],
+    );
     const result = done.result as { inline: string; sha256: string };
     const container = decodeResultContainer(Buffer.from(result.inline, 'base64'));
-    const expected = await direct.run({ invokes: [{ prompt: PROMPT, block: BLOCK }] }, () => createInProcessBlocks({ manifest: direct.manifest(), tokenizer: direct.tokenizer }));
-    assert.ok(Buffer.from(container.invokes[0].tensors[0].data).equals(Buffer.from(expected.invokes[0].result.tensors[0].data)), 'the result equals the runtime run directly');
+    const expected = await direct.run({ invokes: [{ prompt: PROMPT, block: BLOCK }] }, () =>
+      createInProcessBlocks({ manifest: direct.manifest(), tokenizer: direct.tokenizer }),
+    );
+    assert.ok(
+      Buffer.from(container.invokes[0].tensors[0].data).equals(Buffer.from(expected.invokes[0].result.tensors[0].data)),
+      'the result equals the runtime run directly',
+    );
     assert.equal(await stopFabric(f), 0);
     assert.match(f.out(), /fabric stopped/);
 
@@ -127,7 +157,10 @@ describe('embedded fabric (npm start)', () => {
     assert.equal((await submit(f, 'queued')).status, 202);
     await sleep(500);
     const waiting = (await json(`${f.url}/requests/queued`)).body;
-    assert.ok(['QUEUED', 'DISPATCHED', 'PROVISIONING', 'DEPLOYING'].includes(String(waiting.status)), `waiting: ${String(waiting.status)}`);
+    assert.ok(
+      ['QUEUED', 'DISPATCHED', 'PROVISIONING', 'DEPLOYING'].includes(String(waiting.status)),
+      `waiting: ${String(waiting.status)}`,
+    );
     assert.equal(await stopFabric(f), 0);
 
     // Back with the agent: the earlier result is still there and the waiting request completes.
@@ -148,7 +181,11 @@ describe('embedded fabric (npm start)', () => {
     const { execFileSync } = await import('node:child_process');
     const childrenOf = (pid: number) => {
       try {
-        return execFileSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' }).trim().split('\n').map(Number).filter(Boolean);
+        return execFileSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' })
+          .trim()
+          .split('\n')
+          .map(Number)
+          .filter(Boolean);
       } catch {
         return [];
       }
@@ -166,7 +203,10 @@ describe('embedded fabric (npm start)', () => {
     assert.equal(second.length, 1, 'a new agent child was started');
     assert.equal((await submit(f, 'after-kill')).status, 202);
     await until(f, 'after-kill', 'COMPLETED', 40_000);
-    const agents = (await json(`${f.url}/agents`)).body.agents as Array<{ agentId: string; health: { restarts: number } }>;
+    const agents = (await json(`${f.url}/agents`)).body.agents as Array<{
+      agentId: string;
+      health: { restarts: number };
+    }>;
     assert.equal(agents.length, 1);
     assert.equal(agents[0].agentId, 'local-agent');
     f.child.kill('SIGKILL');

@@ -10,7 +10,10 @@ const logModule = pathToFileURL(fileURLToPath(new URL('../../fabric/log.js', imp
 const probe = `const { processLogger } = await import(${JSON.stringify(logModule)}); const log = processLogger('probe'); log.info({ answer: 42 }, 'hello there');`;
 
 function run(env: Record<string, string | undefined>): { stderr: string; status: number | null } {
-  const r = spawnSync(process.execPath, ['--input-type=module', '-e', probe], { env: { ...process.env, NDIF_LOG_FORMAT: undefined, NDIF_LOG_LEVEL: 'info', ...env }, encoding: 'utf8' });
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', probe], {
+    env: { ...process.env, NDIF_LOG_FORMAT: undefined, NDIF_LOG_LEVEL: 'info', ...env },
+    encoding: 'utf8',
+  });
   return { stderr: r.stderr, status: r.status };
 }
 
@@ -37,13 +40,21 @@ it('writes readable lines with NDIF_LOG_FORMAT=pretty, and JSON with json', () =
 
 it('writes readable, coloured lines on a terminal', () => {
   // script(1) runs the command on a new pseudo-terminal and copies what it writes to our stdout.
-  const cmd = [process.execPath, '--input-type=module', '-e', probe].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
-  const r = spawnSync('script', ['-qec', cmd, '/dev/null'], { env: { ...process.env, NDIF_LOG_FORMAT: '', NDIF_LOG_LEVEL: 'info' }, encoding: 'utf8' });
+  const cmd = [process.execPath, '--input-type=module', '-e', probe]
+    .map((a) => `'${a.replace(/'/g, `'\\''`)}'`)
+    .join(' ');
+  const r = spawnSync('script', ['-qec', cmd, '/dev/null'], {
+    env: { ...process.env, NDIF_LOG_FORMAT: '', NDIF_LOG_LEVEL: 'info' },
+    encoding: 'utf8',
+  });
   assert.equal(r.status, 0, r.stderr);
   assert.match(r.stdout, /\x1b\[/, 'coloured');
   const plain = r.stdout.replace(/\x1b\[[0-9;]*m/g, '').replace(/\r/g, '');
   assert.match(plain, readable);
-  const json = spawnSync('script', ['-qec', cmd, '/dev/null'], { env: { ...process.env, NDIF_LOG_FORMAT: 'json', NDIF_LOG_LEVEL: 'info' }, encoding: 'utf8' });
+  const json = spawnSync('script', ['-qec', cmd, '/dev/null'], {
+    env: { ...process.env, NDIF_LOG_FORMAT: 'json', NDIF_LOG_LEVEL: 'info' },
+    encoding: 'utf8',
+  });
   assert.equal((JSON.parse(json.stdout.trim()) as { msg: string }).msg, 'hello there');
 });
 

@@ -18,8 +18,16 @@ export function entry(name: string): string {
   return fileURLToPath(new URL(`../../fabric/${name}.js`, import.meta.url));
 }
 
-export async function startProcess(name: string, env: NodeJS.ProcessEnv, ready: RegExp, timeoutMs = 60_000): Promise<FabricProcess> {
-  const child = spawn(process.execPath, ['--enable-source-maps', entry(name)], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NDIF_LOG_LEVEL: process.env.NDIF_TEST_LOG_LEVEL ?? 'warn', ...env } });
+export async function startProcess(
+  name: string,
+  env: NodeJS.ProcessEnv,
+  ready: RegExp,
+  timeoutMs = 60_000,
+): Promise<FabricProcess> {
+  const child = spawn(process.execPath, ['--enable-source-maps', entry(name)], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, NDIF_LOG_LEVEL: process.env.NDIF_TEST_LOG_LEVEL ?? 'warn', ...env },
+  });
   let out = '';
   let err = '';
   child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
@@ -52,12 +60,20 @@ export async function startProcess(name: string, env: NodeJS.ProcessEnv, ready: 
   }
 }
 
-export async function getJson(url: string, init?: RequestInit): Promise<{ status: number; body: Record<string, unknown> }> {
+export async function getJson(
+  url: string,
+  init?: RequestInit,
+): Promise<{ status: number; body: Record<string, unknown> }> {
   const r = await fetch(url, init);
   return { status: r.status, body: (await r.json()) as Record<string, unknown> };
 }
 
-export async function waitForStatus(queryUrl: string, requestId: string, status: string, timeoutMs = 40_000): Promise<Record<string, unknown>> {
+export async function waitForStatus(
+  queryUrl: string,
+  requestId: string,
+  status: string,
+  timeoutMs = 40_000,
+): Promise<Record<string, unknown>> {
   const end = Date.now() + timeoutMs;
   let last: Record<string, unknown> = {};
   while (Date.now() < end) {
@@ -66,5 +82,7 @@ export async function waitForStatus(queryUrl: string, requestId: string, status:
     if (last.status === status) return last;
     await sleep(50);
   }
-  throw new Error(`request ${requestId} is ${String(last.status)}, not ${status}: ${JSON.stringify(last).slice(0, 1500)}`);
+  throw new Error(
+    `request ${requestId} is ${String(last.status)}, not ${status}: ${JSON.stringify(last).slice(0, 1500)}`,
+  );
 }

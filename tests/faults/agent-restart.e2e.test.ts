@@ -12,5 +12,9 @@ before(async () => {
 after(() => f?.close());
 
 it('an agent restarting within its grace period: none errored, none dropped, 12 of 12 complete, the started one requeued', async (t) => {
-  await agentRestartWithQueue(f, { heartbeatTimeoutMs: Number(COMPRESSED_TIME.NDIF_SCHEDULER_HEARTBEAT_TIMEOUT_MS) }, (s) => t.diagnostic(s));
+  await agentRestartWithQueue(
+    f,
+    { heartbeatTimeoutMs: Number(COMPRESSED_TIME.NDIF_SCHEDULER_HEARTBEAT_TIMEOUT_MS) },
+    (s) => t.diagnostic(s),
+  );
 });

@@ -14,7 +14,12 @@ let h: Harness;
 afterEach(() => h?.close());
 
 it('autoscale does not take the GPU of a model with requests waiting or running', async () => {
-  const settings = { weightsBytes: 4 * GIB, sizeBytes: 16 * GIB, minDeploymentMs: 0, autoscale: { thresholdMs: 1000, backoffMs: 0, maxReplicas: 2 } };
+  const settings = {
+    weightsBytes: 4 * GIB,
+    sizeBytes: 16 * GIB,
+    minDeploymentMs: 0,
+    autoscale: { thresholdMs: 1000, backoffMs: 0, maxReplicas: 2 },
+  };
   h = await startHarness({ onDemand: { a: { settings }, b: { settings } }, config: { autoscaleCheckMs: 1000 } });
   const agent = new SimAgent(h, 'a1', [24, 24]);
   agent.serviceMs = 1500;
@@ -35,7 +40,10 @@ it('autoscale does not take the GPU of a model with requests waiting or running'
     const v = requestStatus(h.state(), id)!;
     return `${id} ${v.status}${v.error ? ` ${v.error.type}` : ''}`;
   });
-  assert.deepEqual(outcome, ids.map((id) => `${id} COMPLETED`));
+  assert.deepEqual(
+    outcome,
+    ids.map((id) => `${id} COMPLETED`),
+  );
   const requeues = (await ofType(h, 'RequestRequeued')).map((e) => data<{ requestId: string; reason: string }>(e));
   assert.deepEqual(requeues, [], 'no request was preempted');
 });

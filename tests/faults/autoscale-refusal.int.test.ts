@@ -13,7 +13,12 @@ let h: Harness;
 afterEach(() => h?.close());
 
 it('a refused autoscale replica does not fail the requests waiting after the model is evicted', async () => {
-  const settings = { weightsBytes: 4 * GIB, sizeBytes: 16 * GIB, minDeploymentMs: 0, autoscale: { thresholdMs: 1000, backoffMs: 0 } };
+  const settings = {
+    weightsBytes: 4 * GIB,
+    sizeBytes: 16 * GIB,
+    minDeploymentMs: 0,
+    autoscale: { thresholdMs: 1000, backoffMs: 0 },
+  };
   h = await startHarness({ onDemand: { gpt2: { settings } }, config: { autoscaleCheckMs: 1000 } });
   const a = new SimAgent(h, 'a1', [24]);
   a.serviceMs = 10_000;

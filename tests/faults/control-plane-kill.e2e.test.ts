@@ -15,5 +15,9 @@ before(async () => {
 after(() => f?.close());
 
 it('kill -9 of the control plane during a burst: no acknowledged submit lost, nothing duplicated, projection = fresh fold', async (t) => {
-  await controlPlaneKillDuringBurst(f, { snapshots: (store) => new SqliteCheckpoints((store as SqliteEventStore).db).load('control-plane') }, (s) => t.diagnostic(s));
+  await controlPlaneKillDuringBurst(
+    f,
+    { snapshots: (store) => new SqliteCheckpoints((store as SqliteEventStore).db).load('control-plane') },
+    (s) => t.diagnostic(s),
+  );
 });

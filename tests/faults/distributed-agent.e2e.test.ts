@@ -23,6 +23,10 @@ if (databaseUrl && brokers) {
   });
 
   it('distributed: an agent restarting within its grace period: 12 of 12 complete, the started one requeued', async (t) => {
-    await agentRestartWithQueue(f, { heartbeatTimeoutMs: Number(COMPRESSED_TIME.NDIF_SCHEDULER_HEARTBEAT_TIMEOUT_MS) }, (s) => t.diagnostic(s));
+    await agentRestartWithQueue(
+      f,
+      { heartbeatTimeoutMs: Number(COMPRESSED_TIME.NDIF_SCHEDULER_HEARTBEAT_TIMEOUT_MS) },
+      (s) => t.diagnostic(s),
+    );
   });
 }

@@ -25,6 +25,15 @@ if (databaseUrl && brokers) {
   });
 
   it('distributed: kill -9 of the command API during a burst: no acknowledged submit lost, nothing duplicated, projection = fresh fold', async (t) => {
-    await controlPlaneKillDuringBurst(f, { snapshots: (store) => new PostgresCheckpoints((store as PostgresEventStore).pool, (store as PostgresEventStore).schema).load('control-plane') }, (s) => t.diagnostic(s));
+    await controlPlaneKillDuringBurst(
+      f,
+      {
+        snapshots: (store) =>
+          new PostgresCheckpoints((store as PostgresEventStore).pool, (store as PostgresEventStore).schema).load(
+            'control-plane',
+          ),
+      },
+      (s) => t.diagnostic(s),
+    );
   });
 }

@@ -35,7 +35,10 @@ function withDatabase(url: string, database: string): string {
   return u.toString();
 }
 
-export async function startDistributed(services: DistributedServices, options: FaultFabricOptions = {}): Promise<DistributedFaultFabric> {
+export async function startDistributed(
+  services: DistributedServices,
+  options: FaultFabricOptions = {},
+): Promise<DistributedFaultFabric> {
   const tag = randomBytes(4).toString('hex');
   const db = `ndif_f_${tag}`;
   const admin = new pg.Client({ connectionString: services.databaseUrl });
@@ -60,19 +63,39 @@ export async function startDistributed(services: DistributedServices, options: F
     NDIF_TOPIC_AGENT_EVENTS: `f-${tag}.agent-events`,
     NDIF_KAFKA_SESSION_TIMEOUT_MS: '4000',
   };
-  const controlPlane: NodeJS.ProcessEnv = { ...common, NDIF_EVENT_STORE: 'postgres', DATABASE_URL: eventsUrl, NDIF_DATA_DIR: tmp, NDIF_AUTH: 'off', HOST: '127.0.0.1', PORT: '0' };
+  const controlPlane: NodeJS.ProcessEnv = {
+    ...common,
+    NDIF_EVENT_STORE: 'postgres',
+    DATABASE_URL: eventsUrl,
+    NDIF_DATA_DIR: tmp,
+    NDIF_AUTH: 'off',
+    HOST: '127.0.0.1',
+    PORT: '0',
+  };
   const env = {
     relay: { ...controlPlane, ...kafka, NDIF_RELAY_GROUP: `relay-${tag}` },
     command: controlPlane,
     query: controlPlane,
     // The agent gets the transport and the blob store only (it drops DATABASE_URL anyway).
-    agent: { ...common, ...kafka, DATABASE_URL: '', NDIF_AGENT_ID: agentId, NDIF_AGENT_GPUS: options.gpus ?? '1x16GiB', NDIF_AGENT_RAM: '8GiB' },
+    agent: {
+      ...common,
+      ...kafka,
+      DATABASE_URL: '',
+      NDIF_AGENT_ID: agentId,
+      NDIF_AGENT_GPUS: options.gpus ?? '1x16GiB',
+      NDIF_AGENT_RAM: '8GiB',
+    },
   };
   const start = {
-    relay: async () => (await FabricProcess.start('scheduler-relay', 'scheduler-relay', env.relay, /scheduler-relay running/)).proc,
-    command: async () => (await FabricProcess.start('command-api', 'command-api', env.command, /command-api listening on (http:\/\/\S+)/)).proc,
-    query: async () => (await FabricProcess.start('query-api', 'query-api', env.query, /query-api listening on (http:\/\/\S+)/)).proc,
-    agent: async () => (await FabricProcess.start('gpu-agent', 'gpu-agent', env.agent, new RegExp(`agent ${agentId} ready boot`))).proc,
+    relay: async () =>
+      (await FabricProcess.start('scheduler-relay', 'scheduler-relay', env.relay, /scheduler-relay running/)).proc,
+    command: async () =>
+      (await FabricProcess.start('command-api', 'command-api', env.command, /command-api listening on (http:\/\/\S+)/))
+        .proc,
+    query: async () =>
+      (await FabricProcess.start('query-api', 'query-api', env.query, /query-api listening on (http:\/\/\S+)/)).proc,
+    agent: async () =>
+      (await FabricProcess.start('gpu-agent', 'gpu-agent', env.agent, new RegExp(`agent ${agentId} ready boot`))).proc,
   };
   const urlOf = (p: FabricProcess) => /listening on (http:\/\/\S+)/.exec(p.stdout())![1]!;
   const retired: FabricProcess[] = [];
@@ -171,7 +194,8 @@ export async function startDistributed(services: DistributedServices, options: F
     async stop() {
       await agentRestart;
       const out: Array<{ name: string; code: number | null }> = [];
-      for (const p of [agent, query, command, relay]) if (p !== undefined) out.push({ name: p.name, code: await p.stop() });
+      for (const p of [agent, query, command, relay])
+        if (p !== undefined) out.push({ name: p.name, code: await p.stop() });
       return out;
     },
     async close() {

@@ -37,7 +37,8 @@ export async function startEmbedded(options: FaultFabricOptions = {}): Promise<F
     ...(options.apiKeys === undefined ? {} : { NDIF_AUTH: 'on', NDIF_RATE_LIMIT: 'off' }),
     ...options.env,
   };
-  const start = async () => (await FabricProcess.start('fabric', 'embedded/main', env, /listening on (http:\/\/\S+)/)).proc;
+  const start = async () =>
+    (await FabricProcess.start('fabric', 'embedded/main', env, /listening on (http:\/\/\S+)/)).proc;
   let main = await start();
   const urlOf = (p: FabricProcess) => /listening on (http:\/\/\S+)/.exec(p.stdout())![1]!;
   const retired: FabricProcess[] = [];

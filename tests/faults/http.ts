@@ -8,7 +8,11 @@ export interface Answer {
   body: Record<string, unknown>;
 }
 
-export async function call(base: string, path: string, init: { method?: string; body?: unknown; headers?: Record<string, string> } = {}): Promise<Answer> {
+export async function call(
+  base: string,
+  path: string,
+  init: { method?: string; body?: unknown; headers?: Record<string, string> } = {},
+): Promise<Answer> {
   const r = await fetch(`${base}${path}`, {
     method: init.method ?? (init.body === undefined ? 'GET' : 'POST'),
     headers: { ...(init.body === undefined ? {} : { 'content-type': 'application/json' }), ...init.headers },
@@ -40,17 +44,34 @@ export const QUICK_BLOCK = `async (m) => {
   return h;
 }`;
 
-export function submit(f: FaultFabric, requestId: string, opts: { model?: string; block?: string; input?: string } = {}): Promise<Answer> {
-  return call(f.commandUrl, '/requests', { body: { requestId, model: opts.model ?? 'gpt2-tiny', invokes: [{ input: opts.input ?? 'The Eiffel Tower is in', block: opts.block ?? QUICK_BLOCK }] }, headers: f.operatorHeaders });
+export function submit(
+  f: FaultFabric,
+  requestId: string,
+  opts: { model?: string; block?: string; input?: string } = {},
+): Promise<Answer> {
+  return call(f.commandUrl, '/requests', {
+    body: {
+      requestId,
+      model: opts.model ?? 'gpt2-tiny',
+      invokes: [{ input: opts.input ?? 'The Eiffel Tower is in', block: opts.block ?? QUICK_BLOCK }],
+    },
+    headers: f.operatorHeaders,
+  });
 }
 
 // As the operator (auth on: the harness's operator key).
-export const cancel = (f: FaultFabric, requestId: string) => call(f.commandUrl, `/requests/${encodeURIComponent(requestId)}/cancel`, { body: {}, headers: f.operatorHeaders });
-export const getRequest = (f: FaultFabric, requestId: string) => call(f.queryUrl, `/requests/${encodeURIComponent(requestId)}`, { headers: f.operatorHeaders });
-export const deploy = (f: FaultFabric, body: Record<string, unknown>) => call(f.commandUrl, '/deployments', { body, headers: f.operatorHeaders });
-export const evict = (f: FaultFabric, body: Record<string, unknown>) => call(f.commandUrl, '/deployments/evict', { body, headers: f.operatorHeaders });
-export const scale = (f: FaultFabric, model: string, replicas: number) => call(f.commandUrl, '/deployments/scale', { body: { model, replicas }, headers: f.operatorHeaders });
-export const pin = (f: FaultFabric, model: string, pinned: boolean) => call(f.commandUrl, '/deployments/pin', { body: { model, pinned }, headers: f.operatorHeaders });
+export const cancel = (f: FaultFabric, requestId: string) =>
+  call(f.commandUrl, `/requests/${encodeURIComponent(requestId)}/cancel`, { body: {}, headers: f.operatorHeaders });
+export const getRequest = (f: FaultFabric, requestId: string) =>
+  call(f.queryUrl, `/requests/${encodeURIComponent(requestId)}`, { headers: f.operatorHeaders });
+export const deploy = (f: FaultFabric, body: Record<string, unknown>) =>
+  call(f.commandUrl, '/deployments', { body, headers: f.operatorHeaders });
+export const evict = (f: FaultFabric, body: Record<string, unknown>) =>
+  call(f.commandUrl, '/deployments/evict', { body, headers: f.operatorHeaders });
+export const scale = (f: FaultFabric, model: string, replicas: number) =>
+  call(f.commandUrl, '/deployments/scale', { body: { model, replicas }, headers: f.operatorHeaders });
+export const pin = (f: FaultFabric, model: string, pinned: boolean) =>
+  call(f.commandUrl, '/deployments/pin', { body: { model, pinned }, headers: f.operatorHeaders });
 
 export async function expectOk(p: Promise<Answer>, what: string): Promise<Answer> {
   const a = await p;
@@ -58,7 +79,12 @@ export async function expectOk(p: Promise<Answer>, what: string): Promise<Answer
   return a;
 }
 
-export async function until<T>(what: string | (() => string), probe: () => Promise<T | undefined>, timeoutMs = 30_000, everyMs = 50): Promise<T> {
+export async function until<T>(
+  what: string | (() => string),
+  probe: () => Promise<T | undefined>,
+  timeoutMs = 30_000,
+  everyMs = 50,
+): Promise<T> {
   const end = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
@@ -68,13 +94,21 @@ export async function until<T>(what: string | (() => string), probe: () => Promi
     } catch (e) {
       last = e;
     }
-    if (Date.now() > end) throw new Error(`timed out waiting for ${typeof what === 'string' ? what : what()}${last ? `: ${String(last)}` : ''}`);
+    if (Date.now() > end)
+      throw new Error(
+        `timed out waiting for ${typeof what === 'string' ? what : what()}${last ? `: ${String(last)}` : ''}`,
+      );
     await sleep(everyMs);
   }
 }
 
 /** Waits until the request is in one of `statuses`; returns its view. */
-export function requestIn(f: FaultFabric, requestId: string, statuses: string[], timeoutMs = 30_000): Promise<Record<string, unknown>> {
+export function requestIn(
+  f: FaultFabric,
+  requestId: string,
+  statuses: string[],
+  timeoutMs = 30_000,
+): Promise<Record<string, unknown>> {
   let last = '';
   return until(
     () => `${requestId} in ${statuses.join('|')} (last ${last})`,
@@ -89,7 +123,10 @@ export function requestIn(f: FaultFabric, requestId: string, statuses: string[],
 
 interface ClusterView {
   agents: Array<{ agentId: string; state: string; bootId: string }>;
-  deployments: Array<{ modelKey: string; replicas: Array<{ replicaId: string; state: string; level: string; agentId: string | null }> }>;
+  deployments: Array<{
+    modelKey: string;
+    replicas: Array<{ replicaId: string; state: string; level: string; agentId: string | null }>;
+  }>;
 }
 
 export async function cluster(f: FaultFabric): Promise<ClusterView> {
@@ -98,24 +135,40 @@ export async function cluster(f: FaultFabric): Promise<ClusterView> {
 
 /** Waits until `model` has at least `n` HOT replicas. */
 export function hot(f: FaultFabric, model: string, n = 1, timeoutMs = 30_000): Promise<string[]> {
-  return until(`${n} HOT replica(s) of ${model}`, async () => {
-    const d = (await cluster(f)).deployments.find((x) => x.modelKey === model);
-    const ids = (d?.replicas ?? []).filter((r) => r.level === 'HOT').map((r) => r.replicaId);
-    return ids.length >= n ? ids : undefined;
-  }, timeoutMs);
+  return until(
+    `${n} HOT replica(s) of ${model}`,
+    async () => {
+      const d = (await cluster(f)).deployments.find((x) => x.modelKey === model);
+      const ids = (d?.replicas ?? []).filter((r) => r.level === 'HOT').map((r) => r.replicaId);
+      return ids.length >= n ? ids : undefined;
+    },
+    timeoutMs,
+  );
 }
 
 export async function bootOf(f: FaultFabric): Promise<string | null> {
-  const a = (await call(f.queryUrl, '/agents', { headers: f.operatorHeaders })).body.agents as Array<{ agentId: string; bootId: string }> | undefined;
+  const a = (await call(f.queryUrl, '/agents', { headers: f.operatorHeaders })).body.agents as
+    | Array<{ agentId: string; bootId: string }>
+    | undefined;
   return a?.find((x) => x.agentId === f.agentId)?.bootId ?? null;
 }
 
 /** Another agent process runs and the control plane has its new boot ACTIVE. */
 export function agentBack(f: FaultFabric, killed: KilledAgent, timeoutMs = 30_000): Promise<string> {
-  return until(`agent ${f.agentId} back after kill of pid ${killed.pid}`, async () => {
-    const pid = f.agentPid();
-    if (pid === undefined || pid === killed.pid) return undefined;
-    const a = ((await call(f.queryUrl, '/agents', { headers: f.operatorHeaders })).body.agents as Array<{ agentId: string; bootId: string; state: string }>).find((x) => x.agentId === f.agentId);
-    return a !== undefined && a.bootId !== killed.bootId && a.state === 'ACTIVE' ? a.bootId : undefined;
-  }, timeoutMs);
+  return until(
+    `agent ${f.agentId} back after kill of pid ${killed.pid}`,
+    async () => {
+      const pid = f.agentPid();
+      if (pid === undefined || pid === killed.pid) return undefined;
+      const a = (
+        (await call(f.queryUrl, '/agents', { headers: f.operatorHeaders })).body.agents as Array<{
+          agentId: string;
+          bootId: string;
+          state: string;
+        }>
+      ).find((x) => x.agentId === f.agentId);
+      return a !== undefined && a.bootId !== killed.bootId && a.state === 'ACTIVE' ? a.bootId : undefined;
+    },
+    timeoutMs,
+  );
 }

@@ -15,7 +15,9 @@ const GOOD = 'async (m) => (await m.transformer.h[1].output).shape';
 async function agentRegistrations(f: FaultFabric): Promise<Array<Record<string, unknown>>> {
   const { store, close } = await f.openStore();
   try {
-    return (await store.readStream(`agent-${f.agentId}`)).filter((e) => e.type === 'AgentRegistered').map((e) => e.data as Record<string, unknown>);
+    return (await store.readStream(`agent-${f.agentId}`))
+      .filter((e) => e.type === 'AgentRegistered')
+      .map((e) => e.data as Record<string, unknown>);
   } finally {
     await close();
   }
@@ -24,7 +26,10 @@ async function agentRegistrations(f: FaultFabric): Promise<Array<Record<string, 
 async function failureOf(f: FaultFabric, requestId: string): Promise<Record<string, unknown>> {
   const { store, close } = await f.openStore();
   try {
-    return (await store.readStream(`request-${requestId}`)).find((e) => e.type === 'RequestFailed')!.data as Record<string, unknown>;
+    return (await store.readStream(`request-${requestId}`)).find((e) => e.type === 'RequestFailed')!.data as Record<
+      string,
+      unknown
+    >;
   } finally {
     await close();
   }
@@ -43,7 +48,10 @@ describe('poison requests', () => {
 
   it('a block that aborts its agent fails after its second attempt with the evidence; 10 queued behind it complete', async () => {
     const before = (await agentRegistrations(f)).length;
-    await expectOk(submit(f, 'poison-1', { block: "async (m) => {\n  await m.transformer.h[0].output;\n  process.abort();\n}" }), 'submit the poison');
+    await expectOk(
+      submit(f, 'poison-1', { block: 'async (m) => {\n  await m.transformer.h[0].output;\n  process.abort();\n}' }),
+      'submit the poison',
+    );
     for (let i = 0; i < 10; i++) await expectOk(submit(f, `good-${i}`, { block: GOOD }), `submit good-${i}`);
     const poison = await requestIn(f, 'poison-1', ['ERROR', 'COMPLETED'], 60_000);
     assert.equal(poison.status, 'ERROR');
@@ -51,7 +59,12 @@ describe('poison requests', () => {
     assert.equal(error.type, 'AGENT_CRASHED_BY_REQUEST');
     assert.match(error.message, /agent local-agent died during attempt 1 \(boot \w+ → \w+; signal SIGABRT/);
     assert.match(error.message, /attempt 2 ran isolated in a sandbox runner, which died too: .*signal SIGABRT/);
-    for (let i = 0; i < 10; i++) assert.equal((await requestIn(f, `good-${i}`, ['COMPLETED', 'ERROR'], 60_000)).status, 'COMPLETED', `good-${i} completed`);
+    for (let i = 0; i < 10; i++)
+      assert.equal(
+        (await requestIn(f, `good-${i}`, ['COMPLETED', 'ERROR'], 60_000)).status,
+        'COMPLETED',
+        `good-${i} completed`,
+      );
 
     const regs = await agentRegistrations(f);
     assert.equal(regs.length - before, 1, 'the agent restarted once: the retry killed only a sandbox runner');
@@ -70,14 +83,27 @@ describe('poison requests', () => {
     const why = await fetch(`${f.queryUrl}/why/poison-1?format=text`, { headers: f.operatorHeaders });
     assert.equal(why.status, 200);
     const text = await why.text();
-    assert.match(text, /\(AGENT_RESTARTED\).*agent local-agent died during attempt 1 \(boot \w+ → \w+; signal SIGABRT.*poison suspect/);
+    assert.match(
+      text,
+      /\(AGENT_RESTARTED\).*agent local-agent died during attempt 1 \(boot \w+ → \w+; signal SIGABRT.*poison suspect/,
+    );
     assert.match(text, /attempt 2 dispatched isolated/);
     assert.match(text, /AGENT_CRASHED_BY_REQUEST/);
   });
 
   it('a trusted block stuck in a synchronous loop: the watchdog ends the agent once, the isolated retry times out', async () => {
     const before = (await agentRegistrations(f)).length;
-    await expectOk(call(f.commandUrl, '/requests', { body: { requestId: 'spin-1', model: 'gpt2-tiny', timeoutMs: 3000, invokes: [{ input: 'hi', block: 'async (m) => { for (;;) {} }' }] } }), 'submit the spin');
+    await expectOk(
+      call(f.commandUrl, '/requests', {
+        body: {
+          requestId: 'spin-1',
+          model: 'gpt2-tiny',
+          timeoutMs: 3000,
+          invokes: [{ input: 'hi', block: 'async (m) => { for (;;) {} }' }],
+        },
+      }),
+      'submit the spin',
+    );
     await expectOk(submit(f, 'good-after-spin', { block: GOOD }), 'submit good');
     const spin = await requestIn(f, 'spin-1', ['ERROR', 'COMPLETED'], 60_000);
     assert.equal(spin.status, 'ERROR');
@@ -86,7 +112,10 @@ describe('poison requests', () => {
     const regs = await agentRegistrations(f);
     assert.equal(regs.length - before, 1, 'one restart');
     const exit = regs.at(-1)!.previousExit as Record<string, unknown>;
-    assert.match(String(exit.cause), /watchdog: the event loop was blocked for \d+ ms \(limit 2000 ms\) while running spin-1/);
+    assert.match(
+      String(exit.cause),
+      /watchdog: the event loop was blocked for \d+ ms \(limit 2000 ms\) while running spin-1/,
+    );
     assert.deepEqual(exit.running, ['spin-1']);
     assert.equal(exit.signal, 'SIGKILL');
   });

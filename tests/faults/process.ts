@@ -20,7 +20,10 @@ export class FabricProcess {
   /** Every JSON log line this process wrote on stderr at level >= 50 (error, fatal). */
   readonly errors: LoggedLine[] = [];
 
-  private constructor(readonly name: string, readonly child: ChildProcess) {
+  private constructor(
+    readonly name: string,
+    readonly child: ChildProcess,
+  ) {
     child.stdout!.setEncoding('utf8').on('data', (d: string) => (this.out += d));
     let partial = '';
     child.stderr!.setEncoding('utf8').on('data', (d: string) => {
@@ -42,9 +45,18 @@ export class FabricProcess {
   }
 
   /** Starts `dist/fabric/<entry>.js` and waits for `ready` on its stdout. */
-  static async start(name: string, entry: string, env: NodeJS.ProcessEnv, ready: RegExp, timeoutMs = 90_000): Promise<{ proc: FabricProcess; match: RegExpExecArray }> {
+  static async start(
+    name: string,
+    entry: string,
+    env: NodeJS.ProcessEnv,
+    ready: RegExp,
+    timeoutMs = 90_000,
+  ): Promise<{ proc: FabricProcess; match: RegExpExecArray }> {
     const path = fileURLToPath(new URL(`../../fabric/${entry}.js`, import.meta.url));
-    const child = spawn(process.execPath, ['--enable-source-maps', path], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NDIF_LOG_LEVEL: process.env.NDIF_TEST_LOG_LEVEL ?? 'warn', ...env } });
+    const child = spawn(process.execPath, ['--enable-source-maps', path], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, NDIF_LOG_LEVEL: process.env.NDIF_TEST_LOG_LEVEL ?? 'warn', ...env },
+    });
     const proc = new FabricProcess(name, child);
     const end = Date.now() + timeoutMs;
     for (;;) {
@@ -52,7 +64,9 @@ export class FabricProcess {
       if (m) return { proc, match: m };
       if (child.exitCode !== null || child.signalCode !== null || Date.now() > end) {
         child.kill('SIGKILL');
-        throw new Error(`${name} did not start (exit ${String(child.exitCode)}): ${proc.out}\n${proc.err.slice(-4000)}`);
+        throw new Error(
+          `${name} did not start (exit ${String(child.exitCode)}): ${proc.out}\n${proc.err.slice(-4000)}`,
+        );
       }
       await sleep(25);
     }

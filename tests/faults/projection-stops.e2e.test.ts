@@ -36,7 +36,15 @@ it('an event the projection cannot apply stops it there: /ready is 503 naming it
   const at = new Date().toISOString();
   const poison = await store.append(
     'agent-ghost',
-    [{ id: randomUUID(), type: 'AgentUnresponsive', version: 1, data: { agentId: 'ghost', bootId: 'b-1', lastSeenAt: at, timeoutMs: 1000, graceUntil: at }, metadata: { correlationId: 'poison', causationId: 'poison', actor: 'test:hand-edit', at } }],
+    [
+      {
+        id: randomUUID(),
+        type: 'AgentUnresponsive',
+        version: 1,
+        data: { agentId: 'ghost', bootId: 'b-1', lastSeenAt: at, timeoutMs: 1000, graceUntil: at },
+        metadata: { correlationId: 'poison', causationId: 'poison', actor: 'test:hand-edit', at },
+      },
+    ],
     { expectedRevision: 'no_stream' },
   );
   await store.close();
@@ -45,17 +53,30 @@ it('an event the projection cannot apply stops it there: /ready is 503 naming it
   t.diagnostic(JSON.stringify(ready.body));
   assert.equal(ready.status, 503);
   assert.equal(ready.body.code, 'API_NOT_READY');
-  assert.match(String((ready.body.details as { projection?: string }).projection), /./, 'the projection is named as not ready');
+  assert.match(
+    String((ready.body.details as { projection?: string }).projection),
+    /./,
+    'the projection is named as not ready',
+  );
   // What came after the bad event is not applied either: the projection stopped at it.
   assert.equal((await submit(f, 'after-poison')).status, 202);
   const view = await call(f.queryUrl, '/requests/after-poison');
   assert.notEqual(view.status, 200, 'the request after the bad event is not in the stopped projection');
-  assert.ok(f.loggedErrors().some((l) => JSON.stringify(l).includes('never registered')), 'the failure is logged with its cause');
+  assert.ok(
+    f.loggedErrors().some((l) => JSON.stringify(l).includes('never registered')),
+    'the failure is logged with its cause',
+  );
 
   // Restarting over the same log: the projection stops at the same event again, and the fabric does not start.
   await f.stop();
   await assert.rejects(
-    FabricProcess.start('fabric', 'embedded/main', { ...COMPRESSED_TIME, NDIF_DATA_DIR: join(dir, 'data'), NDIF_PORT: '0', NDIF_AGENT: 'off' }, /listening on/, 30_000),
+    FabricProcess.start(
+      'fabric',
+      'embedded/main',
+      { ...COMPRESSED_TIME, NDIF_DATA_DIR: join(dir, 'data'), NDIF_PORT: '0', NDIF_AGENT: 'off' },
+      /listening on/,
+      30_000,
+    ),
     (e: Error) => {
       t.diagnostic(e.message.slice(-600));
       return /never registered|projection/i.test(e.message) && new RegExp(`${poison.position}|ghost`).test(e.message);

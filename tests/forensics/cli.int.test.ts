@@ -37,7 +37,13 @@ before(async () => {
   await view.start();
   await view.catchUp();
   keyStore = new SqliteApiKeyStore({ path: ':memory:' });
-  const key = (await new ApiKeys(keyStore).create({ label: 'ops', tags: { operator: true, trusted: true, priority: false } }, 'test', '2025-03-03T08:00:00.000Z')).key;
+  const key = (
+    await new ApiKeys(keyStore).create(
+      { label: 'ops', tags: { operator: true, trusted: true, priority: false } },
+      'test',
+      '2025-03-03T08:00:00.000Z',
+    )
+  ).key;
   const ctx = {
     store,
     commands: new ControlPlaneCommands(store),
@@ -71,7 +77,11 @@ after(async () => {
 async function ndif(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   let stdout = '';
   let stderr = '';
-  const code = await main(argv, { stdout: { write: (s: string) => (stdout += s) }, stderr: { write: (s: string) => (stderr += s) }, env });
+  const code = await main(argv, {
+    stdout: { write: (s: string) => (stdout += s) },
+    stderr: { write: (s: string) => (stderr += s) },
+    env,
+  });
   return { code, stdout, stderr };
 }
 
@@ -82,14 +92,25 @@ describe('ndif why / replay / audit', () => {
     const r = await ndif('why', id);
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, new RegExp(`^why request ${id}: \\d+ step\\(s\\) from request-${id}`));
-    assert.match(r.stdout, /requeued because replica m\d#\d was being (demoted to the CPU cache|evicted) \(PREEMPTED\)/);
-    assert.match(r.stdout, /← #\d+ {2}\S+ {2}system:scheduler {2}Replica(Demotion|Eviction)Requested {2}\[make-room-(demote|evict)\]/);
+    assert.match(
+      r.stdout,
+      /requeued because replica m\d#\d was being (demoted to the CPU cache|evicted) \(PREEMPTED\)/,
+    );
+    assert.match(
+      r.stdout,
+      /← #\d+ {2}\S+ {2}system:scheduler {2}Replica(Demotion|Eviction)Requested {2}\[make-room-(demote|evict)\]/,
+    );
     assert.match(r.stdout, /to make room: m\d \(m\d#\d\) needed 8\.00 GiB \(8589934592 B\) on GPU 0 of agent a1/);
     const json = await ndif('why', id, '--json', '--no-positions');
     assert.equal(json.code, 0);
     const body = JSON.parse(json.stdout);
     assert.equal(body.subject.id, id);
-    assert.ok(body.steps.some((s: { type: string; causes: { kind: string }[] }) => s.type === 'RequestRequeued' && s.causes[0].kind === 'event'));
+    assert.ok(
+      body.steps.some(
+        (s: { type: string; causes: { kind: string }[] }) =>
+          s.type === 'RequestRequeued' && s.causes[0].kind === 'event',
+      ),
+    );
   });
 
   it('ndif why <replica> lists what its eviction caused; unknown ids exit 1 with the code', async () => {
@@ -106,10 +127,20 @@ describe('ndif why / replay / audit', () => {
     const demotion = log.find((e) => e.type === 'ReplicaDemotionRequested')!;
     const r = await ndif('replay', '--to', String(demotion.position));
     assert.equal(r.code, 0, r.stderr);
-    assert.match(r.stdout, new RegExp(`^replay to position ${demotion.position}: position ${demotion.position} of ${log.length}`));
+    assert.match(
+      r.stdout,
+      new RegExp(`^replay to position ${demotion.position}: position ${demotion.position} of ${log.length}`),
+    );
     assert.match(r.stdout, /\ndeployments\n +model +phase +pinned +replica +state/);
     assert.match(r.stdout, /DEMOTING/);
-    const d = await ndif('replay', '--from', String(demotion.position - 1), '--to', String(demotion.position), '--json');
+    const d = await ndif(
+      'replay',
+      '--from',
+      String(demotion.position - 1),
+      '--to',
+      String(demotion.position),
+      '--json',
+    );
     assert.equal(JSON.parse(d.stdout).diff.replicas[0].to, 'DEMOTING');
     const bad = await ndif('replay', '--to', 'tomorrow');
     assert.equal(bad.code, 1);
@@ -120,7 +151,10 @@ describe('ndif why / replay / audit', () => {
   it('ndif audit filters and relays the refusal of unrecorded filters', async () => {
     const r = await ndif('audit', '--model', 'm1', '--type', 'ReplicaDemotionRequested');
     assert.equal(r.code, 0, r.stderr);
-    assert.match(r.stdout, /^audit modelKey=m1 type=ReplicaDemotionRequested: \d+ event\(s\) \(from the audit projection\)/);
+    assert.match(
+      r.stdout,
+      /^audit modelKey=m1 type=ReplicaDemotionRequested: \d+ event\(s\) \(from the audit projection\)/,
+    );
     const json = JSON.parse((await ndif('audit', '--actor', 'key:ops', '--limit', '2', '--json')).stdout);
     assert.equal(json.events.length, 2);
     assert.ok(json.events.every((e: { actor: string }) => e.actor === 'key:ops'));

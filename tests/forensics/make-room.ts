@@ -10,7 +10,10 @@ export const HOUR = 3_600_000;
 const size = (gib: number) => ({ weightsBytes: 4 * GIB, sizeBytes: gib * GIB });
 
 export async function makeRoomScenario(options: { ramGib?: number; path?: string } = {}): Promise<GoldenHarness> {
-  const h = await GoldenHarness.start('make-room', { onDemand: { a: { settings: size(8) }, b: { settings: size(8) }, c: { settings: size(12) } }, path: options.path });
+  const h = await GoldenHarness.start('make-room', {
+    onDemand: { a: { settings: size(8) }, b: { settings: size(8) }, c: { settings: size(12) } },
+    path: options.path,
+  });
   const agent = new ScriptedAgent(h, 'a1', [24], options.ramGib ?? 64, 1000);
   await agent.register();
   for (const m of ['a', 'b']) {
@@ -20,7 +23,18 @@ export async function makeRoomScenario(options: { ramGib?: number; path?: string
   h.advance(2 * HOUR);
   await agent.heartbeat();
   const submit = (requestId: string, modelKey: string) =>
-    h.run({ type: 'SubmitRequest', requestId, modelKey, submitter: 'key:alice', priority: false, trusted: true, payload: { prompt: 'hello' } }, 'key:alice');
+    h.run(
+      {
+        type: 'SubmitRequest',
+        requestId,
+        modelKey,
+        submitter: 'key:alice',
+        priority: false,
+        trusted: true,
+        payload: { prompt: 'hello' },
+      },
+      'key:alice',
+    );
   await submit('ra', 'a');
   await settle(h, [agent]);
   await submit('rc', 'c');

@@ -10,7 +10,14 @@ import { isFabricError } from '../../protocol/errors.js';
 import type { StoredEvent } from '../../eventstore/port.js';
 import type { SqliteEventStore } from '../../eventstore/sqlite/store.js';
 import { controlPlaneToSnapshot, foldControlPlane } from '../../projections/control-plane/state.js';
-import { diffReplays, renderReplay, renderReplayDiff, replayState, replayTo, resolveReplayTarget } from '../../forensics/index.js';
+import {
+  diffReplays,
+  renderReplay,
+  renderReplayDiff,
+  replayState,
+  replayTo,
+  resolveReplayTarget,
+} from '../../forensics/index.js';
 import { fixtureStore } from './fixture-store.js';
 
 let store: SqliteEventStore;
@@ -57,8 +64,12 @@ describe('replay to a position', () => {
     assert.equal(q.head.find((e) => e.requestId === requestId)?.requeued, true);
     assert.ok(after.requests.totals.requeued >= 1);
     const text = renderReplay(after);
-    assert.match(text, new RegExp(`^replay to position ${requeue.position}: position ${requeue.position} of ${log.length} \\(`));
-    for (const section of ['agents', 'gpus', 'deployments', 'queues']) assert.match(text, new RegExp(`\\n${section}\\n`));
+    assert.match(
+      text,
+      new RegExp(`^replay to position ${requeue.position}: position ${requeue.position} of ${log.length} \\(`),
+    );
+    for (const section of ['agents', 'gpus', 'deployments', 'queues'])
+      assert.match(text, new RegExp(`\\n${section}\\n`));
     assert.match(text, new RegExp(`${requestId} +\\d +(yes +)?yes +20`));
   });
 
@@ -68,7 +79,10 @@ describe('replay to a position', () => {
     const { SqliteEventStore } = await import('../../eventstore/sqlite/store.js');
     const copy = new SqliteEventStore({ path: r.store.path });
     assert.equal(await copy.headPosition(), 20);
-    assert.deepEqual((await copy.readAll({ limit: 20 })).map((e) => [e.id, e.streamId, e.revision, e.position]), log.slice(0, 20).map((e) => [e.id, e.streamId, e.revision, e.position]));
+    assert.deepEqual(
+      (await copy.readAll({ limit: 20 })).map((e) => [e.id, e.streamId, e.revision, e.position]),
+      log.slice(0, 20).map((e) => [e.id, e.streamId, e.revision, e.position]),
+    );
     await copy.close();
     rmSync(join(r.store.path, '..'), { recursive: true, force: true });
   });
@@ -79,7 +93,16 @@ describe('replay to a position', () => {
     const b = await replayTo(store, demotion.position, { tmpRoot });
     const d = diffReplays(a, b);
     const victim = (demotion.data as { replicaId: string }).replicaId;
-    assert.deepEqual(d.replicas, [{ replicaId: victim, modelKey: victim.split('#')[0], from: 'HOT', to: 'DEMOTING', fromAgent: 'a1', toAgent: 'a1' }]);
+    assert.deepEqual(d.replicas, [
+      {
+        replicaId: victim,
+        modelKey: victim.split('#')[0],
+        from: 'HOT',
+        to: 'DEMOTING',
+        fromAgent: 'a1',
+        toAgent: 'a1',
+      },
+    ]);
     assert.deepEqual(d.agents, []);
     assert.match(renderReplayDiff(d), new RegExp(`${victim} +HOT → DEMOTING`));
   });
@@ -98,7 +121,10 @@ describe('replay to a time', () => {
     assert.equal(canonical(r.state), canonical(foldControlPlane(log.slice(0, expected.length))));
     // Exactly at an event's time: every event of that millisecond is in.
     const at = log[i].metadata.at;
-    assert.equal((await resolveReplayTarget(store, at)).position, log.filter((e) => Date.parse(e.metadata.at) <= Date.parse(at)).length);
+    assert.equal(
+      (await resolveReplayTarget(store, at)).position,
+      log.filter((e) => Date.parse(e.metadata.at) <= Date.parse(at)).length,
+    );
   });
 
   it('before the first event is the empty log; after the last is the whole log', async () => {

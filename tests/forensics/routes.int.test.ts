@@ -40,8 +40,12 @@ before(async () => {
   keyStore = new SqliteApiKeyStore({ path: ':memory:' });
   const keys = new ApiKeys(keyStore);
   const at = '2025-03-03T08:00:00.000Z';
-  operatorKey = (await keys.create({ label: 'ops', tags: { operator: true, trusted: true, priority: false } }, 'test', at)).key;
-  userKey = (await keys.create({ label: 'alice', tags: { operator: false, trusted: true, priority: false } }, 'test', at)).key;
+  operatorKey = (
+    await keys.create({ label: 'ops', tags: { operator: true, trusted: true, priority: false } }, 'test', at)
+  ).key;
+  userKey = (
+    await keys.create({ label: 'alice', tags: { operator: false, trusted: true, priority: false } }, 'test', at)
+  ).key;
   ctx = {
     store,
     commands: new ControlPlaneCommands(store),
@@ -72,13 +76,18 @@ after(async () => {
 });
 
 /** `key: null` calls without a key. */
-const get = (url: string, key: string | null = operatorKey) => app.inject({ method: 'GET', url, headers: key === null ? {} : { authorization: `Bearer ${key}` } });
+const get = (url: string, key: string | null = operatorKey) =>
+  app.inject({ method: 'GET', url, headers: key === null ? {} : { authorization: `Bearer ${key}` } });
 
 describe('forensics routes', () => {
   it('are part of the query API as buildQueryApi builds it', async () => {
     const q = await buildQueryApi(ctx);
     try {
-      const r = await q.inject({ method: 'GET', url: '/audit?type=AgentLost', headers: { authorization: `Bearer ${operatorKey}` } });
+      const r = await q.inject({
+        method: 'GET',
+        url: '/audit?type=AgentLost',
+        headers: { authorization: `Bearer ${operatorKey}` },
+      });
       assert.equal(r.statusCode, 200, r.body);
       assert.equal(r.json().events.length, 1);
     } finally {
@@ -107,10 +116,22 @@ describe('forensics routes', () => {
     const body = r.json();
     assert.deepEqual(
       body.events.map((e: { position: number }) => e.position),
-      log.filter((e) => e.metadata.actor === 'key:dave').slice(0, 3).map((e) => e.position),
+      log
+        .filter((e) => e.metadata.actor === 'key:dave')
+        .slice(0, 3)
+        .map((e) => e.position),
     );
     assert.equal(body.nextAfterPosition, body.events[2].position);
-    assert.deepEqual(body.recordedFilters, ['actor', 'modelKey', 'correlationId', 'causationId', 'type', 'streamPrefix', 'fromAt', 'toAt']);
+    assert.deepEqual(body.recordedFilters, [
+      'actor',
+      'modelKey',
+      'correlationId',
+      'causationId',
+      'type',
+      'streamPrefix',
+      'fromAt',
+      'toAt',
+    ]);
     const byModel = (await get('/audit?modelKey=gpt2&type=AgentLost')).json();
     assert.equal(byModel.source, 'audit-projection');
     const text = await get('/audit?type=AgentLost&format=text');
@@ -129,20 +150,36 @@ describe('forensics routes', () => {
 
   it('GET /audit by model covers an event appended just before it (the projection catches up first)', async () => {
     await ctx.commands.execute(
-      { type: 'SubmitRequest', requestId: 'late-1', modelKey: 'gpt2', submitter: 'key:late', priority: false, trusted: true, payload: {} },
+      {
+        type: 'SubmitRequest',
+        requestId: 'late-1',
+        modelKey: 'gpt2',
+        submitter: 'key:late',
+        priority: false,
+        trusted: true,
+        payload: {},
+      },
       { commandId: 'late-cmd-1', actor: 'key:late', at: '2025-03-03T09:00:00.000Z' },
     );
     const r = (await get('/audit?modelKey=gpt2&streamPrefix=request-late-')).json();
-    assert.deepEqual(r.events.map((e: { type: string }) => e.type), ['RequestReceived', 'RequestQueued']);
+    assert.deepEqual(
+      r.events.map((e: { type: string }) => e.type),
+      ['RequestReceived', 'RequestQueued'],
+    );
   });
 
   it('GET /why/:id gives the chain as JSON or text', async () => {
-    const requeued = log.find((e) => e.type === 'RequestRequeued' && (e.data as { reason: string }).reason === 'AGENT_LOST')!;
+    const requeued = log.find(
+      (e) => e.type === 'RequestRequeued' && (e.data as { reason: string }).reason === 'AGENT_LOST',
+    )!;
     const id = (requeued.data as { requestId: string }).requestId;
     const r = await get(`/why/${id}`);
     assert.equal(r.statusCode, 200);
     const step = r.json().steps.find((s: { type: string }) => s.type === 'RequestRequeued');
-    assert.match(step.summary, /^requeued because replica gpt2#\d was on agent a1, which was lost \(AGENT_LOST\); attempt 1 was interrupted, the next is attempt 2/);
+    assert.match(
+      step.summary,
+      /^requeued because replica gpt2#\d was on agent a1, which was lost \(AGENT_LOST\); attempt 1 was interrupted, the next is attempt 2/,
+    );
     assert.equal(step.causes[0].type, 'AgentLost');
     assert.match(step.causes[0].summary, /^agent a1 \(boot a1-boot-1\) lost: last seen/);
     assert.equal(step.causes[1].type, 'AgentUnresponsive');

@@ -50,17 +50,27 @@ export async function startApiFabric(): Promise<ApiFabric> {
   const snapshots = new SqliteCheckpoints(store.db);
   const transport = new InProcessTransport({ broker: new InProcessBroker() });
   const blobs = await FileBlobStore.open({ dir: join(tmp, 'blobs') });
-  const catalog = await FabricModelCatalog.open({ models: parseModelList('gpt2-tiny'), cacheDir: join(tmp, 'catalog') });
+  const catalog = await FabricModelCatalog.open({
+    models: parseModelList('gpt2-tiny'),
+    cacheDir: join(tmp, 'catalog'),
+  });
   const cp = new ControlPlane({ store, snapshots, transport, blobs, catalog, log, schedule: false });
   await cp.start();
   const keyStore = new SqliteApiKeyStore({ path: join(tmp, 'keys.sqlite') });
   const k = new ApiKeys(keyStore);
   const at = new Date().toISOString();
   const keys = {
-    operator: (await k.create({ label: 'ops', tags: { operator: true, trusted: true, priority: false } }, 'test', at)).key,
-    user: (await k.create({ label: 'researcher', tags: { operator: false, trusted: true, priority: false } }, 'test', at)).key,
+    operator: (await k.create({ label: 'ops', tags: { operator: true, trusted: true, priority: false } }, 'test', at))
+      .key,
+    user: (
+      await k.create({ label: 'researcher', tags: { operator: false, trusted: true, priority: false } }, 'test', at)
+    ).key,
   };
-  const app = await buildFabricServer({ ...cp.context, keys: keyStore, config: { auth: true, rateLimit: null, bodyLimitBytes: 64 * 1024 } });
+  const app = await buildFabricServer({
+    ...cp.context,
+    keys: keyStore,
+    config: { auth: true, rateLimit: null, bodyLimitBytes: 64 * 1024 },
+  });
   await app.ready();
   return {
     app,

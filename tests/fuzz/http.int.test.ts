@@ -14,16 +14,31 @@ const INJECT_RUNS = 10_500;
 const SOCKET_RUNS = 300;
 
 let f: ApiFabric;
-const stats = { byStatus: new Map<number, number>(), byRoute: new Map<string, number>(), codes500: new Map<string, number>(), accepted: 0 };
+const stats = {
+  byStatus: new Map<number, number>(),
+  byRoute: new Map<string, number>(),
+  codes500: new Map<string, number>(),
+  accepted: 0,
+};
 
 before(async () => {
   f = await startApiFabric();
   // Something to find: two requests and a deployment.
   for (const requestId of ['seed-1', 'seed-2']) {
-    const r = await f.app.inject({ method: 'POST', url: '/requests', headers: { authorization: `Bearer ${f.keys.user}`, 'content-type': 'application/json' }, payload: JSON.stringify({ requestId, model: 'gpt2-tiny', invokes: [{ input: 'hello' }] }) });
+    const r = await f.app.inject({
+      method: 'POST',
+      url: '/requests',
+      headers: { authorization: `Bearer ${f.keys.user}`, 'content-type': 'application/json' },
+      payload: JSON.stringify({ requestId, model: 'gpt2-tiny', invokes: [{ input: 'hello' }] }),
+    });
     assert.equal(r.statusCode, 202, r.body);
   }
-  const d = await f.app.inject({ method: 'POST', url: '/deployments', headers: { authorization: `Bearer ${f.keys.operator}`, 'content-type': 'application/json' }, payload: JSON.stringify({ model: 'gpt2-tiny' }) });
+  const d = await f.app.inject({
+    method: 'POST',
+    url: '/deployments',
+    headers: { authorization: `Bearer ${f.keys.operator}`, 'content-type': 'application/json' },
+    payload: JSON.stringify({ model: 'gpt2-tiny' }),
+  });
   assert.equal(d.statusCode, 202, d.body);
 });
 after(async () => {
@@ -51,13 +66,17 @@ function check(c: HttpCase, a: Answer, headBefore: number, headAfter: number): v
     if (a.status === 500) {
       stats.codes500.set(String(body.code), (stats.codes500.get(String(body.code)) ?? 0) + 1);
       const errorId = body.details?.errorId;
-      assert.ok(typeof errorId === 'string' && f.errors.some((l) => l.errorId === errorId), `a 500 without a logged reason: ${what}`);
+      assert.ok(
+        typeof errorId === 'string' && f.errors.some((l) => l.errorId === errorId),
+        `a 500 without a logged reason: ${what}`,
+      );
     } else if (a.status > 500) {
       assert.ok(f.errors.length > 0, `a ${a.status} with nothing logged: ${what}`);
     }
   }
   if (ok && c.method === 'POST') stats.accepted++;
-  if (!ok || c.method !== 'POST') assert.equal(headAfter, headBefore, `the log head moved on a ${ok ? 'read' : 'refused command'}: ${what}`);
+  if (!ok || c.method !== 'POST')
+    assert.equal(headAfter, headBefore, `the log head moved on a ${ok ? 'read' : 'refused command'}: ${what}`);
 }
 
 describe('HTTP fuzz', () => {
@@ -67,14 +86,24 @@ describe('HTTP fuzz', () => {
       fc.asyncProperty(httpCase(f.keys), async (c) => {
         const before = await f.head();
         const r = await f.app.inject({ method: c.method as 'GET', url: c.url, headers: c.headers, payload: c.body });
-        check(c, { status: r.statusCode, contentType: String(r.headers['content-type'] ?? ''), text: r.body }, before, await f.head());
+        check(
+          c,
+          { status: r.statusCode, contentType: String(r.headers['content-type'] ?? ''), text: r.body },
+          before,
+          await f.head(),
+        );
       }),
       { seed: SEED, numRuns: INJECT_RUNS, endOnFailure: true },
     );
     const routesHit = new Set(stats.byRoute.keys());
     assert.equal(routesHit.size, ROUTES.length, 'every route was called');
-    t.diagnostic(`${INJECT_RUNS} calls in ${Date.now() - started} ms; statuses ${JSON.stringify(Object.fromEntries([...stats.byStatus].sort((a, b) => a[0] - b[0])))}; accepted commands ${stats.accepted}; 500s ${JSON.stringify(Object.fromEntries(stats.codes500))}`);
-    assert.ok((stats.byStatus.get(202) ?? 0) > 50 && (stats.byStatus.get(400) ?? 0) > 1000, 'the cases reach both acceptance and validation');
+    t.diagnostic(
+      `${INJECT_RUNS} calls in ${Date.now() - started} ms; statuses ${JSON.stringify(Object.fromEntries([...stats.byStatus].sort((a, b) => a[0] - b[0])))}; accepted commands ${stats.accepted}; 500s ${JSON.stringify(Object.fromEntries(stats.codes500))}`,
+    );
+    assert.ok(
+      (stats.byStatus.get(202) ?? 0) > 50 && (stats.byStatus.get(400) ?? 0) > 1000,
+      'the cases reach both acceptance and validation',
+    );
   });
 
   it(`${SOCKET_RUNS} of the same cases over a real socket, then raw malformed HTTP; the server still answers`, async () => {
@@ -86,13 +115,26 @@ describe('HTTP fuzz', () => {
         const before = await f.head();
         let r: Response;
         try {
-          r = await fetch(`${url}${c.url.startsWith('/') ? c.url : `/${c.url}`}`, { method: c.method, headers: c.headers, body: c.body });
+          r = await fetch(`${url}${c.url.startsWith('/') ? c.url : `/${c.url}`}`, {
+            method: c.method,
+            headers: c.headers,
+            body: c.body,
+          });
         } catch (e) {
           // fetch refuses some of what the fuzz builds (a malformed URL or header) before sending: nothing to check.
           if (e instanceof TypeError) return;
           throw e;
         }
-        check(c, { status: r.status, contentType: r.headers.get('content-type') ?? '', text: c.method === 'HEAD' ? '' : await r.text() }, before, await f.head());
+        check(
+          c,
+          {
+            status: r.status,
+            contentType: r.headers.get('content-type') ?? '',
+            text: c.method === 'HEAD' ? '' : await r.text(),
+          },
+          before,
+          await f.head(),
+        );
       }),
       { seed: SEED + 1, numRuns: SOCKET_RUNS, endOnFailure: true },
     );
@@ -124,8 +166,14 @@ describe('HTTP fuzz', () => {
         setTimeout(() => s.end(), 300);
         setTimeout(() => s.destroy(), 1500);
       });
-      assert.ok(answer === '' || /^HTTP\/1\.1 [1-5]\d\d /.test(answer), `raw ${JSON.stringify(payload.slice(0, 60))} → ${JSON.stringify(answer.slice(0, 120))}`);
-      assert.ok(!/^HTTP\/1\.1 5/.test(answer) || /errorId/.test(answer), `raw ${JSON.stringify(payload.slice(0, 60))} → ${answer.slice(0, 200)}`);
+      assert.ok(
+        answer === '' || /^HTTP\/1\.1 [1-5]\d\d /.test(answer),
+        `raw ${JSON.stringify(payload.slice(0, 60))} → ${JSON.stringify(answer.slice(0, 120))}`,
+      );
+      assert.ok(
+        !/^HTTP\/1\.1 5/.test(answer) || /errorId/.test(answer),
+        `raw ${JSON.stringify(payload.slice(0, 60))} → ${answer.slice(0, 200)}`,
+      );
     }
     assert.equal(await f.head(), headBefore, 'malformed HTTP changed nothing');
     const ping = await fetch(`${url}/ping`);

@@ -20,7 +20,15 @@ import fc from 'fast-check';
 import { InterventionError, type HostedModel, type LogLine } from '../../gpu-agent/runtime/index.js';
 import { encodeRunnerToAgent, FrameDecoder } from '../../protocol/frames.js';
 import type { RunnerToAgent } from '../../protocol/frames.js';
-import type { BlockChannel, BlockError, BlockToHost, Dtype, GradSeed, SavedTree, TensorPayload } from '../../protocol/interleave.js';
+import type {
+  BlockChannel,
+  BlockError,
+  BlockToHost,
+  Dtype,
+  GradSeed,
+  SavedTree,
+  TensorPayload,
+} from '../../protocol/interleave.js';
 import { agentEnd } from '../../sandbox/socket-channel.js';
 import type { Sandbox } from '../../sandbox/sandbox.js';
 import { tinyModel, tinySandbox } from '../sandbox/helpers.js';
@@ -32,7 +40,27 @@ const TOKENS = [464, 2068, 7586];
 const D = 64;
 
 /** Error types the host itself raises (gpu-agent/runtime); anything else must come from the runner's EXCEPTION. */
-const HOST_TYPES = new Set(['ProtocolError', 'OutOfOrder', 'NotProvided', 'UnknownModule', 'NotObservable', 'NotSkippable', 'ShapeMismatch', 'DtypeMismatch', 'NonFinite', 'SharedTensor', 'Timeout', 'InvalidResult', 'NotDifferentiable', 'NoBackward', 'BackwardError', 'NotCallable', 'CallFailed', 'BarrierError', 'CacheError']);
+const HOST_TYPES = new Set([
+  'ProtocolError',
+  'OutOfOrder',
+  'NotProvided',
+  'UnknownModule',
+  'NotObservable',
+  'NotSkippable',
+  'ShapeMismatch',
+  'DtypeMismatch',
+  'NonFinite',
+  'SharedTensor',
+  'Timeout',
+  'InvalidResult',
+  'NotDifferentiable',
+  'NoBackward',
+  'BackwardError',
+  'NotCallable',
+  'CallFailed',
+  'BarrierError',
+  'CacheError',
+]);
 
 let hm: HostedModel;
 let dir: string;
@@ -68,14 +96,59 @@ type Action =
   | { kind: 'wait' };
 
 const DTYPE_BYTES: Record<Dtype, number> = { float32: 4, float16: 2, int64: 8, int32: 4, int8: 1, uint8: 1, bool: 1 };
-const ADDRS = ['transformer.h.0.output.0', 'transformer.h.1.output.0', 'transformer.h.0.input.0', 'transformer.h.0.mlp.output.0', 'transformer.wte.output.0', 'lm_head.output.0', 'transformer.h.1.output.1', 'transformer.h.0.output.5', 'transformer.h.9.output.0', 'transformer.h.0.output', 'transformer.h.0.outputs.0', '', 'h.0.output.0', 'transformer.h.0.output.-1', 'transformer..output.0',
+const ADDRS = [
+  'transformer.h.0.output.0',
+  'transformer.h.1.output.0',
+  'transformer.h.0.input.0',
+  'transformer.h.0.mlp.output.0',
+  'transformer.wte.output.0',
+  'lm_head.output.0',
+  'transformer.h.1.output.1',
+  'transformer.h.0.output.5',
+  'transformer.h.9.output.0',
+  'transformer.h.0.output',
+  'transformer.h.0.outputs.0',
+  '',
+  'h.0.output.0',
+  'transformer.h.0.output.-1',
+  'transformer..output.0',
   // gradient addresses (WAIT and SWAP of `<addr>.grad`)
-  'transformer.h.1.output.0.grad', 'transformer.h.0.output.0.grad', 'transformer.wte.output.0.grad', 'input.0.grad', 'output.0.grad', 'transformer.h.0.output.1.grad', 'nope.output.0.grad', '.grad',
+  'transformer.h.1.output.0.grad',
+  'transformer.h.0.output.0.grad',
+  'transformer.wte.output.0.grad',
+  'input.0.grad',
+  'output.0.grad',
+  'transformer.h.0.output.1.grad',
+  'nope.output.0.grad',
+  '.grad',
   // barriers, caches and calls (a call is a CALL, not a WAIT)
-  '@barrier:0:1:x', '@barrier:0:2:x', '@barrier:1:2:x', '@barrier:0:3:x', '@barrier:0:0:x', '@cache:1', '@cache:2', '@cache:99', '@call:1', '@nope'];
-const POINT_KEYS = ['transformer.h.0.output', 'transformer.h.1.output', 'transformer.h.0.input', 'output', 'input', 'transformer.h.output', 'nope.output', 'transformer.h.0.mlp.c_fc.output', ''];
+  '@barrier:0:1:x',
+  '@barrier:0:2:x',
+  '@barrier:1:2:x',
+  '@barrier:0:3:x',
+  '@barrier:0:0:x',
+  '@cache:1',
+  '@cache:2',
+  '@cache:99',
+  '@call:1',
+  '@nope',
+];
+const POINT_KEYS = [
+  'transformer.h.0.output',
+  'transformer.h.1.output',
+  'transformer.h.0.input',
+  'output',
+  'input',
+  'transformer.h.output',
+  'nope.output',
+  'transformer.h.0.mlp.c_fc.output',
+  '',
+];
 const text = fc.string({ unit: 'binary', maxLength: 24 });
-const invoke = fc.oneof({ weight: 6, arbitrary: fc.constantFrom(0, 1) }, { weight: 1, arbitrary: fc.constantFrom(2, 99, 0xffff_ffff) });
+const invoke = fc.oneof(
+  { weight: 6, arbitrary: fc.constantFrom(0, 1) },
+  { weight: 1, arbitrary: fc.constantFrom(2, 99, 0xffff_ffff) },
+);
 const addr = fc.oneof({ weight: 5, arbitrary: fc.constantFrom(...ADDRS) }, { weight: 1, arbitrary: text });
 
 const tensorOf = (dtype: Dtype, shape: number[], fill: (i: number) => number = () => 0.5): TensorPayload => {
@@ -93,49 +166,149 @@ const tensor: fc.Arbitrary<TensorPayload> = fc.oneof(
   {
     weight: 2,
     arbitrary: fc
-      .record({ dtype: fc.constantFrom<Dtype>('float32', 'float16', 'int64', 'int32', 'int8', 'uint8', 'bool'), shape: fc.array(fc.integer({ min: 0, max: 4 }), { maxLength: 3 }) })
+      .record({
+        dtype: fc.constantFrom<Dtype>('float32', 'float16', 'int64', 'int32', 'int8', 'uint8', 'bool'),
+        shape: fc.array(fc.integer({ min: 0, max: 4 }), { maxLength: 3 }),
+      })
       .map(({ dtype, shape }) => tensorOf(dtype, shape)),
   },
 );
 const tensors = fc.array(tensor, { maxLength: 2 });
-const tree = fc.oneof(fc.jsonValue({ maxDepth: 2 }), fc.constant({ $tensor: 0 }), fc.constant([{ $tensor: 0 }, { h: { $tensor: 1 } }]));
+const tree = fc.oneof(
+  fc.jsonValue({ maxDepth: 2 }),
+  fc.constant({ $tensor: 0 }),
+  fc.constant([{ $tensor: 0 }, { h: { $tensor: 1 } }]),
+);
 const savedTree: fc.Arbitrary<SavedTree> = fc.record({ tree, tensors });
-const blockError: fc.Arbitrary<BlockError> = fc.record({ phase: fc.constantFrom('deserialize', 'execute', 'protocol' as const), type: fc.oneof(fc.constantFrom('BlockError', 'OutOfOrder', 'RunnerSaysNo'), text), message: text });
+const blockError: fc.Arbitrary<BlockError> = fc.record({
+  phase: fc.constantFrom('deserialize', 'execute', 'protocol' as const),
+  type: fc.oneof(fc.constantFrom('BlockError', 'OutOfOrder', 'RunnerSaysNo'), text),
+  message: text,
+});
 
 const LOGITS = [1, TOKENS.length, 50257];
-const offsets = (xs: number[]): TensorPayload => ({ dtype: 'int64', shape: [xs.length], data: new Uint8Array(BigInt64Array.from(xs.map(BigInt)).buffer) });
+const offsets = (xs: number[]): TensorPayload => ({
+  dtype: 'int64',
+  shape: [xs.length],
+  data: new Uint8Array(BigInt64Array.from(xs.map(BigInt)).buffer),
+});
 const seed: fc.Arbitrary<GradSeed> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ addr, index: fc.constantFrom(0, 0, 1, 7), grad: tensor }) },
   // a well-formed sparse seed of two logits, and damaged ones (offsets outside, wrong counts, another dtype)
-  { weight: 2, arbitrary: fc.constantFrom<GradSeed>(
-    { addr: 'output.0', index: 0, shape: LOGITS, at: offsets([2 * 50257 + 7, 2 * 50257 + 11]), grad: tensorOf('float32', [2], (i) => (i === 0 ? 1 : -1)) },
-    { addr: 'output.0', index: 0, shape: LOGITS, at: offsets([-1, 3]), grad: tensorOf('float32', [2]) },
-    { addr: 'output.0', index: 0, shape: LOGITS, at: offsets([1]), grad: tensorOf('float32', [2]) },
-    { addr: 'output.0', index: 0, shape: [1, 2], at: tensorOf('float32', [2]), grad: tensorOf('float32', [2]) },
-  ) },
+  {
+    weight: 2,
+    arbitrary: fc.constantFrom<GradSeed>(
+      {
+        addr: 'output.0',
+        index: 0,
+        shape: LOGITS,
+        at: offsets([2 * 50257 + 7, 2 * 50257 + 11]),
+        grad: tensorOf('float32', [2], (i) => (i === 0 ? 1 : -1)),
+      },
+      { addr: 'output.0', index: 0, shape: LOGITS, at: offsets([-1, 3]), grad: tensorOf('float32', [2]) },
+      { addr: 'output.0', index: 0, shape: LOGITS, at: offsets([1]), grad: tensorOf('float32', [2]) },
+      { addr: 'output.0', index: 0, shape: [1, 2], at: tensorOf('float32', [2]), grad: tensorOf('float32', [2]) },
+    ),
+  },
 );
 
 const message: fc.Arbitrary<RunnerToAgent> = fc.oneof(
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant('BACKWARD' as const), invoke, step: fc.constantFrom(0, 0, 1, 7), seeds: fc.array(seed, { maxLength: 3 }) }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant('BACKWARD' as const),
+      invoke,
+      step: fc.constantFrom(0, 0, 1, 7),
+      seeds: fc.array(seed, { maxLength: 3 }),
+    }),
+  },
   { weight: 5, arbitrary: fc.record({ kind: fc.constant('WAIT' as const), invoke, addr }) },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('SWAP' as const), invoke, addr, values: tensors }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('SKIP' as const), invoke, path: fc.oneof(fc.constantFrom('transformer.h.0', 'transformer.h.0.mlp', 'transformer.h', '', 'nope'), text), step: fc.constantFrom(0, 1, 7), values: tensors }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant('SKIP' as const),
+      invoke,
+      path: fc.oneof(fc.constantFrom('transformer.h.0', 'transformer.h.0.mlp', 'transformer.h', '', 'nope'), text),
+      step: fc.constantFrom(0, 1, 7),
+      values: tensors,
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('STOP' as const), invoke }) },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant('CALL' as const), invoke, id: fc.constantFrom(1, 2, 7), path: fc.oneof(fc.constantFrom('lm_head', 'transformer.ln_f', 'transformer.h.0.attn', 'transformer.h', '', 'nope', 'transformer.h[1].mlp'), text), values: tensors }) },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant('CACHE' as const), invoke, id: fc.constantFrom(1, 2, 99), step: fc.constantFrom(0, 0, 1, 7), points: fc.array(fc.oneof(fc.constantFrom(...POINT_KEYS), text), { maxLength: 3 }) }) },
-  { weight: 3, arbitrary: fc.record({ kind: fc.constant('LOG' as const), invoke, stream: fc.constantFrom('stdout' as const, 'stderr' as const), line: text }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant('CALL' as const),
+      invoke,
+      id: fc.constantFrom(1, 2, 7),
+      path: fc.oneof(
+        fc.constantFrom(
+          'lm_head',
+          'transformer.ln_f',
+          'transformer.h.0.attn',
+          'transformer.h',
+          '',
+          'nope',
+          'transformer.h[1].mlp',
+        ),
+        text,
+      ),
+      values: tensors,
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant('CACHE' as const),
+      invoke,
+      id: fc.constantFrom(1, 2, 99),
+      step: fc.constantFrom(0, 0, 1, 7),
+      points: fc.array(fc.oneof(fc.constantFrom(...POINT_KEYS), text), { maxLength: 3 }),
+    }),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      kind: fc.constant('LOG' as const),
+      invoke,
+      stream: fc.constantFrom('stdout' as const, 'stderr' as const),
+      line: text,
+    }),
+  },
   { weight: 4, arbitrary: fc.record({ kind: fc.constant('END' as const), invoke, result: savedTree }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('EXCEPTION' as const), invoke, error: blockError }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('READY' as const), version: fc.constantFrom(1, 2), pid: fc.nat(), startupMs: fc.double({ noNaN: true, noDefaultInfinity: true }), rssBytes: fc.nat() }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant('READY' as const),
+      version: fc.constantFrom(1, 2),
+      pid: fc.nat(),
+      startupMs: fc.double({ noNaN: true, noDefaultInfinity: true }),
+      rssBytes: fc.nat(),
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('FAILED' as const), code: text, message: text }) },
 );
 
 const action: fc.Arbitrary<Action> = fc.oneof(
   { weight: 12, arbitrary: message.map((msg): Action => ({ kind: 'frame', msg })) },
   { weight: 3, arbitrary: fc.constant<Action>({ kind: 'wait' }) },
-  { weight: 1, arbitrary: fc.uint8Array({ minLength: 1, maxLength: 24 }).map((data): Action => ({ kind: 'bytes', data })) },
-  { weight: 1, arbitrary: fc.tuple(message, fc.double({ min: 0, max: 0.999, noNaN: true }), fc.integer({ min: 1, max: 255 })).map(([msg, at, xor]): Action => ({ kind: 'corrupt', msg, at, xor })) },
-  { weight: 1, arbitrary: fc.tuple(message, fc.double({ min: 0, max: 0.999, noNaN: true })).map(([msg, keep]): Action => ({ kind: 'truncate', msg, keep })) },
+  {
+    weight: 1,
+    arbitrary: fc.uint8Array({ minLength: 1, maxLength: 24 }).map((data): Action => ({ kind: 'bytes', data })),
+  },
+  {
+    weight: 1,
+    arbitrary: fc
+      .tuple(message, fc.double({ min: 0, max: 0.999, noNaN: true }), fc.integer({ min: 1, max: 255 }))
+      .map(([msg, at, xor]): Action => ({ kind: 'corrupt', msg, at, xor })),
+  },
+  {
+    weight: 1,
+    arbitrary: fc
+      .tuple(message, fc.double({ min: 0, max: 0.999, noNaN: true }))
+      .map(([msg, keep]): Action => ({ kind: 'truncate', msg, keep })),
+  },
 );
 
 const conversation = fc.record({
@@ -214,7 +387,15 @@ async function converse(c: { invokes: number; records: boolean; steps: number; s
   const out: Outcome = { logs };
   try {
     out.result = await hm.run(
-      { invokes: Array.from({ length: c.invokes }, () => ({ tokens: TOKENS, block: c.records ? "async (m) => 'backward'" : 'async (m) => 0' })), newTokens: c.steps - 1, timeoutMs: 5000, onLog: (l) => logs.push(l) },
+      {
+        invokes: Array.from({ length: c.invokes }, () => ({
+          tokens: TOKENS,
+          block: c.records ? "async (m) => 'backward'" : 'async (m) => 0',
+        })),
+        newTokens: c.steps - 1,
+        timeoutMs: 5000,
+        onLog: (l) => logs.push(l),
+      },
       () => channel,
     );
   } catch (e) {
@@ -236,19 +417,24 @@ describe('runner wire protocol from a hostile runner', () => {
     await fc.assert(
       fc.asyncProperty(conversation, async (c) => {
         const o = await converse(c);
-        const what = () => `${JSON.stringify(c, (_k, v) => (v instanceof Uint8Array ? `<${v.length} bytes>` : v)).slice(0, 600)} → ${o.error instanceof Error ? `${o.error.name}: ${o.error.message}` : 'ok'}`;
-        const sentExceptions = new Set(c.script.flatMap((a) => (a.kind === 'frame' && a.msg.kind === 'EXCEPTION' ? [a.msg.error.type] : [])));
+        const what = () =>
+          `${JSON.stringify(c, (_k, v) => (v instanceof Uint8Array ? `<${v.length} bytes>` : v)).slice(0, 600)} → ${o.error instanceof Error ? `${o.error.name}: ${o.error.message}` : 'ok'}`;
+        const sentExceptions = new Set(
+          c.script.flatMap((a) => (a.kind === 'frame' && a.msg.kind === 'EXCEPTION' ? [a.msg.error.type] : [])),
+        );
         if (o.error !== undefined) {
           assert.ok(o.error instanceof InterventionError, `not an InterventionError: ${what()}`);
           const be = o.error.blockError;
           assert.ok(['deserialize', 'execute', 'protocol'].includes(be.phase), what());
           assert.ok(HOST_TYPES.has(be.type) || sentExceptions.has(be.type), `type ${be.type}: ${what()}`);
-          const kind = HOST_TYPES.has(be.type) ? be.type : 'the runner\'s own EXCEPTION';
+          const kind = HOST_TYPES.has(be.type) ? be.type : "the runner's own EXCEPTION";
           tally.set(kind, (tally.get(kind) ?? 0) + 1);
         } else {
           // Success: every invoke's result is what the runner's first END for it said, nothing else.
           const firstEnd = new Map<number, SavedTree>();
-          for (const a of c.script) if (a.kind === 'frame' && a.msg.kind === 'END' && !firstEnd.has(a.msg.invoke)) firstEnd.set(a.msg.invoke, a.msg.result);
+          for (const a of c.script)
+            if (a.kind === 'frame' && a.msg.kind === 'END' && !firstEnd.has(a.msg.invoke))
+              firstEnd.set(a.msg.invoke, a.msg.result);
           const r = o.result!;
           assert.equal(r.invokes.length, c.invokes);
           r.invokes.forEach((inv, i) => {
@@ -256,21 +442,38 @@ describe('runner wire protocol from a hostile runner', () => {
             assert.ok(sent !== undefined, `invoke ${i} succeeded without an END: ${what()}`);
             assert.deepEqual(inv.result.tree, sent.tree, what());
             assert.equal(inv.result.tensors.length, sent.tensors.length, what());
-            inv.result.tensors.forEach((tt, k) => assert.ok(Buffer.from(tt.data).equals(Buffer.from(sent.tensors[k]!.data)), what()));
+            inv.result.tensors.forEach((tt, k) =>
+              assert.ok(Buffer.from(tt.data).equals(Buffer.from(sent.tensors[k]!.data)), what()),
+            );
           });
           tally.set('ok', (tally.get('ok') ?? 0) + 1);
         }
         // No line is taken for an invoke the request does not have.
-        assert.ok(o.logs.every((l) => l.invoke >= 0 && l.invoke < c.invokes), `a LOG line for a missing invoke was kept: ${what()}`);
+        assert.ok(
+          o.logs.every((l) => l.invoke >= 0 && l.invoke < c.invokes),
+          `a LOG line for a missing invoke was kept: ${what()}`,
+        );
         // LOG frames before the first byte-level damage all arrive, in order, and nothing else does (a corrupted
         // frame may still be a well-formed frame of another content: frames carry no checksum, the socket is reliable).
         const firstDamage = c.script.findIndex(damaging);
-        if (firstDamage >= 0 && c.script.slice(0, firstDamage).every((a) => a.kind === 'wait' || (a.kind === 'frame' && a.msg.kind === 'LOG' && a.msg.invoke < c.invokes))) {
-          const sent = c.script.slice(0, firstDamage).flatMap((a) => (a.kind === 'frame' && a.msg.kind === 'LOG' ? [a.msg.line] : []));
-          assert.deepEqual(o.logs.map((l) => l.line), sent, what());
+        if (
+          firstDamage >= 0 &&
+          c.script
+            .slice(0, firstDamage)
+            .every((a) => a.kind === 'wait' || (a.kind === 'frame' && a.msg.kind === 'LOG' && a.msg.invoke < c.invokes))
+        ) {
+          const sent = c.script
+            .slice(0, firstDamage)
+            .flatMap((a) => (a.kind === 'frame' && a.msg.kind === 'LOG' ? [a.msg.line] : []));
+          assert.deepEqual(
+            o.logs.map((l) => l.line),
+            sent,
+            what(),
+          );
           assert.ok(o.error instanceof InterventionError && o.error.blockError.type === 'ProtocolError', what());
           const d = c.script[firstDamage]!;
-          if (d.kind === 'bytes' || d.kind === 'truncate') assert.match(o.error.blockError.message, /FRAME_|channel to the blocks broke/, what());
+          if (d.kind === 'bytes' || d.kind === 'truncate')
+            assert.match(o.error.blockError.message, /FRAME_|channel to the blocks broke/, what());
           tally.set('damage-after-logs', (tally.get('damage-after-logs') ?? 0) + 1);
         }
       }),
@@ -290,7 +493,12 @@ describe('runner wire protocol from a hostile runner', () => {
     });
 
     it(`${REAL_RUNNERS} runners whose block writes fuzzed bytes on its own socket: a ProtocolError, and the next runner works`, async () => {
-      const bytes = fc.oneof(fc.uint8Array({ minLength: 1, maxLength: 40 }), message.map((m) => new Uint8Array(encodeRunnerToAgent(m))).chain((b) => fc.integer({ min: 1, max: b.length }).map((n) => b.subarray(0, n))));
+      const bytes = fc.oneof(
+        fc.uint8Array({ minLength: 1, maxLength: 40 }),
+        message
+          .map((m) => new Uint8Array(encodeRunnerToAgent(m)))
+          .chain((b) => fc.integer({ min: 1, max: b.length }).map((n) => b.subarray(0, n))),
+      );
       await fc.assert(
         fc.asyncProperty(bytes, async (b) => {
           const block = `async (m) => { process.getBuiltinModule('fs').writeSync(3, Buffer.from('${Buffer.from(b).toString('base64')}', 'base64')); await m.transformer.h[0].output; return 1; }`;
@@ -301,12 +509,21 @@ describe('runner wire protocol from a hostile runner', () => {
             assert.equal(r.invokes[0]!.result.tree, 1);
           } catch (e) {
             assert.ok(e instanceof InterventionError, String(e));
-            assert.ok(HOST_TYPES.has(e.blockError.type) || e.blockError.type === 'SandboxCrashed', `${e.blockError.type}: ${e.blockError.message}`);
+            assert.ok(
+              HOST_TYPES.has(e.blockError.type) || e.blockError.type === 'SandboxCrashed',
+              `${e.blockError.type}: ${e.blockError.message}`,
+            );
           }
         }),
         { seed: SEED + 1, numRuns: REAL_RUNNERS, endOnFailure: true },
       );
-      const r = await hm.run({ invokes: [{ tokens: TOKENS, block: 'async (m) => (await m.transformer.h[0].output).shape' }], timeoutMs: 10_000 }, sb.opener('gpt2-tiny'));
+      const r = await hm.run(
+        {
+          invokes: [{ tokens: TOKENS, block: 'async (m) => (await m.transformer.h[0].output).shape' }],
+          timeoutMs: 10_000,
+        },
+        sb.opener('gpt2-tiny'),
+      );
       assert.deepEqual(r.invokes[0]!.result.tree, [1, 3, 64]);
     });
   });

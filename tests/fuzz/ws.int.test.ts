@@ -20,7 +20,12 @@ let url: string;
 
 before(async () => {
   f = await startApiFabric();
-  const r = await f.app.inject({ method: 'POST', url: '/requests', headers: { authorization: `Bearer ${f.keys.operator}`, 'content-type': 'application/json' }, payload: JSON.stringify({ requestId: 'seed-1', model: 'gpt2-tiny', invokes: [{ input: 'hello' }] }) });
+  const r = await f.app.inject({
+    method: 'POST',
+    url: '/requests',
+    headers: { authorization: `Bearer ${f.keys.operator}`, 'content-type': 'application/json' },
+    payload: JSON.stringify({ requestId: 'seed-1', model: 'gpt2-tiny', invokes: [{ input: 'hello' }] }),
+  });
   assert.equal(r.statusCode, 202, r.body);
   url = (await f.app.listen({ host: '127.0.0.1', port: 0 })).replace(/^http/, 'ws');
 });
@@ -28,7 +33,15 @@ after(async () => {
   await f?.close();
 });
 
-type Expect = 'pong' | 'watching' | 'unsubscribed' | 'subscribed' | 'subscribed-or-bad-cursor' | 'bad' | 'close-1009' | 'close-1007';
+type Expect =
+  | 'pong'
+  | 'watching'
+  | 'unsubscribed'
+  | 'subscribed'
+  | 'subscribed-or-bad-cursor'
+  | 'bad'
+  | 'close-1009'
+  | 'close-1007';
 
 interface Frame {
   data: string | Buffer;
@@ -36,22 +49,55 @@ interface Frame {
   expect: Expect;
 }
 
-const validId = fc.oneof(fc.constantFrom('seed-1', 'r-01', 'nope'), fc.stringMatching(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,30}$/));
-const badId = fc.oneof(fc.constantFrom('', '-x', '.x', 'a b', 'a/b', 'x'.repeat(161), 'é'), fc.string({ maxLength: 10 }).filter((s) => !/^[A-Za-z0-9][A-Za-z0-9._:-]{0,159}$/.test(s)));
+const validId = fc.oneof(
+  fc.constantFrom('seed-1', 'r-01', 'nope'),
+  fc.stringMatching(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,30}$/),
+);
+const badId = fc.oneof(
+  fc.constantFrom('', '-x', '.x', 'a b', 'a/b', 'x'.repeat(161), 'é'),
+  fc.string({ maxLength: 10 }).filter((s) => !/^[A-Za-z0-9][A-Za-z0-9._:-]{0,159}$/.test(s)),
+);
 const anyJson = fc.jsonValue({ maxDepth: 3 });
 const text = fc.string({ unit: 'binary', maxLength: 40 });
 const j = (v: unknown) => JSON.stringify(v);
 
 const frame: fc.Arbitrary<Frame> = fc.oneof(
   { weight: 2, arbitrary: fc.constant<Frame>({ data: j({ type: 'ping' }), binary: false, expect: 'pong' }) },
-  { weight: 1, arbitrary: fc.constant<Frame>({ data: j({ type: 'watch', topic: 'cluster' }), binary: false, expect: 'watching' }) },
-  { weight: 2, arbitrary: validId.map((requestId): Frame => ({ data: j({ type: 'unsubscribe', requestId }), binary: false, expect: 'unsubscribed' })) },
-  { weight: 3, arbitrary: validId.map((requestId): Frame => ({ data: j({ type: 'subscribe', requestId }), binary: false, expect: 'subscribed' })) },
+  {
+    weight: 1,
+    arbitrary: fc.constant<Frame>({ data: j({ type: 'watch', topic: 'cluster' }), binary: false, expect: 'watching' }),
+  },
+  {
+    weight: 2,
+    arbitrary: validId.map(
+      (requestId): Frame => ({ data: j({ type: 'unsubscribe', requestId }), binary: false, expect: 'unsubscribed' }),
+    ),
+  },
+  {
+    weight: 3,
+    arbitrary: validId.map(
+      (requestId): Frame => ({ data: j({ type: 'subscribe', requestId }), binary: false, expect: 'subscribed' }),
+    ),
+  },
   {
     weight: 3,
     arbitrary: fc
-      .tuple(validId, fc.oneof(fc.string({ maxLength: 64 }), fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.constantFrom('0', '1', '1:x', '99999999999', '-1', '1.5', '3:0:0')))
-      .map(([requestId, since]): Frame => ({ data: j({ type: 'subscribe', requestId, since }), binary: false, expect: 'subscribed-or-bad-cursor' })),
+      .tuple(
+        validId,
+        fc.oneof(
+          fc.string({ maxLength: 64 }),
+          fc.integer(),
+          fc.double({ noNaN: true, noDefaultInfinity: true }),
+          fc.constantFrom('0', '1', '1:x', '99999999999', '-1', '1.5', '3:0:0'),
+        ),
+      )
+      .map(
+        ([requestId, since]): Frame => ({
+          data: j({ type: 'subscribe', requestId, since }),
+          binary: false,
+          expect: 'subscribed-or-bad-cursor',
+        }),
+      ),
   },
   {
     weight: 12,
@@ -60,11 +106,44 @@ const frame: fc.Arbitrary<Frame> = fc.oneof(
         badId.map((requestId) => j({ type: 'subscribe', requestId })),
         badId.map((requestId) => j({ type: 'unsubscribe', requestId })),
         fc.tuple(validId, anyJson).map(([requestId, extra]) => j({ type: 'subscribe', requestId, extra })),
-        fc.tuple(validId, fc.oneof(fc.string({ minLength: 65, maxLength: 80 }), fc.constant(null), fc.boolean(), fc.array(fc.integer()), fc.object())).map(([requestId, since]) => j({ type: 'subscribe', requestId, since })),
-        fc.oneof(text, anyJson).filter((t) => t !== 'cluster').map((topic) => j({ type: 'watch', topic })),
-        fc.oneof(text, fc.integer(), fc.constant(null)).filter((t) => !['ping', 'watch', 'subscribe', 'unsubscribe'].includes(String(t))).map((type) => j({ type })),
+        fc
+          .tuple(
+            validId,
+            fc.oneof(
+              fc.string({ minLength: 65, maxLength: 80 }),
+              fc.constant(null),
+              fc.boolean(),
+              fc.array(fc.integer()),
+              fc.object(),
+            ),
+          )
+          .map(([requestId, since]) => j({ type: 'subscribe', requestId, since })),
+        fc
+          .oneof(text, anyJson)
+          .filter((t) => t !== 'cluster')
+          .map((topic) => j({ type: 'watch', topic })),
+        fc
+          .oneof(text, fc.integer(), fc.constant(null))
+          .filter((t) => !['ping', 'watch', 'subscribe', 'unsubscribe'].includes(String(t)))
+          .map((type) => j({ type })),
         anyJson.map(j).filter((s) => !/"type"/.test(s)),
-        fc.constantFrom('', ' ', '{', '}', '[', 'null', 'true', '1', '"ping"', '{"type":"ping"', '{"type":"ping"}}', '\uFEFF{"type":"ping"}', '{"type":"ping","type":"subscribe"}', '{"__proto__":{"type":"ping"}}', `${'['.repeat(3000)}${']'.repeat(3000)}`),
+        fc.constantFrom(
+          '',
+          ' ',
+          '{',
+          '}',
+          '[',
+          'null',
+          'true',
+          '1',
+          '"ping"',
+          '{"type":"ping"',
+          '{"type":"ping"}}',
+          '\uFEFF{"type":"ping"}',
+          '{"type":"ping","type":"subscribe"}',
+          '{"__proto__":{"type":"ping"}}',
+          `${'['.repeat(3000)}${']'.repeat(3000)}`,
+        ),
         text,
         fc.constant(j({ type: 'ping', x: 'y'.repeat(60_000) })),
         fc.constant(j({ type: 'subscribe' })),
@@ -72,9 +151,24 @@ const frame: fc.Arbitrary<Frame> = fc.oneof(
       )
       .map((data): Frame => ({ data, binary: false, expect: 'bad' })),
   },
-  { weight: 2, arbitrary: fc.oneof(fc.uint8Array({ maxLength: 64 }), fc.constant(new TextEncoder().encode(j({ type: 'ping' })))).map((b): Frame => ({ data: Buffer.from(b), binary: true, expect: 'bad' })) },
-  { weight: 1, arbitrary: fc.integer({ min: 64 * 1024 + 1, max: 80 * 1024 }).map((n): Frame => ({ data: 'x'.repeat(n), binary: false, expect: 'close-1009' })) },
-  { weight: 1, arbitrary: fc.constantFrom(Buffer.from([0x7b, 0xff, 0xfe, 0x7d]), Buffer.from([0xc3, 0x28]), Buffer.from([0xed, 0xa0, 0x80])).map((b): Frame => ({ data: b, binary: false, expect: 'close-1007' })) },
+  {
+    weight: 2,
+    arbitrary: fc
+      .oneof(fc.uint8Array({ maxLength: 64 }), fc.constant(new TextEncoder().encode(j({ type: 'ping' }))))
+      .map((b): Frame => ({ data: Buffer.from(b), binary: true, expect: 'bad' })),
+  },
+  {
+    weight: 1,
+    arbitrary: fc
+      .integer({ min: 64 * 1024 + 1, max: 80 * 1024 })
+      .map((n): Frame => ({ data: 'x'.repeat(n), binary: false, expect: 'close-1009' })),
+  },
+  {
+    weight: 1,
+    arbitrary: fc
+      .constantFrom(Buffer.from([0x7b, 0xff, 0xfe, 0x7d]), Buffer.from([0xc3, 0x28]), Buffer.from([0xed, 0xa0, 0x80]))
+      .map((b): Frame => ({ data: b, binary: false, expect: 'close-1007' })),
+  },
 );
 
 /** A socket whose messages are read in lockstep: send a frame, then a ping; everything before the pong is the answer. */
@@ -107,13 +201,17 @@ class Lockstep {
   }
 
   /** Waits for a message passing `test`; returns the messages received before it (and it), or undefined when the socket closed. */
-  async next(test: (m: Record<string, unknown>) => boolean, timeoutMs = 5000): Promise<Array<Record<string, unknown>> | undefined> {
+  async next(
+    test: (m: Record<string, unknown>) => boolean,
+    timeoutMs = 5000,
+  ): Promise<Array<Record<string, unknown>> | undefined> {
     const end = Date.now() + timeoutMs;
     for (;;) {
       const i = this.inbox.findIndex(test);
       if (i >= 0) return this.inbox.splice(0, i + 1);
       if (this.closed) return undefined;
-      if (Date.now() > end) throw new Error(`no answer within ${timeoutMs} ms; got ${JSON.stringify(this.inbox).slice(0, 500)}`);
+      if (Date.now() > end)
+        throw new Error(`no answer within ${timeoutMs} ms; got ${JSON.stringify(this.inbox).slice(0, 500)}`);
       await new Promise<void>((resolve) => {
         const t = setTimeout(resolve, 50);
         this.waiting = () => (clearTimeout(t), resolve());
@@ -163,12 +261,18 @@ describe('websocket fuzz', () => {
         const what = `${String(fr.data).slice(0, 160)} → ${JSON.stringify(mine).slice(0, 400)}`;
         assert.ok(!errors.some((e) => e.code === 'API_INTERNAL'), what);
         if (fr.expect === 'bad') {
-          assert.deepEqual(errors.map((e) => e.code), ['WS_BAD_MESSAGE'], what);
+          assert.deepEqual(
+            errors.map((e) => e.code),
+            ['WS_BAD_MESSAGE'],
+            what,
+          );
         } else {
           assert.ok(!errors.some((e) => e.code === 'WS_BAD_MESSAGE'), what);
           const types = mine.map((m) => m.type);
-          if (fr.expect === 'subscribed-or-bad-cursor') assert.ok(types.includes('subscribed') || errors.some((e) => e.code === 'WS_BAD_CURSOR'), what);
-          else if (fr.expect === 'subscribed') assert.ok(types.includes('subscribed') || errors.some((e) => e.code === 'WS_TOO_MANY_SUBSCRIPTIONS'), what);
+          if (fr.expect === 'subscribed-or-bad-cursor')
+            assert.ok(types.includes('subscribed') || errors.some((e) => e.code === 'WS_BAD_CURSOR'), what);
+          else if (fr.expect === 'subscribed')
+            assert.ok(types.includes('subscribed') || errors.some((e) => e.code === 'WS_TOO_MANY_SUBSCRIPTIONS'), what);
           else assert.ok(types.includes(fr.expect), what);
         }
         tally.set(fr.expect, (tally.get(fr.expect) ?? 0) + 1);
@@ -179,39 +283,56 @@ describe('websocket fuzz', () => {
     assert.equal(await f.head(), headBefore, 'the websocket changed nothing in the log');
     assert.deepEqual(f.errors, [], 'nothing was logged as an error');
     t.diagnostic(`${FRAMES} frames in ${Date.now() - started} ms: ${JSON.stringify(Object.fromEntries(tally))}`);
-    assert.ok((tally.get('bad') ?? 0) > 3000 && (tally.get('close-1009') ?? 0) > 10 && (tally.get('subscribed') ?? 0) > 500);
+    assert.ok(
+      (tally.get('bad') ?? 0) > 3000 && (tally.get('close-1009') ?? 0) > 10 && (tally.get('subscribed') ?? 0) > 500,
+    );
   });
 
   it(`${UPGRADES} upgrades with fuzzed keys and protocol versions: a hello, or the HTTP refusal with a code`, async () => {
-    const key = fc.oneof(fc.constant(f.keys.operator), fc.constant(f.keys.user), fc.constant(''), fc.string({ maxLength: 70 }), fc.constant(`ndif_${'0'.repeat(16)}_${'A'.repeat(43)}`));
+    const key = fc.oneof(
+      fc.constant(f.keys.operator),
+      fc.constant(f.keys.user),
+      fc.constant(''),
+      fc.string({ maxLength: 70 }),
+      fc.constant(`ndif_${'0'.repeat(16)}_${'A'.repeat(43)}`),
+    );
     const protocol = fc.oneof(fc.constantFrom('1.0', '1.3', '2.0', 'x', '', '1'), fc.string({ maxLength: 10 }));
     await fc.assert(
-      fc.asyncProperty(fc.record({ key: fc.option(key), protocol: fc.option(protocol), inHeader: fc.boolean() }), async (u) => {
-        const params = new URLSearchParams();
-        const headers: Record<string, string> = {};
-        if (u.key !== null) {
-          if (u.inHeader) headers.authorization = `Bearer ${u.key.replace(/[^\x20-\x7e]/g, '')}`;
-          else params.set('key', u.key);
-        }
-        if (u.protocol !== null) params.set('protocol', u.protocol);
-        const qs = params.toString();
-        const ws = new WebSocket(`${url}/ws${qs ? `?${qs}` : ''}`, { headers });
-        const outcome = await new Promise<{ hello?: Record<string, unknown>; status?: number; body?: Record<string, unknown> }>((resolve, reject) => {
-          ws.once('message', (d) => resolve({ hello: JSON.parse(String(d)) as Record<string, unknown> }));
-          ws.once('unexpected-response', (_req, res) => {
-            let text = '';
-            res.on('data', (c: Buffer) => (text += String(c)));
-            res.on('end', () => resolve({ status: res.statusCode, body: JSON.parse(text) as Record<string, unknown> }));
+      fc.asyncProperty(
+        fc.record({ key: fc.option(key), protocol: fc.option(protocol), inHeader: fc.boolean() }),
+        async (u) => {
+          const params = new URLSearchParams();
+          const headers: Record<string, string> = {};
+          if (u.key !== null) {
+            if (u.inHeader) headers.authorization = `Bearer ${u.key.replace(/[^\x20-\x7e]/g, '')}`;
+            else params.set('key', u.key);
+          }
+          if (u.protocol !== null) params.set('protocol', u.protocol);
+          const qs = params.toString();
+          const ws = new WebSocket(`${url}/ws${qs ? `?${qs}` : ''}`, { headers });
+          const outcome = await new Promise<{
+            hello?: Record<string, unknown>;
+            status?: number;
+            body?: Record<string, unknown>;
+          }>((resolve, reject) => {
+            ws.once('message', (d) => resolve({ hello: JSON.parse(String(d)) as Record<string, unknown> }));
+            ws.once('unexpected-response', (_req, res) => {
+              let text = '';
+              res.on('data', (c: Buffer) => (text += String(c)));
+              res.on('end', () =>
+                resolve({ status: res.statusCode, body: JSON.parse(text) as Record<string, unknown> }),
+              );
+            });
+            ws.once('error', (e) => reject(e));
           });
-          ws.once('error', (e) => reject(e));
-        });
-        ws.terminate();
-        if (outcome.hello) assert.equal(outcome.hello.type, 'hello');
-        else {
-          assert.ok(outcome.status! >= 400 && outcome.status! < 500, JSON.stringify(outcome));
-          assert.equal(typeof outcome.body?.code, 'string');
-        }
-      }),
+          ws.terminate();
+          if (outcome.hello) assert.equal(outcome.hello.type, 'hello');
+          else {
+            assert.ok(outcome.status! >= 400 && outcome.status! < 500, JSON.stringify(outcome));
+            assert.equal(typeof outcome.body?.code, 'string');
+          }
+        },
+      ),
       { seed: SEED + 1, numRuns: UPGRADES, endOnFailure: true },
     );
     const ok = await Lockstep.open({ authorization: `Bearer ${f.keys.operator}` });
@@ -220,7 +341,10 @@ describe('websocket fuzz', () => {
     // After all that, a subscription still works as documented: `subscribed` first, then the replayed history.
     ok.send({ data: JSON.stringify({ type: 'subscribe', requestId: 'seed-1' }), binary: false, expect: 'subscribed' });
     const got = await ok.next((m) => m.type === 'status' && m.status === 'PROVISIONING');
-    assert.deepEqual(got?.map((m) => m.type === 'status' ? m.status : m.type), ['subscribed', 'RECEIVED', 'PROVISIONING']);
+    assert.deepEqual(
+      got?.map((m) => (m.type === 'status' ? m.status : m.type)),
+      ['subscribed', 'RECEIVED', 'PROVISIONING'],
+    );
     ok.close();
   });
 });

@@ -30,7 +30,9 @@ export class GoldenHarness {
     this.store = new SqliteEventStore({ path });
     this.view = new ControlPlaneView(this.store, new SqliteCheckpoints(this.store.db));
     let scheduler: Scheduler | undefined;
-    this.commands = new ControlPlaneCommands(this.store, { onHeartbeat: (a, b, at) => scheduler?.observeHeartbeat(a, b, Date.parse(at)) });
+    this.commands = new ControlPlaneCommands(this.store, {
+      onHeartbeat: (a, b, at) => scheduler?.observeHeartbeat(a, b, Date.parse(at)),
+    });
     scheduler = new Scheduler({
       view: this.view,
       commands: this.commands,
@@ -43,7 +45,10 @@ export class GoldenHarness {
     this.scheduler = scheduler;
   }
 
-  static async start(scenario: string, options: { onDemand?: Record<string, OnDemandModel>; config?: Partial<SchedulerConfig>; path?: string } = {}): Promise<GoldenHarness> {
+  static async start(
+    scenario: string,
+    options: { onDemand?: Record<string, OnDemandModel>; config?: Partial<SchedulerConfig>; path?: string } = {},
+  ): Promise<GoldenHarness> {
     const h = new GoldenHarness(scenario, options.path ?? ':memory:', options.onDemand ?? {}, options.config ?? {});
     await h.view.start();
     return h;
@@ -63,7 +68,11 @@ export class GoldenHarness {
 
   /** A user's or operator's command, with the next command id of this scenario. */
   run(command: ControlPlaneCommand, actor: string) {
-    return this.commands.execute(command, { commandId: `${this.scenario}:cmd-${++this.commandSeq}`, actor, at: this.iso() });
+    return this.commands.execute(command, {
+      commandId: `${this.scenario}:cmd-${++this.commandSeq}`,
+      actor,
+      at: this.iso(),
+    });
   }
 
   /** Like run, but a refusal is part of the script (it appends nothing); returns its code. */

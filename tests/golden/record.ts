@@ -17,7 +17,16 @@ export const RE_RECORD = 'npx tsc -p . && node dist/scripts/record-golden.js [sc
 
 /** One event as a line of events.jsonl: fixed key order, so equal events are equal strings. */
 export function eventLine(e: StoredEvent): string {
-  return JSON.stringify({ position: e.position, streamId: e.streamId, revision: e.revision, id: e.id, type: e.type, version: e.version, data: e.data, metadata: e.metadata });
+  return JSON.stringify({
+    position: e.position,
+    streamId: e.streamId,
+    revision: e.revision,
+    id: e.id,
+    type: e.type,
+    version: e.version,
+    data: e.data,
+    metadata: e.metadata,
+  });
 }
 
 export function parseEventLines(text: string): StoredEvent[] {
@@ -47,14 +56,22 @@ export async function recordScenario(s: Scenario): Promise<Recording> {
     const events = await h.events();
     const stateText = stateJson(h.state());
     const folded = stateJson(foldControlPlane(events));
-    if (folded !== stateText) throw new Error(`scenario ${s.name}: the live view's state differs from a fold of its own log; fix the projection before recording`);
+    if (folded !== stateText)
+      throw new Error(
+        `scenario ${s.name}: the live view's state differs from a fold of its own log; fix the projection before recording`,
+      );
     return { scenario: s, events, eventsText: events.map((e) => `${eventLine(e)}\n`).join(''), stateText };
   } finally {
     await h.close();
   }
 }
 
-export function readFixture(name: string): { events: StoredEvent[]; eventsText: string; state: JsonValue; stateText: string } {
+export function readFixture(name: string): {
+  events: StoredEvent[];
+  eventsText: string;
+  state: JsonValue;
+  stateText: string;
+} {
   const dir = join(GOLDEN_DIR, name);
   const eventsText = readFileSync(join(dir, 'events.jsonl'), 'utf8');
   const stateText = readFileSync(join(dir, 'state.json'), 'utf8');
@@ -64,7 +81,9 @@ export function readFixture(name: string): { events: StoredEvent[]; eventsText: 
 export function readme(r: Recording): string {
   const counts = new Map<string, number>();
   for (const e of r.events) counts.set(e.type, (counts.get(e.type) ?? 0) + 1);
-  const rows = [...counts.entries()].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).map(([t, c]) => `| \`${t}\` | ${c} |`);
+  const rows = [...counts.entries()]
+    .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
+    .map(([t, c]) => `| \`${t}\` | ${c} |`);
   const first = r.events[0]?.metadata.at ?? '-';
   const last = r.events[r.events.length - 1]?.metadata.at ?? '-';
   return [
@@ -76,7 +95,7 @@ export function readme(r: Recording): string {
     `scheduler on a SQLite store, scripted agents and an injected clock: ${r.events.length} events from ${first} to ${last}.`,
     '',
     '- `events.jsonl`: every event with its metadata, in position order (`position, streamId, revision, id, type, version, data, metadata`).',
-    '- `state.json`: the control-plane projection\'s state after the last event (`controlPlaneToSnapshot`).',
+    "- `state.json`: the control-plane projection's state after the last event (`controlPlaneToSnapshot`).",
     '',
     '`tests/golden/golden.unit.test.ts` folds `events.jsonl` with the current code and compares with `state.json`, and runs the',
     'scenario again and compares the log it writes with `events.jsonl`. When a change alters history on purpose, re-record with',

@@ -28,7 +28,13 @@ function prng(seed: number): () => number {
 const MIN = 60_000;
 const HOUR = 3_600_000;
 
-function submit(h: GoldenHarness, requestId: string, modelKey: string, submitter: string, extra: { priority?: boolean; options?: Record<string, unknown> } = {}) {
+function submit(
+  h: GoldenHarness,
+  requestId: string,
+  modelKey: string,
+  submitter: string,
+  extra: { priority?: boolean; options?: Record<string, unknown> } = {},
+) {
   return h.run(
     {
       type: 'SubmitRequest',
@@ -37,7 +43,10 @@ function submit(h: GoldenHarness, requestId: string, modelKey: string, submitter
       submitter,
       priority: extra.priority ?? false,
       trusted: true,
-      payload: { invokes: [{ prompt: 'The Eiffel Tower is in the city of' }], block: 'async (m) => m.transformer.h[5].output.mean()' },
+      payload: {
+        invokes: [{ prompt: 'The Eiffel Tower is in the city of' }],
+        block: 'async (m) => m.transformer.h[5].output.mean()',
+      },
       options: extra.options as never,
     },
     submitter,
@@ -53,14 +62,31 @@ const normalDay: Scenario = {
     '(ModelNotDeployable); a user cancels a request, the operator kills one of a burst of six, and the burst makes gpt2 ' +
     'autoscale; the operator scales llama to 2 and later evicts tiny.',
   async run(path) {
-    const onDemand: Record<string, OnDemandModel> = { gpt2: { settings: { weightsBytes: GIB } }, llama: { settings: { weightsBytes: 8 * GIB } }, tiny: { settings: { weightsBytes: GIB / 4, sizeBytes: GIB } } };
+    const onDemand: Record<string, OnDemandModel> = {
+      gpt2: { settings: { weightsBytes: GIB } },
+      llama: { settings: { weightsBytes: 8 * GIB } },
+      tiny: { settings: { weightsBytes: GIB / 4, sizeBytes: GIB } },
+    };
     const h = await GoldenHarness.start('normal-day', { onDemand, path });
     const a1 = new ScriptedAgent(h, 'a1', [24, 24], 64, 8000);
     const a2 = new ScriptedAgent(h, 'a2', [16], 32, 8000);
     const agents = [a1, a2];
     for (const a of agents) await a.register();
-    await h.run({ type: 'RequestDeployment', modelKey: 'gpt2', settings: onDemand.gpt2.settings, replicas: 1, onDemand: false }, 'key:ops');
-    await h.run({ type: 'RequestDeployment', modelKey: 'llama', settings: onDemand.llama.settings, replicas: 1, onDemand: false, pinned: true }, 'key:ops');
+    await h.run(
+      { type: 'RequestDeployment', modelKey: 'gpt2', settings: onDemand.gpt2.settings, replicas: 1, onDemand: false },
+      'key:ops',
+    );
+    await h.run(
+      {
+        type: 'RequestDeployment',
+        modelKey: 'llama',
+        settings: onDemand.llama.settings,
+        replicas: 1,
+        onDemand: false,
+        pinned: true,
+      },
+      'key:ops',
+    );
     await settle(h, agents);
     const rnd = prng(11);
     const clients = ['key:alice', 'key:bob', 'key:carol', 'key:dave'];
@@ -70,11 +96,15 @@ const normalDay: Scenario = {
       if (step < 200 && rnd() < 0.22) {
         const c = Math.floor(rnd() * clients.length);
         const id = `day-${++n}`;
-        await submit(h, id, n === 17 ? 'secret-model' : models[Math.floor(rnd() * models.length)], clients[c], { priority: c === 1 });
-        if (n === 9) await h.attempt({ type: 'CancelRequest', requestId: id, actor: clients[c], operator: false }, clients[c]);
+        await submit(h, id, n === 17 ? 'secret-model' : models[Math.floor(rnd() * models.length)], clients[c], {
+          priority: c === 1,
+        });
+        if (n === 9)
+          await h.attempt({ type: 'CancelRequest', requestId: id, actor: clients[c], operator: false }, clients[c]);
       }
       if (step === 60) for (let i = 0; i < 6; i++) await submit(h, `burst-${i + 1}`, 'gpt2', clients[i % 4]);
-      if (step === 61) await h.attempt({ type: 'CancelRequest', requestId: 'burst-1', actor: 'key:ops', operator: true }, 'key:ops');
+      if (step === 61)
+        await h.attempt({ type: 'CancelRequest', requestId: 'burst-1', actor: 'key:ops', operator: true }, 'key:ops');
       if (step === 120) await h.attempt({ type: 'ScaleDeployment', modelKey: 'llama', replicas: 2 }, 'key:ops');
       if (step === 200) await h.attempt({ type: 'EvictDeployment', modelKey: 'tiny', actor: 'key:ops' }, 'key:ops');
       await runFor(h, agents, 5000);
@@ -94,17 +124,37 @@ const evictionStorm: Scenario = {
     'and the operator evicts a replica with a request running.',
   async run(path) {
     const model = { settings: { weightsBytes: 4 * GIB, sizeBytes: 8 * GIB, minDeploymentMs: 2 * MIN } };
-    const onDemand: Record<string, OnDemandModel> = { m1: model, m2: model, m3: model, m4: model, m5: model, giant: { settings: { weightsBytes: 26 * GIB } } };
+    const onDemand: Record<string, OnDemandModel> = {
+      m1: model,
+      m2: model,
+      m3: model,
+      m4: model,
+      m5: model,
+      giant: { settings: { weightsBytes: 26 * GIB } },
+    };
     const h = await GoldenHarness.start('eviction-storm', { onDemand, path });
     const a1 = new ScriptedAgent(h, 'a1', [24], 8, 12_000);
     await a1.register();
-    for (const m of ['m1', 'm2', 'm3']) await h.run({ type: 'RequestDeployment', modelKey: m, settings: model.settings, replicas: 1, onDemand: false }, 'key:ops');
+    for (const m of ['m1', 'm2', 'm3'])
+      await h.run(
+        { type: 'RequestDeployment', modelKey: m, settings: model.settings, replicas: 1, onDemand: false },
+        'key:ops',
+      );
     await settle(h, [a1]);
     h.advance(2 * HOUR);
     await a1.heartbeat();
     // Each round: a request for a model that is HOT (it starts at once), then one for a model that is not (its
     // on-demand deployment has to make room, often by demoting the replica that is running the first request).
-    const rounds: [string, string][] = [['m1', 'm4'], ['m2', 'm5'], ['m4', 'm1'], ['m3', 'm2'], ['m5', 'm3'], ['m1', 'm4'], ['m2', 'm5'], ['m4', 'm1']];
+    const rounds: [string, string][] = [
+      ['m1', 'm4'],
+      ['m2', 'm5'],
+      ['m4', 'm1'],
+      ['m3', 'm2'],
+      ['m5', 'm3'],
+      ['m1', 'm4'],
+      ['m2', 'm5'],
+      ['m4', 'm1'],
+    ];
     let n = 0;
     for (let round = 0; round < rounds.length; round++) {
       const [hot, cold] = rounds[round];
@@ -112,14 +162,30 @@ const evictionStorm: Scenario = {
       await settle(h, [a1]);
       await submit(h, `storm-${++n}`, cold, 'key:carol');
       await submit(h, `storm-${++n}`, cold, 'key:dave', { priority: round % 3 === 0 });
-      if (round === 3) await h.attempt({ type: 'CancelRequest', requestId: `storm-${n}`, actor: 'key:dave', operator: false }, 'key:dave');
+      if (round === 3)
+        await h.attempt(
+          { type: 'CancelRequest', requestId: `storm-${n}`, actor: 'key:dave', operator: false },
+          'key:dave',
+        );
       if (round === 5) await submit(h, `storm-${++n}`, 'giant', 'key:dave');
       if (round === 6) {
         await settle(h, [a1]);
         const s = h.state();
-        const running = [...s.cluster.replicas.values()].find((r) => r.state === 'HOT' && (s.requests.inFlightByReplica.get(r.replicaId)?.size ?? 0) > 0);
+        const running = [...s.cluster.replicas.values()].find(
+          (r) => r.state === 'HOT' && (s.requests.inFlightByReplica.get(r.replicaId)?.size ?? 0) > 0,
+        );
         if (running !== undefined) {
-          await h.run({ type: 'EvictReplica', replicaId: running.replicaId, reason: 'OPERATOR', force: true, replace: false, because: { rule: 'operator-evict', text: `operator evicted ${running.replicaId}` } }, 'key:ops');
+          await h.run(
+            {
+              type: 'EvictReplica',
+              replicaId: running.replicaId,
+              reason: 'OPERATOR',
+              force: true,
+              replace: false,
+              because: { rule: 'operator-evict', text: `operator evicted ${running.replicaId}` },
+            },
+            'key:ops',
+          );
         }
       }
       await runFor(h, [a1], round % 2 === 0 ? 30_000 : 3 * MIN, 5000);
@@ -144,7 +210,10 @@ const agentLoss: Scenario = {
     const a2 = new ScriptedAgent(h, 'a2', [24], 64, 20_000);
     const agents = [a1, a2];
     for (const a of agents) await a.register();
-    await h.run({ type: 'RequestDeployment', modelKey: 'gpt2', settings: onDemand.gpt2.settings, replicas: 2, onDemand: false }, 'key:ops');
+    await h.run(
+      { type: 'RequestDeployment', modelKey: 'gpt2', settings: onDemand.gpt2.settings, replicas: 2, onDemand: false },
+      'key:ops',
+    );
     await settle(h, agents);
     let n = 0;
     for (let i = 0; i < 12; i++) await submit(h, `loss-${++n}`, 'gpt2', ['key:alice', 'key:bob', 'key:carol'][i % 3]);

@@ -47,7 +47,10 @@ export class ScriptedAgent {
 
   register() {
     const gpus = this.gpuGib.map((g, index) => ({ index, memoryBytes: g * GIB, name: 'sim-gpu' }));
-    return this.report({ type: 'RegisterAgent', agentId: this.agentId, bootId: this.bootId, gpus, ramBytes: this.ramGib * GIB }, this.msg());
+    return this.report(
+      { type: 'RegisterAgent', agentId: this.agentId, bootId: this.bootId, gpus, ramBytes: this.ramGib * GIB },
+      this.msg(),
+    );
   }
 
   /** A new process: holds nothing, numbers its messages from 1 again. */
@@ -81,11 +84,19 @@ export class ScriptedAgent {
       if (r.agentId !== this.agentId || r.bootId !== this.bootId) continue;
       if (r.state === 'PLACED') {
         const m = this.msg();
-        await this.report({ type: 'ReportReplicaLoading', replicaId: r.replicaId, agentId: this.agentId, agentMessageId: m }, m, r.lastEvent);
+        await this.report(
+          { type: 'ReportReplicaLoading', replicaId: r.replicaId, agentId: this.agentId, agentMessageId: m },
+          m,
+          r.lastEvent,
+        );
         acted++;
       } else if (r.state === 'LOADING') {
         const m = this.msg();
-        await this.report({ type: 'ReportReplicaHot', replicaId: r.replicaId, agentId: this.agentId, agentMessageId: m, loadMs: 1200 }, m, r.lastEvent);
+        await this.report(
+          { type: 'ReportReplicaHot', replicaId: r.replicaId, agentId: this.agentId, agentMessageId: m, loadMs: 1200 },
+          m,
+          r.lastEvent,
+        );
         acted++;
       }
     }
@@ -99,9 +110,30 @@ export class ScriptedAgent {
         const cause = { id: v.lastEvent.id, correlationId: v.correlationId };
         this.running.set(id, { attempt: v.attempt, doneAtMs: this.h.now + this.serviceMs, cause });
         const started = this.msg();
-        await this.report({ type: 'ReportRequestStarted', requestId: id, attempt: v.attempt, agentId: this.agentId, agentMessageId: started }, started, cause);
+        await this.report(
+          {
+            type: 'ReportRequestStarted',
+            requestId: id,
+            attempt: v.attempt,
+            agentId: this.agentId,
+            agentMessageId: started,
+          },
+          started,
+          cause,
+        );
         const logged = this.msg();
-        await this.report({ type: 'ReportRequestLog', requestId: id, attempt: v.attempt, agentId: this.agentId, agentMessageId: logged, lines: [{ stream: 'stdout', line: `layer 5 mean activation for ${id}` }] }, logged, cause);
+        await this.report(
+          {
+            type: 'ReportRequestLog',
+            requestId: id,
+            attempt: v.attempt,
+            agentId: this.agentId,
+            agentMessageId: logged,
+            lines: [{ stream: 'stdout', line: `layer 5 mean activation for ${id}` }],
+          },
+          logged,
+          cause,
+        );
         acted++;
       }
     }
@@ -110,7 +142,20 @@ export class ScriptedAgent {
       this.running.delete(id);
       const m = this.msg();
       const sha = Buffer.from(`${id}:${run.attempt}`).toString('hex').padEnd(64, '0').slice(0, 64);
-      await this.report({ type: 'ReportRequestCompleted', requestId: id, attempt: run.attempt, agentId: this.agentId, agentMessageId: m, resultRef: `blob_${sha.slice(0, 32)}`, bytes: 4096, sha256: sha }, m, run.cause);
+      await this.report(
+        {
+          type: 'ReportRequestCompleted',
+          requestId: id,
+          attempt: run.attempt,
+          agentId: this.agentId,
+          agentMessageId: m,
+          resultRef: `blob_${sha.slice(0, 32)}`,
+          bytes: 4096,
+          sha256: sha,
+        },
+        m,
+        run.cause,
+      );
       acted++;
     }
     return acted;

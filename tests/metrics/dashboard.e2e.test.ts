@@ -27,11 +27,48 @@ interface Panel {
   targets?: Target[];
 }
 
-const dashboard = JSON.parse(read('docker/grafana/dashboards/ndif-fabric.json')) as { uid: string; title: string; panels: Panel[] };
+const dashboard = JSON.parse(read('docker/grafana/dashboards/ndif-fabric.json')) as {
+  uid: string;
+  title: string;
+  panels: Panel[];
+};
 const queried = dashboard.panels.filter((p) => p.type !== 'row');
 
 // PromQL's own words: functions, aggregations and their modifiers, which are not metric names.
-const PROMQL = new Set(['sum', 'max', 'min', 'avg', 'count', 'rate', 'irate', 'increase', 'deriv', 'delta', 'histogram_quantile', 'by', 'without', 'on', 'ignoring', 'group_left', 'group_right', 'and', 'or', 'unless', 'offset', 'bool', 'topk', 'bottomk', 'quantile', 'abs', 'clamp_min', 'clamp_max', 'sum_over_time', 'max_over_time', 'avg_over_time', 'le']);
+const PROMQL = new Set([
+  'sum',
+  'max',
+  'min',
+  'avg',
+  'count',
+  'rate',
+  'irate',
+  'increase',
+  'deriv',
+  'delta',
+  'histogram_quantile',
+  'by',
+  'without',
+  'on',
+  'ignoring',
+  'group_left',
+  'group_right',
+  'and',
+  'or',
+  'unless',
+  'offset',
+  'bool',
+  'topk',
+  'bottomk',
+  'quantile',
+  'abs',
+  'clamp_min',
+  'clamp_max',
+  'sum_over_time',
+  'max_over_time',
+  'avg_over_time',
+  'le',
+]);
 
 /** The metric names a PromQL expression reads (label names inside {} and by(…) lists, strings and numbers removed). */
 export function metricNames(expr: string): string[] {
@@ -55,15 +92,26 @@ let fabric: MetricsFabric;
 let exported: Map<string, string>;
 before(async () => {
   fabric = await startMetricsFabric();
-  exported = new Map([...metricTypes((await scrape(fabric.apiMetrics)).text), ...metricTypes((await scrape(fabric.agentMetrics)).text)]);
+  exported = new Map([
+    ...metricTypes((await scrape(fabric.apiMetrics)).text),
+    ...metricTypes((await scrape(fabric.agentMetrics)).text),
+  ]);
 });
 after(async () => {
   await fabric?.stop();
 });
 
 it('reads PromQL names as it should', () => {
-  assert.deepEqual(metricNames('histogram_quantile(0.95, sum by (le, phase) (rate(ndif_request_phase_seconds_bucket{model="a b"}[5m])))'), ['ndif_request_phase_seconds_bucket']);
-  assert.deepEqual(metricNames('sum by (model, level) (max by (model, level, state) (ndif_replicas)) / on (model) ndif_x'), ['ndif_replicas', 'ndif_x']);
+  assert.deepEqual(
+    metricNames(
+      'histogram_quantile(0.95, sum by (le, phase) (rate(ndif_request_phase_seconds_bucket{model="a b"}[5m])))',
+    ),
+    ['ndif_request_phase_seconds_bucket'],
+  );
+  assert.deepEqual(
+    metricNames('sum by (model, level) (max by (model, level, state) (ndif_replicas)) / on (model) ndif_x'),
+    ['ndif_replicas', 'ndif_x'],
+  );
 });
 
 it('queries only metrics the fabric exports, each with the type its query needs', () => {
@@ -76,8 +124,14 @@ it('queries only metrics the fabric exports, each with the type its query needs'
       for (const n of names) {
         const f = family(n, exported);
         if (!exported.has(f)) missing.push(`"${p.title}" ${t.refId}: ${n}`);
-        if (/\b(rate|increase|irate)\(/.test(t.expr) && exported.get(f) === 'gauge' && new RegExp(`\\b(rate|increase|irate)\\(${n}\\b`).test(t.expr)) missing.push(`"${p.title}" ${t.refId}: rate() of the gauge ${n}`);
-        if (n.endsWith('_bucket') && !t.expr.includes('histogram_quantile')) missing.push(`"${p.title}" ${t.refId}: buckets of ${n} outside histogram_quantile`);
+        if (
+          /\b(rate|increase|irate)\(/.test(t.expr) &&
+          exported.get(f) === 'gauge' &&
+          new RegExp(`\\b(rate|increase|irate)\\(${n}\\b`).test(t.expr)
+        )
+          missing.push(`"${p.title}" ${t.refId}: rate() of the gauge ${n}`);
+        if (n.endsWith('_bucket') && !t.expr.includes('histogram_quantile'))
+          missing.push(`"${p.title}" ${t.refId}: buckets of ${n} outside histogram_quantile`);
       }
     }
   }
@@ -102,16 +156,35 @@ it('reads the provisioned Prometheus datasource and lays panels out on the grid'
 
 it('covers queues, latency percentiles, replicas, GPU memory and lag', () => {
   const all = queried.flatMap((p) => (p.targets ?? []).map((t) => t.expr)).join('\n');
-  for (const need of ['ndif_queue_depth', 'ndif_queue_oldest_wait_seconds', 'ndif_request_phase_seconds_bucket', 'ndif_replicas', 'ndif_gpu_memory_used_bytes', 'ndif_projection_lag_events', 'ndif_relay_assignment_lag_events', 'ndif_transport_consumer_lag_messages']) {
+  for (const need of [
+    'ndif_queue_depth',
+    'ndif_queue_oldest_wait_seconds',
+    'ndif_request_phase_seconds_bucket',
+    'ndif_replicas',
+    'ndif_gpu_memory_used_bytes',
+    'ndif_projection_lag_events',
+    'ndif_relay_assignment_lag_events',
+    'ndif_transport_consumer_lag_messages',
+  ]) {
     assert.ok(all.includes(need), `the dashboard shows ${need}`);
   }
-  for (const q of ['0.5', '0.95', '0.99']) assert.ok(all.includes(`histogram_quantile(${q}, sum by (le, phase) (rate(ndif_request_phase_seconds_bucket`), `phase latency p${Number(q) * 100}`);
+  for (const q of ['0.5', '0.95', '0.99'])
+    assert.ok(
+      all.includes(`histogram_quantile(${q}, sum by (le, phase) (rate(ndif_request_phase_seconds_bucket`),
+      `phase latency p${Number(q) * 100}`,
+    );
 });
 
-it("scrapes each fabric role where it serves /metrics", () => {
+it('scrapes each fabric role where it serves /metrics', () => {
   const prom = read('docker/prometheus/prometheus.yml');
-  for (const target of ['command-api:8080', 'query-api:8081', 'scheduler-relay:9100']) assert.ok(prom.includes(`"${target}"`), target);
+  for (const target of ['command-api:8080', 'query-api:8081', 'scheduler-relay:9100'])
+    assert.ok(prom.includes(`"${target}"`), target);
   assert.match(prom, /job_name: gpu-agent\n\s+dns_sd_configs:\n\s+- names: \["gpu-agent"\]\n\s+type: A\n\s+port: 9100/);
   const compose = read('docker-compose.yml');
-  for (const role of ['scheduler-relay', 'gpu-agent']) assert.match(compose, new RegExp(`NDIF_ROLE: ${role}\\n(?:\\s+.+\\n)*?\\s+NDIF_HEALTH_PORT: "9100"`), `${role} serves its health port (and /metrics) on 9100`);
+  for (const role of ['scheduler-relay', 'gpu-agent'])
+    assert.match(
+      compose,
+      new RegExp(`NDIF_ROLE: ${role}\\n(?:\\s+.+\\n)*?\\s+NDIF_HEALTH_PORT: "9100"`),
+      `${role} serves its health port (and /metrics) on 9100`,
+    );
 });

@@ -33,7 +33,17 @@ export async function startMetricsFabric(): Promise<MetricsFabric> {
   const tmp = mkdtempSync(join(tmpdir(), 'ndif-metrics-'));
   const child: ChildProcess = spawn(process.execPath, [MAIN], {
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, NDIF_DATA_DIR: join(tmp, 'data'), NDIF_PORT: '0', NDIF_HEALTH_PORT: '0', NDIF_HEALTH_HOST: '127.0.0.1', NDIF_LOG_LEVEL: 'warn', NDIF_AGENT_GPUS: '1x16GiB', NDIF_AGENT_RAM: '8GiB', NDIF_METRICS: '' },
+    env: {
+      ...process.env,
+      NDIF_DATA_DIR: join(tmp, 'data'),
+      NDIF_PORT: '0',
+      NDIF_HEALTH_PORT: '0',
+      NDIF_HEALTH_HOST: '127.0.0.1',
+      NDIF_LOG_LEVEL: 'warn',
+      NDIF_AGENT_GPUS: '1x16GiB',
+      NDIF_AGENT_RAM: '8GiB',
+      NDIF_METRICS: '',
+    },
   });
   const exited = once(child, 'exit');
   let out = '';
@@ -50,7 +60,10 @@ export async function startMetricsFabric(): Promise<MetricsFabric> {
   try {
     const m = await until(
       'the fabric to listen',
-      async () => /listening on (http:\/\/\S+) .*agent: \S+ \(health \S+, metrics (http:\/\/\S+)\); metrics (\1\/metrics)\)/.exec(out) ?? (child.exitCode !== null ? assert.fail(`the fabric exited: ${err}`) : undefined),
+      async () =>
+        /listening on (http:\/\/\S+) .*agent: \S+ \(health \S+, metrics (http:\/\/\S+)\); metrics (\1\/metrics)\)/.exec(
+          out,
+        ) ?? (child.exitCode !== null ? assert.fail(`the fabric exited: ${err}`) : undefined),
       60_000,
     );
     return { api: m[1]!, agentMetrics: m[2]!, apiMetrics: m[3]!, stop };

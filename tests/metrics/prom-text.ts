@@ -15,7 +15,8 @@ export function parsePrometheus(text: string): Sample[] {
     const m = LINE.exec(line);
     if (m === null) throw new Error(`not a sample line: ${line}`);
     const labels: Record<string, string> = {};
-    for (const l of (m[2] ?? '').matchAll(LABEL)) labels[l[1]!] = l[2]!.replace(/\\n/g, '\n').replace(/\\"/g, '"').replace(/\\\\/g, '\\');
+    for (const l of (m[2] ?? '').matchAll(LABEL))
+      labels[l[1]!] = l[2]!.replace(/\\n/g, '\n').replace(/\\"/g, '"').replace(/\\\\/g, '\\');
     out.push({ name: m[1]!, labels, value: Number(m[3]) });
   }
   return out;

@@ -11,7 +11,8 @@ import { metricTypes, valueOf } from './prom-text.js';
 
 const MODEL = 'gpt2-tiny';
 const QUICK = 'async (m) => (await m.transformer.h[1].output).mean()';
-const SLOW = 'async (m) => { const t = Date.now(); while (Date.now() - t < 1500) {} return (await m.transformer.h[0].output).mean(); }';
+const SLOW =
+  'async (m) => { const t = Date.now(); while (Date.now() - t < 1500) {} return (await m.transformer.h[0].output).mean(); }';
 
 let fabric: MetricsFabric;
 let api: string;
@@ -38,11 +39,30 @@ it('exports the fabric metrics under Prometheus conventions', async () => {
     if (type === 'counter') assert.match(name, /_total$/, `${name}: a counter ends in _total`);
     if (type === 'histogram') assert.match(name, /_seconds$/, `${name}: a histogram of durations is in seconds`);
   }
-  for (const name of ['ndif_queue_depth', 'ndif_request_phase_seconds', 'ndif_requests_total', 'ndif_replicas', 'ndif_gpu_memory_used_bytes', 'ndif_event_store_append_seconds', 'ndif_projection_lag_events', 'ndif_relay_assignment_lag_events', 'ndif_http_request_duration_seconds', 'process_cpu_seconds_total', 'nodejs_eventloop_lag_seconds']) {
+  for (const name of [
+    'ndif_queue_depth',
+    'ndif_request_phase_seconds',
+    'ndif_requests_total',
+    'ndif_replicas',
+    'ndif_gpu_memory_used_bytes',
+    'ndif_event_store_append_seconds',
+    'ndif_projection_lag_events',
+    'ndif_relay_assignment_lag_events',
+    'ndif_http_request_duration_seconds',
+    'process_cpu_seconds_total',
+    'nodejs_eventloop_lag_seconds',
+  ]) {
     assert.ok(types.has(name), `${name} is exported`);
   }
   const agent = metricTypes((await scrape(agentMetrics)).text);
-  for (const name of ['ndif_agent_gpu_memory_used_bytes', 'ndif_agent_gpu_memory_free_bytes', 'ndif_sandbox_pool_ready', 'ndif_sandbox_spawn_seconds', 'ndif_agent_requests_total', 'ndif_transport_consumer_lag_messages']) {
+  for (const name of [
+    'ndif_agent_gpu_memory_used_bytes',
+    'ndif_agent_gpu_memory_free_bytes',
+    'ndif_sandbox_pool_ready',
+    'ndif_sandbox_spawn_seconds',
+    'ndif_agent_requests_total',
+    'ndif_transport_consumer_lag_messages',
+  ]) {
     assert.ok(agent.has(name), `${name} is exported by the agent`);
   }
   const health = await fetch(agentMetrics.replace(/\/metrics$/, '/health'));
@@ -72,20 +92,34 @@ it('moves as requests run: queue while they wait, then outcomes, phases, replica
 
   const end = await until('all five counted', async () => {
     const s = (await scrape(`${api}/metrics`)).samples;
-    return (valueOf(s, 'ndif_requests_total', { model: MODEL, outcome: 'completed' }) ?? 0) - (valueOf(before, 'ndif_requests_total', { model: MODEL, outcome: 'completed' }) ?? 0) === 5 ? s : undefined;
+    return (valueOf(s, 'ndif_requests_total', { model: MODEL, outcome: 'completed' }) ?? 0) -
+      (valueOf(before, 'ndif_requests_total', { model: MODEL, outcome: 'completed' }) ?? 0) ===
+      5
+      ? s
+      : undefined;
   });
-  const grew = (name: string, labels: Record<string, string> = {}) => (valueOf(end, name, labels) ?? 0) - (valueOf(before, name, labels) ?? 0);
+  const grew = (name: string, labels: Record<string, string> = {}) =>
+    (valueOf(end, name, labels) ?? 0) - (valueOf(before, name, labels) ?? 0);
   assert.equal(valueOf(end, 'ndif_queue_depth', { model: MODEL }), 0);
   assert.equal(grew('ndif_requests_received_total', { model: MODEL }), 5);
   for (const phase of ['submit', 'schedule', 'start', 'run', 'notify']) {
-    assert.ok(grew('ndif_request_phase_seconds_count', { model: MODEL, phase }) >= 5, `${phase}: one observation per request at least`);
+    assert.ok(
+      grew('ndif_request_phase_seconds_count', { model: MODEL, phase }) >= 5,
+      `${phase}: one observation per request at least`,
+    );
     assert.ok(grew('ndif_request_phase_seconds_sum', { model: MODEL, phase }) > 0, `${phase}: took time`);
   }
   assert.ok(grew('ndif_request_phase_seconds_sum', { model: MODEL, phase: 'run' }) >= 1.5, 'the slow block ran 1.5 s');
   assert.ok(grew('ndif_queue_wait_seconds_sum', { model: MODEL }) >= 1, 'two requests waited behind the slow one');
   assert.equal(grew('ndif_request_duration_seconds_count', { model: MODEL, outcome: 'completed' }), 5);
-  assert.equal(grew('ndif_http_request_duration_seconds_count', { method: 'POST', route: '/requests', status_code: '202' }), 5);
-  assert.ok(grew('ndif_event_store_append_seconds_count', { store: 'sqlite', outcome: 'ok' }) >= 20, 'received, dispatched, started, completed… appended');
+  assert.equal(
+    grew('ndif_http_request_duration_seconds_count', { method: 'POST', route: '/requests', status_code: '202' }),
+    5,
+  );
+  assert.ok(
+    grew('ndif_event_store_append_seconds_count', { store: 'sqlite', outcome: 'ok' }) >= 20,
+    'received, dispatched, started, completed… appended',
+  );
   assert.ok(grew('ndif_event_store_head_position') >= 20);
   assert.equal(valueOf(end, 'ndif_replicas', { model: MODEL, level: 'HOT' }), 1);
   const used = valueOf(end, 'ndif_gpu_memory_used_bytes', { agent: 'local-agent', gpu: '0' })!;
@@ -98,10 +132,15 @@ it('moves as requests run: queue while they wait, then outcomes, phases, replica
   assert.ok(valueOf(end, 'ndif_relay_assignment_lag_events')! >= 0);
 
   const agent = (await scrape(agentMetrics)).samples;
-  const agentGrew = (name: string, labels: Record<string, string> = {}) => (valueOf(agent, name, labels) ?? 0) - (valueOf(agentBefore, name, labels) ?? 0);
+  const agentGrew = (name: string, labels: Record<string, string> = {}) =>
+    (valueOf(agent, name, labels) ?? 0) - (valueOf(agentBefore, name, labels) ?? 0);
   assert.equal(agentGrew('ndif_agent_requests_total', { outcome: 'completed' }), 5);
   assert.equal(valueOf(agent, 'ndif_agent_replicas', { model: MODEL, phase: 'HOT' }), 1);
-  assert.equal(valueOf(agent, 'ndif_agent_gpu_memory_used_bytes', { gpu: '0' }), used, 'the agent holds what placement put there');
+  assert.equal(
+    valueOf(agent, 'ndif_agent_gpu_memory_used_bytes', { gpu: '0' }),
+    used,
+    'the agent holds what placement put there',
+  );
   assert.ok(agentGrew('ndif_sandbox_spawn_seconds_count') >= 1, 'a sandbox runner was spawned');
   assert.ok(valueOf(agent, 'ndif_sandbox_pool_target', { model: MODEL })! >= 1);
 });

@@ -20,7 +20,13 @@ it('reads NDIF_METRICS: on unless off, a typo refused with the choices', () => {
   assert.equal(metricsEnabledFromEnv({}), true);
   assert.equal(metricsEnabledFromEnv({ NDIF_METRICS: 'on' }), true);
   assert.equal(metricsEnabledFromEnv({ NDIF_METRICS: 'off' }), false);
-  assert.throws(() => metricsEnabledFromEnv({ NDIF_METRICS: 'no' }), (e: unknown) => isFabricError(e) && e.code === 'FABRIC_CONFIG_INVALID' && /NDIF_METRICS="no" is not valid: on or off/.test(e.message));
+  assert.throws(
+    () => metricsEnabledFromEnv({ NDIF_METRICS: 'no' }),
+    (e: unknown) =>
+      isFabricError(e) &&
+      e.code === 'FABRIC_CONFIG_INVALID' &&
+      /NDIF_METRICS="no" is not valid: on or off/.test(e.message),
+  );
 });
 
 it('serves no /metrics without metrics in the context', async () => {
@@ -32,14 +38,24 @@ it('serves no /metrics without metrics in the context', async () => {
 });
 
 it('serves /metrics without a key when auth is on, and times the calls it answers', async () => {
-  const app = await buildFabricServer({ ...h.ctx, keys: h.keyStore, metrics: new FabricMetrics(), config: { auth: true, rateLimit: null } });
+  const app = await buildFabricServer({
+    ...h.ctx,
+    keys: h.keyStore,
+    metrics: new FabricMetrics(),
+    config: { auth: true, rateLimit: null },
+  });
   try {
     assert.equal((await app.inject({ method: 'GET', url: '/cluster' })).statusCode, 401);
     const r = await app.inject({ method: 'GET', url: '/metrics' });
     assert.equal(r.statusCode, 200);
     assert.match(r.headers['content-type'] as string, /^text\/plain; version=0\.0\.4/);
-    assert.match(r.body, /^ndif_http_request_duration_seconds_count\{method="GET",route="\/cluster",status_code="401"\} 1$/m);
-    assert.ok(((await app.inject({ method: 'GET', url: '/version' })).json().capabilities as string[]).includes('metrics'));
+    assert.match(
+      r.body,
+      /^ndif_http_request_duration_seconds_count\{method="GET",route="\/cluster",status_code="401"\} 1$/m,
+    );
+    assert.ok(
+      ((await app.inject({ method: 'GET', url: '/version' })).json().capabilities as string[]).includes('metrics'),
+    );
   } finally {
     await app.close();
   }

@@ -14,9 +14,14 @@ import { appendMany, appliedRowsProjection, event, readEverything } from './tall
 
 const child = fileURLToPath(new URL('./fixtures/read-model-child.js', import.meta.url));
 
-function runChild(schema: string, opts: { killAt?: number; killAfterMs?: number } = {}): Promise<'completed' | 'killed'> {
+function runChild(
+  schema: string,
+  opts: { killAt?: number; killAfterMs?: number } = {},
+): Promise<'completed' | 'killed'> {
   return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, [child, schema, opts.killAt === undefined ? '-' : String(opts.killAt)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const p = spawn(process.execPath, [child, schema, opts.killAt === undefined ? '-' : String(opts.killAt)], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let err = '';
     p.stderr.on('data', (d) => (err += d));
     const timer = opts.killAfterMs === undefined ? undefined : setTimeout(() => p.kill('SIGKILL'), opts.killAfterMs);
@@ -30,9 +35,15 @@ function runChild(schema: string, opts: { killAt?: number; killAfterMs?: number 
 }
 
 async function readModel(client: pg.Pool, schema: string) {
-  const applied = await client.query<{ n: string; distinct_ids: string; max: string | null }>(`SELECT count(*) AS n, count(DISTINCT event_id) AS distinct_ids, max(position) AS max FROM "${schema}".rm_applied`);
-  const counts = await client.query<{ stream_id: string; n: number }>(`SELECT stream_id, n FROM "${schema}".rm_counts ORDER BY stream_id`);
-  const cp = await client.query<{ position: string }>(`SELECT position FROM "${schema}".projection_checkpoints WHERE name = 'applied_rows'`);
+  const applied = await client.query<{ n: string; distinct_ids: string; max: string | null }>(
+    `SELECT count(*) AS n, count(DISTINCT event_id) AS distinct_ids, max(position) AS max FROM "${schema}".rm_applied`,
+  );
+  const counts = await client.query<{ stream_id: string; n: number }>(
+    `SELECT stream_id, n FROM "${schema}".rm_counts ORDER BY stream_id`,
+  );
+  const cp = await client.query<{ position: string }>(
+    `SELECT position FROM "${schema}".projection_checkpoints WHERE name = 'applied_rows'`,
+  );
   return {
     applied: Number(applied.rows[0].n),
     distinct: Number(applied.rows[0].distinct_ids),
@@ -116,7 +127,9 @@ if (postgresAvailable('PostgreSQL read models')) {
         await store.append('keys', [event('Clash', 0)], { expectedRevision: 'any' });
         await appendMany(store, 20, 2);
         const clash = (await store.readStream('keys'))[1];
-        const r = new ReadModelRunner(store, appliedRowsProjection(schema, { deferredClash: 'Clash' }), checkpoints, { batchSize: 100 });
+        const r = new ReadModelRunner(store, appliedRowsProjection(schema, { deferredClash: 'Clash' }), checkpoints, {
+          batchSize: 100,
+        });
         await r.start();
         const end = await r.done;
         assert.equal(end.phase, 'failed');
@@ -126,7 +139,11 @@ if (postgresAvailable('PostgreSQL read models')) {
         const rm = await readModel(store.pool, schema);
         assert.equal(rm.checkpoint, 21);
         assert.equal(rm.applied, 21, 'events before the culprit are committed; the culprit and later ones are not');
-        const again = new ReadModelRunner(store, appliedRowsProjection(schema, { deferredClash: 'Clash' }), checkpoints);
+        const again = new ReadModelRunner(
+          store,
+          appliedRowsProjection(schema, { deferredClash: 'Clash' }),
+          checkpoints,
+        );
         await again.start();
         assert.equal((await again.done).failure?.eventId, clash.id, 'not skipped on restart');
       } finally {

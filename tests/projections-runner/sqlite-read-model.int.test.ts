@@ -15,7 +15,10 @@ import { appendMany, event } from './tally.js';
 const perStream = (poison?: string): ReadModelProjection<Database.Database> => ({
   name: 'per_stream',
   version: 1,
-  setup: (db) => void db.exec('CREATE TABLE IF NOT EXISTS rm_per_stream (stream_id TEXT PRIMARY KEY, n INTEGER NOT NULL, last_position INTEGER NOT NULL)'),
+  setup: (db) =>
+    void db.exec(
+      'CREATE TABLE IF NOT EXISTS rm_per_stream (stream_id TEXT PRIMARY KEY, n INTEGER NOT NULL, last_position INTEGER NOT NULL)',
+    ),
   reset: (db) => void db.exec('DELETE FROM rm_per_stream'),
   handle(e, db) {
     db.prepare(
@@ -41,7 +44,10 @@ describe('read-model runner on SQLite', () => {
       await r.catchUp();
       await r.stop();
       const rows = () => db.prepare('SELECT stream_id, n FROM rm_per_stream ORDER BY stream_id').all();
-      assert.deepEqual(rows(), [0, 1, 2, 3].map((i) => ({ stream_id: `tally-${i}`, n: 75 })));
+      assert.deepEqual(
+        rows(),
+        [0, 1, 2, 3].map((i) => ({ stream_id: `tally-${i}`, n: 75 })),
+      );
       assert.equal((await target.load('per_stream'))?.position, 300);
 
       await store.append('tally-0', [event('Counted', 1)], { expectedRevision: 'any' });

@@ -125,7 +125,8 @@ function suite(name: string, open: () => Promise<Backend>): void {
         await r.start();
         await r.catchUp();
         const deadline = Date.now() + 5000;
-        while ((await b.checkpoints.load('tally'))?.position !== 30 && Date.now() < deadline) await new Promise((res) => setTimeout(res, 20));
+        while ((await b.checkpoints.load('tally'))?.position !== 30 && Date.now() < deadline)
+          await new Promise((res) => setTimeout(res, 20));
         assert.equal((await b.checkpoints.load('tally'))?.position, 30);
         assert.equal(r.status().checkpointPosition, 30);
         await r.stop();
@@ -143,7 +144,11 @@ function suite(name: string, open: () => Promise<Backend>): void {
         await v1.catchUp();
         await v1.stop();
         let applied = 0;
-        const v2 = new ProjectionRunner(b.store, tallyProjection({ version: 2, onApply: () => applied++ }), b.checkpoints);
+        const v2 = new ProjectionRunner(
+          b.store,
+          tallyProjection({ version: 2, onApply: () => applied++ }),
+          b.checkpoints,
+        );
         await v2.start();
         assert.equal(v2.status().rebuiltBecause, 'version-changed');
         await v2.catchUp();
@@ -163,7 +168,9 @@ function suite(name: string, open: () => Promise<Backend>): void {
         await appendMany(b.store, 30);
         const poison = (await b.store.readStream('tally-poison'))[0];
         const reported: unknown[] = [];
-        const r = new ProjectionRunner(b.store, tallyProjection({ poison: 'Poison' }), b.checkpoints, { onFailure: (s) => reported.push(s) });
+        const r = new ProjectionRunner(b.store, tallyProjection({ poison: 'Poison' }), b.checkpoints, {
+          onFailure: (s) => reported.push(s),
+        });
         await r.start();
         const waited = await r.catchUp().then(
           () => assert.fail('catchUp must reject'),
@@ -173,11 +180,21 @@ function suite(name: string, open: () => Promise<Backend>): void {
         assert.match(waited.message, /Poison/);
         const end = await r.done;
         assert.equal(end.phase, 'failed');
-        assert.deepEqual(end.failure, { position: 121, eventId: poison.id, streamId: 'tally-poison', type: 'Poison', error: { message: 'cannot apply Poison' } });
+        assert.deepEqual(end.failure, {
+          position: 121,
+          eventId: poison.id,
+          streamId: 'tally-poison',
+          type: 'Poison',
+          error: { message: 'cannot apply Poison' },
+        });
         assert.equal(end.position, 120, 'the state stays at the event before');
         assert.equal(r.state.events, 120);
         assert.equal(reported.length, 1);
-        assert.equal((await b.checkpoints.load('tally'))?.position, 120, 'the checkpoint never passes the failing event');
+        assert.equal(
+          (await b.checkpoints.load('tally'))?.position,
+          120,
+          'the checkpoint never passes the failing event',
+        );
         const again = new ProjectionRunner(b.store, tallyProjection({ poison: 'Poison' }), b.checkpoints);
         await again.start();
         const end2 = await again.done;

@@ -14,7 +14,9 @@ export interface Tally {
   lastPosition: number;
 }
 
-export function tallyProjection(opts: { version?: number; poison?: string; onApply?: (e: StoredEvent) => void } = {}): Projection<Tally> {
+export function tallyProjection(
+  opts: { version?: number; poison?: string; onApply?: (e: StoredEvent) => void } = {},
+): Projection<Tally> {
   return {
     name: 'tally',
     version: opts.version ?? 1,
@@ -39,7 +41,13 @@ export function foldAll(events: StoredEvent[], p: Projection<Tally>): Tally {
 }
 
 export function event(type: string, n: number): NewEvent {
-  return { id: randomUUID(), type, version: 1, data: { n }, metadata: { correlationId: 'c', causationId: 'c', actor: 'system:test', at: '2025-03-01T10:00:00.000Z' } };
+  return {
+    id: randomUUID(),
+    type,
+    version: 1,
+    data: { n },
+    metadata: { correlationId: 'c', causationId: 'c', actor: 'system:test', at: '2025-03-01T10:00:00.000Z' },
+  };
 }
 
 /** Appends `count` events spread over `streams` streams. */
@@ -81,10 +89,18 @@ export function appliedRowsProjection(
     },
     async handle(e, tx) {
       if (e.type === opts.poison) throw new Error(`read model cannot take ${e.type}`);
-      await tx.query(`INSERT INTO ${s}.rm_applied (event_id, position, stream_id) VALUES ($1, $2, $3)`, [e.id, e.position, e.streamId]);
-      await tx.query(`INSERT INTO ${s}.rm_counts (stream_id, n) VALUES ($1, 1) ON CONFLICT (stream_id) DO UPDATE SET n = rm_counts.n + 1`, [e.streamId]);
+      await tx.query(`INSERT INTO ${s}.rm_applied (event_id, position, stream_id) VALUES ($1, $2, $3)`, [
+        e.id,
+        e.position,
+        e.streamId,
+      ]);
+      await tx.query(
+        `INSERT INTO ${s}.rm_counts (stream_id, n) VALUES ($1, 1) ON CONFLICT (stream_id) DO UPDATE SET n = rm_counts.n + 1`,
+        [e.streamId],
+      );
       // Duplicate keys are caught only at COMMIT (deferred constraint): a commit the database refuses.
-      if (opts.deferredClash !== undefined && (e.type === 'Seed' || e.type === opts.deferredClash)) await tx.query(`INSERT INTO ${s}.rm_keys (k) VALUES ('same')`);
+      if (opts.deferredClash !== undefined && (e.type === 'Seed' || e.type === opts.deferredClash))
+        await tx.query(`INSERT INTO ${s}.rm_keys (k) VALUES ('same')`);
       if (e.position === opts.killAtPosition) process.kill(process.pid, 'SIGKILL');
     },
   };

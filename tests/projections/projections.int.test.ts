@@ -9,7 +9,12 @@ import { agentsProjection } from '../../projections/agents/projection.js';
 import { auditQuery } from '../../projections/audit/query.js';
 import { clusterView } from '../../projections/cluster/queries.js';
 import { clusterProjection } from '../../projections/cluster/projection.js';
-import { applyControlPlane, controlPlaneFromSnapshot, controlPlaneToSnapshot, initialControlPlaneState } from '../../projections/control-plane/state.js';
+import {
+  applyControlPlane,
+  controlPlaneFromSnapshot,
+  controlPlaneToSnapshot,
+  initialControlPlaneState,
+} from '../../projections/control-plane/state.js';
 import { requestStatus } from '../../projections/control-plane/status.js';
 import { oldestQueued, queueView } from '../../projections/queue/queries.js';
 import { queueProjection } from '../../projections/queue/projection.js';
@@ -33,13 +38,33 @@ describe('request status', () => {
     await submit(h, 'r1', 'gpt2');
     await h.view.catchUp();
     assert.equal(requestStatus(h.state(), 'r1')?.status, 'PROVISIONING');
-    await h.run({ type: 'RequestDeployment', modelKey: 'gpt2', settings: { weightsBytes: GIB }, replicas: 1, onDemand: true }, 'system:scheduler');
+    await h.run(
+      { type: 'RequestDeployment', modelKey: 'gpt2', settings: { weightsBytes: GIB }, replicas: 1, onDemand: true },
+      'system:scheduler',
+    );
     await h.view.catchUp();
     assert.deepEqual(requestStatus(h.state(), 'r1')?.deployment, { phase: 'PROVISIONING', lastFailure: null });
-    await h.run({ type: 'PlaceReplica', replicaId: 'gpt2#1', agentId: 'a1', bootId: a.bootId, gpus: [0], bytesPerGpu: 2 * GIB, level: 'FREE', candidates: [], cachedReplicaId: null, because: why }, 'system:scheduler');
+    await h.run(
+      {
+        type: 'PlaceReplica',
+        replicaId: 'gpt2#1',
+        agentId: 'a1',
+        bootId: a.bootId,
+        gpus: [0],
+        bytesPerGpu: 2 * GIB,
+        level: 'FREE',
+        candidates: [],
+        cachedReplicaId: null,
+        because: why,
+      },
+      'system:scheduler',
+    );
     await h.view.catchUp();
     assert.equal(requestStatus(h.state(), 'r1')?.status, 'DEPLOYING');
-    await h.run({ type: 'ReportReplicaHot', replicaId: 'gpt2#1', agentId: 'a1', agentMessageId: 'm1', loadMs: 3 }, 'agent:a1');
+    await h.run(
+      { type: 'ReportReplicaHot', replicaId: 'gpt2#1', agentId: 'a1', agentMessageId: 'm1', loadMs: 3 },
+      'agent:a1',
+    );
     await h.view.catchUp();
     const v = requestStatus(h.state(), 'r1')!;
     assert.deepEqual([v.status, v.position, v.queueLength, v.deployment], ['QUEUED', 0, 1, null]);
@@ -57,11 +82,27 @@ describe('request status', () => {
       await submit(h, id, 'gpt2');
     }
     await h.view.catchUp();
-    assert.deepEqual(['r2', 'r3'].map((id) => requestStatus(h.state(), id)?.position), [0, 1]);
-    await h.run({ type: 'RequeueRequest', requestId: 'r1', attempt: 1, reason: 'PREEMPTED', because: why }, 'system:scheduler');
+    assert.deepEqual(
+      ['r2', 'r3'].map((id) => requestStatus(h.state(), id)?.position),
+      [0, 1],
+    );
+    await h.run(
+      { type: 'RequeueRequest', requestId: 'r1', attempt: 1, reason: 'PREEMPTED', because: why },
+      'system:scheduler',
+    );
     await h.view.catchUp();
-    assert.deepEqual(['r1', 'r2', 'r3'].map((id) => requestStatus(h.state(), id)?.position), [0, 1, 2]);
-    assert.deepEqual(queueView(h.state().queue, 'gpt2').map((q) => [q.requestId, q.rank, q.requeued]), [['r1', 2, true], ['r2', 3, false], ['r3', 3, false]]);
+    assert.deepEqual(
+      ['r1', 'r2', 'r3'].map((id) => requestStatus(h.state(), id)?.position),
+      [0, 1, 2],
+    );
+    assert.deepEqual(
+      queueView(h.state().queue, 'gpt2').map((q) => [q.requestId, q.rank, q.requeued]),
+      [
+        ['r1', 2, true],
+        ['r2', 3, false],
+        ['r3', 3, false],
+      ],
+    );
     assert.equal(oldestQueued(h.state().queue, 'gpt2')?.requestId, 'r1');
     assert.equal(requestStatus(h.state(), 'r1')?.timestamps.enqueuedAt, '2025-03-01T10:00:00.000Z');
   });
@@ -73,8 +114,17 @@ describe('request status', () => {
     await submit(h, 'r1', 'gpt2');
     await settle(h, [a]);
     const c = clusterView(h.state().cluster);
-    assert.deepEqual(c.deployments.map((d) => [d.modelKey, d.phase, d.replicas.map((r) => [r.replicaId, r.state, r.level])]), [['gpt2', 'READY', [['gpt2#1', 'HOT', 'HOT']]]]);
-    assert.deepEqual(c.gpus.map((g) => [g.index, g.usedBytes > 0]), [[0, true], [1, false]]);
+    assert.deepEqual(
+      c.deployments.map((d) => [d.modelKey, d.phase, d.replicas.map((r) => [r.replicaId, r.state, r.level])]),
+      [['gpt2', 'READY', [['gpt2#1', 'HOT', 'HOT']]]],
+    );
+    assert.deepEqual(
+      c.gpus.map((g) => [g.index, g.usedBytes > 0]),
+      [
+        [0, true],
+        [1, false],
+      ],
+    );
   });
 });
 
@@ -87,7 +137,12 @@ describe('snapshots and rebuilds', () => {
     for (const id of ['r1', 'r2', 'r3']) await submit(h, id, 'gpt2', { priority: id === 'r3' });
     await settle(h, [a]);
     const events = await log();
-    for (const p of [clusterProjection, queueProjection, requestsProjection, agentsProjection] as Projection<unknown>[]) {
+    for (const p of [
+      clusterProjection,
+      queueProjection,
+      requestsProjection,
+      agentsProjection,
+    ] as Projection<unknown>[]) {
       const live = events.reduce((s, e) => p.apply(s, e), p.initialState());
       const snap = JSON.parse(JSON.stringify(p.toSnapshot!(live)));
       assert.deepEqual(JSON.stringify(p.toSnapshot!(p.fromSnapshot!(snap))), JSON.stringify(snap), p.name);
@@ -103,7 +158,15 @@ describe('snapshots and rebuilds', () => {
       id: '00000000-0000-5000-8000-000000000001',
       type: 'RequestDispatched',
       version: 1,
-      data: { requestId: 'ghost', modelKey: 'gpt2', attempt: 1, replicaId: 'gpt2#1', agentId: 'a1', dispatchedAt: '2025-03-01T10:00:00.000Z', because: why },
+      data: {
+        requestId: 'ghost',
+        modelKey: 'gpt2',
+        attempt: 1,
+        replicaId: 'gpt2#1',
+        agentId: 'a1',
+        dispatchedAt: '2025-03-01T10:00:00.000Z',
+        because: why,
+      },
       metadata: { correlationId: 'c', causationId: 'c', actor: 'x', at: '2025-03-01T10:00:00.000Z' },
       streamId: 'request-ghost',
       revision: 0,
@@ -125,12 +188,22 @@ describe('audit', () => {
     const q = (f: Record<string, unknown>) => auditQuery(h.store, s, f).then((es) => es.map((e) => e.type));
     assert.deepEqual(await q({ actor: 'key:alice' }), ['RequestReceived', 'RequestQueued']);
     const model = await q({ modelKey: 'gpt2' });
-    assert.ok(model.includes('ReplicaPlaced') && model.includes('RequestStarted') && !model.includes('AgentRegistered'));
+    assert.ok(
+      model.includes('ReplicaPlaced') && model.includes('RequestStarted') && !model.includes('AgentRegistered'),
+    );
     assert.deepEqual(await q({ modelKey: 'gpt2', actor: 'key:alice' }), ['RequestReceived', 'RequestQueued']);
     const corr = (await log()).find((e) => e.type === 'RequestReceived')!.metadata.correlationId;
     // The scheduler's decisions for the request carry its correlation id: the whole chain answers.
     const chain = await q({ modelKey: 'gpt2', correlationId: corr });
-    for (const t of ['RequestReceived', 'RequestQueued', 'DeploymentRequested', 'ReplicaPlaced', 'RequestDispatched', 'RequestStarted']) assert.ok(chain.includes(t), t);
+    for (const t of [
+      'RequestReceived',
+      'RequestQueued',
+      'DeploymentRequested',
+      'ReplicaPlaced',
+      'RequestDispatched',
+      'RequestStarted',
+    ])
+      assert.ok(chain.includes(t), t);
     assert.deepEqual(await q({ correlationId: corr }), chain);
     assert.equal((await q({ modelKey: 'gpt2', fromAt: '2030-01-01T00:00:00.000Z' })).length, 0);
     assert.equal((await q({ modelKey: 'gpt2', toAt: '2030-01-01T00:00:00.000Z' })).length, model.length);

@@ -42,13 +42,36 @@ const canonical = (s: Parameters<typeof controlPlaneToSnapshot>[0]) => JSON.stri
 
 it('the day covered what it should (requeues of every kind, refusals, restarts, drains, cancels, timeouts)', () => {
   const count = (t: string) => log.filter((e) => e.type === t).length;
-  const reasons = new Set(log.filter((e) => e.type === 'RequestRequeued').map((e) => (e.data as { reason: string }).reason));
-  const errors = new Set(log.filter((e) => e.type === 'RequestFailed').map((e) => (e.data as { errorType: string }).errorType));
-  console.log({ requeueReasons: [...reasons], errorTypes: [...errors], completed: count('RequestCompleted'), cancelled: count('RequestCancelled'), refused: count('DeploymentRefused') });
-  for (const t of ['RequestCompleted', 'RequestCancelled', 'DeploymentRefused', 'AgentUnresponsive', 'AgentReturned', 'AgentLost', 'AgentDrained', 'ReplicaReloadRequired', 'RequestRequeued']) {
+  const reasons = new Set(
+    log.filter((e) => e.type === 'RequestRequeued').map((e) => (e.data as { reason: string }).reason),
+  );
+  const errors = new Set(
+    log.filter((e) => e.type === 'RequestFailed').map((e) => (e.data as { errorType: string }).errorType),
+  );
+  console.log({
+    requeueReasons: [...reasons],
+    errorTypes: [...errors],
+    completed: count('RequestCompleted'),
+    cancelled: count('RequestCancelled'),
+    refused: count('DeploymentRefused'),
+  });
+  for (const t of [
+    'RequestCompleted',
+    'RequestCancelled',
+    'DeploymentRefused',
+    'AgentUnresponsive',
+    'AgentReturned',
+    'AgentLost',
+    'AgentDrained',
+    'ReplicaReloadRequired',
+    'RequestRequeued',
+  ]) {
     assert.ok(count(t) > 0, `the day has ${t}`);
   }
-  assert.ok(errors.has('Timeout') && errors.has('ModelNotDeployable') && errors.has('DeploymentRefused'), [...errors].join(', '));
+  assert.ok(
+    errors.has('Timeout') && errors.has('ModelNotDeployable') && errors.has('DeploymentRefused'),
+    [...errors].join(', '),
+  );
   for (const r of ['PREEMPTED', 'AGENT_RESTARTED', 'AGENT_LOST']) assert.ok(reasons.has(r), `the day requeues ${r}`);
 });
 
@@ -59,7 +82,8 @@ it('every request ended COMPLETED, ERROR with a reason, or CANCELLED; none is st
     if (v.status === 'ERROR') assert.ok(v.error!.message.length > 0);
   }
   const completions = new Map<string, number>();
-  for (const e of log) if (e.type === 'RequestCompleted') completions.set(e.streamId, (completions.get(e.streamId) ?? 0) + 1);
+  for (const e of log)
+    if (e.type === 'RequestCompleted') completions.set(e.streamId, (completions.get(e.streamId) ?? 0) + 1);
   assert.ok([...completions.values()].every((c) => c === 1));
 });
 

@@ -64,7 +64,17 @@ export async function runScriptedDay(h: Harness, opts: { minutes?: number; seed?
     await settle(h, live);
   };
   for (const a of agents) await a.register();
-  await h.run({ type: 'RequestDeployment', modelKey: 'llama', settings: DAY_MODELS.llama.settings, replicas: 1, onDemand: false, pinned: true }, 'op');
+  await h.run(
+    {
+      type: 'RequestDeployment',
+      modelKey: 'llama',
+      settings: DAY_MODELS.llama.settings,
+      replicas: 1,
+      onDemand: false,
+      pinned: true,
+    },
+    'op',
+  );
   await settle(h, agents);
   const keys = Object.keys(DAY_MODELS);
   let n = 0;
@@ -78,22 +88,46 @@ export async function runScriptedDay(h: Harness, opts: { minutes?: number; seed?
       const id = `req-${++n}`;
       const options = rnd() < 0.1 ? { timeoutMs: 1000 } : rnd() < 0.1 ? { queueTimeoutMs: 30_000 } : undefined;
       await submit(h, id, model, { priority: client < 3, submitter: `key:client${client}`, options });
-      if (rnd() < 0.08) await h.run({ type: 'CancelRequest', requestId: id, actor: `key:client${client}`, operator: false }, `key:client${client}`).catch(() => undefined);
+      if (rnd() < 0.08)
+        await h
+          .run(
+            { type: 'CancelRequest', requestId: id, actor: `key:client${client}`, operator: false },
+            `key:client${client}`,
+          )
+          .catch(() => undefined);
     }
     const event = rnd();
-    if (event < 0.01) await h.run({ type: 'EvictDeployment', modelKey: keys[Math.floor(rnd() * keys.length)], actor: 'op' }, 'op').catch(() => undefined);
-    else if (event < 0.02) await h.run({ type: 'ScaleDeployment', modelKey: 'gpt2', replicas: 1 + Math.floor(rnd() * 3) }, 'op').catch(() => undefined);
-    else if (event < 0.025) await h.run({ type: 'PinDeployment', modelKey: 'gpt2', pinned: rnd() < 0.5, actor: 'op' }, 'op').catch(() => undefined);
-    else if (event < 0.03) await h.run({ type: 'CancelRequest', requestId: `req-${Math.max(1, n - 1)}`, actor: 'op', operator: true }, 'op').catch(() => undefined);
+    if (event < 0.01)
+      await h
+        .run({ type: 'EvictDeployment', modelKey: keys[Math.floor(rnd() * keys.length)], actor: 'op' }, 'op')
+        .catch(() => undefined);
+    else if (event < 0.02)
+      await h
+        .run({ type: 'ScaleDeployment', modelKey: 'gpt2', replicas: 1 + Math.floor(rnd() * 3) }, 'op')
+        .catch(() => undefined);
+    else if (event < 0.025)
+      await h
+        .run({ type: 'PinDeployment', modelKey: 'gpt2', pinned: rnd() < 0.5, actor: 'op' }, 'op')
+        .catch(() => undefined);
+    else if (event < 0.03)
+      await h
+        .run({ type: 'CancelRequest', requestId: `req-${Math.max(1, n - 1)}`, actor: 'op', operator: true }, 'op')
+        .catch(() => undefined);
     const at = (share: number) => minute === Math.floor(minutes * share);
     // Before each fault, a burst of traffic so requests are in flight when it strikes.
     const target = at(0.25) ? 'a2' : at(0.4) ? 'a1' : at(0.6) ? 'a3' : at(0.8) ? 'a2' : undefined;
     if (target !== undefined || at(0.5)) {
       await h.view.catchUp();
-      const on = [...h.state().cluster.replicas.values()].filter((r) => r.state === 'HOT' && (target === undefined || r.agentId === target)).map((r) => r.modelKey);
+      const on = [...h.state().cluster.replicas.values()]
+        .filter((r) => r.state === 'HOT' && (target === undefined || r.agentId === target))
+        .map((r) => r.modelKey);
       const burst = on.length > 0 ? on : target === 'a3' ? ['big'] : ['gpt2', 'llama'];
-      for (let i = 0; i < 8; i++) await submit(h, `req-${++n}`, burst[i % burst.length], { submitter: `key:client${i}` });
-      await settle(h, agents.filter((a) => !silentFor.has(a)));
+      for (let i = 0; i < 8; i++)
+        await submit(h, `req-${++n}`, burst[i % burst.length], { submitter: `key:client${i}` });
+      await settle(
+        h,
+        agents.filter((a) => !silentFor.has(a)),
+      );
     }
     if (at(0.5)) await h.run({ type: 'EvictDeployment', modelKey: 'gpt2', actor: 'op' }, 'op').catch(() => undefined);
     if (at(0.25)) silence(a2, 2); // a2 lapses for 20 s and comes back on the same boot

@@ -16,7 +16,10 @@ const SECRET = 'a-test-secret-of-enough-bytes';
 const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
 
 before(async () => {
-  h = await startApi({ auth: true, config: { rateLimit: null, inlineResultMaxBytes: 1024, resultUrlTtlMs: 60_000, resultSecret: SECRET } });
+  h = await startApi({
+    auth: true,
+    config: { rateLimit: null, inlineResultMaxBytes: 1024, resultUrlTtlMs: 60_000, resultSecret: SECRET },
+  });
   await h.listen();
   user = await h.newKey('alice');
   other = await h.newKey('bob');
@@ -27,7 +30,12 @@ after(() => h.close());
 
 /** Submits as alice, runs it to COMPLETED with a result of `elements` float32 values; returns the bytes. */
 async function complete(requestId: string, elements: number): Promise<Uint8Array> {
-  const r = await h.app.inject({ method: 'POST', url: '/requests', payload: submitBody({ requestId }), headers: bearer(user) });
+  const r = await h.app.inject({
+    method: 'POST',
+    url: '/requests',
+    payload: submitBody({ requestId }),
+    headers: bearer(user),
+  });
   assert.equal(r.statusCode, 202, r.body);
   await settle(h, [agent]);
   // Recorded under alice's scope: <her key id>:<the id she chose>.
@@ -55,7 +63,10 @@ describe('results', () => {
     const v = r.json();
     assert.equal(v.status, 'COMPLETED');
     assert.equal(v.attempt, 1);
-    assert.deepEqual(v.statuses.map((s: { status: string }) => s.status), ['RECEIVED', 'QUEUED', 'DISPATCHED', 'RUNNING', 'COMPLETED']);
+    assert.deepEqual(
+      v.statuses.map((s: { status: string }) => s.status),
+      ['RECEIVED', 'QUEUED', 'DISPATCHED', 'RUNNING', 'COMPLETED'],
+    );
     assert.deepEqual(v.logs, [{ attempt: 1, stream: 'stdout', line: 'hello from the block' }]);
     assert.equal(v.result.bytes, small.byteLength);
     assert.deepEqual(Buffer.from(v.result.inline, 'base64'), Buffer.from(small));
@@ -95,17 +106,20 @@ describe('results', () => {
   });
 
   it('an expired token is 403 RESULT_TOKEN_EXPIRED; a fresh GET gives a new URL', async () => {
-    const { url } = (await h.app.inject({ method: 'GET', url: '/requests/r-large', headers: bearer(user) })).json().result;
+    const { url } = (await h.app.inject({ method: 'GET', url: '/requests/r-large', headers: bearer(user) })).json()
+      .result;
     h.clock.now += 60_000;
     const r = await h.app.inject({ method: 'GET', url });
     assert.equal(r.statusCode, 403);
     assert.equal(r.json().code, 'RESULT_TOKEN_EXPIRED');
-    const fresh = (await h.app.inject({ method: 'GET', url: '/requests/r-large', headers: bearer(user) })).json().result.url;
+    const fresh = (await h.app.inject({ method: 'GET', url: '/requests/r-large', headers: bearer(user) })).json().result
+      .url;
     assert.equal((await h.app.inject({ method: 'GET', url: fresh })).statusCode, 200);
   });
 
-  it('forged, malformed or another request\'s tokens are 403 RESULT_TOKEN_INVALID', async () => {
-    const { url } = (await h.app.inject({ method: 'GET', url: '/requests/r-large', headers: bearer(user) })).json().result;
+  it("forged, malformed or another request's tokens are 403 RESULT_TOKEN_INVALID", async () => {
+    const { url } = (await h.app.inject({ method: 'GET', url: '/requests/r-large', headers: bearer(user) })).json()
+      .result;
     const token = new URL(url, 'http://x').searchParams.get('token')!;
     const [exp, sig] = token.split('.');
     const alice = user.split('_')[1]!;
@@ -125,8 +139,11 @@ describe('results', () => {
     }
   });
 
-  it('without a token: the submitter\'s key downloads, another key is told there is no such request, no key is 401', async () => {
-    assert.equal((await h.app.inject({ method: 'GET', url: '/requests/r-large/result', headers: bearer(user) })).statusCode, 200);
+  it("without a token: the submitter's key downloads, another key is told there is no such request, no key is 401", async () => {
+    assert.equal(
+      (await h.app.inject({ method: 'GET', url: '/requests/r-large/result', headers: bearer(user) })).statusCode,
+      200,
+    );
     const foreign = await h.app.inject({ method: 'GET', url: '/requests/r-large/result', headers: bearer(other) });
     assert.equal(foreign.statusCode, 404);
     assert.equal(foreign.json().code, 'API_REQUEST_NOT_FOUND');
@@ -136,7 +153,12 @@ describe('results', () => {
   });
 
   it('no result yet: 409 RESULT_NOT_READY with the status; unknown request: 404', async () => {
-    await h.app.inject({ method: 'POST', url: '/requests', payload: submitBody({ requestId: 'r-pending' }), headers: bearer(user) });
+    await h.app.inject({
+      method: 'POST',
+      url: '/requests',
+      payload: submitBody({ requestId: 'r-pending' }),
+      headers: bearer(user),
+    });
     const r = await h.app.inject({ method: 'GET', url: '/requests/r-pending/result', headers: bearer(user) });
     assert.equal(r.statusCode, 409);
     assert.equal(r.json().code, 'RESULT_NOT_READY');
@@ -147,7 +169,12 @@ describe('results', () => {
   });
 
   it('a request just submitted is visible at once (the read waits for its projection)', async () => {
-    const r = await h.app.inject({ method: 'POST', url: '/requests', payload: submitBody({ requestId: 'r-instant' }), headers: bearer(user) });
+    const r = await h.app.inject({
+      method: 'POST',
+      url: '/requests',
+      payload: submitBody({ requestId: 'r-instant' }),
+      headers: bearer(user),
+    });
     assert.equal(r.statusCode, 202);
     const v = await h.app.inject({ method: 'GET', url: '/requests/r-instant', headers: bearer(user) });
     assert.equal(v.statusCode, 200, v.body);
@@ -155,9 +182,13 @@ describe('results', () => {
     assert.equal(typeof v.json().position, 'number');
   });
 
-  it('GET /requests lists the caller\'s own requests, newest first', async () => {
-    const mine = (await h.app.inject({ method: 'GET', url: '/requests?limit=3', headers: bearer(user) })).json().requests;
-    assert.deepEqual(mine.map((r: { requestId: string }) => r.requestId), ['r-instant', 'r-pending', 'r-large']);
+  it("GET /requests lists the caller's own requests, newest first", async () => {
+    const mine = (await h.app.inject({ method: 'GET', url: '/requests?limit=3', headers: bearer(user) })).json()
+      .requests;
+    assert.deepEqual(
+      mine.map((r: { requestId: string }) => r.requestId),
+      ['r-instant', 'r-pending', 'r-large'],
+    );
     const theirs = (await h.app.inject({ method: 'GET', url: '/requests', headers: bearer(other) })).json().requests;
     assert.deepEqual(theirs, []);
     const bad = await h.app.inject({ method: 'GET', url: '/requests?limit=0', headers: bearer(user) });

@@ -10,7 +10,13 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { ReportingAgent, settle, startApi, submitBody, type ApiHarness } from '../command-api/harness.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const FLAGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const FLAGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 
 let h: ApiHarness;
 let browser: Browser;
@@ -18,7 +24,10 @@ let page: Page;
 let agent: ReportingAgent;
 
 before(async () => {
-  assert.ok(existsSync(CHROMIUM), `no Chromium at ${CHROMIUM}: run through scripts/test.mjs (it installs Debian's chromium) or set CHROMIUM_PATH`);
+  assert.ok(
+    existsSync(CHROMIUM),
+    `no Chromium at ${CHROMIUM}: run through scripts/test.mjs (it installs Debian's chromium) or set CHROMIUM_PATH`,
+  );
   h = await startApi({ config: { rateLimit: null } });
   await h.listen();
   agent = new ReportingAgent(h);
@@ -32,7 +41,10 @@ after(async () => {
 });
 
 const model = () => page.locator('section.model[data-model="gpt2-tiny"]');
-const phases = async (requestId: string) => page.locator(`.run[data-running="${requestId}"] .seg`).evaluateAll((xs) => xs.map((x) => x.getAttribute('data-phase')));
+const phases = async (requestId: string) =>
+  page
+    .locator(`.run[data-running="${requestId}"] .seg`)
+    .evaluateAll((xs) => xs.map((x) => x.getAttribute('data-phase')));
 
 it('shows models, replicas, running timelines, and an eviction and requeue live', async () => {
   const errors: string[] = [];
@@ -60,13 +72,19 @@ it('shows models, replicas, running timelines, and an eviction and requeue live'
   await agent.started('page-1', first.attempt);
   await model().locator('.run[data-running="page-1"][data-status="RUNNING"]').waitFor();
   assert.deepEqual(await phases('page-1'), ['RECEIVED', 'QUEUED', 'DISPATCHED', 'RUNNING']);
-  assert.match(await model().locator('.run[data-running="page-1"] .seg[data-phase="DISPATCHED"]').innerText(), /DISPATCHED 40 ms/);
+  assert.match(
+    await model().locator('.run[data-running="page-1"] .seg[data-phase="DISPATCHED"]').innerText(),
+    /DISPATCHED 40 ms/,
+  );
 
   // A running request is followed: the text it generates shows as it is streamed.
   const stream = page.locator('#streams tr[data-stream="page-1"][data-invoke="0"]');
   await agent.tokens('page-1', first.attempt, [{ step: 0, invoke: 0, token: 383, text: ' The' }]);
   await stream.locator('pre', { hasText: 'The' }).waitFor();
-  await agent.tokens('page-1', first.attempt, [{ step: 1, invoke: 0, token: 3290, text: ' fabric' }, { step: 2, invoke: 0, token: 318, text: ' is' }]);
+  await agent.tokens('page-1', first.attempt, [
+    { step: 1, invoke: 0, token: 3290, text: ' fabric' },
+    { step: 2, invoke: 0, token: 318, text: ' is' },
+  ]);
   await stream.locator('pre', { hasText: 'The fabric is' }).waitFor();
   assert.equal(await stream.locator('td').nth(2).innerText(), '3');
 
@@ -77,7 +95,8 @@ it('shows models, replicas, running timelines, and an eviction and requeue live'
   const eviction = page.locator('#changes tr[data-kind="eviction"][data-subject="gpt2-tiny#1"]');
   await eviction.waitFor();
   assert.match(await eviction.innerText(), /OPERATOR/);
-  for (let i = 0; i < 10 && h.view.state.requests.byId.get('page-1')!.requeues.length === 0; i++) await h.scheduler.step();
+  for (let i = 0; i < 10 && h.view.state.requests.byId.get('page-1')!.requeues.length === 0; i++)
+    await h.scheduler.step();
   const requeue = page.locator('#changes tr[data-kind="requeue"][data-subject="page-1"]');
   await requeue.waitFor();
   const why = await requeue.innerText();
@@ -96,7 +115,10 @@ it('shows models, replicas, running timelines, and an eviction and requeue live'
   const p = await phases('page-1');
   assert.deepEqual(p.slice(0, 4), ['RECEIVED', 'QUEUED', 'DISPATCHED', 'RUNNING']);
   assert.ok(p.includes('REQUEUED') && p.at(-1) === 'RUNNING', p.join(','));
-  assert.match(await model().locator('.run[data-running="page-1"] .seg[data-phase="REQUEUED"]').innerText(), /REQUEUED PREEMPTED/);
+  assert.match(
+    await model().locator('.run[data-running="page-1"] .seg[data-phase="REQUEUED"]').innerText(),
+    /REQUEUED PREEMPTED/,
+  );
 
   await agent.complete('page-1', again.attempt);
   await page.locator('#requests tr[data-request="page-1"][data-status="COMPLETED"]').waitFor();
@@ -107,11 +129,26 @@ it('shows models, replicas, running timelines, and an eviction and requeue live'
 it('answers GET /live with the same facts the page draws', async () => {
   const r = await h.app.inject({ method: 'GET', url: '/live' });
   assert.equal(r.statusCode, 200);
-  const live = r.json() as { models: { model: string; replicas: { level: string }[]; running: unknown[]; queueLength: number }[]; changes: { kind: string; subject: string; causes: string[] }[] };
+  const live = r.json() as {
+    models: { model: string; replicas: { level: string }[]; running: unknown[]; queueLength: number }[];
+    changes: { kind: string; subject: string; causes: string[] }[];
+  };
   const m = live.models.find((x) => x.model === 'gpt2-tiny')!;
   assert.equal(m.queueLength, 0);
   assert.deepEqual(m.running, []);
   assert.ok(m.replicas.some((x) => x.level === 'HOT'));
-  assert.deepEqual(live.changes.map((c) => [c.kind, c.subject]).slice(0, 2).sort(), [['eviction', 'gpt2-tiny#1'], ['requeue', 'page-1']]);
-  assert.ok(live.changes.every((c) => c.causes.length > 0), 'every change says what caused it');
+  assert.deepEqual(
+    live.changes
+      .map((c) => [c.kind, c.subject])
+      .slice(0, 2)
+      .sort(),
+    [
+      ['eviction', 'gpt2-tiny#1'],
+      ['requeue', 'page-1'],
+    ],
+  );
+  assert.ok(
+    live.changes.every((c) => c.causes.length > 0),
+    'every change says what caused it',
+  );
 });

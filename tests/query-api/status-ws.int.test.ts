@@ -51,12 +51,27 @@ describe('status websocket', () => {
     await ws.untilStatus('r-first', 'COMPLETED');
     await ws.until((m) => m.some((x) => x.type === 'ended'), 'ended');
     const s = ws.statuses('r-first');
-    assert.deepEqual(names(s), ['RECEIVED', 'PROVISIONING', 'DEPLOYING', 'QUEUED', 'DISPATCHED', 'RUNNING', 'LOG', 'LOG', 'COMPLETED']);
+    assert.deepEqual(names(s), [
+      'RECEIVED',
+      'PROVISIONING',
+      'DEPLOYING',
+      'QUEUED',
+      'DISPATCHED',
+      'RUNNING',
+      'LOG',
+      'LOG',
+      'COMPLETED',
+    ]);
     assert.ok(s.every((m) => m.replay === false));
     const positions = s.map((m) => Number(String(m.cursor).split(':')[0]));
-    for (let i = 1; i < positions.length; i++) assert.ok(positions[i]! > positions[i - 1]!, `cursors increase: ${positions.join(',')}`);
+    for (let i = 1; i < positions.length; i++)
+      assert.ok(positions[i]! > positions[i - 1]!, `cursors increase: ${positions.join(',')}`);
     assert.equal(s[1]!.position, 0);
-    assert.deepEqual(s[1]!.deployment, { phase: 'NONE', lastFailure: null }, 'not deployed yet: the scheduler deploys it on demand');
+    assert.deepEqual(
+      s[1]!.deployment,
+      { phase: 'NONE', lastFailure: null },
+      'not deployed yet: the scheduler deploys it on demand',
+    );
     assert.equal(s[3]!.position, 0);
     assert.equal(s[4]!.replicaId, 'gpt2-tiny#1');
     assert.equal(s[6]!.line, 'shape [1,6,64]');
@@ -78,7 +93,7 @@ describe('status websocket', () => {
     const s = ws.statuses('r-first');
     assert.deepEqual(names(s), ['RECEIVED', 'QUEUED', 'DISPATCHED', 'RUNNING', 'LOG', 'LOG', 'COMPLETED']);
     assert.ok(s.every((m) => m.replay === true));
-    assert.equal(s[1]!.position, null, 'a past wait\'s position is not recorded');
+    assert.equal(s[1]!.position, null, "a past wait's position is not recorded");
     assert.equal(typeof s[6]!.inline, 'string');
     await ws.close();
   });
@@ -102,10 +117,22 @@ describe('status websocket', () => {
     await agent.complete('r-resume', req.attempt);
     await again.untilStatus('r-resume', 'COMPLETED');
     await steady.untilStatus('r-resume', 'COMPLETED');
-    const stitched = [...firstPart, ...again.statuses('r-resume')].map((m) => ({ status: m.status, cursor: m.cursor, line: m.line }));
+    const stitched = [...firstPart, ...again.statuses('r-resume')].map((m) => ({
+      status: m.status,
+      cursor: m.cursor,
+      line: m.line,
+    }));
     const continuous = steady.statuses('r-resume').map((m) => ({ status: m.status, cursor: m.cursor, line: m.line }));
     assert.deepEqual(stitched, continuous);
-    assert.deepEqual(names(steady.statuses('r-resume')), ['RECEIVED', 'QUEUED', 'DISPATCHED', 'RUNNING', 'LOG', 'LOG', 'COMPLETED']);
+    assert.deepEqual(names(steady.statuses('r-resume')), [
+      'RECEIVED',
+      'QUEUED',
+      'DISPATCHED',
+      'RUNNING',
+      'LOG',
+      'LOG',
+      'COMPLETED',
+    ]);
     await Promise.all([steady.close(), again.close()]);
   });
 
@@ -116,16 +143,28 @@ describe('status websocket', () => {
     await settle(h, [agent]);
     await ws.untilStatus('r-q1', 'DISPATCHED');
     const queue = (await h.app.inject({ method: 'GET', url: '/queue?model=gpt2-tiny' })).json();
-    assert.deepEqual(queue.queues[0].entries.map((e: { requestId: string }) => e.requestId), ['r-q2', 'r-q3']);
-    await ws.until((m) => m.some((x) => x.requestId === 'r-q3' && x.status === 'QUEUED' && x.position === 1), 'r-q3 at position 1');
+    assert.deepEqual(
+      queue.queues[0].entries.map((e: { requestId: string }) => e.requestId),
+      ['r-q2', 'r-q3'],
+    );
+    await ws.until(
+      (m) => m.some((x) => x.requestId === 'r-q3' && x.status === 'QUEUED' && x.position === 1),
+      'r-q3 at position 1',
+    );
     for (const id of ['r-q1', 'r-q2', 'r-q3']) {
       await run(id);
       await settle(h, [agent]);
     }
     await ws.untilStatus('r-q3', 'COMPLETED');
-    const q3 = ws.statuses('r-q3').filter((m) => m.status === 'QUEUED').map((m) => m.position);
+    const q3 = ws
+      .statuses('r-q3')
+      .filter((m) => m.status === 'QUEUED')
+      .map((m) => m.position);
     assert.deepEqual(q3, [2, 1, 0]);
-    const q2 = ws.statuses('r-q2').filter((m) => m.status === 'QUEUED').map((m) => m.position);
+    const q2 = ws
+      .statuses('r-q2')
+      .filter((m) => m.status === 'QUEUED')
+      .map((m) => m.position);
     assert.deepEqual(q2, [1, 0]);
     await ws.close();
   });
@@ -159,7 +198,7 @@ describe('status websocket', () => {
     await ws.close();
   });
 
-  it('ERROR carries phase, type, message and the user\'s stack; CANCELLED says by whom', async () => {
+  it("ERROR carries phase, type, message and the user's stack; CANCELLED says by whom", async () => {
     const ws = await TestSocket.open(url);
     await ws.subscribe('r-err');
     await ws.subscribe('r-cancel');
@@ -167,12 +206,22 @@ describe('status websocket', () => {
     await submit('r-cancel');
     await settle(h, [agent]);
     const d = (await agent.dispatched()).find((x) => x.requestId === 'r-err')!;
-    await agent.fail('r-err', d.attempt, 'TypeError: x is not a function', 'TypeError: x is not a function\n    at block-0.js:3:5');
+    await agent.fail(
+      'r-err',
+      d.attempt,
+      'TypeError: x is not a function',
+      'TypeError: x is not a function\n    at block-0.js:3:5',
+    );
     await h.app.inject({ method: 'POST', url: '/requests/r-cancel/cancel' });
     await ws.untilStatus('r-err', 'ERROR');
     await ws.untilStatus('r-cancel', 'CANCELLED');
     const err = ws.statuses('r-err').at(-1)!;
-    assert.deepEqual(err.error, { phase: 'execution', type: 'BlockError', message: 'TypeError: x is not a function', stack: 'TypeError: x is not a function\n    at block-0.js:3:5' });
+    assert.deepEqual(err.error, {
+      phase: 'execution',
+      type: 'BlockError',
+      message: 'TypeError: x is not a function',
+      stack: 'TypeError: x is not a function\n    at block-0.js:3:5',
+    });
     const c = ws.statuses('r-cancel').at(-1)!;
     assert.equal(c.by, 'operator');
     assert.equal(c.actor, 'local');

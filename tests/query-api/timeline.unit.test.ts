@@ -11,14 +11,23 @@ const event = (revision: number, type: string, data: Record<string, unknown> = {
   type,
   version: 1,
   data: data as never,
-  metadata: { correlationId: 'c', causationId: 'c', actor: 'test', at: `2026-01-01T00:00:${String(revision).padStart(2, '0')}.000Z` },
+  metadata: {
+    correlationId: 'c',
+    causationId: 'c',
+    actor: 'test',
+    at: `2026-01-01T00:00:${String(revision).padStart(2, '0')}.000Z`,
+  },
   streamId: 'request-r1',
   revision,
   position: 100 + revision,
 });
 
 test('a timeline is read once, then only past what was read, and kept while the last event is the same', async () => {
-  const stream: StoredEvent[] = [event(0, 'RequestReceived'), event(1, 'RequestQueued'), event(2, 'RequestDispatched', { attempt: 1, replicaId: 'm#1', agentId: 'a1' })];
+  const stream: StoredEvent[] = [
+    event(0, 'RequestReceived'),
+    event(1, 'RequestQueued'),
+    event(2, 'RequestDispatched', { attempt: 1, replicaId: 'm#1', agentId: 'a1' }),
+  ];
   const reads: number[] = [];
   const t = new Timelines(async (streamId, fromRevision) => {
     assert.equal(streamId, 'request-r1');
@@ -26,14 +35,27 @@ test('a timeline is read once, then only past what was read, and kept while the 
     return stream.slice(fromRevision);
   });
   const first = await t.of('r1', 102);
-  assert.deepEqual(first.map((e) => e.status), ['RECEIVED', 'QUEUED', 'DISPATCHED']);
+  assert.deepEqual(
+    first.map((e) => e.status),
+    ['RECEIVED', 'QUEUED', 'DISPATCHED'],
+  );
   assert.equal(first[2]!.detail, 'm#1 on a1');
   assert.equal(await t.of('r1', 102), first, 'unchanged last event: the same timeline, nothing read');
-  stream.push(event(3, 'RequestStarted', { attempt: 1 }), event(4, 'RequestLogged', { lines: [] }), event(5, 'RequestLogged', { lines: [] }));
+  stream.push(
+    event(3, 'RequestStarted', { attempt: 1 }),
+    event(4, 'RequestLogged', { lines: [] }),
+    event(5, 'RequestLogged', { lines: [] }),
+  );
   const second = await t.of('r1', 105);
-  assert.deepEqual(second.map((e) => e.status), ['RECEIVED', 'QUEUED', 'DISPATCHED', 'RUNNING']);
+  assert.deepEqual(
+    second.map((e) => e.status),
+    ['RECEIVED', 'QUEUED', 'DISPATCHED', 'RUNNING'],
+  );
   stream.push(event(6, 'RequestTokensGenerated', { tokens: [] }));
-  assert.deepEqual((await t.of('r1', 106)).map((e) => e.status), ['RECEIVED', 'QUEUED', 'DISPATCHED', 'RUNNING']);
+  assert.deepEqual(
+    (await t.of('r1', 106)).map((e) => e.status),
+    ['RECEIVED', 'QUEUED', 'DISPATCHED', 'RUNNING'],
+  );
   assert.deepEqual(reads, [0, 3, 6], 'each read starts after the events already read');
   t.retain(new Set());
   await t.of('r1', 106);

@@ -22,17 +22,25 @@ const get = async (url: string) => {
 
 describe('views', () => {
   before(async () => {
-    const r = await h.app.inject({ method: 'POST', url: '/deployments', payload: { model: 'gpt2-tiny', replicas: 2, pinned: true } });
+    const r = await h.app.inject({
+      method: 'POST',
+      url: '/deployments',
+      payload: { model: 'gpt2-tiny', replicas: 2, pinned: true },
+    });
     assert.equal(r.statusCode, 202, r.body);
     await settle(h, [agent]);
-    for (const id of ['v-1', 'v-2', 'v-3']) await h.app.inject({ method: 'POST', url: '/requests', payload: submitBody({ requestId: id }) });
+    for (const id of ['v-1', 'v-2', 'v-3'])
+      await h.app.inject({ method: 'POST', url: '/requests', payload: submitBody({ requestId: id }) });
     await settle(h, [agent]);
   });
 
   it('/cluster: agents with health, GPUs with memory in use, the deployment with HOT replicas and its queue', async () => {
     const c = await get('/cluster');
     assert.equal(c.asOf, h.view.position);
-    assert.deepEqual(c.agents.map((a: { agentId: string; state: string }) => [a.agentId, a.state]), [['agent-1', 'ACTIVE']]);
+    assert.deepEqual(
+      c.agents.map((a: { agentId: string; state: string }) => [a.agentId, a.state]),
+      [['agent-1', 'ACTIVE']],
+    );
     assert.equal(c.agents[0].health.state, 'ACTIVE');
     assert.equal(c.gpus.length, 2);
     const used = c.gpus.filter((g: { usedBytes: number }) => g.usedBytes > 0);
@@ -41,15 +49,27 @@ describe('views', () => {
     assert.equal(d.modelKey, 'gpt2-tiny');
     assert.equal(d.phase, 'READY');
     assert.equal(d.pinned, true);
-    assert.deepEqual(d.replicas.map((r: { replicaId: string; level: string }) => [r.replicaId, r.level]), [['gpt2-tiny#1', 'HOT'], ['gpt2-tiny#2', 'HOT']]);
+    assert.deepEqual(
+      d.replicas.map((r: { replicaId: string; level: string }) => [r.replicaId, r.level]),
+      [
+        ['gpt2-tiny#1', 'HOT'],
+        ['gpt2-tiny#2', 'HOT'],
+      ],
+    );
     assert.equal(d.queueLength, 1, 'three submitted, two dispatched');
     assert.equal(c.totals.received, 3);
   });
 
-  it('/queue: the model\'s queue in order with positions', async () => {
+  it("/queue: the model's queue in order with positions", async () => {
     const q = await get('/queue');
-    assert.deepEqual(q.queues.map((x: { model: string; length: number }) => [x.model, x.length]), [['gpt2-tiny', 1]]);
-    assert.deepEqual(q.queues[0].entries.map((e: { position: number; requestId: string }) => [e.position, e.requestId]), [[0, 'v-3']]);
+    assert.deepEqual(
+      q.queues.map((x: { model: string; length: number }) => [x.model, x.length]),
+      [['gpt2-tiny', 1]],
+    );
+    assert.deepEqual(
+      q.queues[0].entries.map((e: { position: number; requestId: string }) => [e.position, e.requestId]),
+      [[0, 'v-3']],
+    );
     assert.equal((await h.app.inject({ method: 'GET', url: '/queue?model=../etc' })).json().code, 'API_INVALID_PARAMS');
   });
 
@@ -88,7 +108,11 @@ describe('views', () => {
     assert.equal(r.statusCode, 503);
     assert.equal(r.json().code, 'API_NOT_READY');
     assert.match(r.json().details.store, /closed/);
-    const submit = await h.app.inject({ method: 'POST', url: '/requests', payload: submitBody({ requestId: 'v-closed' }) });
+    const submit = await h.app.inject({
+      method: 'POST',
+      url: '/requests',
+      payload: submitBody({ requestId: 'v-closed' }),
+    });
     assert.equal(submit.statusCode, 503, submit.body);
     assert.equal(submit.json().code, 'ES_STORE_CLOSED');
   });

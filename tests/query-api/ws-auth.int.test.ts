@@ -16,7 +16,12 @@ before(async () => {
   alice = await h.newKey('alice');
   bob = await h.newKey('bob');
   ops = await h.newKey('ops', { operator: true });
-  await h.app.inject({ method: 'POST', url: '/requests', payload: submitBody({ requestId: 'w-alice' }), headers: { 'x-api-key': alice } });
+  await h.app.inject({
+    method: 'POST',
+    url: '/requests',
+    payload: submitBody({ requestId: 'w-alice' }),
+    headers: { 'x-api-key': alice },
+  });
 });
 after(() => h.close());
 
@@ -47,12 +52,16 @@ describe('websocket admission', () => {
     await own.subscribe('w-alice');
     await own.untilStatus('w-alice', 'RECEIVED');
     assert.equal(own.messages[0]!.actor, `key:${alice.slice(5, 21)}`);
-    assert.ok(own.statuses('w-alice').every((m) => m.requestId === 'w-alice'), 'messages name the request as its owner does');
+    assert.ok(
+      own.statuses('w-alice').every((m) => m.requestId === 'w-alice'),
+      'messages name the request as its owner does',
+    );
     const other = await TestSocket.open(h.url, { 'x-api-key': bob });
     await other.subscribe('w-alice');
     await other.subscribe('w-nobody');
     await new Promise((r) => setTimeout(r, 100));
-    const said = (id: string) => other.messages.filter((m) => m.requestId === id).map((m) => ({ ...m, requestId: 'x' }));
+    const said = (id: string) =>
+      other.messages.filter((m) => m.requestId === id).map((m) => ({ ...m, requestId: 'x' }));
     assert.deepEqual(said('w-alice'), said('w-nobody'), 'the same answers as for an id nobody used');
     assert.equal(other.statuses('w-alice').length, 0);
     const op = await TestSocket.open(h.url, { 'x-api-key': ops });
@@ -65,11 +74,21 @@ describe('websocket admission', () => {
   it('a subscription made before the request exists sees nothing of another key submitting the same id, and follows its own', async () => {
     const early = await TestSocket.open(h.url, { 'x-api-key': bob });
     await early.subscribe('w-later');
-    await h.app.inject({ method: 'POST', url: '/requests', payload: submitBody({ requestId: 'w-later' }), headers: { 'x-api-key': alice } });
+    await h.app.inject({
+      method: 'POST',
+      url: '/requests',
+      payload: submitBody({ requestId: 'w-later' }),
+      headers: { 'x-api-key': alice },
+    });
     await new Promise((r) => setTimeout(r, 100));
     assert.equal(early.statuses('w-later').length, 0, 'not even RECEIVED leaks');
     assert.equal(early.messages.filter((m) => m.type === 'error').length, 0, 'nor a refusal that says it exists');
-    const mine = await h.app.inject({ method: 'POST', url: '/requests', payload: submitBody({ requestId: 'w-later' }), headers: { 'x-api-key': bob } });
+    const mine = await h.app.inject({
+      method: 'POST',
+      url: '/requests',
+      payload: submitBody({ requestId: 'w-later' }),
+      headers: { 'x-api-key': bob },
+    });
     assert.equal(mine.statusCode, 202, mine.body);
     await early.untilStatus('w-later', 'RECEIVED');
     await early.close();

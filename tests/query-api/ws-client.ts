@@ -30,13 +30,19 @@ export class TestSocket {
   }
 
   /** The HTTP answer of a refused upgrade: status and JSON body. */
-  static refused(url: string, headers: Record<string, string> = {}, path = '/ws'): Promise<{ status: number; body: Record<string, unknown> }> {
+  static refused(
+    url: string,
+    headers: Record<string, string> = {},
+    path = '/ws',
+  ): Promise<{ status: number; body: Record<string, unknown> }> {
     const ws = new WebSocket(`${url.replace(/^http/, 'ws')}${path}`, { headers });
     return new Promise((resolve, reject) => {
       ws.once('unexpected-response', (_req, res) => {
         let text = '';
         res.on('data', (c: Buffer) => (text += String(c)));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) as Record<string, unknown> }));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) as Record<string, unknown> }),
+        );
       });
       ws.once('open', () => reject(new Error('the upgrade was accepted')));
       ws.once('error', () => undefined);
@@ -51,7 +57,15 @@ export class TestSocket {
   until(test: (m: WsMessage[]) => boolean, what: string, timeoutMs = 5000): Promise<void> {
     if (test(this.messages)) return Promise.resolve();
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}; got ${JSON.stringify(this.messages.map((m) => m.status ?? m.type))}`)), timeoutMs);
+      const timer = setTimeout(
+        () =>
+          reject(
+            new Error(
+              `timed out waiting for ${what}; got ${JSON.stringify(this.messages.map((m) => m.status ?? m.type))}`,
+            ),
+          ),
+        timeoutMs,
+      );
       this.waiters.push({ test, resolve: () => (clearTimeout(timer), resolve()) });
     });
   }
@@ -61,13 +75,20 @@ export class TestSocket {
   }
 
   untilStatus(requestId: string, status: string, timeoutMs?: number): Promise<void> {
-    return this.until((ms) => ms.some((m) => m.type === 'status' && m.requestId === requestId && m.status === status), `${status} of ${requestId}`, timeoutMs);
+    return this.until(
+      (ms) => ms.some((m) => m.type === 'status' && m.requestId === requestId && m.status === status),
+      `${status} of ${requestId}`,
+      timeoutMs,
+    );
   }
 
   async subscribe(requestId: string, since?: string): Promise<void> {
     const before = this.messages.filter((m) => m.type === 'subscribed' && m.requestId === requestId).length;
     this.send(since === undefined ? { type: 'subscribe', requestId } : { type: 'subscribe', requestId, since });
-    await this.until((ms) => ms.filter((m) => m.type === 'subscribed' && m.requestId === requestId).length > before, `subscribed ${requestId}`);
+    await this.until(
+      (ms) => ms.filter((m) => m.type === 'subscribed' && m.requestId === requestId).length > before,
+      `subscribed ${requestId}`,
+    );
   }
 
   close(): Promise<void> {

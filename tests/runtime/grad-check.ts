@@ -42,9 +42,22 @@ export interface OpCase {
   float32?: boolean;
 }
 
-export function n(op: string, input: string[], output: string[], attrs: Record<string, AttrValue> = {}, domain?: string): NodeProto {
+export function n(
+  op: string,
+  input: string[],
+  output: string[],
+  attrs: Record<string, AttrValue> = {},
+  domain?: string,
+): NodeProto {
   const attribute_: AttributeProto[] = Object.entries(attrs).map(([k, v]) => attribute(k, v));
-  return { name: `${op}_${output[0]}`, op_type: op, input, output, ...(attribute_.length ? { attribute: attribute_ } : {}), ...(domain ? { domain } : {}) };
+  return {
+    name: `${op}_${output[0]}`,
+    op_type: op,
+    input,
+    output,
+    ...(attribute_.length ? { attribute: attribute_ } : {}),
+    ...(domain ? { domain } : {}),
+  };
 }
 
 export function constInts(name: string, values: number[], scalar = false): NodeProto {
@@ -80,7 +93,11 @@ function floatName(elem: number): 'float32' | 'float64' {
 }
 
 async function session(model: ModelProto): Promise<ort.InferenceSession> {
-  return ort.InferenceSession.create(encodeModel(model), { graphOptimizationLevel: 'basic', intraOpNumThreads: 1, logSeverityLevel: 3 });
+  return ort.InferenceSession.create(encodeModel(model), {
+    graphOptimizationLevel: 'basic',
+    intraOpNumThreads: 1,
+    logSeverityLevel: 3,
+  });
 }
 
 /** Rewrites float literals of the case into `elem` (float64 runs). */
@@ -112,7 +129,12 @@ export async function checkGradient(c: OpCase, seed = 7): Promise<CheckResult> {
   try {
     return await checkIn(c, TensorDataType.DOUBLE, seed);
   } catch (e) {
-    if (!/Could not find an implementation|NOT_IMPLEMENTED|not implemented|Type Error|type.*(double|tensor\(double\))/i.test((e as Error).message)) throw e;
+    if (
+      !/Could not find an implementation|NOT_IMPLEMENTED|not implemented|Type Error|type.*(double|tensor\(double\))/i.test(
+        (e as Error).message,
+      )
+    )
+      throw e;
     return checkIn(c, TensorDataType.FLOAT, seed);
   }
 }
@@ -121,17 +143,34 @@ async function checkIn(c: OpCase, elem: number, seed: number): Promise<CheckResu
   const r = rng(seed);
   const opset = c.opset ?? 17;
   const isFloatInput = (i: CaseInput) => !i.bools && !i.ints;
-  const weights: TensorProto[] = (c.weights ?? []).map((w) => ({ ...floatLiteral(values(r, size(w.shape), w.fill), elem, w.shape), name: w.name }));
+  const weights: TensorProto[] = (c.weights ?? []).map((w) => ({
+    ...floatLiteral(values(r, size(w.shape), w.fill), elem, w.shape),
+    name: w.name,
+  }));
   const nodes = retype(c.nodes, elem);
   const inputInfo = c.inputs.map((i) => ({
     name: i.name,
-    type: { tensor_type: { elem_type: i.bools ? TensorDataType.BOOL : i.ints ? TensorDataType.INT64 : elem, shape: { dim: i.shape.map((d) => ({ dim_value: d })) } } },
+    type: {
+      tensor_type: {
+        elem_type: i.bools ? TensorDataType.BOOL : i.ints ? TensorDataType.INT64 : elem,
+        shape: { dim: i.shape.map((d) => ({ dim_value: d })) },
+      },
+    },
   }));
-  const internal = nodes.filter((x) => x.op_type !== 'Constant').flatMap((x) => x.output ?? []).filter((o) => o !== '');
+  const internal = nodes
+    .filter((x) => x.op_type !== 'Constant')
+    .flatMap((x) => x.output ?? [])
+    .filter((o) => o !== '');
   const base = (outputs: string[]): ModelProto => ({
     ir_version: 9,
     opset_import: [{ domain: '', version: opset }, ...(c.domains ?? [])],
-    graph: { name: c.name, node: nodes, initializer: weights, input: inputInfo, output: outputs.map((o) => ({ name: o })) },
+    graph: {
+      name: c.name,
+      node: nodes,
+      initializer: weights,
+      input: inputInfo,
+      output: outputs.map((o) => ({ name: o })),
+    },
   });
   const feeds: Record<string, ort.Tensor> = {};
   for (const i of c.inputs) {
@@ -143,10 +182,17 @@ async function checkIn(c: OpCase, elem: number, seed: number): Promise<CheckResu
   const probe = await session(base(internal));
   const all = await probe.run(feeds);
   await probe.release();
-  const ortElem: Record<string, number> = { float32: TensorDataType.FLOAT, float64: TensorDataType.DOUBLE, int64: TensorDataType.INT64, bool: TensorDataType.BOOL, float16: TensorDataType.FLOAT16 };
+  const ortElem: Record<string, number> = {
+    float32: TensorDataType.FLOAT,
+    float64: TensorDataType.DOUBLE,
+    int64: TensorDataType.INT64,
+    bool: TensorDataType.BOOL,
+    float16: TensorDataType.FLOAT16,
+  };
   const facts = new Map<string, TensorFacts>();
   const dimsOf = (s: readonly number[]) => s.map((k) => (c.unknownDims ? null : { k, b: 0, t: 0, bt: 0 }));
-  for (const [name, t] of Object.entries({ ...feeds, ...all })) facts.set(name, { elemType: ortElem[t.type]!, dims: dimsOf(t.dims) });
+  for (const [name, t] of Object.entries({ ...feeds, ...all }))
+    facts.set(name, { elemType: ortElem[t.type]!, dims: dimsOf(t.dims) });
 
   const model = base(c.outputs);
   const graph = analyzeGraph(model.graph!);
@@ -196,7 +242,17 @@ async function checkIn(c: OpCase, elem: number, seed: number): Promise<CheckResu
     const v = values(r, x.length);
     let analytic = 0;
     if (g) for (let k = 0; k < x.length; k++) analytic += (g.data as Float64Array)[k]! * v[k]!;
-    const shifted = (sign: number) => ({ ...feeds, [i.name]: new ort.Tensor(floatName(elem), typed(elem, Array.from(x, (xk, k) => xk + sign * eps * v[k]!)), [...feeds[i.name]!.dims]) });
+    const shifted = (sign: number) => ({
+      ...feeds,
+      [i.name]: new ort.Tensor(
+        floatName(elem),
+        typed(
+          elem,
+          Array.from(x, (xk, k) => xk + sign * eps * v[k]!),
+        ),
+        [...feeds[i.name]!.dims],
+      ),
+    });
     const numeric = ((await loss(shifted(1))) - (await loss(shifted(-1)))) / (2 * eps);
     const tolerance = elem === TensorDataType.DOUBLE ? 1e-6 * (1 + Math.abs(numeric)) : 2e-3 * (1 + Math.abs(numeric));
     result.inputs.push({ name: i.name, analytic, numeric, error: Math.abs(analytic - numeric), tolerance });

@@ -21,7 +21,13 @@ interface Gradients {
   prompt: { text: string; ids: number[] };
   logit_diff: { points: string[]; tensors: Record<string, string> };
   swap: { point: string; metric_value: number; tensors: Record<string, string> };
-  attribution: { point: string; clean: { text: string; ids: number[] }; corrupt: { text: string; ids: number[]; metric_value: number }; clean_value: string; estimate: string };
+  attribution: {
+    point: string;
+    clean: { text: string; ids: number[] };
+    corrupt: { text: string; ids: number[]; metric_value: number };
+    clean_value: string;
+    estimate: string;
+  };
 }
 
 const loaded = new Map<string, Promise<HostedModel>>();
@@ -37,7 +43,10 @@ function model(v: Variant): Promise<HostedModel> {
 
 function fixture(family: string): { g: Gradients; tensors: Map<string, Tensor> } {
   const dir = join(hfDir, family);
-  return { g: JSON.parse(readFileSync(join(dir, 'gradients.json'), 'utf8')) as Gradients, tensors: readSafetensors(join(dir, 'gradients.safetensors')) };
+  return {
+    g: JSON.parse(readFileSync(join(dir, 'gradients.json'), 'utf8')) as Gradients,
+    tensors: readSafetensors(join(dir, 'gradients.safetensors')),
+  };
 }
 
 /** |got − want| ≤ 1e-4 + 1e-3·|want| everywhere; returns the worst absolute difference. */
@@ -47,7 +56,10 @@ function assertClose(got: Tensor, want: Tensor, what: string): number {
   for (let i = 0; i < want.size; i++) {
     const d = Math.abs(got.flat(i) - want.flat(i));
     worst = Math.max(worst, d);
-    assert.ok(d <= 1e-4 + 1e-3 * Math.abs(want.flat(i)), `${what}: element ${i} is ${got.flat(i)}, PyTorch ${want.flat(i)}`);
+    assert.ok(
+      d <= 1e-4 + 1e-3 * Math.abs(want.flat(i)),
+      `${what}: element ${i} is ${got.flat(i)}, PyTorch ${want.flat(i)}`,
+    );
   }
   return worst;
 }
@@ -83,17 +95,35 @@ for (const v of fp32) {
   ${lossCode(g, ref.output_names)}
   ctx.backward(loss);
   const grads = {};
-  ${[...keys].reverse().map((k) => `grads[${JSON.stringify(k)}] = (await ${expr(k)}.grad)[0];`).join('\n  ')}
+  ${[...keys]
+    .reverse()
+    .map((k) => `grads[${JSON.stringify(k)}] = (await ${expr(k)}.grad)[0];`)
+    .join('\n  ')}
   return { loss, grads };
 }`;
-      const r = await run(hm, { invokes: [{ prompt: g.prompt.text, block: source }, { prompt: ref.prompts[1]!.text }] });
+      const r = await run(hm, {
+        invokes: [{ prompt: g.prompt.text, block: source }, { prompt: ref.prompts[1]!.text }],
+      });
       assert.deepEqual(r.invokes[0]!.tokens, g.prompt.ids, 'the prompt tokenizes as transformers does');
       const out = value(r.invokes[0]!.result) as { loss: Tensor; grads: Record<string, Tensor> };
-      assert.ok(Math.abs(out.loss.item() - g.metric.value) <= 1e-4, `metric ${out.loss.item()} vs PyTorch ${g.metric.value}`);
+      assert.ok(
+        Math.abs(out.loss.item() - g.metric.value) <= 1e-4,
+        `metric ${out.loss.item()} vs PyTorch ${g.metric.value}`,
+      );
       let worst = 0;
-      for (const k of keys) worst = Math.max(worst, assertClose(out.grads[k]!, tensors.get(g.logit_diff.tensors[k]!)!, `${v.label} d(metric)/d(${k})${readForward ? '' : ' (not read in the forward pass)'}`));
+      for (const k of keys)
+        worst = Math.max(
+          worst,
+          assertClose(
+            out.grads[k]!,
+            tensors.get(g.logit_diff.tensors[k]!)!,
+            `${v.label} d(metric)/d(${k})${readForward ? '' : ' (not read in the forward pass)'}`,
+          ),
+        );
       assert.ok(r.timings.backwardRuns > 0, 'gradient segments ran');
-      console.log(`${v.label}${readForward ? '' : ' (recomputed)'}: worst |fabric − PyTorch| ${worst.toExponential(2)} over ${keys.length} gradients, ${r.timings.backwardRuns} gradient segments`);
+      console.log(
+        `${v.label}${readForward ? '' : ' (recomputed)'}: worst |fabric − PyTorch| ${worst.toExponential(2)} over ${keys.length} gradients, ${r.timings.backwardRuns} gradient segments`,
+      );
     }
   });
 
@@ -113,14 +143,26 @@ for (const v of fp32) {
   swapped.setSlice([null, null, [d / 2, null]], 0);
   ${expr(g.swap.point)}.grad = [swapped, ...got.slice(1)];
   const grads = { [${JSON.stringify(g.swap.point)}]: swapped };
-  ${[...upstream].sort((a, b) => keys.indexOf(b) - keys.indexOf(a)).map((k) => `grads[${JSON.stringify(k)}] = (await ${expr(k)}.grad)[0];`).join('\n  ')}
+  ${[...upstream]
+    .sort((a, b) => keys.indexOf(b) - keys.indexOf(a))
+    .map((k) => `grads[${JSON.stringify(k)}] = (await ${expr(k)}.grad)[0];`)
+    .join('\n  ')}
   return grads;
 }`;
     const r = await run(hm, { invokes: [{ prompt: g.prompt.text, block: source }, { prompt: ref.prompts[1]!.text }] });
     const grads = value(r.invokes[0]!.result) as Record<string, Tensor>;
-    for (const k of keys) assertClose(grads[k]!, tensors.get(g.swap.tensors[k]!)!, `${v.label} d(metric)/d(${k}) with the gradient at ${g.swap.point} swapped`);
+    for (const k of keys)
+      assertClose(
+        grads[k]!,
+        tensors.get(g.swap.tensors[k]!)!,
+        `${v.label} d(metric)/d(${k}) with the gradient at ${g.swap.point} swapped`,
+      );
     const plain = tensors.get(`logit_diff/${upstream.find((k) => g.logit_diff.tensors[k])}`);
-    if (plain) assert.ok(Math.abs(grads[upstream.find((k) => g.logit_diff.tensors[k])!]!.sub(plain).abs().max().item()) > 1e-3, 'the swap changed the gradient upstream');
+    if (plain)
+      assert.ok(
+        Math.abs(grads[upstream.find((k) => g.logit_diff.tensors[k])!]!.sub(plain).abs().max().item()) > 1e-3,
+        'the swap changed the gradient upstream',
+      );
   });
 
   test(`${v.label}: attribution patching: the estimate equals PyTorch's`, async () => {
@@ -128,7 +170,9 @@ for (const v of fp32) {
     const { g, tensors } = fixture(v.family);
     const ref = readReference(v.referenceDir);
     const at = expr(g.attribution.point);
-    const clean = await run(hm, { invokes: [{ prompt: g.attribution.clean.text, block: `async (m) => (await ${at})[0]` }] });
+    const clean = await run(hm, {
+      invokes: [{ prompt: g.attribution.clean.text, block: `async (m) => (await ${at})[0]` }],
+    });
     const a = value(clean.invokes[0]!.result) as Tensor;
     assertClose(a, tensors.get(g.attribution.clean_value)!, `${v.label} clean activation`);
     const source = `async (m, ctx) => {
@@ -143,6 +187,10 @@ for (const v of fp32) {
     assert.deepEqual(r.invokes[0]!.tokens, g.attribution.corrupt.ids);
     const out = value(r.invokes[0]!.result) as { estimate: Tensor; loss: Tensor };
     assert.ok(Math.abs(out.loss.item() - g.attribution.corrupt.metric_value) <= 1e-4, 'metric on the corrupt prompt');
-    assertClose(out.estimate, tensors.get(g.attribution.estimate)!, `${v.label} attribution-patching estimate per position`);
+    assertClose(
+      out.estimate,
+      tensors.get(g.attribution.estimate)!,
+      `${v.label} attribution-patching estimate per position`,
+    );
   });
 }

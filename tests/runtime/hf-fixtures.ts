@@ -35,7 +35,11 @@ export interface Reference {
   input_names: string[];
   output_names: string[];
   cases: ReferenceCase[];
-  gradients?: { prompt: number; metric: { output: string; index_a: number[]; index_b: number[]; value: number }; tensors: Record<string, string> };
+  gradients?: {
+    prompt: number;
+    metric: { output: string; index_a: number[]; index_b: number[]; value: number };
+    tensors: Record<string, string>;
+  };
   generate?: { prompt: number; new_tokens: number; tokens: number[]; logits: string; cache: boolean };
   tokenizer?: { kind: string; cases: { text: string; ids: number[]; decoded: string }[] };
 }
@@ -58,7 +62,13 @@ export function variants(opts: { includeRefused?: boolean } = {}): Variant[] {
       if (!existsSync(join(dir, 'model.onnx'))) continue;
       const label = `${family}/${name}`;
       if (REFUSED_VARIANTS.has(label) && !opts.includeRefused) continue;
-      out.push({ family, name, label, dir, referenceDir: existsSync(join(dir, 'reference.json')) ? dir : join(hfDir, family) });
+      out.push({
+        family,
+        name,
+        label,
+        dir,
+        referenceDir: existsSync(join(dir, 'reference.json')) ? dir : join(hfDir, family),
+      });
     }
   }
   return out;
@@ -72,7 +82,10 @@ export function readReference(dir: string): Reference {
 export function readSafetensors(file: string): Map<string, Tensor> {
   const buf = readFileSync(file);
   const n = Number(buf.readBigUInt64LE(0));
-  const header = JSON.parse(buf.subarray(8, 8 + n).toString('utf8')) as Record<string, { dtype: string; shape: number[]; data_offsets: [number, number] }>;
+  const header = JSON.parse(buf.subarray(8, 8 + n).toString('utf8')) as Record<
+    string,
+    { dtype: string; shape: number[]; data_offsets: [number, number] }
+  >;
   const out = new Map<string, Tensor>();
   for (const [name, h] of Object.entries(header)) {
     if (name === '__metadata__') continue;
@@ -89,16 +102,35 @@ export function readSafetensors(file: string): Map<string, Tensor> {
   return out;
 }
 
-const API_NAMES = new Set(['output', 'outputs', 'input', 'inputs', 'skip', 'path', 'module', 'children', 'length', 'step', 'stop', 'steps']);
+const API_NAMES = new Set([
+  'output',
+  'outputs',
+  'input',
+  'inputs',
+  'skip',
+  'path',
+  'module',
+  'children',
+  'length',
+  'step',
+  'stop',
+  'steps',
+]);
 
 /** A module path as block code: `encoder.layer.0.output` → `m.encoder.layer[0].module('output')`. */
 export function moduleExpr(path: string): string {
   if (path === '') return 'm';
-  return `m${path.split('.').map((p) => (/^\d+$/.test(p) ? `[${p}]` : API_NAMES.has(p) ? `.module(${JSON.stringify(p)})` : `.${p}`)).join('')}`;
+  return `m${path
+    .split('.')
+    .map((p) => (/^\d+$/.test(p) ? `[${p}]` : API_NAMES.has(p) ? `.module(${JSON.stringify(p)})` : `.${p}`))
+    .join('')}`;
 }
 
 /** A recorded key: `<path>.output`, `<path>.output#<i>`, `<path>.input`, or a graph output's name. */
-export function parseKey(key: string, outputNames: string[]): { path: string; point: 'output' | 'input'; index: number } {
+export function parseKey(
+  key: string,
+  outputNames: string[],
+): { path: string; point: 'output' | 'input'; index: number } {
   const graphOutput = outputNames.indexOf(key);
   if (graphOutput >= 0) return { path: '', point: 'output', index: graphOutput };
   const m = /^(.*)\.(output|input)(?:#(\d+))?$/.exec(key);

@@ -35,9 +35,17 @@ const models: HostedModel[] = [];
 after(async () => Promise.all(models.map((m) => m.close())));
 
 function blockFor(c: GenerationCase, steps: number): string {
-  const lines = ['async (m) => {', '  const out = [];', `  for (let i = 0; i < ${steps}; i++) {`, '    const s = m.step(i);'];
+  const lines = [
+    'async (m) => {',
+    '  const out = [];',
+    `  for (let i = 0; i < ${steps}; i++) {`,
+    '    const s = m.step(i);',
+  ];
   const iv = c.intervention;
-  if (iv) lines.push(`    if (i === ${iv.step}) { const v = await ${moduleExpr(iv.path).replace(/^m/, 's')}.output; ${moduleExpr(iv.path).replace(/^m/, 's')}.output = v.zerosLike(); }`);
+  if (iv)
+    lines.push(
+      `    if (i === ${iv.step}) { const v = await ${moduleExpr(iv.path).replace(/^m/, 's')}.output; ${moduleExpr(iv.path).replace(/^m/, 's')}.output = v.zerosLike(); }`,
+    );
   lines.push('    out.push((await s.output).slice(0, -1));', '  }', '  return out;', '}');
   return lines.join('\n');
 }
@@ -52,16 +60,24 @@ for (const v of variants()) {
     const hm = await loadModel(v.dir, { key: v.label });
     models.push(hm);
     const mode = hm.manifest().generation!.cache;
-    assert.notEqual(mode, 'none', `${v.label} generates with a KV cache (${hm.manifest().generation!.cacheReason ?? ''})`);
+    assert.notEqual(
+      mode,
+      'none',
+      `${v.label} generates with a KV cache (${hm.manifest().generation!.cacheReason ?? ''})`,
+    );
     const plain = recorded.get(fx.cases[0]!.logits)!;
     let worst = 0;
     for (const c of fx.cases) {
       const want = recorded.get(c.logits)!;
       for (const cache of [true, false]) {
-        const r = await run(hm, { invokes: [{ prompt: fx.prompt.text, block: blockFor(c, fx.new_tokens) }], generation: { maxNewTokens: fx.new_tokens, cache, ignoreEos: true } });
+        const r = await run(hm, {
+          invokes: [{ prompt: fx.prompt.text, block: blockFor(c, fx.new_tokens) }],
+          generation: { maxNewTokens: fx.new_tokens, cache, ignoreEos: true },
+        });
         assert.equal(r.cache, cache ? mode : 'none');
         assert.deepEqual(r.invokes[0]!.tokens, fx.prompt.ids, `${v.label}: the prompt tokenizes as transformers does`);
-        if (cache || !c.intervention) assert.deepEqual(r.invokes[0]!.generated, c.tokens, `${v.label} ${c.name} cache ${cache}: tokens`);
+        if (cache || !c.intervention)
+          assert.deepEqual(r.invokes[0]!.generated, c.tokens, `${v.label} ${c.name} cache ${cache}: tokens`);
         const steps = value(r.invokes[0]!.result) as Tensor[];
         steps.forEach((got, i) => {
           // Uncached, step k ≥ 1 recomputes every position, and the swap zeroes them all (PyTorch: the new one only).
@@ -71,7 +87,10 @@ for (const v of variants()) {
           assert.ok(d <= fx.tolerance, `${v.label} ${c.name} cache ${cache} step ${i}: max |runtime - PyTorch| = ${d}`);
           if (c.intervention && i > c.intervention.step) {
             const moved = maxAbsDiff(want.slice(i), plain.slice(i));
-            assert.ok(moved > 10 * fx.tolerance, `${v.label} ${c.name}: PyTorch's step ${i} moved by ${moved} (the swap reaches later steps through the cache)`);
+            assert.ok(
+              moved > 10 * fx.tolerance,
+              `${v.label} ${c.name}: PyTorch's step ${i} moved by ${moved} (the swap reaches later steps through the cache)`,
+            );
           }
         });
       }

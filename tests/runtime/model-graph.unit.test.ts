@@ -13,16 +13,27 @@ import { fitDim, formatDim, resolveDim } from '../../gpu-agent/runtime/dims.js';
 import { fixtureDir } from './tiny-model.js';
 
 const node = (name: string, op: string, input: string[], output: string[], scopes?: string[]): NodeProto => ({
-  name, op_type: op, input, output,
-  ...(scopes ? { metadata_props: [{ key: 'pkg.torch.onnx.name_scopes', value: `[${scopes.map((s) => `'${s}'`).join(', ')}]` }] } : {}),
+  name,
+  op_type: op,
+  input,
+  output,
+  ...(scopes
+    ? { metadata_props: [{ key: 'pkg.torch.onnx.name_scopes', value: `[${scopes.map((s) => `'${s}'`).join(', ')}]` }] }
+    : {}),
 });
 
 test('scopes come from torch node names or from name_scopes metadata', () => {
   assert.equal(nodeScope(node('/transformer/h.5/mlp/c_fc/MatMul', 'MatMul', [], [])), 'transformer.h.5.mlp.c_fc');
   assert.equal(nodeScope(node('/Shape', 'Shape', [], [])), '');
   assert.equal(nodeScope(node('Constant_192', 'Constant', [], [])), null);
-  assert.equal(nodeScope(node('node_x', 'Add', [], [], ['', 'transformer', 'transformer.h.0', 'transformer.h.0.attn', 'add_4'])), 'transformer.h.0.attn');
-  assert.equal(nodeScope(node('node_y', 'Shape', [], [], ['_empty_nn_module_stack_from_metadata_hook', 'sym_size_int_2'])), '');
+  assert.equal(
+    nodeScope(node('node_x', 'Add', [], [], ['', 'transformer', 'transformer.h.0', 'transformer.h.0.attn', 'add_4'])),
+    'transformer.h.0.attn',
+  );
+  assert.equal(
+    nodeScope(node('node_y', 'Shape', [], [], ['_empty_nn_module_stack_from_metadata_hook', 'sym_size_int_2'])),
+    '',
+  );
   assert.deepEqual(parsePythonStringList(`['', "a.b", 'it\\'s']`), ['', 'a.b', "it's"]);
   assert.equal(parsePythonStringList('not a list'), null);
 });
@@ -46,15 +57,32 @@ test('module tree: outputs are read outside, inputs come from outside; shape ari
   const a = mg.modules.get('a')!;
   assert.deepEqual(a.outputs, ['a1', 'a2'], 'a1 is read by b.0, a2 too; a_shape is shape arithmetic');
   assert.deepEqual(a.inputs, ['x'], 'weights and literals are not inputs');
-  assert.equal(mg.scopes[mg.nodes.findIndex((n) => n.name === 'Constant_1')], 'a.inner', 'an unscoped constant joins its reader');
+  assert.equal(
+    mg.scopes[mg.nodes.findIndex((n) => n.name === 'Constant_1')],
+    'a.inner',
+    'an unscoped constant joins its reader',
+  );
   assert.deepEqual(mg.modules.get('a.inner')!.inputs, ['a1']);
   assert.ok(mg.modules.get('b')!.isList);
   assert.deepEqual(mg.modules.get('b')!.children, ['b.0', 'b.1']);
   assert.deepEqual(mg.modules.get('')!.outputs, ['y']);
   const table = buildAddressTable(mg);
-  assert.deepEqual(table.points.map((p) => p.key), [
-    'input', 'a.input', 'a.inner.input', 'a.inner.output', 'a.output', 'b.0.input', 'b.0.output', 'b.1.input', 'b.1.output', 'output',
-  ], 'forward order: outputs innermost first, then inputs outermost first');
+  assert.deepEqual(
+    table.points.map((p) => p.key),
+    [
+      'input',
+      'a.input',
+      'a.inner.input',
+      'a.inner.output',
+      'a.output',
+      'b.0.input',
+      'b.0.output',
+      'b.1.input',
+      'b.1.output',
+      'output',
+    ],
+    'forward order: outputs innermost first, then inputs outermost first',
+  );
   assert.match(table.unobservable.get('b.output')!, /list of modules/);
 });
 
@@ -70,7 +98,10 @@ test('canonical order keeps a module contiguous even when the file interleaves i
     ],
   };
   const mg = analyzeGraph(g);
-  assert.deepEqual(mg.nodes.map((n) => n.name), ['/m/A', '/m/C', '/other/B', '/Add']);
+  assert.deepEqual(
+    mg.nodes.map((n) => n.name),
+    ['/m/A', '/m/C', '/other/B', '/Add'],
+  );
   assert.ok(mg.modules.get('m')!.contiguous);
   // A module that both feeds and reads an outside node cannot be contiguous: it is dissolved, not reordered.
   const cyc: GraphProto = {
@@ -96,9 +127,16 @@ test('segment liveness carries every tensor crossing the cut, not only the hidde
   const before = planSegment(mg, { start: 0, end: h1.start });
   const afterCut = planSegment(mg, { start: h1.start, end: mg.nodes.length });
   assert.ok(before.outputs.includes('/transformer/h.0/Add_1_output_0'), 'the hidden state');
-  assert.ok(before.outputs.includes('/transformer/Where_1_output_0'), 'the attention mask built before h.0 and read by h.1');
+  assert.ok(
+    before.outputs.includes('/transformer/Where_1_output_0'),
+    'the attention mask built before h.0 and read by h.1',
+  );
   assert.deepEqual([...afterCut.inputs].sort(), [...before.outputs].filter((t) => afterCut.inputs.includes(t)).sort());
-  for (const t of afterCut.inputs) assert.ok(before.outputs.includes(t) || mg.graphInputs.some((v) => v.name === t), `${t} comes from the first segment or the graph`);
+  for (const t of afterCut.inputs)
+    assert.ok(
+      before.outputs.includes(t) || mg.graphInputs.some((v) => v.name === t),
+      `${t} comes from the first segment or the graph`,
+    );
   assert.ok(afterCut.initializers.includes('transformer.h.1.mlp.c_fc.weight'));
   assert.ok(!afterCut.initializers.includes('transformer.h.0.mlp.c_fc.weight'));
 });
@@ -117,13 +155,27 @@ test('codec: decode keeps raw_data as views into the file, encode round-trips', 
 });
 
 test('symbolic dims: integer fits in batch and sequence', () => {
-  const pts = [{ batch: 1, seq: 2 }, { batch: 2, seq: 3 }, { batch: 1, seq: 4 }, { batch: 3, seq: 2 }, { batch: 2, seq: 5 }];
-  const fit = (f: (b: number, t: number) => number) => fitDim(pts, pts.map((p) => f(p.batch, p.seq)));
+  const pts = [
+    { batch: 1, seq: 2 },
+    { batch: 2, seq: 3 },
+    { batch: 1, seq: 4 },
+    { batch: 3, seq: 2 },
+    { batch: 2, seq: 5 },
+  ];
+  const fit = (f: (b: number, t: number) => number) =>
+    fitDim(
+      pts,
+      pts.map((p) => f(p.batch, p.seq)),
+    );
   assert.equal(formatDim(fit((b) => b)!), 'batch');
   assert.equal(formatDim(fit((_, t) => t)!), 'sequence');
   assert.equal(formatDim(fit(() => 768)!), '768');
   assert.equal(formatDim(fit((b) => 12 * b)!), '12*batch');
   assert.equal(formatDim(fit((b, t) => b * t)!), 'batch*sequence');
   assert.equal(resolveDim(fit((b, t) => b * t + 1)!, 4, 10), 41);
-  assert.equal(fit((_, t) => t * t), null, 'not linear in batch, sequence and their product');
+  assert.equal(
+    fit((_, t) => t * t),
+    null,
+    'not linear in batch, sequence and their product',
+  );
 });

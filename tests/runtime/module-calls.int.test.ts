@@ -33,7 +33,10 @@ after(async () => {
 function fixture(family: string): { doc: CallsFixture; tensors: Map<string, Tensor> } | undefined {
   const file = join(hfDir, family, 'module-calls.json');
   if (!existsSync(file)) return undefined;
-  return { doc: JSON.parse(readFileSync(file, 'utf8')) as CallsFixture, tensors: readSafetensors(join(hfDir, family, 'module-calls.safetensors')) };
+  return {
+    doc: JSON.parse(readFileSync(file, 'utf8')) as CallsFixture,
+    tensors: readSafetensors(join(hfDir, family, 'module-calls.safetensors')),
+  };
 }
 
 /** The logit lens (or BERT's pooler lens) at every layer, as a researcher writes it. */
@@ -45,9 +48,13 @@ function lensBlock(doc: CallsFixture): string {
   const out = [];
   for (let i = 0; i < ${layers}.length; i++) {
     const hidden = await ${layers}[i].output;
-    ${norm === null ? `out.push({ hidden, lens: await ${head}.call(hidden) });` : `const normed = await ${norm}.call(hidden);
+    ${
+      norm === null
+        ? `out.push({ hidden, lens: await ${head}.call(hidden) });`
+        : `const normed = await ${norm}.call(hidden);
     const last = await ${head}.call(await ${norm}.call(hidden.slice(null, [-1])));
-    out.push({ hidden, normed, lens: await ${head}.call(normed), last });`}
+    out.push({ hidden, normed, lens: await ${head}.call(normed), last });`
+    }
   }
   return out;
 }`;
@@ -60,7 +67,9 @@ for (const v of variants()) {
     // The module-calls fixture is PyTorch float32; the float16 export has its own forward reference (float16
     // tolerance): every layer's hidden state is the recorded one, and the lens at the last layer is the model's own
     // final norm and logits, since the model applies exactly those modules after it.
-    test(`module calls on ${v.label}: the logit lens at the last layer equals the float16 reference's final norm and logits`, { skip: !f ? 'no module-calls fixture' : false }, async () => {
+    test(`module calls on ${v.label}: the logit lens at the last layer equals the float16 reference's final norm and logits`, {
+      skip: !f ? 'no module-calls fixture' : false,
+    }, async () => {
       const { doc } = f!;
       const ref = readReference(v.referenceDir);
       const want = readSafetensors(join(v.referenceDir, 'reference.safetensors'));
@@ -73,17 +82,26 @@ for (const v of variants()) {
         const keys = plain.tensors[i]!;
         for (const [layer, g] of got.entries()) {
           const hidden = keys[`${doc.layers}.${layer}.output`];
-          if (hidden) assert.ok(maxAbsDiff(g.hidden!, want.get(hidden)!) <= ref.tolerance, `${v.label} prompt ${i} layer ${layer} hidden`);
+          if (hidden)
+            assert.ok(
+              maxAbsDiff(g.hidden!, want.get(hidden)!) <= ref.tolerance,
+              `${v.label} prompt ${i} layer ${layer} hidden`,
+            );
         }
         const last = got[got.length - 1]!;
         const dn = maxAbsDiff(last.normed!, want.get(keys[`${doc.norm}.output`]!)!);
         const dl = maxAbsDiff(last.lens!, want.get(keys['logits']!)!);
-        assert.ok(dn <= ref.tolerance && dl <= ref.tolerance, `${v.label} prompt ${i}: norm ${dn}, logits ${dl} > ${ref.tolerance}`);
+        assert.ok(
+          dn <= ref.tolerance && dl <= ref.tolerance,
+          `${v.label} prompt ${i}: norm ${dn}, logits ${dl} > ${ref.tolerance}`,
+        );
       }
     });
     continue;
   }
-  test(`module calls on ${v.label}: the ${v.family === 'bert' ? 'pooler' : 'logit'} lens at every layer equals PyTorch applying the modules by hand`, { skip: !f ? 'no module-calls fixture' : false }, async () => {
+  test(`module calls on ${v.label}: the ${v.family === 'bert' ? 'pooler' : 'logit'} lens at every layer equals PyTorch applying the modules by hand`, {
+    skip: !f ? 'no module-calls fixture' : false,
+  }, async () => {
     const { doc, tensors } = f!;
     const hm = await loadModel(v.dir, { key: v.label });
     loaded.push(hm);
@@ -94,14 +112,20 @@ for (const v of variants()) {
     let worst = 0;
     for (const c of doc.calls) {
       const g = got[c.layer]!;
-      const pairs: Array<[string, Tensor, string]> = [['hidden', g.hidden!, c.hidden], ['lens', g.lens!, c.lens]];
+      const pairs: Array<[string, Tensor, string]> = [
+        ['hidden', g.hidden!, c.hidden],
+        ['lens', g.lens!, c.lens],
+      ];
       if (c.normed) pairs.push(['normed', g.normed!, c.normed], ['last', g.last!, c.lens_last!]);
       for (const [what, t, key] of pairs) {
         const want = tensors.get(key)!;
         assert.deepEqual(t.shape, want.shape, `${v.label} layer ${c.layer} ${what}: shape`);
         const d = maxAbsDiff(t, want);
         worst = Math.max(worst, d);
-        assert.ok(d <= doc.tolerance, `${v.label} layer ${c.layer} ${what}: max |runtime − PyTorch| = ${d} > ${doc.tolerance}`);
+        assert.ok(
+          d <= doc.tolerance,
+          `${v.label} layer ${c.layer} ${what}: max |runtime − PyTorch| = ${d} > ${doc.tolerance}`,
+        );
       }
     }
     assert.ok(r.timings.calls >= doc.calls.length, 'the calls ran as calls');
@@ -112,7 +136,7 @@ for (const v of variants()) {
   });
 }
 
-test('a module that is not a self-contained sub-graph is refused, naming it, what it reads and the user\'s line', async () => {
+test("a module that is not a self-contained sub-graph is refused, naming it, what it reads and the user's line", async () => {
   const v = variants().find((x) => x.label === 'gpt2/torchscript')!;
   const hm = await loadModel(v.dir, { key: v.label });
   loaded.push(hm);
@@ -122,16 +146,23 @@ test('a module that is not a self-contained sub-graph is refused, naming it, wha
     '  return await m.transformer.h[1].attn.call(x);',
     '}',
   ].join('\n');
-  const err = await run(hm, { invokes: [{ prompt: 'Hello world', block: source }] }).then(() => undefined, (e: unknown) => e);
+  const err = await run(hm, { invokes: [{ prompt: 'Hello world', block: source }] }).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   assert.ok(err instanceof InterventionError, String(err));
   assert.equal(err.code, 'BLOCK_NOT_CALLABLE');
-  assert.match(err.blockError.message, /transformer\.h\.1\.attn is not a self-contained sub-graph: besides its inputs it reads /);
-  assert.match(err.blockError.stack ?? '', /block-0\.js:3:/, 'the failed call names the user\'s line');
+  assert.match(
+    err.blockError.message,
+    /transformer\.h\.1\.attn is not a self-contained sub-graph: besides its inputs it reads /,
+  );
+  assert.match(err.blockError.stack ?? '', /block-0\.js:3:/, "the failed call names the user's line");
   // A caught refusal leaves the request running; wrong shapes fail at the call, locally.
   const ok = await run(hm, {
-    invokes: [{
-      prompt: 'Hello world',
-      block: `async (m, ctx) => {
+    invokes: [
+      {
+        prompt: 'Hello world',
+        block: `async (m, ctx) => {
         const h = await m.transformer.h[0].output;
         const errors = [];
         try { await m.transformer.h[1].attn.call(await m.transformer.h[1].attn.inputs); } catch (e) { errors.push(e.name); }
@@ -140,29 +171,38 @@ test('a module that is not a self-contained sub-graph is refused, naming it, wha
         try { await m.call(h); } catch (e) { errors.push(e.name); }
         return { errors, logits: (await m.output).shape };
       }`,
-    }],
+      },
+    ],
   });
   // h[1].attn.inputs comes after h[0]: reading it is fine; its call is refused; the rest fail before anything is sent.
-  assert.deepEqual(value(ok.invokes[0]!.result), { errors: ['NotCallable', 'ShapeMismatch', 'NotCallable', 'NotCallable'], logits: [1, 2, 512] });
+  assert.deepEqual(value(ok.invokes[0]!.result), {
+    errors: ['NotCallable', 'ShapeMismatch', 'NotCallable', 'NotCallable'],
+    logits: [1, 2, 512],
+  });
 });
 
-test('dynamo exports: a module whose reshape reads the model\'s input shape from outside is refused; its norm and head are not', async () => {
+test("dynamo exports: a module whose reshape reads the model's input shape from outside is refused; its norm and head are not", async () => {
   const v = variants().find((x) => x.label === 'gpt2/dynamo')!;
   const hm = await loadModel(v.dir, { key: v.label });
   loaded.push(hm);
   const r = await run(hm, {
-    invokes: [{
-      prompt: 'Hello world',
-      block: `async (m) => {
+    invokes: [
+      {
+        prompt: 'Hello world',
+        block: `async (m) => {
         const x = await m.transformer.h[1].mlp.input;
         let refused;
         try { await m.transformer.h[1].mlp.call(x); } catch (e) { refused = e.message; }
         const h = await m.transformer.h[1].output;
         return { refused, lens: (await m.lm_head.call(await m.transformer.ln_f.call(h))).sub(await m.output).abs().max().item() };
       }`,
-    }],
+      },
+    ],
   });
   const got = value(r.invokes[0]!.result) as { refused: string; lens: number };
-  assert.match(got.refused, /transformer\.h\.1\.mlp is not a self-contained sub-graph: besides its input it reads \S+, which \w+ node .* computes outside it/);
-  assert.equal(got.lens, 0, 'the last layer\'s lens is the model\'s own logits, bit for bit');
+  assert.match(
+    got.refused,
+    /transformer\.h\.1\.mlp is not a self-contained sub-graph: besides its input it reads \S+, which \w+ node .* computes outside it/,
+  );
+  assert.equal(got.lens, 0, "the last layer's lens is the model's own logits, bit for bit");
 });

@@ -51,18 +51,31 @@ for (const label of VARIANTS) {
   const layerCount = doc.clean.layers.length;
   let hmp: Promise<HostedModel> | undefined;
   const model = () => (hmp ??= loadModel(v.dir, { key: v.label }).then((hm) => (loaded.push(hm), hm)));
-  const patchRow = (shared: string, p: number) => `const v = h.clone(); v.setSlice([0, ${p}], ${shared}.slice(0, ${p}));`;
+  const patchRow = (shared: string, p: number) =>
+    `const v = h.clone(); v.setSlice([0, ${p}], ${shared}.slice(0, ${p}));`;
 
   test(`${label}: a two-request patch (read the clean value, send it in a second request) equals PyTorch`, async () => {
     const hm = await model();
-    const clean = await run(hm, { invokes: [{ tokens: doc.clean.ids, block: `async (m) => { const out = []; for (const b of ${L}) out.push(await b.output); return out; }` }] });
+    const clean = await run(hm, {
+      invokes: [
+        {
+          tokens: doc.clean.ids,
+          block: `async (m) => { const out = []; for (const b of ${L}) out.push(await b.output); return out; }`,
+        },
+      ],
+    });
     const cleanLayers = value(clean.invokes[0]!.result) as Tensor[];
     cleanLayers.forEach((t, l) => check(`clean layer ${l}`, t, tensors.get(doc.clean.layers[l]!)!, doc.tolerance));
     for (const pt of doc.patches.filter((x) => x.position % 2 === 0 || x.layer === layerCount - 1)) {
       const row = JSON.stringify(Array.from(cleanLayers[pt.layer]!.slice(0, pt.position).data as Float32Array));
       const block = `async (m, ctx) => { const h = await ${L}[${pt.layer}].output; const v = h.clone(); v.setSlice([0, ${pt.position}], ctx.Tensor.from(${row})); ${L}[${pt.layer}].output = v; return (await m.output).slice(0, -1); }`;
       const r = await run(hm, { invokes: [{ tokens: doc.corrupt.ids, block }] });
-      check(`layer ${pt.layer} position ${pt.position}`, value(r.invokes[0]!.result) as Tensor, tensors.get(pt.last)!, doc.tolerance);
+      check(
+        `layer ${pt.layer} position ${pt.position}`,
+        value(r.invokes[0]!.result) as Tensor,
+        tensors.get(pt.last)!,
+        doc.tolerance,
+      );
     }
   });
 
@@ -83,10 +96,20 @@ for (const label of VARIANTS) {
       ${L}[${l}].output = v;
       return (await m.output).slice(0, -1);
     }`;
-    const invokes = [{ tokens: doc.clean.ids, block: cleanBlock }, ...doc.patches.map((pt) => ({ tokens: doc.corrupt.ids, block: patchBlock(pt.layer, pt.position) }))];
+    const invokes = [
+      { tokens: doc.clean.ids, block: cleanBlock },
+      ...doc.patches.map((pt) => ({ tokens: doc.corrupt.ids, block: patchBlock(pt.layer, pt.position) })),
+    ];
     const r = await run(hm, { invokes });
     check('clean', value(r.invokes[0]!.result) as Tensor, tensors.get(doc.clean.last)!, doc.tolerance);
-    doc.patches.forEach((pt, i) => check(`layer ${pt.layer} position ${pt.position}`, value(r.invokes[i + 1]!.result) as Tensor, tensors.get(pt.last)!, doc.tolerance));
+    doc.patches.forEach((pt, i) =>
+      check(
+        `layer ${pt.layer} position ${pt.position}`,
+        value(r.invokes[i + 1]!.result) as Tensor,
+        tensors.get(pt.last)!,
+        doc.tolerance,
+      ),
+    );
     // One forward pass: a cut at each layer, not a pass per invoke.
     assert.ok(r.timings.segmentRuns <= layerCount + 1, `${r.timings.segmentRuns} segment runs`);
   });
@@ -94,7 +117,14 @@ for (const label of VARIANTS) {
   test(`${label}: a session (trace 0 caches the clean run, trace 1 patches every layer and position) equals PyTorch`, async () => {
     const hm = await model();
     const traces = [
-      { invokes: [{ tokens: doc.clean.ids, block: `async (m, ctx) => { ctx.shared.clean = await ctx.cache({ modules: [${L}] }); return 'cached'; }` }] },
+      {
+        invokes: [
+          {
+            tokens: doc.clean.ids,
+            block: `async (m, ctx) => { ctx.shared.clean = await ctx.cache({ modules: [${L}] }); return 'cached'; }`,
+          },
+        ],
+      },
       {
         invokes: doc.patches.map((pt) => ({
           tokens: doc.corrupt.ids,
@@ -103,44 +133,69 @@ for (const label of VARIANTS) {
       },
     ];
     const events: string[] = [];
-    const s = await hm.runSession({ traces, onTrace: (e) => events.push(`${e.trace}/${e.traces} ${e.status}`) }, () => createInProcessBlocks({ manifest: hm.manifest(), tokenizer: hm.tokenizer }));
+    const s = await hm.runSession({ traces, onTrace: (e) => events.push(`${e.trace}/${e.traces} ${e.status}`) }, () =>
+      createInProcessBlocks({ manifest: hm.manifest(), tokenizer: hm.tokenizer }),
+    );
     assert.deepEqual(events, ['0/2 RUNNING', '0/2 COMPLETED', '1/2 RUNNING', '1/2 COMPLETED']);
     assert.equal(s.traces.length, 2);
     assert.equal(value(s.traces[0]!.invokes[0]!.result), 'cached');
-    doc.patches.forEach((pt, i) => check(`layer ${pt.layer} position ${pt.position}`, value(s.traces[1]!.invokes[i]!.result) as Tensor, tensors.get(pt.last)!, doc.tolerance));
+    doc.patches.forEach((pt, i) =>
+      check(
+        `layer ${pt.layer} position ${pt.position}`,
+        value(s.traces[1]!.invokes[i]!.result) as Tensor,
+        tensors.get(pt.last)!,
+        doc.tolerance,
+      ),
+    );
     // The clean trace's cache cut the pass once, at its last point: it runs the segments of a read of that point alone
     // (one per layer piece, docs/runtime.md), not one more per cached layer.
-    const lastOnly = await run(hm, { invokes: [{ tokens: doc.clean.ids, block: `async (m) => { await ${L}[${layerCount - 1}].output; }` }] });
+    const lastOnly = await run(hm, {
+      invokes: [{ tokens: doc.clean.ids, block: `async (m) => { await ${L}[${layerCount - 1}].output; }` }],
+    });
     assert.equal(s.traces[0]!.timings.segmentRuns, lastOnly.timings.segmentRuns);
   });
 
   test(`${label}: a cache equals individual reads of the same points, bit for bit`, async () => {
     const hm = await model();
-    const cached = await run(hm, { invokes: [{ tokens: doc.clean.ids, block: `async (m, ctx) => ctx.cache({ inputs: true })` }] });
+    const cached = await run(hm, {
+      invokes: [{ tokens: doc.clean.ids, block: `async (m, ctx) => ctx.cache({ inputs: true })` }],
+    });
     const tree = value(cached.invokes[0]!.result) as Record<string, unknown>;
     const points: Array<{ path: string; leaf: Record<string, unknown> }> = [];
     const walk = (node: unknown, path: string) => {
       if (node instanceof Tensor || node === null || typeof node !== 'object') return;
       const rec = node as Record<string, unknown>;
       if ('output' in rec || 'inputs' in rec) points.push({ path, leaf: rec });
-      for (const [k, c] of Object.entries(rec)) if (k !== 'output' && k !== 'input' && k !== 'inputs') walk(c, path === '' ? k : `${path}.${k}`);
+      for (const [k, c] of Object.entries(rec))
+        if (k !== 'output' && k !== 'input' && k !== 'inputs') walk(c, path === '' ? k : `${path}.${k}`);
     };
     walk(tree, '');
     assert.ok(points.length > 10, `${points.length} modules cached`);
     const manifest = hm.manifest();
     const order = new Map(manifest.order.map((k, i) => [k, i]));
-    const reads = points.flatMap((p) => ['output', 'input'].filter((pt) => order.has(`${p.path}.${pt}`)).map((pt) => ({ path: p.path, point: pt })));
+    const reads = points.flatMap((p) =>
+      ['output', 'input'].filter((pt) => order.has(`${p.path}.${pt}`)).map((pt) => ({ path: p.path, point: pt })),
+    );
     reads.sort((a, b) => order.get(`${a.path}.${a.point}`)! - order.get(`${b.path}.${b.point}`)!);
     const block = `async (m) => { const out = {}; ${reads.map((r) => `out[${JSON.stringify(`${r.path}.${r.point}`)}] = await ${moduleExpr(r.path)}.${r.point}s;`).join(' ')} return out; }`;
-    const individual = value((await run(hm, { invokes: [{ tokens: doc.clean.ids, block }] })).invokes[0]!.result) as Record<string, Tensor[]>;
+    const individual = value(
+      (await run(hm, { invokes: [{ tokens: doc.clean.ids, block }] })).invokes[0]!.result,
+    ) as Record<string, Tensor[]>;
     for (const r of reads) {
       const leaf = points.find((p) => p.path === r.path)!.leaf;
-      const fromCache = r.point === 'output' ? [leaf.output].flat() as Tensor[] : leaf.inputs as Tensor[];
+      const fromCache = r.point === 'output' ? ([leaf.output].flat() as Tensor[]) : (leaf.inputs as Tensor[]);
       const read = individual[`${r.path}.${r.point}`]!;
       assert.equal(fromCache.length, read.length, `${r.path}.${r.point}: tensor count`);
-      fromCache.forEach((t, i) => assert.ok(sameBits(t, read[i]!), `${r.path}.${r.point}[${i}]: the cache and the read differ`));
+      fromCache.forEach((t, i) =>
+        assert.ok(sameBits(t, read[i]!), `${r.path}.${r.point}[${i}]: the cache and the read differ`),
+      );
     }
-    const plain = await run(hm, { invokes: [{ tokens: doc.clean.ids, block: `async (m) => { await ${L}[0].input; }` }] });
-    assert.ok(cached.timings.segmentRuns <= plain.timings.segmentRuns + 1, `the cache ran ${cached.timings.segmentRuns} segments`);
+    const plain = await run(hm, {
+      invokes: [{ tokens: doc.clean.ids, block: `async (m) => { await ${L}[0].input; }` }],
+    });
+    assert.ok(
+      cached.timings.segmentRuns <= plain.timings.segmentRuns + 1,
+      `the cache ran ${cached.timings.segmentRuns} segments`,
+    );
   });
 }

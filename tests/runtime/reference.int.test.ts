@@ -76,7 +76,10 @@ async function checkModel(hm: HostedModel, label: string): Promise<void> {
         const expected = want.shape[0] === rows.length ? want.slice([i, i + 1]) : want;
         const d = maxAbsDiff(got, expected);
         worst = Math.max(worst, d);
-        assert.ok(d <= ref.tolerance, `${label} ${c.name} ${key} row ${i}: max |runtime - PyTorch| = ${d} > ${ref.tolerance} (shapes [${got.shape.join(', ')}] vs [${expected.shape.join(', ')}])`);
+        assert.ok(
+          d <= ref.tolerance,
+          `${label} ${c.name} ${key} row ${i}: max |runtime - PyTorch| = ${d} > ${ref.tolerance} (shapes [${got.shape.join(', ')}] vs [${expected.shape.join(', ')}])`,
+        );
       });
     }
   }
@@ -86,7 +89,10 @@ async function checkModel(hm: HostedModel, label: string): Promise<void> {
 test('fixture format is the one this test reads', () => {
   assert.equal(ref.format, 'ndif-reference/1');
   assert.ok(ref.tolerance <= 1e-4);
-  assert.deepEqual(ref.cases.map((c) => c.intervention?.point ?? null), [null, 'output', 'input']);
+  assert.deepEqual(
+    ref.cases.map((c) => c.intervention?.point ?? null),
+    [null, 'output', 'input'],
+  );
 });
 
 test('TorchScript export: activations and logits match PyTorch within 1e-4, plain and intervened', async () => {

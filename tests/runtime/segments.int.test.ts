@@ -19,7 +19,10 @@ async function checkCuts(hm: HostedModel, prompt: { tokens: number[] }[], cutSet
     const cut = await run(hm, { invokes: prompt.map((p) => ({ ...p, block: readAll(points) })) });
     assert.ok(cut.timings.segmentRuns > 1, `reading ${points.join(', ')} cuts the pass`);
     prompt.forEach((_, i) => {
-      assert.ok(sameBits(tensor(whole.invokes[i]!.result), tensor(cut.invokes[i]!.result)), `invoke ${i}: logits bit-identical with cuts at ${points.join(', ')}`);
+      assert.ok(
+        sameBits(tensor(whole.invokes[i]!.result), tensor(cut.invokes[i]!.result)),
+        `invoke ${i}: logits bit-identical with cuts at ${points.join(', ')}`,
+      );
     });
   }
 }
@@ -28,7 +31,10 @@ const tokens = [{ tokens: [464, 2068, 7586, 21831, 18045, 625, 262] }, { tokens:
 
 test('generated model: segmented runs equal the whole-graph run bit for bit', async () => {
   const hm = await tinyModel();
-  const everyOutput = hm.manifest().order.filter((k) => k.endsWith('.output') && k !== 'output').map((k) => k.replace(/\.(\d+)\./g, '[$1].').replace(/\.(\d+)$/, '[$1]'));
+  const everyOutput = hm
+    .manifest()
+    .order.filter((k) => k.endsWith('.output') && k !== 'output')
+    .map((k) => k.replace(/\.(\d+)\./g, '[$1].').replace(/\.(\d+)$/, '[$1]'));
   await checkCuts(hm, tokens, [
     ['transformer.h[0].output'],
     ['transformer.h[0].attn.output', 'transformer.h[1].mlp.act.output'],
@@ -81,9 +87,15 @@ test('a stretch across several layers runs as layer pieces, and as one segment o
   for (let i = 0; i <= PROMOTE_AFTER + 1; i++) {
     const r = await run(roomy, req);
     runs.push(r.timings.segmentRuns);
-    assert.ok(sameBits(tensor(whole.invokes[0]!.result), tensor(r.invokes[0]!.result)), `run ${i}: bit-identical to the whole graph`);
+    assert.ok(
+      sameBits(tensor(whole.invokes[0]!.result), tensor(r.invokes[0]!.result)),
+      `run ${i}: bit-identical to the whole graph`,
+    );
   }
-  assert.ok(runs.slice(0, PROMOTE_AFTER).every((n) => n >= 4), `the first ${PROMOTE_AFTER} run the layer pieces: ${runs}`);
+  assert.ok(
+    runs.slice(0, PROMOTE_AFTER).every((n) => n >= 4),
+    `the first ${PROMOTE_AFTER} run the layer pieces: ${runs}`,
+  );
   assert.deepEqual(runs.slice(PROMOTE_AFTER), [2, 2], 'then up to the read, and the rest of the pass in one run');
   for (let i = 0; i <= PROMOTE_AFTER + 1; i++) {
     const r = await run(tight, req);
@@ -96,7 +108,15 @@ test('the steps of a generation run a stretch across several layers as one segme
   const hm = await loadModel(ensureModel('gpt2-mini'), { key: 'mini-generation' });
   fixtures.push(hm);
   const before = hm.segmentStats().compiled;
-  const r = await run(hm, { invokes: [{ tokens: tokens[0]!.tokens, block: 'async (m) => { await m.all(async (s) => { await s.transformer.h[0].output; }); }' }], generation: { maxNewTokens: 6, ignoreEos: true } });
+  const r = await run(hm, {
+    invokes: [
+      {
+        tokens: tokens[0]!.tokens,
+        block: 'async (m) => { await m.all(async (s) => { await s.transformer.h[0].output; }); }',
+      },
+    ],
+    generation: { maxNewTokens: 6, ignoreEos: true },
+  });
   assert.equal(r.steps, 6);
   assert.equal(r.timings.segmentRuns, 2 * r.steps, 'each step: up to the read, then the rest of the pass in one run');
   assert.equal(hm.segmentStats().compiled - before, 2, 'the two segments of the cut, and nothing else');

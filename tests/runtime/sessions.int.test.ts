@@ -24,14 +24,39 @@ test('a session of a clean and a patched trace equals the two as separate reques
   const hm = await tinyModel();
   const clean = `async (m, ctx) => { ctx.shared.h = await m.transformer.h[0].output; return (await m.output).slice(0, -1); }`;
   const patched = `async (m, ctx) => { const h = await m.transformer.h[0].output; m.transformer.h[0].output = ctx.shared.h; return { logits: (await m.output).slice(0, -1), fromTrace0: ctx.traces[0][0].shape, trace: ctx.trace, of: ctx.traceCount }; }`;
-  const s = await hm.runSession({ traces: [{ invokes: [{ tokens: A, block: clean }] }, { invokes: [{ tokens: B, block: patched }] }] }, await openIn());
-  const first = await run(hm, { invokes: [{ tokens: A, block: 'async (m) => ({ h: await m.transformer.h[0].output, logits: (await m.output).slice(0, -1) })' }] });
+  const s = await hm.runSession(
+    { traces: [{ invokes: [{ tokens: A, block: clean }] }, { invokes: [{ tokens: B, block: patched }] }] },
+    await openIn(),
+  );
+  const first = await run(hm, {
+    invokes: [
+      {
+        tokens: A,
+        block: 'async (m) => ({ h: await m.transformer.h[0].output, logits: (await m.output).slice(0, -1) })',
+      },
+    ],
+  });
   const { h, logits } = value(first.invokes[0]!.result) as { h: Tensor; logits: Tensor };
   const row = JSON.stringify(Array.from(h.data as Float32Array));
-  const second = await run(hm, { invokes: [{ tokens: B, block: `async (m, ctx) => { await m.transformer.h[0].output; m.transformer.h[0].output = ctx.Tensor.from(${row}, [1, 7, 64]); return (await m.output).slice(0, -1); }` }] });
+  const second = await run(hm, {
+    invokes: [
+      {
+        tokens: B,
+        block: `async (m, ctx) => { await m.transformer.h[0].output; m.transformer.h[0].output = ctx.Tensor.from(${row}, [1, 7, 64]); return (await m.output).slice(0, -1); }`,
+      },
+    ],
+  });
   assert.ok(sameBits(value(s.traces[0]!.invokes[0]!.result) as Tensor, logits));
-  const t1 = value(s.traces[1]!.invokes[0]!.result) as { logits: Tensor; fromTrace0: number[]; trace: number; of: number };
-  assert.ok(sameBits(t1.logits, value(second.invokes[0]!.result) as Tensor), 'the patched trace equals the second request');
+  const t1 = value(s.traces[1]!.invokes[0]!.result) as {
+    logits: Tensor;
+    fromTrace0: number[];
+    trace: number;
+    of: number;
+  };
+  assert.ok(
+    sameBits(t1.logits, value(second.invokes[0]!.result) as Tensor),
+    'the patched trace equals the second request',
+  );
   assert.deepEqual(t1.fromTrace0, [50257], 'ctx.traces holds what trace 0 returned');
   assert.deepEqual([t1.trace, t1.of], [1, 2]);
   assert.equal(s.traces[1]!.invokes[0]!.tokens.length, 7);
@@ -40,20 +65,49 @@ test('a session of a clean and a patched trace equals the two as separate reques
 test('a session takes one turn on the model: a request sent while it runs waits for the whole session', async () => {
   const hm = await tinyModel();
   const order: string[] = [];
-  const slow = 'async (m) => { await m.transformer.h[0].output; await new Promise((r) => setTimeout(r, 30)); return 1; }';
-  const session = hm.runSession({ traces: [{ invokes: [{ tokens: A, block: slow }] }, { invokes: [{ tokens: A, block: slow }] }], onTrace: (e) => order.push(`trace ${e.trace} ${e.status}`) }, await openIn()).then(() => order.push('session done'));
-  const other = run(hm, { invokes: [{ tokens: B, block: 'async () => 2' }] }).then(() => order.push('other request done'));
+  const slow =
+    'async (m) => { await m.transformer.h[0].output; await new Promise((r) => setTimeout(r, 30)); return 1; }';
+  const session = hm
+    .runSession(
+      {
+        traces: [{ invokes: [{ tokens: A, block: slow }] }, { invokes: [{ tokens: A, block: slow }] }],
+        onTrace: (e) => order.push(`trace ${e.trace} ${e.status}`),
+      },
+      await openIn(),
+    )
+    .then(() => order.push('session done'));
+  const other = run(hm, { invokes: [{ tokens: B, block: 'async () => 2' }] }).then(() =>
+    order.push('other request done'),
+  );
   await Promise.all([session, other]);
-  assert.deepEqual(order, ['trace 0 RUNNING', 'trace 0 COMPLETED', 'trace 1 RUNNING', 'trace 1 COMPLETED', 'session done', 'other request done']);
+  assert.deepEqual(order, [
+    'trace 0 RUNNING',
+    'trace 0 COMPLETED',
+    'trace 1 RUNNING',
+    'trace 1 COMPLETED',
+    'session done',
+    'other request done',
+  ]);
 });
 
 test('a failure in a later trace names the trace; the model serves the next request', async () => {
   const hm = await tinyModel();
   const events: string[] = [];
-  const err = await hm.runSession({
-    traces: [{ invokes: [{ tokens: A, block: 'async (m, ctx) => { ctx.shared.x = 1; }' }] }, { invokes: [{ tokens: A, block: 'async (m, ctx) => {\n  throw new Error("no " + ctx.shared.x);\n}' }] }],
-    onTrace: (e) => events.push(`${e.trace} ${e.status}`),
-  }, await openIn()).then(() => undefined, (e: unknown) => e);
+  const err = await hm
+    .runSession(
+      {
+        traces: [
+          { invokes: [{ tokens: A, block: 'async (m, ctx) => { ctx.shared.x = 1; }' }] },
+          { invokes: [{ tokens: A, block: 'async (m, ctx) => {\n  throw new Error("no " + ctx.shared.x);\n}' }] },
+        ],
+        onTrace: (e) => events.push(`${e.trace} ${e.status}`),
+      },
+      await openIn(),
+    )
+    .then(
+      () => undefined,
+      (e: unknown) => e,
+    );
   assert.ok(err instanceof InterventionError, String(err));
   assert.equal(err.trace, 1);
   assert.match(err.blockError.message, /^trace 1: Error: no 1$/);
@@ -70,21 +124,45 @@ test('every trace is checked before anything runs: a bad one refuses the session
     ran = true;
     return (await openIn())();
   };
-  await assert.rejects(hm.runSession({ traces: [{ invokes: [{ tokens: A }] }, { invokes: [{ tokens: [1, 99999999] }] }] }, open),
-    (e: unknown) => e instanceof RequestError && e.code === 'INVOKE_TOKEN_OUT_OF_RANGE' && /^trace 1: invoke 0/.test(e.message) && (e.details as { trace: number }).trace === 1);
-  await assert.rejects(hm.runSession({ traces: [] }, open), (e: unknown) => e instanceof RequestError && e.code === 'SESSION_NO_TRACES');
-  await assert.rejects(hm.runSession({ traces: [{ invokes: [{ tokens: A, block: 'async (m) => {' }] }] }, open), (e: unknown) => e instanceof InterventionError && e.code === 'BLOCK_SYNTAX_ERROR');
+  await assert.rejects(
+    hm.runSession({ traces: [{ invokes: [{ tokens: A }] }, { invokes: [{ tokens: [1, 99999999] }] }] }, open),
+    (e: unknown) =>
+      e instanceof RequestError &&
+      e.code === 'INVOKE_TOKEN_OUT_OF_RANGE' &&
+      /^trace 1: invoke 0/.test(e.message) &&
+      (e.details as { trace: number }).trace === 1,
+  );
+  await assert.rejects(
+    hm.runSession({ traces: [] }, open),
+    (e: unknown) => e instanceof RequestError && e.code === 'SESSION_NO_TRACES',
+  );
+  await assert.rejects(
+    hm.runSession({ traces: [{ invokes: [{ tokens: A, block: 'async (m) => {' }] }] }, open),
+    (e: unknown) => e instanceof InterventionError && e.code === 'BLOCK_SYNTAX_ERROR',
+  );
   assert.equal(ran, false);
 });
 
 test('a trace may generate: its steps, tokens and the shared values reach the next trace', async () => {
   const hm = await tinyModel();
-  const s = await hm.runSession({
-    traces: [
-      { invokes: [{ tokens: A, block: 'async (m, ctx) => { const seen = await m.all(async (s) => (await s.transformer.h[0].output).shape[1]); ctx.shared.generated = ctx.generated; return seen; }' }], generation: { maxNewTokens: 3 } },
-      { invokes: [{ tokens: B, block: 'async (m, ctx) => ctx.shared.generated' }] },
-    ],
-  }, await openIn());
+  const s = await hm.runSession(
+    {
+      traces: [
+        {
+          invokes: [
+            {
+              tokens: A,
+              block:
+                'async (m, ctx) => { const seen = await m.all(async (s) => (await s.transformer.h[0].output).shape[1]); ctx.shared.generated = ctx.generated; return seen; }',
+            },
+          ],
+          generation: { maxNewTokens: 3 },
+        },
+        { invokes: [{ tokens: B, block: 'async (m, ctx) => ctx.shared.generated' }] },
+      ],
+    },
+    await openIn(),
+  );
   assert.deepEqual(value(s.traces[0]!.invokes[0]!.result), [7, 1, 1]);
   // What trace 0's block saw of its tokens when it returned (after step 2's value: the tokens of steps 0 and 1).
   assert.deepEqual(value(s.traces[1]!.invokes[0]!.result), s.traces[0]!.invokes[0]!.generated.slice(0, 2));

@@ -12,7 +12,13 @@ const B = [40, 1842, 3290];
 
 const SCRIPTS: Record<string, RunRequest> = {
   'reads at several depths': {
-    invokes: [{ tokens: A, block: 'async (m) => ({ emb: await m.transformer.wte.output, q: await m.transformer.h[0].attn.c_attn.output, h1: await m.transformer.h[1].output, logits: await m.output })' }],
+    invokes: [
+      {
+        tokens: A,
+        block:
+          'async (m) => ({ emb: await m.transformer.wte.output, q: await m.transformer.h[0].attn.c_attn.output, h1: await m.transformer.h[1].output, logits: await m.output })',
+      },
+    ],
   },
   'swap after reading and swap ahead': {
     invokes: [
@@ -42,8 +48,16 @@ const SCRIPTS: Record<string, RunRequest> = {
   },
   'several invokes in one batch, each swapping its own rows': {
     invokes: [
-      { tokens: A, block: 'async (m) => { const h = await m.transformer.h[0].output; m.transformer.h[0].output = h.zerosLike(); return { h, logits: await m.output }; }' },
-      { tokens: B, block: 'async (m) => { console.log("invoke 1 reads"); return { h: await m.transformer.h[0].output, logits: await m.output }; }' },
+      {
+        tokens: A,
+        block:
+          'async (m) => { const h = await m.transformer.h[0].output; m.transformer.h[0].output = h.zerosLike(); return { h, logits: await m.output }; }',
+      },
+      {
+        tokens: B,
+        block:
+          'async (m) => { console.log("invoke 1 reads"); return { h: await m.transformer.h[0].output, logits: await m.output }; }',
+      },
     ],
   },
   'generation steps with reads and a swap at a later step': {
@@ -91,7 +105,11 @@ const SCRIPTS: Record<string, RunRequest> = {
           return { h1, h0: await m.transformer.h[0].output.grad, wte: await m.transformer.wte.output.grad };
         }`,
       },
-      { tokens: B, block: 'async (m) => { const p = (await m.output).slice(0, -1).logSoftmax(-1); p.slice(42).backward(); return await m.transformer.h[1].attn.output.grad; }' },
+      {
+        tokens: B,
+        block:
+          'async (m) => { const p = (await m.output).slice(0, -1).logSoftmax(-1); p.slice(42).backward(); return await m.transformer.h[1].attn.output.grad; }',
+      },
     ],
   },
   'backward at a generation step': {
@@ -126,8 +144,16 @@ const SCRIPTS: Record<string, RunRequest> = {
   },
   'a barrier patch across invokes and a cache with inputs': {
     invokes: [
-      { tokens: A, block: 'async (m, ctx) => { const c = await ctx.cache({ modules: ["transformer.wte", "transformer.h.0.*", "transformer.h.0"], inputs: true }); ctx.shared.h = c.transformer.h[0].output; await ctx.barrier("h0"); return c; }' },
-      { tokens: A, block: 'async (m, ctx) => { const h = await m.transformer.h[0].output; await ctx.barrier("h0"); const v = h.clone(); v.setSlice([0, 3], ctx.shared.h.slice(0, 3).mul(-1)); m.transformer.h[0].output = v; return (await m.output).slice(0, -1); }' },
+      {
+        tokens: A,
+        block:
+          'async (m, ctx) => { const c = await ctx.cache({ modules: ["transformer.wte", "transformer.h.0.*", "transformer.h.0"], inputs: true }); ctx.shared.h = c.transformer.h[0].output; await ctx.barrier("h0"); return c; }',
+      },
+      {
+        tokens: A,
+        block:
+          'async (m, ctx) => { const h = await m.transformer.h[0].output; await ctx.barrier("h0"); const v = h.clone(); v.setSlice([0, 3], ctx.shared.h.slice(0, 3).mul(-1)); m.transformer.h[0].output = v; return (await m.output).slice(0, -1); }',
+      },
     ],
   },
   'tokenizer, tensor maths and plain values': {
@@ -167,7 +193,12 @@ function assertSame(a: RunResult, b: RunResult, what: string): number {
       const u = y.result.tensors[k]!;
       assert.equal(t.dtype, u.dtype, `${what}: invoke ${i} tensor ${k} dtype`);
       assert.deepEqual(t.shape, u.shape, `${what}: invoke ${i} tensor ${k} shape`);
-      assert.ok(Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength).equals(Buffer.from(u.data.buffer, u.data.byteOffset, u.data.byteLength)), `${what}: invoke ${i} tensor ${k} bytes`);
+      assert.ok(
+        Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength).equals(
+          Buffer.from(u.data.buffer, u.data.byteOffset, u.data.byteLength),
+        ),
+        `${what}: invoke ${i} tensor ${k} bytes`,
+      );
       tensors++;
     });
     assert.deepEqual(x.generated, y.generated, `${what}: invoke ${i} generated tokens`);
@@ -180,7 +211,15 @@ function assertSame(a: RunResult, b: RunResult, what: string): number {
 test('bit-exact trusted and untrusted: a session of a clean and a patched trace (values carried in ctx.shared, ctx.traces)', async () => {
   const req: SessionRequest = {
     traces: [
-      { invokes: [{ tokens: A, block: 'async (m, ctx) => { ctx.shared.clean = await ctx.cache({ modules: ["transformer.h"] }); console.log("trace", ctx.trace, "of", ctx.traceCount); return (await m.output).slice(0, -1); }' }] },
+      {
+        invokes: [
+          {
+            tokens: A,
+            block:
+              'async (m, ctx) => { ctx.shared.clean = await ctx.cache({ modules: ["transformer.h"] }); console.log("trace", ctx.trace, "of", ctx.traceCount); return (await m.output).slice(0, -1); }',
+          },
+        ],
+      },
       {
         invokes: [0, 1, 2].map((p) => ({
           tokens: B,
@@ -195,7 +234,10 @@ test('bit-exact trusted and untrusted: a session of a clean and a patched trace 
   let n = 0;
   control.traces.forEach((t, i) => (n += assertSame(t, untrusted.traces[i]!, `trace ${i}`)));
   assert.ok(n >= 4);
-  assert.deepEqual(control.traces[0]!.logs.map((l) => l.line), ['trace 0 of 2']);
+  assert.deepEqual(
+    control.traces[0]!.logs.map((l) => l.line),
+    ['trace 0 of 2'],
+  );
 });
 
 for (const [name, req] of Object.entries(SCRIPTS)) {

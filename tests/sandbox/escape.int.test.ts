@@ -49,12 +49,17 @@ after(async () => {
 });
 
 function untrusted(block: string, timeoutMs = 10_000, signal?: AbortSignal): Promise<RunResult> {
-  return hm.run({ invokes: [{ tokens: TOKENS, block }], timeoutMs, ...(signal ? { signal } : {}) }, sb.opener('gpt2-tiny'));
+  return hm.run(
+    { invokes: [{ tokens: TOKENS, block }], timeoutMs, ...(signal ? { signal } : {}) },
+    sb.opener('gpt2-tiny'),
+  );
 }
 
 /** The block's own outcome for an attempt that is expected to throw inside the block. */
 async function attempt(body: string): Promise<string> {
-  const r = await untrusted(`async (m) => { try { ${body}; return 'ALLOWED'; } catch (e) { return (e.code ?? e.name) + ': ' + e.message; } }`);
+  const r = await untrusted(
+    `async (m) => { try { ${body}; return 'ALLOWED'; } catch (e) { return (e.code ?? e.name) + ': ' + e.message; } }`,
+  );
   return r.invokes[0]!.result.tree as string;
 }
 
@@ -66,7 +71,10 @@ async function servesNext(): Promise<void> {
 test('the agent environment never reaches a block: no API keys, database URLs or tokens', async () => {
   const r = await untrusted('async () => ({ ...process.env })');
   const env = r.invokes[0]!.result.tree as Record<string, string>;
-  assert.ok(Object.keys(env).every((k) => ['TZ', 'LANG', 'LC_ALL', 'LC_CTYPE'].includes(k)), `only allowlisted names: ${Object.keys(env).join(', ')}`);
+  assert.ok(
+    Object.keys(env).every((k) => ['TZ', 'LANG', 'LC_ALL', 'LC_CTYPE'].includes(k)),
+    `only allowlisted names: ${Object.keys(env).join(', ')}`,
+  );
   const text = JSON.stringify(r);
   for (const v of Object.values(SECRETS)) assert.ok(!text.includes(v), `secret ${v} not visible`);
   await servesNext();
@@ -76,7 +84,9 @@ test('no network: a block cannot reach a listener on the agent host', async () =
   const port = (listener.address() as AddressInfo).port;
   const viaFetch = await attempt(`await fetch('http://127.0.0.1:${port}/')`);
   assert.match(viaFetch, /fetch failed/);
-  const viaNet = await attempt(`await new Promise((res, rej) => { const s = process.getBuiltinModule('net').connect(${port}, '127.0.0.1'); s.on('connect', res); s.on('error', rej); })`);
+  const viaNet = await attempt(
+    `await new Promise((res, rej) => { const s = process.getBuiltinModule('net').connect(${port}, '127.0.0.1'); s.on('connect', res); s.on('error', rej); })`,
+  );
   assert.match(viaNet, /^(ENETUNREACH|ECONNREFUSED|EACCES|ERR_ACCESS_DENIED)/);
   assert.equal(connections, 0, 'the listener saw no connection');
   await servesNext();
@@ -90,8 +100,14 @@ test('no filesystem beyond the runner code: reading, listing and writing elsewhe
   assert.match(await attempt(`${fs}.readFileSync('/etc/passwd', 'utf8')`), /^ERR_ACCESS_DENIED/);
   assert.match(await attempt(`${fs}.readFileSync('/proc/${process.pid}/environ', 'utf8')`), /^ERR_ACCESS_DENIED/);
   assert.match(await attempt(`${fs}.readdirSync('/')`), /^ERR_ACCESS_DENIED/);
-  assert.match(await attempt(`${fs}.writeFileSync(${JSON.stringify(join(tmp, 'planted.txt'))}, 'x')`), /^ERR_ACCESS_DENIED/);
-  assert.match(await attempt(`process.report.writeReport(${JSON.stringify(join(tmp, 'report.json'))})`), /ERR_ACCESS_DENIED|restricted/);
+  assert.match(
+    await attempt(`${fs}.writeFileSync(${JSON.stringify(join(tmp, 'planted.txt'))}, 'x')`),
+    /^ERR_ACCESS_DENIED/,
+  );
+  assert.match(
+    await attempt(`process.report.writeReport(${JSON.stringify(join(tmp, 'report.json'))})`),
+    /ERR_ACCESS_DENIED|restricted/,
+  );
   assert.match(await attempt("process.binding('fs')"), /ERR_ACCESS_DENIED|restricted|binding/);
   assert.match(await attempt("await import('node:fs')"), /dynamic import callback/);
   await servesNext();
@@ -99,8 +115,14 @@ test('no filesystem beyond the runner code: reading, listing and writing elsewhe
 
 test('no child processes, workers or native addons', async () => {
   assert.match(await attempt("process.getBuiltinModule('child_process').execSync('id')"), /^ERR_ACCESS_DENIED/);
-  assert.match(await attempt("process.getBuiltinModule('child_process').spawn('sh', ['-c', 'true'])"), /^ERR_ACCESS_DENIED/);
-  assert.match(await attempt("new (process.getBuiltinModule('worker_threads').Worker)('1', { eval: true })"), /^ERR_ACCESS_DENIED/);
+  assert.match(
+    await attempt("process.getBuiltinModule('child_process').spawn('sh', ['-c', 'true'])"),
+    /^ERR_ACCESS_DENIED/,
+  );
+  assert.match(
+    await attempt("new (process.getBuiltinModule('worker_threads').Worker)('1', { eval: true })"),
+    /^ERR_ACCESS_DENIED/,
+  );
   assert.match(await attempt("process.dlopen({ exports: {} }, '/tmp/evil.node')"), /^ERR_DLOPEN_DISABLED/);
   await servesNext();
 });
@@ -110,7 +132,8 @@ test('a block cannot signal the agent or any process, nor exit its runner quietl
   assert.match(await attempt(`process._kill(${process.pid}, 9)`), /process\._kill\(\) is not available/);
   assert.match(await attempt('process.exit(0)'), /process\.exit\(\) is not available/);
   const ids = await untrusted('async () => [process.getuid(), process.getgid()]');
-  if (process.getuid?.() === 0 && sb.isolation.user === 'unprivileged') assert.deepEqual(ids.invokes[0]!.result.tree, [65534, 65534], 'runs as nobody');
+  if (process.getuid?.() === 0 && sb.isolation.user === 'unprivileged')
+    assert.deepEqual(ids.invokes[0]!.result.tree, [65534, 65534], 'runs as nobody');
   await servesNext();
 });
 
@@ -121,7 +144,12 @@ test('a Unix socket only its owner may open stays closed to a block', async (t) 
   await new Promise<void>((r) => server.listen(path, r));
   chmodSync(path, 0o700);
   try {
-    assert.match(await attempt(`await new Promise((res, rej) => { const s = process.getBuiltinModule('net').connect({ path: ${JSON.stringify(path)} }); s.on('data', res); s.on('error', rej); })`), /^EACCES/);
+    assert.match(
+      await attempt(
+        `await new Promise((res, rej) => { const s = process.getBuiltinModule('net').connect({ path: ${JSON.stringify(path)} }); s.on('data', res); s.on('error', rej); })`,
+      ),
+      /^EACCES/,
+    );
   } finally {
     server.close();
   }
@@ -130,22 +158,29 @@ test('a Unix socket only its owner may open stays closed to a block', async (t) 
 test('unbounded allocation hits the memory cap: OutOfMemory, and the next request is served', async () => {
   const small = await tinySandbox({ poolSize: 1, limits: { memoryMb: 192, heapMb: 48 } });
   try {
-    const run = (block: string) => small.hm.run({ invokes: [{ tokens: TOKENS, block }], timeoutMs: 30_000 }, small.sb.opener('gpt2-tiny'));
+    const run = (block: string) =>
+      small.hm.run({ invokes: [{ tokens: TOKENS, block }], timeoutMs: 30_000 }, small.sb.opener('gpt2-tiny'));
     // Off-heap (Buffers): only the cgroup (or rlimit) stops this.
-    await assert.rejects(run('async () => { const keep = []; for (;;) keep.push(Buffer.alloc(8 << 20, 1)); }'), (e: unknown) => {
-      assert.ok(e instanceof InterventionError, String(e));
-      assert.equal(e.blockError.type, 'OutOfMemory', e.message);
-      assert.equal(e.code, 'BLOCK_OUT_OF_MEMORY');
-      assert.match(e.message, /memory cap of 192 MiB|rlimit|heap cap/);
-      return true;
-    });
+    await assert.rejects(
+      run('async () => { const keep = []; for (;;) keep.push(Buffer.alloc(8 << 20, 1)); }'),
+      (e: unknown) => {
+        assert.ok(e instanceof InterventionError, String(e));
+        assert.equal(e.blockError.type, 'OutOfMemory', e.message);
+        assert.equal(e.code, 'BLOCK_OUT_OF_MEMORY');
+        assert.match(e.message, /memory cap of 192 MiB|rlimit|heap cap/);
+        return true;
+      },
+    );
     // On-heap (objects): V8's heap cap stops this first.
-    await assert.rejects(run("async () => { const keep = []; for (;;) keep.push({ s: 'x'.repeat(64) + keep.length }); }"), (e: unknown) => {
-      assert.ok(e instanceof InterventionError, String(e));
-      assert.equal(e.blockError.type, 'OutOfMemory', e.message);
-      assert.match(e.message, /heap cap of 48 MiB|memory cap/);
-      return true;
-    });
+    await assert.rejects(
+      run("async () => { const keep = []; for (;;) keep.push({ s: 'x'.repeat(64) + keep.length }); }"),
+      (e: unknown) => {
+        assert.ok(e instanceof InterventionError, String(e));
+        assert.equal(e.blockError.type, 'OutOfMemory', e.message);
+        assert.match(e.message, /heap cap of 48 MiB|memory cap/);
+        return true;
+      },
+    );
     const next = await run('async (m) => (await m.transformer.h[0].output).shape');
     assert.deepEqual(next.invokes[0]!.result.tree, [1, 3, 64]);
   } finally {
@@ -179,6 +214,6 @@ test('cancel kills the runner at once and frees the agent', async () => {
   const run = untrusted('async () => { for (;;) {} }', 30_000, ac.signal);
   setTimeout(() => ac.abort('user cancelled'), 300);
   await assert.rejects(run, (e: unknown) => e instanceof InterventionError && e.blockError.type === 'Cancelled');
-  assert.ok(await processGone(warm, 2000), 'the cancelled request\'s runner is gone');
+  assert.ok(await processGone(warm, 2000), "the cancelled request's runner is gone");
   await servesNext();
 });

@@ -48,21 +48,39 @@ const blockError: fc.Arbitrary<BlockError> = fc
   });
 
 const agentToRunner: fc.Arbitrary<AgentToRunner> = fc.oneof(
-  fc.record({
-    kind: fc.constant('START' as const),
-    requestId: text,
-    invokes: fc.array(
-      fc.record({ invoke: small, source: text, tokens: fc.array(fc.integer({ min: 0, max: 50_256 }), { maxLength: 8 }), batchStart: small, batchSize: small }),
-      { maxLength: 3 },
+  fc
+    .record({
+      kind: fc.constant('START' as const),
+      requestId: text,
+      invokes: fc.array(
+        fc.record({
+          invoke: small,
+          source: text,
+          tokens: fc.array(fc.integer({ min: 0, max: 50_256 }), { maxLength: 8 }),
+          batchStart: small,
+          batchSize: small,
+        }),
+        { maxLength: 3 },
+      ),
+      steps: small,
+      cache: fc.boolean(),
+    })
+    .chain((start) =>
+      fc
+        .option(
+          fc
+            .integer({ min: 1, max: 9 })
+            .chain((count) => fc.record({ index: fc.integer({ min: 0, max: count - 1 }), count: fc.constant(count) })),
+          { nil: undefined },
+        )
+        .map((trace) => (trace === undefined ? start : { ...start, trace })),
     ),
-    steps: small,
-    cache: fc.boolean(),
-  }).chain((start) => fc.option(fc.integer({ min: 1, max: 9 }).chain((count) => fc.record({ index: fc.integer({ min: 0, max: count - 1 }), count: fc.constant(count) })), { nil: undefined })
-    .map((trace) => (trace === undefined ? start : { ...start, trace }))),
   fc.record({
     kind: fc.constant('STEP' as const),
     step: u32,
-    invokes: fc.array(fc.record({ invoke: u32, token: fc.integer({ min: -1, max: 50_256 }), finished: fc.boolean() }), { maxLength: 4 }),
+    invokes: fc.array(fc.record({ invoke: u32, token: fc.integer({ min: -1, max: 50_256 }), finished: fc.boolean() }), {
+      maxLength: 4,
+    }),
   }),
   fc.record({ kind: fc.constant('VALUE' as const), invoke: u32, addr: text, values: tensors }),
   fc.record({ kind: fc.constant('RAISE' as const), invoke: u32, addr: text, error: blockError }),
@@ -83,27 +101,44 @@ const runnerToAgent: fc.Arbitrary<RunnerToAgent> = fc.oneof(
   fc.record({ kind: fc.constant('SWAP' as const), invoke: u32, addr: text, values: tensors }),
   fc.record({ kind: fc.constant('SKIP' as const), invoke: u32, path: text, step: u32, values: tensors }),
   fc.record({ kind: fc.constant('STOP' as const), invoke: u32 }),
-  fc.record({ kind: fc.constant('LOG' as const), invoke: u32, stream: fc.constantFrom('stdout' as const, 'stderr' as const), line: text }),
+  fc.record({
+    kind: fc.constant('LOG' as const),
+    invoke: u32,
+    stream: fc.constantFrom('stdout' as const, 'stderr' as const),
+    line: text,
+  }),
   fc.record({
     kind: fc.constant('END' as const),
     invoke: u32,
     result: fc.record({
       // JSON.parse(JSON.stringify(x)) normalises -0 and the like, as the wire does.
-      tree: fc.option(fc.jsonValue().map((v) => JSON.parse(JSON.stringify(v)) as unknown), { nil: undefined }),
+      tree: fc.option(
+        fc.jsonValue().map((v) => JSON.parse(JSON.stringify(v)) as unknown),
+        { nil: undefined },
+      ),
       tensors,
     }),
   }),
   fc.record({ kind: fc.constant('EXCEPTION' as const), invoke: u32, error: blockError }),
   fc.record({ kind: fc.constant('CALL' as const), invoke: u32, id: u32, path: text, values: tensors }),
-  fc.record({ kind: fc.constant('CACHE' as const), invoke: u32, id: u32, step: u32, points: fc.array(text, { maxLength: 4 }) }),
+  fc.record({
+    kind: fc.constant('CACHE' as const),
+    invoke: u32,
+    id: u32,
+    step: u32,
+    points: fc.array(text, { maxLength: 4 }),
+  }),
   fc.record({
     kind: fc.constant('BACKWARD' as const),
     invoke: u32,
     step: u32,
-    seeds: fc.array(fc.oneof(
-      fc.record({ addr: text, index: small, grad: tensor }),
-      fc.record({ addr: text, index: small, shape: fc.array(small, { maxLength: 4 }), at: tensor, grad: tensor }),
-    ), { maxLength: 3 }),
+    seeds: fc.array(
+      fc.oneof(
+        fc.record({ addr: text, index: small, grad: tensor }),
+        fc.record({ addr: text, index: small, shape: fc.array(small, { maxLength: 4 }), at: tensor, grad: tensor }),
+      ),
+      { maxLength: 3 },
+    ),
   }),
   fc.record({
     kind: fc.constant('READY' as const),
@@ -116,7 +151,9 @@ const runnerToAgent: fc.Arbitrary<RunnerToAgent> = fc.oneof(
 );
 
 function encode(direction: FrameDirection, msg: AgentToRunner | RunnerToAgent): Buffer {
-  return direction === 'agent-to-runner' ? encodeAgentToRunner(msg as AgentToRunner) : encodeRunnerToAgent(msg as RunnerToAgent);
+  return direction === 'agent-to-runner'
+    ? encodeAgentToRunner(msg as AgentToRunner)
+    : encodeRunnerToAgent(msg as RunnerToAgent);
 }
 
 /** Splits `bytes` at the given fractions into chunks (some empty). */
@@ -155,13 +192,17 @@ for (const [direction, arb] of [
 ] as const) {
   test(`${direction}: every message round-trips through any chunking`, () => {
     fc.assert(
-      fc.property(fc.array(arb as fc.Arbitrary<AgentToRunner | RunnerToAgent>, { minLength: 1, maxLength: 4 }), fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { maxLength: 6 }), (msgs, cuts) => {
-        const stream = Buffer.concat(msgs.map((m) => encode(direction, m)));
-        const decoder = new FrameDecoder(direction);
-        const got = chunked(stream, cuts).flatMap((c) => decoder.push(c));
-        decoder.end();
-        assert.deepStrictEqual(got, structuredClone(msgs)); // fast-check records have a null prototype
-      }),
+      fc.property(
+        fc.array(arb as fc.Arbitrary<AgentToRunner | RunnerToAgent>, { minLength: 1, maxLength: 4 }),
+        fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { maxLength: 6 }),
+        (msgs, cuts) => {
+          const stream = Buffer.concat(msgs.map((m) => encode(direction, m)));
+          const decoder = new FrameDecoder(direction);
+          const got = chunked(stream, cuts).flatMap((c) => decoder.push(c));
+          decoder.end();
+          assert.deepStrictEqual(got, structuredClone(msgs)); // fast-check records have a null prototype
+        },
+      ),
       { seed: SEED, numRuns: 1500 },
     );
   });
@@ -171,7 +212,14 @@ for (const [direction, arb] of [
     fc.assert(
       fc.property(
         arb as fc.Arbitrary<AgentToRunner | RunnerToAgent>,
-        fc.array(fc.record({ at: fc.double({ min: 0, max: 1, noNaN: true, maxExcluded: true }), op: fc.constantFrom('flip', 'insert', 'delete', 'set'), byte: fc.integer({ min: 0, max: 255 }) }), { minLength: 1, maxLength: 4 }),
+        fc.array(
+          fc.record({
+            at: fc.double({ min: 0, max: 1, noNaN: true, maxExcluded: true }),
+            op: fc.constantFrom('flip', 'insert', 'delete', 'set'),
+            byte: fc.integer({ min: 0, max: 255 }),
+          }),
+          { minLength: 1, maxLength: 4 },
+        ),
         fc.boolean(),
         (msg, edits, fixLength) => {
           const bytes = [...encode(direction, msg)];
@@ -196,28 +244,42 @@ for (const [direction, arb] of [
   test(`${direction}: random bodies behind a valid header raise ProtocolError or re-encode exactly`, () => {
     const tags = Object.values(TAGS[direction]);
     fc.assert(
-      fc.property(fc.oneof(fc.constantFrom(...tags), fc.integer({ min: 0, max: 255 })), fc.uint8Array({ maxLength: 64 }), (tag, body) => {
-        const buf = Buffer.alloc(5 + body.length);
-        buf.writeUInt32LE(1 + body.length, 0);
-        buf[4] = tag;
-        buf.set(body, 5);
-        assertNeverMisread(direction, buf);
-      }),
+      fc.property(
+        fc.oneof(fc.constantFrom(...tags), fc.integer({ min: 0, max: 255 })),
+        fc.uint8Array({ maxLength: 64 }),
+        (tag, body) => {
+          const buf = Buffer.alloc(5 + body.length);
+          buf.writeUInt32LE(1 + body.length, 0);
+          buf[4] = tag;
+          buf.set(body, 5);
+          assertNeverMisread(direction, buf);
+        },
+      ),
       { seed: SEED, numRuns: 3000 },
     );
   });
 
   test(`${direction}: a truncated frame is never a message`, () => {
     fc.assert(
-      fc.property(arb as fc.Arbitrary<AgentToRunner | RunnerToAgent>, fc.double({ min: 0, max: 1, noNaN: true, maxExcluded: true }), (msg, at) => {
-        const frame = encode(direction, msg);
-        const cut = frame.subarray(0, Math.floor(at * frame.length));
-        const decoder = new FrameDecoder(direction);
-        assert.deepEqual(decoder.push(cut), []);
-        if (cut.length === 0) return decoder.end();
-        assert.throws(() => decoder.end(), (e: unknown) => e instanceof ProtocolError && e.code === 'FRAME_TRUNCATED');
-        assert.throws(() => decodeFrame(direction, cut), (e: unknown) => e instanceof ProtocolError && e.code === 'FRAME_TRUNCATED');
-      }),
+      fc.property(
+        arb as fc.Arbitrary<AgentToRunner | RunnerToAgent>,
+        fc.double({ min: 0, max: 1, noNaN: true, maxExcluded: true }),
+        (msg, at) => {
+          const frame = encode(direction, msg);
+          const cut = frame.subarray(0, Math.floor(at * frame.length));
+          const decoder = new FrameDecoder(direction);
+          assert.deepEqual(decoder.push(cut), []);
+          if (cut.length === 0) return decoder.end();
+          assert.throws(
+            () => decoder.end(),
+            (e: unknown) => e instanceof ProtocolError && e.code === 'FRAME_TRUNCATED',
+          );
+          assert.throws(
+            () => decodeFrame(direction, cut),
+            (e: unknown) => e instanceof ProtocolError && e.code === 'FRAME_TRUNCATED',
+          );
+        },
+      ),
       { seed: SEED, numRuns: 1500 },
     );
   });
@@ -225,28 +287,50 @@ for (const [direction, arb] of [
 
 test('an unknown tag raises FRAME_UNKNOWN_TAG, including a tag of the other direction', () => {
   const wait = encodeRunnerToAgent({ kind: 'WAIT', invoke: 0, addr: 'transformer.h.0.output.0' });
-  assert.throws(() => new FrameDecoder('agent-to-runner').push(wait), (e: unknown) => e instanceof ProtocolError && e.code === 'FRAME_UNKNOWN_TAG');
+  assert.throws(
+    () => new FrameDecoder('agent-to-runner').push(wait),
+    (e: unknown) => e instanceof ProtocolError && e.code === 'FRAME_UNKNOWN_TAG',
+  );
   const bogus = Buffer.from(wait);
   bogus[4] = 0x7f;
-  assert.throws(() => decodeFrame('runner-to-agent', bogus), (e: unknown) => e instanceof ProtocolError && e.code === 'FRAME_UNKNOWN_TAG' && /0x7f/.test(e.message));
+  assert.throws(
+    () => decodeFrame('runner-to-agent', bogus),
+    (e: unknown) => e instanceof ProtocolError && e.code === 'FRAME_UNKNOWN_TAG' && /0x7f/.test(e.message),
+  );
 });
 
 test('an oversized length header raises FRAME_TOO_LARGE before the body arrives', () => {
   const header = Buffer.alloc(5);
   header.writeUInt32LE(DEFAULT_MAX_FRAME_BYTES + 1, 0);
   header[4] = TAGS['runner-to-agent'].LOG;
-  assert.throws(() => new FrameDecoder('runner-to-agent').push(header), (e: unknown) => e instanceof ProtocolError && e.code === 'FRAME_TOO_LARGE');
+  assert.throws(
+    () => new FrameDecoder('runner-to-agent').push(header),
+    (e: unknown) => e instanceof ProtocolError && e.code === 'FRAME_TOO_LARGE',
+  );
   const d = new FrameDecoder('runner-to-agent', { maxFrameBytes: 64 });
-  assert.throws(() => d.push(encodeRunnerToAgent({ kind: 'LOG', invoke: 0, stream: 'stdout', line: 'x'.repeat(100) })), (e: unknown) => e instanceof ProtocolError && e.code === 'FRAME_TOO_LARGE');
-  assert.throws(() => encodeRunnerToAgent({ kind: 'LOG', invoke: 0, stream: 'stdout', line: 'x'.repeat(100) }, { maxFrameBytes: 64 }), (e: unknown) => e instanceof ProtocolError && e.code === 'FRAME_TOO_LARGE');
+  assert.throws(
+    () => d.push(encodeRunnerToAgent({ kind: 'LOG', invoke: 0, stream: 'stdout', line: 'x'.repeat(100) })),
+    (e: unknown) => e instanceof ProtocolError && e.code === 'FRAME_TOO_LARGE',
+  );
+  assert.throws(
+    () =>
+      encodeRunnerToAgent({ kind: 'LOG', invoke: 0, stream: 'stdout', line: 'x'.repeat(100) }, { maxFrameBytes: 64 }),
+    (e: unknown) => e instanceof ProtocolError && e.code === 'FRAME_TOO_LARGE',
+  );
 });
 
 test('a zero-length frame and trailing bytes are malformed', () => {
-  assert.throws(() => new FrameDecoder('runner-to-agent').push(Buffer.alloc(4)), (e: unknown) => e instanceof ProtocolError && e.code === 'FRAME_MALFORMED');
+  assert.throws(
+    () => new FrameDecoder('runner-to-agent').push(Buffer.alloc(4)),
+    (e: unknown) => e instanceof ProtocolError && e.code === 'FRAME_MALFORMED',
+  );
   const stop = encodeRunnerToAgent({ kind: 'STOP', invoke: 3 });
   const longer = Buffer.concat([stop, Buffer.from([0])]);
   longer.writeUInt32LE(longer.length - 4, 0);
-  assert.throws(() => decodeFrame('runner-to-agent', longer), (e: unknown) => e instanceof ProtocolError && /trailing/.test(e.message));
+  assert.throws(
+    () => decodeFrame('runner-to-agent', longer),
+    (e: unknown) => e instanceof ProtocolError && /trailing/.test(e.message),
+  );
 });
 
 test('after a ProtocolError the decoder stays failed', () => {
@@ -257,14 +341,63 @@ test('after a ProtocolError the decoder stays failed', () => {
 });
 
 test('the encoder refuses what it cannot write exactly', () => {
-  const refuses = (f: () => unknown, re: RegExp) => assert.throws(f, (e: unknown) => e instanceof ProtocolError && e.code === 'FRAME_UNENCODABLE' && re.test(e.message));
-  refuses(() => encodeAgentToRunner({ kind: 'START', requestId: 'r', trace: { index: 2, count: 2 }, invokes: [], steps: 1, cache: false }), /trace 2 of 2: the index must be below the count/);
-  refuses(() => encodeRunnerToAgent({ kind: 'SWAP', invoke: 0, addr: 'a.output.0', values: [{ dtype: 'float32', shape: [2, 2], data: new Uint8Array(15) }] }), /needs 16 bytes, data has 15/);
+  const refuses = (f: () => unknown, re: RegExp) =>
+    assert.throws(
+      f,
+      (e: unknown) => e instanceof ProtocolError && e.code === 'FRAME_UNENCODABLE' && re.test(e.message),
+    );
+  refuses(
+    () =>
+      encodeAgentToRunner({
+        kind: 'START',
+        requestId: 'r',
+        trace: { index: 2, count: 2 },
+        invokes: [],
+        steps: 1,
+        cache: false,
+      }),
+    /trace 2 of 2: the index must be below the count/,
+  );
+  refuses(
+    () =>
+      encodeRunnerToAgent({
+        kind: 'SWAP',
+        invoke: 0,
+        addr: 'a.output.0',
+        values: [{ dtype: 'float32', shape: [2, 2], data: new Uint8Array(15) }],
+      }),
+    /needs 16 bytes, data has 15/,
+  );
   refuses(() => encodeRunnerToAgent({ kind: 'WAIT', invoke: 1.5, addr: 'a.output.0' }), /invoke must be an integer/);
-  refuses(() => encodeRunnerToAgent({ kind: 'SWAP', invoke: 0, addr: 'a', values: [{ dtype: 'float64' as Dtype, shape: [1], data: new Uint8Array(8) }] }), /unknown dtype/);
-  refuses(() => encodeRunnerToAgent({ kind: 'END', invoke: 0, result: { tree: { n: 1n }, tensors: [] } }), /not JSON-serialisable/);
-  refuses(() => encodeAgentToRunner({ kind: 'START', requestId: 'r', steps: 1, cache: false, invokes: [{ invoke: 0, source: '', tokens: [-1], batchStart: 0, batchSize: 1 }] }), /token id/);
-  refuses(() => encodeRunnerToAgent({ kind: 'READY', version: 1, pid: 1, startupMs: Number.NaN, rssBytes: 0 }), /finite/);
+  refuses(
+    () =>
+      encodeRunnerToAgent({
+        kind: 'SWAP',
+        invoke: 0,
+        addr: 'a',
+        values: [{ dtype: 'float64' as Dtype, shape: [1], data: new Uint8Array(8) }],
+      }),
+    /unknown dtype/,
+  );
+  refuses(
+    () => encodeRunnerToAgent({ kind: 'END', invoke: 0, result: { tree: { n: 1n }, tensors: [] } }),
+    /not JSON-serialisable/,
+  );
+  refuses(
+    () =>
+      encodeAgentToRunner({
+        kind: 'START',
+        requestId: 'r',
+        steps: 1,
+        cache: false,
+        invokes: [{ invoke: 0, source: '', tokens: [-1], batchStart: 0, batchSize: 1 }],
+      }),
+    /token id/,
+  );
+  refuses(
+    () => encodeRunnerToAgent({ kind: 'READY', version: 1, pid: 1, startupMs: Number.NaN, rssBytes: 0 }),
+    /finite/,
+  );
 });
 
 test('tensor bytes arrive 8-byte aligned, viewable as typed arrays without copying', () => {

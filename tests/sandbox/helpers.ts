@@ -26,7 +26,9 @@ export function inProcess(hm: HostedModel) {
   return () => createInProcessBlocks({ manifest: hm.manifest(), tokenizer: hm.tokenizer });
 }
 
-export function testConfig(over: Omit<Partial<SandboxConfig>, 'limits'> & { limits?: Partial<SandboxConfig['limits']> } = {}): SandboxConfig {
+export function testConfig(
+  over: Omit<Partial<SandboxConfig>, 'limits'> & { limits?: Partial<SandboxConfig['limits']> } = {},
+): SandboxConfig {
   return {
     poolSize: over.poolSize ?? 1,
     maxPoolSize: over.maxPoolSize ?? 2,
@@ -38,7 +40,10 @@ export function testConfig(over: Omit<Partial<SandboxConfig>, 'limits'> & { limi
 }
 
 /** A sandbox with the tiny model registered and its pool warm. */
-export async function tinySandbox(over: Parameters<typeof testConfig>[0] = {}, agentEnv?: NodeJS.ProcessEnv): Promise<{ sb: Sandbox; hm: HostedModel }> {
+export async function tinySandbox(
+  over: Parameters<typeof testConfig>[0] = {},
+  agentEnv?: NodeJS.ProcessEnv,
+): Promise<{ sb: Sandbox; hm: HostedModel }> {
   const hm = await tinyModel();
   const sb = new Sandbox({ config: testConfig(over), ...(agentEnv ? { agentEnv } : {}) });
   const pool = sb.register(modelAssets(hm));

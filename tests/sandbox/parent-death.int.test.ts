@@ -22,7 +22,11 @@ interface Pids {
 }
 
 async function startAgent(env: Record<string, string> = {}): Promise<{ pid: number; pids: Pids }> {
-  const child = spawn(process.execPath, [FIXTURE], { stdio: ['ignore', 'pipe', 'inherit'], detached: true, env: { ...process.env, ...env } });
+  const child = spawn(process.execPath, [FIXTURE], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    detached: true,
+    env: { ...process.env, ...env },
+  });
   const line = await new Promise<string>((resolve, reject) => {
     let buf = '';
     child.stdout.on('data', (d: Buffer) => {
@@ -45,7 +49,8 @@ test('when the agent is SIGKILLed, every runner (warm, parked mid-request, spinn
   const { pid, pids } = await startAgent();
   assert.equal(pids.first, 'WAIT', 'the parked runner is mid-request, waiting on its agent');
   assert.equal(pids.warm.length, 2);
-  for (const p of allRunners(pids)) assert.equal(await processGone(p, 0), false, `runner ${p} runs before the agent dies`);
+  for (const p of allRunners(pids))
+    assert.equal(await processGone(p, 0), false, `runner ${p} runs before the agent dies`);
   process.kill(pid, 'SIGKILL');
   for (const p of allRunners(pids)) assert.ok(await processGone(p, 3000), `runner ${p} exited after its agent died`);
   try {
@@ -60,10 +65,17 @@ test('when the agent is SIGKILLed, every runner (warm, parked mid-request, spinn
 async function assertCgroupsSwept(agentPid: number): Promise<void> {
   const own = /:memory:(.*)$/m.exec(readFileSync('/proc/self/cgroup', 'utf8'))?.[1];
   const parent = own === undefined ? undefined : `/sys/fs/cgroup/memory${own}`;
-  const left = () => (parent === undefined || !existsSync(parent) ? [] : readdirSync(parent).filter((n) => n.startsWith(`ndif-sandbox-${agentPid}-`)));
+  const left = () =>
+    parent === undefined || !existsSync(parent)
+      ? []
+      : readdirSync(parent).filter((n) => n.startsWith(`ndif-sandbox-${agentPid}-`));
   // A killed task leaves its cgroup a moment after it stops running; sweep until it has.
   sweepDeadAgents();
-  assert.deepEqual(readdirSync(tmpdir()).filter((n) => n.startsWith(`ndif-runner-${agentPid}-`)), [], 'its runner directory is removed');
+  assert.deepEqual(
+    readdirSync(tmpdir()).filter((n) => n.startsWith(`ndif-runner-${agentPid}-`)),
+    [],
+    'its runner directory is removed',
+  );
   for (let i = 0; i < 40; i++) {
     sweepStaleCgroups();
     if (left().length === 0) return;
@@ -75,7 +87,8 @@ async function assertCgroupsSwept(agentPid: number): Promise<void> {
 test('when the agent and its spawner die together, runners exit on their own; a spinning one by its CPU rlimit', async () => {
   const { pid, pids } = await startAgent({ FIXTURE_CPU_SECONDS: '2' });
   process.kill(-pid, 'SIGKILL');
-  for (const p of [pids.parked, ...pids.warm]) assert.ok(await processGone(p, 3000), `idle runner ${p} noticed its parent died`);
+  for (const p of [pids.parked, ...pids.warm])
+    assert.ok(await processGone(p, 3000), `idle runner ${p} noticed its parent died`);
   assert.ok(await processGone(pids.spinning, 15_000), 'the spinning runner was stopped by RLIMIT_CPU');
   await assertCgroupsSwept(pid);
 });

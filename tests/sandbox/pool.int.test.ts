@@ -34,18 +34,28 @@ test('a runner starts READY in its own process group, network namespace and memo
       assert.notEqual(readlinkSync(`/proc/${r.pid}/ns/net`), readlinkSync('/proc/self/ns/net'));
     }
     if (plan.isolation.memory === 'cgroup-v1') {
-      const line = readFileSync(`/proc/${r.pid}/cgroup`, 'utf8').split('\n').find((l) => /:memory:/.test(l))!;
+      const line = readFileSync(`/proc/${r.pid}/cgroup`, 'utf8')
+        .split('\n')
+        .find((l) => /:memory:/.test(l))!;
       assert.match(line, new RegExp(`ndif-sandbox-${process.pid}-\\d+/${r.id}$`));
       const limit = Number(readFileSync(`/sys/fs/cgroup/memory${line.split(':')[2]}/memory.limit_in_bytes`, 'utf8'));
       assert.equal(limit, DEFAULT_LIMITS.memoryMb * 1024 * 1024);
     }
     const env = readFileSync(`/proc/${r.pid}/environ`, 'utf8').split('\0').filter(Boolean);
-    assert.ok(env.every((kv) => /^(TZ|LANG|LC_ALL|LC_CTYPE)=/.test(kv)), `only allowlisted variables: ${env.join(' ')}`);
+    assert.ok(
+      env.every((kv) => /^(TZ|LANG|LC_ALL|LC_CTYPE)=/.test(kv)),
+      `only allowlisted variables: ${env.join(' ')}`,
+    );
     if (plan.isolation.user === 'unprivileged') {
-      assert.match(readFileSync(`/proc/${r.pid}/status`, 'utf8'), /\nUid:\s+65534\s+65534\s+65534\s+65534\n/, 'runs as nobody');
+      assert.match(
+        readFileSync(`/proc/${r.pid}/status`, 'utf8'),
+        /\nUid:\s+65534\s+65534\s+65534\s+65534\n/,
+        'runs as nobody',
+      );
     }
     const limits = readFileSync(`/proc/${r.pid}/limits`, 'utf8');
-    if (plan.isolation.cpu === 'rlimit-cpu') assert.match(limits, new RegExp(`Max cpu time\\s+${DEFAULT_LIMITS.cpuSeconds}\\s`));
+    if (plan.isolation.cpu === 'rlimit-cpu')
+      assert.match(limits, new RegExp(`Max cpu time\\s+${DEFAULT_LIMITS.cpuSeconds}\\s`));
   } finally {
     r.kill('close');
     await r.exited;
@@ -54,7 +64,12 @@ test('a runner starts READY in its own process group, network namespace and memo
 });
 
 test('a runner that cannot start is reported with SANDBOX_RUNNER_START_FAILED and its stderr', async () => {
-  const broken = new RunnerLauncher({ plan, limits: DEFAULT_LIMITS, script: '/nonexistent/runner-main.js', readPaths: ['/nonexistent/'] });
+  const broken = new RunnerLauncher({
+    plan,
+    limits: DEFAULT_LIMITS,
+    script: '/nonexistent/runner-main.js',
+    readPaths: ['/nonexistent/'],
+  });
   try {
     await assert.rejects(broken.launch(await tinyAssets()), (e: unknown) => {
       assert.ok(e instanceof SandboxError);
@@ -79,7 +94,10 @@ test('a runner given a manifest it cannot read refuses with SANDBOX_RUNNER_REFUS
 test('a runner not ready in time is killed and reported with SANDBOX_RUNNER_START_TIMEOUT', async () => {
   const slow = new RunnerLauncher({ plan, limits: { ...DEFAULT_LIMITS, startTimeoutMs: 1 } });
   try {
-    await assert.rejects(slow.launch(await tinyAssets()), (e: unknown) => e instanceof SandboxError && e.code === 'SANDBOX_RUNNER_START_TIMEOUT');
+    await assert.rejects(
+      slow.launch(await tinyAssets()),
+      (e: unknown) => e instanceof SandboxError && e.code === 'SANDBOX_RUNNER_START_TIMEOUT',
+    );
   } finally {
     await slow.close();
   }
@@ -98,7 +116,11 @@ test('the pool hands out each runner once, refills in the background and replace
     const warm = pool.pids().filter((p) => p !== a.pid && p !== b.pid);
     assert.equal(warm.length, 2);
     process.kill(warm[0]!, 'SIGKILL');
-    await waitFor(() => pool.stats().ready === 2 && !pool.pids().includes(warm[0]!), 10_000, 'a dead warm runner is replaced');
+    await waitFor(
+      () => pool.stats().ready === 2 && !pool.pids().includes(warm[0]!),
+      10_000,
+      'a dead warm runner is replaced',
+    );
     const c = await pool.acquire();
     assert.ok(![a.pid, b.pid, warm[0]].includes(c.pid), 'never a runner that served or died');
     a.kill('finished');
@@ -122,7 +144,10 @@ test('automatic pool size is ceil(spawn / execute) + 1, bounded', () => {
 test('runUntrusted refuses an unregistered model with SANDBOX_UNKNOWN_MODEL', async () => {
   const sb = new Sandbox({ config: testConfig({ poolSize: 0 }) });
   try {
-    await assert.rejects(sb.runUntrusted({ model: 'nope' }), (e: unknown) => e instanceof SandboxError && e.code === 'SANDBOX_UNKNOWN_MODEL');
+    await assert.rejects(
+      sb.runUntrusted({ model: 'nope' }),
+      (e: unknown) => e instanceof SandboxError && e.code === 'SANDBOX_UNKNOWN_MODEL',
+    );
   } finally {
     await sb.close();
   }
@@ -138,7 +163,11 @@ test('if the spawner dies, its runners go with it and the pool recovers with a n
     const spawner = own.spawnerPid!;
     process.kill(spawner, 'SIGKILL');
     for (const p of before) assert.ok(await processGone(p, 3000), `runner ${p} died with the spawner`);
-    await waitFor(() => pool.stats().ready === 2 && pool.warmPids().every((p) => !before.includes(p)), 10_000, 'the pool refills');
+    await waitFor(
+      () => pool.stats().ready === 2 && pool.warmPids().every((p) => !before.includes(p)),
+      10_000,
+      'the pool refills',
+    );
     assert.notEqual(own.spawnerPid, spawner, 'a new spawner');
     const r = await pool.acquire();
     assert.ok(r.alive);

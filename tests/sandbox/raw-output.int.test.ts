@@ -21,10 +21,14 @@ after(async () => {
 });
 
 function untrusted(blocks: string[]): Promise<RunResult> {
-  return hm.run({ invokes: blocks.map((block) => ({ tokens: TOKENS, block })), timeoutMs: 20_000 }, sb.opener('gpt2-tiny'));
+  return hm.run(
+    { invokes: blocks.map((block) => ({ tokens: TOKENS, block })), timeoutMs: 20_000 },
+    sb.opener('gpt2-tiny'),
+  );
 }
 
-const lines = (r: RunResult, invoke: number) => r.logs.filter((l) => l.invoke === invoke).map((l) => `${l.stream}:${l.line}`);
+const lines = (r: RunResult, invoke: number) =>
+  r.logs.filter((l) => l.invoke === invoke).map((l) => `${l.stream}:${l.line}`);
 
 test('the runner is the bundle, so what follows runs the code the agent ships', () => {
   assert.equal(sb.runnerEntry.mode, 'bundle', sb.runnerEntry.note);
@@ -38,7 +42,12 @@ test('raw writes are attributed to the invoke that made them, not to the lowest 
     "async (m) => { process.stdout.write('one: '); await m.transformer.h[0].output; process.stdout.write('start\\n'); await new Promise((r) => setTimeout(() => { process.stderr.write('one: timer\\n'); r(); }, 3)); globalThis.console.log('one: global console'); process.stdout.write('one: unfinished'); return 1; }",
   ]);
   assert.deepEqual(lines(r, 0), ['stdout:zero: start', 'stderr:zero: h1']);
-  assert.deepEqual(lines(r, 1), ['stdout:one: start', 'stderr:one: timer', 'stdout:one: global console', 'stdout:one: unfinished']);
+  assert.deepEqual(lines(r, 1), [
+    'stdout:one: start',
+    'stderr:one: timer',
+    'stdout:one: global console',
+    'stdout:one: unfinished',
+  ]);
 });
 
 test('every line written straight to fd 1 and 2 arrives before the last END, the unfinished one too', async () => {
@@ -54,14 +63,25 @@ test('every line written straight to fd 1 and 2 arrives before the last END, the
   ]);
   const out = r.logs.filter((l) => l.stream === 'stdout').map((l) => l.line);
   const err = r.logs.filter((l) => l.stream === 'stderr').map((l) => l.line);
-  assert.deepEqual(out, [...Array.from({ length: 150 }, (_, i) => `fd one line ${i} ${'x'.repeat(80)}`), 'fd one without newline']);
-  assert.deepEqual(err, Array.from({ length: 50 }, (_, i) => `fd two line ${i}`));
-  assert.ok(r.logs.every((l) => l.invoke === 0 && !l.line.includes('\u0000')), 'no drain marker shows');
+  assert.deepEqual(out, [
+    ...Array.from({ length: 150 }, (_, i) => `fd one line ${i} ${'x'.repeat(80)}`),
+    'fd one without newline',
+  ]);
+  assert.deepEqual(
+    err,
+    Array.from({ length: 50 }, (_, i) => `fd two line ${i}`),
+  );
+  assert.ok(
+    r.logs.every((l) => l.invoke === 0 && !l.line.includes('\u0000')),
+    'no drain marker shows',
+  );
 });
 
 test('a block that closes its fd 1 costs only the bounded wait; the request still completes', async () => {
   const t0 = performance.now();
-  const r = await untrusted(["async () => { const fs = process.getBuiltinModule('fs'); fs.writeSync(2, 'before close\\n'); fs.closeSync(1); return 7; }"]);
+  const r = await untrusted([
+    "async () => { const fs = process.getBuiltinModule('fs'); fs.writeSync(2, 'before close\\n'); fs.closeSync(1); return 7; }",
+  ]);
   assert.deepEqual(r.invokes[0]!.result.tree, 7);
   assert.deepEqual(lines(r, 0), ['stderr:before close']);
   assert.ok(performance.now() - t0 < 5000);

@@ -39,7 +39,7 @@ test('syntax the converter does not know is refused with the file and the reason
   const dir = mkdtempSync(join(tmpdir(), 'ndif-bundle-test-'));
   try {
     const cases: Array<[string, RegExp]> = [
-      ["export default 1;\n", /unsupported module syntax: export default/],
+      ['export default 1;\n', /unsupported module syntax: export default/],
       ["export * from './b.js';\n", /unsupported module syntax: export \*/],
       ['export let counter = 0;\n', /unsupported module syntax: export let/],
       ['const here = import.meta.url;\n', /import\.meta/],
@@ -50,7 +50,11 @@ test('syntax the converter does not know is refused with the file and the reason
     writeFileSync(join(dir, 'b.js'), "import { a } from './a.js';\nexport const b = 1;\n");
     for (const [source, reason] of cases) {
       writeFileSync(join(dir, 'a.js'), source);
-      assert.throws(() => bundleRunnerSource(join(dir, 'a.js'), dir), (e: unknown) => e instanceof BundleRefused && reason.test(e.message), source);
+      assert.throws(
+        () => bundleRunnerSource(join(dir, 'a.js'), dir),
+        (e: unknown) => e instanceof BundleRefused && reason.test(e.message),
+        source,
+      );
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -6,7 +6,10 @@ import { DRAIN_MARKER, DrainMarkerScanner } from '../../sandbox/runner-drain.js'
 
 function scan(chunks: string[]): string[] {
   const seen: string[] = [];
-  const s = new DrainMarkerScanner((t) => seen.push(t), () => seen.push('<drained>'));
+  const s = new DrainMarkerScanner(
+    (t) => seen.push(t),
+    () => seen.push('<drained>'),
+  );
   for (const c of chunks) s.write(c);
   s.end();
   // Adjacent text pieces are one stream; join them so only the marker boundaries matter.
@@ -21,7 +24,11 @@ test('the marker is found and removed at every split of the pipe text', () => {
   const text = `line one\npartial${DRAIN_MARKER}after\n`;
   for (let i = 0; i <= text.length; i++) {
     for (let j = i; j <= text.length; j++) {
-      assert.deepEqual(scan([text.slice(0, i), text.slice(i, j), text.slice(j)]), ['line one\npartial', '<drained>', 'after\n'], `split at ${i}, ${j}`);
+      assert.deepEqual(
+        scan([text.slice(0, i), text.slice(i, j), text.slice(j)]),
+        ['line one\npartial', '<drained>', 'after\n'],
+        `split at ${i}, ${j}`,
+      );
     }
   }
 });

@@ -23,7 +23,10 @@ after(async () => {
 
 function untrusted(block: string | string[]): Promise<RunResult> {
   const blocks = Array.isArray(block) ? block : [block];
-  return hm.run({ invokes: blocks.map((b) => ({ tokens: TOKENS, block: b })), timeoutMs: 10_000 }, sb.opener('gpt2-tiny'));
+  return hm.run(
+    { invokes: blocks.map((b) => ({ tokens: TOKENS, block: b })), timeoutMs: 10_000 },
+    sb.opener('gpt2-tiny'),
+  );
 }
 
 function blockFailure(check: (e: InterventionError) => void) {
@@ -64,11 +67,17 @@ test('writes that bypass process.stdout (straight to fd 1 and 2) still arrive as
     await m.transformer.h[1].output;
     return 1;
   }`);
-  assert.ok(r.logs.some((l) => l.stream === 'stdout' && l.line === 'fd one'), JSON.stringify(r.logs));
-  assert.ok(r.logs.some((l) => l.stream === 'stderr' && l.line === 'fd two'), JSON.stringify(r.logs));
+  assert.ok(
+    r.logs.some((l) => l.stream === 'stdout' && l.line === 'fd one'),
+    JSON.stringify(r.logs),
+  );
+  assert.ok(
+    r.logs.some((l) => l.stream === 'stderr' && l.line === 'fd two'),
+    JSON.stringify(r.logs),
+  );
 });
 
-test('an out-of-order access reports OutOfOrder with the user\'s stack, not a broken pipe', async () => {
+test("an out-of-order access reports OutOfOrder with the user's stack, not a broken pipe", async () => {
   await assert.rejects(
     untrusted('async (m) => {\n  await m.transformer.h[1].output;\n  return await m.transformer.h[0].output;\n}'),
     blockFailure((e) => {
@@ -83,7 +92,9 @@ test('an out-of-order access reports OutOfOrder with the user\'s stack, not a br
 
 test("a block's own error keeps its message and its own frames; a syntax error is a deserialize error", async () => {
   await assert.rejects(
-    untrusted("async (m) => {\n  const h = await m.transformer.h[0].output;\n  throw new RangeError('bad index ' + h.shape[1]);\n}"),
+    untrusted(
+      "async (m) => {\n  const h = await m.transformer.h[0].output;\n  throw new RangeError('bad index ' + h.shape[1]);\n}",
+    ),
     blockFailure((e) => {
       assert.equal(e.blockError.type, 'BlockError');
       assert.match(e.blockError.message, /RangeError: bad index 3/);
@@ -120,7 +131,9 @@ test('a runner that dies mid-request is reported as SandboxCrashed with its exit
 
 test("a block's fault in a runner fails its request with the fault, not a dead runner", async () => {
   await assert.rejects(
-    untrusted("async (m) => {\n  Promise.reject(new Error('unhandled in the runner'));\n  await m.transformer.h[1].output;\n}"),
+    untrusted(
+      "async (m) => {\n  Promise.reject(new Error('unhandled in the runner'));\n  await m.transformer.h[1].output;\n}",
+    ),
     blockFailure((e) => {
       assert.equal(e.blockError.type, 'UnhandledRejection');
       assert.match(e.blockError.message, /\(line 2, column \d+\): Error: unhandled in the runner/);
@@ -133,7 +146,13 @@ test("a runner that dies shows the block's own output and SandboxCrashed, never 
   await assert.rejects(
     hm.run(
       {
-        invokes: [{ tokens: TOKENS, block: "async (m) => {\n  console.log('mine before the crash');\n  process.getBuiltinModule('fs').writeSync(2, 'my raw line\\n');\n  await new Promise((r) => setTimeout(r, 400));\n  process.removeAllListeners('unhandledRejection');\n  process.removeAllListeners('uncaughtException');\n  Promise.reject(new Error('raw crash'));\n  await new Promise((r) => setTimeout(r, 200));\n}" }],
+        invokes: [
+          {
+            tokens: TOKENS,
+            block:
+              "async (m) => {\n  console.log('mine before the crash');\n  process.getBuiltinModule('fs').writeSync(2, 'my raw line\\n');\n  await new Promise((r) => setTimeout(r, 400));\n  process.removeAllListeners('unhandledRejection');\n  process.removeAllListeners('uncaughtException');\n  Promise.reject(new Error('raw crash'));\n  await new Promise((r) => setTimeout(r, 200));\n}",
+          },
+        ],
         timeoutMs: 10_000,
         onLog: (l) => logs.push(`${l.stream}:${l.line}`),
       },
@@ -145,12 +164,18 @@ test("a runner that dies shows the block's own output and SandboxCrashed, never 
       assert.doesNotMatch(e.blockError.message, /runner\.cjs|runner-main|node:internal|Node\.js v/);
     }),
   );
-  assert.deepEqual(logs, ['stdout:mine before the crash', 'stderr:my raw line'], 'the block\'s own lines, and nothing the runner printed as it died');
+  assert.deepEqual(
+    logs,
+    ['stdout:mine before the crash', 'stderr:my raw line'],
+    "the block's own lines, and nothing the runner printed as it died",
+  );
 });
 
 test('garbage written on the runner socket is a ProtocolError (phase protocol); the runner is dropped', async () => {
   await assert.rejects(
-    untrusted("async (m) => { process.getBuiltinModule('fs').writeSync(3, Buffer.from([1, 0, 0, 0, 0x7f])); await m.transformer.h[0].output; }"),
+    untrusted(
+      "async (m) => { process.getBuiltinModule('fs').writeSync(3, Buffer.from([1, 0, 0, 0, 0x7f])); await m.transformer.h[0].output; }",
+    ),
     blockFailure((e) => {
       assert.equal(e.blockError.phase, 'protocol');
       assert.equal(e.blockError.type, 'ProtocolError');
@@ -163,7 +188,10 @@ test('garbage written on the runner socket is a ProtocolError (phase protocol); 
 
 test('several invokes in one runner: each gets its own LOG lines and its own error', async () => {
   await assert.rejects(
-    untrusted(["async (m) => { console.log('from 0'); return (await m.transformer.h[0].output).shape; }", "async (m) => { console.log('from 1'); throw new Error('only invoke 1 fails'); }"]),
+    untrusted([
+      "async (m) => { console.log('from 0'); return (await m.transformer.h[0].output).shape; }",
+      "async (m) => { console.log('from 1'); throw new Error('only invoke 1 fails'); }",
+    ]),
     blockFailure((e) => {
       assert.match(e.message, /only invoke 1 fails/);
     }),

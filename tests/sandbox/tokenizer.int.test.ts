@@ -27,7 +27,12 @@ test('agent and runner tokenizers give the same ids and text for the same input'
   const agent = loadTokenizer(dir)!;
   assert.ok(agent, 'the bundled model has a tokenizer');
   const cfg = join(dir, 'tokenizer_config.json');
-  const runner = lazyTokenizer(null, join(dir, 'tokenizer.json'), existsSync(cfg) ? readFileSync(cfg, 'utf8') : null, TOKENIZER_MODULE)!;
+  const runner = lazyTokenizer(
+    null,
+    join(dir, 'tokenizer.json'),
+    existsSync(cfg) ? readFileSync(cfg, 'utf8') : null,
+    TOKENIZER_MODULE,
+  )!;
   for (const text of TEXTS) {
     const ids = agent.encode(text);
     assert.deepEqual(runner.encode(text), ids, JSON.stringify(text));

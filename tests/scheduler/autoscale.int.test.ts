@@ -10,7 +10,9 @@ let h: Harness;
 afterEach(() => h?.close());
 
 it('adds a replica when the oldest request has waited over 30 s, backs off 120 s, stops at 3', async () => {
-  h = await startHarness({ onDemand: { gpt2: { settings: { weightsBytes: GIB, dtype: 'float16', timeoutMs: null } } } });
+  h = await startHarness({
+    onDemand: { gpt2: { settings: { weightsBytes: GIB, dtype: 'float16', timeoutMs: null } } },
+  });
   const a = new SimAgent(h, 'a1', [24, 24, 24, 24]);
   a.serviceMs = 3_600_000;
   await a.register();
@@ -27,9 +29,21 @@ it('adds a replica when the oldest request has waited over 30 s, backs off 120 s
   // Checked every 5 s: the first step after 30 s of waiting that is a check; then 120 s apart; then the maximum.
   assert.equal(scaledAt.length, 2);
   assert.ok(scaledAt[0] > 30_000 && scaledAt[0] <= 36_000, `first autoscale at ${scaledAt[0]} ms`);
-  assert.ok(scaledAt[1] - scaledAt[0] >= 120_000 && scaledAt[1] - scaledAt[0] <= 126_000, `second ${scaledAt[1] - scaledAt[0]} ms later`);
-  const requested = (await ofType(h, 'ReplicaRequested')).map((e) => data<{ reason: string; copiedFrom: string | null; settings: { dtype: string } }>(e));
-  assert.deepEqual(requested.map((r) => [r.reason, r.copiedFrom, r.settings.dtype]), [['ON_DEMAND', null, 'float16'], ['AUTOSCALE', 'gpt2#1', 'float16'], ['AUTOSCALE', 'gpt2#2', 'float16']]);
+  assert.ok(
+    scaledAt[1] - scaledAt[0] >= 120_000 && scaledAt[1] - scaledAt[0] <= 126_000,
+    `second ${scaledAt[1] - scaledAt[0]} ms later`,
+  );
+  const requested = (await ofType(h, 'ReplicaRequested')).map((e) =>
+    data<{ reason: string; copiedFrom: string | null; settings: { dtype: string } }>(e),
+  );
+  assert.deepEqual(
+    requested.map((r) => [r.reason, r.copiedFrom, r.settings.dtype]),
+    [
+      ['ON_DEMAND', null, 'float16'],
+      ['AUTOSCALE', 'gpt2#1', 'float16'],
+      ['AUTOSCALE', 'gpt2#2', 'float16'],
+    ],
+  );
   const [first] = await ofType(h, 'DeploymentScaled');
   const because = data<{ because: { numbers: Record<string, number> } }>(first).because.numbers;
   assert.equal(because.thresholdMs, 30_000);

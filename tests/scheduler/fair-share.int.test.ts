@@ -17,7 +17,16 @@ async function oneReplica(concurrency = 1): Promise<SimAgent> {
   const agent = new SimAgent(h, 'a1');
   agent.serviceMs = RUN_MS;
   await agent.register();
-  await h.run({ type: 'RequestDeployment', modelKey: 'gpt2', settings: { weightsBytes: GIB, concurrency, autoscale: { enabled: false } }, replicas: 1, onDemand: false }, 'op');
+  await h.run(
+    {
+      type: 'RequestDeployment',
+      modelKey: 'gpt2',
+      settings: { weightsBytes: GIB, concurrency, autoscale: { enabled: false } },
+      replicas: 1,
+      onDemand: false,
+    },
+    'op',
+  );
   await settle(h, [agent]);
   return agent;
 }
@@ -46,7 +55,8 @@ it("a key's 150 queued requests delay another key's requests by at most one run 
     while (h.state().requests.byId.get(id)!.status !== 'COMPLETED') await nextCompletion(agent);
   }
   console.log(`B waited ${waits.join(', ')} ms (one run is ${RUN_MS} ms)`);
-  for (const w of waits) assert.ok(w <= RUN_MS, `B waited ${w} ms, more than one run (${RUN_MS} ms): ${waits.join(', ')}`);
+  for (const w of waits)
+    assert.ok(w <= RUN_MS, `B waited ${w} ms, more than one run (${RUN_MS} ms): ${waits.join(', ')}`);
 });
 
 it('every queued request is told the position at which dispatch takes it, with two keys flooding and a third arriving', async () => {
@@ -57,7 +67,11 @@ it('every queued request is told the position at which dispatch takes it, with t
   for (let i = 0; i < 3; i++) await submit(h, `b${i}`, 'gpt2', { submitter: 'key:B' });
   await settle(h, [agent]);
   const s = h.state();
-  const told = new Map([...s.requests.byId.values()].filter((v) => v.status === 'QUEUED').map((v) => [v.requestId, truePosition(s, v.requestId)!]));
+  const told = new Map(
+    [...s.requests.byId.values()]
+      .filter((v) => v.status === 'QUEUED')
+      .map((v) => [v.requestId, truePosition(s, v.requestId)!]),
+  );
   const order: string[] = [];
   const seen = new Set<string>();
   while (order.length < told.size) {
@@ -69,7 +83,12 @@ it('every queued request is told the position at which dispatch takes it, with t
       }
     }
   }
-  for (const [id, p] of told) assert.equal(order.indexOf(id), p, `${id} was told position ${p}, dispatched ${order.indexOf(id)}th (order ${order.join(' ')})`);
+  for (const [id, p] of told)
+    assert.equal(
+      order.indexOf(id),
+      p,
+      `${id} was told position ${p}, dispatched ${order.indexOf(id)}th (order ${order.join(' ')})`,
+    );
   // Turns: B's three went in the first rounds, not after A's and C's 26 others.
   assert.ok(Math.max(...['b0', 'b1', 'b2'].map((id) => order.indexOf(id))) <= 8, order.join(' '));
 });
@@ -78,7 +97,11 @@ it("a key at its running limit is passed over, and others' positions do not coun
   const agent = await oneReplica(2);
   for (let i = 0; i < 10; i++) await submit(h, `a${i}`, 'gpt2', { submitter: 'key:A', options: { maxRunning: 1 } });
   await settle(h, [agent]);
-  assert.equal([...h.state().requests.byId.values()].filter((v) => v.status === 'DISPATCHED' || v.status === 'RUNNING').length, 1, 'A runs one at a time; the second slot stays free');
+  assert.equal(
+    [...h.state().requests.byId.values()].filter((v) => v.status === 'DISPATCHED' || v.status === 'RUNNING').length,
+    1,
+    'A runs one at a time; the second slot stays free',
+  );
   await submit(h, 'b0', 'gpt2', { submitter: 'key:B' });
   await submit(h, 'b1', 'gpt2', { submitter: 'key:B' });
   await h.view.catchUp();
@@ -88,13 +111,22 @@ it("a key at its running limit is passed over, and others' positions do not coun
   const s = h.state();
   assert.equal(s.requests.byId.get('b0')!.status, 'RUNNING');
   assert.equal(truePosition(s, 'b1'), 0);
-  assert.equal([...s.requests.byId.values()].filter((v) => v.submitter === 'key:A' && (v.status === 'DISPATCHED' || v.status === 'RUNNING')).length, 1);
+  assert.equal(
+    [...s.requests.byId.values()].filter(
+      (v) => v.submitter === 'key:A' && (v.status === 'DISPATCHED' || v.status === 'RUNNING'),
+    ).length,
+    1,
+  );
 });
 
-it('no request holds the replica past 60 s by default, nor past its key\'s maximum; the next one then runs', async () => {
+it("no request holds the replica past 60 s by default, nor past its key's maximum; the next one then runs", async () => {
   const agent = await oneReplica();
   agent.serviceMs = 24 * 3_600_000; // `for (;;) {}`: it never finishes on its own
-  assert.equal(h.state().cluster.replicas.get('gpt2#1')!.settings.timeoutMs, 60_000, 'the deployment named no limit: the default');
+  assert.equal(
+    h.state().cluster.replicas.get('gpt2#1')!.settings.timeoutMs,
+    60_000,
+    'the deployment named no limit: the default',
+  );
   await submit(h, 'forever', 'gpt2', { submitter: 'key:A' });
   await submit(h, 'capped', 'gpt2', { submitter: 'key:A', options: { timeoutMs: 3_600_000, maxTimeoutMs: 5000 } });
   await submit(h, 'next', 'gpt2', { submitter: 'key:B' });
@@ -109,12 +141,18 @@ it('no request holds the replica past 60 s by default, nor past its key\'s maxim
   assert.equal(v('forever').error!.type, 'Timeout');
   assert.match(v('forever').error!.message, /the limit is 60.0 s/);
   assert.ok(v('forever').finishedAtMs! - v('forever').dispatchedAtMs! <= 62_000);
-  assert.ok(['DISPATCHED', 'RUNNING', 'ERROR'].includes(v('next').status), `B's request ran after it (${v('next').status})`);
+  assert.ok(
+    ['DISPATCHED', 'RUNNING', 'ERROR'].includes(v('next').status),
+    `B's request ran after it (${v('next').status})`,
+  );
   for (let t = 0; t < 70 && v('capped').status !== 'ERROR'; t++) {
     h.advance(1000);
     await agent.heartbeat();
     await settle(h, [agent]);
   }
   assert.equal(v('capped').error?.type, 'Timeout');
-  assert.ok(v('capped').finishedAtMs! - v('capped').dispatchedAtMs! <= 7000, 'the key\'s 5 s maximum, not the 1 h it asked for');
+  assert.ok(
+    v('capped').finishedAtMs! - v('capped').dispatchedAtMs! <= 7000,
+    "the key's 5 s maximum, not the 1 h it asked for",
+  );
 });

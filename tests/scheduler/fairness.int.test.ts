@@ -15,9 +15,24 @@ async function closedLoop(priorityClients: number, services: number): Promise<nu
   const agent = new SimAgent(h, 'a1');
   agent.serviceMs = 100;
   await agent.register();
-  await h.run({ type: 'RequestDeployment', modelKey: 'gpt2', settings: { weightsBytes: GIB, autoscale: { enabled: false } }, replicas: 1, onDemand: false }, 'op');
+  await h.run(
+    {
+      type: 'RequestDeployment',
+      modelKey: 'gpt2',
+      settings: { weightsBytes: GIB, autoscale: { enabled: false } },
+      replicas: 1,
+      onDemand: false,
+    },
+    'op',
+  );
   await settle(h, [agent]);
-  const clients = Array.from({ length: 16 }, (_, i) => ({ id: i, priority: i < priorityClients, current: '', n: 0, done: 0 }));
+  const clients = Array.from({ length: 16 }, (_, i) => ({
+    id: i,
+    priority: i < priorityClients,
+    current: '',
+    n: 0,
+    done: 0,
+  }));
   const next = async (c: (typeof clients)[number]) => {
     c.current = `c${c.id}-${++c.n}`;
     await submit(h, c.current, 'gpt2', { priority: c.priority, submitter: `key:client${c.id}` });
@@ -44,7 +59,11 @@ async function closedLoop(priorityClients: number, services: number): Promise<nu
 
 function withinTwentyPercent(counts: number[]): void {
   const mean = counts.reduce((a, b) => a + b, 0) / counts.length;
-  for (const n of counts) assert.ok(Math.abs(n - mean) <= 0.2 * mean, `counts ${counts.join(', ')}: ${n} is more than 20 % from the mean ${mean.toFixed(1)}`);
+  for (const n of counts)
+    assert.ok(
+      Math.abs(n - mean) <= 0.2 * mean,
+      `counts ${counts.join(', ')}: ${n} is more than 20 % from the mean ${mean.toFixed(1)}`,
+    );
 }
 
 it('5 priority clients of 16 on one replica: every priority client within ±20 % of the others', async () => {

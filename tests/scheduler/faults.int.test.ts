@@ -48,8 +48,13 @@ describe('faults: eviction and demotion', () => {
     const log = await allEvents(h);
     const requeued = log.find((e) => e.type === 'RequestRequeued')!;
     const evicting = log.find((e) => e.type === 'ReplicaEvictionRequested')!;
-    const removed = log.find((e) => e.type === 'ReplicaRemoved' && data<{ replicaId: string }>(e).replicaId === 'gpt2#1')!;
-    assert.ok(evicting.position < requeued.position && requeued.position < removed.position, 'requeue lands between the eviction request and the unload');
+    const removed = log.find(
+      (e) => e.type === 'ReplicaRemoved' && data<{ replicaId: string }>(e).replicaId === 'gpt2#1',
+    )!;
+    assert.ok(
+      evicting.position < requeued.position && requeued.position < removed.position,
+      'requeue lands between the eviction request and the unload',
+    );
     assert.equal(requeued.metadata.causationId, evicting.id);
     assert.equal(evicting.metadata.actor, 'op');
     // The old attempt's late completion is ignored: no duplicate COMPLETED.
@@ -60,13 +65,18 @@ describe('faults: eviction and demotion', () => {
       await settle(h, [a]);
     }
     assert.deepEqual(['r1', 'r2', 'r3'].map(status), ['COMPLETED', 'COMPLETED', 'CANCELLED']);
-    assert.equal((await ofType(h, 'RequestCompleted')).filter((e) => data<{ requestId: string }>(e).requestId === 'r1').length, 1);
+    assert.equal(
+      (await ofType(h, 'RequestCompleted')).filter((e) => data<{ requestId: string }>(e).requestId === 'r1').length,
+      1,
+    );
     assert.ok(!(await types(h, 'request-r3')).includes('RequestDispatched'), 'the cancelled request never ran');
   });
 
   it('making room demotes the smallest old replica (requeueing its request first) and explains the numbers', async () => {
     const size = (gib: number) => ({ weightsBytes: 4 * GIB, sizeBytes: gib * GIB });
-    h = await startHarness({ onDemand: { a: { settings: size(8) }, b: { settings: size(8) }, c: { settings: size(12) } } });
+    h = await startHarness({
+      onDemand: { a: { settings: size(8) }, b: { settings: size(8) }, c: { settings: size(12) } },
+    });
     const agent = new SimAgent(h, 'a1', [24]);
     agent.serviceMs = 1000;
     await agent.register();
@@ -82,8 +92,14 @@ describe('faults: eviction and demotion', () => {
     const [demotion] = await ofType(h, 'ReplicaDemotionRequested');
     const d = data<{ replicaId: string; because: { text: string; numbers: Record<string, number> } }>(demotion);
     assert.equal(d.replicaId, 'a#1');
-    assert.match(d.because.text, /c \(c#1\) needs 12\.00 GiB on a1 GPU 0, which has 8\.00 GiB free; a#1 \(8\.00 GiB, 2\.0\d* ?h?.* old\)|c \(c#1\) needs 12\.00 GiB on a1 GPU 0, which has 8\.00 GiB free; a#1 \(8\.00 GiB, 7200 s old\)/);
-    assert.deepEqual([d.because.numbers.bytesPerGpu, d.because.numbers.gpuFreeBytes, d.because.numbers.victimBytes], [12 * GIB, 8 * GIB, 8 * GIB]);
+    assert.match(
+      d.because.text,
+      /c \(c#1\) needs 12\.00 GiB on a1 GPU 0, which has 8\.00 GiB free; a#1 \(8\.00 GiB, 2\.0\d* ?h?.* old\)|c \(c#1\) needs 12\.00 GiB on a1 GPU 0, which has 8\.00 GiB free; a#1 \(8\.00 GiB, 7200 s old\)/,
+    );
+    assert.deepEqual(
+      [d.because.numbers.bytesPerGpu, d.because.numbers.gpuFreeBytes, d.because.numbers.victimBytes],
+      [12 * GIB, 8 * GIB, 8 * GIB],
+    );
     const log = await allEvents(h);
     const requeue = log.find((e) => e.type === 'RequestRequeued')!;
     const demoted = log.find((e) => e.type === 'ReplicaDemoted')!;
@@ -91,12 +107,24 @@ describe('faults: eviction and demotion', () => {
     // The causal chain `ndif why ra` follows: requeue ← demotion ← c#1 requested ← on-demand deploy ← rc queued.
     const byId = new Map(log.map((e) => [e.id, e]));
     const chain: string[] = [];
-    for (let e = byId.get(requeue.metadata.causationId); e !== undefined && chain.length < 10; e = byId.get(e.metadata.causationId)) {
+    for (
+      let e = byId.get(requeue.metadata.causationId);
+      e !== undefined && chain.length < 10;
+      e = byId.get(e.metadata.causationId)
+    ) {
       chain.push(`${e.type}:${e.streamId}`);
       if (e.metadata.causationId === e.metadata.correlationId && e.type === 'RequestReceived') break;
     }
-    assert.deepEqual(chain.slice(0, 3), ['ReplicaDemotionRequested:deployment-a', 'ReplicaRequested:deployment-c', 'RequestQueued:request-rc']);
-    assert.equal(requeue.metadata.correlationId, demotion.metadata.correlationId, 'the decisions made for rc carry its correlation id');
+    assert.deepEqual(chain.slice(0, 3), [
+      'ReplicaDemotionRequested:deployment-a',
+      'ReplicaRequested:deployment-c',
+      'RequestQueued:request-rc',
+    ]);
+    assert.equal(
+      requeue.metadata.correlationId,
+      demotion.metadata.correlationId,
+      'the decisions made for rc carry its correlation id',
+    );
     // ra goes back to the queue; a is restored from the CPU cache once b (old, unused) makes room.
     for (let i = 0; i < 5; i++) {
       h.advance(1000);
@@ -105,8 +133,13 @@ describe('faults: eviction and demotion', () => {
     }
     assert.deepEqual([status('ra'), status('rc')], ['COMPLETED', 'COMPLETED']);
     const [restored] = await ofType(h, 'ReplicaRestored');
-    assert.deepEqual([data<{ replicaId: string }>(restored).replicaId, data<{ level: string }>(restored).level], ['a#1', 'CACHED_AND_FREE']);
-    const forA = (await ofType(h, 'ReplicaDemotionRequested')).map((e) => data<{ replicaId: string; because: { refs: Record<string, string> } }>(e)).find((x) => x.because.refs.forModel === 'a');
+    assert.deepEqual(
+      [data<{ replicaId: string }>(restored).replicaId, data<{ level: string }>(restored).level],
+      ['a#1', 'CACHED_AND_FREE'],
+    );
+    const forA = (await ofType(h, 'ReplicaDemotionRequested'))
+      .map((e) => data<{ replicaId: string; because: { refs: Record<string, string> } }>(e))
+      .find((x) => x.because.refs.forModel === 'a');
     assert.equal(forA?.replicaId, 'b#1', 'b (old, idle) made room for a to come back from the CPU cache');
   });
 });
@@ -132,9 +165,17 @@ describe('faults: agents', () => {
     await settle(h, [a]);
     assert.equal(requestStatus(h.state(), 'r0')?.requeues[0]?.reason, 'AGENT_RESTARTED');
     await runFor(3000, [a], [a], 100);
-    assert.deepEqual(ids.map(status), ids.map(() => 'COMPLETED'));
+    assert.deepEqual(
+      ids.map(status),
+      ids.map(() => 'COMPLETED'),
+    );
     assert.equal((await ofType(h, 'AgentLost')).length, 0);
-    assert.deepEqual((await ofType(h, 'ReplicaReloadRequired')).map((e) => data<{ previousBootId: string; bootId: string }>(e)).map((x) => [x.previousBootId, x.bootId]), [['boot-1', 'boot-2']]);
+    assert.deepEqual(
+      (await ofType(h, 'ReplicaReloadRequired'))
+        .map((e) => data<{ previousBootId: string; bootId: string }>(e))
+        .map((x) => [x.previousBootId, x.bootId]),
+      [['boot-1', 'boot-2']],
+    );
   });
 
   it('a heartbeat lapse that ends with the same boot changes nothing but the agent state', async () => {
@@ -172,10 +213,22 @@ describe('faults: agents', () => {
     assert.deepEqual([v.status, v.agentId, v.attempt], ['COMPLETED', 'a2', 2]);
     // The lost agent comes back with its old attempt's result: recorded as ignored, not a second COMPLETED.
     await h.commands.execute(
-      { type: 'ReportRequestCompleted', requestId: 'r1', attempt: 1, agentId: 'a1', agentMessageId: 'late-1', resultRef: 'blob:old', bytes: 1, sha256: '0'.repeat(64) },
+      {
+        type: 'ReportRequestCompleted',
+        requestId: 'r1',
+        attempt: 1,
+        agentId: 'a1',
+        agentMessageId: 'late-1',
+        resultRef: 'blob:old',
+        bytes: 1,
+        sha256: '0'.repeat(64),
+      },
       { commandId: 'agent:a1:late-1', actor: 'agent:a1', at: h.iso() },
     );
-    assert.deepEqual((await types(h, 'request-r1')).filter((t) => t === 'RequestCompleted' || t === 'AgentReportIgnored'), ['RequestCompleted', 'AgentReportIgnored']);
+    assert.deepEqual(
+      (await types(h, 'request-r1')).filter((t) => t === 'RequestCompleted' || t === 'AgentReportIgnored'),
+      ['RequestCompleted', 'AgentReportIgnored'],
+    );
     await assert.rejects(a1.heartbeat(), (e: unknown) => isDomainError(e) && e.code === 'CP_AGENT_LOST');
     assert.equal(data<{ reason: string }>((await ofType(h, 'ReplicaRemoved'))[0]).reason, 'AGENT_LOST');
   });
@@ -225,6 +278,9 @@ describe('faults: time limits', () => {
     await submit(h, 'r2', 'gpt2', { options: { queueTimeoutMs: 2000 } });
     await settle(h, [a]);
     await runFor(3000, [a]);
-    assert.deepEqual([status('r1'), status('r2'), requestStatus(h.state(), 'r2')?.error?.type], ['RUNNING', 'ERROR', 'QueueTimeout']);
+    assert.deepEqual(
+      [status('r1'), status('r2'), requestStatus(h.state(), 'r2')?.error?.type],
+      ['RUNNING', 'ERROR', 'QueueTimeout'],
+    );
   });
 });

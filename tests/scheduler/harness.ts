@@ -29,15 +29,31 @@ export interface Harness {
 
 let seq = 0;
 
-export async function startHarness(options: { onDemand?: Record<string, OnDemandModel>; config?: Partial<SchedulerOptions['config']>; path?: string } = {}): Promise<Harness> {
+export async function startHarness(
+  options: {
+    onDemand?: Record<string, OnDemandModel>;
+    config?: Partial<SchedulerOptions['config']>;
+    path?: string;
+  } = {},
+): Promise<Harness> {
   const store = new SqliteEventStore({ path: options.path ?? ':memory:' });
   const view = new ControlPlaneView(store, new SqliteCheckpoints(store.db));
   await view.start();
   const clock = { now: START_MS };
   let scheduler: Scheduler | undefined;
-  const commands = new ControlPlaneCommands(store, { onHeartbeat: (a, b, at) => scheduler?.observeHeartbeat(a, b, Date.parse(at)) });
+  const commands = new ControlPlaneCommands(store, {
+    onHeartbeat: (a, b, at) => scheduler?.observeHeartbeat(a, b, Date.parse(at)),
+  });
   const onDemand = options.onDemand ?? {};
-  scheduler = new Scheduler({ view, commands, clock: () => clock.now, config: { onDemand: (k) => onDemand[k], ...options.config }, onError: (e) => { throw e; } });
+  scheduler = new Scheduler({
+    view,
+    commands,
+    clock: () => clock.now,
+    config: { onDemand: (k) => onDemand[k], ...options.config },
+    onError: (e) => {
+      throw e;
+    },
+  });
   const h: Harness = {
     store,
     view,
@@ -48,7 +64,8 @@ export async function startHarness(options: { onDemand?: Record<string, OnDemand
       clock.now += ms;
     },
     iso: () => new Date(clock.now).toISOString(),
-    run: (command, actor = 'key:test', commandId = `test-${++seq}`) => commands.execute(command, { commandId, actor, at: new Date(clock.now).toISOString() }),
+    run: (command, actor = 'key:test', commandId = `test-${++seq}`) =>
+      commands.execute(command, { commandId, actor, at: new Date(clock.now).toISOString() }),
     state: () => view.state,
     close: async () => {
       await scheduler!.stop();
@@ -64,7 +81,10 @@ export class SimAgent {
   bootId = 'boot-1';
   private messages = 0;
   /** Requests running here: request id → attempt and the clock time it finishes. */
-  readonly running = new Map<string, { attempt: number; doneAtMs: number; cause: { id: string; correlationId: string } }>();
+  readonly running = new Map<
+    string,
+    { attempt: number; doneAtMs: number; cause: { id: string; correlationId: string } }
+  >();
   completed = 0;
 
   constructor(
@@ -92,7 +112,13 @@ export class SimAgent {
   }
 
   register() {
-    return this.report({ type: 'RegisterAgent', agentId: this.agentId, bootId: this.bootId, gpus: this.gpuGib.map((g, index) => ({ index, memoryBytes: g * GIB, name: 'virtual' })), ramBytes: this.ramGib * GIB });
+    return this.report({
+      type: 'RegisterAgent',
+      agentId: this.agentId,
+      bootId: this.bootId,
+      gpus: this.gpuGib.map((g, index) => ({ index, memoryBytes: g * GIB, name: 'virtual' })),
+      ramBytes: this.ramGib * GIB,
+    });
   }
 
   heartbeat() {
@@ -106,8 +132,22 @@ export class SimAgent {
     const running = [...this.running.keys()];
     this.running.clear();
     if (died === undefined) return this.register();
-    const previousExit = { bootId: previous, code: died.code ?? null, signal: died.signal ?? null, cause: died.cause ?? null, stderrTail: [], running: died.cause ? running : [] };
-    return this.report({ type: 'RegisterAgent', agentId: this.agentId, bootId: this.bootId, gpus: this.gpuGib.map((g, index) => ({ index, memoryBytes: g * GIB, name: 'virtual' })), ramBytes: this.ramGib * GIB, previousExit });
+    const previousExit = {
+      bootId: previous,
+      code: died.code ?? null,
+      signal: died.signal ?? null,
+      cause: died.cause ?? null,
+      stderrTail: [],
+      running: died.cause ? running : [],
+    };
+    return this.report({
+      type: 'RegisterAgent',
+      agentId: this.agentId,
+      bootId: this.bootId,
+      gpus: this.gpuGib.map((g, index) => ({ index, memoryBytes: g * GIB, name: 'virtual' })),
+      ramBytes: this.ramGib * GIB,
+      previousExit,
+    });
   }
 
   /** Acts on the current view: loads placed replicas (HOT at once), starts dispatched requests, completes finished ones. */
@@ -118,7 +158,16 @@ export class SimAgent {
     for (const r of s.cluster.replicas.values()) {
       if (r.agentId !== this.agentId || r.bootId !== this.bootId) continue;
       if (r.state === 'PLACED' || r.state === 'LOADING') {
-        await this.report({ type: 'ReportReplicaHot', replicaId: r.replicaId, agentId: this.agentId, agentMessageId: this.msg(), loadMs: 5 }, r.lastEvent);
+        await this.report(
+          {
+            type: 'ReportReplicaHot',
+            replicaId: r.replicaId,
+            agentId: this.agentId,
+            agentMessageId: this.msg(),
+            loadMs: 5,
+          },
+          r.lastEvent,
+        );
         acted++;
       }
     }
@@ -131,7 +180,16 @@ export class SimAgent {
         if (mine === undefined || mine.attempt !== v.attempt) {
           const cause = { id: v.lastEvent.id, correlationId: v.correlationId };
           this.running.set(id, { attempt: v.attempt, doneAtMs: this.h.clock.now + this.serviceMs, cause });
-          await this.report({ type: 'ReportRequestStarted', requestId: id, attempt: v.attempt, agentId: this.agentId, agentMessageId: this.msg() }, cause);
+          await this.report(
+            {
+              type: 'ReportRequestStarted',
+              requestId: id,
+              attempt: v.attempt,
+              agentId: this.agentId,
+              agentMessageId: this.msg(),
+            },
+            cause,
+          );
           acted++;
         }
       }
@@ -139,7 +197,19 @@ export class SimAgent {
     for (const [id, run] of [...this.running]) {
       if (run.doneAtMs > this.h.clock.now) continue;
       this.running.delete(id);
-      await this.report({ type: 'ReportRequestCompleted', requestId: id, attempt: run.attempt, agentId: this.agentId, agentMessageId: this.msg(), resultRef: `blob:${id}:${run.attempt}`, bytes: 16, sha256: 'ab'.repeat(32) }, run.cause);
+      await this.report(
+        {
+          type: 'ReportRequestCompleted',
+          requestId: id,
+          attempt: run.attempt,
+          agentId: this.agentId,
+          agentMessageId: this.msg(),
+          resultRef: `blob:${id}:${run.attempt}`,
+          bytes: 16,
+          sha256: 'ab'.repeat(32),
+        },
+        run.cause,
+      );
       this.completed++;
       acted++;
     }
@@ -165,6 +235,23 @@ export async function settle(h: Harness, agents: SimAgent[], maxLoops = 50): Pro
   throw new Error(`the control plane did not settle in ${maxLoops} loops`);
 }
 
-export function submit(h: Harness, requestId: string, modelKey: string, opts: { priority?: boolean; submitter?: string; options?: Record<string, unknown> } = {}) {
-  return h.run({ type: 'SubmitRequest', requestId, modelKey, submitter: opts.submitter ?? 'key:test', priority: opts.priority ?? false, trusted: true, payload: { prompt: 'The Eiffel Tower is in' }, options: opts.options }, opts.submitter ?? 'key:test');
+export function submit(
+  h: Harness,
+  requestId: string,
+  modelKey: string,
+  opts: { priority?: boolean; submitter?: string; options?: Record<string, unknown> } = {},
+) {
+  return h.run(
+    {
+      type: 'SubmitRequest',
+      requestId,
+      modelKey,
+      submitter: opts.submitter ?? 'key:test',
+      priority: opts.priority ?? false,
+      trusted: true,
+      payload: { prompt: 'The Eiffel Tower is in' },
+      options: opts.options,
+    },
+    opts.submitter ?? 'key:test',
+  );
 }

@@ -10,7 +10,11 @@ import { DEFAULT_SCHEDULER_CONFIG } from '../../scheduler/config.js';
 import { data, ofType, types } from './events.js';
 import { SimAgent, settle, startHarness, submit, type Harness } from './harness.js';
 
-const models = { gpt2: { settings: { weightsBytes: 1 * GIB } }, big: { settings: { weightsBytes: 30 * GIB } }, wide: { settings: { weightsBytes: 20 * GIB, gpus: 2 } } };
+const models = {
+  gpt2: { settings: { weightsBytes: 1 * GIB } },
+  big: { settings: { weightsBytes: 30 * GIB } },
+  wide: { settings: { weightsBytes: 20 * GIB, gpus: 2 } },
+};
 let h: Harness;
 afterEach(() => h?.close());
 
@@ -38,7 +42,12 @@ describe('scheduler: deploy on demand', () => {
     h.advance(100);
     await settle(h, [a]);
     assert.equal(status('r1'), 'COMPLETED');
-    assert.deepEqual(await types(h, 'deployment-gpt2'), ['DeploymentRequested', 'ReplicaRequested', 'ReplicaPlaced', 'ReplicaHot']);
+    assert.deepEqual(await types(h, 'deployment-gpt2'), [
+      'DeploymentRequested',
+      'ReplicaRequested',
+      'ReplicaPlaced',
+      'ReplicaHot',
+    ]);
     const [requested] = await ofType(h, 'DeploymentRequested');
     const [queued] = await ofType(h, 'RequestQueued');
     assert.equal(requested.metadata.causationId, queued.id, 'the on-demand deploy is caused by the queued request');
@@ -96,7 +105,10 @@ describe('scheduler: deploy on demand', () => {
     await settle(h, [small, wide]);
     const [placed] = await ofType(h, 'ReplicaPlaced');
     const p = data<{ agentId: string; gpus: number[]; bytesPerGpu: number }>(placed);
-    assert.deepEqual([p.agentId, p.gpus.length, p.bytesPerGpu], ['a2', 2, Math.ceil((Math.ceil(20 * GIB * 1.15) + 500 * 1024 * 1024) / 2)]);
+    assert.deepEqual(
+      [p.agentId, p.gpus.length, p.bytesPerGpu],
+      ['a2', 2, Math.ceil((Math.ceil(20 * GIB * 1.15) + 500 * 1024 * 1024) / 2)],
+    );
   });
 });
 
@@ -105,7 +117,10 @@ describe('scheduler: dispatch', () => {
     h = await startHarness({ onDemand: models });
     const a = new SimAgent(h, 'a1', [24, 24]);
     await a.register();
-    await h.run({ type: 'RequestDeployment', modelKey: 'gpt2', settings: { weightsBytes: GIB }, replicas: 1, onDemand: false }, 'op');
+    await h.run(
+      { type: 'RequestDeployment', modelKey: 'gpt2', settings: { weightsBytes: GIB }, replicas: 1, onDemand: false },
+      'op',
+    );
     await settle(h, [a]);
     for (const id of ['r1', 'r2', 'r3']) await submit(h, id, 'gpt2');
     await settle(h, [a]);
@@ -115,7 +130,9 @@ describe('scheduler: dispatch', () => {
     await settle(h, [a]);
     assert.deepEqual(['r1', 'r2', 'r3'].map(status), ['RUNNING', 'RUNNING', 'QUEUED']);
     assert.equal(requestStatus(h.state(), 'r3')?.position, 0);
-    const replicas = new Set((await ofType(h, 'RequestDispatched')).map((e) => data<{ replicaId: string }>(e).replicaId));
+    const replicas = new Set(
+      (await ofType(h, 'RequestDispatched')).map((e) => data<{ replicaId: string }>(e).replicaId),
+    );
     assert.deepEqual([...replicas].sort(), ['gpt2#1', 'gpt2#2']);
   });
 
@@ -124,16 +141,27 @@ describe('scheduler: dispatch', () => {
     const a = new SimAgent(h, 'a1');
     a.serviceMs = 10;
     await a.register();
-    await h.run({ type: 'RequestDeployment', modelKey: 'gpt2', settings: { weightsBytes: GIB }, replicas: 1, onDemand: false }, 'op');
+    await h.run(
+      { type: 'RequestDeployment', modelKey: 'gpt2', settings: { weightsBytes: GIB }, replicas: 1, onDemand: false },
+      'op',
+    );
     await settle(h, [a]);
     await submit(h, 'busy', 'gpt2');
     await settle(h, [a]);
-    for (const [id, priority] of [['n1', false], ['p1', true], ['n2', false], ['p2', true]] as const) {
+    for (const [id, priority] of [
+      ['n1', false],
+      ['p1', true],
+      ['n2', false],
+      ['p2', true],
+    ] as const) {
       h.advance(1);
       await submit(h, id, 'gpt2', { priority });
     }
     await h.view.catchUp();
-    assert.deepEqual(['p1', 'p2', 'n1', 'n2'].map((id) => requestStatus(h.state(), id)?.position), [0, 1, 2, 3]);
+    assert.deepEqual(
+      ['p1', 'p2', 'n1', 'n2'].map((id) => requestStatus(h.state(), id)?.position),
+      [0, 1, 2, 3],
+    );
     const order: string[] = [];
     for (let i = 0; i < 6; i++) {
       h.advance(10);
@@ -168,9 +196,23 @@ describe('scheduler: plan', () => {
     await a.register();
     for (const id of ['r1', 'r2']) await submit(h, id, 'gpt2');
     await h.view.catchUp();
-    const input = { state: h.state(), nowMs: h.clock.now, tick: true, autoscale: true, heartbeats: new Map(), startedAtMs: h.clock.now, config: { ...DEFAULT_SCHEDULER_CONFIG, onDemand: (k: string) => (models as Record<string, { settings: { weightsBytes: number } }>)[k] } };
+    const input = {
+      state: h.state(),
+      nowMs: h.clock.now,
+      tick: true,
+      autoscale: true,
+      heartbeats: new Map(),
+      startedAtMs: h.clock.now,
+      config: {
+        ...DEFAULT_SCHEDULER_CONFIG,
+        onDemand: (k: string) => (models as Record<string, { settings: { weightsBytes: number } }>)[k],
+      },
+    };
     const first = planRound(input);
     assert.deepEqual(planRound(input), first);
-    assert.deepEqual(first.map((p) => p.command.type), ['RequestDeployment']);
+    assert.deepEqual(
+      first.map((p) => p.command.type),
+      ['RequestDeployment'],
+    );
   });
 });

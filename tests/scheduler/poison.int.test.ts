@@ -12,7 +12,8 @@ import { SimAgent, settle, startHarness, submit, type Harness } from './harness.
 let h: Harness;
 afterEach(() => h?.close());
 const status = (id: string) => requestStatus(h.state(), id)?.status;
-const inFlight = () => [...h.state().requests.byId.values()].filter((v) => v.status === 'DISPATCHED' || v.status === 'RUNNING');
+const inFlight = () =>
+  [...h.state().requests.byId.values()].filter((v) => v.status === 'DISPATCHED' || v.status === 'RUNNING');
 
 describe('poison requests: isolation and the second death', () => {
   it('suspects run one at a time, alone; a second death fails the one in flight; everything else completes', async () => {
@@ -20,11 +21,24 @@ describe('poison requests: isolation and the second death', () => {
     const a = new SimAgent(h, 'a1');
     a.serviceMs = 10_000;
     await a.register();
-    await h.run({ type: 'RequestDeployment', modelKey: 'gpt2', settings: { weightsBytes: GIB, concurrency: 2 } as never, replicas: 1, onDemand: false }, 'op');
+    await h.run(
+      {
+        type: 'RequestDeployment',
+        modelKey: 'gpt2',
+        settings: { weightsBytes: GIB, concurrency: 2 } as never,
+        replicas: 1,
+        onDemand: false,
+      },
+      'op',
+    );
     await settle(h, [a]);
     for (const id of ['r1', 'r2', 'r3', 'r4']) await submit(h, id, 'gpt2');
     await settle(h, [a]);
-    assert.deepEqual(['r1', 'r2', 'r3', 'r4'].map(status), ['RUNNING', 'RUNNING', 'QUEUED', 'QUEUED'], 'concurrency 2: two at once');
+    assert.deepEqual(
+      ['r1', 'r2', 'r3', 'r4'].map(status),
+      ['RUNNING', 'RUNNING', 'QUEUED', 'QUEUED'],
+      'concurrency 2: two at once',
+    );
 
     await a.restart({ signal: 'SIGSEGV' });
     await settle(h, [a]);
@@ -40,12 +54,27 @@ describe('poison requests: isolation and the second death', () => {
     await a.restart({ signal: 'SIGSEGV' });
     await settle(h, [a]);
     assert.equal(status('r1'), 'ERROR');
-    const failed = (await allEvents(h)).find((e) => e.type === 'RequestFailed' && data<{ requestId: string }>(e).requestId === 'r1')!;
-    const d = data<{ errorType: string; evidence: { crashes: Array<{ bootId: string; nextBootId: string; attempt: number }> } }>(failed);
+    const failed = (await allEvents(h)).find(
+      (e) => e.type === 'RequestFailed' && data<{ requestId: string }>(e).requestId === 'r1',
+    )!;
+    const d = data<{
+      errorType: string;
+      evidence: { crashes: Array<{ bootId: string; nextBootId: string; attempt: number }> };
+    }>(failed);
     assert.equal(d.errorType, 'AGENT_CRASHED_BY_REQUEST');
-    assert.deepEqual(d.evidence.crashes.map((c) => [c.attempt, c.bootId, c.nextBootId]), [[1, 'boot-1', 'boot-2'], [2, 'boot-2', 'boot-3']]);
+    assert.deepEqual(
+      d.evidence.crashes.map((c) => [c.attempt, c.bootId, c.nextBootId]),
+      [
+        [1, 'boot-1', 'boot-2'],
+        [2, 'boot-2', 'boot-3'],
+      ],
+    );
     const second = inFlight();
-    assert.deepEqual(second.map((v) => [v.requestId, v.isolated]), [['r2', true]], 'r2 was in flight at the first death: it runs alone next');
+    assert.deepEqual(
+      second.map((v) => [v.requestId, v.isolated]),
+      [['r2', true]],
+      'r2 was in flight at the first death: it runs alone next',
+    );
 
     // r2 completes alone; then the ordinary ones run two at a time again.
     a.serviceMs = 100;
@@ -55,7 +84,13 @@ describe('poison requests: isolation and the second death', () => {
       await settle(h, [a]);
     }
     assert.equal(status('r2'), 'COMPLETED');
-    assert.deepEqual(inFlight().map((v) => v.requestId).sort(), ['r3', 'r4'], `no suspect left: back to concurrency 2 (${JSON.stringify(['r1', 'r2', 'r3', 'r4'].map(status))})`);
+    assert.deepEqual(
+      inFlight()
+        .map((v) => v.requestId)
+        .sort(),
+      ['r3', 'r4'],
+      `no suspect left: back to concurrency 2 (${JSON.stringify(['r1', 'r2', 'r3', 'r4'].map(status))})`,
+    );
     for (let i = 0; i < 5; i++) {
       h.advance(200);
       await a.heartbeat();
@@ -69,7 +104,16 @@ describe('poison requests: isolation and the second death', () => {
     const a = new SimAgent(h, 'a1');
     a.serviceMs = 1000;
     await a.register();
-    await h.run({ type: 'RequestDeployment', modelKey: 'gpt2', settings: { weightsBytes: GIB, concurrency: 2 } as never, replicas: 1, onDemand: false }, 'op');
+    await h.run(
+      {
+        type: 'RequestDeployment',
+        modelKey: 'gpt2',
+        settings: { weightsBytes: GIB, concurrency: 2 } as never,
+        replicas: 1,
+        onDemand: false,
+      },
+      'op',
+    );
     await settle(h, [a]);
     await submit(h, 'r1', 'gpt2');
     await settle(h, [a]);
@@ -77,10 +121,19 @@ describe('poison requests: isolation and the second death', () => {
     // r1 is a suspect; before the scheduler runs again, ordinary requests arrive behind it.
     for (const id of ['n1', 'n2']) await submit(h, id, 'gpt2');
     await settle(h, [a]);
-    assert.deepEqual(inFlight().map((v) => [v.requestId, v.isolated]), [['r1', true]], 'the suspect goes first and alone');
+    assert.deepEqual(
+      inFlight().map((v) => [v.requestId, v.isolated]),
+      [['r1', true]],
+      'the suspect goes first and alone',
+    );
     h.advance(1000);
     await settle(h, [a]);
     assert.equal(status('r1'), 'COMPLETED');
-    assert.deepEqual(inFlight().map((v) => v.requestId).sort(), ['n1', 'n2']);
+    assert.deepEqual(
+      inFlight()
+        .map((v) => v.requestId)
+        .sort(),
+      ['n1', 'n2'],
+    );
   });
 });

@@ -13,13 +13,22 @@ if (executablePath) {
   test('headless Chromium renders a page served on 127.0.0.1', async () => {
     const server = createServer((_req, res) => {
       res.setHeader('content-type', 'text/html');
-      res.end('<!doctype html><title>t</title><p id="out">static</p><script>document.getElementById("out").textContent = "script ran " + (6 * 7)</script>');
+      res.end(
+        '<!doctype html><title>t</title><p id="out">static</p><script>document.getElementById("out").textContent = "script ran " + (6 * 7)</script>',
+      );
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const { port } = server.address() as AddressInfo;
     const browser = await chromium.launch({
       executablePath,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
     });
     try {
       const page = await browser.newPage();

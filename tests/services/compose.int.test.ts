@@ -11,7 +11,11 @@ const composeVar = requireService('DOCKER_COMPOSE', 'NDIF_ALLOW_SKIP_COMPOSE');
 
 function compose(args: string[], env: NodeJS.ProcessEnv = {}): { code: number | null; stdout: string; stderr: string } {
   const [cmd, ...pre] = JSON.parse(composeVar!) as string[];
-  const r = spawnSync(cmd, [...pre, '-f', 'docker-compose.yml', ...args], { cwd: root, encoding: 'utf8', env: { ...process.env, ...env } });
+  const r = spawnSync(cmd, [...pre, '-f', 'docker-compose.yml', ...args], {
+    cwd: root,
+    encoding: 'utf8',
+    env: { ...process.env, ...env },
+  });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -33,19 +37,36 @@ if (composeVar) {
   test('the file has the stores, the broker, the four fabric roles, the gateway, Prometheus and Grafana', () => {
     const r = compose(['--profile', 'kurrentdb', 'config', '--services']);
     assert.equal(r.code, 0, r.stderr);
-    assert.deepEqual(r.stdout.trim().split('\n').sort(), ['command-api', 'gateway', 'gpu-agent', 'grafana', 'kafka', 'kurrentdb', 'postgres', 'prometheus', 'query-api', 'scheduler-relay']);
+    assert.deepEqual(r.stdout.trim().split('\n').sort(), [
+      'command-api',
+      'gateway',
+      'gpu-agent',
+      'grafana',
+      'kafka',
+      'kurrentdb',
+      'postgres',
+      'prometheus',
+      'query-api',
+      'scheduler-relay',
+    ]);
   });
 
   test('Prometheus reads docker/prometheus and Grafana is provisioned with the datasource and the dashboard', () => {
     const r = compose(['config']);
     assert.equal(r.code, 0, r.stderr);
     const prom = serviceBlock(r.stdout, 'prometheus');
-    assert.match(prom, /docker\/prometheus\/prometheus\.yml:\/etc\/prometheus\/prometheus\.yml:ro|source: .*docker\/prometheus\/prometheus\.yml[\s\S]*target: \/etc\/prometheus\/prometheus\.yml/);
+    assert.match(
+      prom,
+      /docker\/prometheus\/prometheus\.yml:\/etc\/prometheus\/prometheus\.yml:ro|source: .*docker\/prometheus\/prometheus\.yml[\s\S]*target: \/etc\/prometheus\/prometheus\.yml/,
+    );
     assert.match(prom, /9090/);
     const grafana = serviceBlock(r.stdout, 'grafana');
     assert.match(grafana, /docker\/grafana\/provisioning/);
     assert.match(grafana, /docker\/grafana\/dashboards/);
-    assert.match(grafana, /GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH: \/var\/lib\/grafana\/dashboards\/ndif-fabric\.json/);
+    assert.match(
+      grafana,
+      /GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH: \/var\/lib\/grafana\/dashboards\/ndif-fabric\.json/,
+    );
     assert.match(grafana, /3000/);
   });
 

@@ -8,17 +8,24 @@ import semver from 'semver';
 
 const root = new URL('../../../', import.meta.url);
 const pkg = JSON.parse(readFileSync(new URL('package.json', root), 'utf8')) as { engines: { node: string } };
-const lock = JSON.parse(readFileSync(new URL('package-lock.json', root), 'utf8')) as { packages: Record<string, { engines?: { node?: string } | string[] }> };
+const lock = JSON.parse(readFileSync(new URL('package-lock.json', root), 'utf8')) as {
+  packages: Record<string, { engines?: { node?: string } | string[] }>;
+};
 
 /** The oldest version each alternative of the engines range admits (20.19.0, 22.12.0, 24.0.0). */
 function lineMinimums(range: string): string[] {
-  return new semver.Range(range).set.map((comparators) => semver.minVersion(comparators.map((c) => c.value).join(' '))!.version);
+  return new semver.Range(range).set.map(
+    (comparators) => semver.minVersion(comparators.map((c) => c.value).join(' '))!.version,
+  );
 }
 
 it('admits Node 20.19+, 22.12+ and 24+', () => {
   assert.deepEqual(lineMinimums(pkg.engines.node), ['20.19.0', '22.12.0', '24.0.0']);
   assert.ok(semver.satisfies('26.0.0', pkg.engines.node), 'Node 26 (LTS since October 2026) is admitted');
-  assert.ok(semver.satisfies(process.version, pkg.engines.node), `this Node (${process.version}) is outside ${pkg.engines.node}`);
+  assert.ok(
+    semver.satisfies(process.version, pkg.engines.node),
+    `this Node (${process.version}) is outside ${pkg.engines.node}`,
+  );
 });
 
 it('every locked package accepts each supported line and this Node', () => {

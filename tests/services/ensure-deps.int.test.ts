@@ -4,7 +4,17 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync, chmodSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  utimesSync,
+  writeFileSync,
+  chmodSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -16,7 +26,10 @@ function layout(): { root: string; calls: string; run: () => number; done: () =>
   mkdirSync(join(root, 'scripts'));
   mkdirSync(join(root, 'bin'));
   copyFileSync(script, join(root, 'scripts', 'ensure-deps.mjs'));
-  writeFileSync(join(root, 'package-lock.json'), JSON.stringify({ lockfileVersion: 3, packages: { '': { name: 'x' } } }));
+  writeFileSync(
+    join(root, 'package-lock.json'),
+    JSON.stringify({ lockfileVersion: 3, packages: { '': { name: 'x' } } }),
+  );
   const calls = join(root, 'npm-calls.txt');
   // The fake npm makes node_modules as npm ci would and records its arguments.
   writeFileSync(join(root, 'bin', 'npm'), `#!/bin/sh\necho "$@" >> "${calls}"\nmkdir -p node_modules\nexit 0\n`);
@@ -37,7 +50,10 @@ test('ensure-deps installs once, then not again when only file times change (a c
   const l = layout();
   try {
     assert.equal(l.run(), 1, 'no stamp: npm ci runs');
-    assert.match(readFileSync(join(l.root, 'node_modules', '.ndif-deps'), 'utf8'), /^lock-sha256 [0-9a-f]{64}\nnode-abi \d+\n$/);
+    assert.match(
+      readFileSync(join(l.root, 'node_modules', '.ndif-deps'), 'utf8'),
+      /^lock-sha256 [0-9a-f]{64}\nnode-abi \d+\n$/,
+    );
     // What a fresh `git clone` does: the lock file is newer than everything in the copied node_modules.
     const future = new Date(Date.now() + 3600_000);
     utimesSync(join(l.root, 'package-lock.json'), future, future);
@@ -53,7 +69,10 @@ test('ensure-deps installs again when the lock file content changes', () => {
   const l = layout();
   try {
     assert.equal(l.run(), 1);
-    writeFileSync(join(l.root, 'package-lock.json'), JSON.stringify({ lockfileVersion: 3, packages: { '': { name: 'y' } } }));
+    writeFileSync(
+      join(l.root, 'package-lock.json'),
+      JSON.stringify({ lockfileVersion: 3, packages: { '': { name: 'y' } } }),
+    );
     assert.equal(l.run(), 2, 'changed lock: npm ci runs again');
     assert.equal(l.run(), 2, 'and then not again');
   } finally {

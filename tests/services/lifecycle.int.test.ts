@@ -24,7 +24,11 @@ async function start(names: string): Promise<Started> {
   delete env.DATABASE_URL;
   delete env.KAFKA_BROKERS;
   delete env.NDIF_SERVICES;
-  const child = spawn(process.execPath, ['scripts/services/cli.mjs', names], { cwd: root, env, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['scripts/services/cli.mjs', names], {
+    cwd: root,
+    env,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   let stderr = '';
   child.stderr.on('data', (d) => (stderr += d));
   const line = await new Promise<string>((resolve, reject) => {
@@ -46,7 +50,8 @@ function alive(pid: number): boolean {
 async function gone(pid: number, dir: string, timeoutMs: number): Promise<void> {
   const end = Date.now() + timeoutMs;
   while (alive(pid) || existsSync(dir)) {
-    if (Date.now() > end) assert.fail(`pid ${pid} alive=${alive(pid)}, ${dir} exists=${existsSync(dir)} after ${timeoutMs} ms`);
+    if (Date.now() > end)
+      assert.fail(`pid ${pid} alive=${alive(pid)}, ${dir} exists=${existsSync(dir)} after ${timeoutMs} ms`);
     await sleep(50);
   }
 }
@@ -57,7 +62,8 @@ test('PostgreSQL runs on loopback with fsync on, and is stopped and removed at t
   assert.ok(existsSync(dir) && alive(pid));
   const client = new pg.Client({ connectionString: s.env.DATABASE_URL });
   await client.connect();
-  const setting = async (name: string) => (await client.query(`SELECT current_setting('${name}') AS v`)).rows[0].v as string;
+  const setting = async (name: string) =>
+    (await client.query(`SELECT current_setting('${name}') AS v`)).rows[0].v as string;
   assert.equal(await setting('fsync'), 'on');
   assert.equal(await setting('listen_addresses'), '127.0.0.1');
   assert.equal(await setting('unix_socket_directories'), dir);
@@ -80,7 +86,11 @@ test('a PostgreSQL whose runner was killed is shut down and removed by the reape
 test('a Kafka broker whose runner was killed is ended with its process group and removed', async () => {
   const s = await start('kafka');
   const { dir, pid } = s.info.kafka;
-  const kafka = new kafkajs.Kafka({ clientId: 'lifecycle-test', brokers: s.env.KAFKA_BROKERS.split(','), logLevel: kafkajs.logLevel.NOTHING });
+  const kafka = new kafkajs.Kafka({
+    clientId: 'lifecycle-test',
+    brokers: s.env.KAFKA_BROKERS.split(','),
+    logLevel: kafkajs.logLevel.NOTHING,
+  });
   const admin = kafka.admin();
   await admin.connect();
   assert.ok(Array.isArray(await admin.listTopics()));

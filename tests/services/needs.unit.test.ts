@@ -26,7 +26,8 @@ async function fixture(files: Record<string, string>): Promise<{ dir: string; do
 
 test('a test needs the services whose variables it or its relative imports name, transitively', async () => {
   const f = await fixture({
-    'a.test.js': "import './side.js';\nimport { x } from '../outside/none.js';\nconst m = await import('./dyn.js');\nexport * from './re.js';",
+    'a.test.js':
+      "import './side.js';\nimport { x } from '../outside/none.js';\nconst m = await import('./dyn.js');\nexport * from './re.js';",
     'side.js': `process.env.${v.postgres}`,
     'dyn.js': `import './deeper.js';`,
     'deeper.js': `env.${v.kafka}`,
@@ -45,7 +46,11 @@ test('a full run always gets PostgreSQL and Kafka; a filtered run only what its 
   try {
     const page = [join(f.dir, 'page.test.js')];
     const pure = [join(f.dir, 'pure.test.js')];
-    assert.deepEqual([...index.selectServices({ files: page, fullRun: true, env: {} })].sort(), ['chromium', 'kafka', 'postgres']);
+    assert.deepEqual([...index.selectServices({ files: page, fullRun: true, env: {} })].sort(), [
+      'chromium',
+      'kafka',
+      'postgres',
+    ]);
     assert.deepEqual([...index.selectServices({ files: page, fullRun: false, env: {} })], ['chromium']);
     assert.deepEqual([...index.selectServices({ files: pure, fullRun: false, env: {} })], []);
   } finally {

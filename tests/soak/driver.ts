@@ -36,7 +36,14 @@ export interface SoakOptions {
   keepDir?: string;
 }
 
-export const DEFAULT_SOAK: SoakOptions = { clients: 20, activeMs: 25_000, drainMs: 12_000, killEveryMs: 5_000, operatorEveryMs: 1_500, seed: 20_251_203 };
+export const DEFAULT_SOAK: SoakOptions = {
+  clients: 20,
+  activeMs: 25_000,
+  drainMs: 12_000,
+  killEveryMs: 5_000,
+  operatorEveryMs: 1_500,
+  seed: 20_251_203,
+};
 
 export interface SoakReport {
   requests: number;
@@ -110,7 +117,11 @@ export async function runSoak(options: Partial<SoakOptions> = {}): Promise<SoakR
     const keyIdOf = (key: string) => key.split('_')[1]!;
     const startupMs = Date.now() - t0;
     say(`fabric up in ${startupMs} ms`);
-    await deploy(fabric, { model: 'gpt2-tiny', minDeploymentMs: 0, autoscale: { thresholdMs: 1500, backoffMs: 3000, maxReplicas: 2 } });
+    await deploy(fabric, {
+      model: 'gpt2-tiny',
+      minDeploymentMs: 0,
+      autoscale: { thresholdMs: 1500, backoffMs: 3000, maxReplicas: 2 },
+    });
 
     const sent: Sent[] = [];
     const refused: Record<string, number> = {};
@@ -131,11 +142,18 @@ export async function runSoak(options: Partial<SoakOptions> = {}): Promise<SoakR
           const cancels = !throws && r < 0.2;
           const block = throws
             ? `async (m) => { await m.transformer.h[0].output; throw new Error('${THROWN}: client ${c} asked for this'); }`
-            : cancels ? slowBlock(300 + Math.floor(random() * 300)) : r < 0.45 ? slowBlock(20 + Math.floor(random() * 120)) : QUICK_BLOCK;
+            : cancels
+              ? slowBlock(300 + Math.floor(random() * 300))
+              : r < 0.45
+                ? slowBlock(20 + Math.floor(random() * 120))
+                : QUICK_BLOCK;
           const model = random() < 0.75 ? 'gpt2-tiny' : 'tiny-b';
           const cancelAfter = Math.floor(random() * 400);
           await ws.subscribe(requestId);
-          const a = await call(fabric.commandUrl, '/requests', { body: { requestId, model, invokes: [{ input: `soak ${c} ${i}`, block }] }, headers });
+          const a = await call(fabric.commandUrl, '/requests', {
+            body: { requestId, model, invokes: [{ input: `soak ${c} ${i}`, block }] },
+            headers,
+          });
           if (a.status !== 202) {
             const code = `${a.status} ${String(a.body.code)}`;
             refused[code] = (refused[code] ?? 0) + 1;
@@ -147,7 +165,9 @@ export async function runSoak(options: Partial<SoakOptions> = {}): Promise<SoakR
             await call(fabric.commandUrl, `/requests/${requestId}/cancel`, { body: {}, headers });
           }
           // Wait for its end (or move on after a while; it is checked at the end either way).
-          await ws.until((ms) => ms.some((m) => m.type === 'ended' && m.requestId === requestId), `end of ${requestId}`, 2500).catch(() => undefined);
+          await ws
+            .until((ms) => ms.some((m) => m.type === 'ended' && m.requestId === requestId), `end of ${requestId}`, 2500)
+            .catch(() => undefined);
           await sleep(Math.floor(random() * 150));
         }
       } finally {
@@ -162,11 +182,19 @@ export async function runSoak(options: Partial<SoakOptions> = {}): Promise<SoakR
         const model = pick(MODELS);
         const action = pick(['deploy', 'scale', 'scale', 'evict-model', 'evict-replica'] as const);
         let a: Answer;
-        if (action === 'deploy') a = await deploy(fabric, { model, minDeploymentMs: 0, autoscale: { thresholdMs: 1500, backoffMs: 3000, maxReplicas: 2 } });
+        if (action === 'deploy')
+          a = await deploy(fabric, {
+            model,
+            minDeploymentMs: 0,
+            autoscale: { thresholdMs: 1500, backoffMs: 3000, maxReplicas: 2 },
+          });
         else if (action === 'scale') a = await scale(fabric, model, Math.floor(random() * 3));
         else if (action === 'evict-model') a = await evict(fabric, { model });
         else {
-          const replicas = (await cluster(fabric)).deployments.find((d) => d.modelKey === model)?.replicas.filter((r) => r.level !== 'COLD') ?? [];
+          const replicas =
+            (await cluster(fabric)).deployments
+              .find((d) => d.modelKey === model)
+              ?.replicas.filter((r) => r.level !== 'COLD') ?? [];
           if (replicas.length === 0) continue;
           a = await evict(fabric, { replica: pick(replicas).replicaId });
         }
@@ -218,7 +246,10 @@ export async function runSoak(options: Partial<SoakOptions> = {}): Promise<SoakR
     try {
       all = await readLog(store);
       const cp = await new SqliteCheckpoints((store as SqliteEventStore).db).load('control-plane');
-      projectionEqualsRebuild = cp !== undefined && cp.position === all.at(-1)!.position && JSON.stringify(cp.snapshot) === JSON.stringify(controlPlaneToSnapshot(foldControlPlane(all)));
+      projectionEqualsRebuild =
+        cp !== undefined &&
+        cp.position === all.at(-1)!.position &&
+        JSON.stringify(cp.snapshot) === JSON.stringify(controlPlaneToSnapshot(foldControlPlane(all)));
     } finally {
       await close();
     }
@@ -262,13 +293,18 @@ export async function runSoak(options: Partial<SoakOptions> = {}): Promise<SoakR
         const reason = (e.data as { reason: string }).reason;
         report.requeues[reason] = (report.requeues[reason] ?? 0) + 1;
       }
-      const ends = stream.filter((e) => e.type === 'RequestCompleted' || e.type === 'RequestFailed' || e.type === 'RequestCancelled');
+      const ends = stream.filter(
+        (e) => e.type === 'RequestCompleted' || e.type === 'RequestFailed' || e.type === 'RequestCancelled',
+      );
       if (ends.length === 0) {
         report.stuck++;
         continue;
       }
-      const afterEnd = stream.filter((e) => e.position > ends[0]!.position && (e.type === 'RequestDispatched' || e.type === 'RequestStarted'));
-      if (ends.length > 1 || afterEnd.length > 0 || stream.filter((e) => e.type === 'RequestReceived').length > 1) report.duplicates++;
+      const afterEnd = stream.filter(
+        (e) => e.position > ends[0]!.position && (e.type === 'RequestDispatched' || e.type === 'RequestStarted'),
+      );
+      if (ends.length > 1 || afterEnd.length > 0 || stream.filter((e) => e.type === 'RequestReceived').length > 1)
+        report.duplicates++;
       const end = ends[0]!;
       const d = end.data as { errorType?: string; message?: string; by?: string; actor?: string };
       if (end.type === 'RequestCompleted') report.completed++;

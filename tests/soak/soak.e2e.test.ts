@@ -8,7 +8,9 @@ import { runSoak } from './driver.js';
 it('soak: 20 clients, operator chaos and agent kills — none lost, none stuck, none finished twice', async (t) => {
   const r = await runSoak({ log: (s) => t.diagnostic(s) });
   t.diagnostic(JSON.stringify(r));
-  console.log(`soak: ${r.requests} requests: ${r.completed} completed, ${r.errored_with_reason} errored with a reason, ${r.cancelled} cancelled by their owner; lost ${r.lost}, stuck ${r.stuck}, duplicates ${r.duplicates}; ${r.agent_kills} agent kills, requeues ${JSON.stringify(r.requeues)}`);
+  console.log(
+    `soak: ${r.requests} requests: ${r.completed} completed, ${r.errored_with_reason} errored with a reason, ${r.cancelled} cancelled by their owner; lost ${r.lost}, stuck ${r.stuck}, duplicates ${r.duplicates}; ${r.agent_kills} agent kills, requeues ${JSON.stringify(r.requeues)}`,
+  );
   assert.equal(r.lost, 0, 'none lost');
   assert.equal(r.stuck, 0, 'none stuck');
   assert.equal(r.duplicates, 0, 'none finished twice');

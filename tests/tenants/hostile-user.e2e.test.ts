@@ -15,7 +15,7 @@ import { startEmbedded } from '../faults/embedded.js';
 import type { FaultFabric } from '../faults/fabric.js';
 import { call } from '../faults/http.js';
 
-const SPAM = 'async (m) => { for (let i = 0; i < 50000; i++) console.log(\'line \' + i); return 1; }';
+const SPAM = "async (m) => { for (let i = 0; i < 50000; i++) console.log('line ' + i); return 1; }";
 const HUGE = 'async (m, ctx) => ctx.Tensor.zeros([30000000])';
 
 describe('a hostile user on the embedded fabric', () => {
@@ -31,7 +31,11 @@ describe('a hostile user on the embedded fabric', () => {
     tmp = mkdtempSync(join(tmpdir(), 'ndif-tenants-tmp-'));
     chmodSync(tmp, 0o755);
     // NDIF_RATE_LIMIT empty: the default limit (the fault harness turns it off otherwise).
-    f = await startEmbedded({ dataDir: dir, apiKeys: [{ label: 'alice', trusted: false }, { label: 'mallory' }, { label: 'op', operator: true }], env: { TMPDIR: tmp, NDIF_RATE_LIMIT: '' } });
+    f = await startEmbedded({
+      dataDir: dir,
+      apiKeys: [{ label: 'alice', trusted: false }, { label: 'mallory' }, { label: 'op', operator: true }],
+      env: { TMPDIR: tmp, NDIF_RATE_LIMIT: '' },
+    });
     alice = { authorization: `Bearer ${f.keys.get('alice')}` };
     mallory = { authorization: `Bearer ${f.keys.get('mallory')}` };
   });
@@ -52,7 +56,10 @@ describe('a hostile user on the embedded fabric', () => {
   };
 
   it('50,000 console.log lines: the request completes, its log is capped with a LOG_TRUNCATED note, the control plane stays responsive', async () => {
-    const sub = await call(f.commandUrl, '/requests', { body: { requestId: 'spam', model: 'gpt2-tiny', invokes: [{ input: 'hi', block: SPAM }], timeoutMs: 10_000 }, headers: alice });
+    const sub = await call(f.commandUrl, '/requests', {
+      body: { requestId: 'spam', model: 'gpt2-tiny', invokes: [{ input: 'hi', block: SPAM }], timeoutMs: 10_000 },
+      headers: alice,
+    });
     assert.equal(sub.status, 202, JSON.stringify(sub.body));
     const pings: number[] = [];
     let done = false;
@@ -79,16 +86,24 @@ describe('a hostile user on the embedded fabric', () => {
     assert.ok(p90 < 50, `/ping p90 ${p90.toFixed(1)} ms while logging (${pings.length} pings)`);
     const { store, close } = await f.openStore();
     try {
-      const events = (await store.readAll({ limit: 10_000 })).filter((e) => e.streamId.startsWith('request-') && e.streamId.endsWith('spam'));
+      const events = (await store.readAll({ limit: 10_000 })).filter(
+        (e) => e.streamId.startsWith('request-') && e.streamId.endsWith('spam'),
+      );
       // 10,000 lines in batches of LOG_BATCH.maxLines, plus the request's own few events (not one event per line).
-      assert.ok(events.length <= 10_000 / LOG_BATCH.maxLines + 12, `${events.length} events in the request's stream (lines are batched)`);
+      assert.ok(
+        events.length <= 10_000 / LOG_BATCH.maxLines + 12,
+        `${events.length} events in the request's stream (lines are batched)`,
+      );
     } finally {
       await close();
     }
   });
 
   it('a 120 MB result is refused before it is stored (RESULT_TOO_LARGE)', async () => {
-    const sub = await call(f.commandUrl, '/requests', { body: { requestId: 'huge', model: 'gpt2-tiny', invokes: [{ input: 'hi', block: HUGE }] }, headers: alice });
+    const sub = await call(f.commandUrl, '/requests', {
+      body: { requestId: 'huge', model: 'gpt2-tiny', invokes: [{ input: 'hi', block: HUGE }] },
+      headers: alice,
+    });
     assert.equal(sub.status, 202, JSON.stringify(sub.body));
     const r = await waitDone('huge', 30_000);
     assert.equal(r.status, 'ERROR');
@@ -96,7 +111,11 @@ describe('a hostile user on the embedded fabric', () => {
     assert.deepEqual([error.phase, error.type], ['result', 'RESULT_TOO_LARGE']);
     assert.match(error.message, /at most 67108864 bytes/);
     const blobs = join(dir, 'data', 'blobs');
-    const total = (d: string): number => readdirSync(d, { withFileTypes: true }).reduce((n, e) => n + (e.isDirectory() ? total(join(d, e.name)) : statSync(join(d, e.name)).size), 0);
+    const total = (d: string): number =>
+      readdirSync(d, { withFileTypes: true }).reduce(
+        (n, e) => n + (e.isDirectory() ? total(join(d, e.name)) : statSync(join(d, e.name)).size),
+        0,
+      );
     assert.ok(total(blobs) < 10 * 1024 * 1024, `blobs hold ${total(blobs)} bytes`);
   });
 
@@ -107,9 +126,17 @@ describe('a hostile user on the embedded fabric', () => {
         const r = await fetch(`${f.commandUrl}/requests`, {
           method: 'POST',
           headers: { ...mallory, 'content-type': 'application/json' },
-          body: JSON.stringify({ requestId: `flood-${i}`, model: 'gpt2-tiny', invokes: [{ input: 'hi', block: 'async (m) => 1' }] }),
+          body: JSON.stringify({
+            requestId: `flood-${i}`,
+            model: 'gpt2-tiny',
+            invokes: [{ input: 'hi', block: 'async (m) => 1' }],
+          }),
         });
-        return { status: r.status, retryAfter: r.headers.get('retry-after'), body: (await r.json()) as { code?: string } };
+        return {
+          status: r.status,
+          retryAfter: r.headers.get('retry-after'),
+          body: (await r.json()) as { code?: string },
+        };
       }),
     );
     const seconds = (performance.now() - t0) / 1000;
@@ -118,8 +145,15 @@ describe('a hostile user on the embedded fabric', () => {
     const accepted = answers.filter((a) => a.status === 202).length;
     const refused = answers.filter((a) => a.status === 429);
     console.log(`300 parallel submissions in ${seconds.toFixed(2)} s: ${accepted} accepted, ${refused.length} refused`);
-    assert.ok(accepted >= 1 && accepted <= allowed, `${accepted} accepted in ${seconds.toFixed(2)} s; the limit allows ${allowed.toFixed(0)}`);
-    assert.equal(accepted + refused.length, 300, JSON.stringify(answers.find((a) => a.status !== 202 && a.status !== 429)));
+    assert.ok(
+      accepted >= 1 && accepted <= allowed,
+      `${accepted} accepted in ${seconds.toFixed(2)} s; the limit allows ${allowed.toFixed(0)}`,
+    );
+    assert.equal(
+      accepted + refused.length,
+      300,
+      JSON.stringify(answers.find((a) => a.status !== 202 && a.status !== 429)),
+    );
     for (const a of refused) {
       assert.equal(a.body.code, 'API_RATE_LIMITED');
       assert.ok(Number(a.retryAfter) >= 1);
@@ -135,7 +169,8 @@ describe('a hostile user on the embedded fabric', () => {
       assert.equal(st.mode & 0o777, st.isDirectory() ? 0o700 : 0o600, `${name} is ${(st.mode & 0o777).toString(8)}`);
     }
     const names = readdirSync(data);
-    for (const store of ['events.sqlite', 'keys.sqlite']) assert.ok(names.includes(store), `${store} is among the files checked (${names.join(', ')})`);
+    for (const store of ['events.sqlite', 'keys.sqlite'])
+      assert.ok(names.includes(store), `${store} is among the files checked (${names.join(', ')})`);
   });
 
   it('no runner directory is left after the agent is killed, nor after the fabric stops', async () => {
@@ -145,8 +180,11 @@ describe('a hostile user on the embedded fabric', () => {
     await f.agentBack(killed);
     const end = Date.now() + 10_000;
     while (runners().length > 0 && Date.now() < end) await sleep(50);
-    assert.deepEqual(runners(), [], 'the dead agent\'s runner directory is removed when the next one starts');
-    const sub = await call(f.commandUrl, '/requests', { body: { requestId: 'after-kill', model: 'gpt2-tiny', invokes: [{ input: 'hi', block: 'async (m) => 2' }] }, headers: alice });
+    assert.deepEqual(runners(), [], "the dead agent's runner directory is removed when the next one starts");
+    const sub = await call(f.commandUrl, '/requests', {
+      body: { requestId: 'after-kill', model: 'gpt2-tiny', invokes: [{ input: 'hi', block: 'async (m) => 2' }] },
+      headers: alice,
+    });
     assert.equal(sub.status, 202);
     assert.equal((await waitDone('after-kill', 30_000)).status, 'COMPLETED');
     const t0 = Date.now();

@@ -18,7 +18,15 @@ let aliceId: string;
 const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
 
 before(async () => {
-  h = await startApi({ auth: true, config: { rateLimit: null, inlineResultMaxBytes: 1024, downloadRateLimit: { perSecond: 1, burst: 2 }, keyLimits: { maxQueued: 3, maxTimeoutMs: 120_000, storageQuotaBytes: 400 } } });
+  h = await startApi({
+    auth: true,
+    config: {
+      rateLimit: null,
+      inlineResultMaxBytes: 1024,
+      downloadRateLimit: { perSecond: 1, burst: 2 },
+      keyLimits: { maxQueued: 3, maxTimeoutMs: 120_000, storageQuotaBytes: 400 },
+    },
+  });
   alice = await h.newKey('alice');
   bob = await h.newKey('bob');
   ops = await h.newKey('ops', { operator: true });
@@ -28,7 +36,13 @@ before(async () => {
 });
 after(() => h.close());
 
-const submit = (key: string, requestId: string, extra: Record<string, unknown> = {}) => h.app.inject({ method: 'POST', url: '/requests', payload: submitBody({ requestId, ...extra }), headers: bearer(key) });
+const submit = (key: string, requestId: string, extra: Record<string, unknown> = {}) =>
+  h.app.inject({
+    method: 'POST',
+    url: '/requests',
+    payload: submitBody({ requestId, ...extra }),
+    headers: bearer(key),
+  });
 
 /** Runs what is dispatched (each with a result of `elements` float32 values) until alice's `requestId` is COMPLETED. */
 async function complete(requestId: string, elements: number): Promise<void> {
@@ -42,11 +56,19 @@ async function complete(requestId: string, elements: number): Promise<void> {
     await h.view.catchUp();
   }
   const v = h.view.state.requests.byId.get(target);
-  assert.equal(v?.status, 'COMPLETED', JSON.stringify({ v, replicas: [...h.view.state.cluster.replicas.values()].map((r) => [r.replicaId, r.state]), agents: [...h.view.state.cluster.agents.values()].map((a) => a.state) }));
+  assert.equal(
+    v?.status,
+    'COMPLETED',
+    JSON.stringify({
+      v,
+      replicas: [...h.view.state.cluster.replicas.values()].map((r) => [r.replicaId, r.state]),
+      agents: [...h.view.state.cluster.agents.values()].map((a) => a.state),
+    }),
+  );
 }
 
 describe('per-key limits', () => {
-  it('a timeout over the key\'s maximum is refused (400 API_TIMEOUT_OVER_LIMIT, nothing stored); the maximum is recorded with the request', async () => {
+  it("a timeout over the key's maximum is refused (400 API_TIMEOUT_OVER_LIMIT, nothing stored); the maximum is recorded with the request", async () => {
     const head = await h.store.headPosition();
     const r = await submit(alice, 'too-long', { timeoutMs: 86_400_000 });
     assert.equal(r.statusCode, 400);
@@ -55,7 +77,14 @@ describe('per-key limits', () => {
     assert.equal(await h.store.headPosition(), head);
     assert.equal((await submit(alice, 'fine', { timeoutMs: 60_000 })).statusCode, 202);
     const [received] = await h.store.readStream(`request-${aliceId}:fine`, { limit: 1 });
-    assert.deepEqual((received!.data as { options: Record<string, unknown> }).options, { timeoutMs: 60_000, queueTimeoutMs: null, steps: 1, maxAttempts: 5, maxTimeoutMs: 120_000, maxRunning: 8 });
+    assert.deepEqual((received!.data as { options: Record<string, unknown> }).options, {
+      timeoutMs: 60_000,
+      queueTimeoutMs: null,
+      steps: 1,
+      maxAttempts: 5,
+      maxTimeoutMs: 120_000,
+      maxRunning: 8,
+    });
   });
 
   it('past maxQueued a submission is 429 API_KEY_QUEUE_FULL naming the limit; a resubmission is still answered; other keys are not held', async () => {
@@ -73,7 +102,9 @@ describe('per-key limits', () => {
 
   it('parallel submissions are counted one by one against the limit', async () => {
     const carol = await h.newKey('carol');
-    const codes = (await Promise.all(Array.from({ length: 12 }, (_, i) => submit(carol, `p${i}`)))).map((r) => r.statusCode);
+    const codes = (await Promise.all(Array.from({ length: 12 }, (_, i) => submit(carol, `p${i}`)))).map(
+      (r) => r.statusCode,
+    );
     assert.equal(codes.filter((c) => c === 202).length, 3, codes.join(' '));
     assert.equal(codes.filter((c) => c === 429).length, 9);
   });
@@ -109,7 +140,11 @@ describe('stored results', () => {
       const shown = (await h.app.inject({ method: 'GET', url: '/requests/q1', headers: bearer(alice) })).json();
       assert.equal(shown.result.expired, 'DELETED');
       assert.ok(h.view.state.requests.storedBytesBySubmitter.get(`key:${aliceId}`)! < me);
-      assert.equal((await h.app.inject({ method: 'DELETE', url: '/requests/q1/result', headers: bearer(alice) })).json().alreadyDeleted, true);
+      assert.equal(
+        (await h.app.inject({ method: 'DELETE', url: '/requests/q1/result', headers: bearer(alice) })).json()
+          .alreadyDeleted,
+        true,
+      );
     } finally {
       await reaper.stop();
     }
@@ -122,7 +157,10 @@ describe('stored results', () => {
       const ref = h.view.state.requests.byId.get(`${aliceId}:fine`)!.result!.ref;
       h.clock.now += 24 * 3_600_000 + 1000;
       // The agent is still there a day later: it heartbeats.
-      await h.commands.execute({ type: 'ReportAgentHeartbeat', agentId: agent.agentId, bootId: agent.bootId }, { commandId: 'hb-day-later', actor: `agent:${agent.agentId}`, at: new Date(h.clock.now).toISOString() });
+      await h.commands.execute(
+        { type: 'ReportAgentHeartbeat', agentId: agent.agentId, bootId: agent.bootId },
+        { commandId: 'hb-day-later', actor: `agent:${agent.agentId}`, at: new Date(h.clock.now).toISOString() },
+      );
       await settle(h, [agent]);
       await h.view.catchUp();
       await reaper.idle();
@@ -140,7 +178,8 @@ describe('stored results', () => {
 
   it('downloads are rate-limited per submitter of the result, signed URLs included', async () => {
     await complete('after-expiry', 2000);
-    const url = (await h.app.inject({ method: 'GET', url: '/requests/after-expiry', headers: bearer(alice) })).json().result.url as string;
+    const url = (await h.app.inject({ method: 'GET', url: '/requests/after-expiry', headers: bearer(alice) })).json()
+      .result.url as string;
     const codes: number[] = [];
     for (let i = 0; i < 3; i++) codes.push((await h.app.inject({ method: 'GET', url })).statusCode);
     assert.deepEqual(codes, [200, 200, 429]);
@@ -151,7 +190,7 @@ describe('stored results', () => {
 });
 
 describe('tenant views', () => {
-  it('a non-operator sees only its own queued requests (by its own ids) and aggregate counts; the agents are the operators\'', async () => {
+  it("a non-operator sees only its own queued requests (by its own ids) and aggregate counts; the agents are the operators'", async () => {
     assert.equal((await submit(bob, 'b-wait')).statusCode, 202);
     assert.equal((await submit(ops, 'o-wait')).statusCode, 202);
     const q = (await h.app.inject({ method: 'GET', url: '/queue', headers: bearer(bob) })).json();
@@ -161,13 +200,27 @@ describe('tenant views', () => {
     assert.deepEqual(entries, ['b-wait']);
     assert.ok(q.queues.every((x: { length: number }) => typeof x.length === 'number'));
     const opView = (await h.app.inject({ method: 'GET', url: '/queue', headers: bearer(ops) })).json();
-    assert.ok(JSON.stringify(opView).includes(`${bob.split('_')[1]}:b-wait`), 'an operator sees every request by its full id');
+    assert.ok(
+      JSON.stringify(opView).includes(`${bob.split('_')[1]}:b-wait`),
+      'an operator sees every request by its full id',
+    );
     const liveQueue = async (key: string) =>
-      ((await h.app.inject({ method: 'GET', url: '/live', headers: bearer(key) })).json().models as { queue: { requestId: string; submitter: string }[] }[]).flatMap((m) => m.queue);
-    assert.deepEqual((await liveQueue(bob)).map((e) => e.requestId), ['b-wait'], 'the live page shows a non-operator its own queue only');
+      (
+        (await h.app.inject({ method: 'GET', url: '/live', headers: bearer(key) })).json().models as {
+          queue: { requestId: string; submitter: string }[];
+        }[]
+      ).flatMap((m) => m.queue);
+    assert.deepEqual(
+      (await liveQueue(bob)).map((e) => e.requestId),
+      ['b-wait'],
+      'the live page shows a non-operator its own queue only',
+    );
     const opLive = await liveQueue(ops);
     const opIds = opLive.map((e) => e.requestId);
-    assert.ok(opIds.includes(`${bob.split('_')[1]}:b-wait`) && opIds.includes('o-wait'), `an operator sees every key's queued requests: ${opIds}`);
+    assert.ok(
+      opIds.includes(`${bob.split('_')[1]}:b-wait`) && opIds.includes('o-wait'),
+      `an operator sees every key's queued requests: ${opIds}`,
+    );
     const cluster = (await h.app.inject({ method: 'GET', url: '/cluster', headers: bearer(bob) })).json();
     assert.deepEqual(cluster.agents, []);
     assert.equal(cluster.summary.agents, 1);
@@ -176,6 +229,9 @@ describe('tenant views', () => {
     assert.equal(agents.statusCode, 403);
     assert.equal(agents.json().code, 'AUTH_OPERATOR_REQUIRED');
     const list = (await h.app.inject({ method: 'GET', url: '/requests', headers: bearer(bob) })).json().requests;
-    assert.deepEqual(list.map((r: { requestId: string }) => r.requestId), ['b-wait', 'q3']);
+    assert.deepEqual(
+      list.map((r: { requestId: string }) => r.requestId),
+      ['b-wait', 'q3'],
+    );
   });
 });

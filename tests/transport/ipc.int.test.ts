@@ -27,13 +27,15 @@ transportContract('ipc', async () => {
 });
 
 describe('IPC transport across processes', () => {
-  it('gives the message a killed client was handling to the group\'s next member, and tells a client the server went away', async () => {
+  it("gives the message a killed client was handling to the group's next member, and tells a client the server went away", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'ndif-ipc-'));
     const broker = new InProcessBroker({ partitions: 2 });
     const server = await IpcTransportServer.listen({ path: join(dir, 't.sock'), broker });
     try {
       const fixture = fileURLToPath(new URL('./fixtures/stuck-ipc-consumer.js', import.meta.url));
-      const child = spawn(process.execPath, [fixture, server.path, 'crash', 'g'], { stdio: ['ignore', 'pipe', 'inherit'] });
+      const child = spawn(process.execPath, [fixture, server.path, 'crash', 'g'], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
       const lines: string[] = [];
       const exited = once(child, 'exit');
       child.stdout.setEncoding('utf8').on('data', (d: string) => lines.push(...d.split('\n').filter(Boolean)));
@@ -44,7 +46,9 @@ describe('IPC transport across processes', () => {
       child.kill('SIGKILL');
       await exited;
       const got: string[] = [];
-      const sub = await publisher.subscribe('crash', 'g', async (m) => void got.push(m.value.toString()), { fromBeginning: true });
+      const sub = await publisher.subscribe('crash', 'g', async (m) => void got.push(m.value.toString()), {
+        fromBeginning: true,
+      });
       await until(() => got.length > 0);
       assert.deepEqual(got, ['one']);
       await sub.close();
@@ -54,7 +58,10 @@ describe('IPC transport across processes', () => {
       await server.close();
       await until(() => lost !== undefined);
       assert.equal((lost as Error & { code?: string }).code, 'TRANSPORT_UNAVAILABLE');
-      await assert.rejects(watcher.publish('crash', [{ key: 'k', value: Buffer.from('x') }]), (e: unknown) => (e as { code?: string }).code === 'TRANSPORT_UNAVAILABLE');
+      await assert.rejects(
+        watcher.publish('crash', [{ key: 'k', value: Buffer.from('x') }]),
+        (e: unknown) => (e as { code?: string }).code === 'TRANSPORT_UNAVAILABLE',
+      );
       await publisher.close();
     } finally {
       await server.close();

@@ -28,9 +28,13 @@ if (brokers) {
     const producer = await KafkaTransport.connect({ brokers: brokers.split(','), clientId: 'ndif-crash-test' });
     try {
       await producer.publish(topic, { key: 'agent-1', value: Buffer.from('assignment-1') });
-      const child = spawn(process.execPath, [fileURLToPath(new URL('./fixtures/stuck-consumer.js', import.meta.url)), brokers, topic, group], {
-        stdio: ['ignore', 'pipe', 'inherit'],
-      });
+      const child = spawn(
+        process.execPath,
+        [fileURLToPath(new URL('./fixtures/stuck-consumer.js', import.meta.url)), brokers, topic, group],
+        {
+          stdio: ['ignore', 'pipe', 'inherit'],
+        },
+      );
       let out = '';
       await new Promise<void>((resolve, reject) => {
         child.stdout.on('data', (d) => {
@@ -41,9 +45,15 @@ if (brokers) {
       });
       child.kill('SIGKILL');
       const got: string[] = [];
-      const consumer = await KafkaTransport.connect({ brokers: brokers.split(','), clientId: 'ndif-crash-test', consumer: { sessionTimeoutMs: 3000, heartbeatIntervalMs: 500 } });
+      const consumer = await KafkaTransport.connect({
+        brokers: brokers.split(','),
+        clientId: 'ndif-crash-test',
+        consumer: { sessionTimeoutMs: 3000, heartbeatIntervalMs: 500 },
+      });
       const t0 = Date.now();
-      const sub = await consumer.subscribe(topic, group, async (m) => void got.push(m.value.toString()), { fromBeginning: true });
+      const sub = await consumer.subscribe(topic, group, async (m) => void got.push(m.value.toString()), {
+        fromBeginning: true,
+      });
       while (got.length === 0 && Date.now() - t0 < 30_000) await new Promise((r) => setTimeout(r, 20));
       await sub.close();
       await consumer.close();
@@ -61,18 +71,29 @@ if (brokers) {
     const groups = topics.map((t) => assignmentsGroupId('same-agent', t));
     assert.notEqual(groups[0], groups[1]);
     assert.equal(assignmentsGroupId('a', 'x'.repeat(249)).length <= 255, true);
-    const connect = () => KafkaTransport.connect({ brokers: brokers.split(','), clientId: 'ndif-groups-test', partitions: 2 });
+    const connect = () =>
+      KafkaTransport.connect({ brokers: brokers.split(','), clientId: 'ndif-groups-test', partitions: 2 });
     const [t1, t2, producer] = await Promise.all([connect(), connect(), connect()]);
     const got: string[][] = [[], []];
     try {
       const subs = await Promise.all(
-        [t1, t2].map((t, i) => t.subscribe(topics[i]!, groups[i]!, async (m) => void got[i]!.push(m.value.toString()), { fromBeginning: true })),
+        [t1, t2].map((t, i) =>
+          t.subscribe(topics[i]!, groups[i]!, async (m) => void got[i]!.push(m.value.toString()), {
+            fromBeginning: true,
+          }),
+        ),
       );
-      for (let n = 0; n < 4; n++) for (const [i, topic] of topics.entries()) await producer.publish(topic, { key: 'same-agent', value: Buffer.from(`fabric${i + 1}-${n}`) });
+      for (let n = 0; n < 4; n++)
+        for (const [i, topic] of topics.entries())
+          await producer.publish(topic, { key: 'same-agent', value: Buffer.from(`fabric${i + 1}-${n}`) });
       const end = Date.now() + 30_000;
-      while ((got[0]!.length < 4 || got[1]!.length < 4) && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+      while ((got[0]!.length < 4 || got[1]!.length < 4) && Date.now() < end)
+        await new Promise((r) => setTimeout(r, 20));
       await Promise.all(subs.map((s) => s.close()));
-      assert.deepEqual(got, [0, 1].map((i) => Array.from({ length: 4 }, (_, n) => `fabric${i + 1}-${n}`)));
+      assert.deepEqual(
+        got,
+        [0, 1].map((i) => Array.from({ length: 4 }, (_, n) => `fabric${i + 1}-${n}`)),
+      );
     } finally {
       await Promise.all([t1, t2, producer].map((t) => t.close()));
     }
@@ -96,5 +117,7 @@ test('connecting to a port where no broker listens fails with TRANSPORT_UNAVAILA
 test('a broker list that is not host:port is refused with TRANSPORT_CONFIG_INVALID', async () => {
   await assert.rejects(KafkaTransport.connect({ brokers: ['localhost'] }), { code: 'TRANSPORT_CONFIG_INVALID' });
   await assert.rejects(KafkaTransport.connect({ brokers: [] }), { code: 'TRANSPORT_CONFIG_INVALID' });
-  await assert.rejects(KafkaTransport.connect({ brokers: ['127.0.0.1:9092'], partitions: 0 }), { code: 'TRANSPORT_CONFIG_INVALID' });
+  await assert.rejects(KafkaTransport.connect({ brokers: ['127.0.0.1:9092'], partitions: 0 }), {
+    code: 'TRANSPORT_CONFIG_INVALID',
+  });
 });

@@ -37,11 +37,25 @@ export class InProcessTransport implements Transport {
     this.broker.append(topic, checkMessages(messages, this.maxMessageBytes));
   }
 
-  subscribe(topic: string, groupId: string, handler: MessageHandler, options: SubscribeOptions = {}): Promise<Subscription> {
-    return this.join(topic, groupId, { batch: false, options, deliver: (m: readonly TransportMessage[]) => handler(m[0]) });
+  subscribe(
+    topic: string,
+    groupId: string,
+    handler: MessageHandler,
+    options: SubscribeOptions = {},
+  ): Promise<Subscription> {
+    return this.join(topic, groupId, {
+      batch: false,
+      options,
+      deliver: (m: readonly TransportMessage[]) => handler(m[0]),
+    });
   }
 
-  subscribeBatch(topic: string, groupId: string, handler: BatchHandler, options: SubscribeOptions = {}): Promise<Subscription> {
+  subscribeBatch(
+    topic: string,
+    groupId: string,
+    handler: BatchHandler,
+    options: SubscribeOptions = {},
+  ): Promise<Subscription> {
     return this.join(topic, groupId, { batch: true, options, deliver: handler });
   }
 

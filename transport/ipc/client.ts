@@ -6,7 +6,15 @@
 import { createConnection, type Socket } from 'node:net';
 import { FabricError } from '../../protocol/errors.js';
 import { transportClosed, TransportErrorCode } from '../errors.js';
-import type { BatchHandler, MessageHandler, OutgoingMessage, SubscribeOptions, Subscription, Transport, TransportMessage } from '../port.js';
+import type {
+  BatchHandler,
+  MessageHandler,
+  OutgoingMessage,
+  SubscribeOptions,
+  Subscription,
+  Transport,
+  TransportMessage,
+} from '../port.js';
 import { checkGroup, checkMessages, checkTopic, DEFAULT_MAX_MESSAGE_BYTES } from '../validate.js';
 import { FrameReader, splitValues, writeFrame, type Frame } from './frames.js';
 import type { ErrorWire, ServerFrame } from './wire.js';
@@ -79,7 +87,9 @@ export class IpcTransport implements Transport {
   private onClose(): void {
     const wasOpen = !this.closed;
     this.closed = true;
-    const error = wasOpen ? unavailable(this.options.path, 'the connection closed') : transportClosed('call the server');
+    const error = wasOpen
+      ? unavailable(this.options.path, 'the connection closed')
+      : transportClosed('call the server');
     this.lost ??= error;
     for (const p of this.pending.values()) p.reject(error);
     this.pending.clear();
@@ -110,16 +120,32 @@ export class IpcTransport implements Transport {
     if (h.t === 'dlv') {
       let values: Buffer[];
       try {
-        values = splitValues(frame.body, h.msgs.map((m) => m.n));
+        values = splitValues(
+          frame.body,
+          h.msgs.map((m) => m.n),
+        );
       } catch (e) {
         this.socket.destroy(e as Error);
         return;
       }
-      const messages: TransportMessage[] = h.msgs.map((m, i) => ({ topic: m.topic, partition: m.partition, offset: m.offset, key: m.key, value: values[i], headers: m.headers, timestamp: m.timestamp }));
+      const messages: TransportMessage[] = h.msgs.map((m, i) => ({
+        topic: m.topic,
+        partition: m.partition,
+        offset: m.offset,
+        key: m.key,
+        value: values[i],
+        headers: m.headers,
+        timestamp: m.timestamp,
+      }));
       const sub = this.subs.get(h.sub);
       const answer = (ok: boolean, error?: unknown) => {
         if (this.lost !== undefined) return;
-        writeFrame(this.socket, ok ? { t: 'done', d: h.d, ok } : { t: 'done', d: h.d, ok, error: error instanceof Error ? error.message : String(error) });
+        writeFrame(
+          this.socket,
+          ok
+            ? { t: 'done', d: h.d, ok }
+            : { t: 'done', d: h.d, ok, error: error instanceof Error ? error.message : String(error) },
+        );
       };
       if (sub === undefined) return answer(false, 'the subscription is closed');
       sub.deliver(messages).then(
@@ -142,25 +168,62 @@ export class IpcTransport implements Transport {
     if (this.closed) throw this.lost?.code === TransportErrorCode.Unavailable ? this.lost : transportClosed('publish');
     checkTopic(topic);
     const list = checkMessages(messages, this.maxMessageBytes);
-    await this.call({ t: 'pub', topic, msgs: list.map((m) => (m.headers === undefined ? { key: m.key, n: m.value.byteLength } : { key: m.key, headers: m.headers, n: m.value.byteLength })) }, list.map((m) => m.value));
+    await this.call(
+      {
+        t: 'pub',
+        topic,
+        msgs: list.map((m) =>
+          m.headers === undefined
+            ? { key: m.key, n: m.value.byteLength }
+            : { key: m.key, headers: m.headers, n: m.value.byteLength },
+        ),
+      },
+      list.map((m) => m.value),
+    );
   }
 
-  subscribe(topic: string, groupId: string, handler: MessageHandler, options: SubscribeOptions = {}): Promise<Subscription> {
+  subscribe(
+    topic: string,
+    groupId: string,
+    handler: MessageHandler,
+    options: SubscribeOptions = {},
+  ): Promise<Subscription> {
     return this.join(topic, groupId, false, (ms) => handler(ms[0]), options);
   }
 
-  subscribeBatch(topic: string, groupId: string, handler: BatchHandler, options: SubscribeOptions = {}): Promise<Subscription> {
+  subscribeBatch(
+    topic: string,
+    groupId: string,
+    handler: BatchHandler,
+    options: SubscribeOptions = {},
+  ): Promise<Subscription> {
     return this.join(topic, groupId, true, handler, options);
   }
 
-  private async join(topic: string, groupId: string, batch: boolean, deliver: (ms: TransportMessage[]) => Promise<void>, options: SubscribeOptions): Promise<Subscription> {
-    if (this.closed) throw this.lost?.code === TransportErrorCode.Unavailable ? this.lost : transportClosed('subscribe');
+  private async join(
+    topic: string,
+    groupId: string,
+    batch: boolean,
+    deliver: (ms: TransportMessage[]) => Promise<void>,
+    options: SubscribeOptions,
+  ): Promise<Subscription> {
+    if (this.closed)
+      throw this.lost?.code === TransportErrorCode.Unavailable ? this.lost : transportClosed('subscribe');
     checkTopic(topic);
     checkGroup(groupId);
     const sub = this.nextId++;
     this.subs.set(sub, { deliver, options });
     try {
-      await this.call({ t: 'sub', sub, topic, group: groupId, batch, fromBeginning: options.fromBeginning, retryDelayMs: options.retryDelayMs, maxRetryDelayMs: options.maxRetryDelayMs });
+      await this.call({
+        t: 'sub',
+        sub,
+        topic,
+        group: groupId,
+        batch,
+        fromBeginning: options.fromBeginning,
+        retryDelayMs: options.retryDelayMs,
+        maxRetryDelayMs: options.maxRetryDelayMs,
+      });
     } catch (e) {
       this.subs.delete(sub);
       throw e;
@@ -170,7 +233,9 @@ export class IpcTransport implements Transport {
       topic,
       groupId,
       close: () =>
-        (closing ??= (this.lost !== undefined ? Promise.resolve() : this.call({ t: 'unsub', sub }).catch(() => undefined)).finally(() => {
+        (closing ??= (
+          this.lost !== undefined ? Promise.resolve() : this.call({ t: 'unsub', sub }).catch(() => undefined)
+        ).finally(() => {
           this.subs.delete(sub);
           this.open.delete(subscription);
         })),

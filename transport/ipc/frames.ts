@@ -20,7 +20,11 @@ export function encodeFrame(header: object, values: readonly Uint8Array[] = []):
   const prefix = Buffer.allocUnsafe(8);
   prefix.writeUInt32LE(4 + json.byteLength + bodyBytes, 0);
   prefix.writeUInt32LE(json.byteLength, 4);
-  return [prefix, json, ...values.map((v) => (Buffer.isBuffer(v) ? v : Buffer.from(v.buffer, v.byteOffset, v.byteLength)))];
+  return [
+    prefix,
+    json,
+    ...values.map((v) => (Buffer.isBuffer(v) ? v : Buffer.from(v.buffer, v.byteOffset, v.byteLength))),
+  ];
 }
 
 /** Writes a frame as one socket write (corking the parts), so frames of concurrent writers never interleave. */
@@ -45,7 +49,8 @@ export class FrameReader {
       if (this.buffered < 4) break;
       const head = this.peek(4);
       const length = head.readUInt32LE(0);
-      if (length < 4 || length > MAX_IPC_FRAME_BYTES) throw new IpcFrameError(`frame of ${length} bytes is out of range`);
+      if (length < 4 || length > MAX_IPC_FRAME_BYTES)
+        throw new IpcFrameError(`frame of ${length} bytes is out of range`);
       if (this.buffered < 4 + length) break;
       const frame = this.take(4 + length).subarray(4);
       const headerBytes = frame.readUInt32LE(0);
@@ -56,7 +61,8 @@ export class FrameReader {
       } catch (e) {
         throw new IpcFrameError(`frame header is not JSON: ${(e as Error).message}`);
       }
-      if (header === null || typeof header !== 'object' || Array.isArray(header)) throw new IpcFrameError('frame header is not an object');
+      if (header === null || typeof header !== 'object' || Array.isArray(header))
+        throw new IpcFrameError('frame header is not an object');
       out.push({ header: header as Record<string, unknown>, body: frame.subarray(4 + headerBytes) });
     }
     return out;
@@ -82,7 +88,8 @@ export function splitValues(body: Buffer, lengths: readonly number[]): Buffer[] 
   const out: Buffer[] = [];
   let at = 0;
   for (const n of lengths) {
-    if (!Number.isSafeInteger(n) || n < 0 || at + n > body.byteLength) throw new IpcFrameError('message lengths do not match the frame body');
+    if (!Number.isSafeInteger(n) || n < 0 || at + n > body.byteLength)
+      throw new IpcFrameError('message lengths do not match the frame body');
     out.push(body.subarray(at, at + n));
     at += n;
   }

@@ -21,7 +21,8 @@ export interface IpcServerOptions {
 }
 
 function errorWire(e: unknown): ErrorWire {
-  if (isFabricError(e)) return { code: e.code, httpStatus: e.httpStatus, message: e.message, hint: e.hint, details: e.details };
+  if (isFabricError(e))
+    return { code: e.code, httpStatus: e.httpStatus, message: e.message, hint: e.hint, details: e.details };
   return { code: 'TRANSPORT_UNAVAILABLE', httpStatus: 503, message: e instanceof Error ? e.message : String(e) };
 }
 
@@ -63,12 +64,19 @@ class Connection {
       case 'pub': {
         let values: Buffer[];
         try {
-          values = splitValues(frame.body, h.msgs.map((m) => m.n));
+          values = splitValues(
+            frame.body,
+            h.msgs.map((m) => m.n),
+          );
         } catch {
           this.socket.destroy();
           return;
         }
-        const messages = h.msgs.map((m: OutgoingMeta, i) => (m.headers === undefined ? { key: m.key, value: values[i] } : { key: m.key, value: values[i], headers: m.headers }));
+        const messages = h.msgs.map((m: OutgoingMeta, i) =>
+          m.headers === undefined
+            ? { key: m.key, value: values[i] }
+            : { key: m.key, value: values[i], headers: m.headers },
+        );
         // InProcessTransport.publish appends synchronously before its promise settles: frames are appended in
         // arrival order, which is the client's call order.
         this.transport.publish(h.topic, messages).then(
@@ -78,7 +86,11 @@ class Connection {
         return;
       }
       case 'sub': {
-        const options = { fromBeginning: h.fromBeginning, retryDelayMs: h.retryDelayMs, maxRetryDelayMs: h.maxRetryDelayMs };
+        const options = {
+          fromBeginning: h.fromBeginning,
+          retryDelayMs: h.retryDelayMs,
+          maxRetryDelayMs: h.maxRetryDelayMs,
+        };
         const deliver = (ms: readonly TransportMessage[]) => this.deliver(h.sub, ms);
         const joined = h.batch
           ? this.transport.subscribeBatch(h.topic, h.group, deliver, options)
@@ -115,10 +127,22 @@ class Connection {
   private deliver(sub: number, messages: readonly TransportMessage[]): Promise<void> {
     if (this.closed) return Promise.reject(new Error('the subscriber disconnected'));
     const d = this.nextDelivery++;
-    const meta: DeliveredMeta[] = messages.map((m) => ({ topic: m.topic, partition: m.partition, offset: m.offset, key: m.key, headers: m.headers, timestamp: m.timestamp, n: m.value.byteLength }));
+    const meta: DeliveredMeta[] = messages.map((m) => ({
+      topic: m.topic,
+      partition: m.partition,
+      offset: m.offset,
+      key: m.key,
+      headers: m.headers,
+      timestamp: m.timestamp,
+      n: m.value.byteLength,
+    }));
     return new Promise<void>((resolve, reject) => {
       this.deliveries.set(d, { resolve, reject });
-      writeFrame(this.socket, { t: 'dlv', d, sub, msgs: meta }, messages.map((m) => m.value));
+      writeFrame(
+        this.socket,
+        { t: 'dlv', d, sub, msgs: meta },
+        messages.map((m) => m.value),
+      );
     });
   }
 

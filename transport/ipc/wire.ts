@@ -29,7 +29,17 @@ export interface ErrorWire {
 /** Client → server. `id` pairs a request with its `ok`/`err`; `sub` names a subscription; `d` a delivery. */
 export type ClientFrame =
   | { t: 'pub'; id: number; topic: string; msgs: OutgoingMeta[] }
-  | { t: 'sub'; id: number; sub: number; topic: string; group: string; batch: boolean; fromBeginning?: boolean; retryDelayMs?: number; maxRetryDelayMs?: number }
+  | {
+      t: 'sub';
+      id: number;
+      sub: number;
+      topic: string;
+      group: string;
+      batch: boolean;
+      fromBeginning?: boolean;
+      retryDelayMs?: number;
+      maxRetryDelayMs?: number;
+    }
   | { t: 'unsub'; id: number; sub: number }
   | { t: 'done'; d: number; ok: boolean; error?: string };
 

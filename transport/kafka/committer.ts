@@ -41,11 +41,15 @@ export class OffsetCommitter {
       const batch = [...this.pending];
       this.pending.clear();
       try {
-        await this.consumer.commitOffsets(batch.map(([partition, offset]) => ({ topic: this.topic, partition, offset })));
+        await this.consumer.commitOffsets(
+          batch.map(([partition, offset]) => ({ topic: this.topic, partition, offset })),
+        );
         failures = 0;
       } catch (e) {
         failures++;
-        this.log('warn', `committing offsets of ${this.topic} failed (${failures}): ${(e as Error).message}`, { offsets: Object.fromEntries(batch) });
+        this.log('warn', `committing offsets of ${this.topic} failed (${failures}): ${(e as Error).message}`, {
+          offsets: Object.fromEntries(batch),
+        });
         // a rebalance rejects commits of the old generation; the partitions' next owner resumes
         // from the last accepted commit and redelivers the rest (at least once)
         if (failures >= 3) return;

@@ -46,11 +46,13 @@ export class BatchingSender {
       let bytes = 0;
       const cut = (end: number) => {
         // copied now: the caller may reuse its buffers once publish() has returned
-        const copies = messages.slice(start, end).map((m): Message => ({
-          key: m.key,
-          value: Buffer.from(m.value),
-          headers: m.headers ? { ...m.headers } : undefined,
-        }));
+        const copies = messages.slice(start, end).map(
+          (m): Message => ({
+            key: m.key,
+            value: Buffer.from(m.value),
+            headers: m.headers ? { ...m.headers } : undefined,
+          }),
+        );
         this.queue.push({ topic, messages: copies, bytes, entry });
         entry.pending++;
         start = end;

@@ -102,12 +102,17 @@ export async function openSubscription(
   consumer.on(consumer.events.FETCH, () => joined && ready());
   const lagByPartition = new Map<number, number>();
   consumer.on(consumer.events.END_BATCH_PROCESS, (event) => {
-    if (event.payload.topic === spec.topic) lagByPartition.set(event.payload.partition, Number(event.payload.offsetLag));
+    if (event.payload.topic === spec.topic)
+      lagByPartition.set(event.payload.partition, Number(event.payload.offsetLag));
   });
   consumer.on(consumer.events.GROUP_JOIN, () => lagByPartition.clear());
   consumer.on(consumer.events.CRASH, (event) => {
     const { error, restart } = event.payload;
-    log('error', `consumer of ${spec.topic} in group ${spec.groupId} crashed${restart ? ', restarting' : ''}: ${error.message}`, {});
+    log(
+      'error',
+      `consumer of ${spec.topic} in group ${spec.groupId} crashed${restart ? ', restarting' : ''}: ${error.message}`,
+      {},
+    );
     if (!restart) failed(error);
   });
 
@@ -123,7 +128,10 @@ export async function openSubscription(
             eachBatchAutoResolve: true,
             eachBatch: async ({ batch, heartbeat }: EachBatchPayload) => {
               if (batch.messages.length === 0) return;
-              await handle(batch.messages.map((m) => toMessage(batch.topic, batch.partition, m)), heartbeat);
+              await handle(
+                batch.messages.map((m) => toMessage(batch.topic, batch.partition, m)),
+                heartbeat,
+              );
             },
           }
         : {
@@ -138,7 +146,10 @@ export async function openSubscription(
     await Promise.race([
       assigned,
       new Promise((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`no partitions assigned within ${JOIN_TIMEOUT_MS} ms`)), JOIN_TIMEOUT_MS);
+        timer = setTimeout(
+          () => reject(new Error(`no partitions assigned within ${JOIN_TIMEOUT_MS} ms`)),
+          JOIN_TIMEOUT_MS,
+        );
       }),
     ]).finally(() => clearTimeout(timer));
   } catch (e) {

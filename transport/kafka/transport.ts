@@ -71,7 +71,11 @@ export class KafkaTransport implements Transport {
       await admin.disconnect().catch(() => {});
       throw transportUnavailable(options.brokers, e);
     }
-    const sender = new BatchingSender(producer, options.maxBatchBytes ?? KAFKA_DEFAULTS.maxBatchBytes, options.lingerMs ?? KAFKA_DEFAULTS.lingerMs);
+    const sender = new BatchingSender(
+      producer,
+      options.maxBatchBytes ?? KAFKA_DEFAULTS.maxBatchBytes,
+      options.lingerMs ?? KAFKA_DEFAULTS.lingerMs,
+    );
     const transport = new KafkaTransport(options, kafka, admin, producer, sender, log);
     try {
       await Promise.all((options.topics ?? []).map((t) => transport.ensureTopic(t)));
@@ -111,11 +115,28 @@ export class KafkaTransport implements Transport {
     await this.sender.send(topic, list);
   }
 
-  subscribe(topic: string, groupId: string, handler: MessageHandler, options: SubscribeOptions = {}): Promise<Subscription> {
-    return this.join({ topic, groupId, batch: false, options, deliver: (m: readonly TransportMessage[]) => handler(m[0]), partitions: 0 });
+  subscribe(
+    topic: string,
+    groupId: string,
+    handler: MessageHandler,
+    options: SubscribeOptions = {},
+  ): Promise<Subscription> {
+    return this.join({
+      topic,
+      groupId,
+      batch: false,
+      options,
+      deliver: (m: readonly TransportMessage[]) => handler(m[0]),
+      partitions: 0,
+    });
   }
 
-  subscribeBatch(topic: string, groupId: string, handler: BatchHandler, options: SubscribeOptions = {}): Promise<Subscription> {
+  subscribeBatch(
+    topic: string,
+    groupId: string,
+    handler: BatchHandler,
+    options: SubscribeOptions = {},
+  ): Promise<Subscription> {
     return this.join({ topic, groupId, batch: true, options, deliver: handler, partitions: 0 });
   }
 
@@ -152,13 +173,25 @@ export class KafkaTransport implements Transport {
 }
 
 function checkOptions(o: KafkaTransportOptions): void {
-  if (!Array.isArray(o.brokers) || o.brokers.length === 0 || o.brokers.some((b) => typeof b !== 'string' || !/^[^\s:]+:\d+$/.test(b))) {
-    throw configInvalid(`Kafka brokers ${JSON.stringify(o.brokers)} are not a list of host:port`, 'set KAFKA_BROKERS to host:port[,host:port...]', {
-      brokers: o.brokers,
-    });
+  if (
+    !Array.isArray(o.brokers) ||
+    o.brokers.length === 0 ||
+    o.brokers.some((b) => typeof b !== 'string' || !/^[^\s:]+:\d+$/.test(b))
+  ) {
+    throw configInvalid(
+      `Kafka brokers ${JSON.stringify(o.brokers)} are not a list of host:port`,
+      'set KAFKA_BROKERS to host:port[,host:port...]',
+      {
+        brokers: o.brokers,
+      },
+    );
   }
   const counts = [o.partitions, ...Object.values(o.topicPartitions ?? {})];
   if (counts.some((n) => n !== undefined && (!Number.isInteger(n) || n < 1 || n > 10_000))) {
-    throw configInvalid('partition counts must be integers from 1 to 10000', 'fix NDIF_KAFKA_PARTITIONS or the topicPartitions option', { partitions: o.partitions });
+    throw configInvalid(
+      'partition counts must be integers from 1 to 10000',
+      'fix NDIF_KAFKA_PARTITIONS or the topicPartitions option',
+      { partitions: o.partitions },
+    );
   }
 }

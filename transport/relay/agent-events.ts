@@ -12,7 +12,14 @@ import type { ControlPlaneCommand } from '../../command-api/handlers/commands.js
 import { isFabricError } from '../../protocol/errors.js';
 import { jsonMessage, readJson } from '../json.js';
 import type { Subscription, Transport, TransportMessage } from '../port.js';
-import { agentEnvelopeSchema, DEFAULT_TOPICS, WIRE_VERSION, type AgentEnvelope, type RefusedNotice, type RelayTopics } from './wire.js';
+import {
+  agentEnvelopeSchema,
+  DEFAULT_TOPICS,
+  WIRE_VERSION,
+  type AgentEnvelope,
+  type RefusedNotice,
+  type RelayTopics,
+} from './wire.js';
 
 export interface CommandExecutor {
   execute(command: ControlPlaneCommand, meta: CommandMetadata): Promise<CommandOutcome>;
@@ -50,10 +57,19 @@ export class AgentEventIntake {
 
   async start(): Promise<void> {
     if (this.subscription !== undefined) return;
-    this.subscription = await this.options.transport.subscribeBatch(this.topics.agentEvents, this.options.groupId ?? 'ndif-relay', (ms) => this.onBatch(ms), {
-      fromBeginning: true,
-      onError: (err, ms) => this.options.log.warn({ err, messages: ms.length, first: ms[0]?.offset }, 'agent events not stored yet; delivered again'),
-    });
+    this.subscription = await this.options.transport.subscribeBatch(
+      this.topics.agentEvents,
+      this.options.groupId ?? 'ndif-relay',
+      (ms) => this.onBatch(ms),
+      {
+        fromBeginning: true,
+        onError: (err, ms) =>
+          this.options.log.warn(
+            { err, messages: ms.length, first: ms[0]?.offset },
+            'agent events not stored yet; delivered again',
+          ),
+      },
+    );
   }
 
   private async onBatch(messages: readonly TransportMessage[]): Promise<void> {
@@ -91,7 +107,10 @@ export class AgentEventIntake {
     const env = this.parse(m);
     if (env === undefined) {
       this.stats.malformed++;
-      this.options.log.warn({ topic: m.topic, partition: m.partition, offset: m.offset, key: m.key }, 'agent event is not a valid agent envelope; skipped');
+      this.options.log.warn(
+        { topic: m.topic, partition: m.partition, offset: m.offset, key: m.key },
+        'agent event is not a valid agent envelope; skipped',
+      );
       return;
     }
     const meta: CommandMetadata = {
@@ -108,8 +127,20 @@ export class AgentEventIntake {
     } catch (e) {
       if (!isFabricError(e) || e.httpStatus >= 500) throw e;
       this.stats.refused++;
-      this.options.log.warn({ code: e.code, agentId: env.agentId, command: env.command.type, agentMessageId: env.agentMessageId }, `agent command refused: ${e.message}`);
-      const notice: RefusedNotice = { v: WIRE_VERSION, kind: 'refused', agentId: env.agentId, bootId: env.bootId, agentMessageId: env.agentMessageId, commandType: env.command.type, code: e.code, message: e.message };
+      this.options.log.warn(
+        { code: e.code, agentId: env.agentId, command: env.command.type, agentMessageId: env.agentMessageId },
+        `agent command refused: ${e.message}`,
+      );
+      const notice: RefusedNotice = {
+        v: WIRE_VERSION,
+        kind: 'refused',
+        agentId: env.agentId,
+        bootId: env.bootId,
+        agentMessageId: env.agentMessageId,
+        commandType: env.command.type,
+        code: e.code,
+        message: e.message,
+      };
       await this.options.transport.publish(this.topics.assignments, jsonMessage(env.agentId, notice));
     }
   }

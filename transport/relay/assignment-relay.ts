@@ -62,7 +62,13 @@ export class AssignmentRelay {
   private restartTimer: NodeJS.Timeout | undefined;
   private waiters: Array<{ position: number; resolve: () => void }> = [];
   private stopped = true;
-  private readonly st: AssignmentRelayStatus = { phase: 'stopped', position: 0, checkpointPosition: 0, published: 0, restarts: 0 };
+  private readonly st: AssignmentRelayStatus = {
+    phase: 'stopped',
+    position: 0,
+    checkpointPosition: 0,
+    published: 0,
+    restarts: 0,
+  };
 
   constructor(private readonly options: AssignmentRelayOptions) {
     this.topic = options.topic ?? DEFAULT_TOPICS.assignments;
@@ -88,17 +94,23 @@ export class AssignmentRelay {
     this.st.position = this.st.checkpointPosition = this.position;
     this.outbox = [];
     this.st.phase = 'running';
-    const sub = this.options.store.subscribeAll({ afterPosition: this.position, batchSize: 1000 }, (e, info) => this.onEvent(e, info.caughtUp));
+    const sub = this.options.store.subscribeAll({ afterPosition: this.position, batchSize: 1000 }, (e, info) =>
+      this.onEvent(e, info.caughtUp),
+    );
     this.subscription = sub;
     void sub.done.then((end) => {
       if (end.reason !== 'failed' || this.stopped) return;
       this.st.lastError = end.error instanceof Error ? end.error.message : String(end.error);
       this.st.phase = 'restarting';
       this.st.restarts++;
-      this.options.log.error({ err: end.error, position: end.lastPosition }, 'assignment relay failed; restarting from its checkpoint');
+      this.options.log.error(
+        { err: end.error, position: end.lastPosition },
+        'assignment relay failed; restarting from its checkpoint',
+      );
       this.restartTimer = setTimeout(() => {
         this.restartTimer = undefined;
-        if (!this.stopped) this.run().catch((e: unknown) => this.options.log.error({ err: e }, 'assignment relay could not restart'));
+        if (!this.stopped)
+          this.run().catch((e: unknown) => this.options.log.error({ err: e }, 'assignment relay could not restart'));
       }, this.options.restartDelayMs ?? 1000);
     });
   }
@@ -108,15 +120,34 @@ export class AssignmentRelay {
     const drafts = route(this.state, e);
     for (const d of drafts) this.outbox.push(await this.message(d, e));
     this.position = e.position;
-    if (caughtUp || this.outbox.length >= (this.options.publishBatch ?? 500) || e.position - this.flushed.position >= 5000) await this.flush();
+    if (
+      caughtUp ||
+      this.outbox.length >= (this.options.publishBatch ?? 500) ||
+      e.position - this.flushed.position >= 5000
+    )
+      await this.flush();
   }
 
   private async message(d: Draft, e: StoredEvent): Promise<OutgoingMessage> {
-    const base = { v: WIRE_VERSION, position: e.position, eventId: e.id, correlationId: e.metadata.correlationId } as const;
+    const base = {
+      v: WIRE_VERSION,
+      position: e.position,
+      eventId: e.id,
+      correlationId: e.metadata.correlationId,
+    } as const;
     let a: Assignment;
     if (d.kind === 'run') {
-      const r = this.received.take(d.requestId) ?? (((await this.options.store.readStream(requestStream(d.requestId), { limit: 1 }))[0]?.data ?? {}) as ReceivedFacts);
-      a = { ...base, ...d, trusted: r.trusted === true, options: { timeoutMs: r.options?.timeoutMs ?? null, steps: r.options?.steps ?? 1 }, payload: r.payload ?? null };
+      const r =
+        this.received.take(d.requestId) ??
+        (((await this.options.store.readStream(requestStream(d.requestId), { limit: 1 }))[0]?.data ??
+          {}) as ReceivedFacts);
+      a = {
+        ...base,
+        ...d,
+        trusted: r.trusted === true,
+        options: { timeoutMs: r.options?.timeoutMs ?? null, steps: r.options?.steps ?? 1 },
+        payload: r.payload ?? null,
+      };
       const value = encodeJson(a);
       if (value.byteLength > INLINE_LIMIT) {
         const blob = await this.options.blobs.put(encodeJson(r.payload ?? null), { contentType: 'application/json' });
@@ -180,7 +211,15 @@ export class AssignmentRelay {
   waitForPosition(position: number, timeoutMs = 30_000): Promise<void> {
     if (this.st.position >= position) return Promise.resolve();
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`relay did not publish up to position ${position} within ${timeoutMs} ms (at ${this.st.position})`)), timeoutMs);
+      const timer = setTimeout(
+        () =>
+          reject(
+            new Error(
+              `relay did not publish up to position ${position} within ${timeoutMs} ms (at ${this.st.position})`,
+            ),
+          ),
+        timeoutMs,
+      );
       this.waiters.push({ position, resolve: () => (clearTimeout(timer), resolve()) });
     });
   }

@@ -37,7 +37,10 @@ export function initialRelayState(): RelayState {
 
 type Without<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 /** An assignment without the fields the relay adds (version, position, event id, correlation); a run without its payload. */
-export type Draft = Without<Assignment, keyof AssignmentBase | 'payload' | 'payloadBlob' | 'trusted' | 'options'> & { agentId: string; bootId: string };
+export type Draft = Without<Assignment, keyof AssignmentBase | 'payload' | 'payloadBlob' | 'trusted' | 'options'> & {
+  agentId: string;
+  bootId: string;
+};
 
 type Data = Record<string, unknown>;
 
@@ -62,18 +65,39 @@ export function route(state: RelayState, event: StoredEvent): Draft[] {
       const bootId = d.bootId as string;
       const modelKey = d.modelKey as string;
       const prev = state.replicas[replicaId];
-      const reason = event.type === 'ReplicaPlaced' ? 'PLACED' : event.type === 'ReplicaRestored' ? 'RESTORE' : 'RELOAD';
+      const reason =
+        event.type === 'ReplicaPlaced' ? 'PLACED' : event.type === 'ReplicaRestored' ? 'RESTORE' : 'RELOAD';
       // A reload keeps the replica's GPUs; the event does not repeat them.
       const gpus = (d.gpus as number[] | undefined) ?? prev?.gpus ?? [];
       const bytesPerGpu = (d.bytesPerGpu as number | undefined) ?? prev?.bytesPerGpu ?? 0;
       state.replicas[replicaId] = { agentId, bootId, modelKey, gpus, bytesPerGpu };
       const model = state.models?.[modelKey];
-      return [{ kind: 'load', agentId, bootId, replicaId, modelKey, gpus, bytesPerGpu, reason, ...(model === undefined ? {} : { model: { ...model } }) }];
+      return [
+        {
+          kind: 'load',
+          agentId,
+          bootId,
+          replicaId,
+          modelKey,
+          gpus,
+          bytesPerGpu,
+          reason,
+          ...(model === undefined ? {} : { model: { ...model } }),
+        },
+      ];
     }
     case 'ReplicaDemoted': {
       const r = state.replicas[d.replicaId as string];
       if (r === undefined) return [];
-      return [{ kind: 'demote', agentId: r.agentId, bootId: r.bootId, replicaId: d.replicaId as string, modelKey: r.modelKey }];
+      return [
+        {
+          kind: 'demote',
+          agentId: r.agentId,
+          bootId: r.bootId,
+          replicaId: d.replicaId as string,
+          modelKey: r.modelKey,
+        },
+      ];
     }
     case 'ReplicaRemoved':
     case 'ReplicaFailed': {
@@ -91,7 +115,18 @@ export function route(state: RelayState, event: StoredEvent): Draft[] {
       const attempt = d.attempt as number;
       const bootId = state.replicas[replicaId]?.bootId ?? state.agents[agentId] ?? '';
       state.inFlight[requestId] = { agentId, bootId, attempt, replicaId };
-      return [{ kind: 'run', agentId, bootId, requestId, attempt, replicaId, modelKey: d.modelKey as string, ...(d.isolated === true ? { isolated: true } : {}) }];
+      return [
+        {
+          kind: 'run',
+          agentId,
+          bootId,
+          requestId,
+          attempt,
+          replicaId,
+          modelKey: d.modelKey as string,
+          ...(d.isolated === true ? { isolated: true } : {}),
+        },
+      ];
     }
     case 'RequestCompleted':
       return finish(state, d, null);

@@ -70,7 +70,12 @@ export type Assignment =
       /** … or, when it would not fit in a transport message, a blob holding its JSON. */
       payloadBlob?: BlobRef;
     })
-  | (AssignmentBase & { kind: 'abort'; requestId: string; attempt: number; reason: 'CANCELLED' | 'FAILED' | 'REQUEUED' });
+  | (AssignmentBase & {
+      kind: 'abort';
+      requestId: string;
+      attempt: number;
+      reason: 'CANCELLED' | 'FAILED' | 'REQUEUED';
+    });
 
 export interface RefusedNotice {
   v: typeof WIRE_VERSION;
@@ -158,7 +163,13 @@ export const agentInboundSchema = z.discriminatedUnion('kind', [
     model: z.object({ fingerprint: z.string().regex(/^[0-9a-f]{64}$/), dir: z.string().min(1) }).optional(),
   }),
   z.looseObject({ ...base, kind: z.literal('demote'), replicaId: z.string(), modelKey: z.string() }),
-  z.looseObject({ ...base, kind: z.literal('unload'), replicaId: z.string(), modelKey: z.string(), reason: z.string() }),
+  z.looseObject({
+    ...base,
+    kind: z.literal('unload'),
+    replicaId: z.string(),
+    modelKey: z.string(),
+    reason: z.string(),
+  }),
   z.looseObject({
     ...base,
     kind: z.literal('run'),
@@ -172,11 +183,29 @@ export const agentInboundSchema = z.discriminatedUnion('kind', [
     payload: z.unknown().optional(),
     payloadBlob: z.object({ ref: z.string(), size: z.number().int().nonnegative(), sha256: z.string() }).optional(),
   }),
-  z.looseObject({ ...base, kind: z.literal('abort'), requestId: z.string(), attempt: z.number().int().positive(), reason: z.enum(['CANCELLED', 'FAILED', 'REQUEUED']) }),
-  z.looseObject({ v: z.literal(WIRE_VERSION), kind: z.literal('refused'), agentId: z.string(), bootId: z.string(), agentMessageId: z.string(), commandType: z.string(), code: z.string(), message: z.string() }),
+  z.looseObject({
+    ...base,
+    kind: z.literal('abort'),
+    requestId: z.string(),
+    attempt: z.number().int().positive(),
+    reason: z.enum(['CANCELLED', 'FAILED', 'REQUEUED']),
+  }),
+  z.looseObject({
+    v: z.literal(WIRE_VERSION),
+    kind: z.literal('refused'),
+    agentId: z.string(),
+    bootId: z.string(),
+    agentMessageId: z.string(),
+    commandType: z.string(),
+    code: z.string(),
+    message: z.string(),
+  }),
 ]);
 
 /** Topic names from NDIF_TOPIC_ASSIGNMENTS / NDIF_TOPIC_AGENT_EVENTS (the relay and every agent must agree). */
 export function relayTopicsFromEnv(env: NodeJS.ProcessEnv = process.env): RelayTopics {
-  return { assignments: env.NDIF_TOPIC_ASSIGNMENTS || DEFAULT_TOPICS.assignments, agentEvents: env.NDIF_TOPIC_AGENT_EVENTS || DEFAULT_TOPICS.agentEvents };
+  return {
+    assignments: env.NDIF_TOPIC_ASSIGNMENTS || DEFAULT_TOPICS.assignments,
+    agentEvents: env.NDIF_TOPIC_AGENT_EVENTS || DEFAULT_TOPICS.agentEvents,
+  };
 }

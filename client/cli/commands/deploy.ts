@@ -9,15 +9,22 @@ import type { DeployBody } from '../../sdk/wire.js';
 
 const command: CliCommand = {
   summary: 'deploy a model: add replicas with these settings and wait until they are HOT',
-  usage: '<model> [--replicas n] [--gpus n] [--size bytes] [--padding f] [--dtype t] [--timeout d] [--pinned] [--force] [--wait d | --no-wait]',
-  positionals: [{ name: 'model', required: true, description: 'model key from the catalog (`ndif status` lists deployed ones)' }],
+  usage:
+    '<model> [--replicas n] [--gpus n] [--size bytes] [--padding f] [--dtype t] [--timeout d] [--pinned] [--force] [--wait d | --no-wait]',
+  positionals: [
+    { name: 'model', required: true, description: 'model key from the catalog (`ndif status` lists deployed ones)' },
+  ],
   options: {
     replicas: { type: 'string', value: '<n>', description: 'replicas to add (1–16, default 1); deploy is additive' },
-    gpus: { type: 'string', value: '<n>', description: 'GPUs per replica (default: the catalog entry\'s)' },
-    size: { type: 'string', value: '<bytes>', description: 'memory per replica, e.g. 2GiB (default: weights × (1 + padding) + bias)' },
+    gpus: { type: 'string', value: '<n>', description: "GPUs per replica (default: the catalog entry's)" },
+    size: {
+      type: 'string',
+      value: '<bytes>',
+      description: 'memory per replica, e.g. 2GiB (default: weights × (1 + padding) + bias)',
+    },
     padding: { type: 'string', value: '<f>', description: 'padding factor over the weights (default 0.15)' },
     bias: { type: 'string', value: '<bytes>', description: 'fixed bytes added to the size (default 500MiB)' },
-    dtype: { type: 'string', value: '<t>', description: 'weights dtype label (default: the catalog entry\'s)' },
+    dtype: { type: 'string', value: '<t>', description: "weights dtype label (default: the catalog entry's)" },
     timeout: { type: 'string', value: '<d>', description: 'execution limit of its requests, e.g. 60s (default: none)' },
     concurrency: { type: 'string', value: '<n>', description: 'requests in flight per replica (default 1)' },
     pinned: { type: 'boolean', description: 'never evict it to make room' },
@@ -67,11 +74,17 @@ examples:
     const ready = await waitForHot(ctx.admin, model, accepted.replicaIds, {
       waitMs,
       signal: ctx.signal,
-      onChange: (id, state, r) => ctx.out.note(`  ${id} ${state}${r?.agentId ? ` on ${r.agentId} GPU ${r.gpus.join(',')}` : ''}`),
+      onChange: (id, state, r) =>
+        ctx.out.note(`  ${id} ${state}${r?.agentId ? ` on ${r.agentId} GPU ${r.gpus.join(',')}` : ''}`),
     });
     const waitedMs = Date.now() - started;
-    if (ctx.out.json) ctx.out.printJson({ model, replicaIds: accepted.replicaIds, ready: true, replicas: ready, waitedMs });
-    else for (const r of ready) ctx.out.line(`${r.replicaId} HOT on ${r.agentId} GPU ${r.gpus.join(',')} (${formatBytes(r.bytesPerGpu)} per GPU) after ${formatMs(waitedMs)}`);
+    if (ctx.out.json)
+      ctx.out.printJson({ model, replicaIds: accepted.replicaIds, ready: true, replicas: ready, waitedMs });
+    else
+      for (const r of ready)
+        ctx.out.line(
+          `${r.replicaId} HOT on ${r.agentId} GPU ${r.gpus.join(',')} (${formatBytes(r.bytesPerGpu)} per GPU) after ${formatMs(waitedMs)}`,
+        );
     return ExitCode.ok;
   },
 };

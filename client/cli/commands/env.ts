@@ -27,7 +27,16 @@ const command: CliCommand = {
       apiKey: maskKey(c.apiKey),
       apiKeySource: c.apiKeySource,
       client: { protocol: API_PROTOCOL_VERSION, node: process.version },
-      fabric: version ? { version: version.fabric, protocol: version.protocol, api: version.api, auth: version.auth, capabilities: version.capabilities, limits: version.limits } : null,
+      fabric: version
+        ? {
+            version: version.fabric,
+            protocol: version.protocol,
+            api: version.api,
+            auth: version.auth,
+            capabilities: version.capabilities,
+            limits: version.limits,
+          }
+        : null,
       whoami,
       problem: problem ? (problem as Error).message : null,
     };
@@ -37,10 +46,20 @@ const command: CliCommand = {
       ctx.out.line(`api key      ${info.apiKey ?? 'none'}  (from ${c.apiKeySource})`);
       ctx.out.line(`client       protocol ${API_PROTOCOL_VERSION}, node ${process.version}`);
       if (version) {
-        ctx.out.line(`fabric       ${version.fabric}, protocol ${version.protocol} (${version.api} API, auth ${version.auth ? 'on' : 'off'})`);
+        ctx.out.line(
+          `fabric       ${version.fabric}, protocol ${version.protocol} (${version.api} API, auth ${version.auth ? 'on' : 'off'})`,
+        );
         ctx.out.line(`capabilities ${version.capabilities.join(', ')}`);
       }
-      if (whoami) ctx.out.line(`caller       ${whoami.actor}${whoami.label ? ` "${whoami.label}"` : ''}; tags: ${Object.entries(whoami.tags).filter(([, v]) => v).map(([k]) => k).join(', ') || 'none'}`);
+      if (whoami)
+        ctx.out.line(
+          `caller       ${whoami.actor}${whoami.label ? ` "${whoami.label}"` : ''}; tags: ${
+            Object.entries(whoami.tags)
+              .filter(([, v]) => v)
+              .map(([k]) => k)
+              .join(', ') || 'none'
+          }`,
+        );
     }
     if (problem) {
       ctx.out.note(`fabric       ${(problem as Error).message}`);

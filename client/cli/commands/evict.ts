@@ -30,7 +30,8 @@ examples:
     if (all && !force) throw new UsageError('--all evicts every deployment; add --force to confirm');
     if (model !== undefined && !force) {
       const dep = (await ctx.admin.cluster()).deployments.find((d) => d.modelKey === model);
-      if (dep?.pinned) throw new UsageError(`${model} is pinned; add --force to evict it anyway (or \`ndif unpin ${model}\` first)`);
+      if (dep?.pinned)
+        throw new UsageError(`${model} is pinned; add --force to evict it anyway (or \`ndif unpin ${model}\` first)`);
     }
     const r = await ctx.admin.evict(all ? { all: true } : model !== undefined ? { model } : { replica: replica! });
     if (ctx.out.json) ctx.out.printJson(r);

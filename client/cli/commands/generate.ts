@@ -7,7 +7,8 @@ import type { GenerationFields } from '../../sdk/request-body.js';
 
 const command: CliCommand = {
   summary: 'generate text from a prompt on a hosted model, printed as the tokens are produced',
-  usage: '<model> <prompt> [--max-new-tokens n] [--temperature t] [--top-k k] [--top-p p] [--seed n] [--stop s]… [--ignore-eos] [--no-cache] [--json]',
+  usage:
+    '<model> <prompt> [--max-new-tokens n] [--temperature t] [--top-k k] [--top-p p] [--seed n] [--stop s]… [--ignore-eos] [--no-cache] [--json]',
   positionals: [
     { name: 'model', required: true, description: 'a model key of the catalog, e.g. gpt2-tiny' },
     { name: 'prompt', required: true, description: 'the text to continue' },
@@ -16,10 +17,19 @@ const command: CliCommand = {
     'max-new-tokens': { type: 'string', short: 'n', value: '<n>', description: 'tokens to generate (default 32)' },
     temperature: { type: 'string', value: '<t>', description: 'sample at this temperature (default: greedy)' },
     'top-k': { type: 'string', value: '<k>', description: 'sample among the k most likely tokens' },
-    'top-p': { type: 'string', value: '<p>', description: 'sample among the most likely tokens holding p of the probability (0 < p <= 1)' },
+    'top-p': {
+      type: 'string',
+      value: '<p>',
+      description: 'sample among the most likely tokens holding p of the probability (0 < p <= 1)',
+    },
     seed: { type: 'string', value: '<n>', description: 'the same seed gives the same tokens' },
     'repetition-penalty': { type: 'string', value: '<r>', description: 'above 1 discourages repeating tokens' },
-    stop: { type: 'string', multiple: true, value: '<text>', description: 'end generation when the text appears (repeatable)' },
+    stop: {
+      type: 'string',
+      multiple: true,
+      value: '<text>',
+      description: 'end generation when the text appears (repeatable)',
+    },
     'ignore-eos': { type: 'boolean', description: "do not stop at the model's EOS token" },
     'no-cache': { type: 'boolean', description: 'run the whole sequence each step (no KV cache)' },
   },
@@ -44,7 +54,12 @@ metadata (tokens, finish, seeds, cache) as the last line.`,
     else if (typeof stop === 'string') gen.stop = [stop];
     if (boolOpt(args, 'ignore-eos')) gen.ignoreEos = true;
     if (boolOpt(args, 'no-cache')) gen.cache = false;
-    const ndif = new Fabric({ url: ctx.config.url, apiKey: ctx.config.apiKey ?? undefined, progress: false, onLog: (l) => ctx.out.note(l.line) });
+    const ndif = new Fabric({
+      url: ctx.config.url,
+      apiKey: ctx.config.apiKey ?? undefined,
+      progress: false,
+      onLog: (l) => ctx.out.note(l.line),
+    });
     try {
       const s = ndif.stream(model, prompt, undefined, { ...gen, signal: ctx.signal });
       for await (const token of s) {
@@ -53,10 +68,21 @@ metadata (tokens, finish, seeds, cache) as the last line.`,
       }
       const res = await s.result;
       const finish = (res.meta.finish as Array<{ reason: string; match?: unknown } | null> | undefined)?.[0];
-      if (ctx.out.json) ctx.out.line(JSON.stringify({ requestId: res.requestId, generated: res.meta.generated, finish: res.meta.finish, seeds: res.meta.seeds, cache: res.meta.cache }));
+      if (ctx.out.json)
+        ctx.out.line(
+          JSON.stringify({
+            requestId: res.requestId,
+            generated: res.meta.generated,
+            finish: res.meta.finish,
+            seeds: res.meta.seeds,
+            cache: res.meta.cache,
+          }),
+        );
       else {
         ctx.out.stdout.write('\n');
-        ctx.out.note(`[${res.requestId}] ${finish ? `${finish.reason}${finish.match !== undefined ? ` ${JSON.stringify(finish.match)}` : ''}` : 'done'} · ${(res.meta.generated as number[][])[0]!.length} tokens · cache ${String(res.meta.cache)}${(res.meta.seeds as Array<number | null>)[0] != null ? ` · seed ${(res.meta.seeds as number[])[0]}` : ''}`);
+        ctx.out.note(
+          `[${res.requestId}] ${finish ? `${finish.reason}${finish.match !== undefined ? ` ${JSON.stringify(finish.match)}` : ''}` : 'done'} · ${(res.meta.generated as number[][])[0]!.length} tokens · cache ${String(res.meta.cache)}${(res.meta.seeds as Array<number | null>)[0] != null ? ` · seed ${(res.meta.seeds as number[])[0]}` : ''}`,
+        );
       }
       return ExitCode.ok;
     } finally {

@@ -14,7 +14,11 @@ const command: CliCommand = {
   usage: 'new | create <label> [--trusted] [--priority] [--operator] | list | revoke <key-id>',
   positionals: [
     { name: 'action', required: true, description: ACTIONS.join(', ') },
-    { name: 'label | key-id', required: false, description: "create: the key's label (1–200 characters); revoke: the key's id (16 hex digits)" },
+    {
+      name: 'label | key-id',
+      required: false,
+      description: "create: the key's label (1–200 characters); revoke: the key's id (16 hex digits)",
+    },
   ],
   options: {
     trusted: { type: 'boolean', description: 'create: blocks of this key run in the agent, not the sandbox' },
@@ -28,29 +32,43 @@ const command: CliCommand = {
   ].join('\n'),
   async run(ctx, args) {
     const [action, arg, ...extra] = args.positionals as [string, string | undefined, ...string[]];
-    if (!ACTIONS.includes(action)) throw new UsageError(`unknown action ${JSON.stringify(action)}; use one of ${ACTIONS.join(', ')}`);
+    if (!ACTIONS.includes(action))
+      throw new UsageError(`unknown action ${JSON.stringify(action)}; use one of ${ACTIONS.join(', ')}`);
     if (extra.length > 0) throw new UsageError(`unexpected arguments: ${extra.join(' ')}`);
     const tagFlags = ['trusted', 'priority', 'operator'].filter((t) => boolOpt(args, t));
     if (action !== 'create' && tagFlags.length > 0) throw new UsageError(`--${tagFlags[0]} applies to create only`);
-    if ((action === 'create' || action === 'revoke') && arg === undefined) throw new UsageError(`${action} needs ${action === 'create' ? '<label>' : '<key-id>'}`);
-    if ((action === 'new' || action === 'list') && arg !== undefined) throw new UsageError(`${action} takes no argument, got ${JSON.stringify(arg)}`);
+    if ((action === 'create' || action === 'revoke') && arg === undefined)
+      throw new UsageError(`${action} needs ${action === 'create' ? '<label>' : '<key-id>'}`);
+    if ((action === 'new' || action === 'list') && arg !== undefined)
+      throw new UsageError(`${action} takes no argument, got ${JSON.stringify(arg)}`);
 
     if (action === 'new') {
       const { id, key } = newKey();
       if (ctx.out.json) ctx.out.printJson({ key, id });
       else {
         ctx.out.line(key);
-        ctx.out.note('start the API processes with NDIF_AUTH=on NDIF_BOOTSTRAP_KEY=<this key>; it is not stored anywhere yet');
+        ctx.out.note(
+          'start the API processes with NDIF_AUTH=on NDIF_BOOTSTRAP_KEY=<this key>; it is not stored anywhere yet',
+        );
       }
       return ExitCode.ok;
     }
     if (action === 'create') {
-      const r = await ctx.admin.createKey({ label: arg!, trusted: boolOpt(args, 'trusted'), priority: boolOpt(args, 'priority'), operator: boolOpt(args, 'operator') });
+      const r = await ctx.admin.createKey({
+        label: arg!,
+        trusted: boolOpt(args, 'trusted'),
+        priority: boolOpt(args, 'priority'),
+        operator: boolOpt(args, 'operator'),
+      });
       if (ctx.out.json) ctx.out.printJson(r);
       else {
         ctx.out.line(r.key);
-        const tags = Object.entries(r.tags).filter(([, on]) => on).map(([t]) => t);
-        ctx.out.note(`key ${r.id} "${r.label}" (${tags.length ? tags.join(', ') : 'no tags'}); the secret is shown only now`);
+        const tags = Object.entries(r.tags)
+          .filter(([, on]) => on)
+          .map(([t]) => t);
+        ctx.out.note(
+          `key ${r.id} "${r.label}" (${tags.length ? tags.join(', ') : 'no tags'}); the secret is shown only now`,
+        );
       }
       return ExitCode.ok;
     }
@@ -58,8 +76,17 @@ const command: CliCommand = {
       const r = await ctx.admin.listKeys();
       if (ctx.out.json) ctx.out.printJson(r);
       else {
-        const tagsOf = (t: Record<string, boolean>) => Object.entries(t).filter(([, on]) => on).map(([n]) => n).join(',') || '-';
-        ctx.out.stdout.write(table(['ID', 'LABEL', 'TAGS', 'CREATED', 'BY', 'REVOKED'], r.keys.map((k) => [k.id, k.label, tagsOf(k.tags), k.createdAt, k.createdBy, k.revokedAt ?? '-'])) + '\n');
+        const tagsOf = (t: Record<string, boolean>) =>
+          Object.entries(t)
+            .filter(([, on]) => on)
+            .map(([n]) => n)
+            .join(',') || '-';
+        ctx.out.stdout.write(
+          table(
+            ['ID', 'LABEL', 'TAGS', 'CREATED', 'BY', 'REVOKED'],
+            r.keys.map((k) => [k.id, k.label, tagsOf(k.tags), k.createdAt, k.createdBy, k.revokedAt ?? '-']),
+          ) + '\n',
+        );
       }
       return ExitCode.ok;
     }

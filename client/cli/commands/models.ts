@@ -15,11 +15,23 @@ const command: CliCommand = {
   usage: 'add <key> <dir> [--replace] | remove <key> | list',
   positionals: [
     { name: 'action', required: true, description: ACTIONS.join(', ') },
-    { name: 'key', required: false, description: 'add, remove: the model key users name (letters, digits and . _ / -)' },
-    { name: 'dir', required: false, description: 'add: the model folder, as the control plane\'s machine sees it (a relative path is made absolute here)' },
+    {
+      name: 'key',
+      required: false,
+      description: 'add, remove: the model key users name (letters, digits and . _ / -)',
+    },
+    {
+      name: 'dir',
+      required: false,
+      description:
+        "add: the model folder, as the control plane's machine sees it (a relative path is made absolute here)",
+    },
   ],
   options: {
-    replace: { type: 'boolean', description: 'add: the key may name other files than it does now (refused while the model is deployed)' },
+    replace: {
+      type: 'boolean',
+      description: 'add: the key may name other files than it does now (refused while the model is deployed)',
+    },
   },
   details: [
     'A model folder holds model.onnx (with its external data, e.g. model.onnx.data), config.json and tokenizer.json',
@@ -33,21 +45,38 @@ const command: CliCommand = {
     '  ndif models remove llama-tiny',
   ].join('\n'),
   async run(ctx, args) {
-    const [action, key, dir, ...extra] = args.positionals as [string, string | undefined, string | undefined, ...string[]];
-    if (!ACTIONS.includes(action)) throw new UsageError(`unknown action ${JSON.stringify(action)}; use one of ${ACTIONS.join(', ')}`);
+    const [action, key, dir, ...extra] = args.positionals as [
+      string,
+      string | undefined,
+      string | undefined,
+      ...string[],
+    ];
+    if (!ACTIONS.includes(action))
+      throw new UsageError(`unknown action ${JSON.stringify(action)}; use one of ${ACTIONS.join(', ')}`);
     if (extra.length > 0) throw new UsageError(`unexpected arguments: ${extra.join(' ')}`);
     if (action !== 'add' && boolOpt(args, 'replace')) throw new UsageError('--replace applies to add only');
     if (action === 'add' && (key === undefined || dir === undefined)) throw new UsageError('add needs <key> <dir>');
-    if (action === 'remove' && (key === undefined || dir !== undefined)) throw new UsageError('remove needs <key> (only)');
-    if (action === 'list' && key !== undefined) throw new UsageError(`list takes no argument, got ${JSON.stringify(key)}`);
+    if (action === 'remove' && (key === undefined || dir !== undefined))
+      throw new UsageError('remove needs <key> (only)');
+    if (action === 'list' && key !== undefined)
+      throw new UsageError(`list takes no argument, got ${JSON.stringify(key)}`);
 
     if (action === 'add') {
-      const r = await ctx.admin.registerModel({ model: key!, dir: resolve(dir!), ...(boolOpt(args, 'replace') ? { replace: true } : {}) });
+      const r = await ctx.admin.registerModel({
+        model: key!,
+        dir: resolve(dir!),
+        ...(boolOpt(args, 'replace') ? { replace: true } : {}),
+      });
       if (ctx.out.json) ctx.out.printJson(r);
       else {
         const e = r.entry;
-        ctx.out.line(`${r.model} ${r.registered ? 'registered' : 'already registered with these files'}: sha256 ${r.fingerprint}`);
-        if (e) ctx.out.note(`  ${e.description}; inputs ${e.inputs.join(', ')}; ${e.moduleCount} modules; padding ${e.padding}; files ${e.files.map((f) => `${f.name} (${formatBytes(f.bytes)})`).join(', ')}`);
+        ctx.out.line(
+          `${r.model} ${r.registered ? 'registered' : 'already registered with these files'}: sha256 ${r.fingerprint}`,
+        );
+        if (e)
+          ctx.out.note(
+            `  ${e.description}; inputs ${e.inputs.join(', ')}; ${e.moduleCount} modules; padding ${e.padding}; files ${e.files.map((f) => `${f.name} (${formatBytes(f.bytes)})`).join(', ')}`,
+          );
       }
       return ExitCode.ok;
     }
@@ -60,8 +89,18 @@ const command: CliCommand = {
     const r = await ctx.admin.models();
     if (ctx.out.json) ctx.out.printJson(r);
     else {
-      const rows = r.models.map((m) => [m.key, m.architecture ?? m.family ?? '-', m.defaults.dtype, formatBytes(m.weightsBytes), m.fingerprint ? `${m.fingerprint.slice(0, 12)}…` : '-', m.phase, `${m.replicas.HOT ?? 0}/${m.replicas.WARM ?? 0}/${m.replicas.COLD ?? 0}`]);
-      ctx.out.stdout.write(table(['KEY', 'ARCHITECTURE', 'DTYPE', 'WEIGHTS', 'SHA256', 'PHASE', 'HOT/WARM/COLD'], rows) + '\n');
+      const rows = r.models.map((m) => [
+        m.key,
+        m.architecture ?? m.family ?? '-',
+        m.defaults.dtype,
+        formatBytes(m.weightsBytes),
+        m.fingerprint ? `${m.fingerprint.slice(0, 12)}…` : '-',
+        m.phase,
+        `${m.replicas.HOT ?? 0}/${m.replicas.WARM ?? 0}/${m.replicas.COLD ?? 0}`,
+      ]);
+      ctx.out.stdout.write(
+        table(['KEY', 'ARCHITECTURE', 'DTYPE', 'WEIGHTS', 'SHA256', 'PHASE', 'HOT/WARM/COLD'], rows) + '\n',
+      );
     }
     return ExitCode.ok;
   },

@@ -8,7 +8,7 @@ const command: CliCommand = {
   summary: 'show the queues: waiting requests per model in the order they will be served',
   usage: '[--model <key>] [--limit n] [--json]',
   options: {
-    model: { type: 'string', value: '<key>', description: 'only this model\'s queue' },
+    model: { type: 'string', value: '<key>', description: "only this model's queue" },
     limit: { type: 'string', value: '<n>', description: 'entries per queue (1–1000, default 100)' },
   },
   details: 'Order: rank (0 priority requeued, 1 priority, 2 normal requeued, 3 normal), then time enqueued.',

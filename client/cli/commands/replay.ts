@@ -10,8 +10,16 @@ const command: CliCommand = {
   summary: 'show the cluster and queues as they were at a log position or time (rebuilt in a throwaway store)',
   usage: '--to <position|time> [--from <position|time>] [--queue n] [--json]',
   options: {
-    to: { type: 'string', value: '<position|time>', description: 'a log position (integer) or an ISO-8601 UTC time, e.g. 2025-03-01T10:00:00Z' },
-    from: { type: 'string', value: '<position|time>', description: 'also replay this earlier point and show what changed from it to --to' },
+    to: {
+      type: 'string',
+      value: '<position|time>',
+      description: 'a log position (integer) or an ISO-8601 UTC time, e.g. 2025-03-01T10:00:00Z',
+    },
+    from: {
+      type: 'string',
+      value: '<position|time>',
+      description: 'also replay this earlier point and show what changed from it to --to',
+    },
     queue: { type: 'string', value: '<n>', description: 'queue entries shown per model (0–1000, default 20)' },
   },
   details:
@@ -23,12 +31,21 @@ const command: CliCommand = {
     const query = { to, from: stringOpt(args, 'from'), queue: intOpt(args, 'queue', 0, 1000) };
     await ctx.admin.version();
     // Longer than the default per-call timeout: a replay copies and folds the log up to the point: minutes on a large log.
-    const http = new FabricHttp({ url: ctx.http.url, apiKey: ctx.http.apiKey, protocolVersion: ctx.http.protocolVersion, timeoutMs: 10 * 60_000 });
+    const http = new FabricHttp({
+      url: ctx.http.url,
+      apiKey: ctx.http.apiKey,
+      protocolVersion: ctx.http.protocolVersion,
+      timeoutMs: 10 * 60_000,
+    });
     if (ctx.out.json) {
       ctx.out.printJson(await http.json('GET', '/replay', { query, signal: ctx.signal }));
       return ExitCode.ok;
     }
-    const r = await http.call<Uint8Array>('GET', '/replay', { query: { ...query, format: 'text' }, binary: true, signal: ctx.signal });
+    const r = await http.call<Uint8Array>('GET', '/replay', {
+      query: { ...query, format: 'text' },
+      binary: true,
+      signal: ctx.signal,
+    });
     ctx.out.stdout.write(new TextDecoder().decode(r.body));
     return ExitCode.ok;
   },

@@ -20,7 +20,8 @@ const command: CliCommand = {
   details: `Exit code ${ExitCode.notReady} when an added replica is refused, fails to load, or is not HOT within --wait.`,
   async run(ctx, args) {
     const [model, n] = args.positionals as [string, string];
-    if (!/^\d+$/.test(n) || Number(n) > 64) throw new UsageError(`<replicas> must be an integer 0–64, got ${JSON.stringify(n)}`);
+    if (!/^\d+$/.test(n) || Number(n) > 64)
+      throw new UsageError(`<replicas> must be an integer 0–64, got ${JSON.stringify(n)}`);
     const noWait = boolOpt(args, 'no-wait');
     if (noWait && stringOpt(args, 'wait') !== undefined) throw new UsageError('give --wait or --no-wait, not both');
     const waitMs = durationOpt(args, 'wait') ?? 600_000;
@@ -32,7 +33,11 @@ const command: CliCommand = {
       return ExitCode.ok;
     }
     ctx.out.note(`${describe}; waiting up to ${formatMs(waitMs)} for HOT`);
-    const ready = await waitForHot(ctx.admin, model, r.replicaIds, { waitMs, signal: ctx.signal, onChange: (id, state) => ctx.out.note(`  ${id} ${state}`) });
+    const ready = await waitForHot(ctx.admin, model, r.replicaIds, {
+      waitMs,
+      signal: ctx.signal,
+      onChange: (id, state) => ctx.out.note(`  ${id} ${state}`),
+    });
     if (ctx.out.json) ctx.out.printJson({ ...r, ready: true, replicas: ready });
     else ctx.out.line(`${describe}: all HOT`);
     return ExitCode.ok;

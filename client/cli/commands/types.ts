@@ -11,8 +11,16 @@ const command: CliCommand = {
   usage: '<model> [--name <Name>] [--from <module>]',
   positionals: [{ name: 'model', required: true, description: 'a model key of the catalog, e.g. gpt2-tiny' }],
   options: {
-    name: { type: 'string', value: '<Name>', description: 'the declared model (default: the key in PascalCase, gpt2-tiny → Gpt2Tiny)' },
-    from: { type: 'string', value: '<module>', description: "where the SDK's types are imported from (default @ndif/sdk)" },
+    name: {
+      type: 'string',
+      value: '<Name>',
+      description: 'the declared model (default: the key in PascalCase, gpt2-tiny → Gpt2Tiny)',
+    },
+    from: {
+      type: 'string',
+      value: '<module>',
+      description: "where the SDK's types are imported from (default @ndif/sdk)",
+    },
   },
   details: `Writes to stdout, e.g. \`ndif types gpt2-tiny > gpt2-tiny.d.ts\`, then in TypeScript:
 
@@ -24,9 +32,12 @@ Every module is a property (lists as ModuleList, indexable and iterable); a chil
   async run(ctx, args) {
     const [model] = args.positionals as [string];
     const name = typeof args.values.name === 'string' ? args.values.name : typeNameOf(model);
-    if (!/^[A-Za-z_$][A-Za-z0-9_$]*$/.test(name)) throw new UsageError(`--name ${JSON.stringify(name)} is not a TypeScript identifier`);
+    if (!/^[A-Za-z_$][A-Za-z0-9_$]*$/.test(name))
+      throw new UsageError(`--name ${JSON.stringify(name)} is not a TypeScript identifier`);
     const manifest = await ctx.http.json<Manifest>('GET', `/models/${encodeURIComponent(model)}/manifest`);
-    ctx.out.stdout.write(declareModel(manifest, { name, ...(typeof args.values.from === 'string' ? { from: args.values.from } : {}) }));
+    ctx.out.stdout.write(
+      declareModel(manifest, { name, ...(typeof args.values.from === 'string' ? { from: args.values.from } : {}) }),
+    );
     return ExitCode.ok;
   },
 };

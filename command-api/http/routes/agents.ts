@@ -12,7 +12,10 @@ export function agentRoutes(app: FastifyInstance, deps: RouteDeps): void {
     const me = callerOf(req);
     const { id } = parseInput(idParams, req.params, 'params');
     parseInput(noBody, req.body, 'body');
-    const out = await ctx.commands.execute({ type: 'DrainAgent', agentId: id, actor: me.actor }, metaOf(ctx, me, commandIdOf(req, me, ctx)));
+    const out = await ctx.commands.execute(
+      { type: 'DrainAgent', agentId: id, actor: me.actor },
+      metaOf(ctx, me, commandIdOf(req, me, ctx)),
+    );
     return reply.code(202).send({ agentId: id, draining: true, logPosition: out.position ?? null });
   });
 }

@@ -23,7 +23,9 @@ export function keyRoutes(app: FastifyInstance, deps: RouteDeps): void {
     if (b.limits !== undefined && Object.keys(b.limits).length > 0) tags.limits = b.limits;
     const { key, summary } = await keys().create({ label: b.label, tags }, me.actor, nowIso(deps.ctx));
     req.log.info({ keyId: summary.id, tags, by: me.actor }, `API key ${summary.id} created by ${me.actor}`);
-    return reply.code(201).send({ id: summary.id, key, label: summary.label, tags: summary.tags, createdAt: summary.createdAt });
+    return reply
+      .code(201)
+      .send({ id: summary.id, key, label: summary.label, tags: summary.tags, createdAt: summary.createdAt });
   });
 
   app.get('/keys', operator, async () => ({ keys: await keys().list() }));

@@ -22,7 +22,14 @@ export function modelCommandRoutes(app: FastifyInstance, deps: RouteDeps): void 
     const b = parseInput(registerModelSchema, req.body ?? {}, 'body');
     const { outcome, facts } = await registerModelFolder(
       { local: ctx.localModels, commands: ctx.commands, view: ctx.view },
-      { key: b.model, dir: b.dir, replace: b.replace ?? false, actor: me.actor, commandId: commandIdOf(req, me, ctx), at: nowIso(ctx) },
+      {
+        key: b.model,
+        dir: b.dir,
+        replace: b.replace ?? false,
+        actor: me.actor,
+        commandId: commandIdOf(req, me, ctx),
+        at: nowIso(ctx),
+      },
     );
     if (outcome.position !== undefined) await ctx.view.waitForPosition(outcome.position, 10_000);
     const m = ctx.view.state.models.byKey.get(b.model);
@@ -30,7 +37,17 @@ export function modelCommandRoutes(app: FastifyInstance, deps: RouteDeps): void 
       model: b.model,
       registered: outcome.events.length > 0,
       fingerprint: facts.fingerprint,
-      entry: m === undefined ? null : { ...entryOf(m), files: m.files, inputs: m.inputs, outputs: m.outputs, moduleCount: m.moduleCount, padding: m.padding },
+      entry:
+        m === undefined
+          ? null
+          : {
+              ...entryOf(m),
+              files: m.files,
+              inputs: m.inputs,
+              outputs: m.outputs,
+              moduleCount: m.moduleCount,
+              padding: m.padding,
+            },
       logPosition: outcome.position ?? null,
     });
   });
@@ -39,7 +56,12 @@ export function modelCommandRoutes(app: FastifyInstance, deps: RouteDeps): void 
     const me = callerOf(req);
     const b = parseInput(removeModelSchema, req.body ?? {}, 'body');
     const out = await ctx.commands.execute(
-      { type: 'RemoveModel', modelKey: b.model, actor: me.actor, deployedReplicas: activeReplicas(ctx.view.state.cluster, b.model).length },
+      {
+        type: 'RemoveModel',
+        modelKey: b.model,
+        actor: me.actor,
+        deployedReplicas: activeReplicas(ctx.view.state.cluster, b.model).length,
+      },
       metaOf(ctx, me, commandIdOf(req, me, ctx)),
     );
     if (out.position !== undefined) await ctx.view.waitForPosition(out.position, 10_000);

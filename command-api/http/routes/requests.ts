@@ -26,7 +26,12 @@ export function requestRoutes(app: FastifyInstance, deps: RouteDeps): void {
     const { id } = parseInput(idParams, req.params, 'params');
     parseInput(noBody, req.body, 'body');
     const requestId = await resolveRequestId(ctx, me, id);
-    const out = await asRequestOf(id, () => ctx.commands.execute({ type: 'CancelRequest', requestId, actor: me.actor, operator: me.tags.operator }, metaOf(ctx, me, commandIdOf(req, me, ctx), requestId)));
+    const out = await asRequestOf(id, () =>
+      ctx.commands.execute(
+        { type: 'CancelRequest', requestId, actor: me.actor, operator: me.tags.operator },
+        metaOf(ctx, me, commandIdOf(req, me, ctx), requestId),
+      ),
+    );
     return { requestId: id, cancelled: true, alreadyCancelled: out.events.length === 0 };
   });
 
@@ -35,8 +40,25 @@ export function requestRoutes(app: FastifyInstance, deps: RouteDeps): void {
     const me = callerOf(req);
     const { id } = parseInput(idParams, req.params, 'params');
     const requestId = await resolveRequestId(ctx, me, id);
-    const out = await asRequestOf(id, () => ctx.commands.execute({ type: 'ExpireResult', requestId, reason: 'DELETED', actor: me.actor, operator: me.tags.operator, because: null }, metaOf(ctx, me, commandIdOf(req, me, ctx), requestId)));
+    const out = await asRequestOf(id, () =>
+      ctx.commands.execute(
+        {
+          type: 'ExpireResult',
+          requestId,
+          reason: 'DELETED',
+          actor: me.actor,
+          operator: me.tags.operator,
+          because: null,
+        },
+        metaOf(ctx, me, commandIdOf(req, me, ctx), requestId),
+      ),
+    );
     const expired = out.events.find((e) => e.type === 'ResultExpired');
-    return { requestId: id, deleted: true, alreadyDeleted: expired === undefined, bytes: expired?.type === 'ResultExpired' ? expired.data.bytes : null };
+    return {
+      requestId: id,
+      deleted: true,
+      alreadyDeleted: expired === undefined,
+      bytes: expired?.type === 'ResultExpired' ? expired.data.bytes : null,
+    };
   });
 }

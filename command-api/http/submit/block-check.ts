@@ -3,12 +3,28 @@
 import { checkBlockSource as checkSource } from '../../../protocol/block-source.js';
 import { FabricError } from '../../../protocol/errors.js';
 
-function syntaxError(invoke: number | 'shared', message: string, line?: number, column?: number, trace?: number): FabricError {
+function syntaxError(
+  invoke: number | 'shared',
+  message: string,
+  line?: number,
+  column?: number,
+  trace?: number,
+): FabricError {
   const where = `${invoke === 'shared' ? 'the shared block' : `the block of invoke ${invoke}`}${trace === undefined ? '' : ` of trace ${trace}`}`;
-  return new FabricError('BLOCK_SYNTAX_ERROR', 400, `${where} does not compile${line === undefined ? '' : ` (line ${line}${column === undefined ? '' : `, column ${column}`})`}: ${message}`, {
-    hint: 'send the source of an async function expression: async (m, ctx) => { … }',
-    details: { invoke, ...(trace === undefined ? {} : { trace }), ...(line === undefined ? {} : { line }), ...(column === undefined ? {} : { column }) },
-  });
+  return new FabricError(
+    'BLOCK_SYNTAX_ERROR',
+    400,
+    `${where} does not compile${line === undefined ? '' : ` (line ${line}${column === undefined ? '' : `, column ${column}`})`}: ${message}`,
+    {
+      hint: 'send the source of an async function expression: async (m, ctx) => { … }',
+      details: {
+        invoke,
+        ...(trace === undefined ? {} : { trace }),
+        ...(line === undefined ? {} : { line }),
+        ...(column === undefined ? {} : { column }),
+      },
+    },
+  );
 }
 
 /** Throws BLOCK_SYNTAX_ERROR when `source` is not exactly one function expression. Runs nothing. */

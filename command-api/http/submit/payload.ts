@@ -1,6 +1,11 @@
 // A submission's body → what is recorded: the payload the agent runs (protocol/request-payload.ts), the request
 // options the control plane enforces, and the comparison that makes a resubmission idempotent.
-import { REQUEST_PAYLOAD_FORMAT, type InvokePayload, type RequestPayload, type TracePayload } from '../../../protocol/request-payload.js';
+import {
+  REQUEST_PAYLOAD_FORMAT,
+  type InvokePayload,
+  type RequestPayload,
+  type TracePayload,
+} from '../../../protocol/request-payload.js';
 import type { SubmitBody } from './schema.js';
 import { checkGenerationOptions, invokeGeneration, requestedNewTokens } from '../../../protocol/generation.js';
 
@@ -11,7 +16,12 @@ export interface Submission {
   priority: boolean;
 }
 
-type TraceBody = { invokes: NonNullable<SubmitBody['invokes']>; block?: string; newTokens?: number; generation?: Record<string, unknown> };
+type TraceBody = {
+  invokes: NonNullable<SubmitBody['invokes']>;
+  block?: string;
+  newTokens?: number;
+  generation?: Record<string, unknown>;
+};
 
 /** One trace's invokes and options as the payload holds them; bad generation options throw their coded 400. */
 function traceOf(body: TraceBody, where: string): TracePayload & { newTokens: number } {
@@ -39,11 +49,23 @@ export function submissionOf(body: SubmitBody, tags: { trusted: boolean; priorit
   let steps: number;
   if (body.traces !== undefined) {
     const traces = body.traces.map((t, i) => traceOf(t, `trace ${i} `));
-    payload = { format: REQUEST_PAYLOAD_FORMAT, invokes: [], traces, timeoutMs: body.timeoutMs ?? null, blocking: body.blocking ?? true };
+    payload = {
+      format: REQUEST_PAYLOAD_FORMAT,
+      invokes: [],
+      traces,
+      timeoutMs: body.timeoutMs ?? null,
+      blocking: body.blocking ?? true,
+    };
     steps = Math.max(...traces.map((t) => t.newTokens)) + 1;
   } else {
     const { invokes, newTokens, block, generation } = traceOf(body as TraceBody, '');
-    payload = { format: REQUEST_PAYLOAD_FORMAT, invokes, newTokens, timeoutMs: body.timeoutMs ?? null, blocking: body.blocking ?? true };
+    payload = {
+      format: REQUEST_PAYLOAD_FORMAT,
+      invokes,
+      newTokens,
+      timeoutMs: body.timeoutMs ?? null,
+      blocking: body.blocking ?? true,
+    };
     if (block !== undefined) payload.block = block;
     if (generation !== undefined) payload.generation = generation;
     steps = newTokens + 1;
@@ -64,7 +86,10 @@ function same(a: unknown, b: unknown): boolean {
  * Which parts of a new submission differ from the one recorded under the same id (empty: the same submission).
  * `recorded` is the RequestReceived event's data.
  */
-export function differences(recorded: { payload?: unknown; options?: Record<string, unknown>; trusted?: unknown; priority?: unknown }, s: Submission): string[] {
+export function differences(
+  recorded: { payload?: unknown; options?: Record<string, unknown>; trusted?: unknown; priority?: unknown },
+  s: Submission,
+): string[] {
   const out: string[] = [];
   const p = (recorded.payload ?? {}) as Record<string, unknown>;
   for (const k of ['invokes', 'traces', 'block', 'newTokens', 'generation', 'timeoutMs', 'blocking'] as const) {

@@ -7,14 +7,26 @@ const blockSource = z.string().min(1, 'a block must not be empty').max(1_000_000
 export const invokeSchema = z.strictObject({
   input: z.union([
     z.string().min(1, 'a prompt must not be empty').max(1_000_000),
-    z.array(z.number().int('token ids are integers').nonnegative('token ids are >= 0').max(2 ** 31 - 1)).min(1, 'a token list must not be empty').max(100_000),
+    z
+      .array(
+        z
+          .number()
+          .int('token ids are integers')
+          .nonnegative('token ids are >= 0')
+          .max(2 ** 31 - 1),
+      )
+      .min(1, 'a token list must not be empty')
+      .max(100_000),
   ]),
   block: blockSource.optional(),
   /** This invoke's generation options (checked by protocol/generation.ts). */
   generation: z.record(z.string(), z.unknown()).optional(),
 });
 
-const invokes = z.array(invokeSchema).min(1, 'send at least one invoke ({ "input": "<prompt>" })').max(64, 'at most 64 invokes per trace');
+const invokes = z
+  .array(invokeSchema)
+  .min(1, 'send at least one invoke ({ "input": "<prompt>" })')
+  .max(64, 'at most 64 invokes per trace');
 
 /** One trace of a session: its invokes, the block of those without their own, its generation. */
 export const traceSchema = z.strictObject({
@@ -24,26 +36,54 @@ export const traceSchema = z.strictObject({
   generation: z.record(z.string(), z.unknown()).optional(),
 });
 
-export const submitSchema = z.strictObject({
-  requestId: z.string().regex(ENTITY_ID, 'a request id: 1–128 of letters, digits and . _ : -, starting with a letter or digit').optional(),
-  model: z.string().regex(MODEL_KEY, 'a model key: 1–128 of letters, digits and . _ / -, starting with a letter or digit'),
-  invokes: invokes.optional(),
-  /** A session: traces run one after the other in this request (instead of `invokes`). */
-  traces: z.array(traceSchema).min(1, 'a session has at least one trace').max(64, 'at most 64 traces per session').optional(),
-  block: blockSource.optional(),
-  newTokens: z.number().int().min(0).max(4095).optional(),
-  /** Generation options (protocol/generation.ts): maxNewTokens, temperature, topK, topP, seed, repetitionPenalty, stop, stopTokenIds, ignoreEos, cache. */
-  generation: z.record(z.string(), z.unknown()).optional(),
-  timeoutMs: z.number().int().positive().max(86_400_000).optional(),
-  queueTimeoutMs: z.number().int().positive().max(7 * 86_400_000).optional(),
-  untrusted: z.boolean().optional(),
-  blocking: z.boolean().optional(),
-}).superRefine((b, ctx) => {
-  if ((b.invokes === undefined) === (b.traces === undefined)) {
-    ctx.addIssue({ code: 'custom', path: ['invokes'], message: 'send invokes (one trace: [{ "input": "<prompt>" }]) or traces (a session: [{ "invokes": [...] }, ...]), exactly one of the two' });
-  } else if (b.traces !== undefined && (b.block !== undefined || b.newTokens !== undefined || b.generation !== undefined)) {
-    ctx.addIssue({ code: 'custom', path: ['traces'], message: 'in a session, block, newTokens and generation belong to each trace' });
-  }
-});
+export const submitSchema = z
+  .strictObject({
+    requestId: z
+      .string()
+      .regex(ENTITY_ID, 'a request id: 1–128 of letters, digits and . _ : -, starting with a letter or digit')
+      .optional(),
+    model: z
+      .string()
+      .regex(MODEL_KEY, 'a model key: 1–128 of letters, digits and . _ / -, starting with a letter or digit'),
+    invokes: invokes.optional(),
+    /** A session: traces run one after the other in this request (instead of `invokes`). */
+    traces: z
+      .array(traceSchema)
+      .min(1, 'a session has at least one trace')
+      .max(64, 'at most 64 traces per session')
+      .optional(),
+    block: blockSource.optional(),
+    newTokens: z.number().int().min(0).max(4095).optional(),
+    /** Generation options (protocol/generation.ts): maxNewTokens, temperature, topK, topP, seed, repetitionPenalty, stop, stopTokenIds, ignoreEos, cache. */
+    generation: z.record(z.string(), z.unknown()).optional(),
+    timeoutMs: z.number().int().positive().max(86_400_000).optional(),
+    queueTimeoutMs: z
+      .number()
+      .int()
+      .positive()
+      .max(7 * 86_400_000)
+      .optional(),
+    untrusted: z.boolean().optional(),
+    blocking: z.boolean().optional(),
+  })
+  .superRefine((b, ctx) => {
+    if ((b.invokes === undefined) === (b.traces === undefined)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['invokes'],
+        message:
+          'send invokes (one trace: [{ "input": "<prompt>" }]) or traces (a session: [{ "invokes": [...] }, ...]), exactly one of the two',
+      });
+    } else if (
+      b.traces !== undefined &&
+      (b.block !== undefined || b.newTokens !== undefined || b.generation !== undefined)
+    ) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['traces'],
+        message: 'in a session, block, newTokens and generation belong to each trace',
+      });
+    }
+  });
 
 export type SubmitBody = z.infer<typeof submitSchema>;

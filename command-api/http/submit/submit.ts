@@ -38,15 +38,24 @@ function admissionOf(ctx: FabricContext): SubmitAdmission {
 
 function checkTimeout(body: SubmitBody, limits: EffectiveLimits): void {
   if (body.timeoutMs === undefined || limits.maxTimeoutMs === null || body.timeoutMs <= limits.maxTimeoutMs) return;
-  throw new FabricError('API_TIMEOUT_OVER_LIMIT', 400, `timeoutMs ${body.timeoutMs} is more than this key may ask for (${limits.maxTimeoutMs} ms)`, {
-    hint: `ask for at most ${limits.maxTimeoutMs} ms, or leave timeoutMs out for the deployment's limit; an operator can raise the key's maxTimeoutMs`,
-    details: { timeoutMs: body.timeoutMs, maxTimeoutMs: limits.maxTimeoutMs },
-  });
+  throw new FabricError(
+    'API_TIMEOUT_OVER_LIMIT',
+    400,
+    `timeoutMs ${body.timeoutMs} is more than this key may ask for (${limits.maxTimeoutMs} ms)`,
+    {
+      hint: `ask for at most ${limits.maxTimeoutMs} ms, or leave timeoutMs out for the deployment's limit; an operator can raise the key's maxTimeoutMs`,
+      details: { timeoutMs: body.timeoutMs, maxTimeoutMs: limits.maxTimeoutMs },
+    },
+  );
 }
 
 export async function submit(deps: RouteDeps, me: Identity, body: SubmitBody): Promise<SubmitAnswer> {
   const { ctx } = deps;
-  if (ctx.catalog.get(body.model) === undefined) throw unknownModel(body.model, ctx.catalog.list().map((e) => e.key));
+  if (ctx.catalog.get(body.model) === undefined)
+    throw unknownModel(
+      body.model,
+      ctx.catalog.list().map((e) => e.key),
+    );
   if (body.block !== undefined) checkBlockSource(body.block, 'shared');
   body.invokes?.forEach((inv, i) => {
     if (inv.block !== undefined) checkBlockSource(inv.block, i);
@@ -62,7 +71,11 @@ export async function submit(deps: RouteDeps, me: Identity, body: SubmitBody): P
   const s = submissionOf(body, me.tags);
   const clientId = body.requestId ?? ctx.newId();
   const requestId = scopedRequestId(me, clientId);
-  const admitted = await admissionOf(ctx).admit(me.actor, limits, async () => (await ctx.store.readStream(requestStream(requestId), { limit: 1 })).length > 0);
+  const admitted = await admissionOf(ctx).admit(
+    me.actor,
+    limits,
+    async () => (await ctx.store.readStream(requestStream(requestId), { limit: 1 })).length > 0,
+  );
   let out;
   try {
     out = await ctx.commands.execute(
@@ -74,7 +87,11 @@ export async function submit(deps: RouteDeps, me: Identity, body: SubmitBody): P
         priority: s.priority,
         trusted: s.trusted,
         payload: s.payload,
-        options: { ...s.options, ...(limits.maxTimeoutMs === null ? {} : { maxTimeoutMs: limits.maxTimeoutMs }), ...(limits.maxRunning === null ? {} : { maxRunning: limits.maxRunning }) },
+        options: {
+          ...s.options,
+          ...(limits.maxTimeoutMs === null ? {} : { maxTimeoutMs: limits.maxTimeoutMs }),
+          ...(limits.maxRunning === null ? {} : { maxRunning: limits.maxRunning }),
+        },
       },
       { commandId: `submit:${requestId}`, actor: me.actor, at: nowIso(ctx), correlationId: requestId },
     );
@@ -91,15 +108,29 @@ export async function submit(deps: RouteDeps, me: Identity, body: SubmitBody): P
     const recorded = (first?.data ?? {}) as Parameters<typeof differences>[0];
     const differs = differences(recorded, s);
     if (differs.length > 0) {
-      throw new FabricError('API_REQUEST_ID_REUSED', 409, `request id ${clientId} was already submitted with another ${differs.join(', ')}`, {
-        hint: 'send a new request id for a new request (or leave requestId out and the server picks one)',
-        details: { requestId: clientId, differs },
-      });
+      throw new FabricError(
+        'API_REQUEST_ID_REUSED',
+        409,
+        `request id ${clientId} was already submitted with another ${differs.join(', ')}`,
+        {
+          hint: 'send a new request id for a new request (or leave requestId out and the server picks one)',
+          details: { requestId: clientId, differs },
+        },
+      );
     }
     existing = true;
     logPosition = first?.position ?? null;
     status = requestStatus(ctx.view.state, requestId)?.status ?? 'RECEIVED';
   }
   const self = `/requests/${encodeURIComponent(clientId)}`;
-  return { requestId: clientId, model: body.model, status, existing, logPosition, trusted: s.trusted, priority: s.priority, links: { self, result: `${self}/result`, ws: '/ws' } };
+  return {
+    requestId: clientId,
+    model: body.model,
+    status,
+    existing,
+    logPosition,
+    trusted: s.trusted,
+    priority: s.priority,
+    links: { self, result: `${self}/result`, ws: '/ws' },
+  };
 }

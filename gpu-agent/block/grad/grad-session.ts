@@ -29,7 +29,13 @@ export class GradSession {
   private readonly queue = new WaitQueue(
     (addr) => this.send({ kind: 'WAIT', invoke: this.invoke, addr }),
     (a, b) => b.rank - a.rank,
-    (w) => (w.rank > this.lastRank ? new InterleaveError('OutOfOrder', `${w.addr} was requested after ${this.lastAddr}; gradients come latest point first`) : undefined),
+    (w) =>
+      w.rank > this.lastRank
+        ? new InterleaveError(
+            'OutOfOrder',
+            `${w.addr} was requested after ${this.lastAddr}; gradients come latest point first`,
+          )
+        : undefined,
     () => !this.closed && !this.returned,
   );
   /** A wait of a replaced backward still in flight: its answer goes to it, not into the cache. */
@@ -54,21 +60,37 @@ export class GradSession {
     if (!this.taping) return;
     values.forEach((t, index) => {
       if (t.tape || !isFloatDtype(t.dtype)) return;
-      t.tape = { op: 'leaf', inputs: [], args: [], out: t, outVersion: t.version, leaf: { addr, index, step, owner: this.owner } };
+      t.tape = {
+        op: 'leaf',
+        inputs: [],
+        args: [],
+        out: t,
+        outVersion: t.version,
+        leaf: { addr, index, step, owner: this.owner },
+      };
     });
   }
 
   backward(loss: Tensor): void {
     if (this.closed) throw this.closed;
     if (!this.taping) {
-      throw new InterleaveError('BackwardError', 'backward(loss): this block\'s source never names `backward`, so its tensor ops were not recorded (and the request did not record its forward pass); call it by name: ctx.backward(loss) or loss.backward()');
+      throw new InterleaveError(
+        'BackwardError',
+        "backward(loss): this block's source never names `backward`, so its tensor ops were not recorded (and the request did not record its forward pass); call it by name: ctx.backward(loss) or loss.backward()",
+      );
     }
     const leaves = leafGradients(loss);
     const steps = new Set(leaves.map((l) => l.leaf.step));
-    if (steps.size > 1) throw new InterleaveError('BackwardError', `backward(loss): the loss mixes values of steps ${[...steps].sort().join(' and ')}; a backward runs over one step's forward pass`);
+    if (steps.size > 1)
+      throw new InterleaveError(
+        'BackwardError',
+        `backward(loss): the loss mixes values of steps ${[...steps].sort().join(' and ')}; a backward runs over one step's forward pass`,
+      );
     const seeds = leaves.map(({ leaf, grad }) => seed(leaf.addr, leaf.index, grad));
     // A new backward: gradients of the previous one are no longer available.
-    this.orphan = this.queue.rejectPending(new InterleaveError('NoBackward', 'the gradient belonged to a backward pass replaced by a later backward()'));
+    this.orphan = this.queue.rejectPending(
+      new InterleaveError('NoBackward', 'the gradient belonged to a backward pass replaced by a later backward()'),
+    );
     this.cache.clear();
     this.lastRank = Number.POSITIVE_INFINITY;
     this.lastAddr = '';
@@ -78,7 +100,11 @@ export class GradSession {
 
   private rankOf(path: string, point: Point): number {
     const rank = this.index.rank(path, point);
-    if (rank === undefined) throw new InterleaveError('NotObservable', `${path ? `${path}.` : ''}${point}: ${this.index.unobservable(path, point)}`);
+    if (rank === undefined)
+      throw new InterleaveError(
+        'NotObservable',
+        `${path ? `${path}.` : ''}${point}: ${this.index.unobservable(path, point)}`,
+      );
     return rank;
   }
 
@@ -95,12 +121,29 @@ export class GradSession {
   private wait(path: string, point: Point, step: number, addr: string): Promise<Tensor[]> {
     if (this.closed) return Promise.reject(this.closed);
     const rank = this.rankOf(path, point);
-    if (this.step === undefined) return Promise.reject(new InterleaveError('NoBackward', `${addr} was requested before any backward pass: call ctx.backward(loss) (or loss.backward()) first`));
-    if (step !== this.step) return Promise.reject(new InterleaveError('NoBackward', `${addr} is at step ${step}, but the backward pass runs over step ${this.step}`));
+    if (this.step === undefined)
+      return Promise.reject(
+        new InterleaveError(
+          'NoBackward',
+          `${addr} was requested before any backward pass: call ctx.backward(loss) (or loss.backward()) first`,
+        ),
+      );
+    if (step !== this.step)
+      return Promise.reject(
+        new InterleaveError(
+          'NoBackward',
+          `${addr} is at step ${step}, but the backward pass runs over step ${this.step}`,
+        ),
+      );
     const cached = this.cache.get(addr);
     if (cached) return Promise.resolve(cached);
     if (rank > this.lastRank) {
-      return Promise.reject(new InterleaveError('OutOfOrder', `${addr} was requested after ${this.lastAddr}; gradients come in reverse forward order (latest point first), as the backward pass computes them`));
+      return Promise.reject(
+        new InterleaveError(
+          'OutOfOrder',
+          `${addr} was requested after ${this.lastAddr}; gradients come in reverse forward order (latest point first), as the backward pass computes them`,
+        ),
+      );
     }
     return this.queue.enqueue(addr, step, rank).promise;
   }
@@ -134,20 +177,45 @@ export class GradSession {
     if (this.closed) throw this.closed;
     const addr = this.addrOf(path, point, step);
     const rank = this.rankOf(path, point);
-    if (this.step === undefined || step !== this.step) throw new InterleaveError('NoBackward', `cannot swap ${addr}: no backward pass runs over step ${step} (call ctx.backward(loss) first)`);
-    if (rank > this.lastRank) throw new InterleaveError('OutOfOrder', `cannot swap ${addr}: the backward pass has already passed it (last gradient received: ${this.lastAddr})`);
+    if (this.step === undefined || step !== this.step)
+      throw new InterleaveError(
+        'NoBackward',
+        `cannot swap ${addr}: no backward pass runs over step ${step} (call ctx.backward(loss) first)`,
+      );
+    if (rank > this.lastRank)
+      throw new InterleaveError(
+        'OutOfOrder',
+        `cannot swap ${addr}: the backward pass has already passed it (last gradient received: ${this.lastAddr})`,
+      );
     const mod = this.index.modules.get(path)!;
     const tensors = point === 'output' ? mod.outputs : mod.inputs;
     const current = this.cache.get(addr);
-    if (values.length !== tensors.length) throw new InterleaveError('ShapeMismatch', `swap of ${addr} takes ${tensors.length} tensor${tensors.length === 1 ? '' : 's'}, got ${values.length}`);
+    if (values.length !== tensors.length)
+      throw new InterleaveError(
+        'ShapeMismatch',
+        `swap of ${addr} takes ${tensors.length} tensor${tensors.length === 1 ? '' : 's'}, got ${values.length}`,
+      );
     values.forEach((t, i) => {
-      if (!(t instanceof Tensor)) throw new InterleaveError('ShapeMismatch', `swap of ${addr}: value ${i} is not a Tensor`);
+      if (!(t instanceof Tensor))
+        throw new InterleaveError('ShapeMismatch', `swap of ${addr}: value ${i} is not a Tensor`);
       const want = current?.[i];
       const dtype = String(tensors[i]!.dtype);
-      if (t.dtype !== dtype) throw new InterleaveError('DtypeMismatch', `swap of ${addr}: expected ${dtype}, got ${t.dtype} (convert with .to('${dtype}'))`);
-      if (want && !sameShape(t.shape, want.shape)) throw new InterleaveError('ShapeMismatch', `swap of ${addr}: expected shape [${want.shape.join(', ')}], got [${t.shape.join(', ')}]`);
+      if (t.dtype !== dtype)
+        throw new InterleaveError(
+          'DtypeMismatch',
+          `swap of ${addr}: expected ${dtype}, got ${t.dtype} (convert with .to('${dtype}'))`,
+        );
+      if (want && !sameShape(t.shape, want.shape))
+        throw new InterleaveError(
+          'ShapeMismatch',
+          `swap of ${addr}: expected shape [${want.shape.join(', ')}], got [${t.shape.join(', ')}]`,
+        );
       const bad = firstNonFinite(t.toPayload());
-      if (bad >= 0) throw new InterleaveError('NonFinite', `swap of ${addr}: element ${bad} is ${t.flat(bad)}; gradients must be finite`);
+      if (bad >= 0)
+        throw new InterleaveError(
+          'NonFinite',
+          `swap of ${addr}: element ${bad} is ${t.flat(bad)}; gradients must be finite`,
+        );
     });
     const copies = values.map((t) => new Tensor(t.dtype, t.shape, t.data.slice() as Tensor['data']));
     if (current) this.cache.set(addr, copies);
@@ -163,7 +231,10 @@ export class GradSession {
 
   close(reason: string): void {
     if (this.closed) return;
-    this.closed = new InterleaveError(reason === 'timeout' ? 'Timeout' : 'Cancelled', `the request was stopped by the host (${reason})`);
+    this.closed = new InterleaveError(
+      reason === 'timeout' ? 'Timeout' : 'Cancelled',
+      `the request was stopped by the host (${reason})`,
+    );
     this.queue.rejectAll(this.closed);
   }
 }
@@ -177,7 +248,11 @@ function seed(addr: string, index: number, grad: Gradient): GradSeed {
       index,
       shape: [...grad.shape],
       at: { dtype: 'int64', shape: [at.length], data: new Uint8Array(at.buffer) },
-      grad: { dtype: 'float32', shape: [grad.values.length], data: new Uint8Array(grad.values.buffer, grad.values.byteOffset, grad.values.byteLength) },
+      grad: {
+        dtype: 'float32',
+        shape: [grad.values.length],
+        data: new Uint8Array(grad.values.buffer, grad.values.byteOffset, grad.values.byteLength),
+      },
     };
   }
   const g = grad.dtype === 'float32' ? grad : grad.to('float32');

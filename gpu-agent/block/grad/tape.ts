@@ -58,14 +58,20 @@ function plain(t: Tensor): Tensor {
 function valueOf(node: TapeNode, i: number): Tensor {
   const input = node.inputs[i]!;
   if (input.tensor.version !== input.version) {
-    fail('BackwardError', `an operand of ${node.op}() was modified in place (setSlice or fill) after ${node.op}() used it, so its derivative cannot be computed; clone() the tensor before writing into it`);
+    fail(
+      'BackwardError',
+      `an operand of ${node.op}() was modified in place (setSlice or fill) after ${node.op}() used it, so its derivative cannot be computed; clone() the tensor before writing into it`,
+    );
   }
   return plain(input.tensor);
 }
 
 function outputOf(node: TapeNode): Tensor {
   if (node.out.version !== node.outVersion) {
-    fail('BackwardError', `the result of ${node.op}() was modified in place (setSlice or fill) before the loss was computed from it; clone() it before writing into it`);
+    fail(
+      'BackwardError',
+      `the result of ${node.op}() was modified in place (setSlice or fill) before the loss was computed from it; clone() it before writing into it`,
+    );
   }
   return plain(node.out);
 }
@@ -123,7 +129,8 @@ const DERIVATIVES: Record<string, Derivative> = {
   slice: (n, g) => {
     const x = n.inputs[0]!.tensor;
     const at = x.sliceOffsets(n.args[0] as SliceSpec[]);
-    if (at.length <= x.size * SPARSE_SHARE) return [{ shape: x.shape, at, values: (g.dtype === 'float32' ? g : g.to('float32')).data as Float32Array }];
+    if (at.length <= x.size * SPARSE_SHARE)
+      return [{ shape: x.shape, at, values: (g.dtype === 'float32' ? g : g.to('float32')).data as Float32Array }];
     const gx = Tensor.zeros(x.shape);
     gx.setSlice(n.args[0] as SliceSpec[], g);
     return [gx];
@@ -136,13 +143,20 @@ const DERIVATIVES: Record<string, Derivative> = {
   },
   add: (n, g) => [sumTo(g, n.inputs[0]!.tensor.shape), sumTo(g, n.inputs[1]!.tensor.shape)],
   sub: (n, g) => [sumTo(g, n.inputs[0]!.tensor.shape), sumTo(g.mul(-1), n.inputs[1]!.tensor.shape)],
-  mul: (n, g) => [sumTo(g.mul(valueOf(n, 1)), n.inputs[0]!.tensor.shape), sumTo(g.mul(valueOf(n, 0)), n.inputs[1]!.tensor.shape)],
+  mul: (n, g) => [
+    sumTo(g.mul(valueOf(n, 1)), n.inputs[0]!.tensor.shape),
+    sumTo(g.mul(valueOf(n, 0)), n.inputs[1]!.tensor.shape),
+  ],
   div: (n, g) => {
     const b = valueOf(n, 1);
     const q = g.div(b);
     return [sumTo(q, n.inputs[0]!.tensor.shape), sumTo(q.mul(valueOf(n, 0)).div(b).mul(-1), b.shape)];
   },
-  map: () => fail('NotDifferentiable', 'the loss was computed through map(), which has no derivative; use the tensor methods (exp, log, pow, sqrt, abs, softmax, logSoftmax, …) instead'),
+  map: () =>
+    fail(
+      'NotDifferentiable',
+      'the loss was computed through map(), which has no derivative; use the tensor methods (exp, log, pow, sqrt, abs, softmax, logSoftmax, …) instead',
+    ),
   exp: (n, g) => [g.mul(outputOf(n))],
   log: (n, g) => [g.div(valueOf(n, 0))],
   sqrt: (n, g) => [g.mul(0.5).div(outputOf(n))],
@@ -228,9 +242,18 @@ function order(root: TapeNode): TapeNode[] {
 /** d(loss)/d(value) for every value of the model the loss was computed from. */
 export function leafGradients(loss: Tensor): LeafGradient[] {
   if (!(loss instanceof Tensor)) fail('BackwardError', 'backward(loss): the loss must be a Tensor');
-  if (loss.size !== 1) fail('BackwardError', `backward(loss): the loss must have one element, it has shape [${loss.shape.join(', ')}]; reduce it first (sum(), mean(), or index one element)`);
-  if (!loss.tape) fail('BackwardError', 'backward(loss): the loss was not computed from values of the model; compute it from a module value (await m.<path>.output)');
-  if (loss.dtype !== 'float32' && loss.dtype !== 'float16') fail('BackwardError', `backward(loss): the loss must be a float tensor, it is ${loss.dtype}`);
+  if (loss.size !== 1)
+    fail(
+      'BackwardError',
+      `backward(loss): the loss must have one element, it has shape [${loss.shape.join(', ')}]; reduce it first (sum(), mean(), or index one element)`,
+    );
+  if (!loss.tape)
+    fail(
+      'BackwardError',
+      'backward(loss): the loss was not computed from values of the model; compute it from a module value (await m.<path>.output)',
+    );
+  if (loss.dtype !== 'float32' && loss.dtype !== 'float16')
+    fail('BackwardError', `backward(loss): the loss must be a float tensor, it is ${loss.dtype}`);
   const grads = new Map<TapeNode, Gradient>([[loss.tape!, Tensor.ones(loss.shape)]]);
   const leaves = new Map<TapeLeaf, Gradient>();
   for (const node of order(loss.tape!)) {

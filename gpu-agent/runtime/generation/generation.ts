@@ -72,14 +72,28 @@ export class Generation {
     private readonly setup: GenerationSetup,
     specs: RowSpec[],
   ) {
-    this.feeder = new KvFeeder(setup.plan, setup.layout, setup.cached, specs.map((s) => s.prompt), setup.padTokenId);
+    this.feeder = new KvFeeder(
+      setup.plan,
+      setup.layout,
+      setup.cached,
+      specs.map((s) => s.prompt),
+      setup.padTokenId,
+    );
     this.rows = specs.map((spec) => {
       const o = spec.options;
       const eos = o.ignoreEos ? [] : setup.eos;
       return {
         spec,
         sampler: new RowSampler(samplerSettings(o), spec.seed, spec.prompt),
-        stopper: new RowStopper({ eos, stopTokenIds: o.stopTokenIds ?? [], stop: o.stop ?? [], maxNewTokens: o.maxNewTokens ?? setup.maxNewTokens }, setup.decode),
+        stopper: new RowStopper(
+          {
+            eos,
+            stopTokenIds: o.stopTokenIds ?? [],
+            stop: o.stop ?? [],
+            maxNewTokens: o.maxNewTokens ?? setup.maxNewTokens,
+          },
+          setup.decode,
+        ),
         generated: [],
       };
     });
@@ -93,7 +107,10 @@ export class Generation {
   choose(step: number, logits: OrtTensor, table: Map<string, OrtTensor>): ChosenToken[] {
     this.feeder.absorb(table);
     const [batch, seq, vocab] = logits.dims as [number, number, number];
-    const data = floatValues(logits.data as Float32Array | Uint16Array, logits.type === 'float16' ? 'float16' : 'float32');
+    const data = floatValues(
+      logits.data as Float32Array | Uint16Array,
+      logits.type === 'float16' ? 'float16' : 'float32',
+    );
     const chosen: ChosenToken[] = [];
     const tokens: number[] = [];
     const real: boolean[] = [];

@@ -60,7 +60,8 @@ function scoresMatMul(g: ModelGraph, softmax: number): number | string {
     for (const x of g.reads[p]!) if (!g.initializers.has(x)) walk(x, depth + 1);
   };
   walk(g.reads[softmax]![0]!, 0);
-  if (found.size !== 1) return found.size === 0 ? 'no MatMul produces its scores' : 'its scores come from several MatMuls';
+  if (found.size !== 1)
+    return found.size === 0 ? 'no MatMul produces its scores' : 'its scores come from several MatMuls';
   return [...found][0]!;
 }
 
@@ -77,7 +78,8 @@ function outputMatMul(g: ModelGraph, softmax: number): number | string {
     }
   };
   walk(g.writes[softmax]![0]!, 0);
-  if (found.size !== 1) return found.size === 0 ? 'its probabilities reach no MatMul' : 'its probabilities reach several MatMuls';
+  if (found.size !== 1)
+    return found.size === 0 ? 'its probabilities reach no MatMul' : 'its probabilities reach several MatMuls';
   return [...found][0]!;
 }
 
@@ -116,7 +118,9 @@ export function carryKv(model: ModelProto, g: ModelGraph, facts: Map<string, Ten
   if (!g.graphInputs.some((v) => v.name === 'position_ids')) {
     return 'the graph has no position_ids input: it numbers positions itself (from the mask or the input length), so a new token fed alone would get position 0';
   }
-  const softmaxes = g.nodes.map((n, k) => ((n.domain ?? '') === '' && n.op_type === 'Softmax' ? k : -1)).filter((k) => k >= 0);
+  const softmaxes = g.nodes
+    .map((n, k) => ((n.domain ?? '') === '' && n.op_type === 'Softmax' ? k : -1))
+    .filter((k) => k >= 0);
   if (softmaxes.length === 0) return 'the graph has no Softmax (no attention to carry keys and values for)';
   const layers: CarriedLayer[] = [];
   const added: NodeProto[] = [];
@@ -125,7 +129,8 @@ export function carryKv(model: ModelProto, g: ModelGraph, facts: Map<string, Ten
   const pastInputs: ValueInfoProto[] = [];
   const presentOutputs: ValueInfoProto[] = [];
   let bias: { rank: number; elemType: number } | undefined;
-  const setInput = (node: NodeProto, from: string, to: string) => (rewire.get(node) ?? rewire.set(node, new Map()).get(node)!).set(from, to);
+  const setInput = (node: NodeProto, from: string, to: string) =>
+    (rewire.get(node) ?? rewire.set(node, new Map()).get(node)!).set(from, to);
 
   for (const [i, s] of softmaxes.entries()) {
     const sm = g.nodes[s]!;
@@ -143,9 +148,12 @@ export function carryKv(model: ModelProto, g: ModelGraph, facts: Map<string, Ten
     const fk = facts.get(kT);
     const fv = facts.get(v);
     const fs = facts.get(scores);
-    if (!fk || !fv || !fs || fk.dims.length < 3 || fv.dims.length < 3 || fs.dims.length < 3) return `at Softmax ${name}, the shapes of the keys, values or scores are not known`;
-    if (fk.dims.some((d) => d === null) || fv.dims.some((d) => d === null)) return `at Softmax ${name}, the keys or values have a dim that follows neither batch nor sequence`;
-    if (bias && (bias.rank !== fs.dims.length || bias.elemType !== fs.elemType)) return `the attentions' scores differ in rank or type (at Softmax ${name})`;
+    if (!fk || !fv || !fs || fk.dims.length < 3 || fv.dims.length < 3 || fs.dims.length < 3)
+      return `at Softmax ${name}, the shapes of the keys, values or scores are not known`;
+    if (fk.dims.some((d) => d === null) || fv.dims.some((d) => d === null))
+      return `at Softmax ${name}, the keys or values have a dim that follows neither batch nor sequence`;
+    if (bias && (bias.rank !== fs.dims.length || bias.elemType !== fs.elemType))
+      return `the attentions' scores differ in rank or type (at Softmax ${name})`;
     bias ??= { rank: fs.dims.length, elemType: fs.elemType };
 
     const key = { past: carriedPast(i, 'key'), present: carriedPresent(i, 'key'), axis: -1 };
@@ -155,20 +163,37 @@ export function carryKv(model: ModelProto, g: ModelGraph, facts: Map<string, Ten
     if (typeof pk === 'string') return `at Softmax ${name}, ${pk}`;
     if (typeof pvInfo === 'string') return `at Softmax ${name}, ${pvInfo}`;
     pastInputs.push(pk, pvInfo);
-    presentOutputs.push({ name: key.present, type: { tensor_type: { elem_type: fk.elemType } } }, { name: value.present, type: { tensor_type: { elem_type: fv.elemType } } });
+    presentOutputs.push(
+      { name: key.present, type: { tensor_type: { elem_type: fk.elemType } } },
+      { name: value.present, type: { tensor_type: { elem_type: fv.elemType } } },
+    );
     const biased = `${scores}::ndif_biased`;
     // New nodes take the scope of the MatMul they sit next to (its metadata for dynamo exports, its name's path
     // for TorchScript ones), so they belong to the attention module.
-    const near = (base: NodeProto, suffix: string, op: string, inputs: string[], output: string, attrs?: NodeProto['attribute']): NodeProto => {
+    const near = (
+      base: NodeProto,
+      suffix: string,
+      op: string,
+      inputs: string[],
+      output: string,
+      attrs?: NodeProto['attribute'],
+    ): NodeProto => {
       const prefix = base.name?.startsWith('/') ? base.name.slice(0, base.name.lastIndexOf('/')) : '';
-      const node: NodeProto = { name: prefix ? `${prefix}/${suffix}` : `${base.name ?? 'node'}_${suffix}`, op_type: op, input: inputs, output: [output] };
+      const node: NodeProto = {
+        name: prefix ? `${prefix}/${suffix}` : `${base.name ?? 'node'}_${suffix}`,
+        op_type: op,
+        input: inputs,
+        output: [output],
+      };
       if (attrs) node.attribute = attrs;
       if (base.metadata_props) node.metadata_props = base.metadata_props;
       return node;
     };
     added.push(
       near(qk, `NdifPastKey${i}`, 'Concat', [key.past, kT], key.present, [{ name: 'axis', type: 2, i: key.axis }]),
-      near(pv, `NdifPastValue${i}`, 'Concat', [value.past, v], value.present, [{ name: 'axis', type: 2, i: value.axis }]),
+      near(pv, `NdifPastValue${i}`, 'Concat', [value.past, v], value.present, [
+        { name: 'axis', type: 2, i: value.axis },
+      ]),
       near(qk, `NdifPastBias${i}`, 'Add', [scores, CARRY_BIAS], biased),
     );
     setInput(qk, kT, key.present);
@@ -182,11 +207,22 @@ export function carryKv(model: ModelProto, g: ModelGraph, facts: Map<string, Ten
     layers.push({ key, value, softmax: name });
   }
   const rank = bias!.rank;
-  const biasDims: DimFit[] = Array.from({ length: rank }, (_, d) => (d === 0 ? BATCH : d === rank - 1 ? { k: 0, b: 0, t: 1, bt: 0 } : { k: 1, b: 0, t: 0, bt: 0 }));
+  const biasDims: DimFit[] = Array.from({ length: rank }, (_, d) =>
+    d === 0 ? BATCH : d === rank - 1 ? { k: 0, b: 0, t: 1, bt: 0 } : { k: 1, b: 0, t: 0, bt: 0 },
+  );
   newFacts.set(CARRY_BIAS, { elemType: bias!.elemType, dims: biasDims });
   const biasInfo: ValueInfoProto = {
     name: CARRY_BIAS,
-    type: { tensor_type: { elem_type: bias!.elemType, shape: { dim: biasDims.map((d, i) => (i === 0 ? { dim_param: 'batch' } : i === rank - 1 ? { dim_param: 'keys' } : { dim_value: d.k })) } } },
+    type: {
+      tensor_type: {
+        elem_type: bias!.elemType,
+        shape: {
+          dim: biasDims.map((d, i) =>
+            i === 0 ? { dim_param: 'batch' } : i === rank - 1 ? { dim_param: 'keys' } : { dim_value: d.k },
+          ),
+        },
+      },
+    },
   };
 
   const nodes = (model.graph!.node ?? []).map((n) => {

@@ -13,10 +13,19 @@ import type { KvLayout } from './kv-layout.js';
 /** Runs the whole graph on `feeds` and returns every output by name. */
 export type WholeGraphRun = (feeds: Record<string, OrtTensor>) => Promise<Map<string, OrtTensor>>;
 
-const values = (t: OrtTensor) => floatValues(t.data as Float32Array | Uint16Array, t.type === 'float16' ? 'float16' : 'float32');
+const values = (t: OrtTensor) =>
+  floatValues(t.data as Float32Array | Uint16Array, t.type === 'float16' ? 'float16' : 'float32');
 
 /** Why the cache does not reproduce the whole pass, or undefined when it does. */
-export async function checkCache(run: WholeGraphRun, plan: InputPlan, layout: KvLayout, logits: string, padTokenId: number, vocab: number, padding: PaddingSide): Promise<string | undefined> {
+export async function checkCache(
+  run: WholeGraphRun,
+  plan: InputPlan,
+  layout: KvLayout,
+  logits: string,
+  padTokenId: number,
+  vocab: number,
+  padding: PaddingSide,
+): Promise<string | undefined> {
   const v = Math.max(10, Math.min(vocab || 50, 50));
   const long = [7 % v, 2 % v, 9 % v, 4 % v, 6 % v];
   const short = padding === 'none' ? [1 % v, 3 % v, 5 % v, 8 % v, 2 % v] : [1 % v, 3 % v, 5 % v];
@@ -26,7 +35,13 @@ export async function checkCache(run: WholeGraphRun, plan: InputPlan, layout: Kv
     const whole = (await run(feedsFor(plan, padRows(rows, padTokenId, 'left')))).get(logits)!;
     const [, wholeSeq, width] = whole.dims as [number, number, number];
     const want = values(whole);
-    const feeder = new KvFeeder(plan, layout, true, rows.map((r) => r.slice(0, r.length - cachedSteps)), padTokenId);
+    const feeder = new KvFeeder(
+      plan,
+      layout,
+      true,
+      rows.map((r) => r.slice(0, r.length - cachedSteps)),
+      padTokenId,
+    );
     let worst = 0;
     let scale = 1;
     for (let pass = 0; pass <= cachedSteps; pass++) {
@@ -44,7 +59,11 @@ export async function checkCache(run: WholeGraphRun, plan: InputPlan, layout: Kv
         }
       }
       feeder.absorb(table);
-      if (pass < cachedSteps) feeder.append(rows.map((r) => r[r.length - cachedSteps + pass]!), rows.map(() => true));
+      if (pass < cachedSteps)
+        feeder.append(
+          rows.map((r) => r[r.length - cachedSteps + pass]!),
+          rows.map(() => true),
+        );
     }
     const tolerance = whole.type === 'float16' ? 2e-2 : 1e-3;
     if (!Number.isFinite(worst) || worst > tolerance * scale) {

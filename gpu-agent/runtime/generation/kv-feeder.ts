@@ -79,7 +79,12 @@ export class KvFeeder {
       }
     }
     const feeds = stepFeeds(this.plan, {
-      batch, seq, ids, positions: pos, mask, maskLen,
+      batch,
+      seq,
+      ids,
+      positions: pos,
+      mask,
+      maskLen,
       pastLen: incremental ? this.pastLen : 0,
       ...(incremental ? { past: this.past } : {}),
       ...(bias ? { bias } : {}),

@@ -38,10 +38,12 @@ export function exportedPast(g: ModelGraph, plan: InputPlan): KvLayout | null {
   const slots: KvSlot[] = [];
   for (const p of past) {
     const present = p.name.replace(/^past_key_values\./, 'present.');
-    if (!outputs.has(present)) return NO_CACHE(`the export takes ${p.name} but has no ${present} output to carry it to the next step`);
+    if (!outputs.has(present))
+      return NO_CACHE(`the export takes ${p.name} but has no ${present} output to carry it to the next step`);
     slots.push({ past: p.name, present, axis: 2 });
   }
-  if (!plan.names.includes('attention_mask')) return NO_CACHE('the export takes past_key_values but no attention_mask, so a cached step cannot mask padding');
+  if (!plan.names.includes('attention_mask'))
+    return NO_CACHE('the export takes past_key_values but no attention_mask, so a cached step cannot mask padding');
   return { mode: 'past', slots, maskSpansPast: true };
 }
 

@@ -5,7 +5,11 @@ import type { ModelGraph } from '../graph/model-graph.js';
 import type { AddressTable } from '../addresses.js';
 import { FLOAT_TYPES } from './onnx-nodes.js';
 
-export function differentiableTensors(g: ModelGraph, elemType: (t: string) => number | undefined, points: AddressTable): Set<string> {
+export function differentiableTensors(
+  g: ModelGraph,
+  elemType: (t: string) => number | undefined,
+  points: AddressTable,
+): Set<string> {
   const isFloat = (t: string) => FLOAT_TYPES.has(elemType(t) ?? -1);
   const active = new Set<string>();
   for (const p of points.points) {

@@ -52,7 +52,12 @@ type Step =
   | { kind: 'ahead'; cut: number; minRank: number };
 
 /** The tensor a point's value is in: an input point's swap alias when the pass made one, else the tensor itself. */
-export function tensorAt(record: ForwardRecord, modules: Map<string, ModuleNode>, p: ObservationPoint, tensor: string): string {
+export function tensorAt(
+  record: ForwardRecord,
+  modules: Map<string, ModuleNode>,
+  p: ObservationPoint,
+  tensor: string,
+): string {
   if (p.point !== 'input' || p.path === '') return tensor;
   const m = modules.get(p.path)!;
   for (const r of record.runs) {
@@ -131,7 +136,12 @@ export class BackwardRun {
         const reads = m.readsIn(lo, pos, run.aliases);
         const incoming = [...names].filter((t) => m.producedIn(t, lo, pos) || reads.has(t)).sort();
         if (incoming.length > 0) {
-          const plan = m.plan({ lo, hi: pos, run: { start: run.start, end: run.end, aliases: run.aliases, kept: new Set(run.values.keys()) }, incoming });
+          const plan = m.plan({
+            lo,
+            hi: pos,
+            run: { start: run.start, end: run.end, aliases: run.aliases, kept: new Set(run.values.keys()) },
+            incoming,
+          });
           for (const t of plan.consumed) names.delete(t);
           for (const t of plan.gradOutputs.values()) names.add(t);
           steps.push({ kind: 'segment', plan, run, incoming });
@@ -140,7 +150,9 @@ export class BackwardRun {
       pos = lo;
       steps.push({ kind: 'arrive', cut: lo, swaps: lo > target.cut });
       for (const t of this.seeds.get(lo)?.keys() ?? []) names.add(t);
-      if (lo > target.cut) for (const p of this.aheadAt(lo, -1)) for (const t of p.tensors) names.add(tensorAt(this.record, this.env.modules, p, t));
+      if (lo > target.cut)
+        for (const p of this.aheadAt(lo, -1))
+          for (const t of p.tensors) names.add(tensorAt(this.record, this.env.modules, p, t));
     }
     steps.push({ kind: 'ahead', cut: target.cut, minRank: target.rank });
     return steps;
@@ -159,12 +171,17 @@ export class BackwardRun {
   }
 
   private dropsAt(cut: number): string[] {
-    return this.record.replaced.filter((r) => r.cut === cut && (r.invoke === 'all' || r.invoke === this.inv.index)).map((r) => r.tensor);
+    return this.record.replaced
+      .filter((r) => r.cut === cut && (r.invoke === 'all' || r.invoke === this.inv.index))
+      .map((r) => r.tensor);
   }
 
   /** Points at `cut` with a pending gradient swap and rank ≥ minRank, latest first. */
   private aheadAt(cut: number, minRank: number): ObservationPoint[] {
-    return [...this.ahead.keys()].map((r) => this.env.points[r]!).filter((p) => p.cut === cut && p.rank >= minRank).sort((a, b) => b.rank - a.rank);
+    return [...this.ahead.keys()]
+      .map((r) => this.env.points[r]!)
+      .filter((p) => p.cut === cut && p.rank >= minRank)
+      .sort((a, b) => b.rank - a.rank);
   }
 
   private async apply(s: Step): Promise<void> {
@@ -214,7 +231,11 @@ export class BackwardRun {
     }
     if (plan.outputs.length > 0) {
       const m = this.env.model;
-      const seg = await this.env.cache.acquireBuilt(plan.key, () => plan, (p) => m.model(p));
+      const seg = await this.env.cache.acquireBuilt(
+        plan.key,
+        () => plan,
+        (p) => m.model(p),
+      );
       try {
         const t0 = performance.now();
         await runSegment(seg, feeds);

@@ -19,7 +19,10 @@ export class GradEmitter {
   private count = 0;
   private readonly literals = new Map<string, string>();
 
-  constructor(readonly opset: number, private readonly prefix: string) {}
+  constructor(
+    readonly opset: number,
+    private readonly prefix: string,
+  ) {}
 
   op(type: string, inputs: string[], attrs: Record<string, AttrValue> = {}, outputs = 1): string[] {
     const id = `${this.prefix}${this.count++}_${type}`;
@@ -52,12 +55,16 @@ export class GradEmitter {
   /** A float tensor of `dims` filled with `v`. */
   floatFilled(v: number, elemType: number, dims: number[]): string {
     const n = dims.reduce((a, b) => a * b, 1);
-    return this.literal(`F${elemType}:${v}:${dims.join('x')}`, () => [attribute('value', { tensor: floatLiteral(new Array<number>(n).fill(v), elemType, dims) })]);
+    return this.literal(`F${elemType}:${v}:${dims.join('x')}`, () => [
+      attribute('value', { tensor: floatLiteral(new Array<number>(n).fill(v), elemType, dims) }),
+    ]);
   }
 
   /** An int64 vector (or scalar when `scalar`). */
   ints(values: number[], scalar = false): string {
-    return this.literal(`i${scalar ? 's' : 'v'}:${values.join(',')}`, () => [attribute('value', { tensor: int64Literal(values, scalar ? [] : [values.length]) })]);
+    return this.literal(`i${scalar ? 's' : 'v'}:${values.join(',')}`, () => [
+      attribute('value', { tensor: int64Literal(values, scalar ? [] : [values.length]) }),
+    ]);
   }
 
   /** A zero scalar of ONNX element type `elemType`. */
@@ -97,15 +104,24 @@ export class GradEmitter {
     if (plan) {
       if (plan.axes.length === 0) return grad;
       const summed = this.reduceSum(grad, plan.axes, true);
-      return plan.lead > 0 ? this.squeeze(summed, Array.from({ length: plan.lead }, (_, i) => i)) : summed;
+      return plan.lead > 0
+        ? this.squeeze(
+            summed,
+            Array.from({ length: plan.lead }, (_, i) => i),
+          )
+        : summed;
     }
     if (!gradDims || !targetDims) throw new Error('internal: the rank of a broadcast operand is unknown');
     // At run time: reduce the axes where the (left-padded) operand has 1 and the gradient does not.
     const lead = gradDims.length - targetDims.length;
     const target = targetShape();
-    const padded = lead > 0 ? this.one('Concat', [this.ints(new Array<number>(lead).fill(1)), target], { axis: 0 }) : target;
+    const padded =
+      lead > 0 ? this.one('Concat', [this.ints(new Array<number>(lead).fill(1)), target], { axis: 0 }) : target;
     const one = this.ints([1]);
-    const mask = this.one('And', [this.one('Equal', [padded, one]), this.one('Not', [this.one('Equal', [this.one('Shape', [grad]), one])])]);
+    const mask = this.one('And', [
+      this.one('Equal', [padded, one]),
+      this.one('Not', [this.one('Equal', [this.one('Shape', [grad]), one])]),
+    ]);
     const axes = this.squeeze(this.one('NonZero', [mask]), [0]);
     const summed = this.one('ReduceSum', [grad, axes], { keepdims: 1, noop_with_empty_axes: 1 });
     return this.one('Reshape', [summed, target]);

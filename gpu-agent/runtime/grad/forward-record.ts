@@ -27,7 +27,11 @@ export class ForwardRecord {
   readonly runs: ForwardRun[] = [];
   readonly replaced: Replacement[] = [];
 
-  constructor(readonly step: number, readonly batch: number, readonly sequence: number) {}
+  constructor(
+    readonly step: number,
+    readonly batch: number,
+    readonly sequence: number,
+  ) {}
 
   add(run: ForwardRun): void {
     this.runs.push(run);

@@ -15,8 +15,15 @@ export class GradModel {
   private readonly plans = new Map<string, GradSegmentPlan>();
 
   /** `active`: the tensors gradients flow through (activity.ts, computed at load for the manifest's memory estimate). */
-  constructor(graph: ModelGraph, base: ModelProto, facts: (t: string) => TensorFacts | undefined, active: Set<string>, baseName: (t: string) => string) {
-    const opset = (base.opset_import ?? []).find((o) => (o.domain ?? '') === '' || o.domain === 'ai.onnx')?.version ?? 0;
+  constructor(
+    graph: ModelGraph,
+    base: ModelProto,
+    facts: (t: string) => TensorFacts | undefined,
+    active: Set<string>,
+    baseName: (t: string) => string,
+  ) {
+    const opset =
+      (base.opset_import ?? []).find((o) => (o.domain ?? '') === '' || o.domain === 'ai.onnx')?.version ?? 0;
     this.ctx = { graph, base, facts, baseName, active, opset };
   }
 

@@ -62,14 +62,22 @@ export interface GradSegmentPlan extends SegmentPlan {
 
 /** Why a backward segment cannot be built: the node and op that have no derivative (or not for this use). */
 export class GradientRefused extends Error {
-  constructor(readonly op: string, readonly nodeName: string, readonly scope: string, readonly reason: string) {
+  constructor(
+    readonly op: string,
+    readonly nodeName: string,
+    readonly scope: string,
+    readonly reason: string,
+  ) {
     super(reason);
     this.name = 'GradientRefused';
   }
 }
 
 export function gradSegmentKey(spec: GradSegmentSpec): string {
-  const aliases = spec.run.aliases.map((a) => `${a.tensor}>${a.alias}@${a.from}-${a.to}`).sort().join(',');
+  const aliases = spec.run.aliases
+    .map((a) => `${a.tensor}>${a.alias}@${a.from}-${a.to}`)
+    .sort()
+    .join(',');
   return `grad|${spec.lo}:${spec.hi}|run ${spec.run.start}:${spec.run.end}|${aliases}|${[...spec.incoming].sort().join(',')}`;
 }
 
@@ -79,7 +87,8 @@ export function planGradSegment(m: GradModelContext, spec: GradSegmentSpec): Gra
   const g = m.graph;
   const { lo, hi, run } = spec;
   const e = new GradEmitter(m.opset, `grad${lo}_${hi}/`);
-  const aliasAt = (k: number, t: string) => run.aliases.find((a) => a.tensor === t && k >= a.from && k < a.to)?.alias ?? t;
+  const aliasAt = (k: number, t: string) =>
+    run.aliases.find((a) => a.tensor === t && k >= a.from && k < a.to)?.alias ?? t;
   const readsOf = (k: number) => (g.nodes[k]!.input ?? []).map((t) => (t === '' ? '' : aliasAt(k, t)));
   const constantValue = (t: string): TensorProto | undefined => {
     const p = g.producer.get(t);
@@ -87,7 +96,10 @@ export function planGradSegment(m: GradModelContext, spec: GradSegmentSpec): Gra
     return g.nodes[p]!.attribute?.find((a) => a.name === 'value')?.t;
   };
   const elem = (t: string): number =>
-    m.facts(m.baseName(t))?.elemType ?? g.initializers.get(t)?.data_type ?? constantValue(t)?.data_type ?? TensorDataType.UNDEFINED;
+    m.facts(m.baseName(t))?.elemType ??
+    g.initializers.get(t)?.data_type ??
+    constantValue(t)?.data_type ??
+    TensorDataType.UNDEFINED;
   const dims = (t: string): Dims | undefined => {
     const init = g.initializers.get(t) ?? constantValue(t);
     if (init) return constDims(init.dims ?? []);
@@ -147,7 +159,8 @@ export function planGradSegment(m: GradModelContext, spec: GradSegmentSpec): Gra
     try {
       rule(ctx);
     } catch (err) {
-      if (err instanceof RuleUnsupported) throw refuse(`op ${node.op_type} has a derivative rule, but not for ${err.message}`);
+      if (err instanceof RuleUnsupported)
+        throw refuse(`op ${node.op_type} has a derivative rule, but not for ${err.message}`);
       throw err;
     }
   }
@@ -158,7 +171,12 @@ export function planGradSegment(m: GradModelContext, spec: GradSegmentSpec): Gra
   for (const [t, parts] of contrib) {
     if (parts.length === 1 && parts[0] === gradIn(t)) continue;
     const name = gradOut(t);
-    outputNodes.push({ name: `grad${lo}_${hi}/out:${t}`, op_type: parts.length === 1 ? 'Identity' : 'Sum', input: parts, output: [name] });
+    outputNodes.push({
+      name: `grad${lo}_${hi}/out:${t}`,
+      op_type: parts.length === 1 ? 'Identity' : 'Sum',
+      input: parts,
+      output: [name],
+    });
     gradOutputs.set(name, t);
   }
 
@@ -184,10 +202,14 @@ export function planGradSegment(m: GradModelContext, spec: GradSegmentSpec): Gra
     if (run.kept.has(t)) return void valueInputs.add(t);
     if (g.initializers.has(t)) return void initializers.add(t);
     const p = g.producer.get(t);
-    if (p === undefined) throw new Error(`internal: gradient segment [${lo}, ${hi}) needs ${t}, which the forward run did not keep`);
+    if (p === undefined)
+      throw new Error(`internal: gradient segment [${lo}, ${hi}) needs ${t}, which the forward run did not keep`);
     if (g.constants.has(p)) return void constants.add(p);
     if (recompute.has(p)) return;
-    if (p < run.start || p >= hi) throw new Error(`internal: gradient segment [${lo}, ${hi}) needs ${t}, produced at ${p} outside run [${run.start}, ${hi})`);
+    if (p < run.start || p >= hi)
+      throw new Error(
+        `internal: gradient segment [${lo}, ${hi}) needs ${t}, produced at ${p} outside run [${run.start}, ${hi})`,
+      );
     recompute.add(p);
     for (const r of readsOf(p)) need(r);
   };
@@ -199,12 +221,20 @@ export function planGradSegment(m: GradModelContext, spec: GradSegmentSpec): Gra
     return p !== undefined && p >= lo && p < hi;
   });
 
-  const forward = [...recompute].sort((a, b) => a - b).map((k) => {
-    const node = g.nodes[k]!;
-    const ins = readsOf(k);
-    return ins.every((t, i) => t === (node.input ?? [])[i]) ? node : { ...node, input: ins };
-  });
-  const nodes = [...[...constants].sort((a, b) => a - b).map((k) => g.nodes[k]!), ...forward, ...shapeNodes, ...e.nodes, ...outputNodes];
+  const forward = [...recompute]
+    .sort((a, b) => a - b)
+    .map((k) => {
+      const node = g.nodes[k]!;
+      const ins = readsOf(k);
+      return ins.every((t, i) => t === (node.input ?? [])[i]) ? node : { ...node, input: ins };
+    });
+  const nodes = [
+    ...[...constants].sort((a, b) => a - b).map((k) => g.nodes[k]!),
+    ...forward,
+    ...shapeNodes,
+    ...e.nodes,
+    ...outputNodes,
+  ];
   const inputs = [...valueInputs, ...spec.incoming.map(gradIn), ...shapeInputs.keys()];
   const outputs = [...gradOutputs.keys()];
   return {

@@ -1,7 +1,13 @@
 // Small tensor arithmetic the backward's host side does outside onnxruntime: zeros, sums of two gradients, a
 // seed's rows placed in a zero batch, sparse seeds made dense, float32 ↔ float16.
 import type { Dtype, TensorPayload } from '../../../protocol/interleave.js';
-import { bytesPerElement, elementCount, floatToHalf, halfToFloat, typedData } from '../../../protocol/tensor-payload.js';
+import {
+  bytesPerElement,
+  elementCount,
+  floatToHalf,
+  halfToFloat,
+  typedData,
+} from '../../../protocol/tensor-payload.js';
 import { ortToPayload, payloadToOrt } from '../tensor-convert.js';
 import type { OrtTensor } from '../ort/session.js';
 
@@ -42,16 +48,25 @@ export function addOrt(a: OrtTensor, b: OrtTensor): OrtTensor {
 }
 
 /** A dense payload from the nonzero values at flat offsets `at` of a tensor of `shape`. */
-export function denseFromSparse(dtype: Dtype, shape: number[], at: TensorPayload, values: TensorPayload): TensorPayload {
+export function denseFromSparse(
+  dtype: Dtype,
+  shape: number[],
+  at: TensorPayload,
+  values: TensorPayload,
+): TensorPayload {
   const n = elementCount(shape);
   const offsets = typedData(at) as BigInt64Array;
   const v = floats(values);
-  if (at.dtype !== 'int64' || offsets.length !== v.length) throw new Error('a sparse seed needs int64 offsets, one per value');
+  if (at.dtype !== 'int64' || offsets.length !== v.length)
+    throw new Error('a sparse seed needs int64 offsets, one per value');
   const out = dtype === 'float32' ? new Float32Array(n) : new Float64Array(n);
   for (let i = 0; i < v.length; i++) {
     const k = Number(offsets[i]!);
-    if (!Number.isInteger(k) || k < 0 || k >= n) throw new Error(`sparse seed offset ${k} is outside a tensor of ${n} elements`);
+    if (!Number.isInteger(k) || k < 0 || k >= n)
+      throw new Error(`sparse seed offset ${k} is outside a tensor of ${n} elements`);
     out[k]! += v[i]!;
   }
-  return out instanceof Float32Array ? { dtype, shape: [...shape], data: new Uint8Array(out.buffer) } : floatPayload(dtype, shape, out);
+  return out instanceof Float32Array
+    ? { dtype, shape: [...shape], data: new Uint8Array(out.buffer) }
+    : floatPayload(dtype, shape, out);
 }

@@ -56,9 +56,15 @@ export function estimateMemory(
   g.nodes.forEach((node, k) => {
     if (node.op_type !== 'MatMul' && node.op_type !== 'Gemm') return;
     if (!g.reads[k]!.some((t) => active.has(t))) return;
-    for (const t of g.reads[k]!) if (g.initializers.has(t) && (g.initializers.get(t)!.dims ?? []).length === 2) packed.add(t);
+    for (const t of g.reads[k]!)
+      if (g.initializers.has(t) && (g.initializers.get(t)!.dims ?? []).length === 2) packed.add(t);
   });
   let packedBytes = 0;
   for (const t of packed) packedBytes += tensorBytes(g.initializers.get(t)!);
-  return { sequence, forwardActivationBytes: Math.ceil(peak), backwardActivationBytes: Math.ceil(peak + recomputed), packedWeightsBytes: packedBytes };
+  return {
+    sequence,
+    forwardActivationBytes: Math.ceil(peak),
+    backwardActivationBytes: Math.ceil(peak + recomputed),
+    packedWeightsBytes: packedBytes,
+  };
 }

@@ -37,7 +37,12 @@ export function attrString(node: NodeProto, name: string, fallback: string): str
   return a?.s ? new TextDecoder().decode(a.s) : fallback;
 }
 
-export const FLOAT_TYPES: ReadonlySet<number> = new Set([TensorDataType.FLOAT, TensorDataType.FLOAT16, TensorDataType.DOUBLE, TensorDataType.BFLOAT16]);
+export const FLOAT_TYPES: ReadonlySet<number> = new Set([
+  TensorDataType.FLOAT,
+  TensorDataType.FLOAT16,
+  TensorDataType.DOUBLE,
+  TensorDataType.BFLOAT16,
+]);
 
 /** A literal tensor of `elemType` (float32, float16 or float64) holding `values`. */
 export function floatLiteral(values: number[], elemType: number, dims: number[] = [values.length]): TensorProto {

@@ -7,8 +7,16 @@ import { tokenizer } from 'acorn';
 export function usesGradients(source: string): boolean {
   if (!source.includes('backward')) return false;
   try {
-    for (const t of tokenizer(source, { ecmaVersion: 'latest', allowAwaitOutsideFunction: true, allowReturnOutsideFunction: true })) {
-      if ((t.type.label === 'name' || t.type.label === 'string' || t.type.label === 'template') && String((t as { value?: unknown }).value).includes('backward')) return true;
+    for (const t of tokenizer(source, {
+      ecmaVersion: 'latest',
+      allowAwaitOutsideFunction: true,
+      allowReturnOutsideFunction: true,
+    })) {
+      if (
+        (t.type.label === 'name' || t.type.label === 'string' || t.type.label === 'template') &&
+        String((t as { value?: unknown }).value).includes('backward')
+      )
+        return true;
     }
     return false;
   } catch {

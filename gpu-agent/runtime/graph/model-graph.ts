@@ -68,7 +68,9 @@ export function analyzeGraph(graph: GraphProto): ModelGraph {
   fileReads.forEach((rs, i) => rs.forEach((t) => (fileConsumers.get(t) ?? fileConsumers.set(t, []).get(t)!).push(i)));
 
   const scopes = resolveScopes(fileNodes, fileReads, fileWrites, fileProducer, fileConsumers);
-  const producers = fileReads.map((rs) => rs.map((t) => fileProducer.get(t)).filter((p): p is number => p !== undefined));
+  const producers = fileReads.map((rs) =>
+    rs.map((t) => fileProducer.get(t)).filter((p): p is number => p !== undefined),
+  );
   const { order, dissolved } = canonicalOrder({ scopes, producers });
 
   const nodes = order.map((i) => fileNodes[i]!);
@@ -85,8 +87,31 @@ export function analyzeGraph(graph: GraphProto): ModelGraph {
   const graphInputs = (graph.input ?? []).filter((v) => !initializers.has(v.name));
   const graphOutputs = graph.output ?? [];
   const shapeOnly = shapeArithmetic(nodes, reads, writes, constants, initializers);
-  const modules = buildModules(cScopes, reads, writes, producer, consumers, shapeOnly, initializers, graphInputs, graphOutputs, dissolved);
-  return { nodes, scopes: cScopes, reads, writes, producer, consumers, initializers, constants, graphInputs, graphOutputs, modules };
+  const modules = buildModules(
+    cScopes,
+    reads,
+    writes,
+    producer,
+    consumers,
+    shapeOnly,
+    initializers,
+    graphInputs,
+    graphOutputs,
+    dissolved,
+  );
+  return {
+    nodes,
+    scopes: cScopes,
+    reads,
+    writes,
+    producer,
+    consumers,
+    initializers,
+    constants,
+    graphInputs,
+    graphOutputs,
+    modules,
+  };
 }
 
 /**
@@ -117,8 +142,11 @@ function shapeArithmetic(
   for (const [name, t] of initializers) if (INTEGER_TYPES.has(t.data_type ?? 0)) out.add(name);
   nodes.forEach((n, k) => {
     const op = (n.domain ?? '') === '' ? n.op_type : '';
-    const derived = constants.has(k) || op === 'Shape' || op === 'Size'
-      || (reads[k]!.length > 0 && reads[k]!.every((t) => out.has(t)));
+    const derived =
+      constants.has(k) ||
+      op === 'Shape' ||
+      op === 'Size' ||
+      (reads[k]!.length > 0 && reads[k]!.every((t) => out.has(t)));
     if (derived) for (const t of writes[k]!) out.add(t);
   });
   return out;
@@ -172,7 +200,17 @@ function buildModules(
   const get = (path: string): ModuleNode => {
     let m = modules.get(path);
     if (!m) {
-      m = { path, children: [], isList: false, nodeCount: 0, start: Infinity, end: -Infinity, contiguous: true, outputs: [], inputs: [] };
+      m = {
+        path,
+        children: [],
+        isList: false,
+        nodeCount: 0,
+        start: Infinity,
+        end: -Infinity,
+        contiguous: true,
+        outputs: [],
+        inputs: [],
+      };
       modules.set(path, m);
     }
     return m;
@@ -197,8 +235,11 @@ function buildModules(
   }
   for (const m of modules.values()) {
     m.children.sort((a, b) => modules.get(a)!.start - modules.get(b)!.start);
-    m.isList = m.path !== '' && (directNodes.get(m.path) ?? 0) === 0 && m.children.length > 0
-      && m.children.every((c) => /^\d+$/.test(c.slice(m.path.length + 1)));
+    m.isList =
+      m.path !== '' &&
+      (directNodes.get(m.path) ?? 0) === 0 &&
+      m.children.length > 0 &&
+      m.children.every((c) => /^\d+$/.test(c.slice(m.path.length + 1)));
   }
 
   const outputSets = new Map<string, Set<string>>();
@@ -224,7 +265,9 @@ function buildModules(
   }
   const shared = { scopes, consumers, isList: (p: string) => modules.get(p)?.isList ?? false };
   for (const m of modules.values()) {
-    m.outputs = [...(outputSets.get(m.path) ?? [])].filter((t) => (isGraphOutput.has(t) ? !isCacheOutput(t) : !isSharedValue(shared, m.path, t)));
+    m.outputs = [...(outputSets.get(m.path) ?? [])].filter((t) =>
+      isGraphOutput.has(t) ? !isCacheOutput(t) : !isSharedValue(shared, m.path, t),
+    );
     m.inputs = [...(inputSets.get(m.path) ?? [])].filter((t) => !isCacheInput(t));
   }
   // The model's output is what its forward returns for the prompt; the cache it also returns is not observable here.

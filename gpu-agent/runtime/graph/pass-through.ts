@@ -14,7 +14,11 @@ function castTarget(n: NodeProto): number | undefined {
 }
 
 /** The model with readers of pass-through values outside their module reading the original tensor; null when there are none. */
-export function bypassPassThrough(model: ModelProto, g: ModelGraph, elemType: (tensor: string) => number | undefined): ModelProto | null {
+export function bypassPassThrough(
+  model: ModelProto,
+  g: ModelGraph,
+  elemType: (tensor: string) => number | undefined,
+): ModelProto | null {
   const rename = new Map<NodeProto, Map<string, string>>();
   const graphOutputs = new Set(g.graphOutputs.map((v) => v.name));
   g.nodes.forEach((n, k) => {
@@ -23,7 +27,8 @@ export function bypassPassThrough(model: ModelProto, g: ModelGraph, elemType: (t
     const x = n.input?.[0];
     const t = n.output?.[0];
     if (!x || !t || graphOutputs.has(t)) return;
-    const same = n.op_type === 'Identity' || (n.op_type === 'Cast' && elemType(x) !== undefined && castTarget(n) === elemType(x));
+    const same =
+      n.op_type === 'Identity' || (n.op_type === 'Cast' && elemType(x) !== undefined && castTarget(n) === elemType(x));
     if (!same) return;
     const p = g.producer.get(x);
     if (p !== undefined && isWithin(g.scopes[p]!, scope)) return;

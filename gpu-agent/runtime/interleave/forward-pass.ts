@@ -62,7 +62,9 @@ export class ForwardPass {
    */
   async runTo(cut: number, skipped: ModuleNode[], outputs: (m: ModuleNode) => Map<string, OrtTensor>): Promise<void> {
     while (this.pos < cut) {
-      const jump = skipped.filter((m) => m.start >= this.pos && m.start < cut).sort((a, b) => a.start - b.start || b.end - a.end)[0];
+      const jump = skipped
+        .filter((m) => m.start >= this.pos && m.start < cut)
+        .sort((a, b) => a.start - b.start || b.end - a.end)[0];
       if (!jump) {
         await this.stretch(this.pos, cut);
         this.pos = cut;
@@ -107,7 +109,8 @@ export class ForwardPass {
     const at = whole ? [] : (this.hooks.splits ?? []).filter((p) => p > start && p < end);
     if (at.length === 0) return this.run({ start, end });
     const full = this.fullSpec({ start, end });
-    if (this.cache.holds(full) || this.cache.promote(full, this.hooks.repeated ? 0 : PROMOTE_AFTER)) return this.run({ start, end }, full);
+    if (this.cache.holds(full) || this.cache.promote(full, this.hooks.repeated ? 0 : PROMOTE_AFTER))
+      return this.run({ start, end }, full);
     let from = start;
     for (const p of [...at, end]) {
       await this.run({ start: from, end: p });
@@ -128,7 +131,7 @@ export class ForwardPass {
   /** The segment `spec` runs as: with the aliases crossing it and the extra outputs the request adds. */
   private fullSpec(spec: SegmentSpec): SegmentSpec {
     const aliases = this.aliases.filter((a) => a.from < spec.end && a.to > spec.start);
-    const extra = spec.only ? [] : this.hooks.extraOutputs?.(spec.start, spec.end) ?? [];
+    const extra = spec.only ? [] : (this.hooks.extraOutputs?.(spec.start, spec.end) ?? []);
     const withExtra = extra.length > 0 ? { ...spec, extraOutputs: [...(spec.extraOutputs ?? []), ...extra] } : spec;
     return aliases.length > 0 ? { ...withExtra, aliases } : withExtra;
   }

@@ -19,7 +19,8 @@ export function planModuleCall(g: ModelGraph, m: ModuleNode): SegmentPlan | stri
   const label = m.path || 'the model';
   if (m.path === '') return 'the model itself cannot be called on a tensor: run it with a trace (an invoke) instead';
   if (m.isList) return `${m.path} is a list of modules; call one of them, e.g. ${m.path}[0].call(…)`;
-  if (!m.contiguous) return `the nodes of ${m.path} are interleaved with other modules' nodes, so it has no sub-graph of its own`;
+  if (!m.contiguous)
+    return `the nodes of ${m.path} are interleaved with other modules' nodes, so it has no sub-graph of its own`;
   if (m.inputs.length === 0) return `${m.path} reads no activation from outside it, so it has nothing to be called on`;
   const inputs = new Set(m.inputs);
   const produced = new Set<string>();
@@ -33,7 +34,10 @@ export function planModuleCall(g: ModelGraph, m: ModuleNode): SegmentPlan | stri
         if (p < m.start || p >= m.end) outsideConstants.add(p);
         continue;
       }
-      const from = p === undefined ? `the model's input ${t}` : `${t}, which ${g.nodes[p]!.op_type} node ${JSON.stringify(g.nodes[p]!.name ?? '')} in ${g.scopes[p] || 'the model'} computes`;
+      const from =
+        p === undefined
+          ? `the model's input ${t}`
+          : `${t}, which ${g.nodes[p]!.op_type} node ${JSON.stringify(g.nodes[p]!.name ?? '')} in ${g.scopes[p] || 'the model'} computes`;
       return `${label} is not a self-contained sub-graph: besides its input${m.inputs.length === 1 ? '' : 's'} it reads ${from} outside it (as an attention reads the mask and the KV cache, or a reshape the model's input shape), so a call could not compute what its forward does; call a module that reads only its inputs (a norm, an MLP, the LM head), or read its value from the pass instead`;
     }
     nodes.push(g.nodes[k]!);
@@ -62,14 +66,21 @@ export interface CallContext {
 }
 
 /** Runs the call; its outputs, or the BlockError a RAISE answers with. */
-export async function runModuleCall(c: CallContext, path: string, values: TensorPayload[]): Promise<{ outputs: TensorPayload[]; ms: number } | BlockError> {
+export async function runModuleCall(
+  c: CallContext,
+  path: string,
+  values: TensorPayload[],
+): Promise<{ outputs: TensorPayload[]; ms: number } | BlockError> {
   const m = c.graph.modules.get(path);
   if (!m) return blockError('UnknownModule', `the model has no module ${JSON.stringify(path)}`);
   let plan = plans.get(m);
   if (plan === undefined) plans.set(m, (plan = planModuleCall(c.graph, m)));
   if (typeof plan === 'string') return blockError('NotCallable', plan);
   if (values.length !== m.inputs.length) {
-    return blockError('ShapeMismatch', `${path}.call takes ${m.inputs.length} input tensor${m.inputs.length === 1 ? '' : 's'}, got ${values.length}`);
+    return blockError(
+      'ShapeMismatch',
+      `${path}.call takes ${m.inputs.length} input tensor${m.inputs.length === 1 ? '' : 's'}, got ${values.length}`,
+    );
   }
   for (let i = 0; i < values.length; i++) {
     const v = values[i]!;
@@ -79,9 +90,15 @@ export async function runModuleCall(c: CallContext, path: string, values: Tensor
       return blockError('ProtocolError', `${path}.call input ${i}: ${(e as Error).message}`, 'protocol');
     }
     const want = c.expected(m.inputs[i]!, 1, 1);
-    if (v.dtype !== want.dtype) return blockError('DtypeMismatch', `${path}.call: input ${i} must be ${want.dtype}, got ${v.dtype}`);
-    if (v.shape.length !== want.shape.length) return blockError('ShapeMismatch', `${path}.call: input ${i} must have ${want.shape.length} dims, got [${v.shape.join(', ')}]`);
-    if (isFloatDtype(v.dtype) && firstNonFinite(v) >= 0) return blockError('NonFinite', `${path}.call: input ${i} has a value that is not finite`);
+    if (v.dtype !== want.dtype)
+      return blockError('DtypeMismatch', `${path}.call: input ${i} must be ${want.dtype}, got ${v.dtype}`);
+    if (v.shape.length !== want.shape.length)
+      return blockError(
+        'ShapeMismatch',
+        `${path}.call: input ${i} must have ${want.shape.length} dims, got [${v.shape.join(', ')}]`,
+      );
+    if (isFloatDtype(v.dtype) && firstNonFinite(v) >= 0)
+      return blockError('NonFinite', `${path}.call: input ${i} has a value that is not finite`);
   }
   const seg = await c.cache.acquirePlan(plan);
   try {
@@ -90,10 +107,19 @@ export async function runModuleCall(c: CallContext, path: string, values: Tensor
     try {
       await runSegment(seg, table);
     } catch (e) {
-      return blockError('CallFailed', `${path}.call: onnxruntime could not run the module on inputs of shape ${values.map((v) => `[${v.shape.join(', ')}]`).join(', ')}: ${(e as Error).message.split('\n')[0]}`);
+      return blockError(
+        'CallFailed',
+        `${path}.call: onnxruntime could not run the module on inputs of shape ${values.map((v) => `[${v.shape.join(', ')}]`).join(', ')}: ${(e as Error).message.split('\n')[0]}`,
+      );
     }
     const ms = performance.now() - t0;
-    return { outputs: m.outputs.map((name) => { const p = ortToPayload(table.get(name)!); return { ...p, data: p.data.slice() }; }), ms };
+    return {
+      outputs: m.outputs.map((name) => {
+        const p = ortToPayload(table.get(name)!);
+        return { ...p, data: p.data.slice() };
+      }),
+      ms,
+    };
   } finally {
     c.cache.release(seg);
   }

@@ -13,9 +13,25 @@
 // a barrier (released once its parties have all arrived; the pass goes on meanwhile), and CACHE points: their tensors
 // become extra outputs of the segments that compute them and are captured, the invoke's rows, before the table drops
 // them. A session runs several traces one after the other on one channel (runTraces).
-import type { Addr, BlockChannel, BlockError, BlockToHost, SavedTree, StartRequest, TensorPayload } from '../../../protocol/interleave.js';
+import type {
+  Addr,
+  BlockChannel,
+  BlockError,
+  BlockToHost,
+  SavedTree,
+  StartRequest,
+  TensorPayload,
+} from '../../../protocol/interleave.js';
 import { formatAddr, parseAddr, parseStepAddr, stepAddr } from '../../../protocol/interleave.js';
-import { checkPayload, firstNonFinite, floatValues, isFloatDtype, rowsView, sameShape, sliceRows } from '../../../protocol/tensor-payload.js';
+import {
+  checkPayload,
+  firstNonFinite,
+  floatValues,
+  isFloatDtype,
+  rowsView,
+  sameShape,
+  sliceRows,
+} from '../../../protocol/tensor-payload.js';
 import { normalizePath, unknownModuleMessage } from '../../../protocol/module-paths.js';
 import { pointKey } from '../../../protocol/manifest.js';
 import type { AddressTable, ObservationPoint } from '../addresses.js';
@@ -153,9 +169,19 @@ class Deadline {
       this.reason = e;
       this.fail(new InterventionError(e));
     };
-    this.timer = setTimeout(() => trip(blockError('Timeout', `the request did not finish within ${timeoutMs} ms (a block that never returns, or waits on something that never happens)`)), timeoutMs);
+    this.timer = setTimeout(
+      () =>
+        trip(
+          blockError(
+            'Timeout',
+            `the request did not finish within ${timeoutMs} ms (a block that never returns, or waits on something that never happens)`,
+          ),
+        ),
+      timeoutMs,
+    );
     if (signal) {
-      const onAbort = () => trip(blockError('Cancelled', `the request was cancelled${signal.reason ? `: ${String(signal.reason)}` : ''}`));
+      const onAbort = () =>
+        trip(blockError('Cancelled', `the request was cancelled${signal.reason ? `: ${String(signal.reason)}` : ''}`));
       if (signal.aborted) onAbort();
       else signal.addEventListener('abort', onAbort, { once: true });
     }
@@ -204,15 +230,21 @@ export class RequestRun {
     private readonly trace?: number,
   ) {
     this.width = Math.max(...start.invokes.map((inv) => inv.tokens.length));
-    this.gen = plan === null ? null : new Generation({
-      plan: ctx.inputs,
-      layout: ctx.kv,
-      cached: plan.cached,
-      padTokenId: ctx.padTokenId,
-      eos: ctx.eosTokenIds,
-      maxNewTokens: plan.maxNewTokens,
-      decode: plan.decode,
-    }, plan.rows);
+    this.gen =
+      plan === null
+        ? null
+        : new Generation(
+            {
+              plan: ctx.inputs,
+              layout: ctx.kv,
+              cached: plan.cached,
+              padTokenId: ctx.padTokenId,
+              eos: ctx.eosTokenIds,
+              maxNewTokens: plan.maxNewTokens,
+              decode: plan.decode,
+            },
+            plan.rows,
+          );
     this.invokes = start.invokes.map((inv) => ({
       index: inv.invoke,
       row: inv.batchStart,
@@ -249,7 +281,10 @@ export class RequestRun {
     open: () => BlockChannel | Promise<BlockChannel>,
     plan: GenerationPlan | null = null,
   ): Promise<RunResult> {
-    const [r] = await RequestRun.runTraces(ctx, [{ req, start, plan }], open, { timeoutMs: req.timeoutMs, signal: req.signal });
+    const [r] = await RequestRun.runTraces(ctx, [{ req, start, plan }], open, {
+      timeoutMs: req.timeoutMs,
+      signal: req.signal,
+    });
     return r!;
   }
 
@@ -258,7 +293,12 @@ export class RequestRun {
    * a STOP `completed` after each trace but the last (the block side keeps `ctx.shared` and the traces' results and
    * waits for the next START), and STOP with the outcome, then close, at the end.
    */
-  static async runTraces(ctx: HostContext, traces: TraceRun[], open: () => BlockChannel | Promise<BlockChannel>, opts: TraceOptions): Promise<RunResult[]> {
+  static async runTraces(
+    ctx: HostContext,
+    traces: TraceRun[],
+    open: () => BlockChannel | Promise<BlockChannel>,
+    opts: TraceOptions,
+  ): Promise<RunResult[]> {
     const deadline = new Deadline(opts.timeoutMs ?? 60_000, opts.signal);
     let channel: BlockChannel | undefined;
     let stopReason = 'completed';
@@ -306,7 +346,12 @@ export class RequestRun {
       }
       return results;
     } catch (e) {
-      stopReason = deadline.reason?.type === 'Timeout' ? 'timeout' : deadline.reason?.type === 'Cancelled' ? 'cancelled' : 'failed';
+      stopReason =
+        deadline.reason?.type === 'Timeout'
+          ? 'timeout'
+          : deadline.reason?.type === 'Cancelled'
+            ? 'cancelled'
+            : 'failed';
       throw e;
     } finally {
       deadline.clear();
@@ -361,8 +406,16 @@ export class RequestRun {
       }
       this.rank = -1;
       // What this pass feeds: the whole prompts, or (generating with the cache) only the newest position.
-      const padded = this.gen ? undefined : padRows(this.start.invokes.map((i) => i.tokens), this.ctx.padTokenId, this.ctx.padding === 'right' ? 'right' : 'left');
-      const fed = this.gen ? { batch: this.gen.feeder.batch, seq: this.gen.feeder.fedLength } : { batch: padded!.batch, seq: padded!.seq };
+      const padded = this.gen
+        ? undefined
+        : padRows(
+            this.start.invokes.map((i) => i.tokens),
+            this.ctx.padTokenId,
+            this.ctx.padding === 'right' ? 'right' : 'left',
+          );
+      const fed = this.gen
+        ? { batch: this.gen.feeder.batch, seq: this.gen.feeder.fedLength }
+        : { batch: padded!.batch, seq: padded!.seq };
       const feeds = this.gen ? this.gen.feeder.feeds() : feedsFor(this.ctx.inputs, padded!);
       this.grads.endStep();
       const record = this.grads.recording ? new ForwardRecord(this.step, fed.batch, fed.seq) : undefined;
@@ -394,13 +447,21 @@ export class RequestRun {
       if (inv.status !== 'waiting') continue;
       const w = inv.wait!;
       if (w.barrier !== undefined) {
-        await this.raise(inv, w.addr!, blockError('BarrierError', this.barrierShort(w.barrier, 'the forward pass ended')));
+        await this.raise(
+          inv,
+          w.addr!,
+          blockError('BarrierError', this.barrierShort(w.barrier, 'the forward pass ended')),
+        );
         continue;
       }
-      const a = w.point === STEP_START ? `the start of step ${w.step}` : formatAddr({ path: w.point.path, point: w.point.point, step: w.step });
+      const a =
+        w.point === STEP_START
+          ? `the start of step ${w.step}`
+          : formatAddr({ path: w.point.path, point: w.point.point, step: w.step });
       const why = stoppedEarly
         ? `the request stopped early (m.stop()) before the forward pass reached ${a}`
-        : this.finishedBefore(inv, w.step) ?? `the forward pass never reached ${a} (${this.start.steps} step${this.start.steps === 1 ? '' : 's'}${w.step >= this.start.steps ? `; steps are numbered from 0` : ''})`;
+        : (this.finishedBefore(inv, w.step) ??
+          `the forward pass never reached ${a} (${this.start.steps} step${this.start.steps === 1 ? '' : 's'}${w.step >= this.start.steps ? `; steps are numbered from 0` : ''})`);
       await this.raise(inv, w.addr ?? (w.point === STEP_START ? stepAddr(w.step) : a), blockError('NotProvided', why));
     }
     await this.settleAll();
@@ -413,7 +474,8 @@ export class RequestRun {
     if (f && step > f.step) {
       return `invoke ${inv.index} finished at step ${f.step} (${FINISH_TEXT[f.reason]}${f.match !== undefined ? ` ${JSON.stringify(f.match)}` : ''}), so it has no step ${step}`;
     }
-    if (this.allFinishedAt !== undefined && step >= this.allFinishedAt) return `generation ended after step ${this.allFinishedAt - 1}: every row finished`;
+    if (this.allFinishedAt !== undefined && step >= this.allFinishedAt)
+      return `generation ended after step ${this.allFinishedAt - 1}: every row finished`;
     return undefined;
   }
 
@@ -437,7 +499,14 @@ export class RequestRun {
       const why = this.finishedBefore(inv, inv.wait!.step);
       if (!why) continue;
       const w = inv.wait!;
-      await this.raise(inv, w.addr ?? (w.point === STEP_START ? stepAddr(w.step) : formatAddr({ path: w.point.path, point: w.point.point, step: w.step })), blockError('NotProvided', why));
+      await this.raise(
+        inv,
+        w.addr ??
+          (w.point === STEP_START
+            ? stepAddr(w.step)
+            : formatAddr({ path: w.point.path, point: w.point.point, step: w.step })),
+        blockError('NotProvided', why),
+      );
     }
   }
 
@@ -465,7 +534,12 @@ export class RequestRun {
       const inv = this.invokes[c.invoke]!;
       inv.generated.push(c.token);
       if (c.finish) inv.finish = c.finish;
-      this.req.onToken?.({ invoke: c.invoke, step: this.step, token: c.token, ...(c.finish ? { finish: c.finish } : {}) });
+      this.req.onToken?.({
+        invoke: c.invoke,
+        step: this.step,
+        token: c.token,
+        ...(c.finish ? { finish: c.finish } : {}),
+      });
     }
   }
 
@@ -490,7 +564,15 @@ export class RequestRun {
         this.capture(target.cut, target.rank);
         for (const inv of this.waitingAt(target)) {
           if (inv.wait!.cache !== undefined) await this.answerCache(inv, inv.wait!.cache);
-          else await this.raise(inv, this.addrOf(target), blockError('NotProvided', `${this.addrOf(target)} is inside ${insideSkip.path}, which every invoke skipped`));
+          else
+            await this.raise(
+              inv,
+              this.addrOf(target),
+              blockError(
+                'NotProvided',
+                `${this.addrOf(target)} is inside ${insideSkip.path}, which every invoke skipped`,
+              ),
+            );
         }
         continue;
       }
@@ -505,7 +587,9 @@ export class RequestRun {
   }
 
   private waitingAt(p: ObservationPoint): InvokeState[] {
-    return this.invokes.filter((i) => i.status === 'waiting' && i.wait!.step === this.step && i.wait!.point.rank === p.rank);
+    return this.invokes.filter(
+      (i) => i.status === 'waiting' && i.wait!.step === this.step && i.wait!.point.rank === p.rank,
+    );
   }
 
   /** The earliest point after the current one that someone waits for, swaps ahead, or skips. */
@@ -522,7 +606,8 @@ export class RequestRun {
       }
       for (const key of inv.skips.keys()) {
         const at = key.lastIndexOf('@');
-        if (Number(key.slice(at + 1)) === this.step) consider(this.ctx.addresses.byKey.get(pointKey(key.slice(0, at), 'output')));
+        if (Number(key.slice(at + 1)) === this.step)
+          consider(this.ctx.addresses.byKey.get(pointKey(key.slice(0, at), 'output')));
       }
     }
     return best;
@@ -602,7 +687,11 @@ export class RequestRun {
         .map((k) => this.ctx.graph.modules.get(k.slice(0, k.lastIndexOf('@')))!)
         .find((m) => this.strictlyInside(p, m));
       if (skippedBy) {
-        await this.raise(inv, this.addrOf(p), blockError('NotProvided', `${this.addrOf(p)} is inside ${skippedBy.path}, which this invoke skipped`));
+        await this.raise(
+          inv,
+          this.addrOf(p),
+          blockError('NotProvided', `${this.addrOf(p)} is inside ${skippedBy.path}, which this invoke skipped`),
+        );
         continue;
       }
       inv.status = 'running';
@@ -622,7 +711,11 @@ export class RequestRun {
     const final = this.pass.done && this.gen === null && !this.pass.record && p.path === '' && p.point === 'output';
     return p.tensors.map((name) => {
       const t = this.pass.table.get(this.aliasFor(name, p) ?? name);
-      if (!t) throw new InterventionError(blockError('NotProvided', `${this.addrOf(p)}: tensor ${name} was not computed`), inv.index);
+      if (!t)
+        throw new InterventionError(
+          blockError('NotProvided', `${this.addrOf(p)}: tensor ${name} was not computed`),
+          inv.index,
+        );
       const payload = ortToPayload(t);
       if (!this.ctx.batched(name)) return { ...payload, data: payload.data.slice() };
       return final ? rowsView(payload, inv.row, inv.rows) : sliceRows(payload, inv.row, inv.rows);
@@ -644,7 +737,9 @@ export class RequestRun {
       return await Promise.race([this.channel.receive(), this.deadline.expired]);
     } catch (e) {
       if (e instanceof InterventionError) throw e;
-      throw new InterventionError(blockError('ProtocolError', `the channel to the blocks broke: ${(e as Error).message}`, 'protocol'));
+      throw new InterventionError(
+        blockError('ProtocolError', `the channel to the blocks broke: ${(e as Error).message}`, 'protocol'),
+      );
     } finally {
       this.blockMs += performance.now() - t0;
     }
@@ -667,7 +762,10 @@ export class RequestRun {
 
   private invoke(index: number): InvokeState {
     const inv = this.invokes[index];
-    if (!inv || inv.index !== index) throw new InterventionError(blockError('ProtocolError', `message for invoke ${index}, which this request does not have`, 'protocol'));
+    if (!inv || inv.index !== index)
+      throw new InterventionError(
+        blockError('ProtocolError', `message for invoke ${index}, which this request does not have`, 'protocol'),
+      );
     return inv;
   }
 
@@ -680,7 +778,12 @@ export class RequestRun {
     switch (msg.kind) {
       case 'LOG': {
         this.invoke(msg.invoke);
-        const line: LogLine = { invoke: msg.invoke, stream: msg.stream, line: msg.line, ...(this.trace === undefined ? {} : { trace: this.trace }) };
+        const line: LogLine = {
+          invoke: msg.invoke,
+          stream: msg.stream,
+          line: msg.line,
+          ...(this.trace === undefined ? {} : { trace: this.trace }),
+        };
         this.logs.push(line);
         this.req.onLog?.(line);
         return;
@@ -702,9 +805,18 @@ export class RequestRun {
       case 'WAIT': {
         if (isGradAddr(msg.addr)) return this.grads.onWait(this.rowsOf(msg.invoke), msg.addr);
         const extra = parseExtraAddr(msg.addr);
-        if (extra?.kind === 'barrier') return this.onBarrier(this.invoke(msg.invoke), msg.addr, `${extra.seq}:${extra.name}`, extra.parties);
+        if (extra?.kind === 'barrier')
+          return this.onBarrier(this.invoke(msg.invoke), msg.addr, `${extra.seq}:${extra.name}`, extra.parties);
         if (extra?.kind === 'cache') return this.onCacheWait(this.invoke(msg.invoke), msg.addr, extra.id);
-        if (extra?.kind === 'call') throw new InterventionError(blockError('ProtocolError', `WAIT for ${msg.addr}: a module call is a CALL message, not a WAIT`, 'protocol'), msg.invoke);
+        if (extra?.kind === 'call')
+          throw new InterventionError(
+            blockError(
+              'ProtocolError',
+              `WAIT for ${msg.addr}: a module call is a CALL message, not a WAIT`,
+              'protocol',
+            ),
+            msg.invoke,
+          );
         return this.onWait(this.invoke(msg.invoke), msg.addr);
       }
       case 'CALL':
@@ -715,11 +827,22 @@ export class RequestRun {
         if (isGradAddr(msg.addr)) return this.grads.onSwap(this.rowsOf(msg.invoke), msg.addr, msg.values);
         return this.onSwap(this.invoke(msg.invoke), msg.addr, msg.values);
       case 'BACKWARD':
-        return this.grads.onBackward(this.rowsOf(msg.invoke), msg.step, msg.seeds, this.pass ? { step: this.step, record: this.pass.record } : undefined);
+        return this.grads.onBackward(
+          this.rowsOf(msg.invoke),
+          msg.step,
+          msg.seeds,
+          this.pass ? { step: this.step, record: this.pass.record } : undefined,
+        );
       case 'SKIP':
         return this.onSkip(this.invoke(msg.invoke), msg.path, msg.step, msg.values);
       default:
-        throw new InterventionError(blockError('ProtocolError', `unexpected message ${JSON.stringify((msg as { kind?: unknown }).kind)} from the blocks`, 'protocol'));
+        throw new InterventionError(
+          blockError(
+            'ProtocolError',
+            `unexpected message ${JSON.stringify((msg as { kind?: unknown }).kind)} from the blocks`,
+            'protocol',
+          ),
+        );
     }
   }
 
@@ -740,7 +863,8 @@ export class RequestRun {
     const key = pointKey(path, a.point);
     const p = this.ctx.addresses.byKey.get(key);
     if (p) return { a: { ...a, path }, p };
-    if (!this.ctx.graph.modules.has(path)) return blockError('UnknownModule', unknownModuleMessage(path, this.modulePaths));
+    if (!this.ctx.graph.modules.has(path))
+      return blockError('UnknownModule', unknownModuleMessage(path, this.modulePaths));
     return blockError('NotObservable', `${key}: ${this.ctx.addresses.unobservable.get(key) ?? 'not observable'}`);
   }
 
@@ -760,14 +884,29 @@ export class RequestRun {
     if ('type' in r) return void this.raiseNow(inv, addr, r);
     const { a, p } = r;
     if (this.finished) {
-      const why = this.finished === 'stopped' ? 'the request stopped early (m.stop())' : 'the forward pass had already finished';
+      const why =
+        this.finished === 'stopped' ? 'the request stopped early (m.stop())' : 'the forward pass had already finished';
       return void this.raiseNow(inv, addr, blockError('NotProvided', `${addr} was requested after ${why}`));
     }
     if (a.step >= this.start.steps) {
-      return void this.raiseNow(inv, addr, blockError('NotProvided', `${addr} is at step ${a.step}, but the request runs ${this.start.steps} step${this.start.steps === 1 ? '' : 's'} (numbered from 0)`));
+      return void this.raiseNow(
+        inv,
+        addr,
+        blockError(
+          'NotProvided',
+          `${addr} is at step ${a.step}, but the request runs ${this.start.steps} step${this.start.steps === 1 ? '' : 's'} (numbered from 0)`,
+        ),
+      );
     }
     if (this.before(a.step, p.rank)) {
-      return void this.raiseNow(inv, addr, blockError('OutOfOrder', `${addr} was requested after the forward pass had reached ${this.here()}; ${p.path || 'the model'} comes earlier in the forward order, so request modules in forward order`));
+      return void this.raiseNow(
+        inv,
+        addr,
+        blockError(
+          'OutOfOrder',
+          `${addr} was requested after the forward pass had reached ${this.here()}; ${p.path || 'the model'} comes earlier in the forward order, so request modules in forward order`,
+        ),
+      );
     }
     const over = this.finishedBefore(inv, a.step);
     if (over) return void this.raiseNow(inv, addr, blockError('NotProvided', over));
@@ -782,16 +921,35 @@ export class RequestRun {
   /** A wait for the start of step `step` (m.iter): answered there, or now when the pass is at it. */
   private onStepWait(inv: InvokeState, addr: string, step: number): void {
     if (this.finished) {
-      const why = this.finished === 'stopped' ? 'the request stopped early (m.stop())' : 'the forward pass had already finished';
-      return void this.raiseNow(inv, addr, blockError('NotProvided', `the start of step ${step} was requested after ${why}`));
+      const why =
+        this.finished === 'stopped' ? 'the request stopped early (m.stop())' : 'the forward pass had already finished';
+      return void this.raiseNow(
+        inv,
+        addr,
+        blockError('NotProvided', `the start of step ${step} was requested after ${why}`),
+      );
     }
     if (step >= this.start.steps) {
-      return void this.raiseNow(inv, addr, blockError('NotProvided', `step ${step} does not exist: the request runs ${this.start.steps} step${this.start.steps === 1 ? '' : 's'} (numbered from 0)`));
+      return void this.raiseNow(
+        inv,
+        addr,
+        blockError(
+          'NotProvided',
+          `step ${step} does not exist: the request runs ${this.start.steps} step${this.start.steps === 1 ? '' : 's'} (numbered from 0)`,
+        ),
+      );
     }
     const over = this.finishedBefore(inv, step);
     if (over) return void this.raiseNow(inv, addr, blockError('NotProvided', over));
     if (step < this.step || (step === this.step && this.rank >= 0)) {
-      return void this.raiseNow(inv, addr, blockError('OutOfOrder', `the start of step ${step} was requested after the forward pass had reached ${this.here()}`));
+      return void this.raiseNow(
+        inv,
+        addr,
+        blockError(
+          'OutOfOrder',
+          `the start of step ${step} was requested after the forward pass had reached ${this.here()}`,
+        ),
+      );
     }
     if (step === this.step) {
       this.channel.send({ kind: 'VALUE', invoke: inv.index, addr, values: [] });
@@ -811,10 +969,22 @@ export class RequestRun {
     if ('type' in r) throw new InterventionError(r, inv.index);
     const { a, p } = r;
     if (this.before(a.step, p.rank)) {
-      throw new InterventionError(blockError('OutOfOrder', `swap of ${addr} arrived after the forward pass had passed it (it is at ${this.here()})`), inv.index);
+      throw new InterventionError(
+        blockError(
+          'OutOfOrder',
+          `swap of ${addr} arrived after the forward pass had passed it (it is at ${this.here()})`,
+        ),
+        inv.index,
+      );
     }
     if (values.length !== p.tensors.length) {
-      throw new InterventionError(blockError('ShapeMismatch', `${addr} has ${p.tensors.length} tensor${p.tensors.length === 1 ? '' : 's'}; the swap gave ${values.length}`), inv.index);
+      throw new InterventionError(
+        blockError(
+          'ShapeMismatch',
+          `${addr} has ${p.tensors.length} tensor${p.tensors.length === 1 ? '' : 's'}; the swap gave ${values.length}`,
+        ),
+        inv.index,
+      );
     }
     if (a.step === this.step && p.rank === this.rank) this.applySwap(inv, p, values);
     else inv.swaps.set(swapKey(a.step, p.key), values);
@@ -823,28 +993,63 @@ export class RequestRun {
   private onSkip(inv: InvokeState, rawPath: string, step: number, values: TensorPayload[]): void {
     const path = normalizePath(rawPath);
     const m = this.ctx.graph.modules.get(path);
-    if (!m) throw new InterventionError(blockError('UnknownModule', unknownModuleMessage(path, this.modulePaths)), inv.index);
+    if (!m)
+      throw new InterventionError(blockError('UnknownModule', unknownModuleMessage(path, this.modulePaths)), inv.index);
     if (path === '' || m.isList || !m.contiguous || !this.ctx.addresses.byKey.has(pointKey(path, 'output'))) {
-      const why = path === '' ? 'the model itself cannot be skipped' : m.isList ? `${path} is a list of modules; skip its members`
-        : !m.contiguous ? `the nodes of ${path} are interleaved with other nodes, so it cannot be left out as one range` : `${path} has no output to replace`;
+      const why =
+        path === ''
+          ? 'the model itself cannot be skipped'
+          : m.isList
+            ? `${path} is a list of modules; skip its members`
+            : !m.contiguous
+              ? `the nodes of ${path} are interleaved with other nodes, so it cannot be left out as one range`
+              : `${path} has no output to replace`;
       throw new InterventionError(blockError('NotSkippable', why), inv.index);
     }
     if (step < this.step || (step === this.step && this.pass && this.pass.pos > m.start)) {
-      throw new InterventionError(blockError('OutOfOrder', `skip of ${path} at step ${step} arrived after the forward pass had entered it (it is at ${this.here()})`), inv.index);
+      throw new InterventionError(
+        blockError(
+          'OutOfOrder',
+          `skip of ${path} at step ${step} arrived after the forward pass had entered it (it is at ${this.here()})`,
+        ),
+        inv.index,
+      );
     }
     if (values.length !== m.outputs.length) {
-      throw new InterventionError(blockError('ShapeMismatch', `${path} has ${m.outputs.length} output tensor${m.outputs.length === 1 ? '' : 's'}; the skip gave ${values.length}`), inv.index);
+      throw new InterventionError(
+        blockError(
+          'ShapeMismatch',
+          `${path} has ${m.outputs.length} output tensor${m.outputs.length === 1 ? '' : 's'}; the skip gave ${values.length}`,
+        ),
+        inv.index,
+      );
     }
     if (this.plan?.cached && step < this.start.steps - 1 && this.holdsCache(m)) {
-      throw new InterventionError(blockError('NotSkippable', `${path} computes keys and values of the KV cache, which later steps read: with the cache it cannot be skipped before the last step (${this.start.steps - 1}); run the request with generation.cache false to skip it`), inv.index);
+      throw new InterventionError(
+        blockError(
+          'NotSkippable',
+          `${path} computes keys and values of the KV cache, which later steps read: with the cache it cannot be skipped before the last step (${this.start.steps - 1}); run the request with generation.cache false to skip it`,
+        ),
+        inv.index,
+      );
     }
     const seq = this.seqAt(step);
     m.outputs.forEach((name, j) => {
-      const want = this.ctx.expected(name, this.ctx.batched(name) ? inv.rows : this.invokes.reduce((n, i) => n + i.rows, 0), seq);
+      const want = this.ctx.expected(
+        name,
+        this.ctx.batched(name) ? inv.rows : this.invokes.reduce((n, i) => n + i.rows, 0),
+        seq,
+      );
       this.checkValue(inv, `skip of ${path}`, values[j]!, want.dtype, want.shape);
     });
     if (!this.ctx.batched(m.outputs[0]!) && this.invokes.length > 1) {
-      throw new InterventionError(blockError('SharedTensor', `${path}'s output is shared by every invoke's rows (it has no batch dimension), so one invoke cannot skip it`), inv.index);
+      throw new InterventionError(
+        blockError(
+          'SharedTensor',
+          `${path}'s output is shared by every invoke's rows (it has no batch dimension), so one invoke cannot skip it`,
+        ),
+        inv.index,
+      );
     }
     inv.skips.set(skipKey(path, step), values);
   }
@@ -855,7 +1060,8 @@ export class RequestRun {
   private async onCall(inv: InvokeState, id: number, rawPath: string, values: TensorPayload[]): Promise<void> {
     const addr = callAddr(id);
     const path = normalizePath(rawPath);
-    if (!this.ctx.graph.modules.has(path)) return this.raiseNow(inv, addr, blockError('UnknownModule', unknownModuleMessage(path, this.modulePaths)));
+    if (!this.ctx.graph.modules.has(path))
+      return this.raiseNow(inv, addr, blockError('UnknownModule', unknownModuleMessage(path, this.modulePaths)));
     this.deadline.check();
     const r = await Promise.race([runModuleCall(this.ctx, path, values), this.deadline.expired]);
     if ('type' in r) return this.raiseNow(inv, addr, r);
@@ -866,9 +1072,14 @@ export class RequestRun {
 
   /** CACHE: records the points at `step` (registered before the pass reaches any of them). */
   private onCache(inv: InvokeState, id: number, step: number, keys: string[]): void {
-    const fail = (type: string, message: string) => new InterventionError(blockError(type, `cache ${id}: ${message}`), inv.index);
+    const fail = (type: string, message: string) =>
+      new InterventionError(blockError(type, `cache ${id}: ${message}`), inv.index);
     if (inv.caches.has(id)) throw fail('ProtocolError', 'sent twice');
-    if (!Number.isInteger(step) || step >= this.start.steps) throw fail('NotProvided', `step ${step} does not exist: the request runs ${this.start.steps} step${this.start.steps === 1 ? '' : 's'} (numbered from 0)`);
+    if (!Number.isInteger(step) || step >= this.start.steps)
+      throw fail(
+        'NotProvided',
+        `step ${step} does not exist: the request runs ${this.start.steps} step${this.start.steps === 1 ? '' : 's'} (numbered from 0)`,
+      );
     if (keys.length === 0) throw fail('CacheError', 'no points to record');
     const points: ObservationPoint[] = [];
     for (const key of new Set(keys)) {
@@ -876,13 +1087,21 @@ export class RequestRun {
       if (!p) {
         const at = key.lastIndexOf('.');
         const path = at < 0 ? '' : key.slice(0, at);
-        throw fail(this.ctx.graph.modules.has(path) ? 'NotObservable' : 'UnknownModule', this.ctx.graph.modules.has(path) ? `${key}: ${this.ctx.addresses.unobservable.get(key) ?? 'not observable'}` : unknownModuleMessage(path, this.modulePaths));
+        throw fail(
+          this.ctx.graph.modules.has(path) ? 'NotObservable' : 'UnknownModule',
+          this.ctx.graph.modules.has(path)
+            ? `${key}: ${this.ctx.addresses.unobservable.get(key) ?? 'not observable'}`
+            : unknownModuleMessage(path, this.modulePaths),
+        );
       }
       points.push(p);
     }
     points.sort((a, b) => a.rank - b.rank);
     if (this.finished || this.before(step, points[0]!.rank)) {
-      throw fail('OutOfOrder', `it starts at ${this.addrOf(points[0]!, step)}, but the forward pass had already reached ${this.finished ? 'its end' : this.here()}; start a cache before the pass reaches its first module`);
+      throw fail(
+        'OutOfOrder',
+        `it starts at ${this.addrOf(points[0]!, step)}, but the forward pass had already reached ${this.finished ? 'its end' : this.here()}; start a cache before the pass reaches its first module`,
+      );
     }
     inv.caches.set(id, { id, step, points, got: new Map(), missing: new Map() });
     if (step === this.step && this.pass) this.capture(this.pass.pos);
@@ -891,9 +1110,19 @@ export class RequestRun {
   /** WAIT for `@cache:<id>`: answered when its last point is served (now, if the pass is past it). */
   private async onCacheWait(inv: InvokeState, addr: string, id: number): Promise<void> {
     const c = inv.caches.get(id);
-    if (!c) return this.raiseNow(inv, addr, blockError('ProtocolError', `${addr}: no such cache (its CACHE message must come first)`, 'protocol'));
+    if (!c)
+      return this.raiseNow(
+        inv,
+        addr,
+        blockError('ProtocolError', `${addr}: no such cache (its CACHE message must come first)`, 'protocol'),
+      );
     const last = c.points[c.points.length - 1]!;
-    if (c.got.size + c.missing.size === c.points.length || this.finished || this.before(c.step, last.rank) || (c.step === this.step && last.rank === this.rank)) {
+    if (
+      c.got.size + c.missing.size === c.points.length ||
+      this.finished ||
+      this.before(c.step, last.rank) ||
+      (c.step === this.step && last.rank === this.rank)
+    ) {
       return this.sendCache(inv, id);
     }
     inv.status = 'waiting';
@@ -915,8 +1144,17 @@ export class RequestRun {
     const addr = cacheAddr(id);
     const lost = c.points.filter((p) => !c.got.has(p.rank));
     if (lost.length > 0) {
-      const why = lost.map((p) => `${this.addrOf(p, c.step)} (${c.missing.get(p.rank) ?? 'the forward pass did not reach it'})`);
-      return this.raiseNow(inv, addr, blockError('NotProvided', `the cache has no value for ${why.slice(0, 3).join(', ')}${why.length > 3 ? ` and ${why.length - 3} more` : ''}`));
+      const why = lost.map(
+        (p) => `${this.addrOf(p, c.step)} (${c.missing.get(p.rank) ?? 'the forward pass did not reach it'})`,
+      );
+      return this.raiseNow(
+        inv,
+        addr,
+        blockError(
+          'NotProvided',
+          `the cache has no value for ${why.slice(0, 3).join(', ')}${why.length > 3 ? ` and ${why.length - 3} more` : ''}`,
+        ),
+      );
     }
     this.channel.send({ kind: 'VALUE', invoke: inv.index, addr, values: c.points.flatMap((p) => c.got.get(p.rank)!) });
   }
@@ -950,11 +1188,20 @@ export class RequestRun {
       for (const c of inv.caches.values()) {
         if (c.step !== this.step) continue;
         for (const p of c.points) {
-          if (p.cut > cut || (rank !== undefined && p.rank > rank) || c.got.has(p.rank) || c.missing.has(p.rank)) continue;
-          if (rank === undefined && (inv.swaps.has(swapKey(this.step, p.key)) || (p.point === 'output' && inv.skips.has(skipKey(p.path, this.step))))) continue;
+          if (p.cut > cut || (rank !== undefined && p.rank > rank) || c.got.has(p.rank) || c.missing.has(p.rank))
+            continue;
+          if (
+            rank === undefined &&
+            (inv.swaps.has(swapKey(this.step, p.key)) ||
+              (p.point === 'output' && inv.skips.has(skipKey(p.path, this.step))))
+          )
+            continue;
           const skipped = this.skippedFor(inv, p);
           if (skipped) {
-            c.missing.set(p.rank, `it is inside ${skipped}, which ${this.skippedByAll().some((m) => m.path === skipped) ? 'every invoke' : 'this invoke'} skipped`);
+            c.missing.set(
+              p.rank,
+              `it is inside ${skipped}, which ${this.skippedByAll().some((m) => m.path === skipped) ? 'every invoke' : 'this invoke'} skipped`,
+            );
             continue;
           }
           if (p.tensors.some((t) => !this.pass.table.has(this.aliasFor(t, p) ?? t))) continue;
@@ -979,11 +1226,25 @@ export class RequestRun {
   private onBarrier(inv: InvokeState, addr: string, key: string, parties: number): void {
     const name = key.slice(key.indexOf(':') + 1);
     if (parties < 1 || parties > this.invokes.length) {
-      return this.raiseNow(inv, addr, blockError('BarrierError', `barrier ${JSON.stringify(name)} waits for ${parties} invokes, but the trace has ${this.invokes.length}`));
+      return this.raiseNow(
+        inv,
+        addr,
+        blockError(
+          'BarrierError',
+          `barrier ${JSON.stringify(name)} waits for ${parties} invokes, but the trace has ${this.invokes.length}`,
+        ),
+      );
     }
     const b = this.barriers.get(key) ?? { parties, addr, arrived: [] };
     if (b.parties !== parties) {
-      return this.raiseNow(inv, addr, blockError('BarrierError', `barrier ${JSON.stringify(name)}: invoke ${inv.index} waits for ${parties} invokes there, invoke ${b.arrived[0]!.index} for ${b.parties}; give every invoke the same parties`));
+      return this.raiseNow(
+        inv,
+        addr,
+        blockError(
+          'BarrierError',
+          `barrier ${JSON.stringify(name)}: invoke ${inv.index} waits for ${parties} invokes there, invoke ${b.arrived[0]!.index} for ${b.parties}; give every invoke the same parties`,
+        ),
+      );
     }
     this.barriers.set(key, b);
     inv.status = 'waiting';
@@ -1024,7 +1285,10 @@ export class RequestRun {
     try {
       checkPayload(t);
     } catch (e) {
-      throw new InterventionError(blockError('ProtocolError', `${what}: ${(e as Error).message}`, 'protocol'), inv.index);
+      throw new InterventionError(
+        blockError('ProtocolError', `${what}: ${(e as Error).message}`, 'protocol'),
+        inv.index,
+      );
     }
   }
 
@@ -1034,11 +1298,18 @@ export class RequestRun {
       throw new InterventionError(blockError('DtypeMismatch', `${what}: expected ${dtype}, got ${v.dtype}`), inv.index);
     }
     if (!sameShape(v.shape, shape)) {
-      throw new InterventionError(blockError('ShapeMismatch', `${what}: expected shape [${shape.join(', ')}], got [${v.shape.join(', ')}]`), inv.index);
+      throw new InterventionError(
+        blockError('ShapeMismatch', `${what}: expected shape [${shape.join(', ')}], got [${v.shape.join(', ')}]`),
+        inv.index,
+      );
     }
     if (isFloatDtype(v.dtype)) {
       const bad = firstNonFinite(v);
-      if (bad >= 0) throw new InterventionError(blockError('NonFinite', `${what}: element ${bad} is not finite (NaN or ±Infinity)`), inv.index);
+      if (bad >= 0)
+        throw new InterventionError(
+          blockError('NonFinite', `${what}: element ${bad} is not finite (NaN or ±Infinity)`),
+          inv.index,
+        );
     }
   }
 
@@ -1047,17 +1318,31 @@ export class RequestRun {
     const m = this.ctx.graph.modules.get(p.path)!;
     p.tensors.forEach((name, j) => {
       const current = this.pass.table.get(this.aliasFor(name, p) ?? name);
-      if (!current) throw new InterventionError(blockError('NotProvided', `${this.addrOf(p)}: tensor ${name} was not computed`), inv.index);
+      if (!current)
+        throw new InterventionError(
+          blockError('NotProvided', `${this.addrOf(p)}: tensor ${name} was not computed`),
+          inv.index,
+        );
       const batched = this.ctx.batched(name);
       if (!batched && this.invokes.length > 1) {
-        throw new InterventionError(blockError('SharedTensor', `${this.addrOf(p)} is shared by every invoke's rows (it has no batch dimension), so one invoke cannot replace it`), inv.index);
+        throw new InterventionError(
+          blockError(
+            'SharedTensor',
+            `${this.addrOf(p)} is shared by every invoke's rows (it has no batch dimension), so one invoke cannot replace it`,
+          ),
+          inv.index,
+        );
       }
       const want = batched ? [inv.rows, ...current.dims.slice(1)] : [...current.dims];
       this.checkValue(inv, `swap of ${this.addrOf(p)}`, values[j]!, current.type, want);
       if (p.point === 'input' && p.path !== '' && this.readOutside(name, m)) {
         // Other nodes read this tensor too: only the module's own nodes see the swapped value (a copy of its own).
         let alias = this.pass.aliases.find((a) => a.tensor === name && a.from === m.start && a.to === m.end);
-        const replaced = !batched ? payloadToOrt(values[j]!) : alias ? this.withRows(current, inv.row, values[j]!) : this.pass.own(replaceRows(current, inv.row, values[j]!));
+        const replaced = !batched
+          ? payloadToOrt(values[j]!)
+          : alias
+            ? this.withRows(current, inv.row, values[j]!)
+            : this.pass.own(replaceRows(current, inv.row, values[j]!));
         if (!alias) {
           alias = { tensor: name, alias: `${name}${ALIAS_MARK}${m.path}`, from: m.start, to: m.end };
           this.pass.aliases.push(alias);
@@ -1100,6 +1385,8 @@ export class RequestRun {
 
   /** Whether a node outside `m` at or after its start reads `tensor`. */
   private readOutside(tensor: string, m: ModuleNode): boolean {
-    return (this.ctx.graph.consumers.get(tensor) ?? []).some((c) => c >= m.start && !isWithin(this.ctx.graph.scopes[c]!, m.path));
+    return (this.ctx.graph.consumers.get(tensor) ?? []).some(
+      (c) => c >= m.start && !isWithin(this.ctx.graph.scopes[c]!, m.path),
+    );
   }
 }

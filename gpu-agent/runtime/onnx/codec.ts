@@ -14,7 +14,13 @@ function model(): protobuf.Type {
   return modelType;
 }
 
-const TO_OBJECT: protobuf.IConversionOptions = { longs: Number, enums: Number, defaults: false, arrays: false, oneofs: false };
+const TO_OBJECT: protobuf.IConversionOptions = {
+  longs: Number,
+  enums: Number,
+  defaults: false,
+  arrays: false,
+  oneofs: false,
+};
 
 export class OnnxDecodeError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {

@@ -7,7 +7,15 @@ import { closeSync, openSync, readSync } from 'node:fs';
 import { join, normalize } from 'node:path';
 import { floatValues } from '../../../protocol/tensor-payload.js';
 import { AttributeType, DataLocation, TensorDataType } from './types.js';
-import type { AttributeProto, GraphProto, ModelProto, NodeProto, TensorProto, TypeProto, ValueInfoProto } from './types.js';
+import type {
+  AttributeProto,
+  GraphProto,
+  ModelProto,
+  NodeProto,
+  TensorProto,
+  TypeProto,
+  ValueInfoProto,
+} from './types.js';
 import { externalEntry } from './tensor-bytes.js';
 import { ModelLoadError } from '../errors.js';
 
@@ -28,7 +36,8 @@ export function hasFloat16(model: ModelProto): boolean {
   let found = false;
   const graph = (g: GraphProto): void => {
     for (const t of g.initializer ?? []) if (t.data_type === TensorDataType.FLOAT16) found = true;
-    for (const v of [...(g.input ?? []), ...(g.output ?? []), ...(g.value_info ?? [])]) if (isFloat16Type(v.type)) found = true;
+    for (const v of [...(g.input ?? []), ...(g.output ?? []), ...(g.value_info ?? [])])
+      if (isFloat16Type(v.type)) found = true;
     for (const n of g.node ?? []) {
       const dtypeAttr = DTYPE_ATTRIBUTES[n.op_type];
       for (const a of n.attribute ?? []) {
@@ -76,7 +85,8 @@ function upcastNode(n: NodeProto, files: ExternalReader): NodeProto {
 
 function upcastAttribute(a: AttributeProto, namesDtype: boolean, files: ExternalReader): AttributeProto {
   let out = a;
-  if (namesDtype && a.type === AttributeType.INT && a.i === TensorDataType.FLOAT16) out = { ...out, i: TensorDataType.FLOAT };
+  if (namesDtype && a.type === AttributeType.INT && a.i === TensorDataType.FLOAT16)
+    out = { ...out, i: TensorDataType.FLOAT };
   if (a.t) out = { ...out, t: upcastTensor(a.t, files) };
   if (a.tensors) out = { ...out, tensors: a.tensors.map((t) => upcastTensor(t, files)) };
   if (a.g) out = { ...out, g: upcastGraph(a.g, files) };
@@ -90,11 +100,16 @@ function upcastTensor(t: TensorProto, files: ExternalReader): TensorProto {
   const count = (t.dims ?? []).reduce((n, d) => n * Number(d), 1);
   let half: Uint16Array;
   if (t.data_location === DataLocation.EXTERNAL) half = files.read(t, count * 2);
-  else if (t.raw_data && t.raw_data.byteLength > 0) half = new Uint16Array(new Uint8Array(t.raw_data).buffer, 0, count); // a copy: raw_data may be a Buffer view at an odd offset
+  else if (t.raw_data && t.raw_data.byteLength > 0)
+    half = new Uint16Array(new Uint8Array(t.raw_data).buffer, 0, count); // a copy: raw_data may be a Buffer view at an odd offset
   else half = Uint16Array.from(t.int32_data ?? []);
   const values = floatValues(half, 'float16');
   const { external_data: _e, data_location: _l, int32_data: _i, raw_data: _r, ...rest } = t;
-  return { ...rest, data_type: TensorDataType.FLOAT, raw_data: new Uint8Array(values.buffer, values.byteOffset, values.byteLength) };
+  return {
+    ...rest,
+    data_type: TensorDataType.FLOAT,
+    raw_data: new Uint8Array(values.buffer, values.byteOffset, values.byteLength),
+  };
 }
 
 function upcastValueInfo(v: ValueInfoProto): ValueInfoProto {
@@ -103,7 +118,8 @@ function upcastValueInfo(v: ValueInfoProto): ValueInfoProto {
 
 function upcastType(tp: TypeProto): TypeProto {
   const tensor = tp.tensor_type;
-  if (tensor?.elem_type === TensorDataType.FLOAT16) return { ...tp, tensor_type: { ...tensor, elem_type: TensorDataType.FLOAT } };
+  if (tensor?.elem_type === TensorDataType.FLOAT16)
+    return { ...tp, tensor_type: { ...tensor, elem_type: TensorDataType.FLOAT } };
   return tp;
 }
 
@@ -124,14 +140,22 @@ class ExternalReader {
       try {
         fd = openSync(join(this.dir, loc), 'r');
       } catch {
-        throw new ModelLoadError('MODEL_EXTERNAL_DATA_MISSING', `initializer ${t.name} is stored in ${loc}, which is not in ${this.dir}: copy the external data file (it is written next to model.onnx by the exporter) into the model folder`, { details: { file: loc, initializer: t.name } });
+        throw new ModelLoadError(
+          'MODEL_EXTERNAL_DATA_MISSING',
+          `initializer ${t.name} is stored in ${loc}, which is not in ${this.dir}: copy the external data file (it is written next to model.onnx by the exporter) into the model folder`,
+          { details: { file: loc, initializer: t.name } },
+        );
       }
       this.fds.set(loc, fd);
     }
     const buf = Buffer.alloc(bytes);
     const got = readSync(fd, buf, 0, bytes, Number(externalEntry(t, 'offset') ?? 0));
     if (got !== bytes) {
-      throw new ModelLoadError('MODEL_EXTERNAL_DATA_MISSING', `initializer ${t.name} needs ${bytes} bytes of ${loc} from its offset, which has ${got}: the external data file is truncated or from another export; copy it again`, { details: { file: loc, initializer: t.name } });
+      throw new ModelLoadError(
+        'MODEL_EXTERNAL_DATA_MISSING',
+        `initializer ${t.name} needs ${bytes} bytes of ${loc} from its offset, which has ${got}: the external data file is truncated or from another export; copy it again`,
+        { details: { file: loc, initializer: t.name } },
+      );
     }
     return new Uint16Array(buf.buffer, buf.byteOffset, bytes / 2);
   }

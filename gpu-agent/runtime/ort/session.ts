@@ -28,7 +28,14 @@ export const OrtTensorCtor = ort.Tensor;
 export function cudaAvailable(): boolean {
   try {
     const req = createRequire(import.meta.url);
-    const bindingDir = join(dirname(req.resolve('onnxruntime-node')), '..', 'bin', 'napi-v6', process.platform, process.arch);
+    const bindingDir = join(
+      dirname(req.resolve('onnxruntime-node')),
+      '..',
+      'bin',
+      'napi-v6',
+      process.platform,
+      process.arch,
+    );
     return existsSync(join(bindingDir, 'libonnxruntime_providers_cuda.so'));
   } catch {
     return false;

@@ -56,20 +56,35 @@ export class SegmentCache {
 
   /** The compiled segment, marked in use until `release` is called with it. */
   acquire(spec: SegmentSpec): Promise<CompiledSegment> {
-    const pinned = spec.start === 0 && spec.end === this.graph.nodes.length && !spec.extraOutputs?.length && !spec.aliases?.length;
-    return this.acquireBuilt(segmentKey(spec), () => planSegment(this.graph, spec), (plan) => segmentModel(this.base, this.graph, this.initializers, plan, this.elemType), pinned);
+    const pinned =
+      spec.start === 0 && spec.end === this.graph.nodes.length && !spec.extraOutputs?.length && !spec.aliases?.length;
+    return this.acquireBuilt(
+      segmentKey(spec),
+      () => planSegment(this.graph, spec),
+      (plan) => segmentModel(this.base, this.graph, this.initializers, plan, this.elemType),
+      pinned,
+    );
   }
 
   /** A plan made elsewhere over this model's graph (a module call's sub-graph), compiled like a segment under its key. */
   acquirePlan(plan: SegmentPlan): Promise<CompiledSegment> {
-    return this.acquireBuilt(plan.key, () => plan, (p) => segmentModel(this.base, this.graph, this.initializers, p, this.elemType));
+    return this.acquireBuilt(
+      plan.key,
+      () => plan,
+      (p) => segmentModel(this.base, this.graph, this.initializers, p, this.elemType),
+    );
   }
 
   /**
    * A sub-model planned elsewhere (the backward's gradient segments), compiled and cached with the forward segments
    * under its own key: the same LRU and weight-bytes budget, the same session settings.
    */
-  async acquireBuilt<P extends SegmentPlan>(key: string, plan: () => P, model: (plan: P) => ModelProto, pinned = false): Promise<CompiledSegment> {
+  async acquireBuilt<P extends SegmentPlan>(
+    key: string,
+    plan: () => P,
+    model: (plan: P) => ModelProto,
+    pinned = false,
+  ): Promise<CompiledSegment> {
     let e = this.entries.get(key);
     if (e) this.stats.hits++;
     else {
@@ -170,7 +185,10 @@ export async function runSegment(seg: CompiledSegment, table: Map<string, OrtTen
   const feeds: Record<string, OrtTensor> = {};
   for (const name of seg.plan.inputs) {
     const t = table.get(name);
-    if (!t) throw new Error(`internal: segment [${seg.plan.start}, ${seg.plan.end}) needs ${name}, which no earlier segment produced`);
+    if (!t)
+      throw new Error(
+        `internal: segment [${seg.plan.start}, ${seg.plan.end}) needs ${name}, which no earlier segment produced`,
+      );
     feeds[name] = t;
   }
   const out = await seg.session.run(feeds);

@@ -38,7 +38,10 @@ export interface SegmentPlan {
 
 export function segmentKey(spec: SegmentSpec): string {
   const extra = [...(spec.extraOutputs ?? [])].sort().join(',');
-  const aliases = (spec.aliases ?? []).map((a) => `${a.tensor}>${a.alias}@${a.from}-${a.to}`).sort().join(',');
+  const aliases = (spec.aliases ?? [])
+    .map((a) => `${a.tensor}>${a.alias}@${a.from}-${a.to}`)
+    .sort()
+    .join(',');
   const only = spec.only ? `|only:${[...spec.only].sort().join(',')}` : '';
   return `${spec.start}:${spec.end}|${extra}|${aliases}${only}`;
 }
@@ -75,7 +78,8 @@ export function planSegment(g: ModelGraph, spec: SegmentSpec): SegmentPlan {
     for (const t of g.writes[k]!) {
       produced.add(t);
       const laterReaders = (g.consumers.get(t) ?? []).some((c) => c >= end);
-      if (keep ? spec.only!.includes(t) : graphOutputs.has(t) || extra.has(t) || (laterReaders && !isConst)) outputs.push(t);
+      if (keep ? spec.only!.includes(t) : graphOutputs.has(t) || extra.has(t) || (laterReaders && !isConst))
+        outputs.push(t);
     }
   }
   // Constants defined outside the range but read inside it come along (placed first: they have no inputs).
@@ -90,7 +94,8 @@ export function planSegment(g: ModelGraph, spec: SegmentSpec): SegmentPlan {
     if (g.initializers.has(t)) initializers.push(t);
     else inputs.push(t);
   }
-  for (const t of extra) if (!produced.has(t)) throw new Error(`extra output ${t} is not produced in segment [${start}, ${end})`);
+  for (const t of extra)
+    if (!produced.has(t)) throw new Error(`extra output ${t} is not produced in segment [${start}, ${end})`);
   return { key: segmentKey(spec), start, end, inputs, outputs, initializers, nodes };
 }
 

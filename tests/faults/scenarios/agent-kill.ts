@@ -16,7 +16,11 @@ export async function agentKillMidRequest(f: FaultFabric, log: (s: string) => vo
     await ws.subscribe(id);
     await expectOk(submit(f, id, { block: slowBlock(1500) }), 'submit');
     // The block has logged its line and sleeps inside the forward pass: the request is running on the agent.
-    await ws.until((ms) => ms.some((m) => m.requestId === id && m.status === 'LOG'), 'the LOG line of attempt 1', 20_000);
+    await ws.until(
+      (ms) => ms.some((m) => m.requestId === id && m.status === 'LOG'),
+      'the LOG line of attempt 1',
+      20_000,
+    );
     const killed = await f.killAgent();
     const boot = await f.agentBack(killed);
     log(`agent pid ${killed.pid} boot ${killed.bootId} killed; back as boot ${boot}`);
@@ -29,7 +33,9 @@ export async function agentKillMidRequest(f: FaultFabric, log: (s: string) => vo
     log(names.join(' '));
     const running = names.indexOf('RUNNING');
     assert.ok(running > 0, 'it ran');
-    const back = seen.slice(running + 1).find((m) => m.requeued !== undefined) as WsMessage & { requeued: { reason: string; attempt: number } };
+    const back = seen.slice(running + 1).find((m) => m.requeued !== undefined) as WsMessage & {
+      requeued: { reason: string; attempt: number };
+    };
     assert.ok(back !== undefined, `a wait with a requeue reason follows RUNNING: ${names.join(' ')}`);
     assert.equal(back.status, 'QUEUED', 'the user sees it return to QUEUED');
     assert.equal(back.requeued.reason, 'AGENT_RESTARTED');
@@ -37,26 +43,47 @@ export async function agentKillMidRequest(f: FaultFabric, log: (s: string) => vo
     // Then it waits (DEPLOYING while the new boot reloads the replica), and runs once more.
     const after = names.slice(names.indexOf('QUEUED', running)).filter((n) => n !== 'LOG');
     const waits = after.slice(0, after.indexOf('DISPATCHED'));
-    assert.ok(waits.length > 0 && waits.every((n) => ['QUEUED', 'DEPLOYING', 'PROVISIONING'].includes(n)), after.join(' '));
+    assert.ok(
+      waits.length > 0 && waits.every((n) => ['QUEUED', 'DEPLOYING', 'PROVISIONING'].includes(n)),
+      after.join(' '),
+    );
     assert.deepEqual(after.slice(waits.length), ['DISPATCHED', 'RUNNING', 'COMPLETED']);
     assert.equal(names.filter((n) => n === 'COMPLETED').length, 1, 'one COMPLETED on the websocket');
     assert.ok(!names.includes('ERROR'));
     assert.equal(seen.at(-1)!.attempt, 2);
     const cursors = seen.map((m) => Number(String(m.cursor).split(':')[0]));
-    assert.deepEqual(cursors, [...cursors].sort((a, b) => a - b), 'cursors increase');
+    assert.deepEqual(
+      cursors,
+      [...cursors].sort((a, b) => a - b),
+      'cursors increase',
+    );
 
     const view = (await getRequest(f, id)).body;
     assert.equal(view.status, 'COMPLETED');
-    assert.deepEqual((view.logs as Array<{ attempt: number; line: string }>).map((l) => [l.attempt, l.line]), [[1, 'slow 1500'], [2, 'slow 1500']]);
+    assert.deepEqual(
+      (view.logs as Array<{ attempt: number; line: string }>).map((l) => [l.attempt, l.line]),
+      [
+        [1, 'slow 1500'],
+        [2, 'slow 1500'],
+      ],
+    );
 
     const { store, close } = await f.openStore();
     try {
       const stream = requestStream(await readLog(store), id);
       const types = stream.map((e) => e.type);
       assert.equal(types.filter((t) => t === 'RequestCompleted').length, 1, `one RequestCompleted: ${types.join(' ')}`);
-      assert.deepEqual(stream.filter((e) => e.type === 'RequestDispatched').map((e) => data<{ attempt: number }>(e).attempt), [1, 2]);
-      const requeues = stream.filter((e) => e.type === 'RequestRequeued').map((e) => data<{ reason: string; attempt: number }>(e));
-      assert.deepEqual(requeues.map((r) => [r.reason, r.attempt]), [['AGENT_RESTARTED', 1]]);
+      assert.deepEqual(
+        stream.filter((e) => e.type === 'RequestDispatched').map((e) => data<{ attempt: number }>(e).attempt),
+        [1, 2],
+      );
+      const requeues = stream
+        .filter((e) => e.type === 'RequestRequeued')
+        .map((e) => data<{ reason: string; attempt: number }>(e));
+      assert.deepEqual(
+        requeues.map((r) => [r.reason, r.attempt]),
+        [['AGENT_RESTARTED', 1]],
+      );
       assert.ok(!types.includes('RequestFailed'));
     } finally {
       await close();

@@ -5,7 +5,11 @@
 // (from its snapshot plus what came after) equals a fresh fold of the whole log.
 import assert from 'node:assert/strict';
 import type { EventStore, StoredEvent } from '../../../eventstore/port.js';
-import { controlPlaneToSnapshot, foldControlPlane, CONTROL_PLANE_PROJECTION_VERSION } from '../../../projections/control-plane/state.js';
+import {
+  controlPlaneToSnapshot,
+  foldControlPlane,
+  CONTROL_PLANE_PROJECTION_VERSION,
+} from '../../../projections/control-plane/state.js';
 import { readLog, type FaultFabric } from '../fabric.js';
 import { QUICK_BLOCK, call, getRequest, requestIn, until } from '../http.js';
 
@@ -15,7 +19,11 @@ export interface BurstOutcome {
   unanswered: Set<string>;
 }
 
-const body = (requestId: string) => ({ requestId, model: 'gpt2-tiny', invokes: [{ input: `burst ${requestId}`, block: QUICK_BLOCK }] });
+const body = (requestId: string) => ({
+  requestId,
+  model: 'gpt2-tiny',
+  invokes: [{ input: `burst ${requestId}`, block: QUICK_BLOCK }],
+});
 
 /** `clients` concurrent clients submit until `killAfterAcks` submits were acknowledged, then the kill. */
 async function burstAndKill(f: FaultFabric, clients: number, killAfterAcks: number): Promise<BurstOutcome> {
@@ -65,11 +73,18 @@ function assertNoDuplicates(log: StoredEvent[]): void {
   for (const [stream, n] of received) assert.equal(n, 1, `${stream}: ${n} RequestReceived`);
 }
 
-export async function controlPlaneKillDuringBurst(f: FaultFabric, opts: { snapshots: (store: EventStore) => Promise<{ position: number; version: number; snapshot?: unknown } | undefined> }, say: (s: string) => void = () => undefined): Promise<void> {
+export async function controlPlaneKillDuringBurst(
+  f: FaultFabric,
+  opts: {
+    snapshots: (store: EventStore) => Promise<{ position: number; version: number; snapshot?: unknown } | undefined>;
+  },
+  say: (s: string) => void = () => undefined,
+): Promise<void> {
   const t0 = Date.now();
   const log = (s: string) => say(`${((Date.now() - t0) / 1000).toFixed(1)} s: ${s}`);
   // A first life that ends cleanly: its projection snapshot is where the restarted process resumes from.
-  for (const id of ['before-1', 'before-2', 'before-3']) assert.equal((await call(f.commandUrl, '/requests', { body: body(id), headers: f.operatorHeaders })).status, 202);
+  for (const id of ['before-1', 'before-2', 'before-3'])
+    assert.equal((await call(f.commandUrl, '/requests', { body: body(id), headers: f.operatorHeaders })).status, 202);
   await Promise.all(['before-1', 'before-2', 'before-3'].map((id) => requestIn(f, id, ['COMPLETED'])));
   await f.restartControlPlaneCleanly();
   log('first life over');
@@ -87,11 +102,19 @@ export async function controlPlaneKillDuringBurst(f: FaultFabric, opts: { snapsh
     try {
       const all = await readLog(store);
       assertNoDuplicates(all);
-      const at = new Map(all.filter((e) => e.type === 'RequestReceived').map((e) => [String((e.data as { requestId: string }).requestId), e.position]));
+      const at = new Map(
+        all
+          .filter((e) => e.type === 'RequestReceived')
+          .map((e) => [String((e.data as { requestId: string }).requestId), e.position]),
+      );
       // logPosition is the position of the submission's last event (RequestReceived and RequestQueued are one append).
       for (const [id, position] of acked) {
         assert.ok(at.has(id), `${id} was acknowledged and is stored`);
-        assert.equal(all[position - 1]?.streamId, `request-${id}`, `${id}: the acknowledged position is its submission`);
+        assert.equal(
+          all[position - 1]?.streamId,
+          `request-${id}`,
+          `${id}: the acknowledged position is its submission`,
+        );
         assert.ok(at.get(id)! <= position);
       }
       const storedUnanswered = [...unanswered].filter((id) => at.has(id));
@@ -112,11 +135,18 @@ export async function controlPlaneKillDuringBurst(f: FaultFabric, opts: { snapsh
   }
   log(`retries: ${existing} recognised as already stored`);
   const everyId = [...acked.keys(), ...unanswered];
-  await until('every burst request finished', async () => {
-    const q = await call(f.queryUrl, '/requests?limit=500', { headers: f.operatorHeaders });
-    const open = (q.body.requests as Array<{ status: string }>).filter((r) => !['COMPLETED', 'ERROR', 'CANCELLED'].includes(r.status));
-    return open.length === 0 ? true : undefined;
-  }, 60_000, 200);
+  await until(
+    'every burst request finished',
+    async () => {
+      const q = await call(f.queryUrl, '/requests?limit=500', { headers: f.operatorHeaders });
+      const open = (q.body.requests as Array<{ status: string }>).filter(
+        (r) => !['COMPLETED', 'ERROR', 'CANCELLED'].includes(r.status),
+      );
+      return open.length === 0 ? true : undefined;
+    },
+    60_000,
+    200,
+  );
   for (const id of everyId) {
     const v = (await getRequest(f, id)).body;
     assert.equal(v.status, 'COMPLETED', `${id}: ${JSON.stringify(v.error ?? null)}`);

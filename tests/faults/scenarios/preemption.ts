@@ -27,10 +27,20 @@ export async function preemptionWindow(f: FaultFabric, log: (s: string) => void 
     await ws.until((ms) => ms.some((m) => m.requestId === 'pre-1' && m.status === 'LOG'), 'pre-1 running', 20_000);
 
     // Window 1: B needs A's room — A is demoted while pre-1 runs; the user cancels pre-3 (queued) meanwhile.
-    const [deployed, cancelled3] = await Promise.all([deploy(f, { model: B, sizeBytes: 600 * MIB, minDeploymentMs: 0 }), cancel(f, 'pre-3')]);
+    const [deployed, cancelled3] = await Promise.all([
+      deploy(f, { model: B, sizeBytes: 600 * MIB, minDeploymentMs: 0 }),
+      cancel(f, 'pre-3'),
+    ]);
     assert.equal(deployed.status, 202, JSON.stringify(deployed.body));
     assert.equal(cancelled3.status, 200, JSON.stringify(cancelled3.body));
-    await ws.until((ms) => ms.some((m) => m.requestId === 'pre-1' && (m.requeued as { reason?: string } | undefined)?.reason === 'PREEMPTED'), 'pre-1 requeued PREEMPTED', 20_000);
+    await ws.until(
+      (ms) =>
+        ms.some(
+          (m) => m.requestId === 'pre-1' && (m.requeued as { reason?: string } | undefined)?.reason === 'PREEMPTED',
+        ),
+      'pre-1 requeued PREEMPTED',
+      20_000,
+    );
     log('pre-1 requeued PREEMPTED by the demotion of A');
 
     // A comes back (B, idle and old enough, is demoted in turn); pre-1 runs again and completes.
@@ -41,7 +51,14 @@ export async function preemptionWindow(f: FaultFabric, log: (s: string) => void 
     const [evicted, cancelled4] = await Promise.all([evict(f, { model: A }), cancel(f, 'pre-4')]);
     assert.equal(evicted.status, 202, JSON.stringify(evicted.body));
     assert.equal(cancelled4.status, 200, JSON.stringify(cancelled4.body));
-    await ws.until((ms) => ms.some((m) => m.requestId === 'pre-2' && (m.requeued as { reason?: string } | undefined)?.reason === 'PREEMPTED'), 'pre-2 requeued PREEMPTED', 20_000);
+    await ws.until(
+      (ms) =>
+        ms.some(
+          (m) => m.requestId === 'pre-2' && (m.requeued as { reason?: string } | undefined)?.reason === 'PREEMPTED',
+        ),
+      'pre-2 requeued PREEMPTED',
+      20_000,
+    );
     log('pre-2 requeued PREEMPTED by the eviction of A');
 
     // Window 3: A deployed again on demand; the operator evicts it while pre-5 runs and the user cancels pre-5 at
@@ -53,8 +70,16 @@ export async function preemptionWindow(f: FaultFabric, log: (s: string) => void 
 
     const final = await Promise.all(ids.map((id) => requestIn(f, id, ['COMPLETED', 'ERROR', 'CANCELLED'], 45_000)));
     log(final.map((v, i) => `${ids[i]} ${String(v.status)}${v.error ? ` ${JSON.stringify(v.error)}` : ''}`).join(', '));
-    assert.deepEqual(final.map((v) => v.status), ['COMPLETED', 'COMPLETED', 'CANCELLED', 'CANCELLED', 'CANCELLED', 'COMPLETED']);
-    await until('the websocket has every end', async () => (ids.every((id) => ws.messages.some((m) => m.type === 'ended' && m.requestId === id)) ? true : undefined), 5000);
+    assert.deepEqual(
+      final.map((v) => v.status),
+      ['COMPLETED', 'COMPLETED', 'CANCELLED', 'CANCELLED', 'CANCELLED', 'COMPLETED'],
+    );
+    await until(
+      'the websocket has every end',
+      async () =>
+        ids.every((id) => ws.messages.some((m) => m.type === 'ended' && m.requestId === id)) ? true : undefined,
+      5000,
+    );
     for (const id of ids) {
       const ends = ws.statuses(id).filter((m) => ['COMPLETED', 'ERROR', 'CANCELLED'].includes(String(m.status)));
       assert.equal(ends.length, 1, `${id}: one end on the websocket`);
@@ -64,8 +89,15 @@ export async function preemptionWindow(f: FaultFabric, log: (s: string) => void 
     try {
       const all = await readLog(store);
       const types = all.map((e) => e.type);
-      const demoted = all.filter((e) => e.type === 'ReplicaDemoted').map((e) => data<{ replicaId: string }>(e).replicaId);
-      log(`demoted: ${demoted.join(', ')}; restored: ${all.filter((e) => e.type === 'ReplicaRestored').map((e) => data<{ replicaId: string }>(e).replicaId).join(', ')}`);
+      const demoted = all
+        .filter((e) => e.type === 'ReplicaDemoted')
+        .map((e) => data<{ replicaId: string }>(e).replicaId);
+      log(
+        `demoted: ${demoted.join(', ')}; restored: ${all
+          .filter((e) => e.type === 'ReplicaRestored')
+          .map((e) => data<{ replicaId: string }>(e).replicaId)
+          .join(', ')}`,
+      );
       assert.ok(demoted.includes(`${A}#1`), 'A was demoted to WARM');
       assert.ok(types.includes('ReplicaEvictionRequested'), 'A was evicted');
       for (const id of ids) {
@@ -73,19 +105,38 @@ export async function preemptionWindow(f: FaultFabric, log: (s: string) => void 
         const t = stream.map((e) => e.type);
         const cancelAt = stream.find((e) => e.type === 'RequestCancelled');
         if (cancelAt !== undefined) {
-          assert.ok(!stream.some((e) => e.type === 'RequestDispatched' && e.position > cancelAt.position), `${id}: no dispatch after the cancel (${t.join(' ')})`);
+          assert.ok(
+            !stream.some((e) => e.type === 'RequestDispatched' && e.position > cancelAt.position),
+            `${id}: no dispatch after the cancel (${t.join(' ')})`,
+          );
           assert.ok(!t.includes('RequestCompleted'), `${id} never completed`);
         } else {
-          assert.equal(t.filter((x) => x === 'RequestCompleted').length, 1, `${id}: one RequestCompleted (${t.join(' ')})`);
+          assert.equal(
+            t.filter((x) => x === 'RequestCompleted').length,
+            1,
+            `${id}: one RequestCompleted (${t.join(' ')})`,
+          );
         }
         assert.ok(!t.includes('RequestFailed'), `${id} never failed`);
-        for (const r of stream.filter((e) => e.type === 'RequestRequeued')) assert.equal(data<{ reason: string }>(r).reason, 'PREEMPTED');
+        for (const r of stream.filter((e) => e.type === 'RequestRequeued'))
+          assert.equal(data<{ reason: string }>(r).reason, 'PREEMPTED');
       }
-      for (const id of ['pre-3', 'pre-4']) assert.ok(!requestStream(all, id).some((e) => e.type === 'RequestDispatched'), `${id}, cancelled while queued, never ran`);
+      for (const id of ['pre-3', 'pre-4'])
+        assert.ok(
+          !requestStream(all, id).some((e) => e.type === 'RequestDispatched'),
+          `${id}, cancelled while queued, never ran`,
+        );
       for (const id of ['pre-1', 'pre-2']) {
-        assert.ok(requestStream(all, id).some((e) => e.type === 'RequestRequeued'), `${id} was requeued, then completed`);
+        assert.ok(
+          requestStream(all, id).some((e) => e.type === 'RequestRequeued'),
+          `${id} was requeued, then completed`,
+        );
       }
-      log(`pre-5: ${requestStream(all, 'pre-5').map((e) => e.type).join(' ')}`);
+      log(
+        `pre-5: ${requestStream(all, 'pre-5')
+          .map((e) => e.type)
+          .join(' ')}`,
+      );
     } finally {
       await close();
     }

@@ -10,7 +10,10 @@ import { readLog, requestStream } from '../fabric.js';
 import type { DistributedFaultFabric } from '../distributed.js';
 import { deploy, expectOk, hot, requestIn, slowBlock, submit } from '../http.js';
 
-export async function relayKillWithWorkInFlight(f: DistributedFaultFabric, log: (s: string) => void = () => undefined): Promise<void> {
+export async function relayKillWithWorkInFlight(
+  f: DistributedFaultFabric,
+  log: (s: string) => void = () => undefined,
+): Promise<void> {
   await expectOk(deploy(f, { model: 'gpt2-tiny', minDeploymentMs: 0 }), 'deploy');
   await hot(f, 'gpt2-tiny', 1, 45_000);
   const ids = Array.from({ length: 10 }, (_, i) => `relay-kill-${i}`);
@@ -22,14 +25,18 @@ export async function relayKillWithWorkInFlight(f: DistributedFaultFabric, log: 
   await f.restartSchedulerRelay();
   log('scheduler-relay restarted');
   const done = await Promise.all(ids.map((id) => requestIn(f, id, ['COMPLETED', 'ERROR', 'CANCELLED'], 60_000)));
-  assert.deepEqual(done.map((d) => d.status), ids.map(() => 'COMPLETED'));
+  assert.deepEqual(
+    done.map((d) => d.status),
+    ids.map(() => 'COMPLETED'),
+  );
   const { store, close } = await f.openStore();
   try {
     const all = await readLog(store);
     assert.equal(new Set(all.map((e) => e.id)).size, all.length, 'no event stored twice');
     for (const id of ids) {
       const types = requestStream(all, id).map((e) => e.type);
-      for (const t of ['RequestDispatched', 'RequestStarted', 'RequestCompleted']) assert.equal(types.filter((x) => x === t).length, 1, `${id}: one ${t} (${types.join(' ')})`);
+      for (const t of ['RequestDispatched', 'RequestStarted', 'RequestCompleted'])
+        assert.equal(types.filter((x) => x === t).length, 1, `${id}: one ${t} (${types.join(' ')})`);
       assert.ok(!types.includes('RequestRequeued') && !types.includes('RequestFailed'), `${id}: ${types.join(' ')}`);
     }
     const boots = all.filter((e) => e.type === 'AgentRegistered').length;

@@ -7,7 +7,10 @@ import { attrInt, attrString } from '../onnx-nodes.js';
 /** Hands `grad` (shaped like output 0) to input i, summed over the dims input i was broadcast along. */
 export function toInput(c: RuleCtx, i: number, grad: string): void {
   const x = c.ins[i]!;
-  c.give(i, c.e.sumTo(grad, c.dims(c.outs[0]!), c.dims(x), () => c.shape(x)));
+  c.give(
+    i,
+    c.e.sumTo(grad, c.dims(c.outs[0]!), c.dims(x), () => c.shape(x)),
+  );
 }
 
 /** Output gradient times d(output)/d(input 0), for a unary op. */
@@ -49,7 +52,8 @@ const pow: Rule = (c) => {
     const d = e.one('Mul', [exponent, e.one('Pow', [c.value(a), e.one('Sub', [exponent, f(c, 1, a)])])]);
     toInput(c, 0, e.one('Mul', [c.g[0]!, d]));
   }
-  if (c.wants(1)) toInput(c, 1, e.one('Mul', [c.g[0]!, e.one('Mul', [c.value(c.outs[0]!), e.one('Log', [c.value(a)])])]));
+  if (c.wants(1))
+    toInput(c, 1, e.one('Mul', [c.g[0]!, e.one('Mul', [c.value(c.outs[0]!), e.one('Log', [c.value(a)])])]));
 };
 
 /** Variadic Sum: every operand gets the gradient. */
@@ -63,7 +67,13 @@ const extremum: Rule = (c) => {
   const y = c.value(c.outs[0]!);
   const elem = c.elem(c.outs[0]!);
   const masks = c.ins.map((x) => e.one('Equal', [c.value(x), y]));
-  const count = masks.length === 1 ? undefined : e.one('Sum', masks.map((m) => e.cast(m, elem)));
+  const count =
+    masks.length === 1
+      ? undefined
+      : e.one(
+          'Sum',
+          masks.map((m) => e.cast(m, elem)),
+        );
   const share = count ? e.one('Div', [c.g[0]!, count]) : c.g[0]!;
   c.ins.forEach((_, i) => {
     if (c.wants(i)) toInput(c, i, e.one('Where', [masks[i]!, share, e.zero(elem)]));
@@ -97,7 +107,10 @@ function geluDerivative(c: RuleCtx, x: string, approximate: string): string {
     const t = e.one('Tanh', [inner]);
     const dInner = e.one('Mul', [k(s), e.one('Add', [k(1), e.one('Mul', [k(3 * 0.044715), x2])])]);
     const left = e.one('Mul', [k(0.5), e.one('Add', [k(1), t])]);
-    const right = e.one('Mul', [e.one('Mul', [k(0.5), x]), e.one('Mul', [e.one('Sub', [k(1), e.one('Mul', [t, t])]), dInner])]);
+    const right = e.one('Mul', [
+      e.one('Mul', [k(0.5), x]),
+      e.one('Mul', [e.one('Sub', [k(1), e.one('Mul', [t, t])]), dInner]),
+    ]);
     return e.one('Add', [left, right]);
   }
   const cdf = e.one('Mul', [k(0.5), e.one('Add', [k(1), e.one('Erf', [e.one('Mul', [x, k(Math.SQRT1_2)])])])]);
@@ -107,7 +120,10 @@ function geluDerivative(c: RuleCtx, x: string, approximate: string): string {
 
 const gelu: Rule = (c) => {
   if (!c.wants(0)) return;
-  c.give(0, c.e.one('Mul', [c.g[0]!, geluDerivative(c, c.value(c.ins[0]!), attrString(c.node, 'approximate', 'none'))]));
+  c.give(
+    0,
+    c.e.one('Mul', [c.g[0]!, geluDerivative(c, c.value(c.ins[0]!), attrString(c.node, 'approximate', 'none'))]),
+  );
 };
 
 /** com.microsoft Gelu (erf) and FastGelu (tanh approximation, optional bias added to the input first). */
@@ -154,10 +170,11 @@ export const ELEMENTWISE_RULES: Record<string, Rule> = {
   }),
   Sin: unary((c, g) => c.e.one('Mul', [g, c.e.one('Cos', [x0(c)])])),
   Cos: unary((c, g) => c.e.one('Neg', [c.e.one('Mul', [g, c.e.one('Sin', [x0(c)])])])),
-  Relu: unary((c, g) => c.e.one('Where', [c.e.one('Greater', [x0(c), c.e.zero(c.elem(c.ins[0]!))]), g, c.e.zero(c.elem(c.ins[0]!))])),
+  Relu: unary((c, g) =>
+    c.e.one('Where', [c.e.one('Greater', [x0(c), c.e.zero(c.elem(c.ins[0]!))]), g, c.e.zero(c.elem(c.ins[0]!))]),
+  ),
   Abs: unary((c, g) => c.e.one('Mul', [g, c.e.one('Sign', [x0(c)])])),
   Gelu: gelu,
   'com.microsoft:Gelu': contribGelu('none'),
   'com.microsoft:FastGelu': contribGelu('tanh'),
 };
-

@@ -8,7 +8,9 @@ import { NORM_RULES } from './norms.js';
 import { REDUCTION_RULES } from './reductions.js';
 import { SHAPE_RULES } from './shape.js';
 
-const RULES: ReadonlyMap<string, Rule> = new Map(Object.entries({ ...ELEMENTWISE_RULES, ...LINEAR_RULES, ...NORM_RULES, ...REDUCTION_RULES, ...SHAPE_RULES }));
+const RULES: ReadonlyMap<string, Rule> = new Map(
+  Object.entries({ ...ELEMENTWISE_RULES, ...LINEAR_RULES, ...NORM_RULES, ...REDUCTION_RULES, ...SHAPE_RULES }),
+);
 
 export function opKey(node: NodeProto): string {
   const domain = node.domain ?? '';

@@ -24,12 +24,18 @@ const matmul: Rule = (c) => {
       c.give(0, e.one('Reshape', [e.one('Gemm', [flat, c.value(b)], { transB: 1 }), c.shape(a)]));
     } else {
       const grad = e.one('MatMul', [g, e.transposeLast2(c.value(b), db.length)]);
-      c.give(0, e.sumTo(grad, [...dy.slice(0, -2), ...da.slice(-2)], da, () => c.shape(a)));
+      c.give(
+        0,
+        e.sumTo(grad, [...dy.slice(0, -2), ...da.slice(-2)], da, () => c.shape(a)),
+      );
     }
   }
   if (c.wants(1)) {
     const grad = e.one('MatMul', [e.transposeLast2(c.value(a), da.length), g]);
-    c.give(1, e.sumTo(grad, [...dy.slice(0, -2), ...db.slice(-2)], db, () => c.shape(b)));
+    c.give(
+      1,
+      e.sumTo(grad, [...dy.slice(0, -2), ...db.slice(-2)], db, () => c.shape(b)),
+    );
   }
 };
 
@@ -48,14 +54,20 @@ const gemm: Rule = (c) => {
   const transA = attrInt(c.node, 'transA', 0);
   const transB = attrInt(c.node, 'transB', 0);
   if (c.wants(0)) {
-    c.give(0, transA
-      ? e.one('Gemm', [c.value(b), g], { alpha: { float: alpha }, transA: transB, transB: 1 })
-      : e.one('Gemm', [g, c.value(b)], { alpha: { float: alpha }, transB: 1 - transB }));
+    c.give(
+      0,
+      transA
+        ? e.one('Gemm', [c.value(b), g], { alpha: { float: alpha }, transA: transB, transB: 1 })
+        : e.one('Gemm', [g, c.value(b)], { alpha: { float: alpha }, transB: 1 - transB }),
+    );
   }
   if (c.wants(1)) {
-    c.give(1, transB
-      ? e.one('Gemm', [g, c.value(a)], { alpha: { float: alpha }, transA: 1, transB: transA })
-      : e.one('Gemm', [c.value(a), g], { alpha: { float: alpha }, transA: 1 - transA }));
+    c.give(
+      1,
+      transB
+        ? e.one('Gemm', [g, c.value(a)], { alpha: { float: alpha }, transA: 1, transB: transA })
+        : e.one('Gemm', [c.value(a), g], { alpha: { float: alpha }, transA: 1 - transA }),
+    );
   }
   if (bias && bias !== '' && c.wants(2)) {
     toInput(c, 2, beta === 1 ? g : e.one('Mul', [g, e.float(beta, c.elem(c.outs[0]!))]));

@@ -22,7 +22,8 @@ function normalizedAxes(c: RuleCtx): { axes: number[]; count: number } {
   let count = 1;
   for (const a of axes) {
     const d = dims[a];
-    if (!d || d.b !== 0 || d.t !== 0 || d.bt !== 0) throw new RuleUnsupported('normalization over a dim whose size depends on the batch or sequence');
+    if (!d || d.b !== 0 || d.t !== 0 || d.bt !== 0)
+      throw new RuleUnsupported('normalization over a dim whose size depends on the batch or sequence');
     count *= d.k;
   }
   return { axes, count };
@@ -30,7 +31,8 @@ function normalizedAxes(c: RuleCtx): { axes: number[]; count: number } {
 
 function norm(centered: boolean): Rule {
   return (c) => {
-    if (c.g.slice(1).some((g) => g !== undefined)) throw new RuleUnsupported('gradients through its mean or inverse-deviation outputs');
+    if (c.g.slice(1).some((g) => g !== undefined))
+      throw new RuleUnsupported('gradients through its mean or inverse-deviation outputs');
     const e = c.e;
     const { axes, count } = normalizedAxes(c);
     const elem = c.elem(c.ins[0]!);

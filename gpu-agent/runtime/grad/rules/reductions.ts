@@ -33,17 +33,23 @@ function reduce(mean: boolean): Rule {
     const elem = c.elem(x);
     const dims = c.dims(x);
     const rank = dims?.length ?? 0;
-    const list = Array.isArray(axes) ? axes.map((a) => (a < 0 ? a + rank : a)) : axes === 'all' ? Array.from({ length: rank }, (_, i) => i) : undefined;
+    const list = Array.isArray(axes)
+      ? axes.map((a) => (a < 0 ? a + rank : a))
+      : axes === 'all'
+        ? Array.from({ length: rank }, (_, i) => i)
+        : undefined;
     const fixed = list && dims ? list.map((a) => dims[a]) : undefined;
-    const scale = fixed && fixed.every((d) => d && d.b === 0 && d.t === 0 && d.bt === 0)
-      ? e.float(1 / fixed.reduce((n, d) => n * d!.k, 1), elem)
-      : e.countRatio(c.shape(x), e.one('Shape', [g]), elem);
+    const scale =
+      fixed && fixed.every((d) => d && d.b === 0 && d.t === 0 && d.bt === 0)
+        ? e.float(1 / fixed.reduce((n, d) => n * d!.k, 1), elem)
+        : e.countRatio(c.shape(x), e.one('Shape', [g]), elem);
     c.give(0, e.one('Mul', [spread, scale]));
   };
 }
 
 function softmaxAxis(c: RuleCtx): number {
-  if (c.e.opset < 13) throw new RuleUnsupported(`${c.node.op_type} before opset 13 (it normalizes a flattened 2-d view)`);
+  if (c.e.opset < 13)
+    throw new RuleUnsupported(`${c.node.op_type} before opset 13 (it normalizes a flattened 2-d view)`);
   return attrInt(c.node, 'axis', -1);
 }
 
@@ -66,10 +72,13 @@ const logSoftmax: Rule = (c) => {
 
 const cumsum: Rule = (c) => {
   if (!c.wants(0)) return;
-  c.give(0, c.e.one('CumSum', [c.g[0]!, c.value(c.ins[1]!)], {
-    exclusive: attrInt(c.node, 'exclusive', 0),
-    reverse: 1 - attrInt(c.node, 'reverse', 0),
-  }));
+  c.give(
+    0,
+    c.e.one('CumSum', [c.g[0]!, c.value(c.ins[1]!)], {
+      exclusive: attrInt(c.node, 'exclusive', 0),
+      reverse: 1 - attrInt(c.node, 'reverse', 0),
+    }),
+  );
 };
 
 export const REDUCTION_RULES: Record<string, Rule> = {

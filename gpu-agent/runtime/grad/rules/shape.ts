@@ -15,7 +15,8 @@ const reshapeBack: Rule = (c) => {
 const transpose: Rule = (c) => {
   if (!c.wants(0)) return;
   const rank = c.dims(c.ins[0]!)?.length;
-  const perm = attrInts(c.node, 'perm') ?? (rank === undefined ? undefined : Array.from({ length: rank }, (_, i) => rank - 1 - i));
+  const perm =
+    attrInts(c.node, 'perm') ?? (rank === undefined ? undefined : Array.from({ length: rank }, (_, i) => rank - 1 - i));
   if (!perm) throw new RuleUnsupported('Transpose of a tensor of unknown rank');
   const inverse = new Array<number>(perm.length);
   perm.forEach((p, i) => (inverse[p] = i));
@@ -29,7 +30,8 @@ const expand: Rule = (c) => {
 function normAxis(c: RuleCtx, t: string, axis: number): number {
   const rank = c.dims(t)?.length;
   if (axis >= 0) return axis;
-  if (rank === undefined) throw new RuleUnsupported(`${c.node.op_type} along a negative axis of a tensor of unknown rank`);
+  if (rank === undefined)
+    throw new RuleUnsupported(`${c.node.op_type} along a negative axis of a tensor of unknown rank`);
   return axis + rank;
 }
 
@@ -52,7 +54,9 @@ const split: Rule = (c) => {
   const e = c.e;
   const axis = normAxis(c, c.ins[0]!, attrInt(c.node, 'axis', 0));
   const elem = c.elem(c.ins[0]!);
-  const parts = c.outs.map((o, i) => c.g[i] ?? e.one('ConstantOfShape', [c.shape(o)], { value: { tensor: floatLiteral([0], elem, [1]) } }));
+  const parts = c.outs.map(
+    (o, i) => c.g[i] ?? e.one('ConstantOfShape', [c.shape(o)], { value: { tensor: floatLiteral([0], elem, [1]) } }),
+  );
   c.give(0, parts.length === 1 ? parts[0]! : e.one('Concat', parts, { axis }));
 };
 
@@ -65,7 +69,9 @@ const selection: Rule = (c) => {
   const count = e.one('ReduceProd', [shape], { keepdims: 0 });
   const iota = e.one('Reshape', [e.one('Range', [e.ints([0], true), count, e.ints([1], true)]), shape]);
   const picked = e.one(c.node.op_type, [iota, ...c.ins.slice(1).map((t) => (t === '' ? '' : c.value(t)))], attrsOf(c));
-  const zeros = e.one('ConstantOfShape', [e.unsqueeze(count, [0])], { value: { tensor: floatLiteral([0], c.elem(data), [1]) } });
+  const zeros = e.one('ConstantOfShape', [e.unsqueeze(count, [0])], {
+    value: { tensor: floatLiteral([0], c.elem(data), [1]) },
+  });
   const flat = (t: string) => e.one('Reshape', [t, e.ints([-1])]);
   const summed = e.one('ScatterElements', [zeros, flat(picked), flat(c.g[0]!)], { axis: 0, reduction: 'add' });
   c.give(0, e.one('Reshape', [summed, shape]));
@@ -103,4 +109,3 @@ export const SHAPE_RULES: Record<string, Rule> = {
   Tile: selection,
   Trilu: trilu,
 };
-
