@@ -27,19 +27,24 @@ interface Slot {
   inFlight: number;
 }
 
-function agentLoads(ctx: PlanContext): Map<string, AgentLoad> {
-  const s = ctx.state;
-  const loads = new Map<string, AgentLoad>();
-  for (const r of s.cluster.replicas.values()) {
-    if (r.agentId === null) continue;
-    const set = s.requests.inFlightByReplica.get(r.replicaId);
-    if (set === undefined || set.size === 0) continue;
-    const load = loads.get(r.agentId) ?? { inFlight: 0, isolated: false };
-    load.inFlight += set.size;
-    for (const id of set) if (s.requests.byId.get(id)?.isolated) load.isolated = true;
-    loads.set(r.agentId, load);
-  }
-  return loads;
+/** In flight per agent, from the requests projection's counts, with this round's dispatches added (copied on write). */
+function agentLoads(ctx: PlanContext): { get(agentId: string): AgentLoad; mut(agentId: string): AgentLoad } {
+  const counts = ctx.state.requests.inFlightByAgent;
+  const local = new Map<string, AgentLoad>();
+  const get = (agentId: string): AgentLoad => {
+    const l = local.get(agentId);
+    if (l !== undefined) return l;
+    const c = counts.get(agentId);
+    return c === undefined ? { inFlight: 0, isolated: false } : { inFlight: c.count, isolated: c.isolated > 0 };
+  };
+  return {
+    get,
+    mut(agentId) {
+      let l = local.get(agentId);
+      if (l === undefined) local.set(agentId, (l = get(agentId)));
+      return l;
+    },
+  };
 }
 
 function hotSlots(ctx: PlanContext, modelKey: string): Slot[] {
@@ -56,7 +61,8 @@ function hotSlots(ctx: PlanContext, modelKey: string): Slot[] {
 export function dispatchRule(ctx: PlanContext): void {
   const s = ctx.state;
   const loads = agentLoads(ctx);
-  const load = (agentId: string): AgentLoad => loads.get(agentId) ?? { inFlight: 0, isolated: false };
+  const load = loads.get;
+  let budget = ctx.input.config.maxDispatchesPerRound;
   /** Agents held empty for a suspect waiting to run alone (agent id → the suspect's request id). */
   const reserved = new Map<string, string>();
   const models = queuedModels(s.queue);
@@ -71,6 +77,7 @@ export function dispatchRule(ctx: PlanContext): void {
   }
 
   for (const modelKey of models) {
+    if (budget <= 0) break;
     const slots = hotSlots(ctx, modelKey).filter((x) => x.inFlight < x.r.settings.concurrency);
     if (slots.length === 0) continue;
     const free = slots.reduce((n, x) => n + x.r.settings.concurrency - x.inFlight, 0);
@@ -80,7 +87,7 @@ export function dispatchRule(ctx: PlanContext): void {
     let scanned = 0;
     let dispatched = 0;
     for (const head of s.queue.byModel.get(modelKey)!.entries()) {
-      if (++scanned > MAX_SCAN + ctx.touchedRequests.size || dispatched >= free) break;
+      if (++scanned > MAX_SCAN + ctx.touchedRequests.size || dispatched >= free || budget <= 0) break;
       const v = s.requests.byId.get(head.id)!;
       if (isHeld(running.get(v.submitter) ?? 0, v.options.maxRunning)) continue;
       const pos = position++;
@@ -104,6 +111,7 @@ export function dispatchRule(ctx: PlanContext): void {
       if (slot === undefined) break;
       ctx.touchedRequests.add(head.id);
       dispatched++;
+      budget--;
       running.set(v.submitter, (running.get(v.submitter) ?? 0) + 1);
       const busy = usable.length;
       ctx.emit(
@@ -134,10 +142,9 @@ export function dispatchRule(ctx: PlanContext): void {
         v.lastEvent,
       );
       slot.inFlight++;
-      const a = loads.get(slot.r.agentId!) ?? { inFlight: 0, isolated: false };
+      const a = loads.mut(slot.r.agentId!);
       a.inFlight++;
       if (suspect) a.isolated = true;
-      loads.set(slot.r.agentId!, a);
       if (slots.every((x) => x.inFlight >= x.r.settings.concurrency)) break;
     }
   }
