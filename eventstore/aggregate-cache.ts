@@ -20,7 +20,9 @@ export interface AggregateCacheStats {
   deltaEvents: number;
 }
 
-export const DEFAULT_CACHED_STREAMS = 10_000;
+// Sized for 100k live requests (each command of a live request then finds its stream here instead of rereading it,
+// a round trip on PostgreSQL) plus the deployment and agent streams; a request's folded state is a few hundred bytes.
+export const DEFAULT_CACHED_STREAMS = 150_000;
 
 export class AggregateCache<State> {
   private readonly entries = new Map<string, CachedAggregate<State>>();

@@ -4,7 +4,14 @@
 // released; and per model the agents with a WARM copy. Maintained by the cluster projection, one replica or
 // agent at a time. Pure data structure.
 import { OrderedQueue } from '../queue/ordered-queue.js';
-import { HOLDS_GPU, RELEASING, type AgentCapacity, type AgentStateName, type GpuCapacity, type ReplicaAllocation } from './types.js';
+import {
+  HOLDS_GPU,
+  RELEASING,
+  type AgentCapacity,
+  type AgentStateName,
+  type GpuCapacity,
+  type ReplicaAllocation,
+} from './types.js';
 
 export interface IndexedAgent {
   agentId: string;
@@ -37,18 +44,22 @@ export class CapacityIndex {
   activeAgents = 0;
 
   /** An agent registered (again) or changed state; its allocations stay. */
-  setAgent(
-    agentId: string,
-    state: AgentStateName,
-    gpus: readonly GpuCapacity[],
-    cpuCacheBudgetBytes: number,
-  ): void {
+  setAgent(agentId: string, state: AgentStateName, gpus: readonly GpuCapacity[], cpuCacheBudgetBytes: number): void {
     let a = this.agents.get(agentId);
-    if (a !== undefined && a.state === state && a.gpus === gpus && a.cpuCacheBudgetBytes === cpuCacheBudgetBytes) return;
+    if (a !== undefined && a.state === state && a.gpus === gpus && a.cpuCacheBudgetBytes === cpuCacheBudgetBytes)
+      return;
     if (a !== undefined) this.unlistGpus(a);
     if (a === undefined || a.gpus !== gpus) {
       const replicas = a?.replicas ?? new Map<string, ReplicaAllocation>();
-      a = { agentId, state, gpus, cpuCacheBudgetBytes, replicas, used: gpus.map(() => 0), releasing: gpus.map(() => 0) };
+      a = {
+        agentId,
+        state,
+        gpus,
+        cpuCacheBudgetBytes,
+        replicas,
+        used: gpus.map(() => 0),
+        releasing: gpus.map(() => 0),
+      };
       this.agents.set(agentId, a);
       for (const r of replicas.values()) this.count(a, r, 1);
     } else {
@@ -138,10 +149,14 @@ export class CapacityIndex {
     this.activeAgents++;
     a.gpus.forEach((g, i) => {
       const free = Math.max(0, g.memoryBytes - a.used[i]);
-      this.free.enqueue(gpuKeyId(a.agentId, g.index), { rank: 0, enqueuedAtMs: free, seq: 0 }, {
-        agentId: a.agentId,
-        index: g.index,
-      });
+      this.free.enqueue(
+        gpuKeyId(a.agentId, g.index),
+        { rank: 0, enqueuedAtMs: free, seq: 0 },
+        {
+          agentId: a.agentId,
+          index: g.index,
+        },
+      );
     });
   }
 

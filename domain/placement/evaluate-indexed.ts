@@ -55,7 +55,10 @@ export function evaluateIndexed(
     if (cap.state === 'ACTIVE') {
       activeSeen++;
       bestFree = Math.max(bestFree, c.freeBytes);
-      bestPotential = Math.max(bestPotential, c.level === 'CANT_ACCOMMODATE' ? c.evictableBytes : c.freeBytes + c.releasingBytes + c.evictableBytes);
+      bestPotential = Math.max(
+        bestPotential,
+        c.level === 'CANT_ACCOMMODATE' ? c.evictableBytes : c.freeBytes + c.releasingBytes + c.evictableBytes,
+      );
     }
     return c;
   };
@@ -64,7 +67,8 @@ export function evaluateIndexed(
     if (c === undefined || c.level === 'CANT_ACCOMMODATE') return;
     if (best === undefined || compareCandidates(c, best) < 0) best = c;
   };
-  const fitsNow = () => best !== undefined && !best.waitsForRelease && (best.level === 'CACHED_AND_FREE' || best.level === 'FREE');
+  const fitsNow = () =>
+    best !== undefined && !best.waitsForRelease && (best.level === 'CACHED_AND_FREE' || best.level === 'FREE');
 
   for (const id of [...overlay.keys()].sort()) consider(evaluate(id));
   const warm = index.warm.get(request.modelKey);

@@ -70,14 +70,22 @@ export function stillHolds(d: Deadline, v: RequestView | undefined): v is Reques
 }
 
 /** Updates the deadlines after an event about `requestId` was applied. */
-export function trackDeadlines(x: Deadlines, cluster: ClusterState, requests: RequestsState, type: string, requestId: string, position: number): void {
+export function trackDeadlines(
+  x: Deadlines,
+  cluster: ClusterState,
+  requests: RequestsState,
+  type: string,
+  requestId: string,
+  position: number,
+): void {
   const v = requests.byId.get(requestId);
   if (type === 'RequestReceived') x.seq.set(requestId, position);
   const seq = x.seq.get(requestId) ?? position;
   if (v !== undefined && v.finishedAtMs !== null) x.seq.delete(requestId);
   if (v !== undefined && type === 'RequestDispatched' && v.dispatchedAtMs !== null) {
     const limit = executionLimitMs(cluster, v);
-    if (limit !== null) push(x.heap, { atMs: v.dispatchedAtMs + limit, requestId, kind: 'execution', mark: v.attempt, seq });
+    if (limit !== null)
+      push(x.heap, { atMs: v.dispatchedAtMs + limit, requestId, kind: 'execution', mark: v.attempt, seq });
   }
   if (
     v !== undefined &&
@@ -105,9 +113,22 @@ export function rebuildDeadlines(cluster: ClusterState, requests: RequestsState)
     const v = requests.byId.get(id)!;
     if ((v.status === 'DISPATCHED' || v.status === 'RUNNING') && v.dispatchedAtMs !== null) {
       const limit = executionLimitMs(cluster, v);
-      if (limit !== null) push(x.heap, { atMs: v.dispatchedAtMs + limit, requestId: id, kind: 'execution', mark: v.attempt, seq: x.seq.get(id)! });
+      if (limit !== null)
+        push(x.heap, {
+          atMs: v.dispatchedAtMs + limit,
+          requestId: id,
+          kind: 'execution',
+          mark: v.attempt,
+          seq: x.seq.get(id)!,
+        });
     } else if (v.status === 'QUEUED' && v.queuedAtMs !== null && v.options.queueTimeoutMs !== null)
-      push(x.heap, { atMs: v.queuedAtMs + v.options.queueTimeoutMs, requestId: id, kind: 'queue', mark: v.queuedAtMs, seq: x.seq.get(id)! });
+      push(x.heap, {
+        atMs: v.queuedAtMs + v.options.queueTimeoutMs,
+        requestId: id,
+        kind: 'queue',
+        mark: v.queuedAtMs,
+        seq: x.seq.get(id)!,
+      });
   }
   return x;
 }

@@ -79,7 +79,8 @@ function trackEndedWithWork(s: ControlPlaneState, replicaId: string | null): voi
   if (replicaId === null) return;
   const r = s.cluster.replicas.get(replicaId);
   const ended = r !== undefined && (r.state === 'REMOVED' || r.state === 'FAILED');
-  if (ended && (s.requests.inFlightByReplica.get(replicaId)?.size ?? 0) > 0) s.cluster.index.endedWithWork.add(replicaId);
+  if (ended && (s.requests.inFlightByReplica.get(replicaId)?.size ?? 0) > 0)
+    s.cluster.index.endedWithWork.add(replicaId);
   else s.cluster.index.endedWithWork.delete(replicaId);
 }
 
