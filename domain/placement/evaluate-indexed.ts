@@ -75,8 +75,8 @@ export function evaluateIndexed(
   if (warm !== undefined) for (const id of [...new Set(warm.values())].sort()) consider(evaluate(id));
 
   // Best fit: GPUs at or above the size needed, least free first (ties: agent id). An agent not yet seen whose GPU
-  // here has `free` offers n GPUs with at least n × free in all, so from the best found so far on nothing fits
-  // tighter (an equal fit further on has a larger agent id and loses the tie).
+  // here has `free` offers n GPUs with at least n × free in all, so past the best found so far nothing fits
+  // tighter; at an equal total, the walk (agent ids ascending within a key) stops at the first larger agent id.
   const maxWalk = options.maxWalk ?? 256;
   let walked = 0;
   walk: for (let skip = 0; walked < maxWalk; ) {
@@ -85,7 +85,14 @@ export function evaluateIndexed(
     skip += batch.length;
     for (const { free, gpu } of batch) {
       const b = best as Candidate | undefined;
-      if (fitsNow() && b !== undefined && (b.level === 'CACHED_AND_FREE' || n * free >= b.freeBytes)) break walk;
+      if (
+        fitsNow() &&
+        b !== undefined &&
+        (b.level === 'CACHED_AND_FREE' ||
+          n * free > b.freeBytes ||
+          (n * free === b.freeBytes && gpu.agentId > b.agentId))
+      )
+        break walk;
       if (seen.has(gpu.agentId) || overlay.has(gpu.agentId)) continue;
       walked++;
       consider(evaluate(gpu.agentId));
