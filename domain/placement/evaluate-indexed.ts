@@ -7,7 +7,7 @@
 import type { CapacityIndex } from './capacity-index.js';
 import { compareCandidates, evaluateAgent, evaluatePlacement } from './evaluate.js';
 import { bytesPerGpu } from './size.js';
-import type { AgentCapacity, Candidate, Evaluation, PlacementRequest } from './types.js';
+import { HOLDS_GPU, type AgentCapacity, type Candidate, type Evaluation, type PlacementRequest } from './types.js';
 
 /** Clusters up to this many agents are evaluated whole. */
 export const WHOLE_CLUSTER_AGENTS = 8;
@@ -26,6 +26,17 @@ export interface IndexedOptions {
 export interface IndexedEvaluation extends Evaluation {
   /** Agents not evaluated: not ACTIVE, or ranked below the ones evaluated by the free-memory index. */
   notEvaluated: { notActive: number; ranked: number };
+}
+
+/** The most free memory on one GPU of the agent. */
+function maxFree(a: AgentCapacity): number {
+  let best = 0;
+  for (const g of a.gpus) {
+    let used = 0;
+    for (const r of a.replicas) if (HOLDS_GPU.has(r.state) && r.gpus.includes(g.index)) used += r.bytesPerGpu;
+    best = Math.max(best, g.memoryBytes - used);
+  }
+  return best;
 }
 
 export function evaluateIndexed(
@@ -70,7 +81,9 @@ export function evaluateIndexed(
   const fitsNow = () =>
     best !== undefined && !best.waitsForRelease && (best.level === 'CACHED_AND_FREE' || best.level === 'FREE');
 
-  for (const id of [...overlay.keys()].sort()) consider(evaluate(id));
+  // Agents changed this round: only those with a GPU that has room now are rated here (the others are reached
+  // below like any agent, when nothing fits now).
+  for (const id of [...overlay.keys()].sort()) if (maxFree(overlay.get(id)!) >= need) consider(evaluate(id));
   const warm = index.warm.get(request.modelKey);
   if (warm !== undefined) for (const id of [...new Set(warm.values())].sort()) consider(evaluate(id));
 
