@@ -15,6 +15,7 @@
 // --service-ms N (simulated run time of a request).
 import { createServer, get } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { loadavg } from 'node:os';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { ControlPlaneCommands } from '../command-api/handlers/service.js';
@@ -23,6 +24,7 @@ import { evaluateIndexed } from '../domain/placement/evaluate-indexed.js';
 import { GIB } from '../domain/placement/size.js';
 import { SqliteEventStore } from '../eventstore/sqlite/store.js';
 import { ControlPlaneView } from '../projections/control-plane/live.js';
+import { foldControlPlane } from '../projections/control-plane/state.js';
 import { SqliteCheckpoints } from '../projections/runner/sqlite-checkpoints.js';
 import { Scheduler } from '../scheduler/scheduler.js';
 import { numberArg, quantile, round } from './_numbers.js';
@@ -220,7 +222,7 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
   };
 
   // Deployments in proportion to popularity (at least one replica each).
-  let filling = true;
+  let filling = false;
   const ping = await pinger(() => filling);
   for (let k = 0; k < models; k++) {
     const weightsBytes = Math.round((2 + random() * 38) * GIB);
@@ -236,6 +238,7 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
         },
         'operator:bench',
       );
+    await turn();
   }
   const placeSamples: number[] = [];
   const samplePlacement = () => {
@@ -252,6 +255,7 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
       placeSamples.push(performance.now() - t);
     }
   };
+  filling = true;
   const fillStart = performance.now();
   const progress = setInterval(() => {
     const c = view.state.cluster.index.byState;
@@ -342,6 +346,17 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
   await rebuilt.waitForPosition(head, 600_000);
   const rebuildPerS = (rebuilt.status().eventsApplied / (performance.now() - tr)) * 1000;
   await rebuilt.stop();
+  // The fold alone, over events already read (the rebuild above includes reading and parsing them).
+  const events = [];
+  for (let after = 0; ; ) {
+    const page = await store.readAll({ afterPosition: after, limit: 10_000 });
+    if (page.length === 0) break;
+    events.push(...page);
+    after = page[page.length - 1].position;
+  }
+  const tf = performance.now();
+  foldControlPlane(events);
+  const foldPerS = (events.length / (performance.now() - tf)) * 1000;
   await store.close();
 
   const q = (xs: number[]) => round(quantile(xs, 0.99), 2);
@@ -354,6 +369,11 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
       steady_s: round(steadyMs / 1000, 1),
       rounds: rounds.length + ticks.length,
       round_p50_ms: round(quantile(rounds, 0.5), 3),
+      fold_events_per_s: Math.round(foldPerS),
+      tick_p50_ms: round(quantile(ticks, 0.5), 3),
+      placement_p50_ms: round(quantile(placeSamples, 0.5), 3),
+      ping_p50_ms: round(quantile(ping.samples, 0.5), 2),
+      load_avg_1m: round(loadavg()[0], 1),
       total_s: round((performance.now() - t0) / 1000, 1),
       ping_samples: ping.samples.length,
     }),

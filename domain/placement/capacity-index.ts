@@ -69,28 +69,39 @@ export class CapacityIndex {
     this.listGpus(a);
   }
 
-  /** Sets (or, with null, removes) a replica's allocation. */
+  /** Sets (or, with null, removes) a replica's allocation. Only the GPUs whose free memory changed are re-keyed. */
   setReplica(replicaId: string, agentId: string | null, alloc: ReplicaAllocation | null): void {
     const prevAgent = this.placedOn.get(replicaId);
     if (prevAgent !== undefined) {
       const a = this.agents.get(prevAgent);
       const prev = a?.replicas.get(replicaId);
       if (a !== undefined && prev !== undefined) {
-        this.unlistGpus(a);
         this.count(a, prev, -1);
         a.replicas.delete(replicaId);
-        this.listGpus(a);
+        this.rekey(a, prev.gpus);
       }
       this.placedOn.delete(replicaId);
     }
     if (agentId === null || alloc === null) return;
     const a = this.agents.get(agentId);
     if (a === undefined) return;
-    this.unlistGpus(a);
     a.replicas.set(replicaId, alloc);
     this.count(a, alloc, 1);
-    this.listGpus(a);
+    this.rekey(a, alloc.gpus);
     this.placedOn.set(replicaId, agentId);
+  }
+
+  /** Moves the listed GPUs of an ACTIVE agent to their current free memory. */
+  private rekey(a: IndexedAgent, gpus: readonly number[]): void {
+    if (a.state !== 'ACTIVE') return;
+    for (const index of gpus) {
+      const i = a.gpus.findIndex((g) => g.index === index);
+      if (i < 0) continue;
+      const id = gpuKeyId(a.agentId, index);
+      const free = Math.max(0, a.gpus[i].memoryBytes - a.used[i]);
+      if (this.free.get(id)?.key.enqueuedAtMs === free) continue;
+      this.free.enqueue(id, { rank: 0, enqueuedAtMs: free, seq: 0 }, { agentId: a.agentId, index });
+    }
   }
 
   /** The agent as the evaluator reads it (a fresh copy of its allocations). */
