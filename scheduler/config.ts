@@ -19,9 +19,9 @@ export interface SchedulerConfig {
   resultRetentionMs: number | null;
   /** Upper bound on plan → execute rounds in one step (each round waits for the view to catch up). Default 50. */
   maxRoundsPerStep: number;
-  /** Requested replicas evaluated for placement per round (the rest wait for the next round, in order). Default 64. */
+  /** Requested replicas evaluated for placement per round (the rest wait for the next round, in order). Default 32. */
   maxPlacementsPerRound: number;
-  /** Requests dispatched per round, over all models (a round's decisions stay bounded). Default 512. */
+  /** Requests dispatched per round, over all models (a round's decisions stay bounded). Default 128. */
   maxDispatchesPerRound: number;
   /**
    * Models a queued request may deploy on demand: settings for the deployment, or undefined when the model key
@@ -36,8 +36,8 @@ export const DEFAULT_SCHEDULER_CONFIG: Omit<SchedulerConfig, 'onDemand'> = {
   autoscaleCheckMs: 5000,
   tickMs: 1000,
   maxRoundsPerStep: 50,
-  maxPlacementsPerRound: 64,
-  maxDispatchesPerRound: 512,
+  maxPlacementsPerRound: 32,
+  maxDispatchesPerRound: 128,
   resultRetentionMs: 24 * 3_600_000,
 };
 

@@ -17,6 +17,8 @@ export interface IndexedAgent {
   agentId: string;
   state: AgentStateName;
   gpus: readonly GpuCapacity[];
+  /** The GPU list as given (an agent registering again gives a new one). */
+  given: readonly GpuCapacity[];
   cpuCacheBudgetBytes: number;
   replicas: Map<string, ReplicaAllocation>;
   /** Bytes held per GPU (by position in `gpus`), and the part of it being released. */
@@ -46,15 +48,16 @@ export class CapacityIndex {
   /** An agent registered (again) or changed state; its allocations stay. */
   setAgent(agentId: string, state: AgentStateName, gpus: readonly GpuCapacity[], cpuCacheBudgetBytes: number): void {
     let a = this.agents.get(agentId);
-    if (a !== undefined && a.state === state && a.gpus === gpus && a.cpuCacheBudgetBytes === cpuCacheBudgetBytes)
+    if (a !== undefined && a.state === state && a.given === gpus && a.cpuCacheBudgetBytes === cpuCacheBudgetBytes)
       return;
     if (a !== undefined) this.unlistGpus(a);
-    if (a === undefined || a.gpus !== gpus) {
+    if (a === undefined || a.given !== gpus) {
       const replicas = a?.replicas ?? new Map<string, ReplicaAllocation>();
       a = {
         agentId,
         state,
-        gpus,
+        gpus: gpus.map((g) => ({ index: g.index, memoryBytes: g.memoryBytes })),
+        given: gpus,
         cpuCacheBudgetBytes,
         replicas,
         used: gpus.map(() => 0),
