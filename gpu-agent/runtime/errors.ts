@@ -17,12 +17,12 @@ export const BLOCK_CODES: Readonly<Record<string, { code: string; status: number
   SharedTensor: { code: 'BLOCK_SHARED_TENSOR', status: 400 },
   BlockSyntaxError: { code: 'BLOCK_SYNTAX_ERROR', status: 400 },
   BlockError: { code: 'BLOCK_ERROR', status: 400 },
-  // Contained faults of a block (gpu-agent/block/invoke-guard.ts, fault-errors.ts).
+  // Contained faults of a block (gpu-agent/block/containment/invoke-guard.ts, fault-errors.ts).
   UnawaitedRead: { code: 'BLOCK_UNAWAITED_READ', status: 400 },
   UnhandledRejection: { code: 'BLOCK_UNHANDLED_REJECTION', status: 400 },
   UncaughtException: { code: 'BLOCK_UNCAUGHT_EXCEPTION', status: 400 },
   InvalidResult: { code: 'BLOCK_INVALID_RESULT', status: 400 },
-  // Gradients (gpu-agent/runtime/grad/, gpu-agent/block/grad/).
+  // Gradients (gpu-agent/runtime/grad/; the block side: gpu-agent/block/api/tape.ts, gpu-agent/block/host/grad-session.ts).
   NotDifferentiable: { code: 'BLOCK_NOT_DIFFERENTIABLE', status: 400 },
   NoBackward: { code: 'BLOCK_NO_BACKWARD', status: 400 },
   BackwardError: { code: 'BLOCK_BACKWARD_ERROR', status: 400 },

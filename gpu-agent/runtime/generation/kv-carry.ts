@@ -14,8 +14,8 @@
 // load (kv-check.ts): the cached pass must give the full pass's logits.
 import type { ModelProto, NodeProto, ValueInfoProto } from '../onnx/types.js';
 import type { ModelGraph } from '../graph/model-graph.js';
-import type { TensorFacts } from '../probe.js';
-import type { DimFit } from '../dims.js';
+import type { TensorFacts } from '../load/probe.js';
+import type { DimFit } from '../load/dims.js';
 
 export const CARRY_BIAS = 'ndif.past_bias';
 export const carriedPast = (layer: number, kv: 'key' | 'value') => `ndif.past.${layer}.${kv}`;

@@ -1,8 +1,8 @@
 // The BlockErrors of faults a block causes outside its own call stack (invoke-guard.ts) and of reads it forgot
 // to await. Each names the user's line when the error carries one (the frames of `block-<invoke>.js`).
-import type { BlockError } from '../../protocol/interleave.js';
-import { InterleaveError } from './block-errors.js';
-import { errorText, userStack } from './compile.js';
+import type { BlockError } from '../../../protocol/interleave.js';
+import { InterleaveError } from '../api/block-errors.js';
+import { errorText, userStack } from '../host/compile.js';
 import type { FaultKind } from './invoke-guard.js';
 
 /** ` (line 3)` for the first frame of the block's own file in `stack`, or ''. */

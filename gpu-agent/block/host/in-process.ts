@@ -2,9 +2,9 @@
 // and serves the request's blocks on the other end in this process (trusted blocks only: they run with the
 // agent's privileges, and a block stuck in a synchronous loop cannot be interrupted here; untrusted blocks run
 // in a sandbox runner).
-import type { BlockChannel, BlockEndpoint, BlockToHost, HostToBlock } from '../../protocol/interleave.js';
+import type { BlockChannel, BlockEndpoint, BlockToHost, HostToBlock } from '../../../protocol/interleave.js';
 import { serveBlocks } from './block-runner.js';
-import { Fifo } from '../../protocol/fifo.js';
+import { Fifo } from '../../../protocol/fifo.js';
 import type { BlockEnvironment } from './block-runner.js';
 
 class MessageQueue<T> {

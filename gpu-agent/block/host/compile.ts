@@ -3,9 +3,9 @@
 // (the wrapper sits on the first line), and `console` bound to the invoke's own capture. The source was checked
 // to be exactly one function expression before it gets here (protocol/block-source.ts: by the runtime, before START).
 import { Script } from 'node:vm';
-import type { BlockError } from '../../protocol/interleave.js';
-import { BLOCK_PREFIX, BLOCK_SUFFIX } from '../../protocol/block-wrapper.js';
-import { InterleaveError } from './block-errors.js';
+import type { BlockError } from '../../../protocol/interleave.js';
+import { BLOCK_PREFIX, BLOCK_SUFFIX } from '../../../protocol/block-wrapper.js';
+import { InterleaveError } from '../api/block-errors.js';
 
 export type BlockFunction = (m: unknown, ctx: unknown) => unknown;
 

@@ -20,13 +20,13 @@
 //
 // Names that are part of this API (output, input, skip, …) win over submodules of the same name; reach such a
 // submodule with `.module('output')`. An unknown name throws UnknownModule listing the nearest valid paths.
-import { unknownModuleMessage } from '../../protocol/module-paths.js';
+import { unknownModuleMessage } from '../../../protocol/module-paths.js';
 import { InterleaveError } from './block-errors.js';
-import type { InvokeSession } from './invoke-session.js';
+import type { InvokeSession } from '../host/invoke-session.js';
 import type { ManifestIndex } from './manifest-index.js';
 import { Tensor } from './tensor.js';
-import type { GradSession } from './grad/grad-session.js';
-import { withGrad } from './grad/grad-property.js';
+import type { GradSession } from '../host/grad-session.js';
+import { withGrad } from './grad-property.js';
 
 const API = new Set([
   'output',

@@ -8,10 +8,10 @@
 import { mkdtempSync, rmSync, statSync, symlinkSync, writeFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, normalize, sep } from 'node:path';
-import { DataLocation } from './onnx/types.js';
-import type { TensorProto } from './onnx/types.js';
-import { externalEntry, tensorBytes } from './onnx/tensor-bytes.js';
-import { ModelLoadError } from './errors.js';
+import { DataLocation } from '../onnx/types.js';
+import type { TensorProto } from '../onnx/types.js';
+import { externalEntry, tensorBytes } from '../onnx/tensor-bytes.js';
+import { ModelLoadError } from '../errors.js';
 
 /** Initializers at most this big stay inside the session models (shape constants and the like). */
 const INLINE_LIMIT = 1024;

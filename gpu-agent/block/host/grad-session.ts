@@ -6,14 +6,14 @@
 import type { BlockError, BlockToHost, GradSeed, Point, TensorPayload } from '../../../protocol/interleave.js';
 import { formatGradAddr } from '../../../protocol/gradients.js';
 import { firstNonFinite, isFloatDtype, sameShape } from '../../../protocol/tensor-payload.js';
-import { InterleaveError } from '../block-errors.js';
-import type { ManifestIndex } from '../manifest-index.js';
-import { PendingRead, pendingRead } from '../pending-read.js';
-import { Tensor } from '../tensor.js';
-import { WaitQueue } from '../wait-queue.js';
-import type { Waiter } from '../wait-queue.js';
-import { leafGradients } from './tape.js';
-import type { Gradient } from './tape.js';
+import { InterleaveError } from '../api/block-errors.js';
+import type { ManifestIndex } from '../api/manifest-index.js';
+import { PendingRead, pendingRead } from '../api/pending-read.js';
+import { Tensor } from '../api/tensor.js';
+import { WaitQueue } from './wait-queue.js';
+import type { Waiter } from './wait-queue.js';
+import { leafGradients } from '../api/tape.js';
+import type { Gradient } from '../api/tape.js';
 
 /** Seeds with at most this share of nonzero elements travel sparse (a loss of two logits is two numbers). */
 const SPARSE_SHARE = 1 / 8;

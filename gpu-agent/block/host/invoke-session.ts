@@ -1,16 +1,16 @@
 // The block side of one invoke's conversation with the host: waits (one WAIT in flight, others queued and sent
 // earliest-first), received values (cached per address), swaps, skips and stop. Checks what it can locally so
 // a mistake throws at the user's own line: out-of-order access, shape and dtype of swaps, non-finite values.
-import type { BlockError, BlockToHost, Point, TensorPayload } from '../../protocol/interleave.js';
-import { formatAddr, stepAddr } from '../../protocol/interleave.js';
-import { barrierAddr, cacheAddr, callAddr, parseExtraAddr } from '../../protocol/extra-addrs.js';
-import { firstNonFinite, isFloatDtype, sameShape } from '../../protocol/tensor-payload.js';
-import { resolveShape } from '../../protocol/manifest.js';
-import type { ManifestTensor } from '../../protocol/manifest.js';
-import { InterleaveError } from './block-errors.js';
-import type { ManifestIndex } from './manifest-index.js';
-import { PendingRead, pendingRead } from './pending-read.js';
-import { Tensor } from './tensor.js';
+import type { BlockError, BlockToHost, Point, TensorPayload } from '../../../protocol/interleave.js';
+import { formatAddr, stepAddr } from '../../../protocol/interleave.js';
+import { barrierAddr, cacheAddr, callAddr, parseExtraAddr } from '../../../protocol/extra-addrs.js';
+import { firstNonFinite, isFloatDtype, sameShape } from '../../../protocol/tensor-payload.js';
+import { resolveShape } from '../../../protocol/manifest.js';
+import type { ManifestTensor } from '../../../protocol/manifest.js';
+import { InterleaveError } from '../api/block-errors.js';
+import type { ManifestIndex } from '../api/manifest-index.js';
+import { PendingRead, pendingRead } from '../api/pending-read.js';
+import { Tensor } from '../api/tensor.js';
 import { WaitQueue } from './wait-queue.js';
 import type { Waiter } from './wait-queue.js';
 

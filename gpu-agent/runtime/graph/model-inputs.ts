@@ -8,11 +8,11 @@
 //   ndif.past.<i>.key|value    sequence, the cache of the earlier steps in cached generation (generation/)
 //   ndif.past_bias            [batch, 1, …, keys]: 0, or the lowest value at padded past positions
 // Rows are padded on the side the model needs (`InputPlan.padding`, decided at load by model-interface.ts).
-import { OrtTensorCtor } from './ort/session.js';
-import type { OrtTensor } from './ort/session.js';
-import type { ValueInfoProto } from './onnx/types.js';
-import { isCacheInput } from './graph/model-graph.js';
-import { CARRY_BIAS } from './generation/kv-carry.js';
+import { OrtTensorCtor } from '../ort/session.js';
+import type { OrtTensor } from '../ort/session.js';
+import type { ValueInfoProto } from '../onnx/types.js';
+import { isCacheInput } from './model-graph.js';
+import { CARRY_BIAS } from '../generation/kv-carry.js';
 
 export const SUPPORTED_INPUTS = [
   'input_ids',

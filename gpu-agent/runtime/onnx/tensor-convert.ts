@@ -1,8 +1,8 @@
 // onnxruntime tensors ↔ protocol TensorPayloads, and row-wise replacement inside a batch tensor.
-import type { Dtype, TensorPayload } from '../../protocol/interleave.js';
-import { isDtype, typedData } from '../../protocol/tensor-payload.js';
-import { OrtTensorCtor } from './ort/session.js';
-import type { OrtTensor } from './ort/session.js';
+import type { Dtype, TensorPayload } from '../../../protocol/interleave.js';
+import { isDtype, typedData } from '../../../protocol/tensor-payload.js';
+import { OrtTensorCtor } from '../ort/session.js';
+import type { OrtTensor } from '../ort/session.js';
 
 /** A view (no copy) of the tensor's bytes. */
 export function ortToPayload(t: OrtTensor): TensorPayload {

@@ -1,8 +1,8 @@
 // Lookup tables over a Manifest for the block side: modules by path, forward rank of each point, and the
 // reason a point cannot be observed.
-import type { Manifest, ManifestModule } from '../../protocol/manifest.js';
-import { pointKey } from '../../protocol/manifest.js';
-import type { Point } from '../../protocol/interleave.js';
+import type { Manifest, ManifestModule } from '../../../protocol/manifest.js';
+import { pointKey } from '../../../protocol/manifest.js';
+import type { Point } from '../../../protocol/interleave.js';
 
 export class ManifestIndex {
   readonly modules: Map<string, ManifestModule>;

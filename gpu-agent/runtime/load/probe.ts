@@ -1,17 +1,17 @@
 // Learns every tensor's element type and symbolic shape by running the whole graph a few times on tiny inputs
 // with every node output fetched. The probe session is unoptimised (so any intermediate can be fetched safely)
 // and is thrown away afterwards; results never come from it.
-import { encodeModel } from './onnx/codec.js';
-import type { ModelProto } from './onnx/types.js';
-import type { ModelGraph } from './graph/model-graph.js';
+import { encodeModel } from '../onnx/codec.js';
+import type { ModelProto } from '../onnx/types.js';
+import type { ModelGraph } from '../graph/model-graph.js';
 import type { WeightStore } from './weights.js';
-import { createSession } from './ort/session.js';
-import type { SessionSettings } from './ort/session.js';
-import { feedsFor, inputPlan, padRows } from './model-inputs.js';
-import { ModelLoadError } from './errors.js';
+import { createSession } from '../ort/session.js';
+import type { SessionSettings } from '../ort/session.js';
+import { feedsFor, inputPlan, padRows } from '../graph/model-inputs.js';
+import { ModelLoadError } from '../errors.js';
 import { fitDim } from './dims.js';
 import type { DimFit, ProbePoint } from './dims.js';
-import { planSegment, segmentModel } from './segments/segment-model.js';
+import { planSegment, segmentModel } from '../segments/segment-model.js';
 
 export interface TensorFacts {
   /** ONNX element type. */

@@ -4,8 +4,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Tokenizer } from '@huggingface/tokenizers';
-import { textCodecFromJson } from '../../protocol/text-codec.js';
-import type { TextCodec } from '../../protocol/text-codec.js';
+import { textCodecFromJson } from '../../../protocol/text-codec.js';
+import type { TextCodec } from '../../../protocol/text-codec.js';
 
 export type TextTokenizer = TextCodec;
 

@@ -2,8 +2,8 @@
 // functions (dynamo exports carry some). Anything else is refused at load with the op and the node named, before
 // onnxruntime is asked; an op onnxruntime still cannot run (a standard op at an opset or type it lacks) is named from
 // its session error the same way.
-import type { ModelProto } from './onnx/types.js';
-import { ModelLoadError } from './errors.js';
+import type { ModelProto } from '../onnx/types.js';
+import { ModelLoadError } from '../errors.js';
 
 const KNOWN_DOMAINS = new Set(['', 'ai.onnx', 'ai.onnx.ml', 'com.microsoft', 'com.microsoft.nchwc']);
 

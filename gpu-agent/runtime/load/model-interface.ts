@@ -7,14 +7,14 @@
 // short prompt alone and in a batch beside a longer one, padded on the model's side (left with a language-model
 // head, right without), and keeps that side only if the row matches the lone run; a model that fails serves
 // batches of equal-length rows only.
-import type { ModelGraph } from './graph/model-graph.js';
+import type { ModelGraph } from '../graph/model-graph.js';
 import type { TensorFacts } from './probe.js';
-import type { OrtTensor } from './ort/session.js';
-import { ModelLoadError } from './errors.js';
-import { SUPPORTED_INPUTS, unfeedable } from './model-inputs.js';
-import type { PaddedBatch, PaddingSide } from './model-inputs.js';
-import { padRows } from './model-inputs.js';
-import { floatValues } from '../../protocol/tensor-payload.js';
+import type { OrtTensor } from '../ort/session.js';
+import { ModelLoadError } from '../errors.js';
+import { SUPPORTED_INPUTS, unfeedable } from '../graph/model-inputs.js';
+import type { PaddedBatch, PaddingSide } from '../graph/model-inputs.js';
+import { padRows } from '../graph/model-inputs.js';
+import { floatValues } from '../../../protocol/tensor-payload.js';
 
 /** Refuses inputs the runtime cannot feed and token inputs with fixed batch or sequence dims. */
 export function checkInputs(graph: ModelGraph): void {

@@ -1,10 +1,10 @@
 // `ctx.cache({ modules, inputs, step })` on the block side: which points the selectors name (module paths, `*` for
 // any one part of a path, module proxies; a module list stands for its members; none: every module) and the tree
 // the answer is returned as — the module tree itself, `c.transformer.h[3].mlp.output`, lists as arrays.
-import { normalizePath, unknownModuleMessage } from '../../protocol/module-paths.js';
-import type { Point } from '../../protocol/interleave.js';
+import { normalizePath, unknownModuleMessage } from '../../../protocol/module-paths.js';
+import type { Point } from '../../../protocol/interleave.js';
 import { InterleaveError } from './block-errors.js';
-import type { CachedPoint } from './invoke-session.js';
+import type { CachedPoint } from '../host/invoke-session.js';
 import type { ManifestIndex } from './manifest-index.js';
 import type { Tensor } from './tensor.js';
 

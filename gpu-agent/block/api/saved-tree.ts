@@ -4,7 +4,7 @@
 // the path where it sits. The block's own keys that start with `$` get one more `$` (`$tensor` → `$$tensor`), so
 // a returned `{ $tensor: 5 }` stays data and never reads as a tensor reference; decoders strip it
 // (protocol/result-container.ts materializeTree). Keys are set as own data properties (`__proto__` included).
-import type { SavedTree, TensorPayload } from '../../protocol/interleave.js';
+import type { SavedTree, TensorPayload } from '../../../protocol/interleave.js';
 import { Tensor } from './tensor.js';
 import { InterleaveError } from './block-errors.js';
 

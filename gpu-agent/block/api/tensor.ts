@@ -10,10 +10,10 @@
 // (argmax, topk) are int64. Values of int64 tensors read back as numbers.
 //
 // Tape: a tensor computed from values the model handed to a block carries `tape`, how it was computed (the op, its
-// operands as they were, its arguments). gpu-agent/block/grad/tape.ts differentiates a loss along it for
+// operands as they were, its arguments). gpu-agent/block/api/tape.ts differentiates a loss along it for
 // `ctx.backward(loss)`; this file only records. In-place writes (`setSlice`, `fill`) bump `version`, so a derivative
 // that needs an operand's values can tell that they changed after it was used.
-import type { Dtype, TensorPayload } from '../../protocol/interleave.js';
+import type { Dtype, TensorPayload } from '../../../protocol/interleave.js';
 import {
   bytesPerElement,
   elementCount,
@@ -22,8 +22,8 @@ import {
   payloadFrom,
   sameShape,
   typedData,
-} from '../../protocol/tensor-payload.js';
-import type { TypedData } from '../../protocol/tensor-payload.js';
+} from '../../../protocol/tensor-payload.js';
+import type { TypedData } from '../../../protocol/tensor-payload.js';
 
 export type SliceSpec = number | null | undefined | [start?: number | null, end?: number | null, step?: number];
 type Nested = number | boolean | Nested[];

@@ -8,28 +8,28 @@
 // A block that returns while a read is still pending, or without awaiting one, ends with UnawaitedRead naming
 // the read and its line. A session (several traces, each its own START … STOP on one channel) keeps `ctx.shared` and
 // what each trace's blocks returned (`ctx.traces`) in this process from one trace to the next.
-import type { BlockEndpoint, BlockToHost, HostToBlock, StartRequest } from '../../protocol/interleave.js';
-import type { Manifest } from '../../protocol/manifest.js';
-import type { TextCodec } from '../../protocol/text-codec.js';
+import type { BlockEndpoint, BlockToHost, HostToBlock, StartRequest } from '../../../protocol/interleave.js';
+import type { Manifest } from '../../../protocol/manifest.js';
+import type { TextCodec } from '../../../protocol/text-codec.js';
 import { BlockCompileError, compileBlock, toBlockError } from './compile.js';
-import { captureConsole } from './console-capture.js';
-import { faultError, reportLateFault, unawaitedReadError } from './fault-errors.js';
-import { installBlockFaultHandlers } from './fault-handlers.js';
-import { InvokeGuard, installTimerGuards, realSetImmediate } from './invoke-guard.js';
-import { InvokeOutput, runAsInvoke } from './invoke-output.js';
+import { captureConsole } from '../containment/console-capture.js';
+import { faultError, reportLateFault, unawaitedReadError } from '../containment/fault-errors.js';
+import { installBlockFaultHandlers } from '../containment/fault-handlers.js';
+import { InvokeGuard, installTimerGuards, realSetImmediate } from '../containment/invoke-guard.js';
+import { InvokeOutput, runAsInvoke } from '../containment/invoke-output.js';
 import { InvokeSession } from './invoke-session.js';
-import { ManifestIndex } from './manifest-index.js';
-import { createModelProxy } from './model-proxy.js';
-import { toSavedTree } from './saved-tree.js';
-import { Tensor } from './tensor.js';
-import type { BlockContext } from './block-context.js';
+import { ManifestIndex } from '../api/manifest-index.js';
+import { createModelProxy } from '../api/model-proxy.js';
+import { toSavedTree } from '../api/saved-tree.js';
+import { Tensor } from '../api/tensor.js';
+import type { BlockContext } from '../api/block-context.js';
 
-export type { BlockContext } from './block-context.js';
-import { GradSession } from './grad/grad-session.js';
-import { isGradAddr } from '../../protocol/gradients.js';
-import { cachePoints, cacheTree } from './cache-tree.js';
+export type { BlockContext } from '../api/block-context.js';
+import { GradSession } from './grad-session.js';
+import { isGradAddr } from '../../../protocol/gradients.js';
+import { cachePoints, cacheTree } from '../api/cache-tree.js';
 
-export type { TextCodec } from '../../protocol/text-codec.js';
+export type { TextCodec } from '../../../protocol/text-codec.js';
 
 export interface BlockEnvironment {
   manifest: Manifest;

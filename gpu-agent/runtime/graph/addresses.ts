@@ -5,9 +5,9 @@
 // come before inputs (what ends there ends before what starts there); outputs of nested modules go innermost
 // first (`mlp.c_proj` before `mlp` before `h.5`) and inputs outermost first (`h.6` before `h.6.ln_1`), which is
 // the order PyTorch fires forward hooks and pre-hooks. Remaining ties (siblings at one cut) go by first node.
-import type { ModelGraph, ModuleNode } from './graph/model-graph.js';
-import { pointKey } from '../../protocol/manifest.js';
-import type { Point } from '../../protocol/interleave.js';
+import type { ModelGraph, ModuleNode } from './model-graph.js';
+import { pointKey } from '../../../protocol/manifest.js';
+import type { Point } from '../../../protocol/interleave.js';
 
 export interface ObservationPoint {
   path: string;

@@ -2,10 +2,10 @@
 // `m.transformer.h[3].output.grad = g` swaps it. The read the expression made first (`m.…output`) only leads to its
 // gradient, so it is cancelled (untracked, its WAIT withdrawn) as soon as `.grad` is reached.
 import type { Point } from '../../../protocol/interleave.js';
-import type { InvokeSession } from '../invoke-session.js';
-import type { PendingRead } from '../pending-read.js';
-import type { Tensor } from '../tensor.js';
-import type { GradSession } from './grad-session.js';
+import type { InvokeSession } from '../host/invoke-session.js';
+import type { PendingRead } from './pending-read.js';
+import type { Tensor } from './tensor.js';
+import type { GradSession } from '../host/grad-session.js';
 
 export function withGrad<T>(
   read: PendingRead<T>,

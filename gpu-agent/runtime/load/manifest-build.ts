@@ -1,15 +1,15 @@
 // Builds the model-level manifest (protocol/manifest.ts) from the graph analysis, the probed tensor facts and
 // config.json.
-import { MANIFEST_FORMAT } from '../../protocol/manifest.js';
-import type { Manifest, ManifestModule, ManifestTensor } from '../../protocol/manifest.js';
-import type { Dtype } from '../../protocol/interleave.js';
-import type { ModelGraph } from './graph/model-graph.js';
-import type { TensorProto } from './onnx/types.js';
-import { isCacheInput, isCacheOutput } from './graph/model-graph.js';
-import type { AddressTable } from './addresses.js';
+import { MANIFEST_FORMAT } from '../../../protocol/manifest.js';
+import type { Manifest, ManifestModule, ManifestTensor } from '../../../protocol/manifest.js';
+import type { Dtype } from '../../../protocol/interleave.js';
+import type { ModelGraph } from '../graph/model-graph.js';
+import type { TensorProto } from '../onnx/types.js';
+import { isCacheInput, isCacheOutput } from '../graph/model-graph.js';
+import type { AddressTable } from '../graph/addresses.js';
 import type { TensorFacts } from './probe.js';
 import { formatDim } from './dims.js';
-import { tensorBytes } from './onnx/tensor-bytes.js';
+import { tensorBytes } from '../onnx/tensor-bytes.js';
 
 const ONNX_DTYPE: Record<number, Dtype | string> = {
   1: 'float32',

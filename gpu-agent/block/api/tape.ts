@@ -4,9 +4,9 @@
 // they were when the op ran; one whose values were written in place since (setSlice, fill) is refused, as PyTorch
 // refuses it. Gradients are float32. A gradient that a slice leaves mostly zero (the two logits of a logit
 // difference in a [batch, seq, vocab] tensor) stays sparse — offsets and values — down to the leaf and the seed.
-import { InterleaveError } from '../block-errors.js';
-import { Tensor } from '../tensor.js';
-import type { SliceSpec, TapeInput, TapeLeaf, TapeNode } from '../tensor.js';
+import { InterleaveError } from './block-errors.js';
+import { Tensor } from './tensor.js';
+import type { SliceSpec, TapeInput, TapeLeaf, TapeNode } from './tensor.js';
 
 /** A gradient that is zero except at flat offsets `at` of a tensor of `shape`. */
 export interface SparseGradient {

@@ -2,9 +2,9 @@
 // (grad/grad-session.ts) alike: one WAIT in flight, the others queued and sent in the queue's order once the block
 // has reacted to the last answer (next macrotask), a second wait for an address sharing the first, each answer
 // (VALUE or RAISE) taken by the wait in flight, and every wait rejected when the request stops.
-import { InterleaveError } from './block-errors.js';
-import { realSetImmediate } from './invoke-guard.js';
-import type { Tensor } from './tensor.js';
+import { InterleaveError } from '../api/block-errors.js';
+import { realSetImmediate } from '../containment/invoke-guard.js';
+import type { Tensor } from '../api/tensor.js';
 
 export interface Waiter {
   addr: string;
