@@ -11,8 +11,7 @@
 import { OrtTensorCtor } from '../ort/session.js';
 import type { OrtTensor } from '../ort/session.js';
 import type { ValueInfoProto } from '../onnx/types.js';
-import { isCacheInput } from './model-graph.js';
-import { CARRY_BIAS } from '../generation/kv-carry.js';
+import { CARRY_BIAS, isCacheInput, isExportPast } from './cache-names.js';
 
 export const SUPPORTED_INPUTS = [
   'input_ids',
@@ -24,7 +23,6 @@ export const SUPPORTED_INPUTS = [
 ] as const;
 
 const PLAIN = new Set(['input_ids', 'attention_mask', 'position_ids', 'token_type_ids']);
-const PAST = /^past_key_values\.\d+\.(key|value)$/;
 
 /** Where padding goes: left (decoders: the last position is every row's next-token position), right (encoders whose graph numbers positions itself), or none (rows must have one length). */
 export type PaddingSide = 'left' | 'right' | 'none';
@@ -75,7 +73,7 @@ export interface PaddedBatch {
 /** Why a graph input cannot be fed (undefined when it can). */
 export function unfeedable(v: ValueInfoProto): string | undefined {
   if (PLAIN.has(v.name)) return undefined;
-  if (!PAST.test(v.name)) return `${v.name} is not an input the runtime feeds`;
+  if (!isExportPast(v.name)) return `${v.name} is not an input the runtime feeds`;
   const dims = v.type?.tensor_type?.shape?.dim ?? [];
   if (dims.length !== 4) return `${v.name} must be declared [batch, heads, past_sequence, head_dim]`;
   const fixed = dims.filter((d) => typeof d.dim_value === 'number' && d.dim_value > 0).length;

@@ -5,7 +5,7 @@ import type { Manifest, ManifestModule, ManifestTensor } from '../../../protocol
 import type { Dtype } from '../../../protocol/interleave.js';
 import type { ModelGraph } from '../graph/model-graph.js';
 import type { TensorProto } from '../onnx/types.js';
-import { isCacheInput, isCacheOutput } from '../graph/model-graph.js';
+import { isCacheInput, isCacheOutput } from '../graph/cache-names.js';
 import type { AddressTable } from '../graph/addresses.js';
 import type { TensorFacts } from './probe.js';
 import { formatDim } from './dims.js';
