@@ -26,7 +26,7 @@ export const BLOCK_CODES: Readonly<Record<string, { code: string; status: number
   NotDifferentiable: { code: 'BLOCK_NOT_DIFFERENTIABLE', status: 400 },
   NoBackward: { code: 'BLOCK_NO_BACKWARD', status: 400 },
   BackwardError: { code: 'BLOCK_BACKWARD_ERROR', status: 400 },
-  // Module calls, barriers and caches (gpu-agent/runtime/interleave/module-call.ts, request-run.ts).
+  // Module calls, barriers and caches (gpu-agent/runtime/interleave/module-call.ts, barriers.ts, caches.ts).
   NotCallable: { code: 'BLOCK_NOT_CALLABLE', status: 400 },
   CallFailed: { code: 'BLOCK_CALL_FAILED', status: 400 },
   BarrierError: { code: 'BLOCK_BARRIER_ERROR', status: 400 },

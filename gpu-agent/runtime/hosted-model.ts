@@ -40,8 +40,10 @@ import { loadTokenizer } from './load/tokenizer.js';
 import type { LoadedTokenizer } from './load/tokenizer.js';
 import { InterventionError, ModelLoadError, RequestError } from './errors.js';
 import { blockSourceMessage, checkBlockSource } from '../../protocol/block-source.js';
-import { ALIAS_MARK, RequestRun } from './interleave/request-run.js';
-import type { GenerationPlan, HostContext } from './interleave/request-run.js';
+import { ALIAS_MARK } from './interleave/host-context.js';
+import type { GenerationPlan, HostContext } from './interleave/host-context.js';
+import { runRequest, runTraces } from './interleave/trace-session.js';
+import { ForwardPass } from './interleave/forward-pass.js';
 import {
   GenerationErrorCode,
   checkGenerationOptions,
@@ -56,7 +58,7 @@ import { GradModel } from './grad/grad-model.js';
 import { differentiableTensors } from './grad/activity.js';
 import { estimateMemory } from './grad/memory-estimate.js';
 import type { OpenChannel, RunRequest, RunResult, SessionRequest, SessionResult } from './interleave/request-types.js';
-import type { TraceRun } from './interleave/request-run.js';
+import type { TraceRun } from './interleave/host-context.js';
 
 export interface LoadOptions {
   /** The model's key in the fabric (default: the directory name). */
@@ -420,7 +422,7 @@ export class HostedModel {
     }
     const { start, generation } = planned;
     const opener = typeof open === 'function' ? () => open(start) : () => open;
-    const next = this.queue.then(() => RequestRun.execute(this.ctx, req, start, opener, generation));
+    const next = this.queue.then(() => runRequest(this.ctx, req, start, opener, generation));
     this.queue = next.catch(() => {});
     return next;
   }
@@ -468,7 +470,7 @@ export class HostedModel {
     const opener = typeof open === 'function' ? () => open(traces[0]!.start) : () => open;
     const t0 = performance.now();
     const next = this.queue.then(async () => {
-      const results = await RequestRun.runTraces(this.ctx, traces, opener, {
+      const results = await runTraces(this.ctx, traces, opener, {
         timeoutMs: req.timeoutMs,
         signal: req.signal,
         onTrace: req.onTrace,
@@ -566,7 +568,8 @@ function hostContext(
     graph,
     addresses,
     cache,
-    lastRead,
+    startPass: (feeds, timings, record, hooks) =>
+      new ForwardPass(graph, cache, lastRead, feeds, timings, record, hooks),
     layerCuts: layerCuts(graph),
     inputs: plan,
     padding,
