@@ -40,6 +40,21 @@ export const BLOCK_CODES: Readonly<Record<string, { code: string; status: number
   SandboxCrashed: { code: 'BLOCK_SANDBOX_CRASHED', status: 500 },
 };
 
+/** Codes of a request refused before anything ran (RequestError); generation options use GenerationErrorCode. */
+export const RequestErrorCode = {
+  noInvokes: 'REQUEST_NO_INVOKES',
+  badNewTokens: 'REQUEST_BAD_NEW_TOKENS',
+  notGenerative: 'MODEL_NOT_GENERATIVE',
+  noTokenizer: 'MODEL_NO_TOKENIZER',
+  badInput: 'INVOKE_BAD_INPUT',
+  tokenOutOfRange: 'INVOKE_TOKEN_OUT_OF_RANGE',
+  emptyPrompt: 'INVOKE_EMPTY_PROMPT',
+  promptTooLong: 'PROMPT_TOO_LONG',
+  paddingUnsupported: 'BATCH_PADDING_UNSUPPORTED',
+  noTraces: 'SESSION_NO_TRACES',
+  modelClosed: 'MODEL_CLOSED',
+} as const;
+
 /** The error code a BlockError of this type is reported under. */
 export function blockErrorCode(type: string): { code: string; status: number } {
   return Object.hasOwn(BLOCK_CODES, type) ? BLOCK_CODES[type]! : { code: 'BLOCK_ERROR', status: 400 };
