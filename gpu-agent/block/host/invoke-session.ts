@@ -4,15 +4,16 @@
 import type { BlockError, BlockToHost, Point, TensorPayload } from '../../../protocol/interleave.js';
 import { formatAddr, stepAddr } from '../../../protocol/interleave.js';
 import { barrierAddr, cacheAddr, callAddr, parseExtraAddr } from '../../../protocol/extra-addrs.js';
-import { firstNonFinite, isFloatDtype, sameShape } from '../../../protocol/tensor-payload.js';
 import { resolveShape } from '../../../protocol/manifest.js';
 import type { ManifestTensor } from '../../../protocol/manifest.js';
+import { firstNonFinite, isFloatDtype } from '../../../protocol/tensor-payload.js';
 import { InterleaveError } from '../api/block-errors.js';
 import type { ManifestIndex } from '../api/manifest-index.js';
 import { PendingRead, pendingRead } from '../api/pending-read.js';
 import { Tensor } from '../api/tensor.js';
 import { WaitQueue } from './wait-queue.js';
 import type { Waiter } from './wait-queue.js';
+import { checkValues } from './value-checks.js';
 
 export interface InvokeLayout {
   invoke: number;
@@ -395,42 +396,6 @@ export class InvokeSession {
     }));
   }
 
-  private check(what: string, given: Tensor[], want: Array<{ dtype: string; shape: number[] }>): void {
-    if (given.length !== want.length) {
-      throw new InterleaveError(
-        'ShapeMismatch',
-        `${what} takes ${want.length} tensor${want.length === 1 ? '' : 's'}, got ${given.length}`,
-      );
-    }
-    given.forEach((t, i) => {
-      if (!(t instanceof Tensor))
-        throw new InterleaveError(
-          'ShapeMismatch',
-          `${what}: value ${i} is not a Tensor (build one with ctx.Tensor.from or a tensor method)`,
-        );
-      const w = want[i]!;
-      if (t.dtype !== w.dtype)
-        throw new InterleaveError(
-          'DtypeMismatch',
-          `${what}: expected ${w.dtype}, got ${t.dtype} (convert with .to('${w.dtype}'))`,
-        );
-      if (!w.shape.includes(-1) && !sameShape(t.shape, w.shape)) {
-        throw new InterleaveError(
-          'ShapeMismatch',
-          `${what}: expected shape [${w.shape.join(', ')}], got [${t.shape.join(', ')}]`,
-        );
-      }
-      if (isFloatDtype(t.dtype)) {
-        const bad = firstNonFinite(t.toPayload());
-        if (bad >= 0)
-          throw new InterleaveError(
-            'NonFinite',
-            `${what}: element ${bad} is ${t.flat(bad)}; swapped values must be finite`,
-          );
-      }
-    });
-  }
-
   /** Replaces the values at `path.point` in `step`: the one just received, or one the pass has not reached. */
   swap(path: string, point: Point, step: number, values: Tensor[]): void {
     if (this.closed) throw this.closed;
@@ -448,7 +413,7 @@ export class InvokeSession {
     const want = current
       ? current.map((t) => ({ dtype: t.dtype, shape: [...t.shape] }))
       : this.expected(point === 'output' ? mod.outputs : mod.inputs, step);
-    this.check(`swap of ${addr}`, values, want);
+    checkValues(`swap of ${addr}`, values, want);
     const copies = values.map((t) => t.clone());
     if (current) this.cache.set(addr, copies);
     this.send({ kind: 'SWAP', invoke: this.layout.invoke, addr, values: copies.map((t) => t.toPayload()) });
@@ -478,7 +443,7 @@ export class InvokeSession {
         `cannot skip ${path} at step ${step}: the forward pass has already reached it (last value received: ${this.last!.addr})`,
       );
     }
-    this.check(`skip of ${path}`, values, this.expected(mod.outputs, step));
+    checkValues(`skip of ${path}`, values, this.expected(mod.outputs, step));
     this.send({
       kind: 'SKIP',
       invoke: this.layout.invoke,
