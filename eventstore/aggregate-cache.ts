@@ -45,6 +45,20 @@ export class AggregateCache<State> {
     return e;
   }
 
+  /** The cached aggregate of a stream, without marking it used. */
+  peek(streamId: string): CachedAggregate<State> | undefined {
+    return this.entries.get(streamId);
+  }
+
+  /** Drops a stream (its next command folds it from the store). */
+  delete(streamId: string): void {
+    this.entries.delete(streamId);
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
   set(streamId: string, state: State, revision: number): void {
     this.entries.delete(streamId);
     this.entries.set(streamId, { state, revision });
