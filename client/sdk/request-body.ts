@@ -104,8 +104,14 @@ function traceBody(
           : Array.isArray(inv.input)
             ? tokenList(inv.input, i, where)
             : bad(i, where);
+      // An invoke's own params reach the shared block too: the invoke then gets the shared block with its params.
+      const own = inv.block ?? (inv.params !== undefined ? block : undefined);
+      if (own === undefined && inv.params !== undefined)
+        throw new RequestShapeError(
+          `${where}invoke ${i} has params but no block reads them: give the invoke a block, or pass a shared block`,
+        );
       const out: InvokeBody =
-        inv.block !== undefined ? { input, block: blockSource(inv.block, inv.params ?? opts.params) } : { input };
+        own !== undefined ? { input, block: blockSource(own, inv.params ?? opts.params) } : { input };
       if (inv.generation !== undefined) out.generation = normalised(inv.generation);
       return out;
     }
