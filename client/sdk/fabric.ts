@@ -15,6 +15,7 @@ import { RequestHandle } from './request-handle.js';
 import { buildSessionBody, buildSubmitBody, isInvokeList } from './request-body.js';
 import type { Invoke, RequestOptions, SessionTrace, SubmitBody } from './request-body.js';
 import { StatusSocket, SubscriptionEndedError } from './status-socket.js';
+import { invokeLengths, scanManifest, type ScanResult } from './scan.js';
 import { fetchTokenizer, type ModelTokenizer } from './tokenizer.js';
 import { defaultCacheDir, TokenizerCache } from './tokenizer-cache.js';
 import { updateFromMessage } from './status.js';
@@ -102,6 +103,7 @@ export class Fabric {
   private readonly checkVersion: () => Promise<VersionReply>;
   private readonly tokenizers = new Map<string, Promise<ModelTokenizer>>();
   private readonly tokenizerCache: TokenizerCache | null;
+  private readonly scanManifests = new Map<string, Promise<Manifest>>();
 
   constructor(opts: FabricOptions = {}) {
     const cfg = resolveClientConfig({ url: opts.url ?? null, apiKey: opts.apiKey ?? null });
@@ -357,6 +359,25 @@ export class Fabric {
   }
 
   /**
+   * nnsight's `model.scan()`: the shape and dtype every module's outputs and inputs have for `input`, as one invoke's
+   * block sees them, without running the model (the manifest, fetched once per model by this client, resolved for
+   * the prompt tokenized here).
+   */
+  async scan(model: string, input: Invoke | Invoke[]): Promise<ScanResult> {
+    let manifest = this.scanManifests.get(model);
+    if (manifest === undefined) {
+      manifest = this.manifest(model);
+      this.scanManifests.set(model, manifest);
+      manifest.catch(() => this.scanManifests.delete(model));
+    }
+    const [m, tok] = await Promise.all([manifest, needsTokenizer(input) ? this.tokenizer(model) : null]);
+    return scanManifest(
+      m,
+      invokeLengths(input, (text) => tok!.encode(text)),
+    );
+  }
+
+  /**
    * The model's tokenizer, to encode and decode here without a round trip: fetched from the fabric on the first
    * call (or confirmed unchanged against the disk cache), then the same object for every later call.
    */
@@ -382,6 +403,14 @@ export class Fabric {
     const out: ProgressOutput = p === true ? process.stderr : p;
     return createProgress({ out, label: `[ndif ${requestId.slice(0, 8)}]` });
   }
+}
+
+/** True when some invoke of `input` is text (token lists need no tokenizer). */
+function needsTokenizer(input: Invoke | Invoke[]): boolean {
+  const list = isInvokeList(input) ? input : [input];
+  return list.some(
+    (inv) => typeof (typeof inv === 'object' && !Array.isArray(inv) && inv !== null ? inv.input : inv) === 'string',
+  );
 }
 
 function defaultLog(progress: Progress | null): (l: LogLine) => void {

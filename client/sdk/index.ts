@@ -6,6 +6,8 @@ export type { RequestInfo, WaitOptions } from './request-handle.js';
 export type { GenerationFields, GenerationOptions, Invoke, RequestOptions, SessionTrace } from './request-body.js';
 export { GenerationStream } from './token-stream.js';
 export { RequestShapeError } from './request-body.js';
+export { ScanError } from './scan.js';
+export type { ScanResult, ScannedTensor } from './scan.js';
 export type { BlockFn } from './block-source.js';
 export type { BlockCtx, CacheTree, ModelRoot, Module, ModuleList, Read, StepRange, TypedModel } from './model-types.js';
 export { declareModel, typeNameOf } from './declare-model.js';
