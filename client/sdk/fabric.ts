@@ -15,6 +15,7 @@ import { RequestHandle } from './request-handle.js';
 import { buildSessionBody, buildSubmitBody, isInvokeList } from './request-body.js';
 import type { Invoke, RequestOptions, SessionTrace, SubmitBody } from './request-body.js';
 import { StatusSocket, SubscriptionEndedError } from './status-socket.js';
+import { BlockOrigins, callerFrame } from './user-frames.js';
 import { invokeLengths, scanManifest, type ScanResult } from './scan.js';
 import { fetchTokenizer, type ModelTokenizer } from './tokenizer.js';
 import { defaultCacheDir, TokenizerCache } from './tokenizer-cache.js';
@@ -155,8 +156,19 @@ export class Fabric {
     block?: BlockFn | string,
     opts: TraceOptions = {},
   ): Promise<TraceResult> {
+    return this.executeFrom(callerFrame(), model, input, block, opts);
+  }
+
+  private async executeFrom(
+    callSite: string | null,
+    model: string,
+    input: Invoke | Invoke[],
+    block: BlockFn | string | undefined,
+    opts: TraceOptions,
+  ): Promise<TraceResult> {
     const requestId = opts.requestId ?? randomUUID();
-    return this.runBody(buildSubmitBody(model, input, block, opts, requestId, true), opts);
+    const origin = { callSite, blocks: new BlockOrigins() };
+    return this.runBody(buildSubmitBody(model, input, block, opts, requestId, true, origin.blocks), opts, origin);
   }
 
   /**
@@ -175,7 +187,8 @@ export class Fabric {
   /** As `session`, with the request id and the result's metadata. */
   async executeSession(model: string, traces: SessionTrace[], opts: TraceOptions = {}): Promise<SessionResult> {
     const requestId = opts.requestId ?? randomUUID();
-    const r = await this.runBody(buildSessionBody(model, traces, opts, requestId, true), opts);
+    const origin = { callSite: callerFrame(), blocks: new BlockOrigins() };
+    const r = await this.runBody(buildSessionBody(model, traces, opts, requestId, true, origin.blocks), opts, origin);
     const counts = ((r.meta.traces ?? []) as Array<{ invokes: number }>).map((t) => t.invokes);
     let at = 0;
     const values = traces.map((t, i) => {
@@ -185,7 +198,11 @@ export class Fabric {
     return { requestId: r.requestId, traces: values, meta: r.meta };
   }
 
-  private async runBody(body: SubmitBody, opts: TraceOptions): Promise<TraceResult> {
+  private async runBody(
+    body: SubmitBody,
+    opts: TraceOptions,
+    origin?: { callSite: string | null; blocks: BlockOrigins },
+  ): Promise<TraceResult> {
     const requestId = body.requestId;
     await this.ready();
     if (opts.signal?.aborted) throw new CancelledError(requestId, 'this client, before submitting');
@@ -249,6 +266,7 @@ export class Fabric {
             new RemoteError(
               requestId,
               m.error ?? { phase: 'unknown', type: 'Error', message: 'the fabric reported an error without details' },
+              origin,
             ),
           ),
         );
@@ -312,8 +330,9 @@ export class Fabric {
    */
   stream(model: string, input: Invoke | Invoke[], block?: BlockFn | string, opts: TraceOptions = {}): GenerationStream {
     const requestId = opts.requestId ?? randomUUID();
+    const callSite = callerFrame();
     return new GenerationStream(requestId, (onTokens) =>
-      this.execute(model, input, block, {
+      this.executeFrom(callSite, model, input, block, {
         progress: false,
         ...opts,
         requestId,
