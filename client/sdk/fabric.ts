@@ -16,6 +16,16 @@ import { buildSessionBody, buildSubmitBody, isInvokeList } from './request-body.
 import type { Invoke, RequestOptions, SessionTrace, SubmitBody } from './request-body.js';
 import { StatusSocket, SubscriptionEndedError } from './status-socket.js';
 import { BlockOrigins, callerFrame } from './user-frames.js';
+import type {
+  InvokeValues,
+  ModelOf,
+  ResultOnly,
+  SessionValues,
+  TraceValue,
+  TypedBlock,
+  TypedInvoke,
+  TypedSessionTrace,
+} from './typed-calls.js';
 import { invokeLengths, scanManifest, type ScanResult } from './scan.js';
 import { fetchTokenizer, type ModelTokenizer } from './tokenizer.js';
 import { defaultCacheDir, TokenizerCache } from './tokenizer-cache.js';
@@ -64,11 +74,6 @@ export interface TraceOptions extends RequestOptions {
   waitMs?: number;
 }
 
-/** `trace<T>`: T is what the block returns, or a model type from `ndif types` (then the model key and `m` are typed). */
-type TracedKey<T> = T extends TypedModel ? T['key'] : string;
-type TracedBlock<T> = T extends TypedModel ? (m: T['m'], ctx: BlockCtx, params?: any) => unknown : BlockFn | string;
-type TracedValue<T> = T extends TypedModel ? any : T;
-
 /** A TRACE status: trace `trace` (0-based) of a session of `traces` started, completed or failed. */
 export interface TraceProgress {
   requestId: string;
@@ -80,18 +85,18 @@ export interface TraceProgress {
 }
 
 /** A finished session: per trace, what `trace` would have returned for it. */
-export interface SessionResult {
+export interface SessionResult<V extends readonly unknown[] = unknown[]> {
   requestId: string;
   /** Per trace: its value for one prompt, the list of values for a list of invokes. */
-  traces: unknown[];
+  traces: V;
   meta: Record<string, unknown>;
 }
 
 /** Everything about one finished request. */
-export interface TraceResult {
+export interface TraceResult<V extends readonly unknown[] = unknown[]> {
   requestId: string;
   /** One value per invoke: what its block returned (tensors as Tensor). */
-  values: unknown[];
+  values: V;
   /** The result container's metadata. */
   meta: Record<string, unknown>;
 }
@@ -135,21 +140,50 @@ export class Fabric {
 
   /**
    * Runs `block` on `model` for `input` and returns what the block returned: for one prompt (a string, or a token
-   * list) its value; for a list of invokes the list of values. With a model type that `ndif types <model>` wrote,
-   * `trace<typeof Gpt2>('gpt2', prompt, async (m) => …)` types the block's `m` (and `ctx`): a misspelt module fails to
-   * compile.
+   * list) its value; for a list of invokes the list of values. The value is typed from the block; with a model key
+   * that `ndif types` registered, the block's `m` (and `ctx`) are typed from the key alone, so a misspelt module fails
+   * to compile. `trace<typeof Gpt2>('gpt2', …)` types `m` (the value is then `unknown`); `trace<T>` with another `T`
+   * says what the block returns.
    */
-  async trace<T = any>(
-    model: TracedKey<T>,
+  trace<
+    K extends string,
+    R,
+    const I extends string | number[] | TypedInvoke<ModelOf<K>> | readonly TypedInvoke<ModelOf<K>>[],
+  >(model: K, input: I, block: TypedBlock<ModelOf<K>, R>, opts?: TraceOptions): Promise<TraceValue<I, R>>;
+  trace<T = any>(
+    model: ResultOnly<T>,
     input: Invoke | Invoke[],
-    block?: TracedBlock<T>,
+    block?: BlockFn | string,
+    opts?: TraceOptions,
+  ): Promise<T>;
+  trace<T extends TypedModel>(
+    model: T['key'],
+    input: TypedInvoke<T['m']> | TypedInvoke<T['m']>[],
+    block?: TypedBlock<T['m'], unknown> | string,
+    opts?: TraceOptions,
+  ): Promise<unknown>;
+  async trace(
+    model: string,
+    input: Invoke | Invoke[],
+    block?: BlockFn | string,
     opts: TraceOptions = {},
-  ): Promise<TracedValue<T>> {
-    const r = await this.execute(model, input, block as BlockFn | string | undefined, opts);
-    return (isInvokeList(input) ? r.values : r.values[0]) as TracedValue<T>;
+  ): Promise<unknown> {
+    const r = await this.executeFrom(callerFrame(), model, input, block, opts);
+    return isInvokeList(input) ? r.values : r.values[0];
   }
 
-  /** As `trace`, with the request id and the result's metadata. */
+  /** As `trace`, with the request id and the result's metadata; `values` has one value per invoke. */
+  execute<
+    K extends string,
+    R,
+    const I extends string | number[] | TypedInvoke<ModelOf<K>> | readonly TypedInvoke<ModelOf<K>>[],
+  >(
+    model: K,
+    input: I,
+    block: TypedBlock<ModelOf<K>, R>,
+    opts?: TraceOptions,
+  ): Promise<TraceResult<InvokeValues<I, R>>>;
+  execute(model: string, input: Invoke | Invoke[], block?: BlockFn | string, opts?: TraceOptions): Promise<TraceResult>;
   async execute(
     model: string,
     input: Invoke | Invoke[],
@@ -176,18 +210,35 @@ export class Fabric {
    * result — where a block's `ctx.shared` (and `ctx.traces`, what earlier traces returned) carries values from trace to
    * trace without a round trip. Returns, per trace, what `trace` would have returned for it.
    */
-  async session<T extends unknown[] = any[]>(
-    model: string,
-    traces: SessionTrace[],
-    opts: TraceOptions = {},
-  ): Promise<T> {
-    return (await this.executeSession(model, traces, opts)).traces as T;
+  session<K extends string, const S extends readonly TypedSessionTrace<ModelOf<K>>[]>(
+    model: K,
+    traces: S,
+    opts?: TraceOptions,
+  ): Promise<SessionValues<S>>;
+  session<T extends unknown[] = any[]>(model: string, traces: SessionTrace[], opts?: TraceOptions): Promise<T>;
+  async session(model: string, traces: SessionTrace[], opts: TraceOptions = {}): Promise<unknown[]> {
+    return (await this.sessionFrom(callerFrame(), model, traces, opts)).traces;
   }
 
   /** As `session`, with the request id and the result's metadata. */
-  async executeSession(model: string, traces: SessionTrace[], opts: TraceOptions = {}): Promise<SessionResult> {
+  executeSession<K extends string, const S extends readonly TypedSessionTrace<ModelOf<K>>[]>(
+    model: K,
+    traces: S,
+    opts?: TraceOptions,
+  ): Promise<SessionResult<SessionValues<S>>>;
+  executeSession(model: string, traces: SessionTrace[], opts?: TraceOptions): Promise<SessionResult>;
+  executeSession(model: string, traces: SessionTrace[], opts: TraceOptions = {}): Promise<SessionResult> {
+    return this.sessionFrom(callerFrame(), model, traces, opts);
+  }
+
+  private async sessionFrom(
+    callSite: string | null,
+    model: string,
+    traces: SessionTrace[],
+    opts: TraceOptions,
+  ): Promise<SessionResult> {
     const requestId = opts.requestId ?? randomUUID();
-    const origin = { callSite: callerFrame(), blocks: new BlockOrigins() };
+    const origin = { callSite, blocks: new BlockOrigins() };
     const r = await this.runBody(buildSessionBody(model, traces, opts, requestId, true, origin.blocks), opts, origin);
     const counts = ((r.meta.traces ?? []) as Array<{ invokes: number }>).map((t) => t.invokes);
     let at = 0;
@@ -328,6 +379,18 @@ export class Fabric {
    * { maxNewTokens: 20 })) process.stdout.write(t.text ?? '')`. Each token once, in step order per invoke, across
    * websocket reconnects; `.result` is the request's outcome (what `execute` returns). Progress is off unless asked.
    */
+  stream<
+    K extends string,
+    R,
+    const I extends string | number[] | TypedInvoke<ModelOf<K>> | readonly TypedInvoke<ModelOf<K>>[],
+  >(model: K, input: I, block: TypedBlock<ModelOf<K>, R>, opts?: TraceOptions): GenerationStream<InvokeValues<I, R>>;
+  stream<T extends TypedModel>(
+    model: T['key'],
+    input: TypedInvoke<T['m']> | TypedInvoke<T['m']>[],
+    block?: TypedBlock<T['m'], unknown> | string,
+    opts?: TraceOptions,
+  ): GenerationStream;
+  stream(model: string, input: Invoke | Invoke[], block?: BlockFn | string, opts?: TraceOptions): GenerationStream;
   stream(model: string, input: Invoke | Invoke[], block?: BlockFn | string, opts: TraceOptions = {}): GenerationStream {
     const requestId = opts.requestId ?? randomUUID();
     const callSite = callerFrame();

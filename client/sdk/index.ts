@@ -9,6 +9,7 @@ export { RequestShapeError } from './request-body.js';
 export { ScanError } from './scan.js';
 export type { ScanResult, ScannedTensor } from './scan.js';
 export type { BlockFn } from './block-source.js';
+export type { ModelRegistry, ModelOf, TraceValue, InvokeValues, SessionValues } from './typed-calls.js';
 export type { BlockCtx, CacheTree, ModelRoot, Module, ModuleList, Read, StepRange, TypedModel } from './model-types.js';
 export { declareModel, typeNameOf } from './declare-model.js';
 export { BlockSourceError, blockSource } from './block-source.js';
