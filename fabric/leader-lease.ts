@@ -26,6 +26,8 @@ export interface Leadership {
   epoch: number;
   /** Settles when the lease is lost (renewal failed or too late) or released; tells which. */
   readonly ended: Promise<'lost' | 'released'>;
+  /** Why the lease was lost (for the log), once it was. */
+  readonly lostReason: () => string | undefined;
   /** Stops renewing and expires the row now, so a standby takes over at once. */
   release(): Promise<void>;
 }
@@ -103,12 +105,15 @@ export class LeaderLease {
     const ended = new Promise<'lost' | 'released'>((r) => (end = r));
     let over = false;
     let timer: NodeJS.Timeout | undefined;
-    const finish = (how: 'lost' | 'released') => {
+    let reason: string | undefined;
+    const finish = (how: 'lost' | 'released', why?: string) => {
       if (over) return;
       over = true;
+      reason = why;
       if (timer !== undefined) clearTimeout(timer);
       end(how);
     };
+    let lastError: string | undefined;
     const renew = async () => {
       if (over) return;
       const sentAt = performance.now();
@@ -118,20 +123,27 @@ export class LeaderLease {
             WHERE name = $1 AND holder = $2 AND epoch = $4 AND expires_at >= now()`,
           [this.name, this.holder, this.ttlMs, epoch],
         );
-        if (r.rowCount === 0) return finish('lost');
+        if (r.rowCount === 0) return finish('lost', 'another process holds the lease (renewal found no row of ours)');
         validUntil = sentAt + this.ttlMs;
-      } catch {
-        /* the server is unreachable: retried below until the lease runs out */
+      } catch (e) {
+        // The server is unreachable: retried below until the lease runs out.
+        lastError = (e as Error).message;
       }
       if (over) return;
       const left = validUntil - performance.now();
-      if (left <= 0) return finish('lost');
+      if (left <= 0)
+        return finish('lost', `no renewal succeeded within ${this.ttlMs} ms (last error: ${lastError ?? 'none'})`);
       timer = setTimeout(() => void renew(), Math.min(this.renewMs, left));
     };
     // The lease also ends at validUntil if a renewal hangs.
     const watchdog = setInterval(
       () => {
-        if (performance.now() >= validUntil) finish('lost');
+        const now = performance.now();
+        if (now >= validUntil)
+          finish(
+            'lost',
+            `no renewal succeeded within ${this.ttlMs} ms (${Math.round(now - validUntil)} ms late; last error: ${lastError ?? 'none'})`,
+          );
       },
       Math.min(100, this.renewMs),
     );
@@ -140,6 +152,7 @@ export class LeaderLease {
     return {
       epoch,
       ended,
+      lostReason: () => reason,
       release: async () => {
         if (over) return;
         finish('released');
