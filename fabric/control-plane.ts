@@ -87,6 +87,10 @@ export class ControlPlane {
     this.commands = new ControlPlaneCommands(store, {
       logLimits: options.logLimits,
       onHeartbeat: (agentId, bootId, at) => scheduler?.observeHeartbeat(agentId, bootId, Date.parse(at)),
+      heartbeatIsRoutine: (agentId, bootId) => {
+        const a = this.view.state.agents.byId.get(agentId);
+        return a !== undefined && a.bootId === bootId && (a.state === 'ACTIVE' || a.state === 'DRAINING');
+      },
     });
     this.leaderCommands = new LeaderCommands(this.commands);
     if (options.schedule !== false) {

@@ -40,6 +40,13 @@ export interface ControlPlaneCommandsOptions {
   onAppended?(outcome: CommandOutcome, command: ControlPlaneCommand, meta: CommandMetadata): void;
   /** Called for every accepted heartbeat (heartbeats are not stored; the scheduler's agent health rule needs them). */
   onHeartbeat?(agentId: string, bootId: string, at: string): void;
+  /**
+   * Whether a heartbeat from this agent boot is routine: the agent is known ACTIVE or DRAINING with this boot (the
+   * control plane asks its live view). A routine heartbeat is handed to onHeartbeat without running a command (no
+   * stream read, nothing decided; the outcome has attempts 0); any other one runs the command, which decides the
+   * transition (AgentReturned) or the refusal. Without it every heartbeat runs the command.
+   */
+  heartbeatIsRoutine?(agentId: string, bootId: string): boolean;
 }
 
 /** Checks a command's shape: returns it typed, or throws CP_INVALID_COMMAND naming the field. Changes nothing. */
@@ -105,6 +112,17 @@ export class ControlPlaneCommands {
     checkMetadata(meta);
     const command = parseCommand(input);
     const route = routeOf(command);
+    if (command.type === 'ReportAgentHeartbeat' && this.options.heartbeatIsRoutine?.(command.agentId, command.bootId)) {
+      this.options.onHeartbeat?.(command.agentId, command.bootId, meta.at);
+      return {
+        streamId: route.streamId,
+        events: [],
+        position: undefined,
+        alreadyStored: false,
+        nextRevision: -1,
+        attempts: 0,
+      };
+    }
     const domainCommand = (
       command.type === 'ReportRequestLog'
         ? { ...command, at: meta.at, limits: this.logLimits }
