@@ -16,7 +16,7 @@ if (postgresAvailable('the leader lease')) {
   describe('leader lease (PostgreSQL)', () => {
     const leases: LeaderLease[] = [];
     const open = async (name: string, ttlMs = 1000) => {
-      const l = await LeaderLease.open({ connectionString: databaseUrl!, name, ttlMs, retryMs: 50 });
+      const l = await LeaderLease.open({ connectionString: databaseUrl ?? '', name, ttlMs, retryMs: 50 });
       leases.push(l);
       return l;
     };
