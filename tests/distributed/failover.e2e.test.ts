@@ -71,6 +71,7 @@ if (databaseUrl !== undefined && brokers !== undefined) {
         pollMs: 100,
       });
 
+      t.diagnostic('deployed');
       const n = 40;
       let completed = 0;
       const results: unknown[] = new Array(n);
@@ -83,6 +84,7 @@ if (databaseUrl !== undefined && brokers !== undefined) {
         }),
       );
       while (completed < 8) await new Promise((r) => setTimeout(r, 20));
+      t.diagnostic('8 completed; killing the leader');
       const killedAt = performance.now();
       leader.process.child.kill('SIGKILL');
       let took = await role(standby.healthUrl);
