@@ -60,7 +60,7 @@ export interface SchedulerOptions {
 export class Scheduler {
   readonly config: SchedulerConfig;
   private readonly heartbeats = new Map<string, { bootId: string; atMs: number }>();
-  private readonly startedAtMs: number;
+  private startedAtMs: number;
   private lastTickAtMs = Number.NEGATIVE_INFINITY;
   private lastAutoscaleAtMs = Number.NEGATIVE_INFINITY;
   private running: Promise<StepReport> | undefined;
@@ -168,6 +168,8 @@ export class Scheduler {
   start(): void {
     if (!this.stopped) return;
     this.stopped = false;
+    // Heartbeats are watched from here on: a standby that starts leading gives every agent a full timeout.
+    this.startedAtMs = Math.max(this.startedAtMs, this.options.clock());
     this.unlisten = this.options.view.onApplied?.(() => this.schedule());
     this.timer = setInterval(() => this.schedule(), this.config.tickMs);
     this.timer.unref();
