@@ -140,7 +140,11 @@ async function main(): Promise<void> {
   if (config.agent) {
     await agent
       .ready(120_000)
-      .catch((err: unknown) => log.error({ err }, 'the agent is not ready yet; requests wait for it'));
+      .catch((err: unknown) =>
+        agent.configFault === undefined
+          ? log.error({ err }, 'the agent is not ready yet; requests wait for it')
+          : undefined,
+      );
   }
   // One write: a reader that matched the first line finds the second beside it.
   process.stdout.write(
@@ -149,7 +153,7 @@ async function main(): Promise<void> {
       .map((m) => m.key)
       .join(
         ', ',
-      )}; agent: ${config.agent ? config.agentId : 'off'}${agent.healthUrl ? ` (health ${agent.healthUrl}${metrics ? `, metrics ${agent.healthUrl.replace(/\/health$/, '/metrics')}` : ''})` : ''}${api.auth ? '; auth on' : ''}${metrics ? `; metrics ${url}/metrics` : ''})\ntry it: curl -s ${url}/models   ·   npm run ndif -- status --url ${url}\n`,
+      )}; agent: ${config.agent ? config.agentId : 'off'}${agent.configFault ? ` REFUSED ${agent.configFault.code}: ${agent.configFault.message}` : ''}${agent.healthUrl ? ` (health ${agent.healthUrl}${metrics ? `, metrics ${agent.healthUrl.replace(/\/health$/, '/metrics')}` : ''})` : ''}${api.auth ? '; auth on' : ''}${metrics ? `; metrics ${url}/metrics` : ''})\ntry it: curl -s ${url}/models   ·   npm run ndif -- status --url ${url}\n`,
   );
 }
 
