@@ -91,8 +91,8 @@ export function decodeResultContainer(bytes: Uint8Array): ResultContainer {
 
 /**
  * The tree with each { $tensor: i } replaced by `f(tensors[i])`, { $number } by the number, { $bigint } by the
- * BigInt, { $map } by a Map and { $set } by a Set. The block's own keys
- * that start with `$` were saved with one more `$` (gpu-agent/block/saved-tree.ts), which is removed here.
+ * BigInt, { $map } by a Map and { $set } by a Set. The block's own keys that start with `$` were saved with one
+ * more `$` (gpu-agent/block/api/saved-tree.ts), which is removed here.
  */
 export function materializeTree<T>(s: SavedTree, f: (t: TensorPayload) => T): unknown {
   const walk = (v: unknown): unknown => {
