@@ -4,7 +4,7 @@
 // inside the model's folder (a symlink out of it is refused, and the refusal says nothing about its target). The
 // reads themselves are asynchronous, so a large folder never stops the control plane's event loop for its I/O.
 import { constants } from 'node:fs';
-import { open, realpath, stat } from 'node:fs/promises';
+import { type FileHandle, open, realpath, stat } from 'node:fs/promises';
 import { isAbsolute, join, relative, sep } from 'node:path';
 import { FabricError } from '../protocol/errors.js';
 import { CatalogErrorCode } from './errors.js';
@@ -82,7 +82,7 @@ export async function readModelFile(
   read = true,
 ): Promise<Buffer | undefined> {
   const path = join(dir, name);
-  let handle;
+  let handle: FileHandle;
   try {
     handle = await open(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
   } catch (e) {

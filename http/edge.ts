@@ -3,7 +3,7 @@
 // read) and the error handling.
 import type { FastifyInstance } from 'fastify';
 import { API_PROTOCOL_VERSION, PROTOCOL_HEADER } from '../protocol/api-version.js';
-import type { ApiKeys } from '../auth/keys.js';
+import type { ApiKeys, Identity } from '../auth/keys.js';
 import { operatorRequired } from '../auth/errors.js';
 import './access.js';
 import type { ApiConfig } from './config.js';
@@ -34,7 +34,7 @@ export function installEdge(app: FastifyInstance, deps: EdgeDeps): void {
     checkClientProtocol(req.headers[PROTOCOL_HEADER]);
     const throttle = deps.authThrottle;
     throttle?.check(req.ip);
-    let identity;
+    let identity: Identity | null;
     try {
       identity = await identify(deps.config.auth, deps.keys, presentedKey(req.headers), access === 'optional');
     } catch (e) {

@@ -130,7 +130,10 @@ export class AgentChild {
         timeoutMs,
       );
       this.readyWaiters.push((b) => (clearTimeout(timer), resolve(b)));
-      this.faultWaiters.push((f) => (clearTimeout(timer), reject(faulted(f))));
+      this.faultWaiters.push((f) => {
+        clearTimeout(timer);
+        reject(faulted(f));
+      });
     });
   }
 

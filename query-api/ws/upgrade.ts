@@ -6,6 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { WebSocketServer } from 'ws';
 import type { RouteDeps } from '../../http/deps.js';
 import { toHttpFailure, type HttpFailure } from '../../http/error-handler.js';
+import type { Identity } from '../../auth/keys.js';
 import { isAuthFailure } from '../../http/auth-throttle.js';
 import { identify, presentedKey } from '../../http/identify.js';
 import { checkClientProtocol } from '../../http/protocol-check.js';
@@ -62,7 +63,7 @@ export function attachStatusSocket(app: FastifyInstance, deps: RouteDeps, hub: S
         checkClientProtocol(req.headers[PROTOCOL_HEADER] ?? url.searchParams.get('protocol') ?? undefined);
         const source = req.socket.remoteAddress ?? 'unknown';
         deps.authThrottle?.check(source);
-        let identity;
+        let identity: Identity | null;
         try {
           identity = await identify(
             deps.config.auth,
