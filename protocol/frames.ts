@@ -149,7 +149,10 @@ class FrameWriter {
   }
 
   optStr(s: string | null | undefined, what: string): void {
-    if (s === undefined || s === null) return this.u8(0);
+    if (s === undefined || s === null) {
+      this.u8(0);
+      return;
+    }
     this.u8(1);
     this.str(s, what);
   }
@@ -228,7 +231,9 @@ function writeTensor(w: FrameWriter, t: TensorPayload, what: string): void {
 function writeTensors(w: FrameWriter, ts: TensorPayload[], what: string): void {
   if (!Array.isArray(ts)) unencodable(`${what} must be an array of tensors`);
   w.u32(ts.length, `${what} count`);
-  ts.forEach((t, i) => writeTensor(w, t, `${what}[${i}]`));
+  ts.forEach((t, i) => {
+    writeTensor(w, t, `${what}[${i}]`);
+  });
 }
 
 function writeError(w: FrameWriter, e: BlockError): void {
@@ -433,7 +438,9 @@ export function encodeRunnerToAgent(msg: RunnerToAgent, opts: EncodeOptions = {}
       w.u32(msg.step, 'step');
       if (!Array.isArray(msg.points)) unencodable('cache points must be an array of point keys');
       w.u32(msg.points.length, 'point count');
-      msg.points.forEach((k, i) => w.str(k, `cache point ${i}`));
+      msg.points.forEach((k, i) => {
+        w.str(k, `cache point ${i}`);
+      });
       break;
     case 'READY':
       tag = tags.READY;

@@ -9,7 +9,7 @@
 //                         group.min/max.session.timeout.ms bound it); a process killed and started again
 //                         gets its partitions back after this long
 import { configInvalid } from './errors.js';
-import { InProcessBroker } from './inprocess/broker.js';
+import type { InProcessBroker } from './inprocess/broker.js';
 import { InProcessTransport } from './inprocess/transport.js';
 import { KafkaTransport } from './kafka/transport.js';
 import { IpcTransport } from './ipc/client.js';

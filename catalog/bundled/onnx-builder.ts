@@ -17,7 +17,9 @@ function attribute(name: string, v: AttrValue): AttributeProto {
 export function int64Tensor(values: number[], dims: number[] = [values.length]): TensorProto {
   const raw = new Uint8Array(values.length * 8);
   const view = new DataView(raw.buffer);
-  values.forEach((x, i) => view.setBigInt64(i * 8, BigInt(x), true));
+  values.forEach((x, i) => {
+    view.setBigInt64(i * 8, BigInt(x), true);
+  });
   return { dims, data_type: TensorDataType.INT64, raw_data: raw };
 }
 

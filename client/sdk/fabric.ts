@@ -177,7 +177,8 @@ export class Fabric {
     const counts = ((r.meta.traces ?? []) as Array<{ invokes: number }>).map((t) => t.invokes);
     let at = 0;
     const values = traces.map((t, i) => {
-      const own = r.values.slice(at, (at += counts[i] ?? 0));
+      const own = r.values.slice(at, at + (counts[i] ?? 0));
+      at += counts[i] ?? 0;
       return isInvokeList(t.input) ? own : own[0];
     });
     return { requestId: r.requestId, traces: values, meta: r.meta };

@@ -83,13 +83,10 @@ export function attachStatusSocket(app: FastifyInstance, deps: RouteDeps, hub: S
   });
 
   app.get('/ws', { config: { access: 'public' } }, async (_req, reply) =>
-    reply
-      .code(426)
-      .header('upgrade', 'websocket')
-      .send({
-        code: ApiErrorCode.websocketRequired,
-        message: '/ws is the status websocket; connect with a websocket client (Upgrade: websocket)',
-        hint: 'docs/http-api.md, "Status websocket"',
-      }),
+    reply.code(426).header('upgrade', 'websocket').send({
+      code: ApiErrorCode.websocketRequired,
+      message: '/ws is the status websocket; connect with a websocket client (Upgrade: websocket)',
+      hint: 'docs/http-api.md, "Status websocket"',
+    }),
   );
 }

@@ -75,7 +75,8 @@ export function dispatchRule(ctx: PlanContext): void {
     if (slots.length === 0) continue;
     const free = slots.reduce((n, x) => n + x.r.settings.concurrency - x.inFlight, 0);
     const queued = queueLength(s.queue, modelKey);
-    const running = (ctx.running ??= runningBySubmitter(s.requests));
+    ctx.running ??= runningBySubmitter(s.requests);
+    const running = ctx.running;
     let position = 0;
     let scanned = 0;
     let dispatched = 0;

@@ -5,7 +5,7 @@
 // submission with their code.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { Fabric, FabricHttpError } from '../../client/sdk/index.js';
+import { type Fabric, FabricHttpError } from '../../client/sdk/index.js';
 import type { StatusMessage, StreamedToken } from '../../client/sdk/index.js';
 import { main } from '../../client/cli/main.js';
 import { withFabricClient } from './fabric-harness.js';

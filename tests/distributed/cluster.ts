@@ -187,7 +187,9 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
           const codes: Record<string, number | null> = {};
           try {
             const agentCodes = await Promise.all(agents.map((p) => p.stop()));
-            o.agents.forEach((a, i) => (codes[a.id] = agentCodes[i]));
+            o.agents.forEach((a, i) => {
+              codes[a.id] = agentCodes[i];
+            });
             for (const p of [gateway, query, command, relay]) codes[p.name] = await p.stop();
           } finally {
             for (const p of processes)

@@ -37,7 +37,10 @@ after(async () => {
 
 function model(v: Variant): Promise<HostedModel> {
   let p = loaded.get(v.label);
-  if (!p) loaded.set(v.label, (p = loadModel(v.dir, { key: v.label })));
+  if (!p) {
+    p = loadModel(v.dir, { key: v.label });
+    loaded.set(v.label, p);
+  }
   return p;
 }
 

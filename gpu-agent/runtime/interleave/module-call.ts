@@ -74,7 +74,10 @@ export async function runModuleCall(
   const m = c.graph.modules.get(path);
   if (!m) return blockError('UnknownModule', `the model has no module ${JSON.stringify(path)}`);
   let plan = plans.get(m);
-  if (plan === undefined) plans.set(m, (plan = planModuleCall(c.graph, m)));
+  if (plan === undefined) {
+    plan = planModuleCall(c.graph, m);
+    plans.set(m, plan);
+  }
   if (typeof plan === 'string') return blockError('NotCallable', plan);
   if (values.length !== m.inputs.length) {
     return blockError(
