@@ -4,7 +4,6 @@
 // on the assignments topic.
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { GpuAgent } from '../gpu-agent/agent/agent.js';
-import { assignmentsGroupId } from '../gpu-agent/agent/assignments-group.js';
 import type { AgentConfig } from '../gpu-agent/agent/config.js';
 import type { PoolStats } from '../sandbox/pool.js';
 import { SECONDS_BUCKETS } from './registry.js';
@@ -113,7 +112,7 @@ export class AgentMetrics {
     consumerLagGauge(registry, () => [
       {
         topic: config.topics.assignments,
-        group: assignmentsGroupId(agentId, config.topics.assignments),
+        group: agent.assignmentsGroup,
         partitions: agent.assignmentLag(),
       },
     ]);

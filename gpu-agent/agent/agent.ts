@@ -94,6 +94,11 @@ export class GpuAgent {
     };
   }
 
+  /** The consumer group this agent reads its assignments with. */
+  get assignmentsGroup(): string {
+    return assignmentsGroupId(this.options.config.agentId, this.options.config.topics.assignments);
+  }
+
   /** The transport's consumer lag of this agent's assignments subscription (empty where delivery is immediate). */
   assignmentLag(): { partition: number; messages: number }[] {
     return this.subscription?.lag?.() ?? [];
@@ -104,7 +109,7 @@ export class GpuAgent {
     const { config, transport, log } = this.options;
     this.subscription = await transport.subscribe(
       config.topics.assignments,
-      assignmentsGroupId(config.agentId, config.topics.assignments),
+      this.assignmentsGroup,
       (m) => this.onMessage(m),
       {
         fromBeginning: true,

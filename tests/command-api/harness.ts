@@ -18,7 +18,7 @@ import { registerConfiguredModels } from '../../catalog/startup.js';
 import { onDemandFromCatalog } from '../../catalog/on-demand.js';
 import type { ControlPlaneCommand } from '../../command-api/handlers/commands.js';
 import { ControlPlaneCommands } from '../../command-api/handlers/service.js';
-import { buildFabricServer } from '../../command-api/http/fabric-server.js';
+import { buildFabricServer } from '../../fabric/embedded/http-server.js';
 import type { FabricContext } from '../../fabric/context.js';
 import { SqliteEventStore } from '../../eventstore/sqlite/store.js';
 import { ControlPlaneView } from '../../projections/control-plane/live.js';

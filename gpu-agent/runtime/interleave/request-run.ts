@@ -46,7 +46,7 @@ import type { RowSpec } from '../generation/generation.js';
 import type { KvLayout } from '../generation/kv-layout.js';
 import type { Finish } from '../generation/stopping.js';
 import { ortToPayload, payloadToOrt, replaceRows, writeRowsInPlace } from '../tensor-convert.js';
-import { InterventionError, blockError } from '../errors.js';
+import { type BlockErrorType, InterventionError, blockError } from '../errors.js';
 import { isSampling } from '../../../protocol/generation.js';
 import { ForwardPass } from './forward-pass.js';
 import { GradientHost } from '../grad/grad-host.js';
@@ -1072,7 +1072,7 @@ export class RequestRun {
 
   /** CACHE: records the points at `step` (registered before the pass reaches any of them). */
   private onCache(inv: InvokeState, id: number, step: number, keys: string[]): void {
-    const fail = (type: string, message: string) =>
+    const fail = (type: BlockErrorType, message: string) =>
       new InterventionError(blockError(type, `cache ${id}: ${message}`), inv.index);
     if (inv.caches.has(id)) throw fail('ProtocolError', 'sent twice');
     if (!Number.isInteger(step) || step >= this.start.steps)
