@@ -1,7 +1,7 @@
 // A small builder for ONNX graphs with torch-exporter-style names: node `/transformer/h.0/attn/MatMul_1`,
 // output `/transformer/h.0/attn/MatMul_1_output_0`, constants as Constant nodes inside their module's scope.
-import { AttributeType, TensorDataType } from '../../gpu-agent/runtime/onnx/types.js';
-import type { AttributeProto, NodeProto, TensorProto, ValueInfoProto } from '../../gpu-agent/runtime/onnx/types.js';
+import { AttributeType, TensorDataType } from '../../gpu-agent/runtime/formats.js';
+import type { AttributeProto, NodeProto, TensorProto, ValueInfoProto } from '../../gpu-agent/runtime/formats.js';
 
 export type AttrValue = number | number[] | string | { float: number } | { floats: number[] } | { tensor: TensorProto };
 

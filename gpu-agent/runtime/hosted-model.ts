@@ -39,7 +39,7 @@ import { checkCache } from './generation/kv-check.js';
 import { loadTokenizer } from './tokenizer.js';
 import type { LoadedTokenizer } from './tokenizer.js';
 import { InterventionError, ModelLoadError, RequestError } from './errors.js';
-import { blockSourceMessage, checkBlockSource } from '../../protocol/block-source.js';
+import { blockSourceMessage, checkBlockSource } from '../../block-source/check.js';
 import { ALIAS_MARK, RequestRun } from './interleave/request-run.js';
 import type { GenerationPlan, HostContext } from './interleave/request-run.js';
 import {
