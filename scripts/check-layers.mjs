@@ -1,8 +1,11 @@
-// Checks the source layering (docs/architecture.md, "Source layout") with dependency-cruiser: the rules are
-// .dependency-cruiser.mjs. Runs dependency-cruiser through its API rather than its CLI: the CLI refuses Node 20,
-// which the project supports; and it parses with swc, since its TypeScript parser does not support TypeScript 7.
+// Checks the source layering (docs/architecture.md, "Source layout") with dependency-cruiser; the rules are in
+// .dependency-cruiser.mjs. Two passes: the TypeScript sources against the allowed arrows, then the compiled
+// JavaScript in dist/ (run `tsc -p .` first) against the arrows the table allows for types only, since a compiled
+// file imports only what it loads. Uses dependency-cruiser's API with the swc parser: its TypeScript parser does
+// not support TypeScript 7.
+import { existsSync } from 'node:fs';
 import { cruise } from 'dependency-cruiser';
-import config from '../.dependency-cruiser.mjs';
+import config, { typeOnlyArrows } from '../.dependency-cruiser.mjs';
 
 const FOLDERS = [
   'auth',
@@ -29,9 +32,11 @@ const FOLDERS = [
   'transport',
 ];
 
-const { enhancedResolveOptions, tsConfig: _ignored, ...options } = config.options;
+const { enhancedResolveOptions, tsConfig: _unused, ...options } = config.options;
 const started = performance.now();
-const result = await cruise(
+const problems = [];
+
+const sources = await cruise(
   FOLDERS,
   {
     ...options,
@@ -40,15 +45,41 @@ const result = await cruise(
   },
   enhancedResolveOptions,
 );
-const { summary } = result.output;
-if (summary.error > 0 || summary.warn > 0) {
-  for (const v of summary.violations)
-    console.error(
-      `${v.rule.name === 'not-in-allowed' ? 'not in the layering table' : v.rule.name}: ${v.from} → ${v.to}`,
-    );
-  console.error(`layering: ${summary.error} violations (docs/architecture.md, .dependency-cruiser.mjs)`);
+for (const v of sources.output.summary.violations)
+  problems.push(`${v.rule.name === 'not-in-allowed' ? 'not in the layering table' : v.rule.name}: ${v.from} → ${v.to}`);
+
+// The compiled JavaScript: paths relative to dist/, so the same regexes apply (.js for .ts).
+const compiled = await cruise(
+  FOLDERS.filter((f) => f !== 'scripts' && existsSync(`dist/${f}`)),
+  {
+    ...options,
+    parser: 'acorn',
+    baseDir: 'dist',
+    validate: true,
+    ruleSet: {
+      forbidden: typeOnlyArrows.map((a) => ({
+        name: 'types-only',
+        comment: a.comment,
+        severity: 'error',
+        from: { path: a.from },
+        to: { path: a.to },
+      })),
+    },
+  },
+  { extensions: ['.js'] },
+);
+for (const v of compiled.output.summary.violations) {
+  // A stale file of dist/ (its source is gone) is not the code's.
+  if (!existsSync(v.from.replace(/\.js$/, '.ts'))) continue;
+  problems.push(`allowed for types only, imported for its values: ${v.from.replace(/\.js$/, '.ts')} → ${v.to}`);
+}
+
+if (problems.length > 0) {
+  for (const p of problems) console.error(p);
+  console.error(`layering: ${problems.length} violations (docs/architecture.md, .dependency-cruiser.mjs)`);
   process.exit(1);
 }
+const s = sources.output.summary;
 console.log(
-  `layering: ${summary.totalCruised} modules, ${summary.totalDependenciesCruised} imports, no violations (${Math.round(performance.now() - started)} ms)`,
+  `layering: ${s.totalCruised} modules, ${s.totalDependenciesCruised} imports, no violations (${Math.round(performance.now() - started)} ms)`,
 );
