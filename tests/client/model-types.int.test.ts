@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { main } from '../../client/cli/main.js';
+import { type CliRun, runNdif } from '../support/ndif.js';
 import { ExitCode } from '../../client/cli/exit-codes.js';
 import { declareModel, typeNameOf } from '../../client/sdk/declare-model.js';
 import { loadModel } from '../../gpu-agent/runtime/index.js';
@@ -30,15 +30,8 @@ after(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function ndif(args: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const code = await main(args, {
-    stdout: { write: (s: string) => (out += s) },
-    stderr: { write: (s: string) => (err += s) },
-    env: { NDIF_URL: fab.url },
-  });
-  return { code, out, err };
+function ndif(args: string[]): Promise<CliRun> {
+  return runNdif(args, { NDIF_URL: fab.url });
 }
 
 /** tsc --noEmit over `files` in a project of their own (the repo's compiler options); its output and exit status. */

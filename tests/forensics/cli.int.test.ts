@@ -12,7 +12,7 @@ import { ApiKeys } from '../../auth/keys.js';
 import { SqliteApiKeyStore } from '../../auth/sqlite.js';
 import { FileBlobStore } from '../../blobstore/files.js';
 import { FabricModelCatalog } from '../../catalog/catalog.js';
-import { main } from '../../client/cli/main.js';
+import { runNdif } from '../support/ndif.js';
 import { ControlPlaneCommands } from '../../command-api/handlers/service.js';
 import { newApiInstance } from '../../command-api/http/build.js';
 import type { StoredEvent } from '../../eventstore/port.js';
@@ -75,14 +75,8 @@ after(async () => {
 });
 
 async function ndif(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const code = await main(argv, {
-    stdout: { write: (s: string) => (stdout += s) },
-    stderr: { write: (s: string) => (stderr += s) },
-    env,
-  });
-  return { code, stdout, stderr };
+  const r = await runNdif(argv, env);
+  return { code: r.code, stdout: r.out, stderr: r.err };
 }
 
 describe('ndif why / replay / audit', () => {

@@ -192,18 +192,15 @@ test('a block that spins forever is killed at the timeout and the agent is free 
   const pool = sb.pool('gpt2-tiny');
   await pool.whenReady(1);
   const warm = pool.warmPids()[0]!;
-  const t0 = performance.now();
   await assert.rejects(untrusted('async () => { for (;;) {} }', 800), (e: unknown) => {
     assert.ok(e instanceof InterventionError);
     assert.equal(e.blockError.type, 'Timeout');
     return true;
   });
-  const elapsed = performance.now() - t0;
-  assert.ok(elapsed < 2500, `timed out in ${elapsed.toFixed(0)} ms`);
   assert.ok(await processGone(warm, 2000), 'the spinning runner is gone');
-  const t1 = performance.now();
+  // How long the kill and the next request take is measured by `npm run bench -- sandbox` (timeout_kill_ms,
+  // next_after_kill_ms), not asserted here: a loaded host stretches both.
   await servesNext();
-  assert.ok(performance.now() - t1 < 2000, 'the next request does not wait for the killed runner');
 });
 
 test('cancel kills the runner at once and frees the agent', async () => {
