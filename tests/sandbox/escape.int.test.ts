@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { InterventionError } from '../../gpu-agent/runtime/index.js';
 import type { HostedModel, RunResult } from '../../gpu-agent/runtime/index.js';
 import type { Sandbox } from '../../sandbox/sandbox.js';
-import { processGone, tinyModel, tinySandbox } from './helpers.js';
+import { processGone, tinyModel, tinySandbox, runUntrusted, TOKENS } from './helpers.js';
 
 const SECRETS = {
   OPENAI_API_KEY: 'sk-live-test-secret',
@@ -22,7 +22,6 @@ const SECRETS = {
   // Would preload a file in every node process that inherits it; the runner would then fail to start.
   NODE_OPTIONS: '--require /nonexistent/evil.cjs',
 };
-const TOKENS = [464, 2068, 7586];
 
 let hm: HostedModel;
 let sb: Sandbox;
@@ -49,10 +48,7 @@ after(async () => {
 });
 
 function untrusted(block: string, timeoutMs = 10_000, signal?: AbortSignal): Promise<RunResult> {
-  return hm.run(
-    { invokes: [{ tokens: TOKENS, block }], timeoutMs, ...(signal ? { signal } : {}) },
-    sb.opener('gpt2-tiny'),
-  );
+  return runUntrusted(hm, sb, [block], timeoutMs, signal);
 }
 
 /** The block's own outcome for an attempt that is expected to throw inside the block. */
