@@ -141,7 +141,7 @@ export default {
     may('^client/', '^protocol/', 'client/ → protocol/'),
     may(
       '^client/',
-      '^gpu-agent/block/(tensor|block-context)\\.ts$',
+      '^gpu-agent/block/api/(tensor|block-context)\\.[jt]s$',
       "client/ → the blocks' Tensor (and its context type)",
     ),
     may('^client/', '^auth/key-format\\.ts$', 'client/ → auth/key-format.ts (ndif keys new)'),

@@ -12,6 +12,6 @@ export type {
   TensorProto,
   ValueInfoProto,
 } from './onnx/types.js';
-export { loadTokenizer, tokenizerFromJson } from './tokenizer.js';
-export type { LoadedTokenizer, TextTokenizer } from './tokenizer.js';
+export { loadTokenizer, tokenizerFromJson } from './load/tokenizer.js';
+export type { LoadedTokenizer, TextTokenizer } from './load/tokenizer.js';
 export { Sfc32 } from './generation/sfc32.js';

@@ -18,5 +18,5 @@ export type {
 export type { Finish, FinishReason } from './generation/stopping.js';
 export { InterventionError, ModelLoadError, RequestError } from './errors.js';
 export { cudaAvailable } from './ort/session.js';
-export type { TextTokenizer, LoadedTokenizer } from './tokenizer.js';
-export { tokenizerFromJson } from './tokenizer.js';
+export type { TextTokenizer, LoadedTokenizer } from './load/tokenizer.js';
+export { tokenizerFromJson } from './load/tokenizer.js';
