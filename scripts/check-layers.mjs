@@ -42,6 +42,8 @@ const sources = await cruise(
     ...options,
     validate: true,
     ruleSet: { allowed: config.allowed, allowedSeverity: config.allowedSeverity, forbidden: config.forbidden },
+    // Unchanged files are not parsed again (by content, so a fresh clone or a switched branch is safe).
+    cache: { folder: 'node_modules/.cache/dependency-cruiser/sources', strategy: 'content' },
   },
   enhancedResolveOptions,
 );
@@ -55,6 +57,7 @@ const compiled = await cruise(
     ...options,
     parser: 'acorn',
     baseDir: 'dist',
+    cache: { folder: 'node_modules/.cache/dependency-cruiser/compiled', strategy: 'content' },
     validate: true,
     ruleSet: {
       forbidden: typeOnlyArrows.map((a) => ({
