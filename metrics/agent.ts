@@ -111,7 +111,7 @@ export class AgentMetrics {
     this.runnerSpawned = (ms) => spawn.observe({ agent: agentId }, ms / 1000);
     consumerLagGauge(registry, () => [
       {
-        topic: config.topics.assignments,
+        topic: agent.assignmentsTopic,
         group: agent.assignmentsGroup,
         partitions: agent.assignmentLag(),
       },
