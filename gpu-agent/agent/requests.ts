@@ -19,7 +19,7 @@ import { failureReport, type FailureReport } from './failure.js';
 import type { ReplicaHost } from './replicas.js';
 import type { Cause, Reporter } from './reporter.js';
 import { LogBatcher } from './log-batcher.js';
-import type { LogLimits } from '../../protocol/log-limits.js';
+import { LogQuota, type LogLimits } from '../../protocol/log-limits.js';
 
 /** What one attempt may produce: log lines and bytes, and the size of its encoded result. */
 export interface RunLimits {
@@ -281,7 +281,12 @@ export class RequestExecutor {
   }
 
   private inProcess(model: HostedModel): OpenChannel {
-    return () => createInProcessBlocks({ manifest: model.manifest(), tokenizer: model.tokenizer });
+    return () =>
+      createInProcessBlocks({
+        manifest: model.manifest(),
+        tokenizer: model.tokenizer,
+        logQuota: new LogQuota(this.limits.log),
+      });
   }
 
   private async sandboxed(model: HostedModel, timeoutMs: number, signal: AbortSignal): Promise<OpenChannel> {
