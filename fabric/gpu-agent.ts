@@ -194,7 +194,11 @@ async function main(): Promise<void> {
       if (stopped === undefined) return;
       lastStop = Date.now();
       log.warn({ detail: i.detail, requestId: stopped }, 'a trusted block was stopped: the agent ran short of memory');
-      for (const ms of [50, 300, 1000]) setTimeout(collectGarbage, ms).unref();
+      for (const ms of [50, 300, 1000])
+        setTimeout(() => {
+          collectGarbage();
+          log.debug({ rss: process.memoryUsage.rss(), running: agent.requests.runningIds() }, 'memory after the stop');
+        }, ms).unref();
     },
   });
   agent.requests.onRunningChange = (r) => watchdog.setRunning(r);

@@ -8,7 +8,7 @@
 // - memory: while the process's RSS is over `memoryMaxBytes`, or the host's available memory under
 //   `memoryFloorBytes`, and an in-process request runs, the main thread is told (`onInterrupt`, `memory`) and fails
 //   the block it entered last with OutOfMemory — the agent lives on when the block yields at all. If the main
-//   thread does not turn within 400 ms of being told (a block allocating in a synchronous loop), or the memory is not back under
+//   thread does not turn within 1 s of being told (a block allocating in a synchronous loop), or the memory is not back under
 //   the limits within `memoryGraceMs`, the watchdog writes the last words naming that block's request, and kills the
 //   process before the kernel does;
 // - a spin past a deadline: when the main thread has not turned for `spinGraceMs` past the deadline of an in-process
@@ -107,7 +107,14 @@ export class Watchdog {
     const { onInterrupt, ...data } = opts;
     this.worker = new Worker(WATCHER, {
       eval: true,
-      workerData: { shared, spinGraceMs: 500, memoryGraceMs: 3000, ...data, runningBytes: RUNNING_BYTES, culpritBytes: CULPRIT_BYTES },
+      workerData: {
+        shared,
+        spinGraceMs: 500,
+        memoryGraceMs: 3000,
+        ...data,
+        runningBytes: RUNNING_BYTES,
+        culpritBytes: CULPRIT_BYTES,
+      },
     });
     this.worker.on('message', (m: Interrupt) => onInterrupt?.(m));
     this.worker.unref();
@@ -234,7 +241,7 @@ setInterval(() => {
       parentPort.postMessage({ why: 'memory', detail: what });
       told = now;
     }
-    const unanswered = last < told && now - told >= 400;
+    const unanswered = last < told && now - told >= 1000;
     if (unanswered || now - memorySince >= memoryGraceMs) {
       const suspects = culprit(inProcess);
       return die('memory: the trusted block of ' + suspects.join(', ') + ' kept the agent over its memory limits (' + what +

@@ -73,8 +73,7 @@ describe('a trusted block that hogs memory or the event loop', () => {
         async (e: Error) =>
           (await h.events(`request-${id}`)).find((x) => x.type === 'RequestCompleted') ?? Promise.reject(e),
       );
-  const registrations = async () =>
-    (await h.events('agent-agent-hog')).filter((e) => e.type === 'AgentRegistered');
+  const registrations = async () => (await h.events('agent-agent-hog')).filter((e) => e.type === 'AgentRegistered');
 
   /** The agent died: starts it again (the supervisor's part) and returns its registration. */
   async function restarted(before: number): Promise<TestEvent> {
@@ -122,7 +121,10 @@ describe('a trusted block that hogs memory or the event loop', () => {
     const regs = (await registrations()).length;
     const id = await submit(SPIN, 2000);
     const reg = await restarted(regs);
-    assert.match(reg.data.previousExit.cause, new RegExp(`^timeout: the trusted block of ${id} kept the event loop blocked \\d+ ms past its deadline`));
+    assert.match(
+      reg.data.previousExit.cause,
+      new RegExp(`^timeout: the trusted block of ${id} kept the event loop blocked \\d+ ms past its deadline`),
+    );
     const end = await ends(id);
     assert.equal(end.type, 'RequestFailed');
     assert.equal(end.data.errorType, 'Timeout');
