@@ -1,6 +1,8 @@
 // A model loaded for serving: `loadModel(dir)` reads model.onnx (+ external data), config.json and
 // tokenizer.json, analyses the graph into modules and points, probes tensor types and symbolic shapes, and
-// compiles the whole-graph session. `run()` serves one request at a time (calls queue).
+// compiles the whole-graph session. `run()` serves several requests at once, their forward work taken in turn
+// (model-turns.ts): a request waiting for its blocks holds nothing.
+import { ModelTurns } from './model-turns.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { randomUUID } from 'node:crypto';
@@ -71,7 +73,9 @@ export interface LoadOptions {
 }
 
 export class HostedModel {
-  private queue: Promise<unknown> = Promise.resolve();
+  /** Requests run at once and take the forward work in turn (model-turns.ts). */
+  private readonly turns = new ModelTurns();
+  private readonly running = new Set<Promise<unknown>>();
   private closed = false;
 
   private constructor(
@@ -419,10 +423,9 @@ export class HostedModel {
       return Promise.reject(e);
     }
     const { start, generation } = planned;
-    const opener = typeof open === 'function' ? () => open(start) : () => open;
-    const next = this.queue.then(() => RequestRun.execute(this.ctx, req, start, opener, generation));
-    this.queue = next.catch(() => {});
-    return next;
+    const turn = this.turns.turn();
+    const opener = () => turn.around(typeof open === 'function' ? open(start) : open);
+    return this.track(RequestRun.execute(this.ctx, req, start, opener, generation).finally(() => turn.done()));
   }
 
   /**
@@ -465,18 +468,18 @@ export class HostedModel {
     } catch (e) {
       return Promise.reject(e);
     }
-    const opener = typeof open === 'function' ? () => open(traces[0]!.start) : () => open;
+    const turn = this.turns.turn();
+    const opener = () => turn.around(typeof open === 'function' ? open(traces[0]!.start) : open);
     const t0 = performance.now();
-    const next = this.queue.then(async () => {
+    const next = (async () => {
       const results = await RequestRun.runTraces(this.ctx, traces, opener, {
         timeoutMs: req.timeoutMs,
         signal: req.signal,
         onTrace: req.onTrace,
       });
       return { requestId: traces[0]!.start.requestId, traces: results, timings: { totalMs: performance.now() - t0 } };
-    });
-    this.queue = next.catch(() => {});
-    return next;
+    })().finally(() => turn.done());
+    return this.track(next);
   }
 
   /** Element type and shape a tensor has for `rows` batch rows at sequence length `seq`. */
@@ -487,9 +490,19 @@ export class HostedModel {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await this.queue;
+    await Promise.allSettled([...this.running]);
     await this.cache.dispose();
     this.weights.dispose();
+  }
+
+  private track<T>(run: Promise<T>): Promise<T> {
+    const settled = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.running.add(settled);
+    void settled.then(() => this.running.delete(settled));
+    return run;
   }
 
   /** Element type names of the tensors the probe saw (for tests and diagnostics). */
