@@ -226,8 +226,8 @@ export class RequestExecutor {
         },
       };
       const opener = await this.opener(a, model, timeoutMs, entry.controller.signal);
-      // The model runs one request at a time: RUNNING is reported when this one's turn comes (the runtime opens
-      // the channel to the blocks then), not while it waits behind another.
+      // RUNNING is reported when the runtime opens the channel to the blocks (requests on a model run at once and
+      // take its forward work in turn).
       let t1 = t0;
       const open: OpenChannel = (start) => {
         t1 = performance.now();

@@ -429,7 +429,7 @@ export class HostedModel {
   }
 
   /**
-   * Runs a session: its traces one after the other in one turn on the model, on one channel to the blocks (so
+   * Runs a session: its traces one after the other (taking the model's forward work in turn with other requests), on one channel to the blocks (so
    * `ctx.shared` and `ctx.traces` carry values from trace to trace in the blocks' process), under one deadline. Every
    * trace is validated before the first runs; a failure in trace t fails the session, naming the trace.
    */

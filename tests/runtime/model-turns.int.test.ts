@@ -17,7 +17,9 @@ const SWAP = `async (m) => {
   return (await m.output).slice(0, -1);
 }`;
 
-test('a block parked on a never-settling promise does not hold the model; the others finish with their solo values', { timeout: 120_000 }, async () => {
+test('a block parked on a never-settling promise does not hold the model; the others finish with their solo values', {
+  timeout: 120_000,
+}, async () => {
   const hm = await tinyModel();
   const open = () => createInProcessBlocks({ manifest: hm.manifest(), tokenizer: hm.tokenizer });
   const ctl = new AbortController();
@@ -26,7 +28,12 @@ test('a block parked on a never-settling promise does not hold the model; the ot
       requestId: 'parked',
       timeoutMs: 3_600_000,
       signal: ctl.signal,
-      invokes: [{ tokens: [464, 412, 733], block: 'async (m) => { await m.transformer.h[0].output; await new Promise(() => {}); }' }],
+      invokes: [
+        {
+          tokens: [464, 412, 733],
+          block: 'async (m) => { await m.transformer.h[0].output; await new Promise(() => {}); }',
+        },
+      ],
     },
     open,
   );
