@@ -1,8 +1,9 @@
 // `npm run bench -- hostile`: the shared service under careless and hostile keys (issue 20), on the embedded fabric's
 // real processes with auth on (an operator key from NDIF_BOOTSTRAP_KEY, one ordinary key, one trusted key):
 // (a) parked: the ordinary key parks a request on a promise that never settles (10 min timeout) on gpt2-tiny's one
-//     replica, then submits 10 short requests: their p99 wait (received → finished) over their median solo run
-//     (the same requests one at a time before); the parked request is cancelled once they finish, or after 20 s;
+//     replica, then submits 10 short requests one after the other (a researcher's loop): their p99 wait (received →
+//     finished) over their median solo run (the same requests before the parked one); the parked request is
+//     cancelled once they finish, or after 20 s (then the rest run after it);
 // (b) hog: the trusted key's block pushes 100 MB Float32Arrays in a synchronous loop (stopping by itself at 4 GB, so a
 //     regression cannot take the shared machine down; the agent's limit is NDIF_AGENT_MEMORY_MAX=1GiB) while 10 of the
 //     ordinary key's requests are queued: agent deaths (restarts the control plane saw) and how many of the 10 complete;
@@ -39,7 +40,10 @@ function secretsBlock(secrets: Record<string, string>, dataDir: string): string 
   return `async () => {
   const fs = process.getBuiltinModule('fs');
   const path = process.getBuiltinModule('path');
-  const secrets = ${JSON.stringify(secrets)};
+  // Reversed in the request (the payload is stored in the event log, where the search would find it otherwise).
+  const secrets = Object.fromEntries(Object.entries(${JSON.stringify(
+    Object.fromEntries(Object.entries(secrets).map(([k, v]) => [k, [...v].reverse().join('')])),
+  )}).map(([k, v]) => [k, [...v].reverse().join('')]));
   const found = {};
   const look = (where, text) => {
     for (const [name, value] of Object.entries(secrets)) if (text.includes(value)) (found[name] ??= []).push(where);
@@ -77,6 +81,8 @@ function rssMb(pid: number): number {
 
 export async function run(): Promise<Record<string, unknown>> {
   const t0 = performance.now();
+  const say = (what: string) =>
+    process.stderr.write(`hostile: ${what} at ${round((performance.now() - t0) / 1000, 1)} s\n`);
   const tmp = mkdtempSync(join(tmpdir(), 'ndif-bench-hostile-'));
   const dataDir = join(tmp, 'data');
   const bootstrap = `ndif_${randomBytes(8).toString('hex')}_${randomBytes(32).toString('base64url').slice(0, 43)}`;
@@ -88,6 +94,7 @@ export async function run(): Promise<Record<string, unknown>> {
       NDIF_BOOTSTRAP_KEY: bootstrap,
       NDIF_RESULT_SECRET: resultSecret,
       NDIF_AGENT_RESTART_MS: '100',
+      NDIF_SANDBOX_MEMORY_MB: '256',
       NDIF_AGENT_MEMORY_MAX: '1GiB',
       NDIF_AGENT_GPUS: '1x16GiB',
       NDIF_AGENT_RAM: '8GiB',
@@ -132,10 +139,12 @@ export async function run(): Promise<Record<string, unknown>> {
       ((await call(bootstrap, '/agents')).agents as Array<{ health?: { restarts?: number } }>)[0]?.health?.restarts ??
       0;
 
+    say('started');
     // Warm-up: deploys gpt2-tiny on demand (one replica) and starts the sandbox pool.
     await submit(ordinary, 'warm-up', SHORT);
     await finished(ordinary, ['warm-up'], 60_000);
 
+    say('warmed up');
     // (a) parked
     const soloIds = Array.from({ length: 10 }, (_, i) => `solo-${i}`);
     const solo: number[] = [];
@@ -148,24 +157,54 @@ export async function run(): Promise<Record<string, unknown>> {
       if ((await call(ordinary, '/requests/parked')).status === 'RUNNING') break;
       await new Promise((r) => setTimeout(r, 100));
     }
+    // One after the other, as a researcher's loop submits them: each one's wait is its own, not the others'.
     const otherIds = Array.from({ length: 10 }, (_, i) => `other-${i}`);
-    await Promise.all(otherIds.map((id) => submit(ordinary, id, SHORT)));
-    let others = await finished(ordinary, otherIds, 20_000);
+    const others = new Map<string, Json>();
+    const parkedUntil = Date.now() + 20_000;
+    for (const id of otherIds) {
+      await submit(ordinary, id, SHORT);
+      const v = (await finished(ordinary, [id], Math.max(0, parkedUntil - Date.now()))).get(id);
+      if (v !== undefined) others.set(id, v);
+      else break;
+    }
     await call(ordinary, '/requests/parked/cancel', {});
-    if (others.size < otherIds.length) others = await finished(ordinary, otherIds, 20_000);
+    for (const id of otherIds) {
+      if (others.has(id)) continue;
+      if (!(await call(ordinary, `/requests/${id}`).catch(() => null))) await submit(ordinary, id, SHORT);
+      const v = (await finished(ordinary, [id], 20_000)).get(id);
+      if (v !== undefined) others.set(id, v);
+    }
     const othersWait = [...others.values()].map(waitS);
     const parkedRatio = quantile(othersWait, 0.99) / median(solo);
 
+    say('parked done');
+    // (d) secrets
+    await submit(
+      trusted,
+      'secrets',
+      secretsBlock({ NDIF_BOOTSTRAP_KEY: bootstrap, NDIF_RESULT_SECRET: resultSecret }, dataDir),
+    );
+    const sv = (await finished(trusted, ['secrets'], 30_000)).get('secrets');
+    let found: Record<string, string[]> | null = null;
+    if (sv?.status === 'COMPLETED') {
+      const r = await fetch(`${url}/requests/secrets/result`, { headers: { 'x-api-key': trusted } });
+      const c = decodeResultContainer(new Uint8Array(await r.arrayBuffer()));
+      found = (c.invokes[0]?.tree ?? {}) as Record<string, string[]>;
+    }
+
+    say('secrets done');
     // (b) hog
     const before = await restarts();
     await submit(trusted, 'hog', HOG);
     const queuedIds = Array.from({ length: 10 }, (_, i) => `queued-${i}`);
     for (const id of queuedIds) await submit(ordinary, id, SHORT);
     const queued = await finished(ordinary, queuedIds, 40_000);
+    say('queued done');
     const hog = (await finished(trusted, ['hog'], 10_000)).get('hog');
     const hogDeaths = (await restarts()) - before;
     const hogCompleted = [...queued.values()].filter((v) => v.status === 'COMPLETED').length;
 
+    say('hog done');
     // (c) tokenizer
     const bigDir = join(tmp, 'big-tokenizer');
     cpSync(ensureModel('gpt2-tiny'), bigDir, { recursive: true });
@@ -195,20 +234,6 @@ export async function run(): Promise<Record<string, unknown>> {
         (r) => r.status === 200,
         () => false,
       ));
-
-    // (d) secrets
-    await submit(
-      trusted,
-      'secrets',
-      secretsBlock({ NDIF_BOOTSTRAP_KEY: bootstrap, NDIF_RESULT_SECRET: resultSecret }, dataDir),
-    );
-    const sv = (await finished(trusted, ['secrets'], 30_000)).get('secrets');
-    let found: Record<string, string[]> | null = null;
-    if (sv?.status === 'COMPLETED') {
-      const r = await fetch(`${url}/requests/secrets/result`, { headers: { 'x-api-key': trusted } });
-      const c = decodeResultContainer(new Uint8Array(await r.arrayBuffer()));
-      found = (c.invokes[0]?.tree ?? {}) as Record<string, string[]>;
-    }
 
     return {
       parked_others_p99_over_run: round(parkedRatio),
