@@ -4,7 +4,7 @@
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createInProcessBlocks } from '../../gpu-agent/block/index.js';
-import type { Tensor } from '../../gpu-agent/block/tensor.js';
+import type { Tensor } from '../../gpu-agent/block/api/tensor.js';
 import { maxAbsDiff, tinyModel, value } from './tiny-model.js';
 
 after(async () => (await tinyModel()).close());
