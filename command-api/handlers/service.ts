@@ -14,6 +14,7 @@ import { domainCodec, type CommandMetadata } from './codec.js';
 import { routeOf, type ControlPlaneCommand, type DomainCommand } from './commands.js';
 import { commandSchema } from './schemas.js';
 import { StreamLocks } from './stream-lock.js';
+import { TERMINAL, type RequestStatus } from '../../domain/request/state.js';
 
 export interface CommandOutcome {
   streamId: string;
@@ -104,6 +105,12 @@ export class ControlPlaneCommands {
         cache: this.cache,
       }),
     );
+    // A finished request's stream is rarely commanded again (a late report, its result's expiry): its folded state
+    // leaves the cache, which then holds the live requests rather than every recent one.
+    if (route.streamId.startsWith('request-')) {
+      const status = (this.cache.peek(route.streamId)?.state as { status?: RequestStatus } | undefined)?.status;
+      if (status !== undefined && TERMINAL.has(status)) this.cache.delete(route.streamId);
+    }
     const outcome: CommandOutcome = {
       streamId: route.streamId,
       events: r.events,

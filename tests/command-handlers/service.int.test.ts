@@ -222,3 +222,21 @@ describe('heartbeats', () => {
     assert.deepEqual(heartbeats, [`a1/b1@${AT}`]);
   });
 });
+
+describe('aggregate cache', () => {
+  it('keeps a live request folded and drops a finished one (its next command reads its stream again)', async () => {
+    await cp.execute(submit, meta('s1'));
+    await cp.execute({ ...submit, requestId: 'r2' }, meta('s2'));
+    assert.ok(cp.cache.peek('request-r1') !== undefined, 'a queued request is cached');
+    await cp.execute({ type: 'CancelRequest', requestId: 'r1', actor: 'key:a', operator: false }, meta('x1'));
+    assert.equal(cp.cache.peek('request-r1'), undefined, 'a cancelled request left the cache');
+    assert.ok(cp.cache.peek('request-r2') !== undefined, 'the other one stays');
+    const reads = cp.cache.stats.fullReads;
+    // A command on the finished request still decides on its whole history (a repeat cancel is refused or a no-op).
+    await cp
+      .execute({ type: 'CancelRequest', requestId: 'r1', actor: 'key:a', operator: false }, meta('x2'))
+      .catch(() => undefined);
+    assert.equal(cp.cache.stats.fullReads, reads + 1);
+    assert.equal(cp.cache.peek('request-r1'), undefined);
+  });
+});

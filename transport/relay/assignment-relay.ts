@@ -55,7 +55,10 @@ export class AssignmentRelay {
   /** Payloads of requests seen arriving, so their dispatch reads nothing (received-cache.ts). */
   private received = new ReceivedCache();
   private position = 0;
-  private flushed = { position: 0, snapshot: '' };
+  /** The last position whose messages are published, and its routing state serialized when a checkpoint needs it. */
+  private flushed: { position: number; snapshot: string | undefined } = { position: 0, snapshot: '' };
+  /** An event is being routed (its state changes are in, its position not yet). */
+  private routing = false;
   private lastSaveAt = 0;
   private saving: Promise<void> = Promise.resolve();
   private idleTimer: NodeJS.Timeout | undefined;
@@ -117,9 +120,11 @@ export class AssignmentRelay {
 
   private async onEvent(e: StoredEvent, caughtUp: boolean): Promise<void> {
     this.received.observe(e);
+    this.routing = true;
     const drafts = route(this.state, e);
     for (const d of drafts) this.outbox.push(await this.message(d, e));
     this.position = e.position;
+    this.routing = false;
     if (
       caughtUp ||
       this.outbox.length >= (this.options.publishBatch ?? 500) ||
@@ -168,7 +173,9 @@ export class AssignmentRelay {
       await this.options.transport.publish(this.topic, batch);
       this.st.published += batch.length;
     }
-    this.flushed = { position: this.position, snapshot: JSON.stringify(this.state) };
+    // The routing state is serialized only for a checkpoint (at most every checkpointEveryMs), not on every flush:
+    // at 1,000 agents it is large, and a flush happens per event when live.
+    this.flushed = { position: this.position, snapshot: undefined };
     this.st.position = this.position;
     this.wake();
     const every = this.options.checkpointEveryMs ?? 1000;
@@ -187,8 +194,17 @@ export class AssignmentRelay {
 
   /** Writes the checkpoint of the last flushed position (never one whose messages are not yet published). */
   private save(): Promise<void> {
-    const { position, snapshot } = this.flushed;
+    const { position } = this.flushed;
     if (position <= this.st.checkpointPosition) return this.saving;
+    // The state may be serialized only while it is the state of the flushed position (nothing routed since).
+    if (this.flushed.snapshot === undefined) {
+      if (this.routing || this.position !== position || this.outbox.length > 0) {
+        if (!this.stopped) this.scheduleIdleSave(this.options.checkpointEveryMs ?? 1000);
+        return this.saving;
+      }
+      this.flushed.snapshot = JSON.stringify(this.state);
+    }
+    const snapshot = this.flushed.snapshot;
     this.lastSaveAt = Date.now();
     this.saving = this.saving.then(async () => {
       try {
