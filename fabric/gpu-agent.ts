@@ -21,7 +21,7 @@ import {
   takeLastWords,
   writeLastWords,
 } from '../gpu-agent/agent/last-words.js';
-import { Watchdog } from '../gpu-agent/agent/watchdog.js';
+import { Watchdog, cgroupMemoryMax, collectGarbage } from '../gpu-agent/agent/watchdog.js';
 import { agentConfigFromEnv } from '../gpu-agent/agent/config.js';
 import { GpuAgent } from '../gpu-agent/agent/agent.js';
 import { sandboxOpener } from '../gpu-agent/agent/sandbox-opener.js';
@@ -175,11 +175,34 @@ async function main(): Promise<void> {
   running = () => agent.requests.runningIds();
   if (before)
     log.warn({ previousExit: before }, 'the previous process of this agent ended; reporting how with the registration');
-  const watchdog =
-    config.stallMs > 0
-      ? new Watchdog({ stallMs: config.stallMs, lastWordsFile: wordsFile, agentId: config.agentId, bootId })
-      : undefined;
-  if (watchdog) agent.requests.onRunningChange = (ids) => watchdog.setRunning(ids);
+  const memoryMaxBytes = config.memoryMaxBytes ?? cgroupMemoryMax();
+  let lastStop = 0;
+  const watchdog = new Watchdog({
+    stallMs: config.stallMs,
+    lastWordsFile: wordsFile,
+    agentId: config.agentId,
+    bootId,
+    ...(memoryMaxBytes === undefined ? {} : { memoryMaxBytes }),
+    memoryFloorBytes: config.memoryFloorBytes,
+    onInterrupt: (i) => {
+      // One block at a time: the memory of the one stopped last takes a moment to be given back.
+      if (Date.now() - lastStop < 2000) return;
+      const stopped = agent.requests.stopInProcess(
+        'OutOfMemory',
+        `the agent ran short of memory while this block ran (${i.detail}); the block was stopped. Keep less in memory (save slices, means), or run it untrusted, where the sandbox's memory cap applies`,
+      );
+      if (stopped === undefined) return;
+      lastStop = Date.now();
+      log.warn({ detail: i.detail, requestId: stopped }, 'a trusted block was stopped: the agent ran short of memory');
+      for (const ms of [50, 300, 1000])
+        setTimeout(() => {
+          collectGarbage();
+          log.debug({ rss: process.memoryUsage.rss(), running: agent.requests.runningIds() }, 'memory after the stop');
+        }, ms).unref();
+    },
+  });
+  agent.requests.onRunningChange = (r) => watchdog.setRunning(r);
+  agent.requests.onBlockEntered = (id) => watchdog.setCulprit(id);
 
   const shutdown = (why: string, code: number): Promise<void> =>
     (shuttingDown ??= (async () => {
@@ -188,7 +211,7 @@ async function main(): Promise<void> {
       force.unref();
       try {
         await agent.stop();
-        await watchdog?.stop();
+        await watchdog.stop();
         await sandbox.close();
         await transport.close().catch(() => undefined);
         await blobs.close();

@@ -54,7 +54,7 @@ export const DEFAULT_API_CONFIG: Omit<ApiConfig, 'resultSecret'> = {
   rateLimit: { perSecond: 20, burst: 40, maxInFlight: 16 },
   downloadRateLimit: { perSecond: 5, burst: 20 },
   authFailureLimit: { perSecond: 1, burst: 10 },
-  keyLimits: { maxTimeoutMs: 3_600_000, maxQueued: 200, maxRunning: 8, storageQuotaBytes: 1024 * MIB },
+  keyLimits: { maxTimeoutMs: 600_000, maxQueued: 200, maxRunning: 8, storageQuotaBytes: 1024 * MIB },
   inlineResultMaxBytes: 4 * MIB,
   resultUrlTtlMs: 3_600_000,
   publicUrl: null,

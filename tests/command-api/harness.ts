@@ -82,7 +82,13 @@ export async function startApi(options: HarnessOptions = {}): Promise<ApiHarness
     view,
     commands,
     clock: () => clock.now,
-    config: { onDemand: onDemandFromCatalog(registered) },
+    // One request per replica at a time (the tests here model a queue behind a running request).
+    config: {
+      onDemand: (key) => {
+        const m = onDemandFromCatalog(registered)(key);
+        return m === undefined ? undefined : { ...m, settings: { ...m.settings, concurrency: 1 } };
+      },
+    },
     onError: (e) => {
       throw e;
     },
