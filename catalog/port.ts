@@ -23,6 +23,8 @@ export interface ModelEntry {
     registeredAt: string;
     registeredBy: string;
   };
+  /** Set while an operator has the model offline: submissions are refused with the reason, nothing deploys it. */
+  disabled?: { reason: string; by: string; at: string };
 }
 
 export interface ModelCatalog {

@@ -29,6 +29,7 @@ export function entryOf(m: RegisteredModel): ModelEntry {
       registeredAt: m.registeredAt,
       registeredBy: m.registeredBy,
     },
+    ...(m.disabled === undefined ? {} : { disabled: { ...m.disabled } }),
   };
 }
 

@@ -39,7 +39,12 @@ export const AGENT_COMMANDS = everyOf<AgentCommand['type']>()([
   'CompleteAgentDrain',
 ]);
 
-export const MODEL_COMMANDS = everyOf<ModelCommand['type']>()(['RegisterModel', 'RemoveModel']);
+export const MODEL_COMMANDS = everyOf<ModelCommand['type']>()([
+  'RegisterModel',
+  'RemoveModel',
+  'DisableModel',
+  'EnableModel',
+]);
 
 export const DEPLOYMENT_COMMANDS = everyOf<DeploymentCommand['type']>()([
   'RequestDeployment',

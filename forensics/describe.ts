@@ -315,5 +315,9 @@ export function explainDomainEvent(d: DomainEvent): EventExplanation {
         `model ${d.data.modelKey} (weights sha256 ${d.data.fingerprint.slice(0, 12)}…) removed by ${d.data.removedBy}`,
         { weights: d.data.fingerprint },
       );
+    case 'ModelDisabled':
+      return plain(`model ${d.data.modelKey} disabled by ${d.data.disabledBy}: ${d.data.reason}`);
+    case 'ModelEnabled':
+      return plain(`model ${d.data.modelKey} enabled by ${d.data.enabledBy}`);
   }
 }

@@ -19,6 +19,7 @@ export const ApiErrorCode = {
   notReady: 'API_NOT_READY',
   internal: 'API_INTERNAL',
   websocketRequired: 'API_WEBSOCKET_REQUIRED',
+  modelDisabled: 'API_MODEL_DISABLED',
 } as const;
 
 export interface Issue {
@@ -50,6 +51,19 @@ export function unknownModel(key: string, known: string[]): FabricError {
     {
       hint: 'use one of the listed keys (GET /models)',
       details: { model: key.slice(0, 130), known },
+    },
+  );
+}
+
+/** A submission or deployment for a model an operator has taken offline; the message gives the operator's reason. */
+export function modelDisabled(key: string, note: { reason: string; by: string; at: string }): FabricError {
+  return new FabricError(
+    ApiErrorCode.modelDisabled,
+    409,
+    `model ${key} is disabled by ${note.by} since ${note.at}: ${note.reason}`,
+    {
+      hint: 'try again once an operator enables it (ndif models enable), or use another model (GET /models)',
+      details: { model: key, reason: note.reason, disabledBy: note.by, disabledAt: note.at },
     },
   );
 }

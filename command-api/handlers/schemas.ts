@@ -7,6 +7,7 @@ import {
   because,
   crashEvidence,
   gpuSpec,
+  modelDisabledReason,
   modelFacts,
   requeueReason,
   sha256,
@@ -256,4 +257,6 @@ export const commandSchema = z.discriminatedUnion('type', [
     model: modelFacts.strict(),
   }),
   z.strictObject({ type: z.literal('RemoveModel'), modelKey, actor, deployedReplicas: count }),
+  z.strictObject({ type: z.literal('DisableModel'), modelKey, actor, reason: modelDisabledReason }),
+  z.strictObject({ type: z.literal('EnableModel'), modelKey, actor }),
 ]);

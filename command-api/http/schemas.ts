@@ -69,4 +69,6 @@ export const registerModelSchema = z.strictObject({
   replace: z.boolean().optional(),
 });
 export const removeModelSchema = z.strictObject({ model: modelKey });
+export const disableModelSchema = z.strictObject({ model: modelKey, reason: z.string().trim().min(1).max(500) });
+export const enableModelSchema = z.strictObject({ model: modelKey });
 export const keyIdParams = z.strictObject({ id: z.string().max(200) });

@@ -44,6 +44,9 @@ export const modelFacts = z.object({
 });
 export type ModelFacts = z.infer<typeof modelFacts>;
 
+/** Why an operator took a model offline: shown to everyone whose submission is refused. */
+export const modelDisabledReason = z.string().trim().min(1).max(500);
+
 export const modelEventSchemas = {
   ModelRegistered: modelFacts.extend({
     modelKey: id,
@@ -53,4 +56,7 @@ export const modelEventSchemas = {
     registeredAt: isoTime,
   }),
   ModelRemoved: z.object({ modelKey: id, fingerprint: sha256, removedBy: id, removedAt: isoTime }),
+  /** An operator took the model offline: submissions are refused with the reason, nothing deploys it. */
+  ModelDisabled: z.object({ modelKey: id, reason: modelDisabledReason, disabledBy: id, disabledAt: isoTime }),
+  ModelEnabled: z.object({ modelKey: id, enabledBy: id, enabledAt: isoTime }),
 } as const;

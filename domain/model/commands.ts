@@ -23,4 +23,20 @@ export interface RemoveModel {
   at: string;
 }
 
-export type ModelCommand = RegisterModel | RemoveModel;
+/** An operator takes a model offline (`POST /models/:key/disable`, `ndif models disable`). */
+export interface DisableModel {
+  type: 'DisableModel';
+  modelKey: string;
+  actor: string;
+  reason: string;
+  at: string;
+}
+
+export interface EnableModel {
+  type: 'EnableModel';
+  modelKey: string;
+  actor: string;
+  at: string;
+}
+
+export type ModelCommand = RegisterModel | RemoveModel | DisableModel | EnableModel;

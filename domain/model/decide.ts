@@ -1,10 +1,12 @@
 // The model catalog decider: a key names one set of files (by their sha256 fingerprint). Registering the same
 // files again changes nothing; other files under a registered key are refused unless the operator replaces them
 // (never while replicas are deployed: they run the old files); a model is removed only once nothing is deployed.
+// An operator disables a registered model with a reason (taking it offline) and enables it again; disabling it
+// again with the same reason, or enabling a model that is not disabled, changes nothing.
 import type { ModelEvent } from '../events/index.js';
 import type { Decider } from '../shared/decider.js';
 import { DomainErrorCode as C, refuse } from '../shared/errors.js';
-import type { ModelCommand, RegisterModel, RemoveModel } from './commands.js';
+import type { DisableModel, EnableModel, ModelCommand, RegisterModel, RemoveModel } from './commands.js';
 import { evolveModel, initialModelState, type ModelState } from './state.js';
 
 const short = (fp: string) => fp.slice(0, 12);
@@ -63,10 +65,44 @@ function remove(c: RemoveModel, s: ModelState): ModelEvent[] {
   ];
 }
 
+const MAX_REASON = 500;
+
+function requireRegistered(c: { modelKey: string }, s: ModelState): void {
+  if (s.status !== 'REGISTERED')
+    refuse(C.modelNotFound, `model ${c.modelKey} is not registered`, 'ndif models list shows the registered models');
+}
+
+function disable(c: DisableModel, s: ModelState): ModelEvent[] {
+  const reason = typeof c.reason === 'string' ? c.reason.trim() : '';
+  if (reason.length === 0 || reason.length > MAX_REASON)
+    refuse(
+      C.invalidCommand,
+      `a model is disabled with a reason of 1 to ${MAX_REASON} characters (got ${reason.length})`,
+      'say why, e.g. --reason "weights being replaced until 14:00"; researchers see it when refused',
+    );
+  requireRegistered(c, s);
+  if (s.disabled?.reason === reason) return [];
+  return [{ type: 'ModelDisabled', data: { modelKey: c.modelKey, reason, disabledBy: c.actor, disabledAt: c.at } }];
+}
+
+function enable(c: EnableModel, s: ModelState): ModelEvent[] {
+  requireRegistered(c, s);
+  if (s.disabled === null) return [];
+  return [{ type: 'ModelEnabled', data: { modelKey: c.modelKey, enabledBy: c.actor, enabledAt: c.at } }];
+}
+
 export function decideModel(c: ModelCommand, s: ModelState): ModelEvent[] {
-  if (!Number.isSafeInteger(c.deployedReplicas) || c.deployedReplicas < 0)
-    refuse(C.invalidCommand, 'deployedReplicas must be an integer >= 0');
-  return c.type === 'RegisterModel' ? register(c, s) : remove(c, s);
+  switch (c.type) {
+    case 'DisableModel':
+      return disable(c, s);
+    case 'EnableModel':
+      return enable(c, s);
+    case 'RegisterModel':
+    case 'RemoveModel':
+      if (!Number.isSafeInteger(c.deployedReplicas) || c.deployedReplicas < 0)
+        refuse(C.invalidCommand, 'deployedReplicas must be an integer >= 0');
+      return c.type === 'RegisterModel' ? register(c, s) : remove(c, s);
+  }
 }
 
 export const modelDecider: Decider<ModelCommand, ModelState, ModelEvent> = {

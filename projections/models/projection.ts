@@ -1,5 +1,6 @@
 // The registered models read model: each key's current registration (the files' fingerprint and what the runtime
-// found in them), from ModelRegistered / ModelRemoved. The control plane's catalog (catalog/registered.ts) is a
+// found in them) and whether an operator has it offline, from ModelRegistered / ModelRemoved / ModelDisabled /
+// ModelEnabled. The control plane's catalog (catalog/registered.ts) is a
 // view of it.
 import type { ModelFacts } from '../../domain/events/model.js';
 import type { DomainEvent } from '../../domain/events/types.js';
@@ -13,6 +14,14 @@ export interface RegisteredModel extends ModelFacts {
   previousFingerprint: string | null;
   /** Log position of the registration (the catalog lists models in this order). */
   position: number;
+  /** Set while an operator has the model offline (absent in snapshots written before models could be disabled). */
+  disabled?: ModelDisabledNote;
+}
+
+export interface ModelDisabledNote {
+  reason: string;
+  by: string;
+  at: string;
 }
 
 export interface ModelsState {
@@ -25,9 +34,31 @@ export function initialModelsState(): ModelsState {
 
 export function applyModels(s: ModelsState, e: StoredEvent, d: DomainEvent | undefined = decode(e)): ModelsState {
   if (d === undefined) return s;
-  if (d.type === 'ModelRegistered') s.byKey.set(d.data.modelKey, { ...d.data, position: e.position });
-  else if (d.type === 'ModelRemoved') s.byKey.delete(d.data.modelKey);
+  switch (d.type) {
+    case 'ModelRegistered': {
+      // Replacing a disabled model's files keeps it disabled.
+      const disabled = s.byKey.get(d.data.modelKey)?.disabled;
+      s.byKey.set(d.data.modelKey, { ...d.data, position: e.position, ...(disabled === undefined ? {} : { disabled }) });
+      break;
+    }
+    case 'ModelRemoved':
+      s.byKey.delete(d.data.modelKey);
+      break;
+    case 'ModelDisabled': {
+      const m = s.byKey.get(d.data.modelKey);
+      if (m !== undefined) m.disabled = { reason: d.data.reason, by: d.data.disabledBy, at: d.data.disabledAt };
+      break;
+    }
+    case 'ModelEnabled':
+      delete s.byKey.get(d.data.modelKey)?.disabled;
+      break;
+  }
   return s;
+}
+
+/** Why the model is offline, or undefined when it is not disabled (or not registered). */
+export function modelDisabled(s: ModelsState, modelKey: string): ModelDisabledNote | undefined {
+  return s.byKey.get(modelKey)?.disabled;
 }
 
 /** Registered models in registration order. */

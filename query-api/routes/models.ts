@@ -41,6 +41,7 @@ export function modelRoutes(app: FastifyInstance, deps: RouteDeps): void {
                 registeredAt: e.registration.registeredAt,
                 registeredBy: e.registration.registeredBy,
               }),
+          ...(e.disabled === undefined ? {} : { disabled: e.disabled }),
           phase: deploymentPhase(s.cluster, e.key),
           replicas: levels,
         };

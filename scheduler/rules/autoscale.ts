@@ -1,15 +1,17 @@
 // Autoscale (NDIF): when the oldest queued request of a model has waited longer than the threshold (30 s), add
 // one replica copying a live replica's settings, up to the maximum (3), at most once per backoff (120 s); checked
-// every autoscaleCheckMs (5 s). Not while a replica is already on its way.
+// every autoscaleCheckMs (5 s). Not while a replica is already on its way, nor for a model an operator disabled.
 import { fmtMs } from '../../domain/shared/format.js';
 import type { PlanContext } from '../plan-context.js';
 import { activeReplicas } from '../../projections/cluster/queries.js';
+import { modelDisabled } from '../../projections/models/projection.js';
 import { oldestQueued, queuedModels, queueLength } from '../../projections/queue/queries.js';
 
 export function autoscaleRule(ctx: PlanContext): void {
   if (!ctx.input.autoscale) return;
   const s = ctx.state;
   for (const modelKey of queuedModels(s.queue)) {
+    if (modelDisabled(s.models, modelKey) !== undefined) continue;
     const replicas = activeReplicas(s.cluster, modelKey);
     const hot = replicas.filter((r) => r.state === 'HOT').sort((a, b) => (b.placedAtMs ?? 0) - (a.placedAtMs ?? 0));
     if (hot.length === 0) continue;

@@ -1,8 +1,11 @@
 // Queued requests for a model without a live replica: deploy it on demand when the model key is allowed;
 // fail them with the reason when it is not, or when the deployment was refused or failed to load after they
 // were queued (the refusal's numbers are the error's message). Requests queued after such a failure try again.
+// A model an operator has disabled is never deployed: its queued requests keep their place (their own queue
+// timeout still applies) and are served once it is enabled.
 import type { PlanContext } from '../plan-context.js';
 import { activeReplicas } from '../../projections/cluster/queries.js';
+import { modelDisabled } from '../../projections/models/projection.js';
 import { heads, queuedModels } from '../../projections/queue/queries.js';
 import type { DeploymentOutcome } from '../../projections/cluster/state.js';
 import { LIVE_STATES } from '../view-queries.js';
@@ -10,6 +13,7 @@ import { LIVE_STATES } from '../view-queries.js';
 export function onDemandRule(ctx: PlanContext): void {
   const s = ctx.state;
   for (const modelKey of queuedModels(s.queue)) {
+    if (modelDisabled(s.models, modelKey) !== undefined) continue;
     const replicas = activeReplicas(s.cluster, modelKey);
     if (replicas.some((r) => LIVE_STATES.has(r.state))) continue;
     const dep = s.cluster.deployments.get(modelKey);

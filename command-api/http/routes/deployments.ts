@@ -2,7 +2,7 @@
 import type { FastifyInstance } from 'fastify';
 import { callerOf } from '../../../http/access.js';
 import type { RouteDeps } from '../../../http/deps.js';
-import { invalidInput, unknownModel } from '../../../http/errors.js';
+import { invalidInput, modelDisabled, unknownModel } from '../../../http/errors.js';
 import { parseInput } from '../../../http/validate.js';
 import type { DeploymentSettingsInput } from '../../../domain/deployment/settings.js';
 import type { DomainEvent } from '../../../domain/events/types.js';
@@ -32,6 +32,7 @@ export function deploymentRoutes(app: FastifyInstance, deps: RouteDeps): void {
         b.model,
         ctx.catalog.list().map((e) => e.key),
       );
+    if (entry.disabled !== undefined) throw modelDisabled(b.model, entry.disabled);
     const settings: DeploymentSettingsInput = definedOnly({
       weightsBytes: entry.weightsBytes,
       gpus: b.gpus ?? entry.defaults.gpus,
@@ -69,6 +70,8 @@ export function deploymentRoutes(app: FastifyInstance, deps: RouteDeps): void {
   app.post('/deployments/scale', operator, async (req, reply) => {
     const me = callerOf(req);
     const b = parseInput(scaleSchema, req.body ?? {}, 'body');
+    const disabled = ctx.catalog.get(b.model)?.disabled;
+    if (disabled !== undefined && b.replicas > 0) throw modelDisabled(b.model, disabled);
     const out = await ctx.commands.execute(
       { type: 'ScaleDeployment', modelKey: b.model, replicas: b.replicas },
       metaOf(ctx, me, commandIdOf(req, me, ctx)),

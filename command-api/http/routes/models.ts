@@ -1,5 +1,6 @@
 // Operators' catalog routes: register a model folder (POST /models: the folder is inspected, its files'
-// fingerprint recorded as ModelRegistered) and remove a model (refused while it is deployed). The list and each
+// fingerprint recorded as ModelRegistered), remove a model (refused while it is deployed), and disable / enable
+// one (ModelDisabled with the operator's reason / ModelEnabled: taking it offline and back). The list and each
 // model's manifest are read routes of the query API (GET /models).
 import type { FastifyInstance } from 'fastify';
 import { callerOf } from '../../../http/access.js';
@@ -10,7 +11,7 @@ import { registerModelFolder } from '../../../catalog/register.js';
 import { entryOf } from '../../../catalog/registered.js';
 import { activeReplicas } from '../../../projections/cluster/queries.js';
 import { commandIdOf, metaOf } from '../meta.js';
-import { registerModelSchema, removeModelSchema } from '../schemas.js';
+import { disableModelSchema, enableModelSchema, registerModelSchema, removeModelSchema } from '../schemas.js';
 
 const operator = { config: { access: 'operator' as const } };
 
@@ -66,5 +67,27 @@ export function modelCommandRoutes(app: FastifyInstance, deps: RouteDeps): void 
     );
     if (out.position !== undefined) await ctx.view.waitForPosition(out.position, 10_000);
     return { model: b.model, removed: out.events.length > 0, logPosition: out.position ?? null };
+  });
+
+  app.post('/models/disable', operator, async (req) => {
+    const me = callerOf(req);
+    const b = parseInput(disableModelSchema, req.body ?? {}, 'body');
+    const out = await ctx.commands.execute(
+      { type: 'DisableModel', modelKey: b.model, actor: me.actor, reason: b.reason },
+      metaOf(ctx, me, commandIdOf(req, me, ctx)),
+    );
+    if (out.position !== undefined) await ctx.view.waitForPosition(out.position, 10_000);
+    return { model: b.model, disabled: true, changed: out.events.length > 0, logPosition: out.position ?? null };
+  });
+
+  app.post('/models/enable', operator, async (req) => {
+    const me = callerOf(req);
+    const b = parseInput(enableModelSchema, req.body ?? {}, 'body');
+    const out = await ctx.commands.execute(
+      { type: 'EnableModel', modelKey: b.model, actor: me.actor },
+      metaOf(ctx, me, commandIdOf(req, me, ctx)),
+    );
+    if (out.position !== undefined) await ctx.view.waitForPosition(out.position, 10_000);
+    return { model: b.model, disabled: false, changed: out.events.length > 0, logPosition: out.position ?? null };
   });
 }

@@ -1,4 +1,4 @@
-// Submitting a request: checks (model in the catalog, every block compiles, the key's limits: its longest
+// Submitting a request: checks (model in the catalog and not disabled, every block compiles, the key's limits: its longest
 // timeout, its queue and its storage), the SubmitRequest command under the id scoped to the caller
 // (http/request-ids.ts), and idempotency by request id (the same body again: the request as it is; another
 // body: 409).
@@ -7,7 +7,7 @@ import type { CommandOutcome } from '../../handlers/service.js';
 import { requestStream } from '../../../domain/shared/ids.js';
 import type { RouteDeps } from '../../../http/deps.js';
 import { nowIso } from '../../../http/deps.js';
-import { unknownModel } from '../../../http/errors.js';
+import { modelDisabled, unknownModel } from '../../../http/errors.js';
 import { limitsOf, type EffectiveLimits } from '../../../http/key-limits.js';
 import { scopedRequestId } from '../../../http/request-ids.js';
 import type { Identity } from '../../../auth/keys.js';
@@ -55,11 +55,13 @@ function checkTimeout(body: SubmitBody, limits: EffectiveLimits): void {
 
 export async function submit(deps: RouteDeps, me: Identity, body: SubmitBody): Promise<SubmitAnswer> {
   const { ctx } = deps;
-  if (ctx.catalog.get(body.model) === undefined)
+  const entry = ctx.catalog.get(body.model);
+  if (entry === undefined)
     throw unknownModel(
       body.model,
       ctx.catalog.list().map((e) => e.key),
     );
+  if (entry.disabled !== undefined) throw modelDisabled(body.model, entry.disabled);
   if (body.block !== undefined) checkBlockSource(body.block, 'shared');
   body.invokes?.forEach((inv, i) => {
     if (inv.block !== undefined) checkBlockSource(inv.block, i);
