@@ -1,4 +1,4 @@
-// Operator calls (the `ndif` CLI is built on these): register and remove models, deploy, scale, evict, pin, kill,
+// Operator calls (the `ndif` CLI is built on these): register, remove, disable and enable models, deploy, scale, evict, pin, kill,
 // API keys, and the cluster,
 // queue and agent views. Each call checks the fabric's protocol version once first.
 import type { CallOptions, FabricHttp } from './http.js';
@@ -9,6 +9,7 @@ import type {
   DeployBody,
   KeyReply,
   ModelReply,
+  ModelSwitchReply,
   QueueReply,
   RegisteredModelReply,
   VersionReply,
@@ -40,6 +41,9 @@ export class FabricAdmin {
     this.json<{ model: string; removed: boolean; logPosition: number | null }>('POST', '/models/remove', {
       body: { model },
     });
+  disableModel = (model: string, reason: string) =>
+    this.json<ModelSwitchReply>('POST', '/models/disable', { body: { model, reason } });
+  enableModel = (model: string) => this.json<ModelSwitchReply>('POST', '/models/enable', { body: { model } });
 
   deploy = (body: DeployBody) =>
     this.json<{ model: string; replicaIds: string[]; logPosition: number }>('POST', '/deployments', { body });

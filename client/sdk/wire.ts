@@ -261,8 +261,19 @@ export interface ModelReply {
   generative?: boolean;
   registeredAt?: string;
   registeredBy?: string;
+  /** Set while an operator has the model offline. */
+  disabled?: { reason: string; by: string; at: string };
   phase: string;
   replicas: Record<string, number>;
+}
+
+/** POST /models/disable, POST /models/enable. */
+export interface ModelSwitchReply {
+  model: string;
+  disabled: boolean;
+  /** false: it already was (nothing new was recorded). */
+  changed: boolean;
+  logPosition: number | null;
 }
 
 /** POST /models. */

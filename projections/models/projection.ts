@@ -38,7 +38,11 @@ export function applyModels(s: ModelsState, e: StoredEvent, d: DomainEvent | und
     case 'ModelRegistered': {
       // Replacing a disabled model's files keeps it disabled.
       const disabled = s.byKey.get(d.data.modelKey)?.disabled;
-      s.byKey.set(d.data.modelKey, { ...d.data, position: e.position, ...(disabled === undefined ? {} : { disabled }) });
+      s.byKey.set(d.data.modelKey, {
+        ...d.data,
+        position: e.position,
+        ...(disabled === undefined ? {} : { disabled }),
+      });
       break;
     }
     case 'ModelRemoved':

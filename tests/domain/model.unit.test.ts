@@ -1,6 +1,6 @@
 // Model catalog rules in given/when/then form: a key names one set of files (sha256 fingerprint); the same files
 // again change nothing, other files are refused unless replaced while nothing is deployed; removal refuses while
-// deployed.
+// deployed. An operator disables a registered model with a reason and enables it again.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ModelCommand } from '../../domain/model/commands.js';
@@ -106,5 +106,67 @@ describe('model catalog', () => {
     g([registered])
       .when(register({ deployed: -1 }))
       .thenRefused('CP_INVALID_COMMAND');
+  });
+});
+
+describe('disabling a model', () => {
+  const disable = (reason: string, seconds = 20): ModelCommand => ({
+    type: 'DisableModel',
+    modelKey: 'llama',
+    actor: 'op',
+    reason,
+    at: at(seconds),
+  });
+  const enable = (seconds = 30): ModelCommand => ({
+    type: 'EnableModel',
+    modelKey: 'llama',
+    actor: 'op',
+    at: at(seconds),
+  });
+  const disabled: ModelEvent = {
+    type: 'ModelDisabled',
+    data: { modelKey: 'llama', reason: 'weights being replaced', disabledBy: 'op', disabledAt: at(20) },
+  };
+  const enabled: ModelEvent = { type: 'ModelEnabled', data: { modelKey: 'llama', enabledBy: 'op', enabledAt: at(30) } };
+
+  it('given a registered model, when an operator disables it with a reason, then ModelDisabled records it', () => {
+    g([registered]).when(disable('  weights being replaced ')).then([disabled]);
+    assert.deepEqual(fold(modelDecider, [registered, disabled]).disabled, {
+      reason: 'weights being replaced',
+      by: 'op',
+      at: at(20),
+    });
+  });
+  it('the same reason again changes nothing; another reason is recorded', () => {
+    g([registered, disabled]).when(disable('weights being replaced', 25)).then([]);
+    g([registered, disabled])
+      .when(disable('GPU maintenance', 25))
+      .thenMatch(([e]) => assert.equal(e?.type === 'ModelDisabled' && e.data.reason, 'GPU maintenance'));
+  });
+  it('is refused without a reason, with a reason over 500 characters, or for a model not registered', () => {
+    g([registered]).when(disable('   ')).thenRefused('CP_INVALID_COMMAND');
+    g([registered])
+      .when(disable('x'.repeat(501)))
+      .thenRefused('CP_INVALID_COMMAND');
+    g().when(disable('gone')).thenRefused('CP_MODEL_NOT_FOUND');
+    g().when(enable()).thenRefused('CP_MODEL_NOT_FOUND');
+  });
+  it('enabling a disabled model records ModelEnabled; enabling one that is not disabled changes nothing', () => {
+    g([registered, disabled]).when(enable()).then([enabled]);
+    g([registered]).when(enable()).then([]);
+    g([registered, disabled, enabled]).when(enable(40)).then([]);
+    assert.equal(fold(modelDecider, [registered, disabled, enabled]).disabled, null);
+  });
+  it('replacing the files keeps the model disabled; removing it forgets the note', () => {
+    const replaced: ModelEvent = {
+      type: 'ModelRegistered',
+      data: { ...facts(FP2), modelKey: 'llama', previousFingerprint: FP1, registeredBy: 'op', registeredAt: at(25) },
+    };
+    assert.equal(fold(modelDecider, [registered, disabled, replaced]).disabled?.reason, 'weights being replaced');
+    const removed: ModelEvent = {
+      type: 'ModelRemoved',
+      data: { modelKey: 'llama', fingerprint: FP2, removedBy: 'op', removedAt: at(26) },
+    };
+    assert.equal(fold(modelDecider, [registered, disabled, replaced, removed]).disabled, null);
   });
 });

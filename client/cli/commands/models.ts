@@ -1,24 +1,26 @@
-// ndif models add <key> <dir> [--replace] | remove <key> | list: the catalog, as events. `add` has the control plane
+// ndif models add <key> <dir> [--replace] | remove <key> | disable <key> --reason "…" | enable <key> | list: the
+// catalog, as events. `add` has the control plane
 // inspect the folder (model.onnx with its external data, config.json, tokenizer.json; the runtime loads it) and
-// record ModelRegistered with the files' sha256 fingerprint; `remove` is refused while the model is deployed.
+// record ModelRegistered with the files' sha256 fingerprint; `remove` is refused while the model is deployed;
+// `disable` takes a model offline (submissions refused with the reason, never deployed) until `enable`.
 import { resolve } from 'node:path';
-import { boolOpt } from '../args.js';
+import { boolOpt, stringOpt } from '../args.js';
 import type { CliCommand } from '../command.js';
 import { UsageError } from '../command.js';
 import { ExitCode } from '../exit-codes.js';
 import { formatBytes, table } from '../output.js';
 
-const ACTIONS = ['add', 'remove', 'list'];
+const ACTIONS = ['add', 'remove', 'disable', 'enable', 'list'];
 
 const command: CliCommand = {
-  summary: 'the model catalog: register a model folder (add), remove a model, list the registered ones',
-  usage: 'add <key> <dir> [--replace] | remove <key> | list',
+  summary: 'the model catalog: register a model folder (add), remove, disable or enable a model, list them',
+  usage: 'add <key> <dir> [--replace] | remove <key> | disable <key> --reason <text> | enable <key> | list',
   positionals: [
     { name: 'action', required: true, description: ACTIONS.join(', ') },
     {
       name: 'key',
       required: false,
-      description: 'add, remove: the model key users name (letters, digits and . _ / -)',
+      description: 'add, remove, disable, enable: the model key users name (letters, digits and . _ / -)',
     },
     {
       name: 'dir',
@@ -32,6 +34,11 @@ const command: CliCommand = {
       type: 'boolean',
       description: 'add: the key may name other files than it does now (refused while the model is deployed)',
     },
+    reason: {
+      type: 'string',
+      value: '<text>',
+      description: 'disable: why (1–500 characters); researchers whose submissions are refused see it',
+    },
   },
   details: [
     'A model folder holds model.onnx (with its external data, e.g. model.onnx.data), config.json and tokenizer.json',
@@ -43,6 +50,12 @@ const command: CliCommand = {
     '  ndif models add llama-tiny /models/llama-tiny',
     '  ndif models add gpt2 /models/gpt2-v2 --replace',
     '  ndif models remove llama-tiny',
+    '  ndif models disable gpt2 --reason "weights being replaced until 14:00"',
+    '  ndif models enable gpt2',
+    '',
+    'While a model is disabled, submissions and deployments for it are refused (API_MODEL_DISABLED, with the',
+    'reason) and the scheduler does not deploy it on demand; requests already queued keep their place and run',
+    'on replicas still live, or once it is enabled. To take it off the GPUs too: disable, then ndif evict --model.',
   ].join('\n'),
   async run(ctx, args) {
     const [action, key, dir, ...extra] = args.positionals as [
@@ -56,8 +69,15 @@ const command: CliCommand = {
     if (extra.length > 0) throw new UsageError(`unexpected arguments: ${extra.join(' ')}`);
     if (action !== 'add' && boolOpt(args, 'replace')) throw new UsageError('--replace applies to add only');
     if (action === 'add' && (key === undefined || dir === undefined)) throw new UsageError('add needs <key> <dir>');
-    if (action === 'remove' && (key === undefined || dir !== undefined))
-      throw new UsageError('remove needs <key> (only)');
+    if (
+      (action === 'remove' || action === 'disable' || action === 'enable') &&
+      (key === undefined || dir !== undefined)
+    )
+      throw new UsageError(`${action} needs <key> (only)`);
+    const reason = stringOpt(args, 'reason');
+    if (action === 'disable' && (reason === undefined || reason.trim() === ''))
+      throw new UsageError('disable needs --reason <text>: say why, researchers see it');
+    if (action !== 'disable' && reason !== undefined) throw new UsageError('--reason applies to disable only');
     if (action === 'list' && key !== undefined)
       throw new UsageError(`list takes no argument, got ${JSON.stringify(key)}`);
 
@@ -86,6 +106,12 @@ const command: CliCommand = {
       else ctx.out.line(`${r.model} ${r.removed ? 'removed' : 'was not removed'}`);
       return ExitCode.ok;
     }
+    if (action === 'disable' || action === 'enable') {
+      const r = action === 'disable' ? await ctx.admin.disableModel(key!, reason!) : await ctx.admin.enableModel(key!);
+      if (ctx.out.json) ctx.out.printJson(r);
+      else ctx.out.line(`${r.model} ${r.changed ? '' : 'already '}${r.disabled ? 'disabled' : 'enabled'}`);
+      return ExitCode.ok;
+    }
     const r = await ctx.admin.models();
     if (ctx.out.json) ctx.out.printJson(r);
     else {
@@ -95,7 +121,7 @@ const command: CliCommand = {
         m.defaults.dtype,
         formatBytes(m.weightsBytes),
         m.fingerprint ? `${m.fingerprint.slice(0, 12)}…` : '-',
-        m.phase,
+        m.disabled === undefined ? m.phase : `DISABLED (${m.disabled.reason})`,
         `${m.replicas.HOT ?? 0}/${m.replicas.WARM ?? 0}/${m.replicas.COLD ?? 0}`,
       ]);
       ctx.out.stdout.write(
