@@ -68,7 +68,10 @@ describe('disabling a model', () => {
     const dep = await call('POST', '/deployments', fab.keys!.operator, { model: MODEL, concurrency: 1 });
     assert.equal(dep.status, 202, JSON.stringify(dep.json));
     await until('a HOT replica', hot);
-    assert.equal((await submit('parked', 'async () => { await new Promise((r) => setTimeout(r, 1500)); }')).status, 202);
+    assert.equal(
+      (await submit('parked', 'async () => { await new Promise((r) => setTimeout(r, 1500)); }')).status,
+      202,
+    );
     await until('the parked request running', async () => (await statusOf('parked')) === 'RUNNING');
     for (const id of ['q1', 'q2']) assert.equal((await submit(id)).status, 202);
 
