@@ -14,6 +14,7 @@ import { isCacheInput, isCacheOutput } from './cache-names.js';
 import { canonicalOrder } from './canonical-order.js';
 import { ancestorsAndSelf, commonScope, isWithin, nodeScope, parentPath } from './scopes.js';
 import { isSharedValue } from './shared-values.js';
+import { withSourceScopes } from './source-ops.js';
 import { nodeReads, nodeWrites } from './tensors-used.js';
 
 export interface ModuleNode {
@@ -67,7 +68,11 @@ export function analyzeGraph(graph: GraphProto): ModelGraph {
   const fileConsumers = new Map<string, number[]>();
   fileReads.forEach((rs, i) => rs.forEach((t) => (fileConsumers.get(t) ?? fileConsumers.set(t, []).get(t)!).push(i)));
 
-  const scopes = resolveScopes(fileNodes, fileReads, fileWrites, fileProducer, fileConsumers);
+  const moduleScopes = resolveScopes(fileNodes, fileReads, fileWrites, fileProducer, fileConsumers);
+  const fileConstants = new Set<number>();
+  fileNodes.forEach((n, i) => isConstantNode(n) && fileConstants.add(i));
+  const fileShapeOnly = shapeArithmetic(fileNodes, fileReads, fileWrites, fileConstants, initializers);
+  const scopes = withSourceScopes(fileNodes, moduleScopes, fileWrites, fileShapeOnly);
   const producers = fileReads.map((rs) =>
     rs.map((t) => fileProducer.get(t)).filter((p): p is number => p !== undefined),
   );
