@@ -9,7 +9,7 @@ import { CancelledError, ClientTimeoutError, FabricHttpError, RemoteError, Unrea
 import { versionChecker } from './version-check.js';
 import { fetchResult } from './fetch-result.js';
 import { FabricHttp } from './http.js';
-import { createProgress } from './progress.js';
+import { defaultLog, progressFor } from './progress.js';
 import type { Progress, ProgressOutput } from './progress.js';
 import { RequestHandle } from './request-handle.js';
 import { buildSessionBody, buildSubmitBody, isInvokeList } from './request-body.js';
@@ -190,7 +190,11 @@ export class Fabric {
 
     const progress = this.progressFor(opts, requestId);
     const onLog =
-      opts.onLog !== undefined ? opts.onLog : this.opts.onLog !== undefined ? this.opts.onLog : defaultLog(progress);
+      opts.onLog !== undefined
+        ? opts.onLog
+        : this.opts.onLog !== undefined
+          ? this.opts.onLog
+          : defaultLog(progress, requestId);
     let settle!: { resolve: (r: TraceResult) => void; reject: (e: unknown) => void };
     const outcome = new Promise<TraceResult>((resolve, reject) => (settle = { resolve, reject }));
     outcome.catch(() => undefined); // may settle while the submission is still in flight; awaited below
@@ -219,6 +223,7 @@ export class Fabric {
         }
         if (m.status === 'TRACE') {
           if (typeof m.trace === 'number' && typeof m.traces === 'number' && m.traceStatus !== undefined) {
+            if (m.traceStatus === 'RUNNING') progress?.trace(m.trace, m.traces);
             opts.onTrace?.({
               requestId,
               trace: m.trace,
@@ -377,17 +382,6 @@ export class Fabric {
   }
 
   private progressFor(opts: TraceOptions, requestId: string): Progress | null {
-    const p = opts.progress ?? this.opts.progress ?? true;
-    if (p === false) return null;
-    const out: ProgressOutput = p === true ? process.stderr : p;
-    return createProgress({ out, label: `[ndif ${requestId.slice(0, 8)}]` });
+    return progressFor(opts.progress ?? this.opts.progress ?? true, requestId);
   }
-}
-
-function defaultLog(progress: Progress | null): (l: LogLine) => void {
-  return (l) => {
-    const to = l.stream === 'stderr' ? process.stderr : process.stdout;
-    if (progress) progress.print(l.line, to);
-    else to.write(`${l.line}\n`);
-  };
 }

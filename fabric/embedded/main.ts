@@ -21,7 +21,7 @@ import { ControlPlane } from '../control-plane.js';
 import { privateDir, privateFile } from '../private-files.js';
 import { sweepDeadAgents } from '../../sandbox/runner-dir.js';
 import { openEventStoreFromEnv } from '../event-store.js';
-import { processLogger } from '../log.js';
+import { logFormatFromEnv, processLogger } from '../log.js';
 import { eventStoreKind, processMetrics } from '../metrics.js';
 import { onDemandDefaultsFromEnv, schedulerConfigFromEnv } from '../scheduler-env.js';
 import { AgentChild } from './agent-child.js';
@@ -104,6 +104,9 @@ async function main(): Promise<void> {
       NDIF_MODELS: models.join(','),
       NDIF_CATALOG_CACHE: catalogConfig.cacheDir,
       NDIF_AGENT_STATE_DIR: env.NDIF_AGENT_STATE_DIR || config.dataDir,
+      // The child's stderr is a pipe into this process's stderr: it logs in the format this process chose (readable
+      // lines on a terminal), not JSON among readable lines.
+      NDIF_LOG_FORMAT: logFormatFromEnv(env),
     },
   });
   if (config.agent) agent.start();
