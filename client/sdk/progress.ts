@@ -7,6 +7,8 @@
 // while a line is live, writes to the terminal's streams pass through a wrapper that lifts the live line first, and
 // while such text has left the cursor mid-line the live line is not drawn at all (redrawing it there would wipe the
 // text with `\r\x1b[2K`); it comes back once a line ends. The wrappers are removed when the last request ends.
+// Text left mid-line before the first request's progress started cannot be known and is not kept: end it with a
+// newline before starting a trace with progress on.
 import type { StatusUpdate } from './status.js';
 
 export interface ProgressOutput {
