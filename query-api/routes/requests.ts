@@ -113,6 +113,7 @@ export function requestQueryRoutes(app: FastifyInstance, deps: RouteDeps): void 
         receivedAt: iso(v.receivedAtMs),
         finishedAt: iso(v.finishedAtMs),
         since: iso(phaseSince(v)),
+        error: v.error === null ? null : { phase: v.error.phase, type: v.error.type },
         attempt: v.attempt,
         agentId: v.agentId,
       });
