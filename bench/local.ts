@@ -3,7 +3,8 @@
 //           one forward pass over the prompt: no blocks, no cuts
 //   local   `LocalFabric.trace` of a block reading transformer.h[layer].output, in this process
 //   fabric  the same trace through the embedded fabric's real processes (`Fabric`, HTTP + websocket)
-// on gpt2-small-random (GPT-2-small shape), 32 prompt tokens, rounds interleaved after a warm-up, medians.
+// on gpt2-small-random (GPT-2-small shape), 32 prompt tokens, rounds interleaved after a warm-up; the ratios are
+// medians of the per-round ratios, the times medians.
 // local_first_trace_ms: a fresh LocalFabric's first trace, model load and segment compilation included.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -97,13 +98,18 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
       n === 'raw' ? raw() : n === 'local' ? local.trace(MODEL, tokens, block) : remote.trace(MODEL, tokens, block),
     );
     const [rawMs, localMs, fabricMs] = [median(times.raw!), median(times.local!), median(times.fabric!)];
+    // Ratios paired within each round (the three ran back to back), then their median: drift in the machine's load
+    // between rounds cancels.
+    const paired = (a: number[], b: number[]) => median(a.map((x, i) => x / b[i]!));
+    const localOverRaw = paired(times.local!, times.raw!);
+    const fabricOverLocal = paired(times.fabric!, times.local!);
     fabric.child.kill('SIGTERM');
     process.stderr.write(
       `raw ${round(rawMs)} ms, local ${round(localMs)} ms, fabric ${round(fabricMs)} ms over ${done} rounds; total ${round((performance.now() - t0) / 1000, 1)} s\n`,
     );
     return {
-      local_over_raw: round(localMs / rawMs, 4),
-      fabric_over_local: round(fabricMs / localMs, 4),
+      local_over_raw: round(localOverRaw, 4),
+      fabric_over_local: round(fabricOverLocal, 4),
       local_first_trace_ms: round(firstMs, 1),
       raw_ms: round(rawMs),
       local_ms: round(localMs),
