@@ -4,10 +4,13 @@
 //   local   `LocalFabric.trace` of a block reading transformer.h[layer].output, in this process
 //   fabric  the same trace through the embedded fabric's real processes (`Fabric`, HTTP + websocket)
 // on gpt2-small-random (GPT-2-small shape), 32 prompt tokens, rounds interleaved after a warm-up; the ratios are
-// medians of the per-round ratios, the times medians.
+// medians of the per-round ratios, the times medians. local_over_raw compares this process's CPU time (all its
+// threads) of a local trace and of a raw forward, run back to back — what local mode adds, independent of how busy
+// the machine is; local_over_raw_wall is the same ratio in wall time. fabric_over_local is wall time (the fabric's
+// work is in its own processes).
 // local_first_trace_ms: a fresh LocalFabric's first trace, model load and segment compilation included.
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import * as ort from 'onnxruntime-node';
@@ -94,14 +97,25 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
     await remote.trace(MODEL, tokens, block);
     const bitexact = bytesOf(got).equals(bytesOf(want));
 
-    const { times, rounds: done } = await interleavedRounds(['raw', 'local', 'fabric'], rounds, budgetMs, (n) =>
-      n === 'raw' ? raw() : n === 'local' ? local.trace(MODEL, tokens, block) : remote.trace(MODEL, tokens, block),
-    );
+    // This process's CPU time (every thread: onnxruntime's included) of each raw and local run, beside the wall
+    // time: on a machine shared with other work the wall time mostly measures the wait for a core.
+    const cpu: Record<string, number[]> = { raw: [], local: [], fabric: [] };
+    const { times, rounds: done } = await interleavedRounds(['raw', 'local', 'fabric'], rounds, budgetMs, async (n) => {
+      const c0 = process.cpuUsage();
+      await (n === 'raw'
+        ? raw()
+        : n === 'local'
+          ? local.trace(MODEL, tokens, block)
+          : remote.trace(MODEL, tokens, block));
+      const c = process.cpuUsage(c0);
+      cpu[n]!.push((c.user + c.system) / 1000);
+    });
     const [rawMs, localMs, fabricMs] = [median(times.raw!), median(times.local!), median(times.fabric!)];
     // Ratios paired within each round (the three ran back to back), then their median: drift in the machine's load
     // between rounds cancels.
     const paired = (a: number[], b: number[]) => median(a.map((x, i) => x / b[i]!));
-    const localOverRaw = paired(times.local!, times.raw!);
+    const localOverRawWall = paired(times.local!, times.raw!);
+    const localOverRaw = paired(cpu.local!, cpu.raw!);
     const fabricOverLocal = paired(times.fabric!, times.local!);
     fabric.child.kill('SIGTERM');
     process.stderr.write(
@@ -111,6 +125,10 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
       local_over_raw: round(localOverRaw, 4),
       fabric_over_local: round(fabricOverLocal, 4),
       local_first_trace_ms: round(firstMs, 1),
+      local_over_raw_wall: round(localOverRawWall, 4),
+      raw_cpu_ms: round(median(cpu.raw!)),
+      local_cpu_ms: round(median(cpu.local!)),
+      load: round(loadavg()[0]!, 1),
       raw_ms: round(rawMs),
       local_ms: round(localMs),
       fabric_ms: round(fabricMs),
