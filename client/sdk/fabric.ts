@@ -27,9 +27,9 @@ export interface FabricOptions {
   url?: string;
   /** API key (default: $NDIF_API_KEY; none is needed when the fabric runs with auth off). */
   apiKey?: string;
-  /** Progress of each trace on stderr: a live line on a TTY, plain lines elsewhere; `false` for none (default true). */
+  /** Progress of each trace on stderr: one live line on a TTY shared by the traces in flight, plain lines elsewhere; `false` for none (default true). */
   progress?: boolean | ProgressOutput;
-  /** Where the blocks' console lines go (default: printed, stdout lines to stdout, stderr lines to stderr); null drops them. */
+  /** Where the blocks' console lines go (default: printed, tagged with their request, stdout lines to stdout, stderr lines to stderr); null drops them. */
   onLog?: ((l: LogLine) => void) | null;
   /** Limit of one HTTP exchange, ms (default 30 000). */
   httpTimeoutMs?: number;
