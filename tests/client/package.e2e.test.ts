@@ -115,7 +115,9 @@ function importGraph(dir: string, entry: string): Set<string> {
     if (seen.has(p)) return;
     seen.add(p);
     const src = readFileSync(join(dir, p), 'utf8');
-    for (const m of src.matchAll(/^\s*(?:import|export)\b[^;]*?from\s*['"](\.[^'"]+)['"]|\bimport\(\s*['"](\.[^'"]+)['"]/gm))
+    for (const m of src.matchAll(
+      /^\s*(?:import|export)\b[^;]*?from\s*['"](\.[^'"]+)['"]|\bimport\(\s*['"](\.[^'"]+)['"]/gm,
+    ))
       visit(join(p, '..', (m[1] ?? m[2])!).replaceAll('\\', '/'));
   };
   visit(entry);
