@@ -27,6 +27,8 @@ function bits(v: unknown): unknown {
       bytes: Buffer.from(v.data.buffer, v.data.byteOffset, v.data.byteLength).toString('hex'),
     };
   if (typeof v === 'number') return Buffer.from(new Float64Array([v]).buffer).toString('hex');
+  if (typeof v === 'function') return `function ${v.name}`;
+  if (v instanceof Map) return [...v.entries()].map(bits);
   if (Array.isArray(v)) return v.map(bits);
   if (v !== null && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, bits(x)]));
   return v;
@@ -47,7 +49,7 @@ const examples = sdkExamples(readDoc('sdk.md'));
 test('the docs have the worked examples this test runs locally', () => {
   assert.deepEqual(
     examples.map((e) => e.name),
-    ['activation-patching', 'logit-lens'],
+    ['activation-patching', 'logit-lens', 'scan'],
   );
 });
 

@@ -22,6 +22,7 @@ import { defaultLog, progressFor, type ProgressOutput } from '../progress.js';
 import { buildSessionBody, buildSubmitBody, isInvokeList } from '../request-body.js';
 import type { Invoke, SessionTrace, SubmitBody } from '../request-body.js';
 import { decodeResult } from '../results.js';
+import { invokeLengths, scanManifest, type ScanResult } from '../scan.js';
 import { updateFromMessage, type LogLine } from '../status.js';
 import { GenerationStream } from '../token-stream.js';
 import { ModelTokenizer } from '../tokenizer.js';
@@ -111,6 +112,20 @@ export class LocalFabric {
   async manifest(model: string, shape?: { batch: number; sequence: number }): Promise<Manifest> {
     const hm = await this.model(model);
     return shape ? hm.manifest(shape.batch, shape.sequence) : hm.manifest();
+  }
+
+  /** nnsight's `model.scan()`, as `Fabric.scan`: every module's shapes and dtypes for `input`, without running. */
+  async scan(model: string, input: Invoke | Invoke[]): Promise<ScanResult> {
+    const manifest = await this.manifest(model);
+    const list = isInvokeList(input) ? input : [input];
+    const text = list.some(
+      (inv) => typeof (typeof inv === 'object' && !Array.isArray(inv) ? inv.input : inv) === 'string',
+    );
+    const tok = text ? await this.tokenizer(model) : null;
+    return scanManifest(
+      manifest,
+      invokeLengths(input, (t) => tok!.encode(t)),
+    );
   }
 
   /** The model folder's tokenizer, with the options the fabric encodes prompts with. */
