@@ -34,7 +34,7 @@ import { FabricError } from '../protocol/errors.js';
 import { openTransport, transportConfigFromEnv } from '../transport/config.js';
 import { IpcTransport } from '../transport/ipc/client.js';
 import type { Transport } from '../transport/port.js';
-import { healthPortFromEnv, healthUrl, startHealthServer } from './health.js';
+import { CONFIG_FAULT_EXIT, ConfigFault, healthPortFromEnv, healthUrl, startHealthServer } from './health.js';
 import { processLogger } from './log.js';
 import { AgentMetrics } from '../metrics/agent.js';
 import { metricsEnabledFromEnv, newRegistry } from '../metrics/registry.js';
@@ -200,24 +200,36 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => void shutdown('SIGINT', 0));
   if (process.send !== undefined) process.on('disconnect', () => void shutdown('the parent process is gone', 0));
 
-  await agent.start();
+  // The health server first: a port in use is a configuration fault, refused before the agent registers
+  // (it would otherwise show ACTIVE while its supervisor restarts it forever).
   const port = healthPortFromEnv();
   let health = '';
   if (port !== undefined) {
     const host = process.env.NDIF_HEALTH_HOST || '0.0.0.0';
-    const server = await startHealthServer(
-      port,
-      host,
-      () => ({ ok: agent.health().registered, ...agent.health() }),
-      registry,
-    );
+    let server;
+    try {
+      server = await startHealthServer(
+        port,
+        host,
+        () => ({ ok: agent.health().registered, ...agent.health() }),
+        registry,
+      );
+    } catch (e) {
+      throw new ConfigFault(
+        'AGENT_HEALTH_PORT_IN_USE',
+        `NDIF_HEALTH_PORT=${port} cannot be used on ${host}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+      );
+    }
     health = ` health ${healthUrl(server, host)}`;
   }
+  await agent.start();
   process.stdout.write(`agent ${agent.agentId} ready boot ${agent.bootId}${health}\n`);
 }
 
 main().catch((err: unknown) => {
   log.fatal({ err }, 'agent failed to start');
-  process.stderr.write(`gpu-agent: ${(err as Error).message}\n`);
-  setTimeout(() => process.exit(1), 100);
+  const fault = err instanceof ConfigFault;
+  process.stderr.write(`gpu-agent: ${fault ? `${err.code}: ` : ''}${(err as Error).message}\n`);
+  // A configuration fault exits with EX_CONFIG: the embedded fabric's supervisor does not start it again.
+  setTimeout(() => process.exit(fault ? CONFIG_FAULT_EXIT : 1), 100);
 });

@@ -24,6 +24,8 @@ import { openEventStoreFromEnv } from '../event-store.js';
 import { logFormatFromEnv, processLogger } from '../log.js';
 import { eventStoreKind, processMetrics } from '../metrics.js';
 import { onDemandDefaultsFromEnv, schedulerConfigFromEnv } from '../scheduler-env.js';
+import { agentEnv } from '../agent-env.js';
+import { operatorSecretsOf, scrubOwnEnvironment } from '../operator-secrets.js';
 import { AgentChild } from './agent-child.js';
 import { embeddedConfigFromEnv, paths } from './config.js';
 
@@ -87,14 +89,19 @@ async function main(): Promise<void> {
 
   // The agent serves the same models (the same NDIF_MODELS, with the bundled one made explicit).
   const models = catalogConfig.models.map((s) => ('dir' in s ? `${s.key}=${s.dir}` : s.key));
-  // The agent never holds event-store credentials (it would drop them with a warning).
-  const { DATABASE_URL: _db, KURRENTDB_URL: _kurrent, ...agentEnv } = env;
+  // Every operator-grade secret has been read (stores opened, bootstrap key stored, result secret in the API's
+  // config): none stays in this process's environment, where the agent (same user) could read it in /proc.
+  const secrets = Object.keys(operatorSecretsOf(env));
+  const scrubbed = scrubOwnEnvironment(secrets);
+  const left = secrets.filter((s) => !scrubbed.includes(s));
+  if (left.length > 0)
+    log.warn({ variables: left }, 'could not overwrite these secrets in the process environment block');
+  // The agent's environment is an allowlist: it never holds a credential worth more than the agent's role.
   const agent = new AgentChild({
     log,
     restartDelayMs: config.agentRestartMs,
     restartResetMs: config.agentRestartResetMs,
-    env: {
-      ...agentEnv,
+    env: agentEnv(env, {
       NDIF_TRANSPORT: 'ipc',
       NDIF_IPC_SOCKET: ipc.path,
       NDIF_BLOB_STORE: 'files',
@@ -112,7 +119,7 @@ async function main(): Promise<void> {
       ...(metrics !== undefined && env.NDIF_HEALTH_PORT === undefined
         ? { NDIF_HEALTH_PORT: '0', NDIF_HEALTH_HOST: env.NDIF_HEALTH_HOST || '127.0.0.1' }
         : {}),
-    },
+    }),
   });
   if (metrics !== undefined) {
     metrics.alsoExport = async () => {
@@ -153,7 +160,11 @@ async function main(): Promise<void> {
   if (config.agent) {
     await agent
       .ready(120_000)
-      .catch((err: unknown) => log.error({ err }, 'the agent is not ready yet; requests wait for it'));
+      .catch((err: unknown) =>
+        agent.configFault === undefined
+          ? log.error({ err }, 'the agent is not ready yet; requests wait for it')
+          : undefined,
+      );
   }
   // One write: a reader that matched the first line finds the second beside it.
   process.stdout.write(
@@ -162,7 +173,7 @@ async function main(): Promise<void> {
       .map((m) => m.key)
       .join(
         ', ',
-      )}; agent: ${config.agent ? config.agentId : 'off'}${agent.healthUrl ? ` (health ${agent.healthUrl}${metrics ? `, metrics ${agent.healthUrl.replace(/\/health$/, '/metrics')}` : ''})` : ''}${api.auth ? '; auth on' : ''}${metrics ? `; metrics ${url}/metrics` : ''})\ntry it: curl -s ${url}/models   ·   npm run ndif -- status --url ${url}\n`,
+      )}; agent: ${config.agent ? config.agentId : 'off'}${agent.configFault ? ` REFUSED ${agent.configFault.code}: ${agent.configFault.message}` : ''}${agent.healthUrl ? ` (health ${agent.healthUrl}${metrics ? `, metrics ${agent.healthUrl.replace(/\/health$/, '/metrics')}` : ''})` : ''}${api.auth ? '; auth on' : ''}${metrics ? `; metrics ${url}/metrics` : ''})\ntry it: curl -s ${url}/models   ·   npm run ndif -- status --url ${url}\n`,
   );
 }
 

@@ -13,6 +13,7 @@ import { SqliteApiKeyStore } from '../../auth/sqlite.js';
 import type { ApiConfigInput } from '../../http/config.js';
 import { FileBlobStore } from '../../blobstore/files.js';
 import { FabricModelCatalog } from '../../catalog/catalog.js';
+import { FabricMetrics } from '../../metrics/fabric-metrics.js';
 import { RegisteredCatalog } from '../../catalog/registered.js';
 import { registerConfiguredModels } from '../../catalog/startup.js';
 import { onDemandFromCatalog } from '../../catalog/on-demand.js';
@@ -57,6 +58,8 @@ let ids = 0;
 export interface HarnessOptions {
   auth?: boolean;
   config?: ApiConfigInput;
+  /** Give the server a metrics registry (GET /metrics). */
+  metrics?: boolean;
 }
 
 export async function startApi(options: HarnessOptions = {}): Promise<ApiHarness> {
@@ -105,6 +108,7 @@ export async function startApi(options: HarnessOptions = {}): Promise<ApiHarness
     clock: () => clock.now,
     newId: () => `gen-${++ids}`,
     log,
+    ...(options.metrics ? { metrics: new FabricMetrics() } : {}),
   };
   // The served model is registered as NDIF_MODELS registers it at start.
   const startup = await registerConfiguredModels(

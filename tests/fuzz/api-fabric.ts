@@ -69,7 +69,7 @@ export async function startApiFabric(): Promise<ApiFabric> {
   const app = await buildFabricServer({
     ...cp.context,
     keys: keyStore,
-    config: { auth: true, rateLimit: null, bodyLimitBytes: 64 * 1024 },
+    config: { auth: true, rateLimit: null, authFailureLimit: null, bodyLimitBytes: 64 * 1024 },
   });
   await app.ready();
   return {
