@@ -18,7 +18,7 @@ import { onnxWeightsBytes } from './weights.js';
 export type ManifestLoader = (dir: string, key: string) => Promise<Manifest>;
 
 export const loadManifestWithRuntime: ManifestLoader = async (dir, key) => {
-  const { loadModel } = await import('../gpu-agent/runtime/hosted-model.js');
+  const { loadModel } = await import('../gpu-agent/runtime/index.js');
   const hm = await loadModel(dir, { key });
   try {
     return hm.manifest();

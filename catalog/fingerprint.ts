@@ -12,9 +12,9 @@ import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, s
 import { open } from 'node:fs/promises';
 import { join, normalize } from 'node:path';
 import type { ModelFile } from '../domain/events/model.js';
-import { decodeModel } from '../gpu-agent/runtime/onnx/codec.js';
-import { externalEntry } from '../gpu-agent/runtime/onnx/tensor-bytes.js';
-import { DataLocation } from '../gpu-agent/runtime/onnx/types.js';
+import { decodeModel } from '../gpu-agent/runtime/formats.js';
+import { externalEntry } from '../gpu-agent/runtime/formats.js';
+import { DataLocation } from '../gpu-agent/runtime/formats.js';
 
 /** Files besides model.onnx and its external data that define what the model computes and how text is encoded. */
 export const MODEL_SIDE_FILES = [

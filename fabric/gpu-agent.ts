@@ -10,7 +10,7 @@
 // leaves it in an unknown state, so it records the cause as its last words (last-words.ts) and exits once with code
 // 70. A watchdog thread (watchdog.ts) ends a process whose event loop a trusted block has blocked.
 import { randomUUID } from 'node:crypto';
-import { cudaAvailable } from '../gpu-agent/runtime/ort/session.js';
+import { cudaAvailable } from '../gpu-agent/runtime/index.js';
 import { setProcessFaultPolicy } from '../gpu-agent/block/containment/fault-handlers.js';
 import { errorText } from '../gpu-agent/block/host/compile.js';
 import { setLateFaultReporter } from '../gpu-agent/block/containment/fault-errors.js';

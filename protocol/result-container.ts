@@ -44,7 +44,9 @@ export function encodeResultContainer(c: ResultContainer): Uint8Array {
   out.set(new TextEncoder().encode(MAGIC), 0);
   new DataView(out.buffer).setUint32(8, json.byteLength, true);
   out.set(json, 12);
-  tensors.forEach((t, i) => out.set(t.data, dataStart + header.tensors[i]!.offset));
+  tensors.forEach((t, i) => {
+    out.set(t.data, dataStart + header.tensors[i]!.offset);
+  });
   return out;
 }
 

@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Manifest } from '../../protocol/manifest.js';
 import type { BlockFn } from './block-source.js';
-import type { BlockCtx, TypedModel } from './model-types.js';
+import type { TypedModel } from './model-types.js';
 import { resolveClientConfig } from './config.js';
 import { CancelledError, ClientTimeoutError, FabricHttpError, RemoteError, UnreachableError } from './errors.js';
 import { versionChecker } from './version-check.js';
@@ -243,7 +243,8 @@ export class Fabric {
     const counts = ((r.meta.traces ?? []) as Array<{ invokes: number }>).map((t) => t.invokes);
     let at = 0;
     const values = traces.map((t, i) => {
-      const own = r.values.slice(at, (at += counts[i] ?? 0));
+      const own = r.values.slice(at, at + (counts[i] ?? 0));
+      at += counts[i] ?? 0;
       return isInvokeList(t.input) ? own : own[0];
     });
     return { requestId: r.requestId, traces: values, meta: r.meta };

@@ -129,7 +129,10 @@ export class AgentChild {
         () => reject(new Error(`the agent process was not ready within ${timeoutMs} ms`)),
         timeoutMs,
       );
-      this.readyWaiters.push((b) => (clearTimeout(timer), resolve(b)));
+      this.readyWaiters.push((b) => {
+        clearTimeout(timer);
+        resolve(b);
+      });
       this.faultWaiters.push((f) => {
         clearTimeout(timer);
         reject(faulted(f));

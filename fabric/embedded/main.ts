@@ -12,7 +12,7 @@ import { prepareKeys } from '../bootstrap-key.js';
 import { FileBlobStore } from '../../blobstore/files.js';
 import { FabricModelCatalog } from '../../catalog/catalog.js';
 import { catalogConfigFromEnv, withBundled } from '../../catalog/config.js';
-import { buildFabricServer } from '../../command-api/http/fabric-server.js';
+import { buildFabricServer } from './http-server.js';
 import { InProcessBroker } from '../../transport/inprocess/broker.js';
 import { InProcessTransport } from '../../transport/inprocess/transport.js';
 import { IpcTransportServer } from '../../transport/ipc/server.js';

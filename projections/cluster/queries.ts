@@ -58,7 +58,10 @@ export function capacities(s: ClusterState): AgentCapacity[] {
   for (const r of s.replicas.values()) {
     if (r.agentId === null || !(HOLDS_GPU.has(r.state) || r.state === 'WARM')) continue;
     let list = byAgent.get(r.agentId);
-    if (list === undefined) byAgent.set(r.agentId, (list = []));
+    if (list === undefined) {
+      list = [];
+      byAgent.set(r.agentId, list);
+    }
     list.push(allocation(r, s.deployments.get(r.modelKey)));
   }
   return [...s.agents.values()]

@@ -36,7 +36,7 @@ export function tokenizerRoutes(app: FastifyInstance, deps: RouteDeps): void {
     const etag = tokenizerEtag(sha256);
     reply.header('etag', etag).header('cache-control', 'no-cache');
     const given = req.headers['if-none-match'];
-    if (given !== undefined && given.split(',').some((t) => t.trim() === etag)) return reply.code(304).send();
+    if (given?.split(',').some((t) => t.trim() === etag)) return reply.code(304).send();
     return reply.header('content-type', 'application/json; charset=utf-8').send(body);
   });
 }

@@ -11,7 +11,7 @@
 import type { BlockEndpoint, BlockToHost, HostToBlock, StartRequest } from '../../../protocol/interleave.js';
 import type { Manifest } from '../../../protocol/manifest.js';
 import type { TextCodec } from '../../../protocol/text-codec.js';
-import { BlockCompileError, compileBlock, toBlockError } from './compile.js';
+import { BlockCompileError, type BlockFunction, compileBlock, toBlockError } from './compile.js';
 import { captureConsole } from '../containment/console-capture.js';
 import { faultError, reportLateFault, unawaitedReadError } from '../containment/fault-errors.js';
 import { installBlockFaultHandlers } from '../containment/fault-handlers.js';
@@ -186,7 +186,7 @@ async function serveTrace(
     });
     output.guard = guard;
     guards.push(guard);
-    let fn;
+    let fn: BlockFunction;
     try {
       fn = runAsInvoke(output, () =>
         compileBlock(inv.source.trim() === '' ? EMPTY_BLOCK : inv.source, inv.invoke, cons),
