@@ -9,6 +9,7 @@ export const BLOCK_CODES = {
   OutOfOrder: { code: 'BLOCK_OUT_OF_ORDER', status: 400 },
   NotProvided: { code: 'BLOCK_NOT_PROVIDED', status: 400 },
   UnknownModule: { code: 'BLOCK_UNKNOWN_MODULE', status: 400 },
+  OperationFused: { code: 'BLOCK_OPERATION_FUSED', status: 400 },
   NotObservable: { code: 'BLOCK_NOT_OBSERVABLE', status: 400 },
   NotSkippable: { code: 'BLOCK_NOT_SKIPPABLE', status: 400 },
   ShapeMismatch: { code: 'BLOCK_SHAPE_MISMATCH', status: 400 },

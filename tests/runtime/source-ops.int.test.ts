@@ -11,6 +11,7 @@ import { loadModel } from '../../gpu-agent/runtime/index.js';
 import type { HostedModel } from '../../gpu-agent/runtime/index.js';
 import type { Tensor } from '../../gpu-agent/block/api/tensor.js';
 import { maxAbs, maxAbsDiff, run, value } from './tiny-model.js';
+import { createInProcessBlocks } from '../../gpu-agent/block/index.js';
 import { FAMILIES, hfDir, moduleExpr, readSafetensors, variants } from './hf-fixtures.js';
 
 interface AttentionFixture {
@@ -74,3 +75,36 @@ for (const v of variants()) {
     assert.ok(maxAbsDiff(first(swapped), first(got.output)) > 1e-3, 'the swap changed the output');
   });
 }
+
+test('an export that fused the attention into one op: reading its pattern is OperationFused, naming the module and how to export', async () => {
+  const v = variants().find((x) => x.label === 'gpt2/torchscript')!;
+  const hm = await loadModel(v.dir, { key: v.label });
+  loaded.push(hm);
+  // The block side as it sees a model whose layer-0 attention is one com.microsoft.Attention node: no source list.
+  const base = hm.manifest();
+  const fused = {
+    ...base,
+    modules: base.modules
+      .filter((m) => !m.path.startsWith('transformer.h.0.attn.source'))
+      .map((m) =>
+        m.path === 'transformer.h.0.attn'
+          ? { ...m, children: m.children.filter((c) => !c.endsWith('.source')), fusedOps: ['com.microsoft.Attention'] }
+          : m,
+      ),
+  };
+  const block = `async (m) => {
+    const errors = [];
+    for (const read of [() => m.transformer.h[0].attn.source.softmax_0.output, () => m.transformer.h[0].attn.sourcee]) {
+      try { await read(); } catch (e) { errors.push({ name: e.name, message: e.message }); }
+    }
+    return errors;
+  }`;
+  const r = await hm.run({ invokes: [{ prompt: 'Hello', block }] }, () =>
+    createInProcessBlocks({ manifest: fused, tokenizer: hm.tokenizer }),
+  );
+  const [fusedErr, typo] = value(r.invokes[0]!.result) as Array<{ name: string; message: string }>;
+  assert.equal(fusedErr?.name, 'OperationFused', fusedErr?.message);
+  assert.match(fusedErr!.message, /transformer\.h\.0\.attn's operations were fused .* com\.microsoft\.Attention/);
+  assert.match(fusedErr!.message, /attn_implementation="eager"/);
+  assert.equal(typo?.name, 'UnknownModule', 'a misspelt name is not mistaken for a fused operation');
+});
