@@ -16,6 +16,7 @@ import { buildSessionBody, buildSubmitBody, isInvokeList } from './request-body.
 import type { Invoke, RequestOptions, SessionTrace, SubmitBody } from './request-body.js';
 import { StatusSocket, SubscriptionEndedError } from './status-socket.js';
 import { BlockOrigins, callerFrame } from './user-frames.js';
+import { sessionValues } from './session-values.js';
 import type {
   InvokeValues,
   ModelOf,
@@ -240,14 +241,7 @@ export class Fabric {
     const requestId = opts.requestId ?? randomUUID();
     const origin = { callSite, blocks: new BlockOrigins() };
     const r = await this.runBody(buildSessionBody(model, traces, opts, requestId, true, origin.blocks), opts, origin);
-    const counts = ((r.meta.traces ?? []) as Array<{ invokes: number }>).map((t) => t.invokes);
-    let at = 0;
-    const values = traces.map((t, i) => {
-      const own = r.values.slice(at, at + (counts[i] ?? 0));
-      at += counts[i] ?? 0;
-      return isInvokeList(t.input) ? own : own[0];
-    });
-    return { requestId: r.requestId, traces: values, meta: r.meta };
+    return { requestId: r.requestId, traces: sessionValues(traces, r.values, r.meta), meta: r.meta };
   }
 
   private async runBody(

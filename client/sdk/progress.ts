@@ -98,7 +98,10 @@ class LiveLine {
 
   remove(e: Entry): void {
     this.entries.delete(e);
-    if (this.entries.size > 0) return this.draw();
+    if (this.entries.size > 0) {
+      this.draw();
+      return;
+    }
     this.erase();
     if (this.timer !== null) clearInterval(this.timer);
     this.timer = null;

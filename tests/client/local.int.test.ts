@@ -88,7 +88,12 @@ test('a read and a swap: the same tensors bit for bit, log lines and statuses as
 
 test('a session and a generation: the same values and tokens', async () => {
   const traces = [
-    { input: 'Hello', block: async (m: any, ctx: any) => void (ctx.shared.h = await m.transformer.h[0].output) },
+    {
+      input: 'Hello',
+      block: async (m: any, ctx: any) => {
+        ctx.shared.h = await m.transformer.h[0].output;
+      },
+    },
     { input: 'Hello', block: async (m: any, ctx: any) => (await m.transformer.h[1].output).add(ctx.shared.h) },
   ];
   const seen: string[] = [];

@@ -9,6 +9,7 @@ export class Screen {
     for (let i = 0; i < s.length; i++) {
       const c = s[i]!;
       if (c === '\x1b') {
+        // biome-ignore lint/suspicious/noControlCharactersInRegex: a terminal's escape sequences are what this reads
         const m = /^\x1b\[([0-9;?]*)([A-Za-z])/.exec(s.slice(i));
         if (m) {
           if (m[2] === 'K' && m[1] === '2') this.lines[this.row] = '';

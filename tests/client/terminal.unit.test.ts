@@ -105,7 +105,10 @@ test('concurrent requests share the live line, each with its tag; their log line
   const printed: string[] = [];
   const log = defaultLog(b, 'bbbb0000-1111');
   const write = process.stdout.write;
-  process.stdout.write = ((s: string) => (printed.push(s), true)) as typeof process.stdout.write;
+  process.stdout.write = ((s: string) => {
+    printed.push(s);
+    return true;
+  }) as typeof process.stdout.write;
   try {
     log({ stream: 'stdout', line: 'hello from b' });
   } finally {

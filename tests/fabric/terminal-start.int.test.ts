@@ -44,6 +44,7 @@ c.on('exit', (code) => process.exit(code ?? 0));
         NDIF_AGENT_RAM: '8GiB',
       },
     });
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: the colour codes of a terminal are what is stripped
     const out = r.stdout.replace(/\x1b\[[0-9;]*m/g, '');
     assert.match(out, /NDIF fabric listening on http:\/\//, out);
     const lines = out.split(/\r?\n/).filter((l) => l.trim() !== '');

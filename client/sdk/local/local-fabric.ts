@@ -4,6 +4,7 @@
 // turned into the agent's payload by the command API's own functions, run by HostedModel with the blocks
 // in-process (a trusted agent's path), encoded into a result container and decoded by the SDK's decoder. A block
 // debugged here runs unchanged on the fabric, and gives the same bits there (tests/client/local.int.test.ts).
+import { sessionValues } from '../session-values.js';
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
@@ -84,13 +85,7 @@ export class LocalFabric {
   async executeSession(model: string, traces: SessionTrace[], opts: TraceOptions = {}): Promise<SessionResult> {
     const requestId = opts.requestId ?? randomUUID();
     const r = await this.runBody(buildSessionBody(model, traces, opts, requestId, true), opts);
-    const counts = ((r.meta.traces ?? []) as Array<{ invokes: number }>).map((t) => t.invokes);
-    let at = 0;
-    const values = traces.map((t, i) => {
-      const own = r.values.slice(at, (at += counts[i] ?? 0));
-      return isInvokeList(t.input) ? own : own[0];
-    });
-    return { requestId: r.requestId, traces: values, meta: r.meta };
+    return { requestId: r.requestId, traces: sessionValues(traces, r.values, r.meta), meta: r.meta };
   }
 
   stream(model: string, input: Invoke | Invoke[], block?: BlockFn | string, opts: TraceOptions = {}) {
@@ -322,9 +317,9 @@ function accepted(body: SubmitBody): RequestPayload {
   try {
     const check = (invokes: Array<{ block?: string }>, shared: string | undefined, trace?: number) => {
       if (shared !== undefined) checkBlockSource(shared, 'shared', trace);
-      invokes.forEach((inv, i) => inv.block !== undefined && checkBlockSource(inv.block, i, trace));
+      for (const [i, inv] of invokes.entries()) if (inv.block !== undefined) checkBlockSource(inv.block, i, trace);
     };
-    if (body.traces) body.traces.forEach((t, i) => check(t.invokes, t.block, i));
+    if (body.traces) for (const [i, t] of body.traces.entries()) check(t.invokes, t.block, i);
     else check(body.invokes ?? [], body.block);
     const s = submissionOf(body as unknown as CheckedBody, { trusted: true, priority: false });
     return parseRequestPayload(JSON.parse(JSON.stringify(s.payload)));

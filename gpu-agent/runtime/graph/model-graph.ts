@@ -78,7 +78,7 @@ export function analyzeGraph(graph: GraphProto): ModelGraph {
 
   const moduleScopes = resolveScopes(fileNodes, fileReads, fileWrites, fileProducer, fileConsumers);
   const fileConstants = new Set<number>();
-  fileNodes.forEach((n, i) => isConstantNode(n) && fileConstants.add(i));
+  for (const [i, n] of fileNodes.entries()) if (isConstantNode(n)) fileConstants.add(i);
   const fileShapeOnly = shapeArithmetic(fileNodes, fileReads, fileWrites, fileConstants, initializers);
   const scopes = withSourceScopes(fileNodes, moduleScopes, fileWrites, fileShapeOnly);
   const producers = fileReads.map((rs) =>
