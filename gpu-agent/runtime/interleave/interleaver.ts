@@ -300,7 +300,7 @@ export class Interleaver implements PassView {
       if (this.shouldStop()) return false;
       const target = this.nextTarget();
       if (!target) {
-        await this.advance(this.ctx.graph.nodes.length);
+        if (!this.nothingLeftToRead()) await this.advance(this.ctx.graph.nodes.length);
         return true;
       }
       const insideSkip = this.skippedByAll().find((m) => strictlyInside(target, m));
@@ -323,6 +323,20 @@ export class Interleaver implements PassView {
       this.rank = target.rank;
       await this.serve(target);
     }
+  }
+
+  /**
+   * True when the rest of the pass has no reader: a single pass (no tokens to choose from its logits), not recorded for
+   * a backward, every invoke has a block and every block returned (an invoke without one asks for the forward pass
+   * itself). Its remaining layers and the full logits are then not computed.
+   */
+  private nothingLeftToRead(): boolean {
+    return (
+      this.gen === null &&
+      !this.pass!.record &&
+      this.mediators.every((i) => i.status === 'ended') &&
+      this.start.invokes.every((i) => i.source.trim() !== '')
+    );
   }
 
   addrOf(p: ObservationPoint, step = this.step): string {
