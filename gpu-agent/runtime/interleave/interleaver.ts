@@ -300,7 +300,14 @@ export class Interleaver implements PassView {
       if (this.shouldStop()) return false;
       const target = this.nextTarget();
       if (!target) {
-        if (!this.nothingLeftToRead()) await this.advance(this.ctx.graph.nodes.length);
+        if (this.nothingLeftToRead()) return true;
+        // Nobody reads the model's outputs of a single pass that no block waits on any more (an invoke without a
+        // block): the full logits and the KV outputs are not copied out.
+        if (this.gen === null && !this.pass!.record) {
+          const cached = new Set(this.caches.tensorsIn(this.pass!.pos, this.ctx.graph.nodes.length));
+          this.pass!.unread = new Set(this.ctx.graph.graphOutputs.map((v) => v.name).filter((n) => !cached.has(n)));
+        }
+        await this.advance(this.ctx.graph.nodes.length);
         return true;
       }
       const insideSkip = this.skippedByAll().find((m) => strictlyInside(target, m));
