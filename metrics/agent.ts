@@ -4,7 +4,6 @@
 // on the assignments topic.
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { GpuAgent } from '../gpu-agent/agent/agent.js';
-import { assignmentsGroupId } from '../gpu-agent/agent/assignments-group.js';
 import type { AgentConfig } from '../gpu-agent/agent/config.js';
 import type { PoolStats } from '../sandbox/pool.js';
 import { SECONDS_BUCKETS } from './registry.js';
@@ -112,8 +111,8 @@ export class AgentMetrics {
     this.runnerSpawned = (ms) => spawn.observe({ agent: agentId }, ms / 1000);
     consumerLagGauge(registry, () => [
       {
-        topic: config.topics.assignments,
-        group: assignmentsGroupId(agentId, config.topics.assignments),
+        topic: agent.assignmentsTopic,
+        group: agent.assignmentsGroup,
         partitions: agent.assignmentLag(),
       },
     ]);

@@ -31,7 +31,8 @@ export class FabricMetrics {
 
   /** Adds projections to ndif_projection_lag_events (the gauges are made on the first call, over `store`). */
   watchProjections(store: EventStore, source: ProjectionSource): void {
-    (this.lag ??= new ProjectionLag(this.registry, store)).add(source);
+    this.lag ??= new ProjectionLag(this.registry, store);
+    this.lag.add(source);
   }
 
   /**
@@ -47,7 +48,8 @@ export class FabricMetrics {
    * phase wherever they run (distributed: submissions reach the command API, statuses leave the query API).
    */
   get requests(): RequestMetrics {
-    return (this.requestMetrics ??= new RequestMetrics(this.registry));
+    this.requestMetrics ??= new RequestMetrics(this.registry);
+    return this.requestMetrics;
   }
 
   watchRelay(relay: Relay, store: EventStore, topics: { agentEvents: string; group: string }): void {

@@ -13,7 +13,12 @@ import type { AgentExit } from '../../domain/events/index.js';
 import type { LocalModels } from './replicas.js';
 import { readJson } from '../../transport/json.js';
 import type { Subscription, Transport, TransportMessage } from '../../transport/port.js';
-import { agentInboundSchema, type AgentInbound, type RefusedNotice } from '../../transport/relay/wire.js';
+import {
+  agentAssignmentsTopic,
+  agentInboundSchema,
+  type AgentInbound,
+  type RefusedNotice,
+} from '../../transport/relay/wire.js';
 import type { AgentConfig } from './config.js';
 import { ReplicaHost, type ReplicaView } from './replicas.js';
 import { RequestExecutor, type UntrustedOpener } from './requests.js';
@@ -94,6 +99,16 @@ export class GpuAgent {
     };
   }
 
+  /** The topic this agent's assignments come on: its own. */
+  get assignmentsTopic(): string {
+    return agentAssignmentsTopic(this.options.config.topics.assignments, this.options.config.agentId);
+  }
+
+  /** The consumer group this agent reads its assignments with. */
+  get assignmentsGroup(): string {
+    return assignmentsGroupId(this.options.config.agentId, this.assignmentsTopic);
+  }
+
   /** The transport's consumer lag of this agent's assignments subscription (empty where delivery is immediate). */
   assignmentLag(): { partition: number; messages: number }[] {
     return this.subscription?.lag?.() ?? [];
@@ -102,12 +117,14 @@ export class GpuAgent {
   /** Subscribes first (so nothing sent to the new boot is missed), then registers and starts heartbeating. */
   async start(): Promise<void> {
     const { config, transport, log } = this.options;
+    // Its own topic; a group without a committed position starts at the next message: everything for this boot
+    // is published after it registers, below, and what came before was for earlier boots.
     this.subscription = await transport.subscribe(
-      config.topics.assignments,
-      assignmentsGroupId(config.agentId, config.topics.assignments),
+      this.assignmentsTopic,
+      this.assignmentsGroup,
       (m) => this.onMessage(m),
       {
-        fromBeginning: true,
+        fromBeginning: false,
         onError: (err) => log.error({ err }, 'assignment handler failed; delivered again'),
       },
     );

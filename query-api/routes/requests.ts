@@ -11,6 +11,7 @@ import { RateLimiter } from '../../http/rate-limit.js';
 import { displayRequestId } from '../../http/request-ids.js';
 import { FabricError } from '../../protocol/errors.js';
 import { userStatus } from '../../projections/control-plane/status.js';
+import type { RequestView } from '../../projections/requests/state.js';
 import { runningBySubmitter, truePosition } from '../../projections/control-plane/positions.js';
 import { resultField } from '../results/result-field.js';
 import { verifyResultToken } from '../results/token.js';
@@ -115,7 +116,7 @@ export function requestQueryRoutes(app: FastifyInstance, deps: RouteDeps): void 
   app.get('/requests/:id/result', { config: { access: 'optional' } }, async (req, reply) => {
     const { id } = parseInput(idParams, req.params, 'params');
     const { token } = parseInput(resultQuery, req.query, 'query');
-    let view;
+    let view: RequestView;
     // A signed URL names the recorded id (it needs no key); with a key the id is the caller's.
     if (token !== undefined) {
       let known = ctx.view.state.requests.byId.get(id);

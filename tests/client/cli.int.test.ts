@@ -5,6 +5,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
 import { main } from '../../client/cli/main.js';
+import { type CliRun, runNdif } from '../support/ndif.js';
 import { ExitCode } from '../../client/cli/exit-codes.js';
 import { Fabric } from '../../client/sdk/index.js';
 import { startInProcessFabric } from './fabric-harness.js';
@@ -12,22 +13,8 @@ import type { InProcessFabric } from './fabric-harness.js';
 
 let fab: InProcessFabric;
 
-interface Ran {
-  code: number;
-  out: string;
-  err: string;
-}
-
-async function ndif(args: string[], env: NodeJS.ProcessEnv = {}, signal?: AbortSignal): Promise<Ran> {
-  let out = '';
-  let err = '';
-  const code = await main(args, {
-    stdout: { write: (s: string) => (out += s) },
-    stderr: { write: (s: string) => (err += s) },
-    env: { NDIF_URL: fab.url, NDIF_API_KEY: fab.keys!.operator, ...env },
-    ...(signal ? { signal } : {}),
-  });
-  return { code, out, err };
+function ndif(args: string[], env: NodeJS.ProcessEnv = {}, signal?: AbortSignal): Promise<CliRun> {
+  return runNdif(args, { NDIF_URL: fab.url, NDIF_API_KEY: fab.keys!.operator, ...env }, signal);
 }
 
 before(async () => {

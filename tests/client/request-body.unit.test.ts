@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { checkBlockSource } from '../../protocol/block-source.js';
+import { checkBlockSource } from '../../block-source/check.js';
 import { blockSource, BlockSourceError } from '../../client/sdk/block-source.js';
 import { buildSubmitBody, isInvokeList, RequestShapeError } from '../../client/sdk/request-body.js';
 import { compileBlock } from '../../gpu-agent/block/host/compile.js';
@@ -109,5 +109,27 @@ test('malformed inputs are refused with what was wrong', () => {
   assert.throws(
     () => buildSubmitBody('m', ['a', { prompt: 'x' } as never], undefined, {}, 'r', true),
     /invoke 1: expected a prompt/,
+  );
+});
+
+test("an invoke's params reach the shared block when the invoke has no block of its own", async () => {
+  const shared = 'async (m, ctx, p) => p';
+  const body = buildSubmitBody(
+    'gpt2-tiny',
+    [{ input: 'a', params: { k: 1 } }, 'b', { input: 'c' }],
+    shared,
+    { params: { k: 9 } },
+    'r1',
+    true,
+  );
+  const [a, b, c] = body.invokes!;
+  assert.ok(a.block, 'the invoke with params carries the shared block with its params');
+  assert.deepEqual(await compileBlock(a.block!, 0, console)({}, {}), { k: 1 });
+  assert.equal(b.block, undefined, 'an invoke without params runs the shared block');
+  assert.equal(c.block, undefined);
+  assert.deepEqual(await compileBlock(body.block!, 0, console)({}, {}), { k: 9 });
+  assert.throws(
+    () => buildSubmitBody('gpt2-tiny', [{ input: 'a', params: { k: 1 } }], undefined, {}, 'r2', true),
+    (e: unknown) => e instanceof RequestShapeError && /invoke 0 has params but no block/.test(e.message),
   );
 });

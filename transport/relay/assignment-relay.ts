@@ -14,7 +14,7 @@ import type { OutgoingMessage, Transport } from '../port.js';
 import { DEFAULT_MAX_MESSAGE_BYTES } from '../validate.js';
 import { ReceivedCache, type ReceivedFacts } from './received-cache.js';
 import { initialRelayState, route, type Draft, type RelayState } from './routing.js';
-import { DEFAULT_TOPICS, WIRE_VERSION, type Assignment } from './wire.js';
+import { agentAssignmentsTopic, DEFAULT_TOPICS, WIRE_VERSION, type Assignment } from './wire.js';
 
 export const RELAY_CHECKPOINT = { name: 'relay-assignments', version: 1 } as const;
 
@@ -51,7 +51,7 @@ export class AssignmentRelay {
   private readonly topic: string;
   private state: RelayState = initialRelayState();
   private subscription: Subscription | undefined;
-  private outbox: OutgoingMessage[] = [];
+  private outbox: Array<OutgoingMessage & { topic: string }> = [];
   /** Payloads of requests seen arriving, so their dispatch reads nothing (received-cache.ts). */
   private received = new ReceivedCache();
   private position = 0;
@@ -133,7 +133,12 @@ export class AssignmentRelay {
       await this.flush();
   }
 
-  private async message(d: Draft, e: StoredEvent): Promise<OutgoingMessage> {
+  private async message(d: Draft, e: StoredEvent): Promise<OutgoingMessage & { topic: string }> {
+    const m = await this.payload(d, e);
+    return { ...m, topic: agentAssignmentsTopic(this.topic, d.agentId) };
+  }
+
+  private async payload(d: Draft, e: StoredEvent): Promise<OutgoingMessage> {
     const base = {
       v: WIRE_VERSION,
       position: e.position,
@@ -170,7 +175,14 @@ export class AssignmentRelay {
     if (this.outbox.length > 0) {
       const batch = this.outbox;
       this.outbox = [];
-      await this.options.transport.publish(this.topic, batch);
+      // One publish per agent topic, all at once (the transport sends them together); order per agent is kept.
+      const byTopic = new Map<string, OutgoingMessage[]>();
+      for (const { topic, ...m } of batch) {
+        const list = byTopic.get(topic);
+        if (list === undefined) byTopic.set(topic, [m]);
+        else list.push(m);
+      }
+      await Promise.all([...byTopic].map(([topic, ms]) => this.options.transport.publish(topic, ms)));
       this.st.published += batch.length;
     }
     // The routing state is serialized only for a checkpoint (at most every checkpointEveryMs), not on every flush:
@@ -236,7 +248,13 @@ export class AssignmentRelay {
           ),
         timeoutMs,
       );
-      this.waiters.push({ position, resolve: () => (clearTimeout(timer), resolve()) });
+      this.waiters.push({
+        position,
+        resolve: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+      });
     });
   }
 
