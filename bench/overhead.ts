@@ -17,6 +17,7 @@ import { PerformanceObserver, performance } from 'node:perf_hooks';
 import { waitForHot } from '../client/cli/wait-ready.js';
 import { FabricAdmin } from '../client/sdk/admin.js';
 import { Fabric } from '../client/sdk/fabric.js';
+import type { StatusMessage } from '../client/sdk/wire.js';
 import { createInProcessBlocks } from '../gpu-agent/block/index.js';
 import { loadModel } from '../gpu-agent/runtime/index.js';
 import type { HostedModel } from '../gpu-agent/runtime/index.js';
@@ -88,7 +89,8 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
     const startS = (performance.now() - t0) / 1000;
 
     // Warm-up: every request shape once (segments compiled on the agent).
-    const trivial = () => ndif.execute(TINY, 'The Eiffel Tower is in', 'async (m) => 1');
+    const trivial = (onMessage?: (m: StatusMessage) => void) =>
+      ndif.execute(TINY, 'The Eiffel Tower is in', 'async (m) => 1', onMessage ? { onMessage } : {});
     const small = (tokens: number[], block?: string, c: Fabric = ndif) => c.execute(SMALL, tokens, block);
     await trivial();
     await small(t128, READ_ALL);
@@ -96,15 +98,28 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
     await small(t32, 'async (m) => await m.transformer.h[6].output');
 
     // Trivial requests: latency and the agent's own time.
+    // Where a trivial request spends its time, from the statuses' `at` (the fabric's clock, this machine's).
+    const phases: Record<string, number[]> = { submit: [], schedule: [], start: [], run: [], notify: [], result: [] };
     const latency: number[] = [];
     const over: number[] = [];
     const tt = performance.now();
     while (performance.now() - tt < budgetMs || latency.length < 20) {
+      const at: Record<string, number> = {};
       const s = performance.now();
-      const r = await trivial();
+      const s0 = Date.now();
+      const r = await trivial(
+        (m) => ((at[m.status] = Date.parse(m.at)), m.status === 'COMPLETED' && (at.arrived = Date.now())),
+      );
       const ms = performance.now() - s;
+      const end = Date.now();
       latency.push(ms);
       over.push(ms - Number((r.meta.timings as { totalMs: number }).totalMs));
+      phases.submit!.push(at.RECEIVED! - s0);
+      phases.schedule!.push(at.DISPATCHED! - at.RECEIVED!);
+      phases.start!.push(at.RUNNING! - at.DISPATCHED!);
+      phases.run!.push(at.COMPLETED! - at.RUNNING!);
+      phases.notify!.push(at.arrived! - at.COMPLETED!);
+      phases.result!.push(end - at.arrived!);
       if (latency.length >= 400) break;
     }
 
@@ -147,6 +162,9 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
       agent_gc_share: round(gc.share, 4),
       trivial_p50_ms: round(median(latency)),
       trivial_requests: latency.length,
+      // Medians: submit = call → RECEIVED recorded; schedule → DISPATCHED; start → RUNNING (relay, IPC, agent);
+      // run → COMPLETED recorded; notify → COMPLETED on the client's websocket; result → decoded value returned.
+      trivial_phases_ms: Object.fromEntries(Object.entries(phases).map(([k, v]) => [k, round(median(v))])),
       plain_128_ms: round(plainMs),
       read_all_128_ms: round(readMs),
       read_rounds: rounds.rounds,
