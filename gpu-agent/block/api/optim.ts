@@ -30,7 +30,8 @@ function num(what: string, name: string, v: unknown, dflt: number, min = 0): num
 function checkOptions(what: string, options: unknown, allowed: string[]): Record<string, unknown> {
   const o = (options ?? {}) as Record<string, unknown>;
   if (typeof o !== 'object' || Array.isArray(o)) fail(`${what}: options must be an object such as { lr: 0.01 }`);
-  for (const k of Object.keys(o)) if (!allowed.includes(k)) fail(`${what}: unknown option ${k}; the options are ${allowed.join(', ')}`);
+  for (const k of Object.keys(o))
+    if (!allowed.includes(k)) fail(`${what}: unknown option ${k}; the options are ${allowed.join(', ')}`);
   return o;
 }
 

@@ -277,7 +277,13 @@ export function backpropagate(roots: Array<{ tensor: Tensor; grad: Gradient }>):
   }
   const leaves = new Map<TapeLeaf, Gradient>();
   const params = new Map<Tensor, Gradient>();
-  const root: TapeNode = { op: 'roots', inputs: top.map((n) => ({ tensor: n.out, node: n, version: 0 })), args: [], out: Tensor.zeros([]), outVersion: 0 };
+  const root: TapeNode = {
+    op: 'roots',
+    inputs: top.map((n) => ({ tensor: n.out, node: n, version: 0 })),
+    args: [],
+    out: Tensor.zeros([]),
+    outVersion: 0,
+  };
   for (const node of order(root)) {
     if (node === root) continue;
     const g = grads.get(node);

@@ -340,7 +340,10 @@ export class Tensor {
       return this;
     }
     if (this.dtype !== 'float32')
-      throw new InterleaveError('GradNotRequired', `requiresGrad_(): only float32 tensors can be trained, this one is ${this.dtype}; convert it with .to('float32') first`);
+      throw new InterleaveError(
+        'GradNotRequired',
+        `requiresGrad_(): only float32 tensors can be trained, this one is ${this.dtype}; convert it with .to('float32') first`,
+      );
     this.trainable ??= { grad: null, pending: new Set() };
     this.tape = { op: 'param', inputs: [], args: [], out: this, outVersion: this.version, param: this };
     return this;
@@ -369,7 +372,7 @@ export class Tensor {
     if (t.pending.size > 0)
       throw new InterleaveError(
         'GradPending',
-        'the gradient of this tensor is still arriving from the model\'s backward pass: `await loss.backward()` (or await the optimizer\'s step()) before reading .grad',
+        "the gradient of this tensor is still arriving from the model's backward pass: `await loss.backward()` (or await the optimizer's step()) before reading .grad",
       );
     return t.grad;
   }
@@ -413,7 +416,8 @@ export class Tensor {
     const d = this.data as Float32Array;
     for (let i = 0; i < d.length; i++) d[i] = values[i]!;
     this.version++;
-    if (this.trainable) this.tape = { op: 'param', inputs: [], args: [], out: this, outVersion: this.version, param: this };
+    if (this.trainable)
+      this.tape = { op: 'param', inputs: [], args: [], out: this, outVersion: this.version, param: this };
   }
 
   /** `out`, with the op that made it recorded when an operand is on the tape. */

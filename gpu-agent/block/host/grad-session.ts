@@ -45,7 +45,14 @@ export class GradSession {
   private readonly reads = new Set<PendingRead<unknown>>();
   private readonly owner = { backward: (loss: Tensor) => this.backward(loss) };
   /** Swaps whose values were computed on the tape (a trainable tensor may be among their sources). */
-  private readonly swaps: Array<{ path: string; point: Point; step: number; addr: string; rank: number; values: Tensor[] }> = [];
+  private readonly swaps: Array<{
+    path: string;
+    point: Point;
+    step: number;
+    addr: string;
+    rank: number;
+    values: Tensor[];
+  }> = [];
 
   constructor(
     private readonly invoke: number,

@@ -40,8 +40,11 @@ function erf(x: number): number {
   const ax = Math.abs(x);
   if (ax < 0.5) {
     const t = x * x;
-    const p = (((0.185777706184603153 * t + 3.16112374387056560) * t + 113.864154151050156) * t + 377.485237685302021) * t + 3209.37758913846947;
-    const q = (((t + 23.6012909523441209) * t + 244.024637934444173) * t + 1282.61652607737228) * t + 2844.23683343917062;
+    const p =
+      (((0.185777706184603153 * t + 3.1611237438705656) * t + 113.864154151050156) * t + 377.485237685302021) * t +
+      3209.37758913846947;
+    const q =
+      (((t + 23.6012909523441209) * t + 244.024637934444173) * t + 1282.61652607737228) * t + 2844.23683343917062;
     return (x * p) / q;
   }
   return Math.sign(x) * (1 - erfc(ax));
@@ -54,7 +57,18 @@ function erfc(x: number): number {
   const r =
     t *
     Math.exp(
-      -z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277)))))))),
+      -z * z -
+        1.26551223 +
+        t *
+          (1.00002368 +
+            t *
+              (0.37409196 +
+                t *
+                  (0.09678418 +
+                    t *
+                      (-0.18628806 +
+                        t *
+                          (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277)))))))),
     );
   return x >= 0 ? r : 2 - r;
 }
@@ -66,19 +80,31 @@ const sigmoid = (v: number) => (v >= 0 ? 1 / (1 + Math.exp(-v)) : Math.exp(v) / 
 const proto = Tensor.prototype;
 
 proto.relu = function (this: Tensor) {
-  return this.recorded(each(this, (v) => (v > 0 ? v : 0)), 'relu', [this]);
+  return this.recorded(
+    each(this, (v) => (v > 0 ? v : 0)),
+    'relu',
+    [this],
+  );
 };
 registerDerivative('relu', (n, g) => [chain(g, operandValue(n, 0), (v) => (v > 0 ? 1 : 0))]);
 
 proto.gelu = function (this: Tensor) {
-  return this.recorded(each(this, (v) => 0.5 * v * (1 + erf(v * SQRT1_2))), 'gelu', [this]);
+  return this.recorded(
+    each(this, (v) => 0.5 * v * (1 + erf(v * SQRT1_2))),
+    'gelu',
+    [this],
+  );
 };
 registerDerivative('gelu', (n, g) => [
   chain(g, operandValue(n, 0), (v) => 0.5 * (1 + erf(v * SQRT1_2)) + v * INV_SQRT_2PI * Math.exp(-0.5 * v * v)),
 ]);
 
 proto.silu = function (this: Tensor) {
-  return this.recorded(each(this, (v) => v * sigmoid(v)), 'silu', [this]);
+  return this.recorded(
+    each(this, (v) => v * sigmoid(v)),
+    'silu',
+    [this],
+  );
 };
 registerDerivative('silu', (n, g) => [
   chain(g, operandValue(n, 0), (v) => {
@@ -101,7 +127,13 @@ proto.clamp = function (this: Tensor, min?: number | null, max?: number | null) 
   const lo = min ?? Number.NEGATIVE_INFINITY;
   const hi = max ?? Number.POSITIVE_INFINITY;
   if (Number.isNaN(lo) || Number.isNaN(hi)) throw new TensorError('clamp(min, max): bounds must be numbers (or null)');
-  return this.recorded(each(this, (v) => Math.min(hi, Math.max(lo, v))), 'clamp', [this], lo, hi);
+  return this.recorded(
+    each(this, (v) => Math.min(hi, Math.max(lo, v))),
+    'clamp',
+    [this],
+    lo,
+    hi,
+  );
 };
 registerDerivative('clamp', (n, g) => {
   const [lo, hi] = n.args as [number, number];
@@ -151,7 +183,13 @@ proto.where = function (this: Tensor, cond: Tensor, other: Tensor | number) {
 registerDerivative('where', (n, g) => {
   const c = n.args[0] as Tensor;
   return [
-    sumTo(chain(g, c, (v) => (v !== 0 ? 1 : 0)), n.inputs[0]!.tensor.shape),
-    sumTo(chain(g, c, (v) => (v !== 0 ? 0 : 1)), n.inputs[1]!.tensor.shape),
+    sumTo(
+      chain(g, c, (v) => (v !== 0 ? 1 : 0)),
+      n.inputs[0]!.tensor.shape,
+    ),
+    sumTo(
+      chain(g, c, (v) => (v !== 0 ? 0 : 1)),
+      n.inputs[1]!.tensor.shape,
+    ),
   ];
 });

@@ -13,7 +13,10 @@ declare module '../tensor.js' {
      * torch.nn.functional.cross_entropy over the last dim: this [N, C] (or [C]) holds logits, `target` class ids
      * (N numbers or an integer tensor); targets equal to ignoreIndex (-100) are left out of the mean.
      */
-    crossEntropy(target: Tensor | number[] | number, options?: { reduction?: 'mean' | 'sum'; ignoreIndex?: number }): Tensor;
+    crossEntropy(
+      target: Tensor | number[] | number,
+      options?: { reduction?: 'mean' | 'sum'; ignoreIndex?: number },
+    ): Tensor;
     norm(p?: number, dim?: number, keepdim?: boolean): Tensor;
     cosineSimilarity(other: Tensor, dim?: number, eps?: number): Tensor;
     cumsum(dim: number): Tensor;
@@ -46,17 +49,26 @@ proto.mseLoss = function (this: Tensor, target: Tensor, reduction: 'mean' | 'sum
 proto.crossEntropy = function (this: Tensor, target, options = {}) {
   const ignore = options.ignoreIndex ?? -100;
   const logits = this.ndim === 1 ? this.reshape([1, this.size]) : this;
-  if (logits.ndim !== 2) throw new TensorError(`crossEntropy: logits must be [N, C] or [C], got [${this.shape.join(', ')}]`);
+  if (logits.ndim !== 2)
+    throw new TensorError(`crossEntropy: logits must be [N, C] or [C], got [${this.shape.join(', ')}]`);
   const [n, c] = logits.shape as [number, number];
-  const ids = typeof target === 'number' ? [target] : target instanceof Tensor ? Array.from({ length: target.size }, (_, i) => target.flat(i)) : target;
+  const ids =
+    typeof target === 'number'
+      ? [target]
+      : target instanceof Tensor
+        ? Array.from({ length: target.size }, (_, i) => target.flat(i))
+        : target;
   if (!Array.isArray(ids) || ids.length !== n)
-    throw new TensorError(`crossEntropy: ${n} rows of logits need ${n} targets, got ${Array.isArray(ids) ? ids.length : typeof target}`);
+    throw new TensorError(
+      `crossEntropy: ${n} rows of logits need ${n} targets, got ${Array.isArray(ids) ? ids.length : typeof target}`,
+    );
   const onehot = Tensor.zeros([n, c]);
   const oh = onehot.data as Float32Array;
   let count = 0;
   ids.forEach((t, i) => {
     if (t === ignore) return;
-    if (!Number.isInteger(t) || t < 0 || t >= c) throw new TensorError(`crossEntropy: target ${t} is not a class in [0, ${c})`);
+    if (!Number.isInteger(t) || t < 0 || t >= c)
+      throw new TensorError(`crossEntropy: target ${t} is not a class in [0, ${c})`);
     oh[i * c + t] = 1;
     count++;
   });
@@ -69,14 +81,22 @@ proto.norm = function (this: Tensor, p = 2, dim?: number, keepdim = false) {
   if (p === 2) return this.pow(2).sum(dim, keepdim).sqrt();
   if (p === Number.POSITIVE_INFINITY) return this.abs().max(dim, keepdim);
   if (!(p > 0)) throw new TensorError(`norm: p must be positive (or Infinity), got ${p}`);
-  return this.abs().pow(p).sum(dim, keepdim).pow(1 / p);
+  return this.abs()
+    .pow(p)
+    .sum(dim, keepdim)
+    .pow(1 / p);
 };
 
 proto.cosineSimilarity = function (this: Tensor, other: Tensor, dim = -1, eps = 1e-8) {
   const dot = this.mul(other).sum(dim);
   // PyTorch: x·y / max(‖x‖·‖y‖, eps) (computed as the product of clamped squared norms' square roots).
-  const na = this.pow(2).sum(dim).clamp(eps * eps);
-  const nb = other.pow(2).sum(dim).clamp(eps * eps);
+  const na = this.pow(2)
+    .sum(dim)
+    .clamp(eps * eps);
+  const nb = other
+    .pow(2)
+    .sum(dim)
+    .clamp(eps * eps);
   return dot.div(na.mul(nb).sqrt());
 };
 
@@ -109,7 +129,8 @@ registerDerivative('cumsum', (n, g) => [scan(g, n.args[0] as number, true)]);
 
 /** The flat offset into `shape` of element `i` of `index` (shape `ishape`) with its dim-`d` coordinate replaced. */
 function offsets(shape: readonly number[], index: Tensor, d: number, what: string): Int32Array {
-  if (index.ndim !== shape.length) throw new TensorError(`${what}: index must have ${shape.length} dims, it has ${index.ndim}`);
+  if (index.ndim !== shape.length)
+    throw new TensorError(`${what}: index must have ${shape.length} dims, it has ${index.ndim}`);
   const st = shape.map((_, i) => shape.slice(i + 1).reduce((a, b) => a * b, 1));
   const ist = index.shape.map((_, i) => index.shape.slice(i + 1).reduce((a, b) => a * b, 1));
   const out = new Int32Array(index.size);
@@ -149,13 +170,17 @@ proto.scatterAdd = function (this: Tensor, dim: number, index: Tensor, src: Tens
   const d = normDim(dim, this.ndim);
   if (src.size < index.size) throw new TensorError('scatterAdd: src must have at least as many elements as index');
   const at = offsets(this.shape, index, d, 'scatterAdd');
-  const out = new Tensor('float32', this.shape, (this.dtype === 'float32' ? this : this.detach().to('float32')).data.slice() as Float32Array);
+  const out = new Tensor(
+    'float32',
+    this.shape,
+    (this.dtype === 'float32' ? this : this.detach().to('float32')).data.slice() as Float32Array,
+  );
   const o = out.data as Float32Array;
   // src is read at index's own coordinates.
   const sst = src.shape.map((_, i) => src.shape.slice(i + 1).reduce((a, b) => a * b, 1));
   const ist = index.shape.map((_, i) => index.shape.slice(i + 1).reduce((a, b) => a * b, 1));
   if (src.ndim !== index.ndim || index.shape.some((s, k) => s > src.shape[k]!))
-    throw new TensorError('scatterAdd: src must have index\'s dims, each at least as large');
+    throw new TensorError("scatterAdd: src must have index's dims, each at least as large");
   const srcAt = new Int32Array(index.size);
   for (let i = 0; i < index.size; i++) {
     let rem = i;

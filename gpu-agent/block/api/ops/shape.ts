@@ -116,7 +116,10 @@ function cat(tensors: Tensor[], dim = 0): Tensor {
   for (const t of tensors) {
     const len = t.shape[d]! * inner;
     for (let o = 0; o < outer; o++)
-      dst.set((t.data as unknown as { subarray(a: number, b: number): ArrayLike<unknown> }).subarray(o * len, (o + 1) * len), o * row + at);
+      dst.set(
+        (t.data as unknown as { subarray(a: number, b: number): ArrayLike<unknown> }).subarray(o * len, (o + 1) * len),
+        o * row + at,
+      );
     at += len;
   }
   return first.recorded(out, 'cat', tensors, d);
@@ -133,9 +136,13 @@ registerDerivative('cat', (n, g) => {
 });
 
 function stack(tensors: Tensor[], dim = 0): Tensor {
-  if (!Array.isArray(tensors) || tensors.length === 0) throw new TensorError('stack(tensors, dim): give a non-empty array of tensors');
+  if (!Array.isArray(tensors) || tensors.length === 0)
+    throw new TensorError('stack(tensors, dim): give a non-empty array of tensors');
   const d = norm(dim, tensors[0]!.ndim + 1);
-  return cat(tensors.map((t) => t.unsqueeze(d)), d);
+  return cat(
+    tensors.map((t) => t.unsqueeze(d)),
+    d,
+  );
 }
 
 Object.assign(Tensor, { cat, stack });
