@@ -47,7 +47,9 @@ export const TRAINING_BLOCK = (r: Reference, intermediate: number, d: number) =>
 }`;
 
 export async function run(): Promise<Record<string, unknown>> {
-  const ref = JSON.parse(readFileSync(join(here, '..', '..', 'bench', 'families', 'training-reference.json'), 'utf8')) as Reference;
+  const ref = JSON.parse(
+    readFileSync(join(here, '..', '..', 'bench', 'families', 'training-reference.json'), 'utf8'),
+  ) as Reference;
   const { dir } = ensureFamilyModel('llama');
   const hm = await loadModel(dir, { key: 'bench-training' });
   try {
@@ -69,13 +71,15 @@ export async function run(): Promise<Record<string, unknown>> {
     const s = await hm.runSession(
       { traces: Array.from({ length: steps }, (_, k) => trace(k, block)), timeoutMs: 120_000 },
       open,
-      );
+    );
     const totalS = (performance.now() - t0) / 1000;
     for (const t of s.traces) stepMs.push(t.timings.totalMs);
     void last;
     const losses = s.traces.map((t) => t.invokes[0]!.result.tree as number);
     const diff = Math.max(...losses.map((l, k) => Math.abs(l - ref.losses[k]!)));
-    process.stderr.write(`losses ${losses.map((l) => l.toFixed(4)).join(' ')}\nforward ${median(forwardMs).toFixed(1)} ms, step ${median(stepMs).toFixed(1)} ms\n`);
+    process.stderr.write(
+      `losses ${losses.map((l) => l.toFixed(4)).join(' ')}\nforward ${median(forwardMs).toFixed(1)} ms, step ${median(stepMs).toFixed(1)} ms\n`,
+    );
     return {
       steps,
       loss_first: Number(losses[0]!.toFixed(6)),
