@@ -46,6 +46,8 @@ def main():
         "cosineSimilarity": lambda x, y: F.cosine_similarity(x, y, 1),
         "mseLoss": lambda x, y: F.mse_loss(x, y),
         "crossEntropy": lambda x, y: F.cross_entropy(x, torch.tensor([3, 0, 2])),
+        "einsum": lambda x, y: torch.einsum("ij,kj->ik", x, y),
+        "einsumSum": lambda x, y: torch.einsum("ij,ij->j", x, y),
         "squeezeFlatten": lambda x, y: x.unsqueeze(0).flatten(1).squeeze(0),
     }
     out = {"format": "ndif-tensor-ops/1", "produced_by": "scripts/reference/record_tensor_ops.py", "cases": {}}

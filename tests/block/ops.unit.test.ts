@@ -47,6 +47,8 @@ const OPS: Record<string, (x: Tensor, y: Tensor) => Tensor> = {
   cosineSimilarity: (x, y) => x.cosineSimilarity(y, 1),
   mseLoss: (x, y) => x.mseLoss(y),
   crossEntropy: (x) => x.crossEntropy([3, 0, 2]),
+  einsum: (x, y) => Tensor.einsum('ij,kj->ik', x, y),
+  einsumSum: (x, y) => Tensor.einsum('ij,ij->j', x, y),
   squeezeFlatten: (x) => x.unsqueeze(0).flatten(1).squeeze(0),
 };
 

@@ -2,3 +2,4 @@
 import './elementwise.js';
 import './shape.js';
 import './reductions.js';
+import './einsum.js';
