@@ -33,7 +33,7 @@ export const TRAINING_BLOCK = (r: Reference, intermediate: number, d: number) =>
     s.B = ctx.Tensor.zeros([${d}, ${r.rank}]).requiresGrad_();
     s.opt = new ctx.optim.Adam([s.A, s.B], { lr: ${r.lr} });
   }
-  const proj = m.${r.module};
+  const proj = m.${r.module.replace(/\.(\d+)/g, '[$1]')};
   const x = await proj.input;
   const y = await proj.output;
   proj.output = y.add(x.matmul(s.A.transpose(0, 1)).matmul(s.B.transpose(0, 1)).mul(${r.scale}));
@@ -67,16 +67,19 @@ export async function run(): Promise<Record<string, unknown>> {
     }
     const t0 = performance.now();
     const stepMs: number[] = [];
-    let last = performance.now();
     const s = await hm.runSession(
       { traces: Array.from({ length: steps }, (_, k) => trace(k, block)), timeoutMs: 120_000 },
       open,
     );
     const totalS = (performance.now() - t0) / 1000;
     for (const t of s.traces) stepMs.push(t.timings.totalMs);
-    void last;
     const losses = s.traces.map((t) => t.invokes[0]!.result.tree as number);
     const diff = Math.max(...losses.map((l, k) => Math.abs(l - ref.losses[k]!)));
+    const med = (k: 'forwardMs' | 'blockMs' | 'backwardMs') =>
+      median(s.traces.map((t) => t.timings[k] as number)).toFixed(1);
+    process.stderr.write(
+      `step parts: forward ${med('forwardMs')} ms, block ${med('blockMs')} ms, backward ${med('backwardMs')} ms\n`,
+    );
     process.stderr.write(
       `losses ${losses.map((l) => l.toFixed(4)).join(' ')}\nforward ${median(forwardMs).toFixed(1)} ms, step ${median(stepMs).toFixed(1)} ms\n`,
     );

@@ -3,7 +3,7 @@
 // and norms are compositions of recorded ops, so they differentiate through the tape; cumsum, gather, scatterAdd
 // and sort have their own derivatives.
 import { Tensor, TensorError } from '../tensor.js';
-import { registerDerivative } from '../tape.js';
+import { operandValue, registerDerivative } from '../tape.js';
 
 declare module '../tensor.js' {
   interface Tensor {
@@ -62,19 +62,46 @@ proto.crossEntropy = function (this: Tensor, target, options = {}) {
     throw new TensorError(
       `crossEntropy: ${n} rows of logits need ${n} targets, got ${Array.isArray(ids) ? ids.length : typeof target}`,
     );
-  const onehot = Tensor.zeros([n, c]);
-  const oh = onehot.data as Float32Array;
+  const targets = new Int32Array(n);
   let count = 0;
   ids.forEach((t, i) => {
-    if (t === ignore) return;
-    if (!Number.isInteger(t) || t < 0 || t >= c)
+    if (t !== ignore && (!Number.isInteger(t) || t < 0 || t >= c))
       throw new TensorError(`crossEntropy: target ${t} is not a class in [0, ${c})`);
-    oh[i * c + t] = 1;
-    count++;
+    targets[i] = t === ignore ? -1 : t;
+    if (t !== ignore) count++;
   });
-  const picked = logits.logSoftmax(-1).mul(onehot).sum().neg();
-  return options.reduction === 'sum' ? picked : picked.div(Math.max(count, 1));
+  // Fused (one pass per row, float64 log-sum-exp): the loss of a [31, vocab] slice costs a few ms, not tens.
+  const x = (logits.dtype === 'float32' ? logits : logits.detach().to('float32')).data as Float32Array;
+  const lse = new Float64Array(n);
+  let total = 0;
+  for (let i = 0; i < n; i++) {
+    if (targets[i]! < 0) continue;
+    let mx = Number.NEGATIVE_INFINITY;
+    for (let j = 0; j < c; j++) mx = Math.max(mx, x[i * c + j]!);
+    let z = 0;
+    for (let j = 0; j < c; j++) z += Math.exp(x[i * c + j]! - mx);
+    lse[i] = mx + Math.log(z);
+    total += lse[i]! - x[i * c + targets[i]!]!;
+  }
+  const scale = options.reduction === 'sum' ? 1 : 1 / Math.max(count, 1);
+  return logits.recorded(Tensor.from(total * scale, []), 'crossEntropy', [logits], targets, lse, scale);
 };
+registerDerivative('crossEntropy', (n, g) => {
+  const [targets, lse, scale] = n.args as [Int32Array, Float64Array, number];
+  const logits = operandValue(n, 0);
+  const [rows, c] = logits.shape as [number, number];
+  const x = (logits.dtype === 'float32' ? logits : logits.to('float32')).data as Float32Array;
+  const out = new Tensor('float32', logits.shape);
+  const o = out.data as Float32Array;
+  const k = g.item() * scale;
+  for (let i = 0; i < rows; i++) {
+    const t = targets[i]!;
+    if (t < 0) continue;
+    for (let j = 0; j < c; j++) o[i * c + j] = k * Math.exp(x[i * c + j]! - lse[i]!);
+    o[i * c + t]! -= k;
+  }
+  return [out];
+});
 
 proto.norm = function (this: Tensor, p = 2, dim?: number, keepdim = false) {
   if (p === 1) return this.abs().sum(dim, keepdim);
