@@ -60,7 +60,9 @@ for (const [name, op] of Object.entries(OPS)) {
     const y = init(Math.cos, [3, 4]).requiresGrad_();
     const out = op(x, y);
     assert.deepEqual([...out.shape], want!.shape, 'shape');
-    want!.value.forEach((v, i) => assert.ok(Math.abs(out.flat(i) - v) <= 1e-5, `value ${i}: ${out.flat(i)} vs ${v}`));
+    want!.value.forEach((v, i) => {
+      assert.ok(Math.abs(out.flat(i) - v) <= 1e-5, `value ${i}: ${out.flat(i)} vs ${v}`);
+    });
     const loss = out.ndim === 0 ? out : out.mul(init((k) => Math.cos(k + 1), [...out.shape])).sum();
     for (const { param, grad } of lossGradients(loss).params) param.accumulateGrad(grad);
     for (const [t, g] of [

@@ -92,16 +92,16 @@ for (const name of ['lora', 'probe', 'steering'] as const) {
     const s = await hm.runSession({ traces }, () =>
       createInProcessBlocks({ manifest: hm.manifest(), tokenizer: hm.tokenizer }),
     );
-    s.traces.forEach((t, k) =>
-      assert.deepEqual(t.invokes[0]!.tokens, ref.prompts[k % ref.prompts.length]!.ids, 'tokenized as transformers'),
-    );
+    s.traces.forEach((t, k) => {
+      assert.deepEqual(t.invokes[0]!.tokens, ref.prompts[k % ref.prompts.length]!.ids, 'tokenized as transformers');
+    });
     const got = s.traces.map((t) => value(t.invokes[0]!.result) as number);
-    got.forEach((l, k) =>
+    got.forEach((l, k) => {
       assert.ok(
         Math.abs(l - want[k]!) <= 1e-4,
         `${name} step ${k}: loss ${l}, PyTorch ${want[k]} (all: ${got.join(', ')})`,
-      ),
-    );
+      );
+    });
     assert.ok(got.at(-1)! < got[0]!, `${name}: the loss falls (${got[0]} → ${got.at(-1)})`);
   });
 }
