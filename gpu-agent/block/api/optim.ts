@@ -5,6 +5,7 @@
 // of a session. `step()` first waits for gradients still arriving from the model's backward pass.
 import { InterleaveError } from './block-errors.js';
 import { Tensor } from './tensor.js';
+import './trainable.js';
 
 const fail = (message: string): never => {
   throw new InterleaveError('OptimizerError', message);

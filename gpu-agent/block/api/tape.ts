@@ -6,6 +6,7 @@
 // difference in a [batch, seq, vocab] tensor) stays sparse — offsets and values — down to the leaf and the seed.
 import { InterleaveError } from './block-errors.js';
 import { Tensor } from './tensor.js';
+import './trainable.js';
 import type { SliceSpec, TapeInput, TapeLeaf, TapeNode } from './tensor.js';
 
 /** A gradient that is zero except at flat offsets `at` of a tensor of `shape`. */

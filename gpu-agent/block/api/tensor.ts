@@ -64,13 +64,6 @@ export interface TapeNode {
 /** How deep a tensor's recorded history may grow: a loop that never lets go of its tape stops here, not out of memory. */
 export const TAPE_DEPTH_LIMIT = 100_000;
 
-/** The gradient state of a trainable tensor. */
-interface Trainable {
-  grad: Tensor | null;
-  /** Backward passes still bringing gradients here (through a swap: the model's backward answers later). */
-  pending: Set<Promise<void>>;
-}
-
 export class TensorError extends Error {
   constructor(message: string) {
     super(message);
@@ -175,8 +168,6 @@ export class Tensor {
   tape: TapeNode | undefined;
   /** Bumped by every in-place write. */
   version = 0;
-  /** Set by requiresGrad_(): the tensor is trainable. */
-  private trainable: Trainable | undefined;
 
   constructor(dtype: Dtype, shape: readonly number[], data?: TypedData) {
     const n = elementCount(shape);
@@ -326,98 +317,9 @@ export class Tensor {
     return this.recorded(t, 'to', [this], dtype);
   }
 
-  // ------------------------------------------------------------ trainable tensors (PyTorch's requires_grad)
-
-  /**
-   * Makes this tensor trainable (PyTorch's `requires_grad_()`): ops on it are recorded, and a backward from a loss
-   * computed from it — directly, or through the model's forward pass after a swap that used it — accumulates the
-   * gradient into `.grad`. Float32 only. `requiresGrad_(false)` makes it a constant again.
-   */
-  requiresGrad_(on = true): this {
-    if (!on) {
-      this.trainable = undefined;
-      this.tape = undefined;
-      return this;
-    }
-    if (this.dtype !== 'float32')
-      throw new InterleaveError(
-        'GradNotRequired',
-        `requiresGrad_(): only float32 tensors can be trained, this one is ${this.dtype}; convert it with .to('float32') first`,
-      );
-    this.trainable ??= { grad: null, pending: new Set() };
-    this.tape = { op: 'param', inputs: [], args: [], out: this, outVersion: this.version, param: this };
-    return this;
-  }
-
   /** The same values with no recorded history (PyTorch's `detach()`): a constant for the backward. */
   detach(): Tensor {
     return new Tensor(this.dtype, this.shape, this.data.slice() as TypedData);
-  }
-
-  get requiresGrad(): boolean {
-    return this.trainable !== undefined;
-  }
-
-  /**
-   * The accumulated gradient of a trainable tensor (null before any backward, or after zeroGrad). Reading it on a
-   * tensor that is not trainable is an error, never a silent undefined.
-   */
-  get grad(): Tensor | null {
-    const t = this.trainable;
-    if (!t)
-      throw new InterleaveError(
-        'GradNotRequired',
-        'this tensor does not require gradients: create it trainable (ctx.Tensor.zeros(shape).requiresGrad_(), or ctx.parameter(t)) before computing the loss from it; the gradient at a point of the model is `await m.<path>.output.grad`',
-      );
-    if (t.pending.size > 0)
-      throw new InterleaveError(
-        'GradPending',
-        "the gradient of this tensor is still arriving from the model's backward pass: `await loss.backward()` (or await the optimizer's step()) before reading .grad",
-      );
-    return t.grad;
-  }
-
-  set grad(g: Tensor | null) {
-    if (!this.trainable) this.requiresGrad_();
-    if (g !== null && (!(g instanceof Tensor) || !sameShape(g.shape, this.shape)))
-      throw new InterleaveError('ShapeMismatch', `.grad must be null or a tensor of shape [${this.shape.join(', ')}]`);
-    this.trainable!.grad = g === null ? null : new Tensor('float32', this.shape, g.to('float32').data);
-  }
-
-  /** Adds `g` (tape-free) to the accumulated gradient: the backward's doing, as PyTorch accumulates. */
-  accumulateGrad(g: Tensor): void {
-    const t = this.trainable;
-    if (!t) return;
-    const d = (g.dtype === 'float32' ? g.data : g.to('float32').data) as Float32Array;
-    if (!t.grad) {
-      t.grad = new Tensor('float32', this.shape, d.slice());
-      return;
-    }
-    const acc = t.grad.data as Float32Array;
-    for (let i = 0; i < acc.length; i++) acc[i]! += d[i]!;
-  }
-
-  /** A backward still bringing gradients to this tensor; `.grad` waits (reads refuse) until it settles. */
-  gradArriving(p: Promise<void>): void {
-    const t = this.trainable;
-    if (!t) return;
-    t.pending.add(p);
-    const done = () => t.pending.delete(p);
-    p.then(done, done);
-  }
-
-  /** Settles once every backward bringing gradients here has. */
-  async gradSettled(): Promise<void> {
-    while (this.trainable && this.trainable.pending.size > 0) await Promise.all(this.trainable.pending);
-  }
-
-  /** Writes new values in place (an optimizer's update): the version moves, so graphs using the old values refuse. */
-  assignData(values: ArrayLike<number>): void {
-    const d = this.data as Float32Array;
-    for (let i = 0; i < d.length; i++) d[i] = values[i]!;
-    this.version++;
-    if (this.trainable)
-      this.tape = { op: 'param', inputs: [], args: [], out: this, outVersion: this.version, param: this };
   }
 
   /** `out`, with the op that made it recorded when an operand is on the tape. */
@@ -486,9 +388,11 @@ export class Tensor {
   fill(value: number): this {
     for (let i = 0; i < this.size; i++) this.setFlat(i, value);
     this.version++;
-    this.tape = this.trainable
-      ? { op: 'param', inputs: [], args: [], out: this, outVersion: this.version, param: this }
-      : undefined;
+    // A trainable tensor stays trainable (its own leaf); any other becomes a constant.
+    this.tape =
+      this.tape?.param === this
+        ? { op: 'param', inputs: [], args: [], out: this, outVersion: this.version, param: this }
+        : undefined;
     return this;
   }
 
