@@ -26,7 +26,7 @@ const command: CliCommand = {
     bias: { type: 'string', value: '<bytes>', description: 'fixed bytes added to the size (default 500MiB)' },
     dtype: { type: 'string', value: '<t>', description: "weights dtype label (default: the catalog entry's)" },
     timeout: { type: 'string', value: '<d>', description: 'execution limit of its requests, e.g. 60s (default: none)' },
-    concurrency: { type: 'string', value: '<n>', description: 'requests in flight per replica (default 1)' },
+    concurrency: { type: 'string', value: '<n>', description: 'requests in flight per replica (default 4)' },
     pinned: { type: 'boolean', description: 'never evict it to make room' },
     force: { type: 'boolean', description: 'make room even by evicting pinned or young replicas' },
     wait: { type: 'string', value: '<d>', description: 'how long to wait for HOT (default 10m)' },

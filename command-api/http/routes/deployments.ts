@@ -59,13 +59,11 @@ export function deploymentRoutes(app: FastifyInstance, deps: RouteDeps): void {
       }),
       metaOf(ctx, me, commandIdOf(req, me, ctx)),
     );
-    return reply
-      .code(202)
-      .send({
-        model: b.model,
-        replicaIds: replicaIdsOf(out.events, 'ReplicaRequested'),
-        logPosition: out.position ?? null,
-      });
+    return reply.code(202).send({
+      model: b.model,
+      replicaIds: replicaIdsOf(out.events, 'ReplicaRequested'),
+      logPosition: out.position ?? null,
+    });
   });
 
   app.post('/deployments/scale', operator, async (req, reply) => {

@@ -358,7 +358,12 @@ export class Tensor {
       const node = todo.pop()!;
       if (node.leaf) return node.leaf.owner.backward(this);
       if (node.param) trainable = true;
-      for (const i of node.inputs) if (i.node && !seen.has(i.node)) seen.add(i.node), todo.push(i.node);
+      for (const i of node.inputs) {
+        if (i.node && !seen.has(i.node)) {
+          seen.add(i.node);
+          todo.push(i.node);
+        }
+      }
     }
     if (trainable && Tensor.trainableBackward) return Tensor.trainableBackward(this);
     throw new TensorError(
@@ -511,7 +516,9 @@ export class Tensor {
       const out = new Tensor(this.dtype, runs.shape);
       const src = this.data as unknown as { subarray(a: number, b: number): ArrayLike<number> };
       const dst = out.data as unknown as { set(a: ArrayLike<number>, at: number): void };
-      runs.starts.forEach((start, k) => dst.set(src.subarray(start, start + runs.run), k * runs.run));
+      runs.starts.forEach((start, k) => {
+        dst.set(src.subarray(start, start + runs.run), k * runs.run);
+      });
       return this.recorded(out, 'slice', [this], specs);
     }
     const { offsets, shape } = this.selection(specs);

@@ -14,6 +14,7 @@ import { isCacheInput, isCacheOutput } from './cache-names.js';
 import { canonicalOrder } from './canonical-order.js';
 import { ancestorsAndSelf, commonScope, isWithin, nodeScope, parentPath } from './scopes.js';
 import { isSharedValue } from './shared-values.js';
+import { withSourceScopes } from './source-ops.js';
 import { nodeReads, nodeWrites } from './tensors-used.js';
 
 export interface ModuleNode {
@@ -63,11 +64,23 @@ export function analyzeGraph(graph: GraphProto): ModelGraph {
   const fileReads = fileNodes.map(nodeReads);
   const fileWrites = fileNodes.map(nodeWrites);
   const fileProducer = new Map<string, number>();
-  fileWrites.forEach((ws, i) => ws.forEach((t) => fileProducer.set(t, i)));
+  fileWrites.forEach((ws, i) => {
+    ws.forEach((t) => {
+      fileProducer.set(t, i);
+    });
+  });
   const fileConsumers = new Map<string, number[]>();
-  fileReads.forEach((rs, i) => rs.forEach((t) => (fileConsumers.get(t) ?? fileConsumers.set(t, []).get(t)!).push(i)));
+  fileReads.forEach((rs, i) => {
+    rs.forEach((t) => {
+      (fileConsumers.get(t) ?? fileConsumers.set(t, []).get(t)!).push(i);
+    });
+  });
 
-  const scopes = resolveScopes(fileNodes, fileReads, fileWrites, fileProducer, fileConsumers);
+  const moduleScopes = resolveScopes(fileNodes, fileReads, fileWrites, fileProducer, fileConsumers);
+  const fileConstants = new Set<number>();
+  fileNodes.forEach((n, i) => isConstantNode(n) && fileConstants.add(i));
+  const fileShapeOnly = shapeArithmetic(fileNodes, fileReads, fileWrites, fileConstants, initializers);
+  const scopes = withSourceScopes(fileNodes, moduleScopes, fileWrites, fileShapeOnly);
   const producers = fileReads.map((rs) =>
     rs.map((t) => fileProducer.get(t)).filter((p): p is number => p !== undefined),
   );
@@ -78,11 +91,21 @@ export function analyzeGraph(graph: GraphProto): ModelGraph {
   const reads = order.map((i) => fileReads[i]!);
   const writes = order.map((i) => fileWrites[i]!);
   const producer = new Map<string, number>();
-  writes.forEach((ws, k) => ws.forEach((t) => producer.set(t, k)));
+  writes.forEach((ws, k) => {
+    ws.forEach((t) => {
+      producer.set(t, k);
+    });
+  });
   const consumers = new Map<string, number[]>();
-  reads.forEach((rs, k) => rs.forEach((t) => (consumers.get(t) ?? consumers.set(t, []).get(t)!).push(k)));
+  reads.forEach((rs, k) => {
+    rs.forEach((t) => {
+      (consumers.get(t) ?? consumers.set(t, []).get(t)!).push(k);
+    });
+  });
   const constants = new Set<number>();
-  nodes.forEach((n, k) => isConstantNode(n) && constants.add(k));
+  nodes.forEach((n, k) => {
+    if (isConstantNode(n)) constants.add(k);
+  });
 
   const graphInputs = (graph.input ?? []).filter((v) => !initializers.has(v.name));
   const graphOutputs = graph.output ?? [];
