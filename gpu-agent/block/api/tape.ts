@@ -330,7 +330,7 @@ export function registerDerivative(op: string, derivative: Derivative): void {
   DERIVATIVES[op] = derivative;
 }
 
-export { valueOf as operandValue, outputOf as outputValue, sumTo };
+export { nodeValue as operandValue, outputOf as outputValue, sumTo };
 
 // A loss computed from trainable tensors only (no value of the model): their gradients, at once.
 Tensor.trainableBackward = (loss) => {
