@@ -107,9 +107,10 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
       const at: Record<string, number> = {};
       const s = performance.now();
       const s0 = Date.now();
-      const r = await trivial(
-        (m) => ((at[m.status] = Date.parse(m.at)), m.status === 'COMPLETED' && (at.arrived = Date.now())),
-      );
+      const r = await trivial((m) => {
+        at[m.status] = Date.parse(m.at);
+        if (m.status === 'COMPLETED') at.arrived = Date.now();
+      });
       const ms = performance.now() - s;
       const end = Date.now();
       latency.push(ms);

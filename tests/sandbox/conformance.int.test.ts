@@ -267,7 +267,7 @@ test('bit-exact trusted and untrusted: a training loop (a steering vector and a 
   const control = await hm.runSession(req, inProcess(hm));
   const untrusted = await hm.runSession(req, sb.opener('gpt2-tiny'));
   let n = 0;
-  control.traces.forEach((t, i) => (n += assertSame(t, untrusted.traces[i]!, `trace ${i}`)));
+  for (const [i, t] of control.traces.entries()) n += assertSame(t, untrusted.traces[i]!, `trace ${i}`);
   assert.ok(n >= 12, `compared ${n} tensors`);
 });
 

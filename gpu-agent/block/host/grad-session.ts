@@ -320,7 +320,11 @@ function collectTrainable(t: Tensor, into: Set<Tensor>): void {
   while (todo.length > 0) {
     const node = todo.pop()!;
     if (node.param) into.add(node.param);
-    for (const i of node.inputs) if (i.node && !seen.has(i.node)) seen.add(i.node), todo.push(i.node);
+    for (const i of node.inputs)
+      if (i.node && !seen.has(i.node)) {
+        seen.add(i.node);
+        todo.push(i.node);
+      }
   }
 }
 

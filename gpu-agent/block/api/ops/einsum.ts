@@ -5,7 +5,6 @@ import { Tensor, TensorError } from '../tensor.js';
 import { operandValue, registerDerivative } from '../tape.js';
 
 declare module '../tensor.js' {
-  // biome-ignore lint/style/noNamespace: the static side of the class, augmented
   namespace Tensor {
     function einsum(spec: string, ...tensors: Tensor[]): Tensor;
   }

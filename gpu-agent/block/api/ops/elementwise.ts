@@ -80,6 +80,7 @@ const proto = Tensor.prototype;
 
 proto.relu = function (this: Tensor) {
   return this.recorded(
+    // biome-ignore lint/complexity/useMathMinMax: kept as recorded against PyTorch (Math.max differs for -0)
     each(this, (v) => (v > 0 ? v : 0)),
     'relu',
     [this],

@@ -25,7 +25,6 @@ declare module '../tensor.js' {
     sort(dim?: number, descending?: boolean): { values: Tensor; indices: Tensor };
     argsort(dim?: number, descending?: boolean): Tensor;
   }
-  // biome-ignore lint/style/noNamespace: the static side of the class, augmented
   namespace Tensor {
     /** Standard normal values from a seeded generator (the same seed, the same values). */
     function randn(shape: readonly number[], seed: number): Tensor;

@@ -12,7 +12,6 @@ declare module '../tensor.js' {
     expand(shape: readonly number[]): Tensor;
     permute(...dims: number[]): Tensor;
   }
-  // biome-ignore lint/style/noNamespace: the static side of the class, augmented
   namespace Tensor {
     function cat(tensors: Tensor[], dim?: number): Tensor;
     function stack(tensors: Tensor[], dim?: number): Tensor;
