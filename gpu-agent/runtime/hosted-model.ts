@@ -15,6 +15,8 @@ import type { ModelGraph } from './graph/model-graph.js';
 import { buildAddressTable } from './addresses.js';
 import type { AddressTable } from './addresses.js';
 import { prepareWeights } from './weights.js';
+import { quantizeRefused, snapshotModel, withStoredInitializers } from './hf/load.js';
+import type { QuantDtype } from './hf/quantize.js';
 import type { WeightStore } from './weights.js';
 import { cudaAvailable } from './ort/session.js';
 import type { ExecutionProvider, OptimizationLevel, SessionSettings } from './ort/session.js';
@@ -68,6 +70,8 @@ export interface LoadOptions {
   provider?: ExecutionProvider | 'auto';
   /** Weight bytes the segment cache may hold beyond the whole-graph session (default 4 × the model's weights). */
   segmentCacheBytes?: number;
+  /** Weight-only quantization of a snapshot's linear layers at load (`int8`, `int4`; hf/quantize.ts). */
+  quantize?: QuantDtype;
 }
 
 export class HostedModel {
@@ -90,8 +94,8 @@ export class HostedModel {
   static async load(dirArg: string, opts: LoadOptions = {}): Promise<HostedModel> {
     const dir = resolve(dirArg);
     const file = join(dir, 'model.onnx');
-    if (!existsSync(file)) throw new ModelLoadError('MODEL_NOT_FOUND', `no model.onnx in ${dir}`);
-    let base = readModel(file);
+    let base = existsSync(file) ? readModel(file) : snapshotModel(dir, opts.quantize);
+    if (opts.quantize && existsSync(file)) throw quantizeRefused(dir, opts.quantize);
     checkOps(base);
     const provider: ExecutionProvider =
       opts.provider === 'auto' || opts.provider === undefined ? (cudaAvailable() ? 'cuda' : 'cpu') : opts.provider;
@@ -103,6 +107,8 @@ export class HostedModel {
     checkInputs(graph);
     const config = readConfig(dir);
     const weights = prepareWeights(dir, base.graph!.initializer ?? []);
+    // Weights computed at load (quantized) now live in the private folder: drop the in-memory copy.
+    if (opts.quantize) base = withStoredInitializers(base, weights.initializers);
     try {
       const settings: SessionSettings = {
         level: opts.optimizationLevel ?? 'basic',

@@ -1,0 +1,77 @@
+// Weight-only quantization of a weight matrix at load, in onnxruntime's MatMulNBits / GatherBlockQuantized layout:
+// rows of K values (a Linear's output features, an embedding's tokens) cut into blocks of 32, each block stored
+// as 8- or 4-bit unsigned codes with one float32 scale, symmetric around the kernels' default zero point (128 for
+// 8 bits, 8 for 4 bits): w ≈ (code − zero) · scale, scale = max|w| / 127 (8 bits) or / 7 (4 bits). 4-bit codes are
+// packed two to a byte, the even element in the low nibble.
+export type QuantDtype = 'int8' | 'int4';
+export const QUANT_DTYPES: readonly QuantDtype[] = ['int8', 'int4'];
+const BLOCK = 32;
+
+export interface QuantizedRows {
+  /** rows × blocks × blobBytes codes. */
+  data: Uint8Array;
+  scales: Float32Array;
+  blocks: number;
+  blobBytes: number;
+}
+
+function halfToFloat(h: number): number {
+  const s = h & 0x8000 ? -1 : 1;
+  const e = (h >> 10) & 0x1f;
+  const f = h & 0x3ff;
+  if (e === 0) return s * 2 ** -14 * (f / 1024);
+  if (e === 31) return f ? Number.NaN : s * Number.POSITIVE_INFINITY;
+  return s * 2 ** (e - 15) * (1 + f / 1024);
+}
+
+/** Quantizes a `[rows, k]` matrix (or the transpose of a stored `[k, rows]` one) given as little-endian bytes. */
+export function quantizeRows(
+  bytes: Uint8Array,
+  dtype: 'F32' | 'F16',
+  rows: number,
+  k: number,
+  transposed: boolean,
+  q: QuantDtype,
+): QuantizedRows {
+  const values =
+    dtype === 'F32'
+      ? new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength))
+      : Float32Array.from(
+          new Uint16Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength)),
+          halfToFloat,
+        );
+  const bits = q === 'int8' ? 8 : 4;
+  const blocks = Math.ceil(k / BLOCK);
+  const blobBytes = (BLOCK * bits) / 8;
+  const data = new Uint8Array(rows * blocks * blobBytes);
+  const scales = new Float32Array(rows * blocks);
+  const qmax = bits === 8 ? 127 : 7;
+  const zero = bits === 8 ? 128 : 8;
+  const lo = -zero;
+  const row = new Float32Array(k);
+  for (let r = 0; r < rows; r++) {
+    if (transposed) for (let c = 0; c < k; c++) row[c] = values[c * rows + r]!;
+    else row.set(values.subarray(r * k, r * k + k));
+    for (let b = 0; b < blocks; b++) {
+      const start = b * BLOCK;
+      const end = Math.min(k, start + BLOCK);
+      let amax = 0;
+      for (let c = start; c < end; c++) amax = Math.max(amax, Math.abs(row[c]!));
+      const scale = amax / qmax;
+      scales[r * blocks + b] = scale;
+      const inv = scale === 0 ? 0 : 1 / scale;
+      const base = (r * blocks + b) * blobBytes;
+      for (let c = start; c < end; c++) {
+        const code = Math.min(qmax, Math.max(lo, Math.round(row[c]! * inv))) + zero;
+        const j = c - start;
+        if (bits === 8) data[base + j] = code;
+        else data[base + (j >> 1)]! |= j & 1 ? code << 4 : code;
+      }
+      // Padding past k (k not a multiple of 32) decodes to 0.
+      for (let j = end - start; j < BLOCK; j++)
+        if (bits === 8) data[base + j] = zero;
+        else data[base + (j >> 1)]! |= j & 1 ? zero << 4 : zero;
+    }
+  }
+  return { data, scales, blocks, blobBytes };
+}
