@@ -71,7 +71,8 @@ export function readSnapshotConfig(dir: string): SnapshotConfig {
   return parseSnapshotConfig(raw as Record<string, unknown>);
 }
 
-export function buildSnapshotModel(dir: string, opts: { quantize?: QuantDtype } = {}): SnapshotModel {
+/** `dryRun`: quantized initializers get their dims but no bytes (sizes only; nothing is read). */
+export function buildSnapshotModel(dir: string, opts: { quantize?: QuantDtype; dryRun?: boolean } = {}): SnapshotModel {
   const config = readSnapshotConfig(dir);
   const tensors = readSnapshotTensors(dir);
   const ctx = new GraphContext({
@@ -81,6 +82,7 @@ export function buildSnapshotModel(dir: string, opts: { quantize?: QuantDtype } 
     aliases: ALIASES[config.family],
     ...(opts.quantize ? { quantize: opts.quantize } : {}),
     read: (t) => readRange(dir, t),
+    dryRun: opts.dryRun === true,
   });
   const i64 = (n: string) => tensorInfo(n, TensorDataType.INT64, ['batch', 'sequence']);
   const f32 = (n: string, dims: Array<number | string>) => tensorInfo(n, TensorDataType.FLOAT, dims);

@@ -7,7 +7,7 @@ import type { TensorProto } from '../onnx/types.js';
 import { ModelLoadError } from '../errors.js';
 import { INDEX_FILE, SINGLE_FILE } from './safetensors.js';
 import type { StoredTensor } from './safetensors.js';
-import { quantizeRows } from './quantize.js';
+import { quantizeRows, quantizedShape } from './quantize.js';
 import type { QuantDtype } from './quantize.js';
 
 const FLOAT32_MIN = -3.4028234663852886e38;
@@ -29,16 +29,25 @@ export interface GraphContextOptions {
   quantize?: QuantDtype;
   /** Reads a tensor's bytes (quantization only). */
   read: (t: StoredTensor) => Uint8Array;
+  /** Quantized initializers without data (for their sizes). */
+  dryRun?: boolean;
+}
+
+interface Quantized {
+  data: string;
+  scales: string;
+  /** The scales shaped [rows, blocks, 1] for GatherBlockQuantized, added on first use. */
+  rowScales: string;
+  addRowScales?: () => void;
+  k: number;
+  blocks: number;
 }
 
 export class GraphContext {
   readonly g = new GraphBuilder();
   readonly initializers: TensorProto[] = [];
   private readonly used = new Map<string, string>();
-  private readonly quantized = new Map<
-    string,
-    { data: string; scales: string; rowScales: string; k: number; blocks: number }
-  >();
+  private readonly quantized = new Map<string, Quantized>();
 
   constructor(private readonly o: GraphContextOptions) {}
 
@@ -92,10 +101,20 @@ export class GraphContext {
     if (init === undefined) {
       init = t.name;
       this.used.set(t.name, init);
-      this.initializers.push({
+      const dataType = this.o.dtype === 'float16' ? TensorDataType.FLOAT16 : TensorDataType.FLOAT;
+      // A quantized replica's weights live in the runtime's private folder, which onnxruntime does not let
+      // reach outside itself: the float weights left (norms, biases, position tables) are copied there too.
+      if (this.o.quantize)
+        this.initializers.push({
+          name: init,
+          dims: t.shape,
+          data_type: dataType,
+          ...(this.o.dryRun ? {} : { raw_data: this.o.read(t) }),
+        });
+      else this.initializers.push({
         name: init,
         dims: t.shape,
-        data_type: this.o.dtype === 'float16' ? TensorDataType.FLOAT16 : TensorDataType.FLOAT,
+        data_type: dataType,
         data_location: DataLocation.EXTERNAL,
         external_data: [
           { key: 'location', value: t.file },
@@ -108,18 +127,22 @@ export class GraphContext {
   }
 
   /** Weight-only quantized rows of `[rows, k]` (a Linear's `[out, in]`, an embedding's `[vocab, d]`), made once. */
-  private quantizedRows(name: string, rows: number, k: number, transposed: boolean) {
+  private quantizedRows(name: string, rows: number, k: number, transposed: boolean): Quantized {
     const t = this.stored(name, transposed ? [k, rows] : [rows, k]);
     let q = this.quantized.get(t.name);
     if (!q) {
-      const r = quantizeRows(this.o.read(t), t.dtype as 'F32' | 'F16', rows, k, transposed, this.o.quantize!);
+      const r = this.o.dryRun
+        ? quantizedShape(rows, k, this.o.quantize!)
+        : quantizeRows(this.o.read(t), t.dtype as 'F32' | 'F16', rows, k, transposed, this.o.quantize!);
       const data = `${t.name}::${this.o.quantize}`;
       const bytes = new Uint8Array(r.scales.buffer, r.scales.byteOffset, r.scales.byteLength);
-      q = { data, scales: `${t.name}::scales`, rowScales: `${t.name}::row_scales`, k, blocks: r.blocks };
+      const withData = (p: TensorProto, raw: Uint8Array): TensorProto => (this.o.dryRun ? p : { ...p, raw_data: raw });
+      q = { data, scales: `${t.name}::scales`, rowScales: `${t.name}::row_scales`, k, blocks: r.blocks } as Quantized;
+      const rowScales = withData({ name: q.rowScales, dims: [rows, r.blocks, 1], data_type: TensorDataType.FLOAT }, bytes);
+      q.addRowScales = () => this.initializers.push(rowScales);
       this.initializers.push(
-        { name: data, dims: [rows, r.blocks, r.blobBytes], data_type: TensorDataType.UINT8, raw_data: r.data },
-        { name: q.scales, dims: [rows * r.blocks], data_type: TensorDataType.FLOAT, raw_data: bytes },
-        { name: q.rowScales, dims: [rows, r.blocks, 1], data_type: TensorDataType.FLOAT, raw_data: bytes },
+        withData({ name: data, dims: [rows, r.blocks, r.blobBytes], data_type: TensorDataType.UINT8 }, r.data),
+        withData({ name: q.scales, dims: [rows * r.blocks], data_type: TensorDataType.FLOAT }, bytes),
       );
       this.quantized.set(t.name, q);
     }
@@ -162,7 +185,8 @@ export class GraphContext {
     const scope = scopeOf(path);
     if (quantize && this.o.quantize) {
       const q = this.quantizedRows(weight, vocab, d, false);
-      const blocks = q.blocks;
+      q.addRowScales?.();
+      q.addRowScales = undefined;
       const out = this.g.one(scope, 'GatherBlockQuantized', [q.data, ids, q.rowScales], {
         gather_axis: 0,
         quantize_axis: 2,
@@ -170,7 +194,6 @@ export class GraphContext {
         bits: this.o.quantize === 'int8' ? 8 : 4,
       });
       this.g.nodes[this.g.nodes.length - 1]!.domain = 'com.microsoft';
-      void blocks;
       return this.g.one(scope, 'Reshape', [out, this.i64(scope, [0, 0, d])]);
     }
     return this.g.one(scope, 'Gather', [this.weight(scope, weight, [vocab, d]), ids]);

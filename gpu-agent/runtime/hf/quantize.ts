@@ -75,3 +75,10 @@ export function quantizeRows(
   }
   return { data, scales, blocks, blobBytes };
 }
+
+/** The layout quantizeRows gives, with empty-but-sized arrays (for sizes only). */
+export function quantizedShape(rows: number, k: number, q: QuantDtype): QuantizedRows {
+  const blocks = Math.ceil(k / BLOCK);
+  const blobBytes = (BLOCK * (q === 'int8' ? 8 : 4)) / 8;
+  return { data: new Uint8Array(0), scales: new Float32Array(0), blocks, blobBytes };
+}
