@@ -10,6 +10,7 @@ export const CatalogErrorCode = {
   ConfigJsonInvalid: 'CATALOG_MODEL_CONFIG_INVALID',
   TokenizerInvalid: 'CATALOG_TOKENIZER_INVALID',
   KeyInvalid: 'CATALOG_MODEL_KEY_INVALID',
+  DtypeUnsupported: 'CATALOG_DTYPE_UNSUPPORTED',
 } as const;
 
 export function catalogConfigInvalid(message: string, hint: string): FabricError {

@@ -82,3 +82,50 @@ export function quantizedShape(rows: number, k: number, q: QuantDtype): Quantize
   const blobBytes = (BLOCK * (q === 'int8' ? 8 : 4)) / 8;
   return { data: new Uint8Array(0), scales: new Float32Array(0), blocks, blobBytes };
 }
+
+export interface QuantizedColumns {
+  /** int8 codes laid out `[k, n]` (the matrix x is multiplied by), symmetric: w ≈ code · scale[column]. */
+  data: Uint8Array;
+  scales: Float32Array;
+}
+
+/**
+ * int8 per-output-column quantization for onnxruntime's DynamicQuantizeMatMul (activations quantized per call,
+ * int8 × uint8 products): the weight as `[k, n]`, from a stored `[n, k]` (nn.Linear, an embedding) or `[k, n]`
+ * (GPT-2's Conv1D) matrix; scale = max|column| / 127.
+ */
+export function quantizeColumnsInt8(
+  bytes: Uint8Array,
+  dtype: 'F32' | 'F16',
+  n: number,
+  k: number,
+  stored: 'out_in' | 'in_out',
+): QuantizedColumns {
+  const values = floats(bytes, dtype);
+  const at = stored === 'in_out' ? (r: number, c: number) => r * n + c : (r: number, c: number) => c * k + r;
+  const amax = new Float32Array(n);
+  if (stored === 'in_out')
+    for (let r = 0; r < k; r++) for (let c = 0; c < n; c++) amax[c] = Math.max(amax[c]!, Math.abs(values[r * n + c]!));
+  else
+    for (let c = 0; c < n; c++) {
+      let m = 0;
+      for (let r = 0; r < k; r++) m = Math.max(m, Math.abs(values[c * k + r]!));
+      amax[c] = m;
+    }
+  const scales = new Float32Array(n);
+  const inv = new Float32Array(n);
+  for (let c = 0; c < n; c++) {
+    scales[c] = amax[c]! / 127;
+    inv[c] = amax[c] === 0 ? 0 : 127 / amax[c]!;
+  }
+  const codes = new Int8Array(k * n);
+  for (let r = 0; r < k; r++)
+    for (let c = 0; c < n; c++)
+      codes[r * n + c] = Math.max(-127, Math.min(127, Math.round(values[at(r, c)]! * inv[c]!)));
+  return { data: new Uint8Array(codes.buffer), scales };
+}
+
+function floats(bytes: Uint8Array, dtype: 'F32' | 'F16'): Float32Array {
+  const copy = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength);
+  return dtype === 'F32' ? new Float32Array(copy) : Float32Array.from(new Uint16Array(copy), halfToFloat);
+}
