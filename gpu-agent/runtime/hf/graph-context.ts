@@ -7,7 +7,7 @@ import type { TensorProto } from '../onnx/types.js';
 import { ModelLoadError } from '../errors.js';
 import { INDEX_FILE, SINGLE_FILE } from './safetensors.js';
 import type { StoredTensor } from './safetensors.js';
-import { quantizeColumnsInt8, quantizeRows, quantizedShape } from './quantize.js';
+import { quantizeRows, quantizedShape } from './quantize.js';
 import type { QuantDtype } from './quantize.js';
 
 const FLOAT32_MIN = -3.4028234663852886e38;
@@ -50,6 +50,15 @@ export class GraphContext {
   private readonly quantized = new Map<string, Quantized>();
 
   constructor(private readonly o: GraphContextOptions) {}
+
+  /**
+   * Bits of a quantized weight: the deployment's, except the language-model head (and the embedding tied to it),
+   * which int4 keeps at 8 bits: every logit comes straight out of it (4-bit heads doubled the logits' error on the
+   * fixtures), and it is one matrix of many.
+   */
+  private bitsFor(head: boolean): 8 | 4 {
+    return this.o.quantize === 'int8' || head ? 8 : 4;
+  }
 
   get quantize(): QuantDtype | undefined {
     return this.o.quantize;
@@ -128,14 +137,14 @@ export class GraphContext {
   }
 
   /** Weight-only quantized rows of `[rows, k]` (a Linear's `[out, in]`, an embedding's `[vocab, d]`), made once. */
-  private quantizedRows(name: string, rows: number, k: number, transposed: boolean): Quantized {
+  private quantizedRows(name: string, rows: number, k: number, transposed: boolean, bits: 8 | 4): Quantized {
     const t = this.stored(name, transposed ? [k, rows] : [rows, k]);
     let q = this.quantized.get(t.name);
     if (!q) {
       const r = this.o.dryRun
-        ? quantizedShape(rows, k, this.o.quantize!)
-        : quantizeRows(this.o.read(t), t.dtype as 'F32' | 'F16', rows, k, transposed, this.o.quantize!);
-      const data = `${t.name}::${this.o.quantize}`;
+        ? quantizedShape(rows, k, bits === 8 ? 'int8' : 'int4')
+        : quantizeRows(this.o.read(t), t.dtype as 'F32' | 'F16', rows, k, transposed, bits === 8 ? 'int8' : 'int4');
+      const data = `${t.name}::int${bits}`;
       const bytes = new Uint8Array(r.scales.buffer, r.scales.byteOffset, r.scales.byteLength);
       const withData = (p: TensorProto, raw: Uint8Array): TensorProto => (this.o.dryRun ? p : { ...p, raw_data: raw });
       q = { data, scales: `${t.name}::scales`, rowScales: `${t.name}::row_scales`, k, blocks: r.blocks } as Quantized;
@@ -153,72 +162,25 @@ export class GraphContext {
     return q;
   }
 
-  /** int8 codes `[k, n]` and per-column scales of a weight (DynamicQuantizeMatMul), made once. */
-  private int8Columns(
-    name: string,
-    n: number,
-    k: number,
-    stored: 'out_in' | 'in_out',
-  ): { data: string; scales: string } {
-    const t = this.stored(name, stored === 'in_out' ? [k, n] : [n, k]);
-    const data = `${t.name}::int8`;
-    const scales = `${t.name}::scales`;
-    if (!this.quantized.has(t.name)) {
-      const r = this.o.dryRun
-        ? { data: new Uint8Array(0), scales: new Float32Array(0) }
-        : quantizeColumnsInt8(this.o.read(t), t.dtype as 'F32' | 'F16', n, k, stored);
-      const bytes = new Uint8Array(r.scales.buffer, r.scales.byteOffset, r.scales.byteLength);
-      const withData = (p: TensorProto, raw: Uint8Array): TensorProto => (this.o.dryRun ? p : { ...p, raw_data: raw });
-      this.initializers.push(
-        withData({ name: data, dims: [k, n], data_type: TensorDataType.INT8 }, r.data),
-        withData({ name: scales, dims: [n], data_type: TensorDataType.FLOAT }, bytes),
-      );
-      this.quantized.set(t.name, { data, scales, rowScales: '', k, blocks: 0 });
-    }
-    return { data, scales };
-  }
-
-  /**
-   * x · W with W as int8 codes: each row of x (one position) quantized on its own to uint8 around 128 with scale
-   * max|row| / 127, MatMulInteger (onnxruntime's u8·s8 kernel), then both scales. A row's result depends only on
-   * that row, so batching, padding and the KV cache change nothing (per-tensor dynamic quantization would).
-   */
-  private int8MatMul(scope: string, x: string, q: { data: string; scales: string }): string {
-    const g = this.g;
-    const amax = g.one(scope, 'ReduceMax', [g.one(scope, 'Abs', [x])], { axes: [-1], keepdims: 1 });
-    const scale = g.one(scope, 'Div', [g.one(scope, 'Max', [amax, this.f32(scope, 1e-30)]), this.f32(scope, 127)]);
-    const shifted = g.one(scope, 'Add', [
-      g.one(scope, 'Round', [g.one(scope, 'Div', [x, scale])]),
-      this.f32(scope, 128),
-    ]);
-    const codes = g.one(scope, 'Cast', [shifted], { to: TensorDataType.UINT8 });
-    const zeroA = g.constant(scope, { dims: [], data_type: TensorDataType.UINT8, raw_data: new Uint8Array([128]) });
-    const zeroB = g.constant(scope, { dims: [], data_type: TensorDataType.INT8, raw_data: new Uint8Array([0]) });
-    const product = g.one(scope, 'MatMulInteger', [codes, q.data, zeroA, zeroB]);
-    const rows = g.one(scope, 'Mul', [g.one(scope, 'Cast', [product], { to: TensorDataType.FLOAT }), scale]);
-    return g.one(scope, 'Mul', [rows, q.scales]);
-  }
-
   /** x · Wᵀ (+ b) for a weight stored `[nOut, nIn]` (nn.Linear), or x · W for one stored `[nIn, nOut]` (GPT-2's Conv1D). */
   linear(
     path: string,
     x: string,
     nIn: number,
     nOut: number,
-    opts: { bias?: boolean; stored: 'out_in' | 'in_out'; weight?: string },
+    opts: { bias?: boolean; stored: 'out_in' | 'in_out'; weight?: string; head?: boolean },
   ): string {
     const scope = scopeOf(path);
     const wName = opts.weight ?? `${path}.weight`;
     let y: string;
-    if (this.o.quantize === 'int8') {
-      y = this.int8MatMul(scope, x, this.int8Columns(wName, nOut, nIn, opts.stored));
-    } else if (this.o.quantize) {
-      const q = this.quantizedRows(wName, nOut, nIn, opts.stored === 'in_out');
+    if (this.o.quantize) {
+      const bits = this.bitsFor(opts.head === true);
+      const q = this.quantizedRows(wName, nOut, nIn, opts.stored === 'in_out', bits);
       const n = this.g.nodes.length;
       y = this.g.one(scope, 'MatMulNBits', [x, q.data, q.scales], {
         K: nIn,
         N: nOut,
-        bits: 4,
+        bits,
         block_size: BLOCK,
       });
       this.g.nodes[n]!.domain = 'com.microsoft';
@@ -235,26 +197,15 @@ export class GraphContext {
   /** Rows of an embedding table (`[vocab, d]`) for `ids`; quantized like the linear layers when the model is. */
   embedding(path: string, ids: string, vocab: number, d: number, quantize = false, weight = `${path}.weight`): string {
     const scope = scopeOf(path);
-    if (quantize && this.o.quantize === 'int8') {
-      // The lm_head's int8 codes [d, vocab]: token v's row is column v times its scale.
-      const q = this.int8Columns(weight, vocab, d, 'out_in');
-      const g = this.g;
-      const cols = g.one(scope, 'Gather', [q.data, ids], { axis: 1 });
-      const rows = g.one(scope, 'Transpose', [g.one(scope, 'Cast', [cols], { to: TensorDataType.FLOAT })], {
-        perm: [1, 2, 0],
-      });
-      const scale = g.one(scope, 'Unsqueeze', [g.one(scope, 'Gather', [q.scales, ids]), this.i64(scope, [-1])]);
-      return g.one(scope, 'Mul', [rows, scale]);
-    }
     if (quantize && this.o.quantize) {
-      const q = this.quantizedRows(weight, vocab, d, false);
+      const q = this.quantizedRows(weight, vocab, d, false, this.bitsFor(true));
       q.addRowScales?.();
       q.addRowScales = undefined;
       const out = this.g.one(scope, 'GatherBlockQuantized', [q.data, ids, q.rowScales], {
         gather_axis: 0,
         quantize_axis: 2,
         block_size: BLOCK,
-        bits: 4,
+        bits: this.bitsFor(true),
       });
       this.g.nodes[this.g.nodes.length - 1]!.domain = 'com.microsoft';
       return this.g.one(scope, 'Reshape', [out, this.i64(scope, [0, 0, d])]);

@@ -6,7 +6,7 @@ import type { GraphContext } from './graph-context.js';
 
 export function lmHead(ctx: GraphContext, x: string, d: number, vocab: number, weight: string): string {
   if (ctx.quantize) {
-    ctx.linear('lm_head', x, d, vocab, { stored: 'out_in', weight });
+    ctx.linear('lm_head', x, d, vocab, { stored: 'out_in', weight, head: true });
     return ctx.nameLast('logits');
   }
   const g = ctx.g;

@@ -33,13 +33,8 @@ export function quantizeRows(
   transposed: boolean,
   q: QuantDtype,
 ): QuantizedRows {
-  const values =
-    dtype === 'F32'
-      ? new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength))
-      : Float32Array.from(
-          new Uint16Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength)),
-          halfToFloat,
-        );
+  const stored = floats(bytes, dtype);
+  const values = transposed ? transpose(stored, k, rows) : stored;
   const bits = q === 'int8' ? 8 : 4;
   const blocks = Math.ceil(k / BLOCK);
   const blobBytes = (BLOCK * bits) / 8;
@@ -50,8 +45,7 @@ export function quantizeRows(
   const lo = -zero;
   const row = new Float32Array(k);
   for (let r = 0; r < rows; r++) {
-    if (transposed) for (let c = 0; c < k; c++) row[c] = values[c * rows + r]!;
-    else row.set(values.subarray(r * k, r * k + k));
+    row.set(values.subarray(r * k, r * k + k));
     for (let b = 0; b < blocks; b++) {
       const start = b * BLOCK;
       const end = Math.min(k, start + BLOCK);
@@ -83,49 +77,20 @@ export function quantizedShape(rows: number, k: number, q: QuantDtype): Quantize
   return { data: new Uint8Array(0), scales: new Float32Array(0), blocks, blobBytes };
 }
 
-export interface QuantizedColumns {
-  /** int8 codes laid out `[k, n]` (the matrix x is multiplied by), symmetric: w ≈ code · scale[column]. */
-  data: Uint8Array;
-  scales: Float32Array;
-}
-
-/**
- * int8 per-output-column quantization for onnxruntime's DynamicQuantizeMatMul (activations quantized per call,
- * int8 × uint8 products): the weight as `[k, n]`, from a stored `[n, k]` (nn.Linear, an embedding) or `[k, n]`
- * (GPT-2's Conv1D) matrix; scale = max|column| / 127.
- */
-export function quantizeColumnsInt8(
-  bytes: Uint8Array,
-  dtype: 'F32' | 'F16',
-  n: number,
-  k: number,
-  stored: 'out_in' | 'in_out',
-): QuantizedColumns {
-  const values = floats(bytes, dtype);
-  const at = stored === 'in_out' ? (r: number, c: number) => r * n + c : (r: number, c: number) => c * k + r;
-  const amax = new Float32Array(n);
-  if (stored === 'in_out')
-    for (let r = 0; r < k; r++) for (let c = 0; c < n; c++) amax[c] = Math.max(amax[c]!, Math.abs(values[r * n + c]!));
-  else
-    for (let c = 0; c < n; c++) {
-      let m = 0;
-      for (let r = 0; r < k; r++) m = Math.max(m, Math.abs(values[c * k + r]!));
-      amax[c] = m;
-    }
-  const scales = new Float32Array(n);
-  const inv = new Float32Array(n);
-  for (let c = 0; c < n; c++) {
-    scales[c] = amax[c]! / 127;
-    inv[c] = amax[c] === 0 ? 0 : 127 / amax[c]!;
-  }
-  const codes = new Int8Array(k * n);
-  for (let r = 0; r < k; r++)
-    for (let c = 0; c < n; c++)
-      codes[r * n + c] = Math.max(-127, Math.min(127, Math.round(values[at(r, c)]! * inv[c]!)));
-  return { data: new Uint8Array(codes.buffer), scales };
-}
-
 function floats(bytes: Uint8Array, dtype: 'F32' | 'F16'): Float32Array {
   const copy = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength);
   return dtype === 'F32' ? new Float32Array(copy) : Float32Array.from(new Uint16Array(copy), halfToFloat);
+}
+
+/** `[rows, cols]` → `[cols, rows]`, in 32 × 32 tiles (a GPT-2 Conv1D weight is stored `[in, out]`). */
+function transpose(a: Float32Array, rows: number, cols: number): Float32Array {
+  const out = new Float32Array(a.length);
+  const T = 32;
+  for (let r0 = 0; r0 < rows; r0 += T)
+    for (let c0 = 0; c0 < cols; c0 += T) {
+      const r1 = Math.min(rows, r0 + T);
+      const c1 = Math.min(cols, c0 + T);
+      for (let r = r0; r < r1; r++) for (let c = c0; c < c1; c++) out[c * rows + r] = a[r * cols + c]!;
+    }
+  return out;
 }
