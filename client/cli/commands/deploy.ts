@@ -46,10 +46,10 @@ const command: CliCommand = {
 evictable bytes, why each agent was excluded), fails to load, or is not HOT within --wait.
 
 Sizes (GPT-2 small shape, 124M parameters, float32 weights 475 MiB; activations for one row of 1,024 tokens):
-  default             weights + packed weights + a forward's activations         ≈ 1.4 GiB
-  --gradients         weights + packed weights + a backward's activations        ≈ 6.7 GiB
-  --dtype int8        codes + scales 139 MiB, a forward's activations            ≈ 0.8 GiB (NDIF's floor: weights × 1.15 + 500 MiB)
-  --dtype int4        codes + scales 80 MiB                                      ≈ 0.7 GiB
+  default             weights + packed weights + a forward's activations (465 MiB)    1.38 GiB
+  --gradients         weights + packed weights + a backward's activations (6.1 GiB)   7.02 GiB
+  --dtype int8        141 MiB of codes and scales; NDIF's floor (weights × 1.15 + 500 MiB) 0.73 GiB
+  --dtype int4        100 MiB (the head stays 8-bit)                                  0.65 GiB
 int8 and int4 replicas keep the module tree, reads, swaps and generation; gradients through them are refused
 (BLOCK_NOT_DIFFERENTIABLE); accuracy measured in docs/runtime.md ("Quantized replicas").
 
