@@ -82,12 +82,12 @@ test('sharded: a shard the index names is missing, or the index names a tensor i
     loadModel(dropped),
     refused('SNAPSHOT_TENSOR_MISSING', 'model.safetensors.index.json', /model\.layers\.1\.mlp\.up_proj\.weight/),
   );
-  const escape = copyOf(sharded, (d) =>
+  const outside = copyOf(sharded, (d) =>
     editJson(d, 'model.safetensors.index.json', (j) => {
       (j.weight_map as Record<string, string>)['model.norm.weight'] = '../../etc/passwd';
     }),
   );
-  await assert.rejects(loadModel(escape), refused('SNAPSHOT_INDEX_INVALID', 'model.safetensors.index.json'));
+  await assert.rejects(loadModel(outside), refused('SNAPSHOT_INDEX_INVALID', 'model.safetensors.index.json'));
 });
 
 test('an unknown model_type or option is refused at load, naming the field', async () => {

@@ -62,7 +62,10 @@ export function route(state: RelayState, event: StoredEvent): Draft[] {
       return [];
     case 'ReplicaRequested': {
       const dtype = (d.settings as { dtype?: string } | undefined)?.dtype;
-      if (dtype === 'int8' || dtype === 'int4') (state.quantized ??= {})[d.replicaId as string] = dtype;
+      if (dtype === 'int8' || dtype === 'int4') {
+        state.quantized ??= {};
+        state.quantized[d.replicaId as string] = dtype;
+      }
       return [];
     }
     case 'ReplicaPlaced':
