@@ -107,8 +107,12 @@ export class HostedModel {
     checkInputs(graph);
     const config = readConfig(dir);
     const weights = prepareWeights(dir, base.graph!.initializer ?? []);
-    // Weights computed at load (quantized) now live in the private folder: drop the in-memory copy.
-    if (opts.quantize) base = withStoredInitializers(base, weights.initializers);
+    // Weights computed at load (quantized) now live in the private folder: drop the in-memory copy (the graph
+    // analysis holds the initializers too).
+    if (opts.quantize) {
+      base = withStoredInitializers(base, weights.initializers);
+      graph = analyzeGraph(base.graph!);
+    }
     try {
       const settings: SessionSettings = {
         level: opts.optimizationLevel ?? 'basic',
