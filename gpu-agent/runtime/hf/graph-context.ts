@@ -39,6 +39,8 @@ interface Quantized {
   /** The scales shaped [rows, blocks, 1] for GatherBlockQuantized, added on first use. */
   rowScales: string;
   addRowScales?: () => void;
+  /** 4 bits: the blocks' zero points (MatMulNBits input 3). */
+  zeroPoints?: string;
   k: number;
   blocks: number;
 }
@@ -153,6 +155,19 @@ export class GraphContext {
         bytes,
       );
       q.addRowScales = () => this.initializers.push(rowScales);
+      if (r.zeroPoints) {
+        q.zeroPoints = `${t.name}::zero_points`;
+        this.initializers.push(
+          withData(
+            {
+              name: q.zeroPoints,
+              dims: [r.zeroPoints.length || rows * Math.ceil(r.blocks / 2)],
+              data_type: TensorDataType.UINT8,
+            },
+            r.zeroPoints,
+          ),
+        );
+      }
       this.initializers.push(
         withData({ name: data, dims: [rows, r.blocks, r.blobBytes], data_type: TensorDataType.UINT8 }, r.data),
         withData({ name: q.scales, dims: [rows * r.blocks], data_type: TensorDataType.FLOAT }, bytes),
@@ -177,7 +192,7 @@ export class GraphContext {
       const bits = this.bitsFor(opts.head === true);
       const q = this.quantizedRows(wName, nOut, nIn, opts.stored === 'in_out', bits);
       const n = this.g.nodes.length;
-      y = this.g.one(scope, 'MatMulNBits', [x, q.data, q.scales], {
+      y = this.g.one(scope, 'MatMulNBits', [x, q.data, q.scales, ...(q.zeroPoints ? [q.zeroPoints] : [])], {
         K: nIn,
         N: nOut,
         bits,
