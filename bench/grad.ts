@@ -15,7 +15,7 @@ import { loadBenchModel } from './bench-model.js';
 import { interleavedRounds, median, numberArg } from './_numbers.js';
 import type { RunRequest, RunResult } from '../gpu-agent/runtime/index.js';
 import { createInProcessBlocks } from '../gpu-agent/block/index.js';
-import { Tensor } from '../gpu-agent/block/tensor.js';
+import { Tensor } from '../gpu-agent/block/api/tensor.js';
 import { readSafetensors } from '../tests/runtime/hf-fixtures.js';
 
 const MODEL = 'gpt2-small-random';

@@ -9,7 +9,7 @@ import { performance } from 'node:perf_hooks';
 import { loadBenchModel } from './bench-model.js';
 import type { RunRequest } from '../gpu-agent/runtime/index.js';
 import { createInProcessBlocks } from '../gpu-agent/block/index.js';
-import { Tensor } from '../gpu-agent/block/tensor.js';
+import { Tensor } from '../gpu-agent/block/api/tensor.js';
 import { interleavedRounds, median, numberArg } from './_numbers.js';
 
 const MODEL = 'gpt2-small-random';

@@ -5,7 +5,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { ModelFacts } from '../domain/events/model.js';
-import { loadTokenizer } from '../gpu-agent/runtime/tokenizer.js';
+import { loadTokenizer } from '../gpu-agent/runtime/load/tokenizer.js';
 import type { Manifest } from '../protocol/manifest.js';
 import { FabricError, isFabricError } from '../protocol/errors.js';
 import type { FabricModelCatalog } from './catalog.js';

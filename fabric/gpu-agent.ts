@@ -5,15 +5,15 @@
 // IPC transport's socket closes. It never holds event-store credentials: DATABASE_URL and KURRENTDB_URL are removed
 // from its environment at start (with a warning) and its PostgreSQL blob store takes BLOB_DATABASE_URL only.
 //
-// No block can end it: a fault a block causes is contained in that block's request (gpu-agent/block/fault-handlers.ts);
+// No block can end it: a fault a block causes is contained in that block's request (gpu-agent/block/containment/fault-handlers.ts);
 // an unhandled rejection of the agent's own code is logged and it goes on; an uncaught exception of its own code
 // leaves it in an unknown state, so it records the cause as its last words (last-words.ts) and exits once with code
 // 70. A watchdog thread (watchdog.ts) ends a process whose event loop a trusted block has blocked.
 import { randomUUID } from 'node:crypto';
 import { cudaAvailable } from '../gpu-agent/runtime/ort/session.js';
-import { setProcessFaultPolicy } from '../gpu-agent/block/fault-handlers.js';
-import { errorText } from '../gpu-agent/block/compile.js';
-import { setLateFaultReporter } from '../gpu-agent/block/fault-errors.js';
+import { setProcessFaultPolicy } from '../gpu-agent/block/containment/fault-handlers.js';
+import { errorText } from '../gpu-agent/block/host/compile.js';
+import { setLateFaultReporter } from '../gpu-agent/block/containment/fault-errors.js';
 import {
   lastWordsFile,
   previousExit,

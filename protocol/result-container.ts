@@ -91,7 +91,7 @@ export function decodeResultContainer(bytes: Uint8Array): ResultContainer {
 
 /**
  * The tree with each { $tensor: i } replaced by `f(tensors[i])` and { $number } by the number. The block's own keys
- * that start with `$` were saved with one more `$` (gpu-agent/block/saved-tree.ts), which is removed here.
+ * that start with `$` were saved with one more `$` (gpu-agent/block/api/saved-tree.ts), which is removed here.
  */
 export function materializeTree<T>(s: SavedTree, f: (t: TensorPayload) => T): unknown {
   const walk = (v: unknown): unknown => {

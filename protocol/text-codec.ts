@@ -1,5 +1,5 @@
 // How a model's tokenizer.json becomes the encode/decode that prompts and ctx.encode / ctx.decode use, in the
-// agent (gpu-agent/runtime/tokenizer.ts) and in a sandbox runner (sandbox/runner-tokenizer.ts) alike: one
+// agent (gpu-agent/runtime/load/tokenizer.ts) and in a sandbox runner (sandbox/runner-tokenizer.ts) alike: one
 // definition of the library options, so the ids are the same trusted and untrusted. The library
 // (@huggingface/tokenizers' Tokenizer) is passed in: the agent imports its ES module, a runner loads its
 // CommonJS entry by path, and this file imports nothing (it is part of the runner bundle).

@@ -10,8 +10,8 @@
 // import.meta. Arguments: `--tokenizer-module=<path>` (the tokenizer library's CommonJS entry).
 import { Socket } from 'node:net';
 import { serveBlocks } from '../gpu-agent/block/index.js';
-import { setProcessFaultPolicy } from '../gpu-agent/block/fault-handlers.js';
-import { containInLowestLive } from '../gpu-agent/block/invoke-guard.js';
+import { setProcessFaultPolicy } from '../gpu-agent/block/containment/fault-handlers.js';
+import { containInLowestLive } from '../gpu-agent/block/containment/invoke-guard.js';
 import { FRAME_VERSION, ProtocolError } from '../protocol/frames.js';
 import type { BlockEndpoint, BlockToHost, HostToBlock } from '../protocol/interleave.js';
 import type { Manifest } from '../protocol/manifest.js';

@@ -4,7 +4,7 @@
 // drain markers (runner-drain.ts): rawOutputDrained() says when everything written before them was read.
 import { setPriority } from 'node:os';
 import type { AgentToRunner, ReadyMessage, RunnerToAgent } from '../protocol/frames.js';
-import { LineSplitter } from '../gpu-agent/block/line-splitter.js';
+import { LineSplitter } from '../gpu-agent/block/containment/line-splitter.js';
 import { DrainMarkerScanner } from './runner-drain.js';
 import type { MemoryCgroup } from './memory-cgroup.js';
 import type { SocketChannel } from './socket-channel.js';

@@ -2,7 +2,7 @@
 // names, which the runner may read) on first use: most blocks never tokenize, and loading
 // @huggingface/tokenizers plus parsing GPT-2's vocabulary costs hundreds of milliseconds and tens of
 // megabytes, too much for every warm runner. The library options are protocol/text-codec.ts's, the same the
-// agent uses (gpu-agent/runtime/tokenizer.ts), so ids are identical trusted and untrusted. The library's
+// agent uses (gpu-agent/runtime/load/tokenizer.ts), so ids are identical trusted and untrusted. The library's
 // CommonJS entry is passed in by path (the launcher resolves it and allows the runner to read it).
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';

@@ -5,7 +5,7 @@
 // with `.module('<name>')`, typed by an overload per name.
 import type { Manifest, ManifestModule } from '../../protocol/manifest.js';
 
-/** The API names a child module cannot be a property under (gpu-agent/block/model-proxy.ts). */
+/** The API names a child module cannot be a property under (gpu-agent/block/api/model-proxy.ts). */
 const API = new Set([
   'output',
   'outputs',

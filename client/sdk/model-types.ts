@@ -3,7 +3,7 @@
 // `m.transformer.h[5].mlp.output` autocompletes and a misspelt module fails to compile; `ndif.trace<typeof Gpt2>(…)`
 // types the block's `m` with it. Types only: nothing here exists at run time.
 import type { Tensor } from './tensor.js';
-import type { BlockContext } from '../../gpu-agent/block/block-context.js';
+import type { BlockContext } from '../../gpu-agent/block/api/block-context.js';
 
 /** A read of a module point: awaited for its value; `.grad` (after ctx.backward) reads the gradient there. */
 export type Read<T> = Promise<T> & { readonly grad: Promise<T> };

@@ -17,16 +17,16 @@ export const BLOCK_CODES: Readonly<Record<string, { code: string; status: number
   SharedTensor: { code: 'BLOCK_SHARED_TENSOR', status: 400 },
   BlockSyntaxError: { code: 'BLOCK_SYNTAX_ERROR', status: 400 },
   BlockError: { code: 'BLOCK_ERROR', status: 400 },
-  // Contained faults of a block (gpu-agent/block/invoke-guard.ts, fault-errors.ts).
+  // Contained faults of a block (gpu-agent/block/containment/invoke-guard.ts, fault-errors.ts).
   UnawaitedRead: { code: 'BLOCK_UNAWAITED_READ', status: 400 },
   UnhandledRejection: { code: 'BLOCK_UNHANDLED_REJECTION', status: 400 },
   UncaughtException: { code: 'BLOCK_UNCAUGHT_EXCEPTION', status: 400 },
   InvalidResult: { code: 'BLOCK_INVALID_RESULT', status: 400 },
-  // Gradients (gpu-agent/runtime/grad/, gpu-agent/block/grad/).
+  // Gradients (gpu-agent/runtime/grad/; the block side: gpu-agent/block/api/tape.ts, gpu-agent/block/host/grad-session.ts).
   NotDifferentiable: { code: 'BLOCK_NOT_DIFFERENTIABLE', status: 400 },
   NoBackward: { code: 'BLOCK_NO_BACKWARD', status: 400 },
   BackwardError: { code: 'BLOCK_BACKWARD_ERROR', status: 400 },
-  // Module calls, barriers and caches (gpu-agent/runtime/interleave/module-call.ts, request-run.ts).
+  // Module calls, barriers and caches (gpu-agent/runtime/interleave/module-call.ts, barriers.ts, caches.ts).
   NotCallable: { code: 'BLOCK_NOT_CALLABLE', status: 400 },
   CallFailed: { code: 'BLOCK_CALL_FAILED', status: 400 },
   BarrierError: { code: 'BLOCK_BARRIER_ERROR', status: 400 },
@@ -39,6 +39,21 @@ export const BLOCK_CODES: Readonly<Record<string, { code: string; status: number
   CpuLimit: { code: 'BLOCK_CPU_LIMIT', status: 400 },
   SandboxCrashed: { code: 'BLOCK_SANDBOX_CRASHED', status: 500 },
 };
+
+/** Codes of a request refused before anything ran (RequestError); generation options use GenerationErrorCode. */
+export const RequestErrorCode = {
+  noInvokes: 'REQUEST_NO_INVOKES',
+  badNewTokens: 'REQUEST_BAD_NEW_TOKENS',
+  notGenerative: 'MODEL_NOT_GENERATIVE',
+  noTokenizer: 'MODEL_NO_TOKENIZER',
+  badInput: 'INVOKE_BAD_INPUT',
+  tokenOutOfRange: 'INVOKE_TOKEN_OUT_OF_RANGE',
+  emptyPrompt: 'INVOKE_EMPTY_PROMPT',
+  promptTooLong: 'PROMPT_TOO_LONG',
+  paddingUnsupported: 'BATCH_PADDING_UNSUPPORTED',
+  noTraces: 'SESSION_NO_TRACES',
+  modelClosed: 'MODEL_CLOSED',
+} as const;
 
 /** The error code a BlockError of this type is reported under. */
 export function blockErrorCode(type: string): { code: string; status: number } {

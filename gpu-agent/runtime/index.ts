@@ -17,5 +17,5 @@ export type {
 } from './interleave/request-types.js';
 export type { Finish, FinishReason } from './generation/stopping.js';
 export { InterventionError, ModelLoadError, RequestError } from './errors.js';
-export type { TextTokenizer, LoadedTokenizer } from './tokenizer.js';
-export { tokenizerFromJson } from './tokenizer.js';
+export type { TextTokenizer, LoadedTokenizer } from './load/tokenizer.js';
+export { tokenizerFromJson } from './load/tokenizer.js';

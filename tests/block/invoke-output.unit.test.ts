@@ -1,4 +1,4 @@
-// The block side's output contexts (gpu-agent/block/invoke-output.ts): a write belongs to the invoke whose
+// The block side's output contexts (gpu-agent/block/containment/invoke-output.ts): a write belongs to the invoke whose
 // code is running — across awaits, timers and interleaved invokes —, writes outside every invoke reach the
 // real stream (or the handler set for them), and the stream's write contract holds (callback, encodings).
 import { test } from 'node:test';
@@ -8,7 +8,7 @@ import {
   currentInvokeOutput,
   routeWritesOutsideInvokes,
   runAsInvoke,
-} from '../../gpu-agent/block/invoke-output.js';
+} from '../../gpu-agent/block/containment/invoke-output.js';
 
 // The real stream, as the capture sees it: this test's lines are recorded, everything else (the test
 // reporter's output) passes.

@@ -2,8 +2,8 @@
 // result container, and keys such as __proto__ are plain own keys.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { toSavedTree } from '../../gpu-agent/block/saved-tree.js';
-import { Tensor } from '../../gpu-agent/block/tensor.js';
+import { toSavedTree } from '../../gpu-agent/block/api/saved-tree.js';
+import { Tensor } from '../../gpu-agent/block/api/tensor.js';
 import { decodeResultContainer, encodeResultContainer, materializeTree } from '../../protocol/result-container.js';
 
 const roundTrip = (v: unknown) => {

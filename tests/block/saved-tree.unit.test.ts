@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { toSavedTree } from '../../gpu-agent/block/saved-tree.js';
-import { Tensor } from '../../gpu-agent/block/tensor.js';
+import { toSavedTree } from '../../gpu-agent/block/api/saved-tree.js';
+import { Tensor } from '../../gpu-agent/block/api/tensor.js';
 import { decodeResultContainer, encodeResultContainer, materializeTree } from '../../protocol/result-container.js';
 import { firstNonFinite, sliceRows, typedData } from '../../protocol/tensor-payload.js';
 

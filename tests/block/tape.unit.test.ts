@@ -1,11 +1,11 @@
-// The block side's tape (gpu-agent/block/grad/tape.ts): every differentiable tensor op against central finite
+// The block side's tape (gpu-agent/block/api/tape.ts): every differentiable tensor op against central finite
 // differences, and the refusals (an op without a derivative, a value written in place after use, a loss that is
 // not one element or not computed from the model).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Tensor } from '../../gpu-agent/block/tensor.js';
-import { dense, leafGradients } from '../../gpu-agent/block/grad/tape.js';
-import { InterleaveError } from '../../gpu-agent/block/block-errors.js';
+import { Tensor } from '../../gpu-agent/block/api/tensor.js';
+import { dense, leafGradients } from '../../gpu-agent/block/api/tape.js';
+import { InterleaveError } from '../../gpu-agent/block/api/block-errors.js';
 
 const owner = { backward: () => {} };
 

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Tensor, TensorError } from '../../gpu-agent/block/tensor.js';
+import { Tensor, TensorError } from '../../gpu-agent/block/api/tensor.js';
 
 const close = (a: unknown, b: unknown, eps = 1e-6): void => {
   const fa = JSON.stringify(a);

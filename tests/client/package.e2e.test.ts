@@ -113,7 +113,7 @@ const consumerEnv = () => cleanEnv({ NDIF_URL: fabric!.url, NDIF_CACHE_DIR: join
 it('packs only client code, with declarations, and installs without warnings', (t) => {
   const paths = packed.files.map((f) => f.path).sort();
   const allowed =
-    /^(package\.json|README\.md|bin\/ndif\.mjs|dist\/(client\/(sdk|cli)\/.+|protocol\/[a-z-]+|gpu-agent\/block\/(tensor|block-context)|auth\/key-format)\.(js|d\.ts))$/;
+    /^(package\.json|README\.md|bin\/ndif\.mjs|dist\/(client\/(sdk|cli)\/.+|protocol\/[a-z-]+|gpu-agent\/block\/api\/(tensor|block-context)|auth\/key-format)\.(js|d\.ts))$/;
   assert.deepEqual(
     paths.filter((p) => !allowed.test(p) && !['package.json', 'README.md', 'bin/ndif.mjs'].includes(p)),
     [],

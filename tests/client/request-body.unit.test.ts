@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { checkBlockSource } from '../../protocol/block-source.js';
 import { blockSource, BlockSourceError } from '../../client/sdk/block-source.js';
 import { buildSubmitBody, isInvokeList, RequestShapeError } from '../../client/sdk/request-body.js';
-import { compileBlock } from '../../gpu-agent/block/compile.js';
+import { compileBlock } from '../../gpu-agent/block/host/compile.js';
 
 test('a block function travels as its source text', () => {
   const src = blockSource(async (m: any) => {

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { ProtocolError } from '../../client/sdk/errors.js';
 import { decodeResult } from '../../client/sdk/results.js';
 import { Tensor } from '../../client/sdk/tensor.js';
-import { toSavedTree } from '../../gpu-agent/block/saved-tree.js';
+import { toSavedTree } from '../../gpu-agent/block/api/saved-tree.js';
 import { encodeResultContainer } from '../../protocol/result-container.js';
 
 test('a result container decodes to the values the blocks returned, tensors as Tensor', () => {

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { after, before, it } from 'node:test';
 import { ensureModel } from '../../catalog/bundled/generate-model.js';
 import { Fabric, FabricHttpError } from '../../client/sdk/index.js';
-import { loadTokenizer } from '../../gpu-agent/runtime/tokenizer.js';
+import { loadTokenizer } from '../../gpu-agent/runtime/load/tokenizer.js';
 import { tokenizerBundleSha256 } from '../../protocol/tokenizer-bundle.js';
 import { startInProcessFabric, type InProcessFabric } from './fabric-harness.js';
 

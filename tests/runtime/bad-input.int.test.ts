@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { InterventionError, RequestError } from '../../gpu-agent/runtime/index.js';
 import { channelPair } from '../../gpu-agent/block/index.js';
 import type { BlockEndpoint, HostToBlock } from '../../protocol/interleave.js';
-import { Tensor } from '../../gpu-agent/block/tensor.js';
+import { Tensor } from '../../gpu-agent/block/api/tensor.js';
 import { run, tinyModel } from './tiny-model.js';
 
 after(async () => (await tinyModel()).close());

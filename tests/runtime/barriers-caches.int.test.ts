@@ -3,7 +3,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { InterventionError } from '../../gpu-agent/runtime/index.js';
-import { Tensor } from '../../gpu-agent/block/tensor.js';
+import { Tensor } from '../../gpu-agent/block/api/tensor.js';
 import { run, sameBits, tinyModel, value } from './tiny-model.js';
 
 after(async () => (await tinyModel()).close());

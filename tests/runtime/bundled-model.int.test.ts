@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import gpt3 from 'gpt-3-encoder';
 import { ensureModel, generateModel } from '../../catalog/bundled/generate-model.js';
-import { loadTokenizer } from '../../gpu-agent/runtime/tokenizer.js';
+import { loadTokenizer } from '../../gpu-agent/runtime/load/tokenizer.js';
 import { decodeModel } from '../../gpu-agent/runtime/onnx/codec.js';
 import { run, tinyModel } from './tiny-model.js';
 

@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { loadModel } from '../../gpu-agent/runtime/index.js';
 import type { HostedModel } from '../../gpu-agent/runtime/index.js';
-import type { Tensor } from '../../gpu-agent/block/tensor.js';
+import type { Tensor } from '../../gpu-agent/block/api/tensor.js';
 import { maxAbsDiff, run, sameBits, tensor, value } from './tiny-model.js';
 import { parseKey, readExpr, readReference, readSafetensors, variants, moduleExpr } from './hf-fixtures.js';
 import type { Reference, ReferenceCase, Variant } from './hf-fixtures.js';

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { ensureModel } from '../../catalog/bundled/generate-model.js';
 import { loadModel, RequestError, InterventionError } from '../../gpu-agent/runtime/index.js';
 import type { HostedModel, RunRequest, TokenEvent } from '../../gpu-agent/runtime/index.js';
-import type { Tensor } from '../../gpu-agent/block/tensor.js';
+import type { Tensor } from '../../gpu-agent/block/api/tensor.js';
 import { fixtureDir, maxAbsDiff, run, tinyModel, value } from './tiny-model.js';
 
 const EOS = 50256;

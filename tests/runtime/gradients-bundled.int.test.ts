@@ -15,7 +15,7 @@ import type { HostedModel } from '../../gpu-agent/runtime/index.js';
 import { encodeModel } from '../../gpu-agent/runtime/onnx/codec.js';
 import { TensorDataType } from '../../gpu-agent/runtime/onnx/types.js';
 import { GraphBuilder, floatTensor, tensorInfo } from '../../catalog/bundled/onnx-builder.js';
-import type { Tensor } from '../../gpu-agent/block/tensor.js';
+import type { Tensor } from '../../gpu-agent/block/api/tensor.js';
 import { maxAbsDiff, repoRoot, run, sameBits, tinyModel, value } from './tiny-model.js';
 import { readSafetensors } from './hf-fixtures.js';
 

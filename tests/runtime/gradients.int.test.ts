@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
 import { loadModel } from '../../gpu-agent/runtime/index.js';
 import type { HostedModel } from '../../gpu-agent/runtime/index.js';
-import type { Tensor } from '../../gpu-agent/block/tensor.js';
+import type { Tensor } from '../../gpu-agent/block/api/tensor.js';
 import { run, value } from './tiny-model.js';
 import { hfDir, moduleExpr, parseKey, readReference, readSafetensors, variants } from './hf-fixtures.js';
 import type { Variant } from './hf-fixtures.js';

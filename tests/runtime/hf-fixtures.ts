@@ -2,7 +2,7 @@
 // exporter, the PyTorch reference each is checked against, and the safetensors reader.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Tensor } from '../../gpu-agent/block/tensor.js';
+import { Tensor } from '../../gpu-agent/block/api/tensor.js';
 import { floatValues } from '../../protocol/tensor-payload.js';
 import { repoRoot } from './tiny-model.js';
 

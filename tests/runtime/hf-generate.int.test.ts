@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { loadModel } from '../../gpu-agent/runtime/index.js';
 import type { HostedModel } from '../../gpu-agent/runtime/index.js';
-import type { Tensor } from '../../gpu-agent/block/tensor.js';
+import type { Tensor } from '../../gpu-agent/block/api/tensor.js';
 import { maxAbsDiff, run, value } from './tiny-model.js';
 import { readReference, readSafetensors, variants } from './hf-fixtures.js';
 

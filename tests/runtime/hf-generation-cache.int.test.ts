@@ -13,7 +13,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadModel } from '../../gpu-agent/runtime/index.js';
 import type { HostedModel } from '../../gpu-agent/runtime/index.js';
-import type { Tensor } from '../../gpu-agent/block/tensor.js';
+import type { Tensor } from '../../gpu-agent/block/api/tensor.js';
 import { maxAbsDiff, run, value } from './tiny-model.js';
 import { hfDir, moduleExpr, readReference, readSafetensors, variants } from './hf-fixtures.js';
 

@@ -10,7 +10,7 @@ import { loadModel, InterventionError } from '../../gpu-agent/runtime/index.js';
 import type { HostedModel } from '../../gpu-agent/runtime/index.js';
 import type { QuantDtype } from '../../gpu-agent/runtime/hf/quantize.js';
 import { snapshotWeightsBytes } from '../../gpu-agent/runtime/hf/snapshot-files.js';
-import type { Tensor } from '../../gpu-agent/block/tensor.js';
+import type { Tensor } from '../../gpu-agent/block/api/tensor.js';
 import { maxAbsDiff, run, tensor } from './tiny-model.js';
 import { hfDir, readReference, readSafetensors } from './hf-fixtures.js';
 

@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { loadTokenizer } from '../../gpu-agent/runtime/tokenizer.js';
+import { loadTokenizer } from '../../gpu-agent/runtime/load/tokenizer.js';
 import { FAMILIES, hfDir, readReference, variants } from './hf-fixtures.js';
 
 for (const family of FAMILIES) {

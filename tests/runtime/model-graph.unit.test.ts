@@ -7,9 +7,9 @@ import { decodeModel, encodeModel } from '../../gpu-agent/runtime/onnx/codec.js'
 import type { GraphProto, NodeProto } from '../../gpu-agent/runtime/onnx/types.js';
 import { analyzeGraph } from '../../gpu-agent/runtime/graph/model-graph.js';
 import { nodeScope, parsePythonStringList } from '../../gpu-agent/runtime/graph/scopes.js';
-import { buildAddressTable } from '../../gpu-agent/runtime/addresses.js';
+import { buildAddressTable } from '../../gpu-agent/runtime/graph/addresses.js';
 import { planSegment } from '../../gpu-agent/runtime/segments/segment-model.js';
-import { fitDim, formatDim, resolveDim } from '../../gpu-agent/runtime/dims.js';
+import { fitDim, formatDim, resolveDim } from '../../gpu-agent/runtime/load/dims.js';
 import { fixtureDir } from './tiny-model.js';
 
 const node = (name: string, op: string, input: string[], output: string[], scopes?: string[]): NodeProto => ({

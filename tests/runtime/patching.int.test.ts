@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadModel } from '../../gpu-agent/runtime/index.js';
 import type { HostedModel } from '../../gpu-agent/runtime/index.js';
-import { Tensor } from '../../gpu-agent/block/tensor.js';
+import { Tensor } from '../../gpu-agent/block/api/tensor.js';
 import { createInProcessBlocks } from '../../gpu-agent/block/index.js';
 import { maxAbsDiff, run, sameBits, value } from './tiny-model.js';
 import { hfDir, moduleExpr, readSafetensors, variants } from './hf-fixtures.js';

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { InterventionError, RequestError } from '../../gpu-agent/runtime/index.js';
 import type { RunResult } from '../../gpu-agent/runtime/index.js';
 import { createInProcessBlocks } from '../../gpu-agent/block/index.js';
-import type { Tensor } from '../../gpu-agent/block/tensor.js';
+import type { Tensor } from '../../gpu-agent/block/api/tensor.js';
 import { run, sameBits, tinyModel, value } from './tiny-model.js';
 
 after(async () => (await tinyModel()).close());

@@ -6,7 +6,7 @@ import { ensureModel } from '../../catalog/bundled/generate-model.js';
 import { loadModel } from '../../gpu-agent/runtime/index.js';
 import type { HostedModel, RunRequest, RunResult } from '../../gpu-agent/runtime/index.js';
 import { createInProcessBlocks } from '../../gpu-agent/block/index.js';
-import { Tensor } from '../../gpu-agent/block/tensor.js';
+import { Tensor } from '../../gpu-agent/block/api/tensor.js';
 import type { SavedTree } from '../../protocol/interleave.js';
 import { materializeTree } from '../../protocol/result-container.js';
 

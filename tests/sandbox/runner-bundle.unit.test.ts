@@ -18,7 +18,7 @@ test('the runner bundle holds the whole import graph and exports what every modu
   const dir = mkdtempSync(join(tmpdir(), 'ndif-bundle-test-'));
   try {
     assert.ok(bundle.modules.includes('sandbox/runner-main.js'));
-    assert.ok(bundle.modules.includes('gpu-agent/block/block-runner.js'));
+    assert.ok(bundle.modules.includes('gpu-agent/block/host/block-runner.js'));
     assert.ok(bundle.modules.includes('protocol/frames.js'));
     const file = join(dir, 'runner.cjs');
     writeFileSync(file, bundle.source);

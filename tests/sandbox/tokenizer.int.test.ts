@@ -1,4 +1,4 @@
-// The agent's tokenizer (gpu-agent/runtime/tokenizer.ts, the library's ES module) and a runner's
+// The agent's tokenizer (gpu-agent/runtime/load/tokenizer.ts, the library's ES module) and a runner's
 // (sandbox/runner-tokenizer.ts, its CommonJS entry loaded by path) are both protocol/text-codec.ts: the same
 // ids and the same text back for the same input, special tokens and odd Unicode included.
 import { test } from 'node:test';
@@ -7,7 +7,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureModel } from '../../catalog/bundled/generate-model.js';
-import { loadTokenizer } from '../../gpu-agent/runtime/tokenizer.js';
+import { loadTokenizer } from '../../gpu-agent/runtime/load/tokenizer.js';
 import { RUNNER_SCRIPT, TOKENIZER_MODULE } from '../../sandbox/launcher.js';
 import { bundleRunnerSource } from '../../sandbox/runner-bundle.js';
 import { lazyTokenizer } from '../../sandbox/runner-tokenizer.js';

@@ -4,7 +4,7 @@
 import { createHash, randomInt } from 'node:crypto';
 import type { GenerationOptions } from '../../../protocol/generation.js';
 import type { OrtTensor } from '../ort/session.js';
-import type { InputPlan } from '../model-inputs.js';
+import type { InputPlan } from '../graph/model-inputs.js';
 import { floatValues } from '../../../protocol/tensor-payload.js';
 import { KvFeeder } from './kv-feeder.js';
 import type { KvLayout } from './kv-layout.js';

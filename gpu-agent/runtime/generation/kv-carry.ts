@@ -14,12 +14,9 @@
 // load (kv-check.ts): the cached pass must give the full pass's logits.
 import type { ModelProto, NodeProto, ValueInfoProto } from '../onnx/types.js';
 import type { ModelGraph } from '../graph/model-graph.js';
-import type { TensorFacts } from '../probe.js';
-import type { DimFit } from '../dims.js';
-
-export const CARRY_BIAS = 'ndif.past_bias';
-export const carriedPast = (layer: number, kv: 'key' | 'value') => `ndif.past.${layer}.${kv}`;
-export const carriedPresent = (layer: number, kv: 'key' | 'value') => `ndif.present.${layer}.${kv}`;
+import type { TensorFacts } from '../load/probe.js';
+import type { DimFit } from '../load/dims.js';
+import { CARRY_BIAS, carriedPast, carriedPresent } from '../graph/cache-names.js';
 
 export interface CarriedLayer {
   /** Past input and present output of the layer's keys (kᵀ: sequence on the last axis) and values (axis −2). */

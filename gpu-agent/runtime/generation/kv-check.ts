@@ -4,8 +4,8 @@
 // 1e-3 of their scale (2e-2 for float16). A graph that derives something from the length it is fed (positions,
 // a mask it builds itself) fails here, and the model is served without the cache, saying why.
 import type { OrtTensor } from '../ort/session.js';
-import type { InputPlan, PaddingSide } from '../model-inputs.js';
-import { feedsFor, padRows } from '../model-inputs.js';
+import type { InputPlan, PaddingSide } from '../graph/model-inputs.js';
+import { feedsFor, padRows } from '../graph/model-inputs.js';
 import { floatValues } from '../../../protocol/tensor-payload.js';
 import { KvFeeder } from './kv-feeder.js';
 import type { KvLayout } from './kv-layout.js';

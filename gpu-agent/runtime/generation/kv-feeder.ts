@@ -3,8 +3,8 @@
 // pass runs every row's prompt; with the cache each later pass runs only the newest position, fed the keys and
 // values of the earlier ones (the last pass's present outputs), else the whole history again.
 import type { OrtTensor } from '../ort/session.js';
-import type { InputPlan } from '../model-inputs.js';
-import { positions, stepFeeds } from '../model-inputs.js';
+import type { InputPlan } from '../graph/model-inputs.js';
+import { positions, stepFeeds } from '../graph/model-inputs.js';
 import type { KvLayout } from './kv-layout.js';
 
 const FLOAT32_LOWEST = -3.4028234663852886e38;

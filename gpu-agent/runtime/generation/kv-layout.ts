@@ -5,7 +5,7 @@
 //            the mask fed for the new positions only and the past's padding in ndif.past_bias;
 //   none     no cache: every step runs the whole sequence (the reason says why).
 import type { ModelGraph } from '../graph/model-graph.js';
-import type { InputPlan } from '../model-inputs.js';
+import type { InputPlan } from '../graph/model-inputs.js';
 import type { CarriedKv } from './kv-carry.js';
 
 export type KvMode = 'past' | 'carried' | 'none';

@@ -2,7 +2,7 @@
 // inputs, the model's logits) and every float tensor computed from one of them. Weights, literals, token ids and
 // what is computed from those alone (masks from attention_mask, positions) are constants to the backward pass.
 import type { ModelGraph } from '../graph/model-graph.js';
-import type { AddressTable } from '../addresses.js';
+import type { AddressTable } from '../graph/addresses.js';
 import { FLOAT_TYPES } from './onnx-nodes.js';
 
 export function differentiableTensors(

@@ -10,13 +10,13 @@
 // without a derivative rule is refused before a single gradient segment runs.
 import type { TensorPayload } from '../../../protocol/interleave.js';
 import { sliceRows } from '../../../protocol/tensor-payload.js';
-import type { ObservationPoint } from '../addresses.js';
+import type { ObservationPoint } from '../graph/addresses.js';
 import type { ModuleNode } from '../graph/model-graph.js';
 import { OrtTensorCtor } from '../ort/session.js';
 import type { OrtTensor } from '../ort/session.js';
 import type { SegmentCache } from '../segments/segment-cache.js';
 import { runSegment } from '../segments/segment-cache.js';
-import { ortToPayload, payloadToOrt, replaceRows } from '../tensor-convert.js';
+import { ortToPayload, payloadToOrt, replaceRows } from '../onnx/tensor-convert.js';
 import type { ForwardRecord, ForwardRun } from './forward-record.js';
 import type { GradModel } from './grad-model.js';
 import { gradIn } from './grad-segment.js';

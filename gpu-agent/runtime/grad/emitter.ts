@@ -4,7 +4,7 @@
 // opset-correct reductions, squeezes and transposes. Gradient graphs need opset 13 or later (axes as inputs).
 import type { NodeProto } from '../onnx/types.js';
 import { TensorDataType } from '../onnx/types.js';
-import type { DimFit } from '../dims.js';
+import type { DimFit } from '../load/dims.js';
 import { attribute, floatLiteral, int64Literal } from './onnx-nodes.js';
 import type { AttrValue } from './onnx-nodes.js';
 

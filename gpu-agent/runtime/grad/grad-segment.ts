@@ -13,7 +13,7 @@
 import type { ModelProto, NodeProto, TensorProto, ValueInfoProto } from '../onnx/types.js';
 import { TensorDataType } from '../onnx/types.js';
 import type { ModelGraph } from '../graph/model-graph.js';
-import type { TensorFacts } from '../probe.js';
+import type { TensorFacts } from '../load/probe.js';
 import type { InputAlias, SegmentPlan } from '../segments/segment-model.js';
 import { GradEmitter } from './emitter.js';
 import type { Dims } from './emitter.js';

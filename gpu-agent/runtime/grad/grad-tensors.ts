@@ -8,7 +8,7 @@ import {
   halfToFloat,
   typedData,
 } from '../../../protocol/tensor-payload.js';
-import { ortToPayload, payloadToOrt } from '../tensor-convert.js';
+import { ortToPayload, payloadToOrt } from '../onnx/tensor-convert.js';
 import type { OrtTensor } from '../ort/session.js';
 
 export function zerosPayload(dtype: Dtype, shape: number[]): TensorPayload {

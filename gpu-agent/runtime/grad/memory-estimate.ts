@@ -9,8 +9,8 @@
 //                         session that runs it, forward segments and gradient segments alike; those sessions live in
 //                         one cache bounded by the model's segment-cache budget (LoadOptions.segmentCacheBytes)
 import type { ModelGraph } from '../graph/model-graph.js';
-import type { DimFit } from '../dims.js';
-import { resolveDim } from '../dims.js';
+import type { DimFit } from '../load/dims.js';
+import { resolveDim } from '../load/dims.js';
 import { tensorBytes, elementBytes } from '../onnx/tensor-bytes.js';
 
 export interface MemoryEstimate {

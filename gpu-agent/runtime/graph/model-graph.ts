@@ -10,7 +10,7 @@
 // module '' with the graph's inputs and outputs. Values an exporter computed once in one layer and shares with the
 // other layers (the attention mask, rotary cos/sin) are not outputs of that layer (graph/shared-values.ts).
 import type { GraphProto, NodeProto, TensorProto, ValueInfoProto } from '../onnx/types.js';
-import { CARRY_BIAS } from '../generation/kv-carry.js';
+import { isCacheInput, isCacheOutput } from './cache-names.js';
 import { canonicalOrder } from './canonical-order.js';
 import { ancestorsAndSelf, commonScope, isWithin, nodeScope, parentPath } from './scopes.js';
 import { isSharedValue } from './shared-values.js';
@@ -112,20 +112,6 @@ export function analyzeGraph(graph: GraphProto): ModelGraph {
     graphOutputs,
     modules,
   };
-}
-
-/**
- * The KV cache a with-past export returns (optimum's `present.<i>.key/value`, or the runtime's carried
- * `ndif.present.<i>.key/value`): in PyTorch the attention writes it into the cache object, it does not return it,
- * so it is an output of no module, the model included.
- */
-export function isCacheOutput(tensor: string): boolean {
-  return /^(?:ndif\.)?present\.\d+\.(key|value)$/.test(tensor);
-}
-
-/** The cache fed back in (`past_key_values.<i>.*`, `ndif.past.<i>.*`, `ndif.past_bias`): an input of no module. */
-export function isCacheInput(tensor: string): boolean {
-  return /^(?:past_key_values|ndif\.past)\.\d+\.(key|value)$/.test(tensor) || tensor === CARRY_BIAS;
 }
 
 const INTEGER_TYPES = new Set([2, 3, 4, 5, 6, 7, 12, 13]);

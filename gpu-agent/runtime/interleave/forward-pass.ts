@@ -7,6 +7,7 @@ import type { SegmentCache } from '../segments/segment-cache.js';
 import { runSegment } from '../segments/segment-cache.js';
 import type { InputAlias, SegmentSpec } from '../segments/segment-model.js';
 import type { ForwardRecord } from '../grad/forward-record.js';
+import type { ForwardRun } from './host-context.js';
 
 export interface PassTimings {
   /** Time inside session.run, summed over segments. */
@@ -28,7 +29,7 @@ export interface PassHooks {
 /** Times a stretch runs as layer pieces before it is compiled as one segment (when the cache has room). */
 export const PROMOTE_AFTER = 16;
 
-export class ForwardPass {
+export class ForwardPass implements ForwardRun {
   pos = 0;
   readonly table: Map<string, OrtTensor>;
   readonly aliases: InputAlias[] = [];

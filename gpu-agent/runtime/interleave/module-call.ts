@@ -10,7 +10,7 @@ import type { ModelGraph, ModuleNode } from '../graph/model-graph.js';
 import type { SegmentCache } from '../segments/segment-cache.js';
 import type { SegmentPlan } from '../segments/segment-model.js';
 import { runSegment } from '../segments/segment-cache.js';
-import { ortToPayload, payloadToOrt } from '../tensor-convert.js';
+import { ortToPayload, payloadToOrt } from '../onnx/tensor-convert.js';
 import { blockError } from '../errors.js';
 import type { BlockError } from '../../../protocol/interleave.js';
 

@@ -1,0 +1,73 @@
+// A block's return value as a SavedTree: JSON-shaped data with every Tensor moved aside ({ $tensor: i }).
+// Non-finite numbers become { $number: "NaN" | "Infinity" | "-Infinity" }, bigints numbers, typed arrays
+// tensors; anything else that JSON cannot carry (functions, symbols, class instances, cycles) is refused with
+// the path where it sits. The block's own keys that start with `$` get one more `$` (`$tensor` → `$$tensor`), so
+// a returned `{ $tensor: 5 }` stays data and never reads as a tensor reference; decoders strip it
+// (protocol/result-container.ts materializeTree). Keys are set as own data properties (`__proto__` included).
+import type { SavedTree, TensorPayload } from '../../../protocol/interleave.js';
+import { Tensor } from './tensor.js';
+import { InterleaveError } from './block-errors.js';
+
+const MAX_DEPTH = 64;
+
+export function toSavedTree(value: unknown): SavedTree {
+  const tensors: TensorPayload[] = [];
+  const seen = new Set<object>();
+  const walk = (v: unknown, path: string, depth: number): unknown => {
+    if (depth > MAX_DEPTH) throw invalid(path, `nests deeper than ${MAX_DEPTH} levels`);
+    if (v === null || v === undefined) return null;
+    if (typeof v === 'boolean' || typeof v === 'string') return v;
+    if (typeof v === 'number') return Number.isFinite(v) ? v : { $number: String(v) };
+    if (typeof v === 'bigint') return Number(v);
+    if (typeof v === 'function' || typeof v === 'symbol') throw invalid(path, `is a ${typeof v}`);
+    if (v instanceof Tensor) {
+      tensors.push(v.clone().toPayload());
+      return { $tensor: tensors.length - 1 };
+    }
+    if (ArrayBuffer.isView(v) && !(v instanceof DataView)) {
+      tensors.push(Tensor.from(v as Float32Array).toPayload());
+      return { $tensor: tensors.length - 1 };
+    }
+    const obj = v as object;
+    if (seen.has(obj)) throw invalid(path, 'refers back to itself (a cycle)');
+    seen.add(obj);
+    try {
+      if (Array.isArray(obj)) return obj.map((x, i) => walk(x, `${path}[${i}]`, depth + 1));
+      if (obj instanceof Map)
+        return Object.fromEntries(
+          [...obj].map(([k, x]) => [escapeKey(String(k)), walk(x, `${path}.${String(k)}`, depth + 1)]),
+        );
+      if (obj instanceof Set) return [...obj].map((x, i) => walk(x, `${path}[${i}]`, depth + 1));
+      const proto = Object.getPrototypeOf(obj) as unknown;
+      if (proto !== Object.prototype && proto !== null) {
+        throw invalid(
+          path,
+          `is a ${(obj as { constructor?: { name?: string } }).constructor?.name ?? 'class'} instance; return plain objects, arrays, numbers, strings or tensors`,
+        );
+      }
+      const out: Record<string, unknown> = {};
+      for (const [k, x] of Object.entries(obj)) {
+        if (x !== undefined)
+          Object.defineProperty(out, escapeKey(k), {
+            value: walk(x, `${path}.${k}`, depth + 1),
+            enumerable: true,
+            writable: true,
+            configurable: true,
+          });
+      }
+      return out;
+    } finally {
+      seen.delete(obj);
+    }
+  };
+  return { tree: walk(value, 'result', 0), tensors };
+}
+
+/** `$x` → `$$x`: keys of the encoding (`$tensor`, `$number`) are never the block's. */
+export function escapeKey(k: string): string {
+  return k.startsWith('$') ? `$${k}` : k;
+}
+
+function invalid(path: string, why: string): InterleaveError {
+  return new InterleaveError('InvalidResult', `the block's return value cannot be saved: ${path} ${why}`);
+}

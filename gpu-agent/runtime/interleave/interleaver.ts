@@ -1,0 +1,470 @@
+// The host side of the interleaving for one trace (nnsight's interleaver): runs the forward pass segment by segment,
+// stopping at each point some invoke's mediator (mediator.ts) waits for, and talks to the blocks only through a
+// BlockChannel (protocol/interleave.ts).
+//
+// At each point the invokes waiting for it are served in index order: VALUE with the invoke's own batch rows,
+// then the host reads that invoke's messages until it waits for a later point, ends, or fails. Swaps replace
+// the invoke's rows in the tensor table before the pass continues (edits.ts). Generation (generation/) feeds each
+// step's inputs — with the KV cache only the new position after step 0 — and after each step chooses every live row's
+// next token; a row that finished (EOS, a stop, its maxNewTokens) is fed the pad token, masked, and its invoke sees
+// no later step. At the start of each step ≥ 1 the blocks get STEP (the tokens chosen, who finished), and waits
+// for `step.<i>` (m.iter) are answered.
+//
+// Besides module points a block may CALL a module on tensors (run at once, outside the pass: module-call.ts), wait at
+// a barrier (barriers.ts) and CACHE points (caches.ts). Messages and the rules a WAIT or SWAP is checked by:
+// messages.ts. Several traces on one channel: trace-session.ts.
+import type { BlockChannel, BlockError, StartRequest, TensorPayload } from '../../../protocol/interleave.js';
+import { formatAddr, stepAddr } from '../../../protocol/interleave.js';
+import { rowsView, sliceRows } from '../../../protocol/tensor-payload.js';
+import { isSampling } from '../../../protocol/generation.js';
+import { pointKey } from '../../../protocol/manifest.js';
+import type { ObservationPoint } from '../graph/addresses.js';
+import type { ModuleNode } from '../graph/model-graph.js';
+import { feedsFor, padRows } from '../graph/model-inputs.js';
+import { Generation } from '../generation/generation.js';
+import type { Finish } from '../generation/stopping.js';
+import { ortToPayload } from '../onnx/tensor-convert.js';
+import { InterventionError, blockError } from '../errors.js';
+import { GradientHost } from '../grad/grad-host.js';
+import { ForwardRecord } from '../grad/forward-record.js';
+import { usesGradients } from '../grad/uses-gradients.js';
+import type { PassTimings } from './forward-pass.js';
+import type { Deadline } from './deadline.js';
+import type { ForwardRun, GenerationPlan, HostContext } from './host-context.js';
+import { Mediator, waitAddr } from './mediator.js';
+import { Barriers } from './barriers.js';
+import { Caches } from './caches.js';
+import { Edits } from './edits.js';
+import { Messages } from './messages.js';
+import type { PassView } from './pass-view.js';
+import { strictlyInside } from './pass-view.js';
+import type { InvokeResult, LogLine, RunRequest } from './request-types.js';
+
+const FINISH_TEXT: Record<Finish['reason'], string> = {
+  eos: 'its EOS token',
+  'stop-token': 'a stop token',
+  'stop-string': 'a stop string',
+  length: 'its maxNewTokens',
+};
+
+export class Interleaver implements PassView {
+  readonly mediators: Mediator[];
+  step = 0;
+  rank = -1;
+  pass: ForwardRun | undefined;
+  finished: 'done' | 'stopped' | undefined;
+  readonly steps: number;
+  readonly gen: Generation | null;
+  /** Padded prompt length (sequence at step 0). */
+  private readonly width: number;
+  /** Set when every row finished before the last step: the step after the last one run. */
+  private allFinishedAt: number | undefined;
+  readonly logs: LogLine[] = [];
+  readonly timings: PassTimings = { forwardMs: 0, segmentRuns: 0 };
+  blockMs = 0;
+  readonly backward = { backwardMs: 0, backwardRuns: 0 };
+  readonly calls = { callMs: 0, calls: 0 };
+  readonly grads: GradientHost;
+  readonly barriers: Barriers;
+  readonly caches: Caches;
+  readonly edits: Edits;
+  private readonly messages: Messages;
+
+  constructor(
+    readonly ctx: HostContext,
+    readonly req: RunRequest,
+    private readonly start: StartRequest,
+    readonly channel: BlockChannel,
+    readonly deadline: Deadline,
+    private readonly plan: GenerationPlan | null,
+    /** The trace's index in a session of several (its log lines carry it); undefined for a request of one. */
+    readonly trace?: number,
+  ) {
+    this.steps = start.steps;
+    this.width = Math.max(...start.invokes.map((inv) => inv.tokens.length));
+    this.gen =
+      plan === null
+        ? null
+        : new Generation(
+            {
+              plan: ctx.inputs,
+              layout: ctx.kv,
+              cached: plan.cached,
+              padTokenId: ctx.padTokenId,
+              eos: ctx.eosTokenIds,
+              maxNewTokens: plan.maxNewTokens,
+              decode: plan.decode,
+            },
+            plan.rows,
+          );
+    this.mediators = start.invokes.map((inv) => new Mediator(inv.invoke, inv.batchStart, inv.batchSize));
+    const send = channel.send.bind(channel);
+    this.barriers = new Barriers(this.mediators, send);
+    this.caches = new Caches(this, send);
+    this.edits = new Edits(this, plan?.cached ?? false, this.width);
+    this.messages = new Messages(this);
+    this.grads = new GradientHost(
+      start.invokes.some((i) => usesGradients(i.source)),
+      () => ({
+        model: ctx.gradients(),
+        cache: ctx.cache,
+        points: ctx.addresses.points,
+        modules: ctx.graph.modules,
+        batched: ctx.batched,
+        expected: ctx.expected,
+        timings: this.backward,
+        check: () => this.deadline.check(),
+      }),
+      (addr) => this.messages.resolve(addr),
+      send,
+    );
+  }
+
+  results(): InvokeResult[] {
+    return this.mediators.map((inv) => {
+      const row = this.plan?.rows[inv.index];
+      const sampled = row !== undefined && this.gen !== null && isSampling(row.options);
+      return {
+        result: inv.result ?? { tree: null, tensors: [] },
+        tokens: this.start.invokes[inv.index]!.tokens,
+        generated: inv.generated,
+        ...(inv.finish ? { finish: inv.finish } : {}),
+        ...(sampled ? { seed: row.seed } : {}),
+      };
+    });
+  }
+
+  // ---------------------------------------------------------------- the pass
+
+  async drive(): Promise<{ steps: number; stoppedEarly: boolean }> {
+    this.channel.send(this.start);
+    await this.settleAll();
+    let steps = 0;
+    let stoppedEarly = false;
+    for (this.step = 0; this.step < this.steps; this.step++) {
+      if (this.shouldStop()) {
+        stoppedEarly = true;
+        break;
+      }
+      if (this.step > 0 && this.gen) {
+        if (this.gen.allFinished) {
+          this.allFinishedAt = this.step;
+          break;
+        }
+        this.sendStep();
+        await this.releaseFinished();
+        if (this.shouldStop()) {
+          stoppedEarly = true;
+          break;
+        }
+      }
+      this.rank = -1;
+      this.pass = this.startPass();
+      this.caches.capture(0);
+      await this.serveStepStart();
+      const finished = await this.runStep();
+      steps++;
+      if (!finished) {
+        stoppedEarly = true;
+        break;
+      }
+      if (this.gen) this.chooseTokens(this.gen, this.pass);
+    }
+    this.finished = stoppedEarly ? 'stopped' : 'done';
+    // The last step's tokens (and who finished) reach blocks still running, before their waits are answered.
+    if (this.gen && steps > 0 && !stoppedEarly) {
+      this.step = steps;
+      this.sendStep();
+    }
+    for (const inv of this.mediators) {
+      const w = inv.wait;
+      if (!w) continue;
+      if (w.kind === 'barrier') {
+        await this.raise(
+          inv,
+          w.addr,
+          blockError('BarrierError', this.barriers.short(w.barrier, 'the forward pass ended')),
+        );
+        continue;
+      }
+      const a =
+        w.kind === 'step'
+          ? `the start of step ${w.step}`
+          : formatAddr({ path: w.point.path, point: w.point.point, step: w.step });
+      const why = stoppedEarly
+        ? `the request stopped early (m.stop()) before the forward pass reached ${a}`
+        : (this.finishedBefore(inv, w.step) ??
+          `the forward pass never reached ${a} (${this.steps} step${this.steps === 1 ? '' : 's'}${w.step >= this.steps ? `; steps are numbered from 0` : ''})`);
+      await this.raise(inv, waitAddr(w), blockError('NotProvided', why));
+    }
+    await this.settleAll();
+    return { steps, stoppedEarly };
+  }
+
+  /** The pass of this step: the whole prompts, or (generating with the cache) only the newest position. */
+  private startPass(): ForwardRun {
+    const padded = this.gen
+      ? undefined
+      : padRows(
+          this.start.invokes.map((i) => i.tokens),
+          this.ctx.padTokenId,
+          this.ctx.padding === 'right' ? 'right' : 'left',
+        );
+    const fed = this.gen
+      ? { batch: this.gen.feeder.batch, seq: this.gen.feeder.fedLength }
+      : { batch: padded!.batch, seq: padded!.seq };
+    const feeds = this.gen ? this.gen.feeder.feeds() : feedsFor(this.ctx.inputs, padded!);
+    this.grads.endStep();
+    const record = this.grads.recording ? new ForwardRecord(this.step, fed.batch, fed.seq) : undefined;
+    return this.ctx.startPass(feeds, this.timings, record, {
+      extraOutputs: (start, end) => this.caches.tensorsIn(start, end),
+      ran: (end) => this.caches.capture(end),
+      // A recorded pass keeps its own cuts: the backward's checkpoints are where blocks cut it.
+      splits: record ? undefined : this.ctx.layerCuts,
+      // The steps of a generation run the same cut set again and again.
+      repeated: this.steps > 1,
+    });
+  }
+
+  /** Why step `step` does not run for the invoke (its row finished, or every row did), or undefined. */
+  finishedBefore(inv: Mediator, step: number): string | undefined {
+    const f = inv.finish;
+    if (f && step > f.step) {
+      return `invoke ${inv.index} finished at step ${f.step} (${FINISH_TEXT[f.reason]}${f.match !== undefined ? ` ${JSON.stringify(f.match)}` : ''}), so it has no step ${step}`;
+    }
+    if (this.allFinishedAt !== undefined && step >= this.allFinishedAt)
+      return `generation ended after step ${this.allFinishedAt - 1}: every row finished`;
+    return undefined;
+  }
+
+  /** STEP to the blocks: the token each row got at the last step, and which rows have finished. */
+  private sendStep(): void {
+    this.channel.send({
+      kind: 'STEP',
+      step: this.step,
+      invokes: this.mediators.map((inv) => {
+        const g = inv.generated;
+        const fresh = g.length === this.step;
+        return { invoke: inv.index, token: fresh ? g[g.length - 1]! : -1, finished: inv.finish !== undefined };
+      }),
+    });
+  }
+
+  /** A finished invoke's waits for this step or later are answered NotProvided. */
+  private async releaseFinished(): Promise<void> {
+    for (const inv of this.mediators) {
+      const w = inv.wait;
+      if (!w || !inv.finish || w.kind === 'barrier') continue;
+      const why = this.finishedBefore(inv, w.step);
+      if (why) await this.raise(inv, waitAddr(w), blockError('NotProvided', why));
+    }
+  }
+
+  /** Answers the waits for the start of this step, in invoke order. */
+  private async serveStepStart(): Promise<void> {
+    for (const inv of this.mediators) {
+      const w = inv.wait;
+      if (w?.kind !== 'step' || w.step !== this.step) continue;
+      inv.resume();
+      this.channel.send({ kind: 'VALUE', invoke: inv.index, addr: stepAddr(this.step), values: [] });
+      await this.settleAll();
+    }
+  }
+
+  private chooseTokens(gen: Generation, pass: ForwardRun): void {
+    const name = this.ctx.logitsName;
+    const logits = name === null ? undefined : pass.table.get(name);
+    if (!logits) throw new Error(`internal: graph output ${String(name)} missing after the forward pass`);
+    for (const c of gen.choose(this.step, logits, pass.table)) {
+      const inv = this.mediators[c.invoke]!;
+      inv.generated.push(c.token);
+      if (c.finish) inv.finish = c.finish;
+      this.req.onToken?.({
+        invoke: c.invoke,
+        step: this.step,
+        token: c.token,
+        ...(c.finish ? { finish: c.finish } : {}),
+      });
+    }
+  }
+
+  /** True once every invoke has ended or stopped and at least one stopped. */
+  shouldStop(): boolean {
+    return this.mediators.some((i) => i.stopped) && this.mediators.every((i) => i.stopped || i.status === 'ended');
+  }
+
+  /** Runs the current step to its end; false when the request stopped early. */
+  private async runStep(): Promise<boolean> {
+    for (;;) {
+      this.deadline.check();
+      if (this.shouldStop()) return false;
+      const target = this.nextTarget();
+      if (!target) {
+        await this.advance(this.ctx.graph.nodes.length);
+        return true;
+      }
+      const insideSkip = this.skippedByAll().find((m) => strictlyInside(target, m));
+      if (insideSkip) {
+        this.rank = target.rank;
+        this.caches.capture(target.cut, target.rank);
+        for (const inv of this.mediators) {
+          const w = inv.pointWaitAt(this.step);
+          if (!w || w.point.rank !== target.rank) continue;
+          if (w.kind === 'cache') await this.answerCache(inv, w.id);
+          else {
+            const addr = this.addrOf(target);
+            const why = `${addr} is inside ${insideSkip.path}, which every invoke skipped`;
+            await this.raise(inv, addr, blockError('NotProvided', why));
+          }
+        }
+        continue;
+      }
+      await this.advance(target.cut);
+      this.rank = target.rank;
+      await this.serve(target);
+    }
+  }
+
+  addrOf(p: ObservationPoint, step = this.step): string {
+    return formatAddr({ path: p.path, point: p.point, step });
+  }
+
+  /** The earliest point after the current one that someone waits for, swaps ahead, or skips. */
+  private nextTarget(): ObservationPoint | undefined {
+    let best: ObservationPoint | undefined;
+    const consider = (p: ObservationPoint | undefined) => {
+      if (p && p.rank > this.rank && (!best || p.rank < best.rank)) best = p;
+    };
+    const byKey = this.ctx.addresses.byKey;
+    for (const inv of this.mediators) {
+      consider(inv.pointWaitAt(this.step)?.point);
+      for (const key of inv.swaps.keysAt(this.step)) consider(byKey.get(key));
+      for (const path of inv.skips.keysAt(this.step)) consider(byKey.get(pointKey(path, 'output')));
+    }
+    return best;
+  }
+
+  skippedByAll(): ModuleNode[] {
+    const first = this.mediators[0];
+    if (!first) return [];
+    return first.skips
+      .keysAt(this.step)
+      .filter((path) => this.mediators.every((i) => i.skips.has(this.step, path)))
+      .map((path) => this.ctx.graph.modules.get(path)!);
+  }
+
+  skippedFor(inv: Mediator, p: ObservationPoint): string | undefined {
+    for (const path of inv.skips.keysAt(this.step)) {
+      const m = this.ctx.graph.modules.get(path)!;
+      if (strictlyInside(p, m)) return m.path;
+    }
+    return undefined;
+  }
+
+  private async advance(cut: number): Promise<void> {
+    const pass = this.pass!;
+    if (pass.pos >= cut) return;
+    await pass.runTo(cut, this.skippedByAll(), (m) => this.edits.skipOutputs(m));
+    this.deadline.check();
+  }
+
+  private async serve(p: ObservationPoint): Promise<void> {
+    for (const inv of this.mediators) {
+      const pending = inv.swaps.get(this.step, p.key);
+      if (pending) {
+        inv.swaps.delete(this.step, p.key);
+        this.edits.applySwap(inv, p, pending);
+      }
+    }
+    if (p.point === 'output') {
+      const m = this.ctx.graph.modules.get(p.path)!;
+      const all = this.skippedByAll().includes(m);
+      for (const inv of this.mediators) {
+        const values = inv.skips.get(this.step, p.path);
+        if (values && !all) this.edits.writeRows(inv, p, values);
+      }
+    }
+    // Cached points here (and up to here) are final now: the invokes' own swaps and skips of them are applied.
+    this.caches.capture(p.cut, p.rank);
+    for (const inv of this.mediators) {
+      const w = inv.pointWaitAt(this.step);
+      if (!w || w.point.rank !== p.rank) continue;
+      if (w.kind === 'cache') {
+        await this.answerCache(inv, w.id);
+        continue;
+      }
+      const skippedBy = this.skippedFor(inv, p);
+      if (skippedBy) {
+        const addr = this.addrOf(p);
+        await this.raise(
+          inv,
+          addr,
+          blockError('NotProvided', `${addr} is inside ${skippedBy}, which this invoke skipped`),
+        );
+        continue;
+      }
+      inv.resume();
+      this.channel.send({ kind: 'VALUE', invoke: inv.index, addr: this.addrOf(p), values: this.valuesFor(inv, p) });
+      await this.settleAll();
+    }
+  }
+
+  /**
+   * The invoke's rows of the point's tensors: copies, so a block can never change what the pass computes next — except
+   * where the host will not read the tensor again (the model's outputs once the pass has ended, when no tokens are
+   * chosen from them and no backward reads them): there the rows are a view, and N invokes reading a 50257-wide
+   * logits batch cost no copy of it.
+   */
+  valuesFor(inv: Mediator, p: ObservationPoint): TensorPayload[] {
+    const pass = this.pass!;
+    const final = pass.done && this.gen === null && !pass.record && p.path === '' && p.point === 'output';
+    return p.tensors.map((name) => {
+      const t = pass.table.get(this.aliasFor(name, p) ?? name);
+      if (!t)
+        throw new InterventionError(
+          blockError('NotProvided', `${this.addrOf(p)}: tensor ${name} was not computed`),
+          inv.index,
+        );
+      const payload = ortToPayload(t);
+      if (!this.ctx.batched(name)) return { ...payload, data: payload.data.slice() };
+      return final ? rowsView(payload, inv.row, inv.rows) : sliceRows(payload, inv.row, inv.rows);
+    });
+  }
+
+  aliasFor(tensor: string, p: ObservationPoint): string | undefined {
+    if (p.point !== 'input') return undefined;
+    const m = this.ctx.graph.modules.get(p.path)!;
+    return this.pass!.aliases.find((a) => a.tensor === tensor && a.from === m.start && a.to === m.end)?.alias;
+  }
+
+  before(step: number, rank: number): boolean {
+    return step < this.step || (step === this.step && rank < this.rank);
+  }
+
+  here(): string {
+    if (this.rank < 0) return this.step === 0 ? 'the start of the forward pass' : `the start of step ${this.step}`;
+    return this.addrOf(this.ctx.addresses.points[this.rank]!);
+  }
+
+  // ------------------------------------------------------------- answering
+
+  /** Reads messages until no invoke is running. */
+  async settleAll(): Promise<void> {
+    while (this.mediators.some((i) => i.status === 'running'))
+      await this.messages.handle(await this.messages.receive());
+  }
+
+  /** RAISE for the invoke's wait, then reads on. */
+  private async raise(inv: Mediator, addr: string, error: BlockError): Promise<void> {
+    inv.resume();
+    this.channel.send({ kind: 'RAISE', invoke: inv.index, addr, error });
+    await this.settleAll();
+  }
+
+  /** Answers the invoke's wait for cache `id` where the pass serves its last point, and reads on. */
+  private async answerCache(inv: Mediator, id: number): Promise<void> {
+    inv.resume();
+    this.caches.answer(inv, id);
+    await this.settleAll();
+  }
+}
