@@ -58,7 +58,10 @@ await hm.run(
   () => createInProcessBlocks({ manifest: hm.manifest(), tokenizer: hm.tokenizer }),
 );
 gc?.();
-const rssMb = (process.memoryUsage().rss - before) / MIB;
+const after = process.memoryUsage();
+const rssMb = (after.rss - before) / MIB;
+// Of the process: JS heap and buffers (the tokenizer, the graph, the manifest) — the rest is onnxruntime's.
+const jsMb = (after.heapTotal + after.external) / MIB;
 const mine = await logits(hm);
 writeFileSync(out!, mine.data);
 const weightsMb = hm.weightsBytes / MIB;
@@ -71,5 +74,7 @@ if (onnxFlag === '--onnx') {
   onnxMs = theirs.ms;
   await ox.close();
 }
-console.log(JSON.stringify({ dtype, loadS, rssMb, weightsMb, forwardMs: mine.ms, ...(onnxMs ? { onnxMs } : {}) }));
+console.log(
+  JSON.stringify({ dtype, loadS, rssMb, jsMb, weightsMb, forwardMs: mine.ms, ...(onnxMs ? { onnxMs } : {}) }),
+);
 process.exit(0);

@@ -4,6 +4,7 @@
 // child process (bench/_checkpoints-replica.ts) so its RSS is its own model's:
 //   import_s                   loading the float32 snapshot (config, safetensors headers, graph built, sessions)
 //   rss_mb_<dtype>             the process's RSS after loading and one short prompt, over its RSS before loading
+//                              (js_mb: how much of the process is JS heap and buffers)
 //   <dtype>_top1_agree         next-token argmax equal to float32's, over N prompts of T seeded random tokens
 //   <dtype>_max_rel_err        max |logit − float32 logit| over the largest |float32 logit|
 //   int8_forward_over_fp32     the N-prompt batch's time, best of 2, int8 over float32 (separate processes)
@@ -27,6 +28,7 @@ interface ReplicaResult {
   dtype: string;
   loadS: number;
   rssMb: number;
+  jsMb: number;
   weightsMb: number;
   forwardMs: number[];
   onnxMs?: number[];
@@ -100,6 +102,7 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
       tokens,
       weights_mb: { fp32: round(fp32.weightsMb, 1), int8: round(int8.weightsMb, 1), int4: round(int4.weightsMb, 1) },
       load_s: { int8: round(int8.loadS), int4: round(int4.loadS) },
+      js_mb: { fp32: round(fp32.jsMb, 1), int8: round(int8.jsMb, 1), int4: round(int4.jsMb, 1) },
       forward_ms: {
         fp32: round(best(fp32)),
         int8: round(best(int8)),
