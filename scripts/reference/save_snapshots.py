@@ -3,7 +3,8 @@
 Writes tests/fixtures/hf/<family>/snapshot/ (`save_pretrained`: config.json, model.safetensors,
 generation_config.json for the causal families, plus the family's tokenizer.json and
 tokenizer_config.json) and tests/fixtures/hf/llama/snapshot-sharded/ (the same weights in several
-model-0000N-of-0000M.safetensors shards with model.safetensors.index.json). It rebuilds the seeded models of
+model-0000N-of-0000M.safetensors shards with model.safetensors.index.json) and tests/fixtures/hf/llama/snapshot-float16/ (model.half(), checked against the
+float16 variant's own reference by the tests). It rebuilds the seeded models of
 export_families.py and stops unless each reproduces the committed reference's plain logits, so the snapshots
 hold exactly the weights every recorded activation, gradient and generation came from.
 
@@ -74,6 +75,9 @@ def main() -> None:
         if name == "llama":
             files = save(name, model, HF / name / "snapshot-sharded", "100KB")
             report[f"{name}/snapshot-sharded"] = {"files": files}
+            # float16 weights: the model the float16 variant's own reference was recorded with (model.half()).
+            files = save(name, build_model(FAMILIES[name]).half(), HF / name / "snapshot-float16", None)
+            report[f"{name}/snapshot-float16"] = {"files": files}
     print(json.dumps(report, indent=1))
 
 

@@ -76,7 +76,11 @@ export function variants(opts: { includeRefused?: boolean } = {}): Variant[] {
         name,
         label,
         dir,
-        referenceDir: existsSync(join(dir, 'reference.json')) ? dir : join(hfDir, family),
+        referenceDir: existsSync(join(dir, 'reference.json'))
+          ? dir
+          : name === 'snapshot-float16'
+            ? join(hfDir, family, 'float16')
+            : join(hfDir, family),
       });
     }
   }
