@@ -9,6 +9,10 @@
 //   relay_events_per_s the assignment relay catching up a PostgreSQL log of K request lifecycles (the events the
 //                      distributed rounds recorded, copied under new request ids) and publishing every assignment
 //                      (K runs) to Kafka: events read, routed and published per second
+//   pg_appends_per_s_8_writers  appends of one event with an expected revision per second into the PostgreSQL
+//                      event store by 8 writers, each its own store and connection pool (as 8 processes), each
+//                      keeping 32 appends in flight (a command API serving concurrent requests); _8_serial_writers:
+//                      the same with one append in flight each. `--only pg-writers` measures just these.
 // The model defaults to gpt2-small-random (GPT-2 small's shape, ~180 ms a forward on these cores), as in the e2e
 // bench: a request's compute then is what a user waits for, and the ratio says what the distributed hops add to it.
 // On gpt2-tiny (~1 ms a forward) the fixed costs of the hops would be nearly the whole latency in both modes.
@@ -25,6 +29,7 @@ import { FabricAdmin } from '../client/sdk/admin.js';
 import { Fabric } from '../client/sdk/fabric.js';
 import type { StatusMessage } from '../client/sdk/wire.js';
 import { FileBlobStore } from '../blobstore/files.js';
+import { benchConcurrentWriters } from '../eventstore/benchmark.js';
 import type { NewEvent, StoredEvent } from '../eventstore/port.js';
 import { PostgresEventStore } from '../eventstore/postgres/store.js';
 import { PostgresCheckpoints } from '../projections/runner/postgres-checkpoints.js';
@@ -159,6 +164,25 @@ function requestCopies(log: StoredEvent[], copies: number): Array<{ streamId: st
  * request lifecycles; an AssignmentRelay with no checkpoint reads it from position 0 and publishes every
  * assignment to a fresh Kafka topic.
  */
+/** Group commit: appends per second by 8 writers (own pools) into a fresh schema, with 32 and 1 in flight each. */
+async function pgWriters(databaseUrl: string): Promise<Record<string, number>> {
+  const schema = `bench_writers_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
+  const open = () => PostgresEventStore.open({ connectionString: databaseUrl, schema, poolSize: 2 });
+  await (await open()).close();
+  const deep = await benchConcurrentWriters(open, { writers: 8, inFlight: 32, durationMs: 8000 });
+  const serial = await benchConcurrentWriters(open, { writers: 8, inFlight: 1, durationMs: 5000 });
+  const admin = await PostgresEventStore.open({ connectionString: databaseUrl, schema: 'public' });
+  try {
+    await admin.pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  } finally {
+    await admin.close();
+  }
+  return {
+    pg_appends_per_s_8_writers: Math.round(deep.appendsPerS),
+    pg_appends_per_s_8_serial_writers: Math.round(serial.appendsPerS),
+  };
+}
+
 async function relayRate(c: Cluster, brokers: string, copies: number): Promise<Record<string, number>> {
   const source = await PostgresEventStore.open({ connectionString: c.eventsUrl });
   const schema = `relay_bench_${randomUUID().replaceAll('-', '').slice(0, 8)}`;
@@ -234,6 +258,13 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
 
   const svc = await services();
   if (svc.started.length > 0) process.stderr.write(`services ${svc.started.join(', ')} up in ${svc.startS} s\n`);
+  if (arg(args, 'only', '') === 'pg-writers') {
+    try {
+      return { bench: 'distributed', ...(await pgWriters(svc.databaseUrl)) };
+    } finally {
+      await svc.stop();
+    }
+  }
   const t0 = performance.now();
   const kafkaWarmS = await warmKafka(svc.brokers);
   const tmp = mkdtempSync(join(tmpdir(), 'ndif-bench-dist-'));
@@ -329,6 +360,7 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
       Object.fromEntries(Object.entries(phases[w]).map(([k, v]) => [k, round2(median(v))]));
 
     const relay = await relayRate(cluster, svc.brokers, copies);
+    const writers = await pgWriters(svc.databaseUrl);
     return {
       bench: 'distributed',
       model,
@@ -339,6 +371,7 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
       synchronous_commit: synchronousCommit,
       kafka_over_inproc: Number((distMs / embMs).toFixed(4)),
       relay_events_per_s: relay.events_per_s,
+      ...writers,
       distributed_ms: round2(distMs),
       embedded_ms: round2(embMs),
       added_ms: round2(distMs - embMs),

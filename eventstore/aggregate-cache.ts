@@ -20,7 +20,9 @@ export interface AggregateCacheStats {
   deltaEvents: number;
 }
 
-export const DEFAULT_CACHED_STREAMS = 10_000;
+// Sized for 100k live requests (each command of a live request then finds its stream here instead of rereading it,
+// a round trip on PostgreSQL) plus the deployment and agent streams; a request's folded state is a few hundred bytes.
+export const DEFAULT_CACHED_STREAMS = 150_000;
 
 export class AggregateCache<State> {
   private readonly entries = new Map<string, CachedAggregate<State>>();
@@ -41,6 +43,20 @@ export class AggregateCache<State> {
       this.entries.set(streamId, e);
     }
     return e;
+  }
+
+  /** The cached aggregate of a stream, without marking it used. */
+  peek(streamId: string): CachedAggregate<State> | undefined {
+    return this.entries.get(streamId);
+  }
+
+  /** Drops a stream (its next command folds it from the store). */
+  delete(streamId: string): void {
+    this.entries.delete(streamId);
+  }
+
+  get size(): number {
+    return this.entries.size;
   }
 
   set(streamId: string, state: State, revision: number): void {

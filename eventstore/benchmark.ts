@@ -103,3 +103,42 @@ export async function benchSubscribe(store: EventStore, batchSize = 5000): Promi
   });
   return (events / (performance.now() - t)) * 1000;
 }
+
+/**
+ * `writers` concurrent writers, each with its own store (its own connections, as separate processes have), each
+ * keeping `inFlight` appends of one event going at once (a command API serving concurrent requests), each append
+ * with an expected revision on one of the writer's streams (an append waits for the previous one on its stream),
+ * for `durationMs`. Returns appends per second over all writers.
+ */
+export async function benchConcurrentWriters(
+  openStore: () => Promise<EventStore>,
+  opts: { writers?: number; inFlight?: number; durationMs?: number } = {},
+): Promise<{ appendsPerS: number; appends: number }> {
+  const writers = opts.writers ?? 8;
+  const inFlight = opts.inFlight ?? 1;
+  const durationMs = opts.durationMs ?? 5000;
+  const stores = await Promise.all(Array.from({ length: writers }, () => openStore()));
+  const run = randomUUID().slice(0, 8);
+  let appends = 0;
+  try {
+    const t = performance.now();
+    const end = t + durationMs;
+    await Promise.all(
+      stores.flatMap((store, w) =>
+        Array.from({ length: inFlight }, async (_, lane) => {
+          let revision = -1;
+          for (let i = 0; performance.now() < end; i++) {
+            const r = await store.append(`w-${run}-${w}-${lane}`, [sampleEvent(i)], {
+              expectedRevision: revision < 0 ? 'no_stream' : revision,
+            });
+            revision = r.nextRevision;
+            appends++;
+          }
+        }),
+      ),
+    );
+    return { appendsPerS: (appends / (performance.now() - t)) * 1000, appends };
+  } finally {
+    await Promise.all(stores.map((s) => s.close()));
+  }
+}

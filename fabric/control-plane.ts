@@ -21,6 +21,7 @@ import type { LogLimits } from '../protocol/log-limits.js';
 import { Relay } from '../transport/relay/relay.js';
 import { DEFAULT_TOPICS, type RelayTopics } from '../transport/relay/wire.js';
 import type { FabricContext } from './context.js';
+import { LeaderCommands } from './leader-commands.js';
 import { ResultReaper } from './result-reaper.js';
 import type { OnDemandDefaults } from './scheduler-env.js';
 
@@ -69,6 +70,8 @@ export class ControlPlane {
   startupModels: StartupResult | undefined;
 
   private readonly store: EventStore;
+  /** The scheduler's commands: with the leader epoch of lead(epoch), when given. */
+  private readonly leaderCommands: LeaderCommands;
 
   constructor(private readonly options: ControlPlaneOptions) {
     const clock = options.clock ?? Date.now;
@@ -84,11 +87,16 @@ export class ControlPlane {
     this.commands = new ControlPlaneCommands(store, {
       logLimits: options.logLimits,
       onHeartbeat: (agentId, bootId, at) => scheduler?.observeHeartbeat(agentId, bootId, Date.parse(at)),
+      heartbeatIsRoutine: (agentId, bootId) => {
+        const a = this.view.state.agents.byId.get(agentId);
+        return a !== undefined && a.bootId === bootId && (a.state === 'ACTIVE' || a.state === 'DRAINING');
+      },
     });
+    this.leaderCommands = new LeaderCommands(this.commands);
     if (options.schedule !== false) {
       scheduler = new Scheduler({
         view: this.view,
-        commands: this.commands,
+        commands: this.leaderCommands,
         clock,
         config: {
           ...options.scheduler,
@@ -126,6 +134,15 @@ export class ControlPlane {
 
   /** Catches the view up (from its snapshot), registers the configured models, then starts the relay and the scheduler. */
   async start(): Promise<void> {
+    await this.follow();
+    await this.lead();
+  }
+
+  /**
+   * Starts the live view, catches it up and registers the configured models (idempotent: every scheduler-relay
+   * registers the same folders). A standby scheduler-relay then keeps following the log.
+   */
+  async follow(): Promise<void> {
     await this.view.start();
     await this.view.catchUp(120_000);
     if (this.options.registerModels !== false) {
@@ -139,9 +156,20 @@ export class ControlPlane {
       if (this.startupModels.position !== undefined)
         await this.view.waitForPosition(this.startupModels.position, 60_000);
     }
+  }
+
+  /**
+   * Starts the scheduler, the relay and the reaper. With `leaderEpoch` (the epoch of this process's leader lease)
+   * every command the scheduler issues carries it (docs/control-plane.md, "Several schedulers").
+   */
+  async lead(leaderEpoch?: number): Promise<void> {
+    this.leaderCommands.epoch = leaderEpoch;
+    await this.view.catchUp(120_000);
+    // The scheduler first: a new leader decides at once; the relay's consumer group may wait for a dead
+    // member's session to time out before it gets its partitions.
+    this.scheduler?.start();
     await this.relay?.start();
     this.reaper?.start();
-    this.scheduler?.start();
     const m = this.options.metrics;
     if (m !== undefined) {
       m.watchProjections(this.store, () => [{ name: 'control-plane', position: this.view.position }]);

@@ -2,6 +2,7 @@
 // by the replicas it holds, as their load assignments placed them), its replicas by phase, the requests it ran,
 // the sandbox runner pools (warm, starting, target size) with each runner's spawn time, and its consumer lag
 // on the assignments topic.
+import { agentAssignmentsTopic } from '../transport/relay/wire.js';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { GpuAgent } from '../gpu-agent/agent/agent.js';
 import { assignmentsGroupId } from '../gpu-agent/agent/assignments-group.js';
@@ -110,10 +111,11 @@ export class AgentMetrics {
       registers,
     });
     this.runnerSpawned = (ms) => spawn.observe({ agent: agentId }, ms / 1000);
+    const topic = agentAssignmentsTopic(config.topics.assignments, agentId);
     consumerLagGauge(registry, () => [
       {
-        topic: config.topics.assignments,
-        group: assignmentsGroupId(agentId, config.topics.assignments),
+        topic,
+        group: assignmentsGroupId(agentId, topic),
         partitions: agent.assignmentLag(),
       },
     ]);

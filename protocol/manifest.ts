@@ -39,6 +39,8 @@ export interface ManifestModule {
   inputs: ManifestTensor[];
   /** Its nodes form one contiguous range: its output can be supplied without computing it (skip). */
   contiguous: boolean;
+  /** Why `m.<path>.call(…)` is refused (NotCallable), checked before the call's inputs; absent when it is callable. */
+  notCallable?: string;
 }
 
 export interface Manifest {

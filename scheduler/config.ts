@@ -19,6 +19,10 @@ export interface SchedulerConfig {
   resultRetentionMs: number | null;
   /** Upper bound on plan → execute rounds in one step (each round waits for the view to catch up). Default 50. */
   maxRoundsPerStep: number;
+  /** Requested replicas evaluated for placement per round (the rest wait for the next round, in order). Default 32. */
+  maxPlacementsPerRound: number;
+  /** Requests dispatched per round, over all models (a round's decisions stay bounded). Default 128. */
+  maxDispatchesPerRound: number;
   /**
    * Models a queued request may deploy on demand: settings for the deployment, or undefined when the model key
    * is not allowed (its queued requests then fail with ModelNotDeployable).
@@ -32,6 +36,8 @@ export const DEFAULT_SCHEDULER_CONFIG: Omit<SchedulerConfig, 'onDemand'> = {
   autoscaleCheckMs: 5000,
   tickMs: 1000,
   maxRoundsPerStep: 50,
+  maxPlacementsPerRound: 32,
+  maxDispatchesPerRound: 128,
   resultRetentionMs: 24 * 3_600_000,
 };
 

@@ -11,6 +11,10 @@ import type { ControlPlaneState } from '../projections/control-plane/state.js';
 import { DEFAULT_SCHEDULER_CONFIG, SCHEDULER_ACTOR, type SchedulerConfig } from './config.js';
 import { planRound } from './plan.js';
 
+/** Commands executed between two turns given to the event loop. */
+const COMMANDS_PER_TURN = 16;
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
 export interface SchedulerView {
   readonly state: ControlPlaneState;
   /** Resolves once events up to `position` are in `state`. */
@@ -47,6 +51,8 @@ export interface SchedulerOptions {
   config: Partial<SchedulerConfig> & Pick<SchedulerConfig, 'onDemand'>;
   /** Called with every step that executed something. */
   onStep?(report: StepReport): void;
+  /** Called after each round is planned: how long planning took (ms), the commands planned, whether it was a tick. */
+  onRoundPlanned?(ms: number, commands: number, tick: boolean): void;
   /** Called when a step fails (the store is down, a bug); the scheduler keeps running. Default: console.error. */
   onError?(error: unknown): void;
 }
@@ -54,7 +60,7 @@ export interface SchedulerOptions {
 export class Scheduler {
   readonly config: SchedulerConfig;
   private readonly heartbeats = new Map<string, { bootId: string; atMs: number }>();
-  private readonly startedAtMs: number;
+  private startedAtMs: number;
   private lastTickAtMs = Number.NEGATIVE_INFINITY;
   private lastAutoscaleAtMs = Number.NEGATIVE_INFINITY;
   private running: Promise<StepReport> | undefined;
@@ -107,6 +113,7 @@ export class Scheduler {
     const report: StepReport = { atMs: now, rounds: 0, executed: [] };
     const at = new Date(now).toISOString();
     for (let round = 0; round < this.config.maxRoundsPerStep; round++) {
+      const planStart = performance.now();
       const planned = planRound({
         state: view.state,
         nowMs: now,
@@ -116,11 +123,19 @@ export class Scheduler {
         startedAtMs: this.startedAtMs,
         config: this.config,
       });
+      this.options.onRoundPlanned?.(performance.now() - planStart, planned.length, tick);
       if (planned.length === 0) break;
       report.rounds++;
       let progressed = false;
       let head = 0;
+      let sinceYield = 0;
       for (const p of planned) {
+        // Commands on an embedded store complete without a turn of the event loop: give HTTP and the
+        // transport a turn every few commands, so a round of hundreds of decisions does not hold the process.
+        if (++sinceYield > COMMANDS_PER_TURN) {
+          sinceYield = 0;
+          await nextTurn();
+        }
         const entry: ExecutedCommand = { commandId: p.commandId, type: p.command.type, appended: 0 };
         report.executed.push(entry);
         try {
@@ -143,6 +158,7 @@ export class Scheduler {
       }
       if (!progressed) break;
       await view.waitForPosition(head);
+      await nextTurn();
     }
     if (report.executed.length > 0) this.options.onStep?.(report);
     return report;
@@ -152,6 +168,8 @@ export class Scheduler {
   start(): void {
     if (!this.stopped) return;
     this.stopped = false;
+    // Heartbeats are watched from here on: a standby that starts leading gives every agent a full timeout.
+    this.startedAtMs = Math.max(this.startedAtMs, this.options.clock());
     this.unlisten = this.options.view.onApplied?.(() => this.schedule());
     this.timer = setInterval(() => this.schedule(), this.config.tickMs);
     this.timer.unref();

@@ -14,8 +14,8 @@ export function inFlightOn(s: ControlPlaneState, replicaId: string): RequestView
 
 export function replicasOnAgent(s: ControlPlaneState, agentId: string): ClusterReplica[] {
   const out: ClusterReplica[] = [];
-  for (const r of s.cluster.replicas.values()) if (r.agentId === agentId && ON_AGENT_STATES.has(r.state)) out.push(r);
-  return out;
+  for (const id of s.cluster.index.onAgent.get(agentId) ?? []) out.push(s.cluster.replicas.get(id)!);
+  return out.sort((a, b) => a.requestedPosition - b.requestedPosition);
 }
 
 export function byId<T>(key: (t: T) => string): (a: T, b: T) => number {

@@ -8,6 +8,7 @@
 //   NDIF_KAFKA_SESSION_TIMEOUT_MS  a consumer silent this long leaves its group, default 10000 (the broker's
 //                         group.min/max.session.timeout.ms bound it); a process killed and started again
 //                         gets its partitions back after this long
+import { DEFAULT_TOPICS } from './relay/wire.js';
 import { configInvalid } from './errors.js';
 import { InProcessBroker } from './inprocess/broker.js';
 import { InProcessTransport } from './inprocess/transport.js';
@@ -61,7 +62,13 @@ export function transportConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Tr
   if (brokers.length === 0) {
     throw configInvalid('NDIF_TRANSPORT=kafka needs KAFKA_BROKERS', 'set KAFKA_BROKERS=host:port[,host:port...]');
   }
-  const kafka: KafkaTransportOptions = { brokers, clientId: env.KAFKA_CLIENT_ID || 'ndif' };
+  const assignments = env.NDIF_TOPIC_ASSIGNMENTS || DEFAULT_TOPICS.assignments;
+  const kafka: KafkaTransportOptions = {
+    brokers,
+    clientId: env.KAFKA_CLIENT_ID || 'ndif',
+    // Each agent's assignment topic: one partition (one consumer, order per agent).
+    topicPartitions: { [`${assignments}.agent.*`]: 1, [`${assignments}.agent-h.*`]: 1 },
+  };
   const partitions = nonNegativeInt(env, 'NDIF_KAFKA_PARTITIONS', 1);
   if (partitions !== undefined) kafka.partitions = partitions;
   const linger = nonNegativeInt(env, 'NDIF_KAFKA_LINGER_MS', 0);

@@ -1,6 +1,7 @@
 // The errors the SDK raises. Each says what failed and what to do, in words a researcher can act on; the
 // fabric's own code, hint and details travel along untouched.
 import type { ErrorBody } from '../../protocol/errors.js';
+import { placeMessage, placeRemoteStack, type BlockOrigins, type Place } from './user-frames.js';
 
 /** Base class: every SDK error is a FabricClientError, so `catch (e) { if (e instanceof FabricClientError) … }` works. */
 export class FabricClientError extends Error {
@@ -43,17 +44,36 @@ export class RemoteError extends FabricClientError {
   readonly remoteMessage: string;
   /** The block's own frames (`block-<invoke>.js:line:col`), when the block threw. */
   readonly remoteStack: string | null;
+  /** Where in the caller's files the block failed (its first frame there), when the block was a function here. */
+  readonly userPlace: Place | null;
+  /** The caller's frame that started the request (`at main (/home/me/study.ts:12:3)`). */
+  readonly callSite: string | null;
 
-  constructor(requestId: string, error: { phase: string; type: string; message: string; stack?: string | null }) {
-    super(`request ${requestId} failed (${error.phase}, ${error.type}): ${error.message}`);
+  constructor(
+    requestId: string,
+    error: { phase: string; type: string; message: string; stack?: string | null },
+    origin?: { callSite: string | null; blocks: BlockOrigins },
+  ) {
+    const stack = error.stack ?? null;
+    const invoke = Number(/block-(\d+)\.js/.exec(stack ?? '')?.[1] ?? 0);
+    const placed = origin && stack ? placeRemoteStack(stack, error.message, origin.blocks) : null;
+    const message = origin ? placeMessage(error.message, origin.blocks, invoke) : error.message;
+    const where = placed?.first ? ` (${placed.first.file}:${placed.first.line}:${placed.first.column})` : '';
+    super(`request ${requestId} failed (${error.phase}, ${error.type}): ${message}${where}`);
     this.requestId = requestId;
     this.phase = error.phase;
     this.type = error.type;
     this.remoteMessage = error.message;
-    this.remoteStack = error.stack ?? null;
-    // The stack shown first is the user's own code on the fabric; the local frames follow.
-    if (this.remoteStack)
-      this.stack = `${this.name}: ${this.message}\n--- on the fabric ---\n${this.remoteStack}\n--- here ---\n${(this.stack ?? '').split('\n').slice(1).join('\n')}`;
+    this.remoteStack = stack;
+    this.userPlace = placed?.first ?? null;
+    this.callSite = origin?.callSite ?? null;
+    // The user's code first: the block's frames on the fabric (placed in the caller's files where they can be), then
+    // the call that sent the request; the SDK's own frames are left out.
+    const parts = [`${this.name}: ${this.message}`];
+    if (stack) parts.push('--- on the fabric ---', placed?.stack ?? stack);
+    if (this.callSite) parts.push('--- called from ---', this.callSite);
+    else parts.push('--- here ---', (this.stack ?? '').split('\n').slice(1).join('\n'));
+    if (stack || this.callSite) this.stack = parts.join('\n');
   }
 }
 

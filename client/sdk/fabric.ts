@@ -15,6 +15,18 @@ import { RequestHandle } from './request-handle.js';
 import { buildSessionBody, buildSubmitBody, isInvokeList } from './request-body.js';
 import type { Invoke, RequestOptions, SessionTrace, SubmitBody } from './request-body.js';
 import { StatusSocket, SubscriptionEndedError } from './status-socket.js';
+import { BlockOrigins, callerFrame } from './user-frames.js';
+import type {
+  InvokeValues,
+  ModelOf,
+  ResultOnly,
+  SessionValues,
+  TraceValue,
+  TypedBlock,
+  TypedInvoke,
+  TypedSessionTrace,
+} from './typed-calls.js';
+import { invokeLengths, scanManifest, type ScanResult } from './scan.js';
 import { fetchTokenizer, type ModelTokenizer } from './tokenizer.js';
 import { defaultCacheDir, TokenizerCache } from './tokenizer-cache.js';
 import { updateFromMessage } from './status.js';
@@ -62,11 +74,6 @@ export interface TraceOptions extends RequestOptions {
   waitMs?: number;
 }
 
-/** `trace<T>`: T is what the block returns, or a model type from `ndif types` (then the model key and `m` are typed). */
-type TracedKey<T> = T extends TypedModel ? T['key'] : string;
-type TracedBlock<T> = T extends TypedModel ? (m: T['m'], ctx: BlockCtx, params?: any) => unknown : BlockFn | string;
-type TracedValue<T> = T extends TypedModel ? any : T;
-
 /** A TRACE status: trace `trace` (0-based) of a session of `traces` started, completed or failed. */
 export interface TraceProgress {
   requestId: string;
@@ -78,18 +85,18 @@ export interface TraceProgress {
 }
 
 /** A finished session: per trace, what `trace` would have returned for it. */
-export interface SessionResult {
+export interface SessionResult<V extends readonly unknown[] = unknown[]> {
   requestId: string;
   /** Per trace: its value for one prompt, the list of values for a list of invokes. */
-  traces: unknown[];
+  traces: V;
   meta: Record<string, unknown>;
 }
 
 /** Everything about one finished request. */
-export interface TraceResult {
+export interface TraceResult<V extends readonly unknown[] = unknown[]> {
   requestId: string;
   /** One value per invoke: what its block returned (tensors as Tensor). */
-  values: unknown[];
+  values: V;
   /** The result container's metadata. */
   meta: Record<string, unknown>;
 }
@@ -102,6 +109,7 @@ export class Fabric {
   private readonly checkVersion: () => Promise<VersionReply>;
   private readonly tokenizers = new Map<string, Promise<ModelTokenizer>>();
   private readonly tokenizerCache: TokenizerCache | null;
+  private readonly scanManifests = new Map<string, Promise<Manifest>>();
 
   constructor(opts: FabricOptions = {}) {
     const cfg = resolveClientConfig({ url: opts.url ?? null, apiKey: opts.apiKey ?? null });
@@ -132,29 +140,69 @@ export class Fabric {
 
   /**
    * Runs `block` on `model` for `input` and returns what the block returned: for one prompt (a string, or a token
-   * list) its value; for a list of invokes the list of values. With a model type that `ndif types <model>` wrote,
-   * `trace<typeof Gpt2>('gpt2', prompt, async (m) => …)` types the block's `m` (and `ctx`): a misspelt module fails to
-   * compile.
+   * list) its value; for a list of invokes the list of values. The value is typed from the block; with a model key
+   * that `ndif types` registered, the block's `m` (and `ctx`) are typed from the key alone, so a misspelt module fails
+   * to compile. `trace<typeof Gpt2>('gpt2', …)` types `m` (the value is then `unknown`); `trace<T>` with another `T`
+   * says what the block returns.
    */
-  async trace<T = any>(
-    model: TracedKey<T>,
+  trace<
+    K extends string,
+    R,
+    const I extends string | number[] | TypedInvoke<ModelOf<K>> | readonly TypedInvoke<ModelOf<K>>[],
+  >(model: K, input: I, block: TypedBlock<ModelOf<K>, R>, opts?: TraceOptions): Promise<TraceValue<I, R>>;
+  trace<T = any>(
+    model: ResultOnly<T>,
     input: Invoke | Invoke[],
-    block?: TracedBlock<T>,
+    block?: BlockFn | string,
+    opts?: TraceOptions,
+  ): Promise<T>;
+  trace<T extends TypedModel>(
+    model: T['key'],
+    input: TypedInvoke<T['m']> | TypedInvoke<T['m']>[],
+    block?: TypedBlock<T['m'], unknown> | string,
+    opts?: TraceOptions,
+  ): Promise<unknown>;
+  async trace(
+    model: string,
+    input: Invoke | Invoke[],
+    block?: BlockFn | string,
     opts: TraceOptions = {},
-  ): Promise<TracedValue<T>> {
-    const r = await this.execute(model, input, block as BlockFn | string | undefined, opts);
-    return (isInvokeList(input) ? r.values : r.values[0]) as TracedValue<T>;
+  ): Promise<unknown> {
+    const r = await this.executeFrom(callerFrame(), model, input, block, opts);
+    return isInvokeList(input) ? r.values : r.values[0];
   }
 
-  /** As `trace`, with the request id and the result's metadata. */
+  /** As `trace`, with the request id and the result's metadata; `values` has one value per invoke. */
+  execute<
+    K extends string,
+    R,
+    const I extends string | number[] | TypedInvoke<ModelOf<K>> | readonly TypedInvoke<ModelOf<K>>[],
+  >(
+    model: K,
+    input: I,
+    block: TypedBlock<ModelOf<K>, R>,
+    opts?: TraceOptions,
+  ): Promise<TraceResult<InvokeValues<I, R>>>;
+  execute(model: string, input: Invoke | Invoke[], block?: BlockFn | string, opts?: TraceOptions): Promise<TraceResult>;
   async execute(
     model: string,
     input: Invoke | Invoke[],
     block?: BlockFn | string,
     opts: TraceOptions = {},
   ): Promise<TraceResult> {
+    return this.executeFrom(callerFrame(), model, input, block, opts);
+  }
+
+  private async executeFrom(
+    callSite: string | null,
+    model: string,
+    input: Invoke | Invoke[],
+    block: BlockFn | string | undefined,
+    opts: TraceOptions,
+  ): Promise<TraceResult> {
     const requestId = opts.requestId ?? randomUUID();
-    return this.runBody(buildSubmitBody(model, input, block, opts, requestId, true), opts);
+    const origin = { callSite, blocks: new BlockOrigins() };
+    return this.runBody(buildSubmitBody(model, input, block, opts, requestId, true, origin.blocks), opts, origin);
   }
 
   /**
@@ -162,18 +210,36 @@ export class Fabric {
    * result — where a block's `ctx.shared` (and `ctx.traces`, what earlier traces returned) carries values from trace to
    * trace without a round trip. Returns, per trace, what `trace` would have returned for it.
    */
-  async session<T extends unknown[] = any[]>(
-    model: string,
-    traces: SessionTrace[],
-    opts: TraceOptions = {},
-  ): Promise<T> {
-    return (await this.executeSession(model, traces, opts)).traces as T;
+  session<K extends string, const S extends readonly TypedSessionTrace<ModelOf<K>>[]>(
+    model: K,
+    traces: S,
+    opts?: TraceOptions,
+  ): Promise<SessionValues<S>>;
+  session<T extends unknown[] = any[]>(model: string, traces: SessionTrace[], opts?: TraceOptions): Promise<T>;
+  async session(model: string, traces: SessionTrace[], opts: TraceOptions = {}): Promise<unknown[]> {
+    return (await this.sessionFrom(callerFrame(), model, traces, opts)).traces;
   }
 
   /** As `session`, with the request id and the result's metadata. */
-  async executeSession(model: string, traces: SessionTrace[], opts: TraceOptions = {}): Promise<SessionResult> {
+  executeSession<K extends string, const S extends readonly TypedSessionTrace<ModelOf<K>>[]>(
+    model: K,
+    traces: S,
+    opts?: TraceOptions,
+  ): Promise<SessionResult<SessionValues<S>>>;
+  executeSession(model: string, traces: SessionTrace[], opts?: TraceOptions): Promise<SessionResult>;
+  executeSession(model: string, traces: SessionTrace[], opts: TraceOptions = {}): Promise<SessionResult> {
+    return this.sessionFrom(callerFrame(), model, traces, opts);
+  }
+
+  private async sessionFrom(
+    callSite: string | null,
+    model: string,
+    traces: SessionTrace[],
+    opts: TraceOptions,
+  ): Promise<SessionResult> {
     const requestId = opts.requestId ?? randomUUID();
-    const r = await this.runBody(buildSessionBody(model, traces, opts, requestId, true), opts);
+    const origin = { callSite, blocks: new BlockOrigins() };
+    const r = await this.runBody(buildSessionBody(model, traces, opts, requestId, true, origin.blocks), opts, origin);
     const counts = ((r.meta.traces ?? []) as Array<{ invokes: number }>).map((t) => t.invokes);
     let at = 0;
     const values = traces.map((t, i) => {
@@ -183,7 +249,11 @@ export class Fabric {
     return { requestId: r.requestId, traces: values, meta: r.meta };
   }
 
-  private async runBody(body: SubmitBody, opts: TraceOptions): Promise<TraceResult> {
+  private async runBody(
+    body: SubmitBody,
+    opts: TraceOptions,
+    origin?: { callSite: string | null; blocks: BlockOrigins },
+  ): Promise<TraceResult> {
     const requestId = body.requestId;
     await this.ready();
     if (opts.signal?.aborted) throw new CancelledError(requestId, 'this client, before submitting');
@@ -247,6 +317,7 @@ export class Fabric {
             new RemoteError(
               requestId,
               m.error ?? { phase: 'unknown', type: 'Error', message: 'the fabric reported an error without details' },
+              origin,
             ),
           ),
         );
@@ -308,10 +379,23 @@ export class Fabric {
    * { maxNewTokens: 20 })) process.stdout.write(t.text ?? '')`. Each token once, in step order per invoke, across
    * websocket reconnects; `.result` is the request's outcome (what `execute` returns). Progress is off unless asked.
    */
+  stream<
+    K extends string,
+    R,
+    const I extends string | number[] | TypedInvoke<ModelOf<K>> | readonly TypedInvoke<ModelOf<K>>[],
+  >(model: K, input: I, block: TypedBlock<ModelOf<K>, R>, opts?: TraceOptions): GenerationStream<InvokeValues<I, R>>;
+  stream<T extends TypedModel>(
+    model: T['key'],
+    input: TypedInvoke<T['m']> | TypedInvoke<T['m']>[],
+    block?: TypedBlock<T['m'], unknown> | string,
+    opts?: TraceOptions,
+  ): GenerationStream;
+  stream(model: string, input: Invoke | Invoke[], block?: BlockFn | string, opts?: TraceOptions): GenerationStream;
   stream(model: string, input: Invoke | Invoke[], block?: BlockFn | string, opts: TraceOptions = {}): GenerationStream {
     const requestId = opts.requestId ?? randomUUID();
+    const callSite = callerFrame();
     return new GenerationStream(requestId, (onTokens) =>
-      this.execute(model, input, block, {
+      this.executeFrom(callSite, model, input, block, {
         progress: false,
         ...opts,
         requestId,
@@ -357,6 +441,25 @@ export class Fabric {
   }
 
   /**
+   * nnsight's `model.scan()`: the shape and dtype every module's outputs and inputs have for `input`, as one invoke's
+   * block sees them, without running the model (the manifest, fetched once per model by this client, resolved for
+   * the prompt tokenized here).
+   */
+  async scan(model: string, input: Invoke | Invoke[]): Promise<ScanResult> {
+    let manifest = this.scanManifests.get(model);
+    if (manifest === undefined) {
+      manifest = this.manifest(model);
+      this.scanManifests.set(model, manifest);
+      manifest.catch(() => this.scanManifests.delete(model));
+    }
+    const [m, tok] = await Promise.all([manifest, needsTokenizer(input) ? this.tokenizer(model) : null]);
+    return scanManifest(
+      m,
+      invokeLengths(input, (text) => tok!.encode(text)),
+    );
+  }
+
+  /**
    * The model's tokenizer, to encode and decode here without a round trip: fetched from the fabric on the first
    * call (or confirmed unchanged against the disk cache), then the same object for every later call.
    */
@@ -382,6 +485,14 @@ export class Fabric {
     const out: ProgressOutput = p === true ? process.stderr : p;
     return createProgress({ out, label: `[ndif ${requestId.slice(0, 8)}]` });
   }
+}
+
+/** True when some invoke of `input` is text (token lists need no tokenizer). */
+function needsTokenizer(input: Invoke | Invoke[]): boolean {
+  const list = isInvokeList(input) ? input : [input];
+  return list.some(
+    (inv) => typeof (typeof inv === 'object' && !Array.isArray(inv) && inv !== null ? inv.input : inv) === 'string',
+  );
 }
 
 function defaultLog(progress: Progress | null): (l: LogLine) => void {

@@ -1,6 +1,7 @@
 // Builds the body of `POST /requests` (docs/http-api.md) from what a caller passes to `trace`/`submit`.
 import { blockSource } from './block-source.js';
 import type { BlockFn } from './block-source.js';
+import type { BlockOrigins } from './user-frames.js';
 import { FabricClientError } from './errors.js';
 import { GENERATION_OPTION_KEYS } from '../../protocol/generation.js';
 import type { GenerationOptions } from '../../protocol/generation.js';
@@ -88,7 +89,13 @@ function traceBody(
   block: BlockFn | string | undefined,
   opts: GenerationFields & { params?: unknown; newTokens?: number; generation?: GenerationOptions },
   where = '',
+  origins?: { of: BlockOrigins; trace: number },
 ): TraceBody {
+  const sent = (fn: BlockFn | string, params: unknown, invoke: number | null): string => {
+    const src = blockSource(fn, params);
+    origins?.of.record(origins.trace, invoke, fn, src);
+    return src;
+  };
   const list = isInvokeList(input) ? input : [input];
   if (list.length === 0)
     throw new RequestShapeError(
@@ -104,15 +111,20 @@ function traceBody(
           : Array.isArray(inv.input)
             ? tokenList(inv.input, i, where)
             : bad(i, where);
-      const out: InvokeBody =
-        inv.block !== undefined ? { input, block: blockSource(inv.block, inv.params ?? opts.params) } : { input };
+      // An invoke's own params reach the shared block too: the invoke then gets the shared block with its params.
+      const own = inv.block ?? (inv.params !== undefined ? block : undefined);
+      if (own === undefined && inv.params !== undefined)
+        throw new RequestShapeError(
+          `${where}invoke ${i} has params but no block reads them: give the invoke a block, or pass a shared block`,
+        );
+      const out: InvokeBody = own !== undefined ? { input, block: sent(own, inv.params ?? opts.params, i) } : { input };
       if (inv.generation !== undefined) out.generation = normalised(inv.generation);
       return out;
     }
     return bad(i, where);
   });
   const body: TraceBody = { invokes };
-  if (block !== undefined) body.block = blockSource(block, opts.params);
+  if (block !== undefined) body.block = sent(block, opts.params, null);
   if (opts.newTokens !== undefined) body.newTokens = opts.newTokens;
   const generation: GenerationOptions = { ...(opts.generation ?? {}) };
   for (const k of GENERATION_OPTION_KEYS)
@@ -133,9 +145,11 @@ export function buildSubmitBody(
   opts: RequestOptions,
   requestId: string,
   blocking: boolean,
+  origins?: BlockOrigins,
 ): SubmitBody {
   checkModel(model);
-  const body: SubmitBody = { requestId, model, ...traceBody(input, block, opts), blocking };
+  const traced = traceBody(input, block, opts, '', origins && { of: origins, trace: 0 });
+  const body: SubmitBody = { requestId, model, ...traced, blocking };
   return withRequestOptions(body, opts);
 }
 
@@ -146,6 +160,7 @@ export function buildSessionBody(
   opts: RequestOptions,
   requestId: string,
   blocking: boolean,
+  origins?: BlockOrigins,
 ): SubmitBody {
   checkModel(model);
   if (!Array.isArray(traces) || traces.length === 0)
@@ -164,7 +179,13 @@ export function buildSessionBody(
     traces: traces.map((t, i) => {
       if (t === null || typeof t !== 'object' || !('input' in t))
         throw new RequestShapeError(`trace ${i}: expected { input, block?, params?, maxNewTokens?, … }`);
-      return traceBody(t.input, t.block, { ...t, params: t.params ?? opts.params }, `trace ${i}: `);
+      return traceBody(
+        t.input,
+        t.block,
+        { ...t, params: t.params ?? opts.params },
+        `trace ${i}: `,
+        origins && { of: origins, trace: i },
+      );
     }),
     blocking,
   };

@@ -6,7 +6,7 @@
 import type { StreamedToken } from './wire.js';
 import type { TraceResult } from './fabric.js';
 
-export class GenerationStream implements AsyncIterable<StreamedToken> {
+export class GenerationStream<V extends readonly unknown[] = unknown[]> implements AsyncIterable<StreamedToken> {
   private readonly queue: StreamedToken[] = [];
   private readonly seen = new Map<number, number>();
   private wake: (() => void) | undefined;
@@ -14,11 +14,11 @@ export class GenerationStream implements AsyncIterable<StreamedToken> {
   private failure: unknown;
   private iterating = false;
   /** Resolves with the request's outcome (as `execute` returns it) once it is done. */
-  readonly result: Promise<TraceResult>;
+  readonly result: Promise<TraceResult<V>>;
 
   constructor(
     readonly requestId: string,
-    run: (onTokens: (tokens: StreamedToken[]) => void) => Promise<TraceResult>,
+    run: (onTokens: (tokens: StreamedToken[]) => void) => Promise<TraceResult<V>>,
   ) {
     this.result = run((tokens) => this.push(tokens)).then(
       (r) => {
@@ -46,7 +46,7 @@ export class GenerationStream implements AsyncIterable<StreamedToken> {
     this.wake?.();
   }
 
-  private fillFrom(r: TraceResult): void {
+  private fillFrom(r: TraceResult<V>): void {
     const generated = r.meta.generated as number[][] | undefined;
     if (!Array.isArray(generated)) return;
     const missing: StreamedToken[] = [];

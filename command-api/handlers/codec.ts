@@ -18,6 +18,11 @@ export interface CommandMetadata {
   correlationId?: string;
   /** The event (or command) that caused this command. Default: the command id. */
   causationId?: string;
+  /**
+   * The fencing epoch of the scheduler leader issuing the command (docs/control-plane.md, "Several schedulers"):
+   * recorded on its events as metadata `leaderEpoch`; an aggregate refuses an epoch older than its own.
+   */
+  leaderEpoch?: number;
   /** Extra metadata recorded on every event of the command. */
   extra?: Record<string, JsonValue>;
 }

@@ -1,6 +1,7 @@
 // Zod schemas of every control-plane command as it arrives (from the HTTP API, the agent relay or the
 // scheduler), without `at`: the time comes from the command's metadata. Unknown fields are refused.
 import { z } from 'zod';
+import { candidatesOmitted } from '../../domain/events/deployment.js';
 import {
   agentExit,
   because,
@@ -175,7 +176,8 @@ export const commandSchema = z.discriminatedUnion('type', [
     gpus: z.array(count).min(1),
     bytesPerGpu: z.number().int().positive(),
     level,
-    candidates: z.array(candidate),
+    candidates: z.array(candidate).max(64),
+    omitted: candidatesOmitted.optional(),
     cachedReplicaId: replicaId.nullable(),
     because,
   }),
@@ -185,7 +187,8 @@ export const commandSchema = z.discriminatedUnion('type', [
     bytesPerGpu: z.number().int().positive(),
     bestGpuFreeBytes: count,
     evictableBytes: count,
-    candidates: z.array(candidate),
+    candidates: z.array(candidate).max(64),
+    omitted: candidatesOmitted.optional(),
     because,
   }),
   z.strictObject({ type: z.literal('DemoteReplica'), replicaId, force: z.boolean(), because }),

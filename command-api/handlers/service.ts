@@ -8,12 +8,14 @@ import { DEFAULT_LOG_LIMITS, type LogLimits } from '../../protocol/log-limits.js
 import { DomainError, DomainErrorCode } from '../../domain/shared/errors.js';
 import type { DomainEvent } from '../../domain/events/types.js';
 import { AggregateCache } from '../../eventstore/aggregate-cache.js';
-import { handleCommand } from '../../eventstore/handle-command.js';
+import { type EventCodec, handleCommand } from '../../eventstore/handle-command.js';
+import { fenced, type Stamped } from '../../domain/shared/fencing.js';
 import type { EventStore } from '../../eventstore/port.js';
 import { domainCodec, type CommandMetadata } from './codec.js';
 import { routeOf, type ControlPlaneCommand, type DomainCommand } from './commands.js';
 import { commandSchema } from './schemas.js';
 import { StreamLocks } from './stream-lock.js';
+import { TERMINAL, type RequestStatus } from '../../domain/request/state.js';
 
 export interface CommandOutcome {
   streamId: string;
@@ -39,6 +41,13 @@ export interface ControlPlaneCommandsOptions {
   onAppended?(outcome: CommandOutcome, command: ControlPlaneCommand, meta: CommandMetadata): void;
   /** Called for every accepted heartbeat (heartbeats are not stored; the scheduler's agent health rule needs them). */
   onHeartbeat?(agentId: string, bootId: string, at: string): void;
+  /**
+   * Whether a heartbeat from this agent boot is routine: the agent is known ACTIVE or DRAINING with this boot (the
+   * control plane asks its live view). A routine heartbeat is handed to onHeartbeat without running a command (no
+   * stream read, nothing decided; the outcome has attempts 0); any other one runs the command, which decides the
+   * transition (AgentReturned) or the refusal. Without it every heartbeat runs the command.
+   */
+  heartbeatIsRoutine?(agentId: string, bootId: string): boolean;
 }
 
 /** Checks a command's shape: returns it typed, or throws CP_INVALID_COMMAND naming the field. Changes nothing. */
@@ -58,6 +67,19 @@ export function parseCommand(input: unknown): ControlPlaneCommand {
   );
 }
 
+/** The domain codec for a fenced decider: the leader epoch travels in the events' metadata (`leaderEpoch`). */
+function stampedCodec(codec: EventCodec<DomainEvent>): EventCodec<Stamped<DomainEvent>> {
+  return {
+    encode: (e, index) => codec.encode(e.event, index),
+    decode(stored) {
+      const leaderEpoch = stored.metadata.leaderEpoch;
+      return typeof leaderEpoch === 'number'
+        ? { event: codec.decode(stored), leaderEpoch }
+        : { event: codec.decode(stored) };
+    },
+  };
+}
+
 function checkMetadata(meta: CommandMetadata): void {
   const bad = (field: string, message: string): never => {
     throw new DomainError(DomainErrorCode.invalidCommand, `command metadata ${field} ${message}`);
@@ -68,6 +90,8 @@ function checkMetadata(meta: CommandMetadata): void {
     bad('actor', 'must be a non-empty string of at most 200 characters');
   if (typeof meta.at !== 'string' || !isIsoUtc(meta.at))
     bad('at', `must be ISO-8601 UTC (Date#toISOString()), got ${JSON.stringify(meta.at)}`);
+  if (meta.leaderEpoch !== undefined && (!Number.isSafeInteger(meta.leaderEpoch) || meta.leaderEpoch < 1))
+    bad('leaderEpoch', `must be a positive integer, got ${JSON.stringify(meta.leaderEpoch)}`);
 }
 
 export class ControlPlaneCommands {
@@ -89,24 +113,43 @@ export class ControlPlaneCommands {
     checkMetadata(meta);
     const command = parseCommand(input);
     const route = routeOf(command);
+    if (command.type === 'ReportAgentHeartbeat' && this.options.heartbeatIsRoutine?.(command.agentId, command.bootId)) {
+      this.options.onHeartbeat?.(command.agentId, command.bootId, meta.at);
+      return {
+        streamId: route.streamId,
+        events: [],
+        position: undefined,
+        alreadyStored: false,
+        nextRevision: -1,
+        attempts: 0,
+      };
+    }
     const domainCommand = (
       command.type === 'ReportRequestLog'
         ? { ...command, at: meta.at, limits: this.logLimits }
         : { ...command, at: meta.at }
     ) as DomainCommand;
+    const leaderEpoch = meta.leaderEpoch;
+    const codec = domainCodec(leaderEpoch === undefined ? meta : { ...meta, extra: { ...meta.extra, leaderEpoch } });
     const r = await this.locks.run(route.streamId, () =>
       handleCommand(this.store, {
         streamId: route.streamId,
-        command: domainCommand,
-        decider: route.decider,
-        codec: domainCodec(meta),
+        command: leaderEpoch === undefined ? domainCommand : { ...domainCommand, leaderEpoch },
+        decider: fenced(route.decider),
+        codec: stampedCodec(codec),
         maxAttempts: this.options.maxAttempts,
         cache: this.cache,
       }),
     );
+    // A finished request's stream is rarely commanded again (a late report, its result's expiry): its folded state
+    // leaves the cache, which then holds the live requests rather than every recent one.
+    if (route.streamId.startsWith('request-')) {
+      const status = (this.cache.peek(route.streamId)?.state as { status?: RequestStatus } | undefined)?.status;
+      if (status !== undefined && TERMINAL.has(status)) this.cache.delete(route.streamId);
+    }
     const outcome: CommandOutcome = {
       streamId: route.streamId,
-      events: r.events,
+      events: r.events.map((e) => e.event),
       position: r.position,
       alreadyStored: r.alreadyStored,
       nextRevision: r.nextRevision,

@@ -13,6 +13,11 @@ export interface CandidateSummary {
   excluded: string | null;
 }
 
+export interface CandidatesOmitted {
+  agents: number;
+  byReason: Record<string, number>;
+}
+
 export interface RequestDeployment {
   type: 'RequestDeployment';
   modelKey: string;
@@ -55,6 +60,8 @@ export interface PlaceReplica {
   bytesPerGpu: number;
   level: LevelName;
   candidates: CandidateSummary[];
+  /** Agents not listed in `candidates`, counted by reason (absent: all are listed). */
+  omitted?: CandidatesOmitted;
   /** A WARM replica of this deployment on the agent, restored in place of loading from disk. */
   cachedReplicaId: string | null;
   at: string;
@@ -68,6 +75,7 @@ export interface RefuseReplica {
   bestGpuFreeBytes: number;
   evictableBytes: number;
   candidates: CandidateSummary[];
+  omitted?: CandidatesOmitted;
   at: string;
   because: Because;
 }

@@ -295,6 +295,7 @@ function place(c: PlaceReplica, s: DeploymentState): DeploymentEvent[] {
     placedAt: c.at,
     level: c.level,
     candidates: c.candidates,
+    ...(c.omitted === undefined ? {} : { omitted: c.omitted }),
     because: c.because,
   };
   if (c.cachedReplicaId !== null) {
@@ -330,6 +331,7 @@ function refuseReplica(c: RefuseReplica, s: DeploymentState): DeploymentEvent[] 
         bestGpuFreeBytes: c.bestGpuFreeBytes,
         evictableBytes: c.evictableBytes,
         candidates: c.candidates,
+        ...(c.omitted === undefined ? {} : { omitted: c.omitted }),
         refusedAt: c.at,
         because: c.because,
       },

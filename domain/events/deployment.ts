@@ -55,6 +55,16 @@ export const candidateView = z.object({
   excluded: z.string().nullable(),
 });
 
+/**
+ * Agents a placement decision does not list one by one (events list the chosen candidate and the best few
+ * alternatives), counted by why: not-active, too-few-gpus, gpus-too-small, holds-model, no-room, worse-fit, and
+ * not-ranked (not evaluated: the free-memory index ranked it below the ones evaluated). Absent: every agent is listed.
+ */
+export const candidatesOmitted = z.object({
+  agents: z.number().int().nonnegative(),
+  byReason: z.record(z.string().max(40), z.number().int().nonnegative()),
+});
+
 export const deploymentEventSchemas = {
   DeploymentRequested: z.object({
     modelKey: id,
@@ -95,6 +105,7 @@ export const deploymentEventSchemas = {
     placedAt: isoTime,
     level: candidateView.shape.level,
     candidates: z.array(candidateView),
+    omitted: candidatesOmitted.optional(),
     because,
   }),
   /** A WARM replica goes back onto GPUs in place of a requested one (the requested one is closed). */
@@ -109,6 +120,7 @@ export const deploymentEventSchemas = {
     placedAt: isoTime,
     level: candidateView.shape.level,
     candidates: z.array(candidateView),
+    omitted: candidatesOmitted.optional(),
     because,
   }),
   ReplicaLoading: z.object({ modelKey: id, replicaId: id, agentId: id }),
@@ -149,6 +161,7 @@ export const deploymentEventSchemas = {
     bestGpuFreeBytes: bytes,
     evictableBytes: bytes,
     candidates: z.array(candidateView),
+    omitted: candidatesOmitted.optional(),
     refusedAt: isoTime,
     because,
   }),

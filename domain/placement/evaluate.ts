@@ -113,7 +113,12 @@ function cant(agentId: string, need: number, excluded: string, freeBytes = 0, ev
   };
 }
 
-function evaluateAgent(agent: AgentCapacity, request: PlacementRequest, need: number, purpose: Purpose): Candidate {
+export function evaluateAgent(
+  agent: AgentCapacity,
+  request: PlacementRequest,
+  need: number,
+  purpose: Purpose,
+): Candidate {
   const base = { agentId: agent.agentId, bytesPerGpu: need, excluded: null, victims: [] as Victim[] };
   const cached = agent.replicas.find((r) => r.modelKey === request.modelKey && r.state === 'WARM');
   const cachedReplicaId = cached?.replicaId ?? null;

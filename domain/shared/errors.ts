@@ -26,6 +26,7 @@ export const DomainErrorCode = {
   modelNotFound: 'CP_MODEL_NOT_FOUND',
   modelConflict: 'CP_MODEL_CONFLICT',
   modelDeployed: 'CP_MODEL_DEPLOYED',
+  leaderEpochStale: 'CP_LEADER_EPOCH_STALE',
 } as const;
 
 export type DomainErrorCodeName = (typeof DomainErrorCode)[keyof typeof DomainErrorCode];
@@ -54,6 +55,7 @@ const STATUS: Record<DomainErrorCodeName, number> = {
   CP_MODEL_NOT_FOUND: 404,
   CP_MODEL_CONFLICT: 409,
   CP_MODEL_DEPLOYED: 409,
+  CP_LEADER_EPOCH_STALE: 409,
 };
 
 export class DomainError extends FabricError {

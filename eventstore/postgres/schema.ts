@@ -51,10 +51,13 @@ ${appendFunction(schema)}
 }
 
 /**
- * es_append(batch json) → json: applies a batch of appends in one transaction under the store's advisory lock, in
+ * es_append(batch jsonb) → jsonb: applies a batch of appends in one transaction under the store's advisory lock, in
  * order, each seeing the ones before it. Per append it writes when none of its event ids is stored and the expected
  * revision holds ({"s":"written","c":revision before,"p":last position}); otherwise it writes nothing and returns
  * what the caller needs to decide ({"s":"existing","c":…,"e":[stored ids…]} or {"s":"wrong","c":…}).
+ * The work under the lock is set-based: one index probe per distinct stream for its revision, one for every event
+ * id of the batch, the decisions in memory, one INSERT for every written event. Each event's data and extra
+ * metadata travel as JSON text (`d`, `x`) and are stored as that text, byte for byte.
  * Every statement of a VOLATILE plpgsql function takes a fresh snapshot, so the reads after the lock see every
  * append that committed before it.
  */
@@ -62,50 +65,81 @@ function appendFunction(schema: string): string {
   const s = ident(schema);
   const [a, b] = appendLockKey(schema);
   return `
-CREATE OR REPLACE FUNCTION ${s}.es_append(batch json) RETURNS json LANGUAGE plpgsql VOLATILE AS $fn$
+CREATE OR REPLACE FUNCTION ${s}.es_append(batch jsonb) RETURNS jsonb LANGUAGE plpgsql VOLATILE AS $fn$
 DECLARE
-  v_item json;
+  v_head bigint;
+  v_revs jsonb;
+  v_stored jsonb;
+  v_item jsonb;
   v_stream text;
   v_expected text;
   v_current bigint;
-  v_head bigint;
-  v_existing json;
-  n bigint;
-  v_results json[] := '{}';
-  v_written boolean := false;
+  v_n bigint;
+  v_hit jsonb;
+  v_results jsonb[] := '{}';
+  v_write jsonb[] := '{}';
+  v_check_ids boolean;
+  v_track_ids boolean;
+  v_track_streams boolean;
 BEGIN
   PERFORM pg_advisory_xact_lock(${a}, ${b});
   SELECT coalesce(max(position), 0) INTO v_head FROM ${s}.es_events;
-  FOR v_item IN SELECT * FROM json_array_elements(batch) LOOP
+  SELECT coalesce(jsonb_object_agg(t.sid, t.r), '{}') INTO v_revs
+    FROM (SELECT q.sid, (SELECT max(e.revision) FROM ${s}.es_events e WHERE e.stream_id = q.sid) AS r
+            FROM (SELECT DISTINCT x->>'stream' AS sid FROM jsonb_array_elements(batch) x) q) t
+   WHERE t.r IS NOT NULL;
+  SELECT coalesce(jsonb_object_agg(e.event_id::text,
+           jsonb_build_object('eventId', e.event_id, 'streamId', e.stream_id, 'revision', e.revision, 'position', e.position)), '{}')
+    INTO v_stored
+    FROM ${s}.es_events e
+   WHERE e.event_id IN (SELECT (y->>'id')::uuid FROM jsonb_array_elements(batch) x, jsonb_array_elements(x->'events') y);
+  -- Per-append lookups run only when they can find something: ids already stored, or a batch that repeats an
+  -- event id or a stream (a later append must see what an earlier one of the batch wrote).
+  SELECT count(*) <> count(DISTINCT y->>'id') INTO v_track_ids
+    FROM jsonb_array_elements(batch) x, jsonb_array_elements(x->'events') y;
+  SELECT count(*) <> count(DISTINCT x->>'stream') INTO v_track_streams FROM jsonb_array_elements(batch) x;
+  v_check_ids := v_track_ids OR v_stored <> '{}'::jsonb;
+  FOR v_item IN SELECT x FROM jsonb_array_elements(batch) WITH ORDINALITY AS t(x, o) ORDER BY o LOOP
     v_stream := v_item->>'stream';
     v_expected := v_item->>'expected';
-    SELECT coalesce(max(revision), -1) INTO v_current FROM ${s}.es_events WHERE stream_id = v_stream;
-    SELECT json_agg(json_build_object('eventId', e.event_id, 'streamId', e.stream_id, 'revision', e.revision, 'position', e.position))
-      INTO v_existing
-      FROM ${s}.es_events e
-     WHERE e.event_id IN (SELECT (x->>'id')::uuid FROM json_array_elements(v_item->'events') x);
-    IF v_existing IS NOT NULL THEN
-      v_results := v_results || json_build_object('s', 'existing', 'c', v_current, 'e', v_existing);
+    v_current := coalesce((v_revs->>v_stream)::bigint, -1);
+    v_hit := NULL;
+    IF v_check_ids THEN
+      SELECT jsonb_agg(v_stored->(y->>'id')) INTO v_hit
+        FROM jsonb_array_elements(v_item->'events') y WHERE v_stored ? (y->>'id');
+    END IF;
+    IF v_hit IS NOT NULL THEN
+      v_results := v_results || jsonb_build_object('s', 'existing', 'c', v_current, 'e', v_hit);
     ELSIF NOT (v_expected = 'any'
             OR (v_expected = 'no_stream' AND v_current = -1)
             OR (v_expected = 'exists' AND v_current >= 0)
             OR (v_expected ~ '^[0-9]+$' AND v_expected::bigint = v_current)) THEN
-      v_results := v_results || json_build_object('s', 'wrong', 'c', v_current);
+      v_results := v_results || jsonb_build_object('s', 'wrong', 'c', v_current);
     ELSE
-      INSERT INTO ${s}.es_events (position, stream_id, revision, event_id, type, version, data, correlation_id, causation_id, actor, at, at_ms, metadata_extra)
-      SELECT v_head + t.o, v_stream, v_current + t.o, (t.x->>'id')::uuid, t.x->>'type', (t.x->>'version')::int, t.x->'data',
-             t.x->>'correlationId', t.x->>'causationId', t.x->>'actor', t.x->>'at', (t.x->>'atMs')::bigint, t.x->'extra'
-        FROM json_array_elements(v_item->'events') WITH ORDINALITY AS t(x, o);
-      GET DIAGNOSTICS n = ROW_COUNT;
-      v_head := v_head + n;
-      v_written := true;
-      v_results := v_results || json_build_object('s', 'written', 'c', v_current, 'p', v_head);
+      v_n := jsonb_array_length(v_item->'events');
+      v_write := v_write || jsonb_build_object('h', v_head, 'c', v_current, 'i', v_item);
+      IF v_track_ids THEN
+        SELECT v_stored || coalesce(jsonb_object_agg(y->>'id',
+                 jsonb_build_object('eventId', y->>'id', 'streamId', v_stream, 'revision', v_current + o, 'position', v_head + o)), '{}')
+          INTO v_stored
+          FROM jsonb_array_elements(v_item->'events') WITH ORDINALITY AS t(y, o);
+      END IF;
+      v_head := v_head + v_n;
+      IF v_track_streams THEN
+        v_revs := jsonb_set(v_revs, ARRAY[v_stream], to_jsonb(v_current + v_n));
+      END IF;
+      v_results := v_results || jsonb_build_object('s', 'written', 'c', v_current, 'p', v_head);
     END IF;
   END LOOP;
-  IF v_written THEN
+  IF cardinality(v_write) > 0 THEN
+    INSERT INTO ${s}.es_events (position, stream_id, revision, event_id, type, version, data, correlation_id, causation_id, actor, at, at_ms, metadata_extra)
+    SELECT (w->>'h')::bigint + t.o, w->'i'->>'stream', (w->>'c')::bigint + t.o, (t.x->>'id')::uuid, t.x->>'type', (t.x->>'version')::int,
+           (t.x->>'d')::json, t.x->>'correlationId', t.x->>'causationId', t.x->>'actor', t.x->>'at', (t.x->>'atMs')::bigint,
+           (t.x->>'x')::json
+      FROM unnest(v_write) AS w, jsonb_array_elements(w->'i'->'events') WITH ORDINALITY AS t(x, o);
     PERFORM pg_notify('${channelName(schema)}', v_head::text);
   END IF;
-  RETURN array_to_json(v_results);
+  RETURN to_jsonb(v_results);
 END
 $fn$;`;
 }

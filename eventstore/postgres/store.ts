@@ -70,8 +70,8 @@ type BatchResult =
 function encodeAppend(streamId: string, expected: ExpectedRevision, events: CheckedEvent[]): string {
   const parts = events.map(({ event: e, dataJson, extraJson, atMs }) => {
     const m = e.metadata;
-    const extra = extraJson === null ? '' : `,"extra":${extraJson}`;
-    return `{"id":"${e.id}","type":${JSON.stringify(e.type)},"version":${e.version},"data":${dataJson},"correlationId":${JSON.stringify(m.correlationId)},"causationId":${JSON.stringify(m.causationId)},"actor":${JSON.stringify(m.actor)},"at":${JSON.stringify(m.at)},"atMs":${atMs}${extra}}`;
+    const extra = extraJson === null ? '' : `,"x":${JSON.stringify(extraJson)}`;
+    return `{"id":"${e.id}","type":${JSON.stringify(e.type)},"version":${e.version},"d":${JSON.stringify(dataJson)},"correlationId":${JSON.stringify(m.correlationId)},"causationId":${JSON.stringify(m.causationId)},"actor":${JSON.stringify(m.actor)},"at":${JSON.stringify(m.at)},"atMs":${atMs}${extra}}`;
   });
   return `{"stream":${JSON.stringify(streamId)},"expected":${JSON.stringify(String(expected))},"events":[${parts.join(',')}]}`;
 }
@@ -200,7 +200,7 @@ export class PostgresEventStore implements EventStore {
         let results: BatchResult[];
         try {
           const r = await this.pool.query<{ r: BatchResult[] }>(
-            `SELECT ${ident(this.schema)}.es_append($1::json) AS r`,
+            `SELECT ${ident(this.schema)}.es_append($1::jsonb) AS r`,
             [`[${batch.map((a) => a.request).join(',')}]`],
           );
           results = r.rows[0].r;

@@ -13,7 +13,12 @@ import type { AgentExit } from '../../domain/events/index.js';
 import type { LocalModels } from './replicas.js';
 import { readJson } from '../../transport/json.js';
 import type { Subscription, Transport, TransportMessage } from '../../transport/port.js';
-import { agentInboundSchema, type AgentInbound, type RefusedNotice } from '../../transport/relay/wire.js';
+import {
+  agentAssignmentsTopic,
+  agentInboundSchema,
+  type AgentInbound,
+  type RefusedNotice,
+} from '../../transport/relay/wire.js';
 import type { AgentConfig } from './config.js';
 import { ReplicaHost, type ReplicaView } from './replicas.js';
 import { RequestExecutor, type UntrustedOpener } from './requests.js';
@@ -102,12 +107,15 @@ export class GpuAgent {
   /** Subscribes first (so nothing sent to the new boot is missed), then registers and starts heartbeating. */
   async start(): Promise<void> {
     const { config, transport, log } = this.options;
+    // Its own topic; a group without a committed position starts at the next message: everything for this boot
+    // is published after it registers, below, and what came before was for earlier boots.
+    const topic = agentAssignmentsTopic(config.topics.assignments, config.agentId);
     this.subscription = await transport.subscribe(
-      config.topics.assignments,
-      assignmentsGroupId(config.agentId, config.topics.assignments),
+      topic,
+      assignmentsGroupId(config.agentId, topic),
       (m) => this.onMessage(m),
       {
-        fromBeginning: true,
+        fromBeginning: false,
         onError: (err) => log.error({ err }, 'assignment handler failed; delivered again'),
       },
     );

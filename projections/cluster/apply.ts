@@ -6,6 +6,7 @@ import { describeEvaluationText } from './describe.js';
 import { atMs as toMs, decode, refOf, type EventRef } from '../decode.js';
 import type { DomainEvent } from '../../domain/events/types.js';
 import type { ClusterReplica, ClusterState } from './state.js';
+import { reindexAgent, reindexModel, reindexReplica } from './index-state.js';
 
 function replicaOf(s: ClusterState, replicaId: string, e: StoredEvent): ClusterReplica {
   const r = s.replicas.get(replicaId);
@@ -21,6 +22,22 @@ export function applyCluster(
   eventRef?: EventRef,
 ): ClusterState {
   if (d === undefined) return s;
+  applyClusterEvent(s, e, d, eventRef);
+  // Keep the derived indexes in step with what the event changed.
+  const data = d.data as { replicaId?: string; forReplicaId?: string; agentId?: string; modelKey?: string };
+  if (d.type === 'DeploymentPinned' && data.modelKey !== undefined) reindexModel(s, data.modelKey);
+  if (data.agentId !== undefined && d.type.startsWith('Agent')) {
+    const a = s.agents.get(data.agentId);
+    if (a !== undefined) reindexAgent(s, a);
+  }
+  for (const id of [data.forReplicaId, data.replicaId]) {
+    const r = id === undefined ? undefined : s.replicas.get(id);
+    if (r !== undefined) reindexReplica(s, r);
+  }
+  return s;
+}
+
+function applyClusterEvent(s: ClusterState, e: StoredEvent, d: DomainEvent, eventRef?: EventRef): ClusterState {
   const ref = eventRef ?? refOf(e);
   switch (d.type) {
     case 'AgentRegistered': {

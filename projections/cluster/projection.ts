@@ -2,6 +2,7 @@
 import type { JsonValue } from '../../eventstore/port.js';
 import type { Projection } from '../runner/projection.js';
 import { applyCluster } from './apply.js';
+import { emptyClusterIndex, rebuildClusterIndex } from './index-state.js';
 import {
   initialClusterState,
   type ClusterAgent,
@@ -22,11 +23,14 @@ export function clusterToSnapshot(s: ClusterState): JsonValue {
 
 export function clusterFromSnapshot(j: JsonValue): ClusterState {
   const o = j as unknown as { agents: ClusterAgent[]; deployments: ClusterDeployment[]; replicas: ClusterReplica[] };
-  return {
+  const s: ClusterState = {
     agents: new Map(o.agents.map((a) => [a.agentId, a])),
     deployments: new Map(o.deployments.map((d) => [d.modelKey, d])),
     replicas: new Map(o.replicas.map((r) => [r.replicaId, r])),
+    index: emptyClusterIndex(),
   };
+  rebuildClusterIndex(s);
+  return s;
 }
 
 export const clusterProjection: Projection<ClusterState> = {

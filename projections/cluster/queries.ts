@@ -5,13 +5,10 @@ import { levelOf, type ClusterDeployment, type ClusterReplica, type ClusterState
 
 /** Replicas that still count: everything not REMOVED or FAILED. */
 export function activeReplicas(s: ClusterState, modelKey: string): ClusterReplica[] {
-  const d = s.deployments.get(modelKey);
-  if (d === undefined) return [];
+  const ids = s.index.liveByModel.get(modelKey);
+  if (ids === undefined) return [];
   const out: ClusterReplica[] = [];
-  for (const id of d.replicaIds) {
-    const r = s.replicas.get(id)!;
-    if (r.state !== 'REMOVED' && r.state !== 'FAILED') out.push(r);
-  }
+  for (const id of ids) out.push(s.replicas.get(id)!);
   return out;
 }
 

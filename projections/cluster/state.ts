@@ -2,6 +2,7 @@
 import type { AgentExit, DeploymentSettings, GpuSpec, RemovalReason } from '../../domain/events/index.js';
 import type { AgentStateName, ReplicaStateName } from '../../domain/placement/types.js';
 import type { EventRef } from '../decode.js';
+import { emptyClusterIndex, type ClusterIndex } from './index-state.js';
 
 export interface ClusterAgent {
   agentId: string;
@@ -69,10 +70,12 @@ export interface ClusterState {
   agents: Map<string, ClusterAgent>;
   deployments: Map<string, ClusterDeployment>;
   replicas: Map<string, ClusterReplica>;
+  /** Derived indexes (index-state.ts): not part of a snapshot. */
+  index: ClusterIndex;
 }
 
 export function initialClusterState(): ClusterState {
-  return { agents: new Map(), deployments: new Map(), replicas: new Map() };
+  return { agents: new Map(), deployments: new Map(), replicas: new Map(), index: emptyClusterIndex() };
 }
 
 /** What an operator sees per replica: on GPU (HOT), in the CPU cache (WARM), or only on disk (COLD). */

@@ -8,14 +8,7 @@ import type { ControlPlaneState } from './state.js';
 
 /** Requests in flight (DISPATCHED or RUNNING) per submitter. */
 export function runningBySubmitter(r: RequestsState): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const ids of r.inFlightByReplica.values()) {
-    for (const id of ids) {
-      const v = r.byId.get(id);
-      if (v !== undefined) out.set(v.submitter, (out.get(v.submitter) ?? 0) + 1);
-    }
-  }
-  return out;
+  return new Map(r.runningBySubmitter);
 }
 
 /** Whether a queued request of `submitter` with this limit is passed over by dispatch now. */

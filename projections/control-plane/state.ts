@@ -21,6 +21,7 @@ import {
   type ModelsState,
 } from '../models/projection.js';
 import { decode, refOf } from '../decode.js';
+import { emptyDeadlines, rebuildDeadlines, trackDeadlines, type Deadlines } from './deadlines.js';
 
 export interface ControlPlaneState {
   /** Position of the last event applied. */
@@ -32,6 +33,8 @@ export interface ControlPlaneState {
   audit: AuditState;
   /** Registered models (the catalog as events). */
   models: ModelsState;
+  /** Derived (not in a snapshot): the time limits' deadlines. */
+  deadlines: Deadlines;
 }
 
 /** Bump when any part's apply changes its output (the runner then rebuilds from position 0). */
@@ -47,20 +50,38 @@ export function initialControlPlaneState(): ControlPlaneState {
     agents: initialAgentsState(),
     audit: initialAuditState(),
     models: initialModelsState(),
+    deadlines: emptyDeadlines(),
   };
 }
 
 export function applyControlPlane(s: ControlPlaneState, e: StoredEvent): ControlPlaneState {
   const d = decode(e);
   const ref = refOf(e);
+  const data = d?.data as { requestId?: string; replicaId?: string } | undefined;
+  const leftReplica = data?.requestId === undefined ? null : (s.requests.byId.get(data.requestId)?.replicaId ?? null);
   applyCluster(s.cluster, e, d, ref);
   applyQueue(s.queue, e, d);
   applyRequests(s.requests, e, d, ref);
   applyAgents(s.agents, e, d, ref);
   applyAudit(s.audit, e);
   applyModels(s.models, e, d);
+  const requestId = data?.requestId;
+  if (requestId !== undefined && d!.type.startsWith('Request'))
+    trackDeadlines(s.deadlines, s.cluster, s.requests, d!.type, requestId, e.position);
+  trackEndedWithWork(s, leftReplica);
+  trackEndedWithWork(s, data?.replicaId ?? null);
   s.position = e.position;
   return s;
+}
+
+/** Keeps the set of ended replicas (REMOVED, FAILED) that still have requests in flight, for the preemption rule. */
+function trackEndedWithWork(s: ControlPlaneState, replicaId: string | null): void {
+  if (replicaId === null) return;
+  const r = s.cluster.replicas.get(replicaId);
+  const ended = r !== undefined && (r.state === 'REMOVED' || r.state === 'FAILED');
+  if (ended && (s.requests.inFlightByReplica.get(replicaId)?.size ?? 0) > 0)
+    s.cluster.index.endedWithWork.add(replicaId);
+  else s.cluster.index.endedWithWork.delete(replicaId);
 }
 
 export function controlPlaneToSnapshot(s: ControlPlaneState): JsonValue {
@@ -78,15 +99,20 @@ export function controlPlaneToSnapshot(s: ControlPlaneState): JsonValue {
 
 export function controlPlaneFromSnapshot(j: JsonValue): ControlPlaneState {
   const o = j as { [k: string]: JsonValue };
-  return {
+  const cluster = clusterFromSnapshot(o.cluster);
+  const requests = requestsFromSnapshot(o.requests);
+  const state: ControlPlaneState = {
     position: o.position as number,
-    cluster: clusterFromSnapshot(o.cluster),
+    cluster,
     queue: queueFromSnapshot(o.queue),
-    requests: requestsFromSnapshot(o.requests),
+    requests,
     agents: agentsProjection.fromSnapshot!(o.agents),
     audit: auditProjection.fromSnapshot!(o.audit),
     models: modelsFromSnapshot(o.models),
+    deadlines: rebuildDeadlines(cluster, requests),
   };
+  for (const id of requests.inFlightByReplica.keys()) trackEndedWithWork(state, id);
+  return state;
 }
 
 export type AppliedListener = (event: StoredEvent, state: ControlPlaneState) => void;

@@ -2,7 +2,7 @@
 import type { StoredEvent } from '../../eventstore/port.js';
 import { atMs as toMs, decode, refOf, type EventRef } from '../decode.js';
 import type { DomainEvent } from '../../domain/events/types.js';
-import { keepResult, storedBytesOf, type RequestsState, type RequestView } from './state.js';
+import { countInFlight, keepResult, storedBytesOf, type RequestsState, type RequestView } from './state.js';
 
 function view(s: RequestsState, requestId: string, e: StoredEvent): RequestView {
   const v = s.byId.get(requestId);
@@ -14,6 +14,7 @@ function view(s: RequestsState, requestId: string, e: StoredEvent): RequestView 
 function leaveReplica(s: RequestsState, v: RequestView): void {
   if (v.replicaId === null) return;
   const set = s.inFlightByReplica.get(v.replicaId);
+  if (set?.has(v.requestId)) countInFlight(s, v, -1);
   if (set !== undefined) {
     set.delete(v.requestId);
     if (set.size === 0) s.inFlightByReplica.delete(v.replicaId);
@@ -88,6 +89,7 @@ export function applyRequests(
     }
     case 'RequestDispatched': {
       const v = view(s, d.data.requestId, e);
+      if (v.replicaId !== null && s.inFlightByReplica.get(v.replicaId)?.has(v.requestId)) leaveReplica(s, v);
       v.status = 'DISPATCHED';
       v.attempt = d.data.attempt;
       v.replicaId = d.data.replicaId;
@@ -100,6 +102,7 @@ export function applyRequests(
       let set = s.inFlightByReplica.get(d.data.replicaId);
       if (set === undefined) s.inFlightByReplica.set(d.data.replicaId, (set = new Set()));
       set.add(d.data.requestId);
+      countInFlight(s, v, 1);
       return s;
     }
     case 'RequestStarted': {

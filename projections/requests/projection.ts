@@ -2,7 +2,7 @@
 import type { JsonValue } from '../../eventstore/port.js';
 import type { Projection } from '../runner/projection.js';
 import { applyRequests } from './apply.js';
-import { initialRequestsState, keepResult, type RequestsState, type RequestView } from './state.js';
+import { countInFlight, initialRequestsState, keepResult, type RequestsState, type RequestView } from './state.js';
 
 // 2: ResultExpired, stored bytes per submitter, the retention queue.
 export const REQUESTS_PROJECTION_VERSION = 2;
@@ -26,6 +26,11 @@ export function requestsFromSnapshot(j: JsonValue): RequestsState {
   s.active = new Set(o.byId.filter((v) => v.finishedAtMs === null).map((v) => v.requestId));
   s.inFlightByReplica = new Map(o.inFlightByReplica.map(([r, ids]) => [r, new Set(ids)]));
   s.totals = o.totals;
+  for (const ids of s.inFlightByReplica.values())
+    for (const id of ids) {
+      const v = s.byId.get(id);
+      if (v !== undefined) countInFlight(s, v, 1);
+    }
   for (const v of [...o.byId].sort((a, b) => (a.finishedAtMs ?? 0) - (b.finishedAtMs ?? 0))) keepResult(s, v);
   return s;
 }

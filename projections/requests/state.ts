@@ -54,6 +54,10 @@ export interface RequestsState {
   active: Set<string>;
   /** Requests DISPATCHED or RUNNING per replica. */
   inFlightByReplica: Map<string, Set<string>>;
+  /** Derived from inFlightByReplica (not in the snapshot): requests in flight per agent, and how many run isolated. */
+  inFlightByAgent: Map<string, { count: number; isolated: number }>;
+  /** Derived likewise: requests in flight per submitter. */
+  runningBySubmitter: Map<string, number>;
   totals: { received: number; completed: number; failed: number; cancelled: number; requeued: number };
   /** Derived from byId (not in the snapshot): bytes of results kept per submitter (storage quotas). */
   storedBytesBySubmitter: Map<string, number>;
@@ -66,6 +70,8 @@ export function initialRequestsState(): RequestsState {
     byId: new Map(),
     active: new Set(),
     inFlightByReplica: new Map(),
+    inFlightByAgent: new Map(),
+    runningBySubmitter: new Map(),
     totals: { received: 0, completed: 0, failed: 0, cancelled: 0, requeued: 0 },
     storedBytesBySubmitter: new Map(),
     retention: { queue: [], head: 0 },
@@ -82,3 +88,17 @@ export function keepResult(s: RequestsState, v: RequestView): void {
 /** Bytes of results `submitter` keeps stored. */
 export const storedBytesOf = (s: RequestsState, submitter: string): number =>
   s.storedBytesBySubmitter.get(submitter) ?? 0;
+
+/** Counts a request as in flight (or, with -1, no longer) on its agent and for its submitter. */
+export function countInFlight(s: RequestsState, v: RequestView, sign: 1 | -1): void {
+  if (v.agentId !== null) {
+    let a = s.inFlightByAgent.get(v.agentId);
+    if (a === undefined) s.inFlightByAgent.set(v.agentId, (a = { count: 0, isolated: 0 }));
+    a.count += sign;
+    if (v.isolated) a.isolated += sign;
+    if (a.count <= 0) s.inFlightByAgent.delete(v.agentId);
+  }
+  const n = (s.runningBySubmitter.get(v.submitter) ?? 0) + sign;
+  if (n > 0) s.runningBySubmitter.set(v.submitter, n);
+  else s.runningBySubmitter.delete(v.submitter);
+}

@@ -78,9 +78,12 @@ export function agentLossRule(ctx: PlanContext): void {
     string,
     { modelKey: string; agent: ClusterAgent; reason: 'AGENT_LOST' | 'AGENT_RESTARTED'; previousBootId: string }
   >();
-  const replicas = [...ctx.state.cluster.replicas.values()]
-    .filter((r) => r.agentId !== null && r.state !== 'REQUESTED' && r.state !== 'REMOVED' && r.state !== 'FAILED')
-    .sort(byId((r) => r.replicaId));
+  // Only agents the cluster index marks (LOST with replicas, or replicas on an older boot), not every replica.
+  const { attention, onAgent } = ctx.state.cluster.index;
+  const replicas: ClusterReplica[] = [];
+  for (const agentId of attention)
+    for (const id of onAgent.get(agentId) ?? []) replicas.push(ctx.state.cluster.replicas.get(id)!);
+  replicas.sort(byId((r) => r.replicaId));
   for (const r of replicas) {
     const agent = ctx.state.cluster.agents.get(r.agentId!);
     if (agent === undefined) continue;
@@ -143,7 +146,8 @@ export function agentLossRule(ctx: PlanContext): void {
 }
 
 export function drainRule(ctx: PlanContext): void {
-  for (const a of [...ctx.state.cluster.agents.values()].sort(byId((x) => x.agentId))) {
+  for (const agentId of [...ctx.state.cluster.index.draining].sort()) {
+    const a = ctx.state.cluster.agents.get(agentId)!;
     if (a.state !== 'DRAINING') continue;
     const replicas = replicasOnAgent(ctx.state, a.agentId);
     const inFlight = replicas.reduce((n, r) => n + inFlightOn(ctx.state, r.replicaId).length, 0);

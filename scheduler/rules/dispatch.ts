@@ -27,19 +27,24 @@ interface Slot {
   inFlight: number;
 }
 
-function agentLoads(ctx: PlanContext): Map<string, AgentLoad> {
-  const s = ctx.state;
-  const loads = new Map<string, AgentLoad>();
-  for (const r of s.cluster.replicas.values()) {
-    if (r.agentId === null) continue;
-    const set = s.requests.inFlightByReplica.get(r.replicaId);
-    if (set === undefined || set.size === 0) continue;
-    const load = loads.get(r.agentId) ?? { inFlight: 0, isolated: false };
-    load.inFlight += set.size;
-    for (const id of set) if (s.requests.byId.get(id)?.isolated) load.isolated = true;
-    loads.set(r.agentId, load);
-  }
-  return loads;
+/** In flight per agent, from the requests projection's counts, with this round's dispatches added (copied on write). */
+function agentLoads(ctx: PlanContext): { get(agentId: string): AgentLoad; mut(agentId: string): AgentLoad } {
+  const counts = ctx.state.requests.inFlightByAgent;
+  const local = new Map<string, AgentLoad>();
+  const get = (agentId: string): AgentLoad => {
+    const l = local.get(agentId);
+    if (l !== undefined) return l;
+    const c = counts.get(agentId);
+    return c === undefined ? { inFlight: 0, isolated: false } : { inFlight: c.count, isolated: c.isolated > 0 };
+  };
+  return {
+    get,
+    mut(agentId) {
+      let l = local.get(agentId);
+      if (l === undefined) local.set(agentId, (l = get(agentId)));
+      return l;
+    },
+  };
 }
 
 function hotSlots(ctx: PlanContext, modelKey: string): Slot[] {
@@ -53,10 +58,63 @@ function hotSlots(ctx: PlanContext, modelKey: string): Slot[] {
     .map((r) => ({ r, inFlight: s.requests.inFlightByReplica.get(r.replicaId)?.size ?? 0 }));
 }
 
+const bySlotLoad = (a: Slot, b: Slot): number =>
+  a.inFlight / a.r.settings.concurrency - b.inFlight / b.r.settings.concurrency ||
+  (a.r.replicaId < b.r.replicaId ? -1 : 1);
+
+/** Slots with room, least busy first (ties: replica id); the top one takes a request, and leaves when full. */
+class SlotHeap {
+  private readonly h: Slot[] = [];
+  constructor(slots: Slot[]) {
+    for (const x of slots) this.push(x);
+  }
+  get size(): number {
+    return this.h.length;
+  }
+  peek(): Slot | undefined {
+    return this.h[0];
+  }
+  /** The top slot took one more request. */
+  taken(): void {
+    const top = this.h[0];
+    if (top === undefined) return;
+    if (top.inFlight >= top.r.settings.concurrency) {
+      const last = this.h.pop()!;
+      if (this.h.length === 0) return;
+      this.h[0] = last;
+    }
+    this.down(0);
+  }
+  private push(x: Slot): void {
+    const h = this.h;
+    h.push(x);
+    for (let i = h.length - 1; i > 0; ) {
+      const p = (i - 1) >> 1;
+      if (bySlotLoad(h[i], h[p]) >= 0) break;
+      [h[i], h[p]] = [h[p], h[i]];
+      i = p;
+    }
+  }
+  private down(i: number): void {
+    const h = this.h;
+    for (;;) {
+      const l = 2 * i + 1;
+      const r = l + 1;
+      let m = i;
+      if (l < h.length && bySlotLoad(h[l], h[m]) < 0) m = l;
+      if (r < h.length && bySlotLoad(h[r], h[m]) < 0) m = r;
+      if (m === i) return;
+      [h[i], h[m]] = [h[m], h[i]];
+      i = m;
+    }
+  }
+}
+
 export function dispatchRule(ctx: PlanContext): void {
   const s = ctx.state;
   const loads = agentLoads(ctx);
-  const load = (agentId: string): AgentLoad => loads.get(agentId) ?? { inFlight: 0, isolated: false };
+  const load = loads.get;
+  let budget = ctx.input.config.maxDispatchesPerRound;
   /** Agents held empty for a suspect waiting to run alone (agent id → the suspect's request id). */
   const reserved = new Map<string, string>();
   const models = queuedModels(s.queue);
@@ -71,6 +129,7 @@ export function dispatchRule(ctx: PlanContext): void {
   }
 
   for (const modelKey of models) {
+    if (budget <= 0) break;
     const slots = hotSlots(ctx, modelKey).filter((x) => x.inFlight < x.r.settings.concurrency);
     if (slots.length === 0) continue;
     const free = slots.reduce((n, x) => n + x.r.settings.concurrency - x.inFlight, 0);
@@ -79,33 +138,46 @@ export function dispatchRule(ctx: PlanContext): void {
     let position = 0;
     let scanned = 0;
     let dispatched = 0;
+    let open: SlotHeap | undefined;
     for (const head of s.queue.byModel.get(modelKey)!.entries()) {
-      if (++scanned > MAX_SCAN + ctx.touchedRequests.size || dispatched >= free) break;
+      if (++scanned > MAX_SCAN + ctx.touchedRequests.size || dispatched >= free || budget <= 0) break;
       const v = s.requests.byId.get(head.id)!;
       if (isHeld(running.get(v.submitter) ?? 0, v.options.maxRunning)) continue;
       const pos = position++;
       if (ctx.touchedRequests.has(head.id)) continue;
       const suspect = v.crashes > 0;
-      const usable = slots.filter((x) => {
-        if (x.inFlight >= x.r.settings.concurrency) return false;
-        const a = load(x.r.agentId!);
-        const holder = reserved.get(x.r.agentId!);
-        if (a.isolated) return false;
-        if (suspect) return a.inFlight === 0 && (holder === undefined || holder === v.requestId);
-        return holder === undefined;
-      });
-      usable.sort(
-        (a, b) =>
-          a.inFlight / a.r.settings.concurrency - b.inFlight / b.r.settings.concurrency ||
-          (a.r.replicaId < b.r.replicaId ? -1 : 1),
-      );
-      const slot = usable[0];
+      let slot: Slot | undefined;
+      let busy: number;
+      if (suspect) {
+        const usable = slots.filter((x) => {
+          if (x.inFlight >= x.r.settings.concurrency) return false;
+          const a = load(x.r.agentId!);
+          const holder = reserved.get(x.r.agentId!);
+          if (a.isolated) return false;
+          return a.inFlight === 0 && (holder === undefined || holder === v.requestId);
+        });
+        usable.sort(bySlotLoad);
+        slot = usable[0];
+        busy = usable.length;
+        // The suspect's agent takes nothing else: the other requests' slots are worked out again.
+        open = undefined;
+      } else {
+        // The slots a request that is not a suspect may take, least busy first, as a heap (a round dispatching
+        // hundreds of requests to a model with hundreds of replicas does not sort them for each one).
+        open ??= new SlotHeap(
+          slots.filter(
+            (x) => x.inFlight < x.r.settings.concurrency && !load(x.r.agentId!).isolated && !reserved.has(x.r.agentId!),
+          ),
+        );
+        slot = open.peek();
+        busy = open.size;
+      }
       // A suspect that cannot run alone yet holds its place: those behind it wait (at most one run).
       if (slot === undefined) break;
       ctx.touchedRequests.add(head.id);
       dispatched++;
+      budget--;
       running.set(v.submitter, (running.get(v.submitter) ?? 0) + 1);
-      const busy = usable.length;
       ctx.emit(
         `sched:dispatch:${head.id}:${v.attempt + 1}`,
         {
@@ -134,11 +206,10 @@ export function dispatchRule(ctx: PlanContext): void {
         v.lastEvent,
       );
       slot.inFlight++;
-      const a = loads.get(slot.r.agentId!) ?? { inFlight: 0, isolated: false };
+      if (!suspect) open?.taken();
+      const a = loads.mut(slot.r.agentId!);
       a.inFlight++;
       if (suspect) a.isolated = true;
-      loads.set(slot.r.agentId!, a);
-      if (slots.every((x) => x.inFlight >= x.r.settings.concurrency)) break;
     }
   }
 }

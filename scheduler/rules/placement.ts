@@ -3,11 +3,16 @@
 // while memory is being released or an agent that could come back is UNRESPONSIVE, and refuse with the numbers
 // when nothing can host it. Replicas are placed in the order they were requested, so the room made for one is
 // not taken by a later one. Decisions within one round see each other (an overlay on the capacities).
-import { describeEvaluation, evaluatePlacement } from '../../domain/placement/evaluate.js';
+import { describeEvaluation } from '../../domain/placement/evaluate.js';
+import {
+  evaluateIndexed,
+  WHOLE_CLUSTER_AGENTS,
+  type IndexedEvaluation,
+} from '../../domain/placement/evaluate-indexed.js';
 import type { AgentCapacity, Candidate, ReplicaAllocation } from '../../domain/placement/types.js';
 import { fmtBytes, fmtMs } from '../../domain/shared/format.js';
-import type { CandidateSummary } from '../../domain/deployment/commands.js';
-import { capacities } from '../../projections/cluster/queries.js';
+import type { CandidateSummary, CandidatesOmitted } from '../../domain/deployment/commands.js';
+import { omittedText } from '../../projections/cluster/describe.js';
 import type { ClusterReplica } from '../../projections/cluster/state.js';
 import { queueLength } from '../../projections/queue/queries.js';
 import type { PlanContext } from '../plan-context.js';
@@ -24,23 +29,55 @@ function summary(c: Candidate): CandidateSummary {
   };
 }
 
-function setState(caps: AgentCapacity[], replicaId: string, state: ReplicaAllocation['state']): void {
-  for (const a of caps) {
-    const r = a.replicas.find((x) => x.replicaId === replicaId);
-    if (r !== undefined) (r as { state: string }).state = state;
-  }
+/** Candidates an event lists one by one: the chosen one and the best alternatives (the rest are counted). */
+export const LISTED_CANDIDATES = WHOLE_CLUSTER_AGENTS;
+
+function reasonOf(c: Candidate): string {
+  const x = c.excluded;
+  if (x === null) return 'worse-fit';
+  if (x.startsWith('agent is ')) return 'not-active';
+  if (x.startsWith('agent has ')) return 'too-few-gpus';
+  if (x.includes('GPU(s) are that large')) return 'gpus-too-small';
+  if (x.includes('already hold')) return 'holds-model';
+  return 'no-room';
+}
+
+/** The listed candidates and the counts of the others, by reason (constant size whatever the cluster's size). */
+function listed(e: IndexedEvaluation): { candidates: CandidateSummary[]; omitted?: CandidatesOmitted } {
+  const { notActive, ranked } = e.notEvaluated;
+  if (e.candidates.length <= LISTED_CANDIDATES && notActive + ranked === 0)
+    return { candidates: e.candidates.map(summary) };
+  const byReason: Record<string, number> = {};
+  for (const c of e.candidates.slice(LISTED_CANDIDATES)) byReason[reasonOf(c)] = (byReason[reasonOf(c)] ?? 0) + 1;
+  if (notActive > 0) byReason['not-active'] = (byReason['not-active'] ?? 0) + notActive;
+  if (ranked > 0) byReason['not-ranked'] = ranked;
+  const agents = Math.max(0, e.candidates.length - LISTED_CANDIDATES) + notActive + ranked;
+  return { candidates: e.candidates.slice(0, LISTED_CANDIDATES).map(summary), omitted: { agents, byReason } };
+}
+
+function setState(cap: AgentCapacity | undefined, replicaId: string, state: ReplicaAllocation['state']): void {
+  const r = cap?.replicas.find((x) => x.replicaId === replicaId);
+  if (r !== undefined) (r as { state: string }).state = state;
 }
 
 export function placementRule(ctx: PlanContext): void {
   const s = ctx.state;
-  const requested = [...s.cluster.replicas.values()]
-    .filter((r) => r.state === 'REQUESTED')
+  const ids = s.cluster.index.byState.get('REQUESTED');
+  if (ids === undefined || ids.size === 0) return;
+  const requested = [...ids]
+    .map((id) => s.cluster.replicas.get(id)!)
     .sort((a, b) => a.requestedPosition - b.requestedPosition);
-  if (requested.length === 0) return;
-  const caps = capacities(s.cluster).map((a) => ({ ...a, replicas: a.replicas.map((r) => ({ ...r })) }));
-  const agents = [...s.cluster.agents.values()];
-  const someoneMayReturn = agents.some((a) => a.state === 'UNRESPONSIVE');
-  for (const r of requested) place(ctx, r, caps, agents.length === 0, someoneMayReturn);
+  // Decisions of this round on an agent are made on a copy of its capacity (the index is the view's).
+  const overlay = new Map<string, AgentCapacity>();
+  let someoneMayReturn = false;
+  for (const a of s.cluster.agents.values()) if (a.state === 'UNRESPONSIVE') someoneMayReturn = true;
+  const budget = ctx.input.config.maxPlacementsPerRound;
+  let evaluated = 0;
+  for (const r of requested) {
+    // A bounded number of evaluations per round; the rest wait for the next round, in order.
+    if (evaluated++ >= budget) break;
+    place(ctx, r, overlay, s.cluster.agents.size === 0, someoneMayReturn);
+  }
 }
 
 /**
@@ -48,32 +85,37 @@ export function placementRule(ctx: PlanContext): void {
  * replica whose model has requests waiting or running on it (that model would be deployed again on demand and
  * take the room back: the two would preempt each other's requests round after round). Those are seen as pinned.
  */
-function asAutoscaleSees(ctx: PlanContext, r: ClusterReplica, caps: AgentCapacity[]): AgentCapacity[] {
-  if (r.requestedFor !== 'AUTOSCALE') return caps;
+function asAutoscaleSees(ctx: PlanContext, r: ClusterReplica): ((a: AgentCapacity) => AgentCapacity) | undefined {
+  if (r.requestedFor !== 'AUTOSCALE') return undefined;
   const busy = (x: ReplicaAllocation) =>
     x.modelKey !== r.modelKey &&
     (queueLength(ctx.state.queue, x.modelKey) > 0 || inFlightOn(ctx.state, x.replicaId).length > 0);
-  return caps.map((a) => ({ ...a, replicas: a.replicas.map((x) => (busy(x) ? { ...x, pinned: true } : x)) }));
+  return (a) => ({ ...a, replicas: a.replicas.map((x) => (busy(x) ? { ...x, pinned: true } : x)) });
 }
 
 function place(
   ctx: PlanContext,
   r: ClusterReplica,
-  caps: AgentCapacity[],
+  overlay: Map<string, AgentCapacity>,
   noAgentYet: boolean,
   someoneMayReturn: boolean,
 ): void {
   const settings = r.settings;
-  const evaluation = evaluatePlacement(asAutoscaleSees(ctx, r, caps), {
-    modelKey: r.modelKey,
-    sizeBytes: settings.sizeBytes,
-    gpus: settings.gpus,
-    nowMs: ctx.now,
-    force: r.force && r.requestedFor !== 'AUTOSCALE',
-  });
+  const index = ctx.state.cluster.index.capacity;
+  const evaluation = evaluateIndexed(
+    index,
+    {
+      modelKey: r.modelKey,
+      sizeBytes: settings.sizeBytes,
+      gpus: settings.gpus,
+      nowMs: ctx.now,
+      force: r.force && r.requestedFor !== 'AUTOSCALE',
+    },
+    { overlay, see: asAutoscaleSees(ctx, r) },
+  );
+  const { candidates, omitted } = listed(evaluation);
+  const text = describeEvaluation(evaluation) + omittedText(omitted);
   const best = evaluation.best;
-  const candidates = evaluation.candidates.map(summary);
-  const text = describeEvaluation(evaluation);
   const numbers = {
     neededBytes: settings.sizeBytes,
     bytesPerGpu: evaluation.bytesPerGpu,
@@ -93,13 +135,18 @@ function place(
         bestGpuFreeBytes: evaluation.bestGpuFreeBytes,
         evictableBytes: evaluation.evictableBytes,
         candidates,
+        ...(omitted === undefined ? {} : { omitted }),
         because: { rule: 'placement-refused', text, numbers },
       },
       r.lastEvent,
     );
     return;
   }
-  const cap = caps.find((a) => a.agentId === best.agentId)!;
+  let cap = overlay.get(best.agentId);
+  if (cap === undefined) {
+    cap = index.capacity(best.agentId)!;
+    overlay.set(best.agentId, cap);
+  }
   // Whatever this replica is about to get (now, or once memory is released) is not offered to later ones.
   (cap.replicas as ReplicaAllocation[]).push({
     replicaId: r.replicaId,
@@ -127,6 +174,7 @@ function place(
         bytesPerGpu: best.bytesPerGpu,
         level: best.level,
         candidates,
+        ...(omitted === undefined ? {} : { omitted }),
         cachedReplicaId: best.cachedReplicaId,
         because: {
           rule: best.cachedReplicaId === null ? 'place-best-fit' : 'restore-from-cache',
@@ -137,7 +185,7 @@ function place(
       },
       r.lastEvent,
     );
-    if (best.cachedReplicaId !== null) setState(caps, best.cachedReplicaId, 'REMOVED');
+    if (best.cachedReplicaId !== null) setState(cap, best.cachedReplicaId, 'REMOVED');
     return;
   }
   // Make room first; the placement follows once the victims' memory is released.
@@ -176,6 +224,6 @@ function place(
           },
       r.lastEvent,
     );
-    setState(caps, v.replicaId, v.action === 'DEMOTE' ? 'DEMOTING' : 'UNLOADING');
+    setState(cap, v.replicaId, v.action === 'DEMOTE' ? 'DEMOTING' : 'UNLOADING');
   }
 }

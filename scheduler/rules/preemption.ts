@@ -38,7 +38,13 @@ const DESCRIBE: Record<string, string> = {
 
 export function preemptionRule(ctx: PlanContext): void {
   const s = ctx.state;
-  for (const replicaId of [...s.requests.inFlightByReplica.keys()].sort()) {
+  // Replicas that may have work in flight while not HOT (from the cluster index), not every replica in use.
+  const { byState, endedWithWork } = s.cluster.index;
+  const maybe = new Set<string>(endedWithWork);
+  for (const st of ['REQUESTED', 'PLACED', 'LOADING', 'DEMOTING', 'UNLOADING', 'WARM'] as const)
+    for (const id of byState.get(st) ?? []) if (s.requests.inFlightByReplica.has(id)) maybe.add(id);
+  for (const replicaId of [...maybe].sort()) {
+    if (!s.requests.inFlightByReplica.has(replicaId)) continue;
     const r = s.cluster.replicas.get(replicaId);
     if (r === undefined) continue;
     const agent = r.agentId === null ? undefined : s.cluster.agents.get(r.agentId);
@@ -57,9 +63,8 @@ export function preemptionRule(ctx: PlanContext): void {
       r.lastEvent,
     );
   }
-  for (const r of [...s.cluster.replicas.values()]
-    .filter((x) => x.state === 'UNLOADING' || x.state === 'DEMOTING')
-    .sort(byId((x) => x.replicaId))) {
+  const releasing = [...(byState.get('UNLOADING') ?? []), ...(byState.get('DEMOTING') ?? [])];
+  for (const r of releasing.map((id) => s.cluster.replicas.get(id)!).sort(byId((x) => x.replicaId))) {
     if (inFlightOn(s, r.replicaId).length > 0) continue;
     const evicting = r.state === 'UNLOADING';
     ctx.emit(

@@ -3,19 +3,17 @@
 // than its queue limit fails with QueueTimeout.
 import { fmtMs } from '../../domain/shared/format.js';
 import type { PlanContext } from '../plan-context.js';
+import { executionLimitMs, expired } from '../../projections/control-plane/deadlines.js';
 
 export function timeoutRule(ctx: PlanContext): void {
   if (!ctx.input.tick) return;
   const s = ctx.state;
-  for (const id of s.requests.active) {
-    const v = s.requests.byId.get(id)!;
+  // Only the deadlines already passed (projections/control-plane/deadlines.ts), never every active request.
+  for (const { d, v } of expired(s.deadlines, s.requests, ctx.now)) {
+    const id = v.requestId;
     if (ctx.touchedRequests.has(id)) continue;
-    if ((v.status === 'DISPATCHED' || v.status === 'RUNNING') && v.dispatchedAtMs !== null) {
-      const own =
-        v.options.timeoutMs ??
-        (v.replicaId === null ? null : (s.cluster.replicas.get(v.replicaId)?.settings.timeoutMs ?? null));
-      const keyMax = v.options.maxTimeoutMs ?? null;
-      const limit = own === null ? keyMax : keyMax === null ? own : Math.min(own, keyMax);
+    if (d.kind === 'execution' && v.dispatchedAtMs !== null) {
+      const limit = executionLimitMs(s.cluster, v);
       const ran = ctx.now - v.dispatchedAtMs;
       if (limit === null || ran <= limit) continue;
       ctx.touchedRequests.add(id);
@@ -37,7 +35,7 @@ export function timeoutRule(ctx: PlanContext): void {
         },
         v.lastEvent,
       );
-    } else if (v.status === 'QUEUED' && v.options.queueTimeoutMs !== null && v.queuedAtMs !== null) {
+    } else if (d.kind === 'queue' && v.options.queueTimeoutMs !== null && v.queuedAtMs !== null) {
       const waited = ctx.now - v.queuedAtMs;
       const limit = v.options.queueTimeoutMs;
       if (waited <= limit) continue;

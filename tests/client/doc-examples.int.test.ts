@@ -17,7 +17,7 @@ const examples = sdkExamples(readDoc('sdk.md'));
 test('docs/sdk.md has the worked examples', () => {
   assert.deepEqual(
     examples.map((e) => e.name),
-    ['activation-patching', 'logit-lens'],
+    ['activation-patching', 'logit-lens', 'scan'],
   );
 });
 

@@ -108,7 +108,8 @@ export const d = ndif.trace<typeof Gpt2Tiny>('gpt2-tiny', 'Hello', async (m) => 
   assert.equal(no.ok, false);
   assert.match(no.output, /bad\.ts\(4,\d+\): error TS2339: Property 'hh' does not exist/);
   assert.match(no.output, /bad\.ts\(5,\d+\): error TS(2339|2551): Property 'mlpp' does not exist/);
-  assert.match(no.output, /bad\.ts\(6,\d+\): error TS2345: Argument of type '"gpt2-tinyy"'/);
+  // One model key of the typed overloads: no overload takes a key the model type does not have.
+  assert.match(no.output, /bad\.ts\(6,\d+\): error TS(2345: Argument of type '"gpt2-tinyy"'|2769: No overload matches this call)/);
   assert.match(no.output, /bad\.ts\(7,\d+\): error TS2322: Type 'string' is not assignable to type 'Tensor'/);
   // The typed call is the ordinary trace at run time.
   const { Fabric } = await import('../../client/sdk/index.js');
@@ -123,6 +124,50 @@ export const d = ndif.trace<typeof Gpt2Tiny>('gpt2-tiny', 'Hello', async (m) => 
   } finally {
     client.close();
   }
+});
+
+test('typed results: the value of trace, execute, session and stream is typed from the block, and a wrong type fails to compile', async () => {
+  const r = await ndif(['types', 'gpt2-tiny', '--from', sdk]);
+  assert.equal(r.code, ExitCode.ok, r.err);
+  assert.match(r.out, /interface ModelRegistry \{\n\s+"gpt2-tiny": typeof Gpt2Tiny;/);
+  const decl = { 'gpt2-tiny.d.ts': r.out };
+  const head = `import { Fabric, type Tensor } from ${JSON.stringify(sdk)};
+import type { Gpt2Tiny } from './gpt2-tiny.js';
+declare const ndif: Fabric;
+`;
+  const good = `${head}export const shape: readonly number[] = await ndif.trace('gpt2-tiny', 'Hello', async (m) => (await m.transformer.h[1].output).shape);
+export const t: Tensor = await ndif.trace('gpt2-tiny', 'Hello', async (m) => await m.transformer.h[1].mlp.output);
+export const each: [number, string] = await ndif.trace('gpt2-tiny', ['a', { input: 'b', block: async () => 'x' }], async () => 1);
+export const tokens: number = await ndif.trace('gpt2-tiny', [1, 2, 3], async () => 1);
+export const s: [number, Tensor[]] = await ndif.session('gpt2-tiny', [
+  { input: 'a', block: async (m) => (await m.transformer.h[0].output).shape.length },
+  { input: ['a', 'b'], block: async (m) => await m.output },
+]);
+export const ex: [boolean] = (await ndif.execute('gpt2-tiny', 'a', async () => true)).values;
+export const st: [string] = (await ndif.stream('gpt2-tiny', 'a', async () => 'y', { maxNewTokens: 2 }).result).values;
+export const explicit: unknown = await ndif.trace<typeof Gpt2Tiny>('gpt2-tiny', 'a', async (m) => await m.transformer.h[0].output);
+export const explicitStream = ndif.stream<typeof Gpt2Tiny>('gpt2-tiny', 'a', async (m) => await m.transformer.h[0].output);
+export const legacy: number[] = await ndif.trace<number[]>('gpt2-tiny', 'a', 'async (m) => [1]');
+`;
+  const ok = typecheck(mkdtempSync(join(dir, 'typed-good-')), { ...decl, 'good.ts': good });
+  assert.ok(ok.ok, ok.output);
+  const bad = `${head}export const a: string = await ndif.trace('gpt2-tiny', 'Hello', async (m) => (await m.output).shape);
+export const b: string = await ndif.trace<typeof Gpt2Tiny>('gpt2-tiny', 'Hello', async () => 1);
+export const c: [number, number] = await ndif.session('gpt2-tiny', [{ input: 'a', block: async () => 1 }, { input: 'b', block: async () => 'no' }]);
+export const d: [number] = (await ndif.stream('gpt2-tiny', 'a', async () => 'y').result).values;
+export const e = await ndif.trace('gpt2-tiny', 'Hello', async (m) => m.transformer.hh);
+export const f: [string, string] = await ndif.trace('gpt2-tiny', ['a', { input: 'b', block: async () => 2 }], async () => 'x');
+`;
+  const no = typecheck(mkdtempSync(join(dir, 'typed-bad-')), { ...decl, 'bad.ts': bad });
+  assert.equal(no.ok, false);
+  for (const line of [4, 5, 6, 7, 8, 9])
+    assert.match(
+      no.output,
+      new RegExp(`bad\\.ts\\(${line},\\d+\\): error TS`),
+      `line ${line} must not compile:\n${no.output}`,
+    );
+  assert.match(no.output, /bad\.ts\(4,\d+\): error TS2322: Type 'readonly number\[\]' is not assignable to type 'string'/);
+  assert.match(no.output, /bad\.ts\(8,\d+\): error TS2339: Property 'hh' does not exist/);
 });
 
 test("unknown models and bad names are refused; BERT's output submodule is typed through .module('output')", async () => {

@@ -111,3 +111,25 @@ test('malformed inputs are refused with what was wrong', () => {
     /invoke 1: expected a prompt/,
   );
 });
+
+test("an invoke's params reach the shared block when the invoke has no block of its own", async () => {
+  const shared = 'async (m, ctx, p) => p';
+  const body = buildSubmitBody(
+    'gpt2-tiny',
+    [{ input: 'a', params: { k: 1 } }, 'b', { input: 'c' }],
+    shared,
+    { params: { k: 9 } },
+    'r1',
+    true,
+  );
+  const [a, b, c] = body.invokes!;
+  assert.ok(a.block, 'the invoke with params carries the shared block with its params');
+  assert.deepEqual(await compileBlock(a.block!, 0, console)({}, {}), { k: 1 });
+  assert.equal(b.block, undefined, 'an invoke without params runs the shared block');
+  assert.equal(c.block, undefined);
+  assert.deepEqual(await compileBlock(body.block!, 0, console)({}, {}), { k: 9 });
+  assert.throws(
+    () => buildSubmitBody('gpt2-tiny', [{ input: 'a', params: { k: 1 } }], undefined, {}, 'r2', true),
+    (e: unknown) => e instanceof RequestShapeError && /invoke 0 has params but no block/.test(e.message),
+  );
+});

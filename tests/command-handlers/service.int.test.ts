@@ -221,4 +221,82 @@ describe('heartbeats', () => {
     assert.deepEqual([r.events.length, await store.headPosition()], [0, head]);
     assert.deepEqual(heartbeats, [`a1/b1@${AT}`]);
   });
+
+  it('with a liveness check, a heartbeat of an agent known alive is recorded in memory without reading the store; a transition still runs the command', async () => {
+    const alive = new Map<string, string>();
+    let reads = 0;
+    const counted = new Proxy(store, {
+      get(target, prop, receiver) {
+        const v = Reflect.get(target, prop, receiver);
+        if (prop === 'readStream')
+          return (...a: unknown[]) => (reads++, (v as (...x: unknown[]) => unknown).apply(target, a));
+        return typeof v === 'function' ? v.bind(target) : v;
+      },
+    });
+    const seen: string[] = [];
+    const gated = new ControlPlaneCommands(counted, {
+      onHeartbeat: (a, b, at) => seen.push(`${a}/${b}@${at}`),
+      heartbeatIsRoutine: (a, b) => alive.get(a) === b,
+    });
+    await gated.execute(
+      {
+        type: 'RegisterAgent',
+        agentId: 'a2',
+        bootId: 'b1',
+        gpus: [{ index: 0, memoryBytes: 8 * GIB, name: 'v' }],
+        ramBytes: GIB,
+      },
+      meta('reg2', 'agent:a2'),
+    );
+    alive.set('a2', 'b1');
+    const before = reads;
+    const head = await store.headPosition();
+    for (let i = 0; i < 5; i++) {
+      const r = await gated.execute(
+        { type: 'ReportAgentHeartbeat', agentId: 'a2', bootId: 'b1' },
+        meta(`hb2-${i}`, 'agent:a2'),
+      );
+      assert.equal(r.events.length, 0);
+      assert.equal(r.attempts, 0, 'no command ran');
+    }
+    assert.equal(reads, before, 'no stream was read');
+    assert.equal(await store.headPosition(), head);
+    assert.equal(seen.length, 5);
+    // Not known alive with this boot (UNRESPONSIVE, LOST, another boot): the command decides, here a refusal.
+    await assert.rejects(
+      gated.execute({ type: 'ReportAgentHeartbeat', agentId: 'a2', bootId: 'b-old' }, meta('hb2-old', 'agent:a2')),
+      code('CP_AGENT_BOOT_MISMATCH'),
+    );
+    await gated.execute(
+      { type: 'MarkAgentUnresponsive', agentId: 'a2', bootId: 'b1', lastSeenAt: AT, timeoutMs: 6000, graceMs: 30_000 },
+      meta('unresp', 'system:scheduler'),
+    );
+    alive.delete('a2');
+    const back = await gated.execute(
+      { type: 'ReportAgentHeartbeat', agentId: 'a2', bootId: 'b1' },
+      meta('hb2-back', 'agent:a2'),
+    );
+    assert.deepEqual(
+      back.events.map((e) => e.type),
+      ['AgentReturned'],
+    );
+  });
+});
+
+describe('aggregate cache', () => {
+  it('keeps a live request folded and drops a finished one (its next command reads its stream again)', async () => {
+    await cp.execute(submit, meta('s1'));
+    await cp.execute({ ...submit, requestId: 'r2' }, meta('s2'));
+    assert.ok(cp.cache.peek('request-r1') !== undefined, 'a queued request is cached');
+    await cp.execute({ type: 'CancelRequest', requestId: 'r1', actor: 'key:a', operator: false }, meta('x1'));
+    assert.equal(cp.cache.peek('request-r1'), undefined, 'a cancelled request left the cache');
+    assert.ok(cp.cache.peek('request-r2') !== undefined, 'the other one stays');
+    const reads = cp.cache.stats.fullReads;
+    // A command on the finished request still decides on its whole history (a repeat cancel is refused or a no-op).
+    await cp
+      .execute({ type: 'CancelRequest', requestId: 'r1', actor: 'key:a', operator: false }, meta('x2'))
+      .catch(() => undefined);
+    assert.equal(cp.cache.stats.fullReads, reads + 1);
+    assert.equal(cp.cache.peek('request-r1'), undefined);
+  });
 });

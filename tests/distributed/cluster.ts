@@ -32,6 +32,10 @@ export interface ClusterOptions {
   readModels?: boolean;
   /** PostgreSQL's synchronous_commit for the control plane's and the agents' connections (default: the server's, on). */
   synchronousCommit?: 'on' | 'off';
+  /** Scheduler-relay processes (default 1): the first is the leader, the others standbys on the leader lease. */
+  schedulerRelays?: number;
+  /** Extra environment for the scheduler-relays. */
+  relayEnv?: NodeJS.ProcessEnv;
 }
 
 export interface Cluster {
@@ -40,6 +44,8 @@ export interface Cluster {
   commandUrl: string;
   queryUrl: string;
   relayHealthUrl: string;
+  /** Every scheduler-relay (the leader first) and its health URL. */
+  relays: Array<{ process: FabricProcess; healthUrl: string }>;
   agentHealthUrls: Record<string, string>;
   /** The event store's database (the control plane's DATABASE_URL). */
   eventsUrl: string;
@@ -115,21 +121,19 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
     NDIF_DATA_DIR: tmp,
     NDIF_READ_MODELS: readModels ? 'postgres' : 'off',
   };
+  const relayEnv: NodeJS.ProcessEnv = {
+    ...controlPlane,
+    ...kafka,
+    NDIF_RELAY_GROUP: `relay-${tag}`,
+    NDIF_HEALTH_PORT: '0',
+    NDIF_HEALTH_HOST: '127.0.0.1',
+    ...o.relayEnv,
+  };
   const processes: FabricProcess[] = [];
   const t0 = performance.now();
   try {
     const [relay, command, query] = await Promise.all([
-      startProcess(
-        'scheduler-relay',
-        {
-          ...controlPlane,
-          ...kafka,
-          NDIF_RELAY_GROUP: `relay-${tag}`,
-          NDIF_HEALTH_PORT: '0',
-          NDIF_HEALTH_HOST: '127.0.0.1',
-        },
-        /scheduler-relay running .*health (\S+)\)/,
-      ),
+      startProcess('scheduler-relay', relayEnv, /scheduler-relay running .*health (\S+)\)/),
       startProcess(
         'command-api',
         { ...controlPlane, NDIF_AUTH: 'off', HOST: '127.0.0.1', PORT: '0' },
@@ -142,6 +146,12 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
       ),
     ]);
     processes.push(relay, command, query);
+    const standbys = await Promise.all(
+      Array.from({ length: (o.schedulerRelays ?? 1) - 1 }, () =>
+        startProcess('scheduler-relay', relayEnv, /scheduler-relay standby .*health (\S+)\)/),
+      ),
+    );
+    processes.push(...standbys);
     const gateway = await startProcess(
       'gateway',
       { NDIF_COMMAND_API_URL: command.match[1], NDIF_QUERY_API_URL: query.match[1], HOST: '127.0.0.1', PORT: '0' },
@@ -176,6 +186,7 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
       commandUrl: command.match[1],
       queryUrl: query.match[1],
       relayHealthUrl: relay.match[1],
+      relays: [relay, ...standbys].map((p) => ({ process: p, healthUrl: p.match[1] })),
       agentHealthUrls: Object.fromEntries(o.agents.map((a, i) => [a.id, agents[i].match[1]])),
       eventsUrl,
       blobsUrl,
@@ -188,7 +199,10 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
           try {
             const agentCodes = await Promise.all(agents.map((p) => p.stop()));
             o.agents.forEach((a, i) => (codes[a.id] = agentCodes[i]));
-            for (const p of [gateway, query, command, relay]) codes[p.name] = await p.stop();
+            for (const p of [gateway, query, command]) codes[p.name] = await p.stop();
+            // Standbys first, then the leader (a standby would otherwise take over); one may have been killed.
+            for (const [i, p] of [...standbys.map((s, i) => [i + 1, s] as const), [0, relay] as const])
+              codes[i === 0 ? p.name : `${p.name}-${i}`] = await p.stop();
           } finally {
             for (const p of processes)
               if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');

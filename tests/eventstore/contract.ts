@@ -201,6 +201,74 @@ export function runEventStoreContract(target: ContractTarget): void {
       }
     });
 
+    it('decides appends issued together in order: a later one sees what an earlier one wrote', async () => {
+      const s = stream('together');
+      const t = stream('together');
+      const first = events(2);
+      const second = events(1);
+      const results = await Promise.allSettled([
+        store.append(s, first, { expectedRevision: 'no_stream' }),
+        store.append(s, second, { expectedRevision: 1 }),
+        store.append(s, first, { expectedRevision: 'no_stream' }),
+        store.append(s, events(1), { expectedRevision: 1 }),
+        store.append(t, [second[0]], { expectedRevision: 'no_stream' }),
+        store.append(t, events(1), { expectedRevision: 'no_stream' }),
+      ]);
+      const value = (i: number) => {
+        const r = results[i];
+        assert.equal(r.status, 'fulfilled', `append ${i}: ${r.status === 'rejected' ? String(r.reason) : ''}`);
+        return (r as PromiseFulfilledResult<{ nextRevision: number; position: number }>).value;
+      };
+      assert.equal(value(0).nextRevision, 1);
+      assert.equal(value(1).nextRevision, 2);
+      assert.deepEqual(value(2), value(0), 'a repeat within the batch answers with the first result');
+      assert.ok(results[3].status === 'rejected' && isWrongExpectedRevision(results[3].reason));
+      assert.ok(results[4].status === 'rejected', 'an id written earlier in the batch to another stream');
+      await rejectsWithCode(Promise.reject((results[4] as PromiseRejectedResult).reason), 'ES_EVENT_ID_CONFLICT');
+      assert.equal(value(5).nextRevision, 0);
+      assert.deepEqual(
+        (await store.readStream(s)).map((e) => e.id),
+        [...first, ...second].map((e) => e.id),
+      );
+      assert.equal((await store.readStream(t)).length, 1);
+    });
+
+    it('keeps every stream gap-free and each append once with 8 writers racing on shared streams', async () => {
+      const writers = [store, ...(await Promise.all(Array.from({ length: 7 }, () => sut.open())))];
+      const streams = Array.from({ length: 4 }, () => stream('shared'));
+      const won = new Map<string, string[]>(streams.map((x) => [x, []]));
+      try {
+        await Promise.all(
+          writers.flatMap((w) =>
+            Array.from({ length: 4 }, async () => {
+              for (let i = 0; i < 10; i++) {
+                const s = streams[i % streams.length];
+                const e = events(1);
+                const revision = await w.streamRevision(s);
+                try {
+                  await w.append(s, e, { expectedRevision: revision < 0 ? 'no_stream' : revision });
+                  won.get(s)!.push(e[0].id);
+                } catch (err) {
+                  if (!isWrongExpectedRevision(err)) throw err;
+                }
+              }
+            }),
+          ),
+        );
+      } finally {
+        await Promise.all(writers.slice(1).map((w) => w.close()));
+      }
+      for (const s of streams) {
+        const stored = await store.readStream(s);
+        assert.deepEqual(
+          stored.map((e) => e.revision),
+          stored.map((_, i) => i),
+        );
+        assert.deepEqual(new Set(stored.map((e) => e.id)), new Set(won.get(s)), `${s}: stored = the appends that won`);
+        assert.equal(stored.length, won.get(s)!.length);
+      }
+    });
+
     it('treats a repeated append of stored events as a no-op with the original result', async () => {
       const s = stream();
       const batch = events(3);

@@ -13,7 +13,7 @@ import { agentConfigFromEnv } from '../../gpu-agent/agent/config.js';
 import { InProcessTransport, withDuplicateDelivery, type Transport } from '../../transport/index.js';
 import { Relay } from '../../transport/relay/relay.js';
 import { RELAY_CHECKPOINT } from '../../transport/relay/assignment-relay.js';
-import { DEFAULT_TOPICS } from '../../transport/relay/wire.js';
+import { agentAssignmentsTopic, DEFAULT_TOPICS } from '../../transport/relay/wire.js';
 import { silent, startHarness, type Harness } from '../agent/harness.js';
 import { HANGING_BLOCK, READ_SWAP_BLOCK } from '../agent/payloads.js';
 
@@ -118,6 +118,53 @@ describe('relay', () => {
     }
   });
 
+  it('sends each agent its assignments on its own topic only; a new agent’s topic holds nothing from before it registered', async () => {
+    const h = await startHarness();
+    const agents = [
+      await startAgent(h, new InProcessTransport({ broker: h.broker }), 'agent-r1'),
+      await startAgent(h, new InProcessTransport({ broker: h.broker }), 'agent-r2'),
+    ];
+    try {
+      await h.deploy('gpt2-tiny', 2);
+      await h.waitFor('deployment-gpt2-tiny', 'ReplicaHot');
+      await h.submit('own-1', [{ prompt: PROMPT, block: READ_SWAP_BLOCK }]);
+      await h.waitFor('request-own-1', 'RequestCompleted');
+      const messagesOf = (topic: string) =>
+        h.broker
+          .topic(topic)
+          .partitions.flatMap((p) => p.messages)
+          .map((m) => JSON.parse(m.value.toString()) as { agentId: string; kind: string; position: number });
+      let loads = 0;
+      for (const id of ['agent-r1', 'agent-r2']) {
+        const mine = messagesOf(agentAssignmentsTopic(DEFAULT_TOPICS.assignments, id));
+        loads += mine.filter((m) => m.kind === 'load').length;
+        assert.ok(
+          mine.every((m) => m.agentId === id),
+          `${id}'s topic holds only its own`,
+        );
+      }
+      assert.equal(loads, 2, 'both replicas’ loads, each on its agent’s topic');
+      assert.equal(messagesOf(DEFAULT_TOPICS.assignments).length, 0, 'nothing on a shared topic');
+      const late = await startAgent(h, new InProcessTransport({ broker: h.broker }), 'agent-r3');
+      agents.push(late);
+      const registered = await h.waitFor('agent-agent-r3', 'AgentRegistered');
+      const hers = messagesOf(agentAssignmentsTopic(DEFAULT_TOPICS.assignments, 'agent-r3'));
+      assert.ok(
+        hers.every((m) => m.agentId === 'agent-r3' && m.position >= registered.position),
+        JSON.stringify(hers),
+      );
+      assert.equal(
+        agentAssignmentsTopic('t', 'a:b').startsWith('t.agent-h.'),
+        true,
+        'ids a topic name cannot hold are hashed',
+      );
+      assert.notEqual(agentAssignmentsTopic('t', 'a:b'), agentAssignmentsTopic('t', 'a:c'));
+    } finally {
+      for (const a of agents) await a.stop();
+      await h.close();
+    }
+  });
+
   it('restarts from an older checkpoint with its routing: republished assignments are ignored, a cancel still reaches the running request', async () => {
     const h = await startHarness();
     const agent = await startAgent(h, new InProcessTransport({ broker: h.broker }));
@@ -191,7 +238,7 @@ describe('relay', () => {
       const done = await h.waitFor('request-big', 'RequestCompleted', undefined, 20_000);
       assert.ok(done.data.bytes > 0);
       const runs = h.broker
-        .topic(DEFAULT_TOPICS.assignments)
+        .topic(agentAssignmentsTopic(DEFAULT_TOPICS.assignments, 'agent-r1'))
         .partitions.flatMap((p) => p.messages)
         .map((m) => JSON.parse(m.value.toString()) as { kind: string; payloadBlob?: unknown; payload?: unknown });
       const big = runs.find((a) => a.kind === 'run');

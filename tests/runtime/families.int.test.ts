@@ -4,7 +4,7 @@
 // module's input scaled. Here both prompts run as text in one batch (the runtime tokenizes and pads them); each
 // invoke's block reads every recorded module and applies the same intervention, and every recorded tensor must
 // match on the invoke's real positions within the fixture's tolerance (1e-4; float16 1e-2). A batch row must also
-// equal the same prompt run alone within 1e-5, and a segmented pass the whole graph bit for bit (a float16 export
+// equal the same prompt run alone within 1e-5 of the values' scale, and a segmented pass the whole graph bit for bit (a float16 export
 // too: the CPU provider serves it as float32).
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { loadModel } from '../../gpu-agent/runtime/index.js';
 import type { HostedModel } from '../../gpu-agent/runtime/index.js';
 import type { Tensor } from '../../gpu-agent/block/api/tensor.js';
-import { maxAbsDiff, run, sameBits, tensor, value } from './tiny-model.js';
+import { maxAbs, maxAbsDiff, run, sameBits, tensor, value } from './tiny-model.js';
 import { parseKey, readExpr, readReference, readSafetensors, variants, moduleExpr } from './hf-fixtures.js';
 import type { Reference, ReferenceCase, Variant } from './hf-fixtures.js';
 
@@ -104,7 +104,7 @@ for (const v of variants()) {
 }
 
 for (const v of variants()) {
-  test(`${v.label}: a batch row equals the same prompt alone within 1e-5; segments equal the whole graph bit for bit`, async () => {
+  test(`${v.label}: a batch row equals the same prompt alone within 1e-5 of its scale; segments equal the whole graph bit for bit`, async () => {
     const hm = await model(v);
     const ref = readReference(v.referenceDir);
     const mid = hm
@@ -142,7 +142,9 @@ for (const v of variants()) {
         const single = tensor(alone.invokes[0]!.result, j).to('float32');
         const row = realPositions(whole.to('float32'), single, ref.padding_side);
         const d = maxAbsDiff(row, single);
-        assert.ok(d <= 1e-5, `${v.label} prompt ${i} ${outs[j]}: batch row vs alone ${d}`);
+        // Relative to the values' scale: a real model's activations reach the hundreds (docs/runtime.md, "Padding").
+        const scale = Math.max(1, maxAbs(single));
+        assert.ok(d <= 1e-5 * scale, `${v.label} prompt ${i} ${outs[j]}: batch row vs alone ${d} (scale ${scale})`);
       }
     }
   });

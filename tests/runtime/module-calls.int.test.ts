@@ -206,3 +206,49 @@ test("dynamo exports: a module whose reshape reads the model's input shape from 
   );
   assert.equal(got.lens, 0, "the last layer's lens is the model's own logits, bit for bit");
 });
+
+test('callability is checked first and listed in the manifest: an attention called on one tensor is NotCallable, not a count mismatch; a Llama dynamo MLP is callable bit for bit', async () => {
+  const gpt2 = variants().find((x) => x.label === 'gpt2/dynamo')!;
+  const g = await loadModel(gpt2.dir, { key: gpt2.label });
+  loaded.push(g);
+  const mods = new Map(g.manifest().modules.map((m) => [m.path, m]));
+  assert.match(mods.get('transformer.h.1.mlp')?.notCallable ?? '', /not a self-contained sub-graph/);
+  assert.match(mods.get('transformer.h.1.attn')?.notCallable ?? '', /not a self-contained sub-graph/);
+  assert.equal(mods.get('lm_head')?.notCallable, undefined, 'the head is callable');
+  assert.equal(mods.get('transformer.ln_f')?.notCallable, undefined, 'the norm is callable');
+  const r = await run(g, {
+    invokes: [
+      {
+        prompt: 'Hello world',
+        block: `async (m) => {
+        const h = await m.transformer.h[0].output;
+        try { await m.transformer.h[1].attn.call(h); } catch (e) { return { name: e.name, message: e.message }; }
+      }`,
+      },
+    ],
+  });
+  const got = value(r.invokes[0]!.result) as { name: string; message: string };
+  assert.equal(got.name, 'NotCallable', got.message);
+  assert.match(got.message, /transformer\.h\.1\.attn is not a self-contained sub-graph/);
+
+  const llama = variants().find((x) => x.label === 'llama/dynamo');
+  assert.ok(llama, 'the llama dynamo fixture exists');
+  const l = await loadModel(llama.dir, { key: llama.label });
+  loaded.push(l);
+  const mlp = l.manifest().modules.find((m) => m.path === 'model.layers.1.mlp');
+  assert.ok(mlp, 'llama has model.layers.1.mlp');
+  assert.equal(mlp.notCallable, undefined, "a Llama dynamo export's MLP reads only its input");
+  const called = await run(l, {
+    invokes: [
+      {
+        prompt: 'Hello world',
+        block: `async (m) => {
+        const x = await m.model.layers[1].mlp.input;
+        const y = await m.model.layers[1].mlp.output;
+        return (await m.model.layers[1].mlp.call(x)).sub(y).abs().max().item();
+      }`,
+      },
+    ],
+  });
+  assert.equal(value(called.invokes[0]!.result), 0, "the call is the MLP's forward, bit for bit");
+});

@@ -44,6 +44,13 @@ export function sameBits(a: Tensor, b: Tensor): boolean {
   return x.length === y.length && x.every((v, i) => v === y[i]);
 }
 
+/** The largest absolute value of a tensor: the scale a difference is judged against. */
+export function maxAbs(t: Tensor): number {
+  let m = 0;
+  for (let i = 0; i < t.size; i++) m = Math.max(m, Math.abs(t.flat(i)));
+  return m;
+}
+
 export function maxAbsDiff(a: Tensor, b: Tensor): number {
   if (a.shape.join() !== b.shape.join()) return Infinity;
   let m = 0;

@@ -18,7 +18,16 @@ test('NDIF_TRANSPORT=kafka reads brokers, client id, partitions and linger', () 
       NDIF_KAFKA_PARTITIONS: '8',
       NDIF_KAFKA_LINGER_MS: '2',
     }),
-    { kind: 'kafka', kafka: { brokers: ['a:1', 'b:2'], clientId: 'agent-3', partitions: 8, lingerMs: 2 } },
+    {
+      kind: 'kafka',
+      kafka: {
+        brokers: ['a:1', 'b:2'],
+        clientId: 'agent-3',
+        topicPartitions: { 'ndif.assignments.agent.*': 1, 'ndif.assignments.agent-h.*': 1 },
+        partitions: 8,
+        lingerMs: 2,
+      },
+    },
   );
 });
 
@@ -32,11 +41,13 @@ test("NDIF_KAFKA_SESSION_TIMEOUT_MS sets the consumers' session, with heartbeats
   assert.deepEqual(kafka('6000'), {
     brokers: ['a:1'],
     clientId: 'ndif',
+    topicPartitions: { 'ndif.assignments.agent.*': 1, 'ndif.assignments.agent-h.*': 1 },
     consumer: { sessionTimeoutMs: 6000, heartbeatIntervalMs: 1000 },
   });
   assert.deepEqual(kafka('1500'), {
     brokers: ['a:1'],
     clientId: 'ndif',
+    topicPartitions: { 'ndif.assignments.agent.*': 1, 'ndif.assignments.agent-h.*': 1 },
     consumer: { sessionTimeoutMs: 1500, heartbeatIntervalMs: 500 },
   });
 });

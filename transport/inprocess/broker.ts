@@ -1,5 +1,6 @@
 // The in-process broker: topics, partitions and consumer groups shared by every InProcessTransport
 // created on it (the embedded fabric's control plane and agents use one broker).
+import { partitionsFor } from '../topic-partitions.js';
 import { partitionFor } from '../partitioner.js';
 import { ConsumerGroup } from './group.js';
 import { TopicLog } from './log.js';
@@ -28,7 +29,7 @@ export class InProcessBroker {
   topic(name: string): TopicLog {
     let t = this.topics.get(name);
     if (!t) {
-      t = new TopicLog(name, this.options.topicPartitions?.[name] ?? this.partitions);
+      t = new TopicLog(name, partitionsFor(name, this.options.topicPartitions, this.partitions));
       this.topics.set(name, t);
     }
     return t;

@@ -1,5 +1,6 @@
 // The distributed transport over Kafka (kafkajs): an idempotent producer (acks from all in-sync
 // replicas) behind a batching sender, one consumer per subscription, topics created on first use.
+import { partitionsFor } from '../topic-partitions.js';
 import kafkajs from 'kafkajs';
 import type { Admin, Kafka as KafkaClient, Producer } from 'kafkajs';
 import { configInvalid, transportClosed, transportUnavailable } from '../errors.js';
@@ -87,7 +88,7 @@ export class KafkaTransport implements Transport {
   }
 
   partitionsOf(topic: string): number {
-    return this.options.topicPartitions?.[topic] ?? this.options.partitions ?? KAFKA_DEFAULTS.partitions;
+    return partitionsFor(topic, this.options.topicPartitions, this.options.partitions ?? KAFKA_DEFAULTS.partitions);
   }
 
   /** Creates the topic with its configured partition count unless it exists. */

@@ -13,6 +13,7 @@ import { isFabricError } from '../../protocol/errors.js';
 import { jsonMessage, readJson } from '../json.js';
 import type { Subscription, Transport, TransportMessage } from '../port.js';
 import {
+  agentAssignmentsTopic,
   agentEnvelopeSchema,
   DEFAULT_TOPICS,
   WIRE_VERSION,
@@ -141,7 +142,10 @@ export class AgentEventIntake {
         code: e.code,
         message: e.message,
       };
-      await this.options.transport.publish(this.topics.assignments, jsonMessage(env.agentId, notice));
+      await this.options.transport.publish(
+        agentAssignmentsTopic(this.topics.assignments, env.agentId),
+        jsonMessage(env.agentId, notice),
+      );
     }
   }
 

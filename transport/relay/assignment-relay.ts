@@ -14,7 +14,7 @@ import type { OutgoingMessage, Transport } from '../port.js';
 import { DEFAULT_MAX_MESSAGE_BYTES } from '../validate.js';
 import { ReceivedCache, type ReceivedFacts } from './received-cache.js';
 import { initialRelayState, route, type Draft, type RelayState } from './routing.js';
-import { DEFAULT_TOPICS, WIRE_VERSION, type Assignment } from './wire.js';
+import { agentAssignmentsTopic, DEFAULT_TOPICS, WIRE_VERSION, type Assignment } from './wire.js';
 
 export const RELAY_CHECKPOINT = { name: 'relay-assignments', version: 1 } as const;
 
@@ -51,11 +51,14 @@ export class AssignmentRelay {
   private readonly topic: string;
   private state: RelayState = initialRelayState();
   private subscription: Subscription | undefined;
-  private outbox: OutgoingMessage[] = [];
+  private outbox: Array<OutgoingMessage & { topic: string }> = [];
   /** Payloads of requests seen arriving, so their dispatch reads nothing (received-cache.ts). */
   private received = new ReceivedCache();
   private position = 0;
-  private flushed = { position: 0, snapshot: '' };
+  /** The last position whose messages are published, and its routing state serialized when a checkpoint needs it. */
+  private flushed: { position: number; snapshot: string | undefined } = { position: 0, snapshot: '' };
+  /** An event is being routed (its state changes are in, its position not yet). */
+  private routing = false;
   private lastSaveAt = 0;
   private saving: Promise<void> = Promise.resolve();
   private idleTimer: NodeJS.Timeout | undefined;
@@ -117,9 +120,11 @@ export class AssignmentRelay {
 
   private async onEvent(e: StoredEvent, caughtUp: boolean): Promise<void> {
     this.received.observe(e);
+    this.routing = true;
     const drafts = route(this.state, e);
     for (const d of drafts) this.outbox.push(await this.message(d, e));
     this.position = e.position;
+    this.routing = false;
     if (
       caughtUp ||
       this.outbox.length >= (this.options.publishBatch ?? 500) ||
@@ -128,7 +133,12 @@ export class AssignmentRelay {
       await this.flush();
   }
 
-  private async message(d: Draft, e: StoredEvent): Promise<OutgoingMessage> {
+  private async message(d: Draft, e: StoredEvent): Promise<OutgoingMessage & { topic: string }> {
+    const m = await this.payload(d, e);
+    return { ...m, topic: agentAssignmentsTopic(this.topic, d.agentId) };
+  }
+
+  private async payload(d: Draft, e: StoredEvent): Promise<OutgoingMessage> {
     const base = {
       v: WIRE_VERSION,
       position: e.position,
@@ -165,10 +175,19 @@ export class AssignmentRelay {
     if (this.outbox.length > 0) {
       const batch = this.outbox;
       this.outbox = [];
-      await this.options.transport.publish(this.topic, batch);
+      // One publish per agent topic, all at once (the transport sends them together); order per agent is kept.
+      const byTopic = new Map<string, OutgoingMessage[]>();
+      for (const { topic, ...m } of batch) {
+        const list = byTopic.get(topic);
+        if (list === undefined) byTopic.set(topic, [m]);
+        else list.push(m);
+      }
+      await Promise.all([...byTopic].map(([topic, ms]) => this.options.transport.publish(topic, ms)));
       this.st.published += batch.length;
     }
-    this.flushed = { position: this.position, snapshot: JSON.stringify(this.state) };
+    // The routing state is serialized only for a checkpoint (at most every checkpointEveryMs), not on every flush:
+    // at 1,000 agents it is large, and a flush happens per event when live.
+    this.flushed = { position: this.position, snapshot: undefined };
     this.st.position = this.position;
     this.wake();
     const every = this.options.checkpointEveryMs ?? 1000;
@@ -187,8 +206,17 @@ export class AssignmentRelay {
 
   /** Writes the checkpoint of the last flushed position (never one whose messages are not yet published). */
   private save(): Promise<void> {
-    const { position, snapshot } = this.flushed;
+    const { position } = this.flushed;
     if (position <= this.st.checkpointPosition) return this.saving;
+    // The state may be serialized only while it is the state of the flushed position (nothing routed since).
+    if (this.flushed.snapshot === undefined) {
+      if (this.routing || this.position !== position || this.outbox.length > 0) {
+        if (!this.stopped) this.scheduleIdleSave(this.options.checkpointEveryMs ?? 1000);
+        return this.saving;
+      }
+      this.flushed.snapshot = JSON.stringify(this.state);
+    }
+    const snapshot = this.flushed.snapshot;
     this.lastSaveAt = Date.now();
     this.saving = this.saving.then(async () => {
       try {

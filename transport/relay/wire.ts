@@ -1,6 +1,7 @@
 // The messages between the relay and the GPU agents (JSON values on the transport).
 //
-// Assignments topic (key: agent id), relay → agent: one message per assignment-relevant event of the log, in
+// Assignments: one topic per agent, `<assignments>.agent.<agentId>` (agentAssignmentsTopic; key: agent id), relay →
+// agent, so an agent fetches its own assignments only, and a new agent's topic holds nothing of anyone else's: one message per assignment-relevant event of the log, in
 // log order per agent, carrying the event's position and id (an agent ignores a position it has seen: a
 // republished or redelivered message changes nothing) and the boot of the agent it is meant for (an agent
 // ignores what was meant for an earlier boot of itself). `refused` notices are not events: the relay tells an
@@ -9,6 +10,7 @@
 // Agent-events topic (key: request id, replica id or agent id), agent → relay: one command of the agent's own,
 // numbered by the agent (`agentMessageId`); the relay executes it with command id
 // `agent:<agentId>:<agentMessageId>`, so a redelivery stores nothing new.
+import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type { ControlPlaneCommand } from '../../command-api/handlers/commands.js';
 
@@ -16,6 +18,19 @@ export const DEFAULT_TOPICS = { assignments: 'ndif.assignments', agentEvents: 'n
 export type RelayTopics = { assignments: string; agentEvents: string };
 
 export const WIRE_VERSION = 1;
+
+const TOPIC_SAFE = /^[a-zA-Z0-9._-]+$/;
+
+/**
+ * The assignments topic of one agent: `<base>.agent.<agentId>`, or `<base>.agent-h.<sha256 of the id>` when the id
+ * has characters a topic name cannot hold (`:`) or the name would pass Kafka's 249 characters. One partition
+ * (transport/config.ts sets it for `<base>.agent.*` and `<base>.agent-h.*`).
+ */
+export function agentAssignmentsTopic(base: string, agentId: string): string {
+  const plain = `${base}.agent.${agentId}`;
+  if (TOPIC_SAFE.test(agentId) && plain.length <= 249) return plain;
+  return `${base}.agent-h.${createHash('sha256').update(agentId).digest('hex').slice(0, 40)}`;
+}
 
 /** Fields of every assignment derived from an event. */
 export interface AssignmentBase {

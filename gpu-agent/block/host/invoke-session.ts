@@ -244,6 +244,7 @@ export class InvokeSession {
         'NotCallable',
         `${path} reads no activation from outside it, so it has nothing to be called on`,
       );
+    if (mod.notCallable !== undefined) throw new InterleaveError('NotCallable', mod.notCallable);
     if (values.length !== mod.inputs.length) {
       throw new InterleaveError(
         'ShapeMismatch',

@@ -58,6 +58,13 @@ export function planModuleCall(g: ModelGraph, m: ModuleNode): SegmentPlan | stri
 /** Plans by module (a model's graph never changes once loaded). */
 const plans = new WeakMap<ModuleNode, SegmentPlan | string>();
 
+/** The module's call plan (or why it cannot be called), planned once per module. */
+export function moduleCallPlan(g: ModelGraph, m: ModuleNode): SegmentPlan | string {
+  let plan = plans.get(m);
+  if (plan === undefined) plans.set(m, (plan = planModuleCall(g, m)));
+  return plan;
+}
+
 export interface CallContext {
   graph: ModelGraph;
   cache: SegmentCache;
@@ -73,8 +80,7 @@ export async function runModuleCall(
 ): Promise<{ outputs: TensorPayload[]; ms: number } | BlockError> {
   const m = c.graph.modules.get(path);
   if (!m) return blockError('UnknownModule', `the model has no module ${JSON.stringify(path)}`);
-  let plan = plans.get(m);
-  if (plan === undefined) plans.set(m, (plan = planModuleCall(c.graph, m)));
+  const plan = moduleCallPlan(c.graph, m);
   if (typeof plan === 'string') return blockError('NotCallable', plan);
   if (values.length !== m.inputs.length) {
     return blockError(

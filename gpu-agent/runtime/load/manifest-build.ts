@@ -3,7 +3,8 @@
 import { MANIFEST_FORMAT } from '../../../protocol/manifest.js';
 import type { Manifest, ManifestModule, ManifestTensor } from '../../../protocol/manifest.js';
 import type { Dtype } from '../../../protocol/interleave.js';
-import type { ModelGraph } from '../graph/model-graph.js';
+import type { ModelGraph, ModuleNode } from '../graph/model-graph.js';
+import { moduleCallPlan } from '../interleave/module-call.js';
 import type { TensorProto } from '../onnx/types.js';
 import { isCacheInput, isCacheOutput } from '../graph/cache-names.js';
 import type { AddressTable } from '../graph/addresses.js';
@@ -97,6 +98,13 @@ export interface InterfaceFacts {
   storedDtype?: string;
 }
 
+/** Why a module cannot be called, for the block side to refuse before it checks inputs (lists and the root excepted). */
+function notCallable(g: ModelGraph, m: ModuleNode): { notCallable?: string } {
+  if (m.path === '' || m.isList || m.inputs.length === 0) return {};
+  const plan = moduleCallPlan(g, m);
+  return typeof plan === 'string' ? { notCallable: plan } : {};
+}
+
 export function buildManifest(
   key: string,
   g: ModelGraph,
@@ -116,6 +124,7 @@ export function buildManifest(
       outputs: m.isList ? [] : m.outputs.map((t) => manifestTensor(t, facts.get(t))),
       inputs: m.isList ? [] : m.inputs.map((t) => manifestTensor(t, facts.get(t))),
       contiguous: m.contiguous,
+      ...notCallable(g, m),
     }));
   return {
     format: MANIFEST_FORMAT,
