@@ -83,7 +83,13 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
           String(tokens),
           ...extra,
         ],
-        { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] },
+        {
+          encoding: 'utf8',
+          stdio: ['ignore', 'pipe', 'inherit'],
+          // glibc hands freed memory back to the system: without this each replica's RSS kept ~130 MB of the
+          // buffers its load freed (the probe's session), which is not the model's (int8: 371 MB vs 237 MB).
+          env: { ...process.env, MALLOC_ARENA_MAX: '1', MALLOC_TRIM_THRESHOLD_: '0' },
+        },
       );
       return JSON.parse(out.trim().split('\n').at(-1)!) as ReplicaResult;
     };
