@@ -343,7 +343,10 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
         const end = Date.now();
         times[which].push(performance.now() - s);
         const p = phases[which];
-        const push = (k: string, v: number) => (p[k] ??= []).push(v);
+        const push = (k: string, v: number) => {
+          p[k] ??= [];
+          p[k].push(v);
+        };
         push('submit', at.RECEIVED! - s0);
         push('schedule', at.DISPATCHED! - at.RECEIVED!);
         push('start', at.RUNNING! - at.DISPATCHED!);

@@ -115,10 +115,10 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
         const s0 = Date.now();
         await (which === 'raw'
           ? raw()
-          : e2e(
-              ndif,
-              (m) => ((at[m.status] = Date.parse(m.at)), m.status === 'COMPLETED' && (at.arrived = Date.now())),
-            ));
+          : e2e(ndif, (m) => {
+              at[m.status] = Date.parse(m.at);
+              if (m.status === 'COMPLETED') at.arrived = Date.now();
+            }));
         times[which].push(performance.now() - s);
         if (which === 'e2e') {
           const end = Date.now();

@@ -8,6 +8,8 @@
 //                           that is Node's own start-up
 //   back_to_back_*          the same without pausing between requests (refills compete, the pool may run dry)
 //   runner_cpu_ms_to_ready  CPU a runner burns from spawn to READY and its warm-up: the throughput cost per request
+//   timeout_kill_ms         a block that spins forever with an 800 ms timeout: from the request to its Timeout
+//                           (the runner killed); then next_after_kill_ms, the next request's latency (median of 3)
 // Options: --pairs N (default 20).
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -104,6 +106,25 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
     const paced = await measure(pairs, true);
     const burst = await measure(burstPairs, false);
 
+    // A spinning block is killed at its timeout, and the agent serves the next request at once.
+    const killed: number[] = [];
+    const nextAfterKill: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      await pool.whenReady();
+      const s = performance.now();
+      const outcome = await hm
+        .run({ invokes: [{ tokens: TOKENS, block: 'async () => { for (;;) {} }' }], timeoutMs: 800 }, sb.opener(MODEL))
+        .then(
+          () => 'completed',
+          (e: unknown) => (e as { blockError?: { type?: string } }).blockError?.type ?? String(e),
+        );
+      if (outcome !== 'Timeout') throw new Error(`a spinning block ended with ${outcome}, not Timeout`);
+      killed.push(performance.now() - s);
+      const n = performance.now();
+      await untrusted();
+      nextAfterKill.push(performance.now() - n);
+    }
+
     // Idle warm runners: let the pool settle, then read their resident memory.
     await pool.whenReady();
     await new Promise((r) => setTimeout(r, 300));
@@ -154,6 +175,8 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
       model: MODEL,
       block: BLOCK,
       untrusted_over_trusted: round(uMed / tMed, 3),
+      timeout_kill_ms: round(median(killed)),
+      next_after_kill_ms: round(median(nextAfterKill)),
       spawn_ms: round(median(spawn)),
       runner_rss_mb: round(median(rss)),
       pool_size: stats.target,

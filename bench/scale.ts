@@ -140,7 +140,10 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
   const harmonic = Array.from({ length: models }, (_, k) => 1 / (k + 1)).reduce((a, b) => a + b, 0);
   const weight = (k: number) => 1 / (k + 1) / harmonic;
   const cumulative: number[] = [];
-  for (let k = 0, c = 0; k < models; k++) cumulative.push((c += weight(k)));
+  for (let k = 0, c = 0; k < models; k++) {
+    c += weight(k);
+    cumulative.push(c);
+  }
   const pickModel = () => {
     const x = random();
     let lo = 0;

@@ -12,14 +12,14 @@ import { BUNDLED_MODELS, ensureModel, isBundledModel } from './bundled/generate-
 import { CatalogCache, type CacheEntry } from './cache.js';
 import type { CatalogConfig, ModelSource } from './config.js';
 import { modelUnknown, modelUnreadable, shapeInvalid } from './errors.js';
-import { folderStamp, weightsFingerprint, type WeightsFingerprint } from './fingerprint.js';
+import { folderStamp, weightsFingerprint, weightsFingerprintAsync, type WeightsFingerprint } from './fingerprint.js';
 import { onnxWeightsBytes } from './weights.js';
 
 /** How a manifest is computed when the cache has none: load the model, read its manifest, release it. */
 export type ManifestLoader = (dir: string, key: string) => Promise<Manifest>;
 
 export const loadManifestWithRuntime: ManifestLoader = async (dir, key) => {
-  const { loadModel } = await import('../gpu-agent/runtime/hosted-model.js');
+  const { loadModel } = await import('../gpu-agent/runtime/index.js');
   const hm = await loadModel(dir, { key });
   try {
     return hm.manifest();
@@ -163,6 +163,21 @@ export class FabricModelCatalog implements ModelCatalog {
         : this.cache.read(key, dir, stamp);
     if (cache.weights === undefined) {
       cache.weights = weightsFingerprint(dir);
+      this.cache.write(cache);
+    }
+    return cache.weights;
+  }
+
+  /** `weights` with the files read asynchronously when they are not cached (registration, on the control plane). */
+  async weightsAsync(key: string, dir: string, modelBytes?: Uint8Array): Promise<WeightsFingerprint> {
+    const slot = this.slots.get(key);
+    const stamp = folderStamp(dir);
+    const cache =
+      slot !== undefined && slot.entry.dir === dir && slot.cache.fingerprint === stamp
+        ? slot.cache
+        : this.cache.read(key, dir, stamp);
+    if (cache.weights === undefined) {
+      cache.weights = await weightsFingerprintAsync(dir, modelBytes);
       this.cache.write(cache);
     }
     return cache.weights;

@@ -11,6 +11,9 @@ export const CatalogErrorCode = {
   TokenizerInvalid: 'CATALOG_TOKENIZER_INVALID',
   KeyInvalid: 'CATALOG_MODEL_KEY_INVALID',
   DtypeUnsupported: 'CATALOG_DTYPE_UNSUPPORTED',
+  FileNotRegular: 'CATALOG_MODEL_FILE_NOT_REGULAR',
+  FileTooLarge: 'CATALOG_MODEL_FILE_TOO_LARGE',
+  ExternalDataOutside: 'CATALOG_EXTERNAL_DATA_OUTSIDE',
 } as const;
 
 export function catalogConfigInvalid(message: string, hint: string): FabricError {

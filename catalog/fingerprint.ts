@@ -10,11 +10,12 @@
 import { isSnapshotFolder, snapshotWeightFiles } from '../gpu-agent/runtime/hf/snapshot-files.js';
 import { createHash } from 'node:crypto';
 import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { join, normalize } from 'node:path';
 import type { ModelFile } from '../domain/events/model.js';
-import { decodeModel } from '../gpu-agent/runtime/onnx/codec.js';
-import { externalEntry } from '../gpu-agent/runtime/onnx/tensor-bytes.js';
-import { DataLocation } from '../gpu-agent/runtime/onnx/types.js';
+import { decodeModel } from '../gpu-agent/runtime/formats.js';
+import { externalEntry } from '../gpu-agent/runtime/formats.js';
+import { DataLocation } from '../gpu-agent/runtime/formats.js';
 
 /** Files besides model.onnx and its external data that define what the model computes and how text is encoded. */
 export const MODEL_SIDE_FILES = [
@@ -87,6 +88,37 @@ export function weightsFingerprint(dir: string): WeightsFingerprint {
     : ['model.onnx', ...externalDataFiles(readFileSync(join(dir, 'model.onnx')))];
   const names = [...weights, ...MODEL_SIDE_FILES.filter((f) => existsSync(join(dir, f)))];
   const files = names.map((name) => ({ name, ...sha256File(join(dir, name)) }));
+  const set = createHash('sha256');
+  for (const f of files) set.update(`${f.name}\t${f.bytes}\t${f.sha256}\n`);
+  return { fingerprint: set.digest('hex'), files };
+}
+
+async function sha256FileAsync(path: string): Promise<{ bytes: number; sha256: string }> {
+  const h = createHash('sha256');
+  const handle = await open(path, 'r');
+  const buf = Buffer.allocUnsafe(4 << 20);
+  let bytes = 0;
+  try {
+    for (;;) {
+      const { bytesRead } = await handle.read(buf, 0, buf.length, null);
+      if (bytesRead === 0) break;
+      h.update(buf.subarray(0, bytesRead));
+      bytes += bytesRead;
+    }
+  } finally {
+    await handle.close();
+  }
+  return { bytes, sha256: h.digest('hex') };
+}
+
+/** `weightsFingerprint` with the files read asynchronously (the control plane's registration path). */
+export async function weightsFingerprintAsync(dir: string, modelBytes?: Uint8Array): Promise<WeightsFingerprint> {
+  const weights = isSnapshotFolder(dir)
+    ? snapshotWeightFiles(dir)
+    : ['model.onnx', ...externalDataFiles(modelBytes ?? readFileSync(join(dir, 'model.onnx')))];
+  const names = [...weights, ...MODEL_SIDE_FILES.filter((f) => existsSync(join(dir, f)))];
+  const files: ModelFile[] = [];
+  for (const name of names) files.push({ name, ...(await sha256FileAsync(join(dir, name))) });
   const set = createHash('sha256');
   for (const f of files) set.update(`${f.name}\t${f.bytes}\t${f.sha256}\n`);
   return { fingerprint: set.digest('hex'), files };

@@ -5,11 +5,12 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { ModelFacts } from '../domain/events/model.js';
-import { loadTokenizer } from '../gpu-agent/runtime/load/tokenizer.js';
+import { loadTokenizer } from '../gpu-agent/runtime/formats.js';
 import type { Manifest } from '../protocol/manifest.js';
 import { FabricError, isFabricError } from '../protocol/errors.js';
 import type { FabricModelCatalog } from './catalog.js';
 import { CatalogErrorCode } from './errors.js';
+import { checkModelFiles } from './model-files.js';
 
 const REQUIRED: Record<string, string> = {
   'model.onnx':
@@ -98,6 +99,8 @@ export async function inspectModelFolder(
 ): Promise<InspectedModel> {
   const dir = resolve(dirArg);
   missingFiles(dir);
+  // Regular files within their caps, external data inside the folder: before anything reads them.
+  const onnx = await checkModelFiles(dir);
   const config = readConfig(dir);
   checkTokenizer(dir);
   let manifest: Manifest;
@@ -106,7 +109,7 @@ export async function inspectModelFolder(
   } catch (e) {
     throw runtimeCause(e);
   }
-  const weights = local.weights(key, dir);
+  const weights = await local.weightsAsync(key, dir, onnx);
   const architectures = Array.isArray(config.architectures) ? config.architectures : [];
   return {
     manifest,

@@ -2,8 +2,8 @@
 // the sum of the initializers' data, inside the file or in external data beside it.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { decodeModel } from '../gpu-agent/runtime/onnx/codec.js';
-import { tensorBytes } from '../gpu-agent/runtime/onnx/tensor-bytes.js';
+import { decodeModel } from '../gpu-agent/runtime/formats.js';
+import { tensorBytes } from '../gpu-agent/runtime/formats.js';
 import { isSnapshotFolder, snapshotWeightsBytes } from '../gpu-agent/runtime/hf/snapshot-files.js';
 
 export function onnxWeightsBytes(dir: string): number {

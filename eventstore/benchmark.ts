@@ -38,7 +38,7 @@ interface Bump {
 }
 const bumpDecider: Decider<{ commandId: string }, { n: number }, Bump> = {
   initialState: () => ({ n: 0 }),
-  evolve: (s, e) => ({ n: e.data.to }),
+  evolve: (_s, e) => ({ n: e.data.to }),
   decide: (_c, s) => [{ type: 'Bumped', data: { to: s.n + 1 } }],
 };
 

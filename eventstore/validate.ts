@@ -137,7 +137,8 @@ export function checkNewEvents(events: unknown): CheckedEvent[] {
     for (const k of Object.keys(m)) {
       if (k === 'correlationId' || k === 'causationId' || k === 'actor' || k === 'at') continue;
       checkJson(m[k], `metadata.${k}`, i);
-      (extra ??= {})[k] = m[k] as JsonValue;
+      extra ??= {};
+      extra[k] = m[k] as JsonValue;
     }
     out[i] = {
       event: e as NewEvent,

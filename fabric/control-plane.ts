@@ -76,9 +76,10 @@ export class ControlPlane {
   constructor(private readonly options: ControlPlaneOptions) {
     const clock = options.clock ?? Date.now;
     const log = options.log;
-    const store = (this.store = options.metrics
+    const store = options.metrics
       ? options.metrics.instrumentStore(options.store, options.storeKind ?? 'unknown')
-      : options.store);
+      : options.store;
+    this.store = store;
     this.view = new ControlPlaneView(store, options.snapshots, {
       onListenerError: (err) => log.error({ err }, 'control-plane view listener failed'),
     });

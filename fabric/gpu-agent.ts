@@ -10,7 +10,7 @@
 // leaves it in an unknown state, so it records the cause as its last words (last-words.ts) and exits once with code
 // 70. A watchdog thread (watchdog.ts) ends a process whose event loop a trusted block has blocked.
 import { randomUUID } from 'node:crypto';
-import { cudaAvailable } from '../gpu-agent/runtime/ort/session.js';
+import { cudaAvailable } from '../gpu-agent/runtime/index.js';
 import { setProcessFaultPolicy } from '../gpu-agent/block/containment/fault-handlers.js';
 import { errorText } from '../gpu-agent/block/host/compile.js';
 import { setLateFaultReporter } from '../gpu-agent/block/containment/fault-errors.js';
@@ -21,7 +21,7 @@ import {
   takeLastWords,
   writeLastWords,
 } from '../gpu-agent/agent/last-words.js';
-import { Watchdog } from '../gpu-agent/agent/watchdog.js';
+import { Watchdog, cgroupMemoryMax, collectGarbage } from '../gpu-agent/agent/watchdog.js';
 import { agentConfigFromEnv } from '../gpu-agent/agent/config.js';
 import { GpuAgent } from '../gpu-agent/agent/agent.js';
 import { sandboxOpener } from '../gpu-agent/agent/sandbox-opener.js';
@@ -34,7 +34,7 @@ import { FabricError } from '../protocol/errors.js';
 import { openTransport, transportConfigFromEnv } from '../transport/config.js';
 import { IpcTransport } from '../transport/ipc/client.js';
 import type { Transport } from '../transport/port.js';
-import { healthPortFromEnv, healthUrl, startHealthServer } from './health.js';
+import { CONFIG_FAULT_EXIT, ConfigFault, healthPortFromEnv, healthUrl, startHealthServer } from './health.js';
 import { processLogger } from './log.js';
 import { AgentMetrics } from '../metrics/agent.js';
 import { metricsEnabledFromEnv, newRegistry } from '../metrics/registry.js';
@@ -175,11 +175,34 @@ async function main(): Promise<void> {
   running = () => agent.requests.runningIds();
   if (before)
     log.warn({ previousExit: before }, 'the previous process of this agent ended; reporting how with the registration');
-  const watchdog =
-    config.stallMs > 0
-      ? new Watchdog({ stallMs: config.stallMs, lastWordsFile: wordsFile, agentId: config.agentId, bootId })
-      : undefined;
-  if (watchdog) agent.requests.onRunningChange = (ids) => watchdog.setRunning(ids);
+  const memoryMaxBytes = config.memoryMaxBytes ?? cgroupMemoryMax();
+  let lastStop = 0;
+  const watchdog = new Watchdog({
+    stallMs: config.stallMs,
+    lastWordsFile: wordsFile,
+    agentId: config.agentId,
+    bootId,
+    ...(memoryMaxBytes === undefined ? {} : { memoryMaxBytes }),
+    memoryFloorBytes: config.memoryFloorBytes,
+    onInterrupt: (i) => {
+      // One block at a time: the memory of the one stopped last takes a moment to be given back.
+      if (Date.now() - lastStop < 2000) return;
+      const stopped = agent.requests.stopInProcess(
+        'OutOfMemory',
+        `the agent ran short of memory while this block ran (${i.detail}); the block was stopped. Keep less in memory (save slices, means), or run it untrusted, where the sandbox's memory cap applies`,
+      );
+      if (stopped === undefined) return;
+      lastStop = Date.now();
+      log.warn({ detail: i.detail, requestId: stopped }, 'a trusted block was stopped: the agent ran short of memory');
+      for (const ms of [50, 300, 1000])
+        setTimeout(() => {
+          collectGarbage();
+          log.debug({ rss: process.memoryUsage.rss(), running: agent.requests.runningIds() }, 'memory after the stop');
+        }, ms).unref();
+    },
+  });
+  agent.requests.onRunningChange = (r) => watchdog.setRunning(r);
+  agent.requests.onBlockEntered = (id) => watchdog.setCulprit(id);
 
   const shutdown = (why: string, code: number): Promise<void> =>
     (shuttingDown ??= (async () => {
@@ -188,7 +211,7 @@ async function main(): Promise<void> {
       force.unref();
       try {
         await agent.stop();
-        await watchdog?.stop();
+        await watchdog.stop();
         await sandbox.close();
         await transport.close().catch(() => undefined);
         await blobs.close();
@@ -200,24 +223,36 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => void shutdown('SIGINT', 0));
   if (process.send !== undefined) process.on('disconnect', () => void shutdown('the parent process is gone', 0));
 
-  await agent.start();
+  // The health server first: a port in use is a configuration fault, refused before the agent registers
+  // (it would otherwise show ACTIVE while its supervisor restarts it forever).
   const port = healthPortFromEnv();
   let health = '';
   if (port !== undefined) {
     const host = process.env.NDIF_HEALTH_HOST || '0.0.0.0';
-    const server = await startHealthServer(
-      port,
-      host,
-      () => ({ ok: agent.health().registered, ...agent.health() }),
-      registry,
-    );
+    let server;
+    try {
+      server = await startHealthServer(
+        port,
+        host,
+        () => ({ ok: agent.health().registered, ...agent.health() }),
+        registry,
+      );
+    } catch (e) {
+      throw new ConfigFault(
+        'AGENT_HEALTH_PORT_IN_USE',
+        `NDIF_HEALTH_PORT=${port} cannot be used on ${host}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+      );
+    }
     health = ` health ${healthUrl(server, host)}`;
   }
+  await agent.start();
   process.stdout.write(`agent ${agent.agentId} ready boot ${agent.bootId}${health}\n`);
 }
 
 main().catch((err: unknown) => {
   log.fatal({ err }, 'agent failed to start');
-  process.stderr.write(`gpu-agent: ${(err as Error).message}\n`);
-  setTimeout(() => process.exit(1), 100);
+  const fault = err instanceof ConfigFault;
+  process.stderr.write(`gpu-agent: ${fault ? `${err.code}: ` : ''}${(err as Error).message}\n`);
+  // A configuration fault exits with EX_CONFIG: the embedded fabric's supervisor does not start it again.
+  setTimeout(() => process.exit(fault ? CONFIG_FAULT_EXIT : 1), 100);
 });

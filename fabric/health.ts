@@ -58,3 +58,16 @@ export function healthPortFromEnv(env: NodeJS.ProcessEnv = process.env): number 
     throw new Error(`NDIF_HEALTH_PORT=${JSON.stringify(raw)} is not a port (0-65535)`);
   return n;
 }
+
+/** The exit code of a process that refuses its configuration (sysexits EX_CONFIG): not restarted by a supervisor. */
+export const CONFIG_FAULT_EXIT = 78;
+
+/** A configuration the process cannot run with (a port in use, …): reported once with its code, not retried. */
+export class ConfigFault extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}

@@ -84,7 +84,6 @@ const replicaOf = (e: StoredEvent): string | undefined =>
   (e.data as { replicaId?: unknown } | null)?.replicaId as string | undefined;
 
 async function subjectEvents(
-  store: EventStore,
   lookup: EventLookup,
   id: string,
   kind: WhySubjectKind | undefined,
@@ -285,7 +284,7 @@ export async function explainWhy(store: EventStore, id: string, options: WhyOpti
   const maxEffects = options.maxEffects ?? 20;
   const headPosition = await store.headPosition();
   const lookup = new EventLookup(store);
-  const subject = await subjectEvents(store, lookup, id, options.kind);
+  const subject = await subjectEvents(lookup, id, options.kind);
   const stepIds = new Set(subject.events.map((e) => e.id));
   const derivedAt = new Map<number, Record<string, Fact>>();
   if (subject.kind === 'request' && options.queuePositions !== false) {

@@ -24,6 +24,10 @@ export interface ApiConfig {
    * auth on (below the service rate measured here, ~45 submits/s, so it holds); none with auth off (there are no
    * keys to tell callers apart), unless given. */
   rateLimit: RateLimitConfig | null;
+  /** Failed authentications (no key, a malformed, unknown or revoked key) per source address: once a source has
+   * used its burst, its calls are refused with 429 API_AUTH_THROTTLED before any key is checked, until the
+   * bucket refills. Default 1/s, bursts of 10 (with auth on); null: no throttle. */
+  authFailureLimit: RateLimitConfig | null;
   /** Result downloads per submitter of the result (signed URLs included: sharing a URL does not multiply it). */
   downloadRateLimit: RateLimitConfig | null;
   /** Every key's limits unless its own limit tags say otherwise (applied with auth on). */
@@ -49,7 +53,8 @@ export const DEFAULT_API_CONFIG: Omit<ApiConfig, 'resultSecret'> = {
   bodyLimitBytes: 4 * MIB,
   rateLimit: { perSecond: 20, burst: 40, maxInFlight: 16 },
   downloadRateLimit: { perSecond: 5, burst: 20 },
-  keyLimits: { maxTimeoutMs: 3_600_000, maxQueued: 200, maxRunning: 8, storageQuotaBytes: 1024 * MIB },
+  authFailureLimit: { perSecond: 1, burst: 10 },
+  keyLimits: { maxTimeoutMs: 600_000, maxQueued: 200, maxRunning: 8, storageQuotaBytes: 1024 * MIB },
   inlineResultMaxBytes: 4 * MIB,
   resultUrlTtlMs: 3_600_000,
   publicUrl: null,
@@ -88,6 +93,7 @@ export function resolveApiConfig(input: ApiConfigInput = {}): ApiConfig {
   for (const [name, rl] of [
     ['rateLimit', c.rateLimit],
     ['downloadRateLimit', c.downloadRateLimit],
+    ['authFailureLimit', c.authFailureLimit],
   ] as const) {
     if (rl === null) continue;
     if (!(rl.perSecond > 0) || !Number.isFinite(rl.perSecond))
@@ -153,6 +159,8 @@ export function apiConfigFromEnv(env: NodeJS.ProcessEnv = process.env, base: Api
   if (rl !== undefined) out.rateLimit = rl;
   const dl = rate('NDIF_DOWNLOAD_RATE_LIMIT');
   if (dl !== undefined) out.downloadRateLimit = dl;
+  const af = rate('NDIF_AUTH_FAILURE_LIMIT');
+  if (af !== undefined) out.authFailureLimit = af;
   const keyLimits: KeyLimits = { ...base.keyLimits };
   for (const [name, field] of [
     ['NDIF_KEY_MAX_TIMEOUT_MS', 'maxTimeoutMs'],

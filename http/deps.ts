@@ -2,6 +2,7 @@
 import type { FabricContext } from '../fabric/context.js';
 import { ApiKeys } from '../auth/keys.js';
 import type { ApiKeyStore } from '../auth/port.js';
+import { AuthFailureThrottle } from './auth-throttle.js';
 import { resolveApiConfig, type ApiConfig, type ApiConfigInput } from './config.js';
 
 export type ApiKind = 'embedded' | 'command' | 'query';
@@ -16,6 +17,8 @@ export interface RouteDeps {
   api: ApiKind;
   /** What /version advertises; route modules may add theirs. */
   capabilities: Set<string>;
+  /** Failed authentications per source address (absent with auth off or NDIF_AUTH_FAILURE_LIMIT=off). */
+  authThrottle: AuthFailureThrottle | undefined;
 }
 
 export function routeDeps(ctx: ApiContext, api: ApiKind): RouteDeps {
@@ -29,6 +32,10 @@ export function routeDeps(ctx: ApiContext, api: ApiKind): RouteDeps {
     keys: ctx.keys === undefined ? undefined : new ApiKeys(ctx.keys),
     api,
     capabilities: new Set(),
+    authThrottle:
+      config.auth && config.authFailureLimit !== null
+        ? new AuthFailureThrottle(config.authFailureLimit, ctx.clock, ctx.log, ctx.metrics?.registry)
+        : undefined,
   };
 }
 

@@ -3,11 +3,12 @@
 // read) and the error handling.
 import type { FastifyInstance } from 'fastify';
 import { API_PROTOCOL_VERSION, PROTOCOL_HEADER } from '../protocol/api-version.js';
-import type { ApiKeys } from '../auth/keys.js';
+import type { ApiKeys, Identity } from '../auth/keys.js';
 import { operatorRequired } from '../auth/errors.js';
 import './access.js';
 import type { ApiConfig } from './config.js';
 import { installErrorHandling } from './error-handler.js';
+import { type AuthFailureThrottle, isAuthFailure } from './auth-throttle.js';
 import { identify, presentedKey } from './identify.js';
 import { installJsonBody } from './json-body.js';
 import { checkClientProtocol } from './protocol-check.js';
@@ -17,6 +18,7 @@ export interface EdgeDeps {
   config: ApiConfig;
   keys: ApiKeys | undefined;
   clock: () => number;
+  authThrottle?: AuthFailureThrottle | undefined;
 }
 
 export function installEdge(app: FastifyInstance, deps: EdgeDeps): void {
@@ -30,7 +32,16 @@ export function installEdge(app: FastifyInstance, deps: EdgeDeps): void {
     const access = req.routeOptions.config.access ?? 'user';
     if (access === 'public') return;
     checkClientProtocol(req.headers[PROTOCOL_HEADER]);
-    const identity = await identify(deps.config.auth, deps.keys, presentedKey(req.headers), access === 'optional');
+    const throttle = deps.authThrottle;
+    throttle?.check(req.ip);
+    let identity: Identity | null;
+    try {
+      identity = await identify(deps.config.auth, deps.keys, presentedKey(req.headers), access === 'optional');
+    } catch (e) {
+      if (throttle !== undefined && isAuthFailure(e))
+        throttle.failed(req.ip, e, `${req.method} ${req.routeOptions.url}`);
+      throw e;
+    }
     req.identity = identity;
     if (identity === null) return;
     if (access === 'operator' && !identity.tags.operator) throw operatorRequired(identity.actor);

@@ -15,6 +15,7 @@ export const ApiErrorCode = {
   protocolMismatch: 'API_PROTOCOL_MISMATCH',
   protocolMalformed: 'API_PROTOCOL_VERSION_MALFORMED',
   rateLimited: 'API_RATE_LIMITED',
+  authThrottled: 'API_AUTH_THROTTLED',
   notReady: 'API_NOT_READY',
   internal: 'API_INTERNAL',
   websocketRequired: 'API_WEBSOCKET_REQUIRED',

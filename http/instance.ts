@@ -9,7 +9,7 @@ import { httpMetrics } from '../metrics/http.js';
 export function newApiInstance(ctx: ApiContext, api: RouteDeps['api']): { app: FastifyInstance; deps: RouteDeps } {
   const deps = routeDeps(ctx, api);
   const app = Fastify(fastifyOptions(deps.config, ctx.log)) as unknown as FastifyInstance;
-  installEdge(app, { config: deps.config, keys: deps.keys, clock: ctx.clock });
+  installEdge(app, { config: deps.config, keys: deps.keys, clock: ctx.clock, authThrottle: deps.authThrottle });
   for (const c of BASE_CAPABILITIES) deps.capabilities.add(c);
   commonRoutes(app, deps);
   if (ctx.metrics !== undefined) {

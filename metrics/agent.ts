@@ -2,10 +2,8 @@
 // by the replicas it holds, as their load assignments placed them), its replicas by phase, the requests it ran,
 // the sandbox runner pools (warm, starting, target size) with each runner's spawn time, and its consumer lag
 // on the assignments topic.
-import { agentAssignmentsTopic } from '../transport/relay/wire.js';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { GpuAgent } from '../gpu-agent/agent/agent.js';
-import { assignmentsGroupId } from '../gpu-agent/agent/assignments-group.js';
 import type { AgentConfig } from '../gpu-agent/agent/config.js';
 import type { PoolStats } from '../sandbox/pool.js';
 import { SECONDS_BUCKETS } from './registry.js';
@@ -111,11 +109,10 @@ export class AgentMetrics {
       registers,
     });
     this.runnerSpawned = (ms) => spawn.observe({ agent: agentId }, ms / 1000);
-    const topic = agentAssignmentsTopic(config.topics.assignments, agentId);
     consumerLagGauge(registry, () => [
       {
-        topic,
-        group: assignmentsGroupId(agentId, topic),
+        topic: agent.assignmentsTopic,
+        group: agent.assignmentsGroup,
         partitions: agent.assignmentLag(),
       },
     ]);

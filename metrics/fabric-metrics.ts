@@ -16,6 +16,8 @@ import { RequestMetrics } from './requests.js';
 
 export class FabricMetrics {
   readonly registry: Registry = newRegistry();
+  /** More text for this process's /metrics: another process's families it lacks (the embedded agent child's). */
+  alsoExport: (() => Promise<string>) | undefined;
   private requestMetrics: RequestMetrics | undefined;
   private lag: ProjectionLag | undefined;
 
@@ -31,7 +33,8 @@ export class FabricMetrics {
 
   /** Adds projections to ndif_projection_lag_events (the gauges are made on the first call, over `store`). */
   watchProjections(store: EventStore, source: ProjectionSource): void {
-    (this.lag ??= new ProjectionLag(this.registry, store)).add(source);
+    this.lag ??= new ProjectionLag(this.registry, store);
+    this.lag.add(source);
   }
 
   /**
@@ -47,7 +50,8 @@ export class FabricMetrics {
    * phase wherever they run (distributed: submissions reach the command API, statuses leave the query API).
    */
   get requests(): RequestMetrics {
-    return (this.requestMetrics ??= new RequestMetrics(this.registry));
+    this.requestMetrics ??= new RequestMetrics(this.registry);
+    return this.requestMetrics;
   }
 
   watchRelay(relay: Relay, store: EventStore, topics: { agentEvents: string; group: string }): void {

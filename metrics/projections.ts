@@ -3,10 +3,8 @@
 import { Gauge, type Registry } from 'prom-client';
 import type { EventStore } from '../eventstore/port.js';
 
-export interface ProjectionSource {
-  /** Each projection's name and applied position now. */
-  (): { name: string; position: number }[];
-}
+/** Each projection's name and applied position now. */
+export type ProjectionSource = () => { name: string; position: number }[];
 
 export class ProjectionLag {
   private readonly sources: ProjectionSource[] = [];

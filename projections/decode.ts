@@ -66,7 +66,7 @@ function canonicalIsoMs(iso: string): number {
 export function atMs(iso: string): number {
   if (iso !== lastIso) {
     const ms = canonicalIsoMs(iso);
-    lastMs = ms === ms ? ms : Date.parse(iso);
+    lastMs = Number.isNaN(ms) ? Date.parse(iso) : ms;
     lastIso = iso;
   }
   return lastMs;

@@ -3,14 +3,25 @@
 // the tag and the body. Tensor bytes travel raw (no JSON), 8-byte aligned from the start of the frame so a
 // receiver can view them as typed arrays without copying. Every encoding is canonical: a byte string
 // decodes to a message only if encoding that message gives back exactly those bytes, so a corrupted or
-// misframed stream raises a ProtocolError instead of being misread.
-import { FabricError } from './errors.js';
+// misframed stream raises a ProtocolError instead of being misread. Each message's body is one table of fields in
+// wire order (AGENT_TO_RUNNER, RUNNER_TO_AGENT) that the encoder and the decoder both follow, each field a writer
+// and its reader side by side, so the two directions cannot drift apart. The byte level is frame-io.ts.
+import {
+  FRAME_HEADER_BYTES,
+  FrameReader,
+  FrameWriter,
+  malformed,
+  ProtocolError,
+  U32_MAX,
+  unencodable,
+} from './frame-io.js';
 import type { BlockError, BlockToHost, Dtype, GradSeed, HostToBlock, SavedTree, TensorPayload } from './interleave.js';
+
+export { ProtocolError, type ProtocolErrorCode } from './frame-io.js';
 
 /** Bumped whenever a frame layout changes; INIT and READY carry it so mismatched builds refuse each other. */
 export const FRAME_VERSION = 4;
-/** Bytes before the body: u32 length + u8 tag. */
-export const FRAME_HEADER_BYTES = 5;
+export { FRAME_HEADER_BYTES } from './frame-io.js';
 /** Default cap on one frame (tag + body). GPT-2-small logits for 1024 tokens are ~206 MB. */
 export const DEFAULT_MAX_FRAME_BYTES = 1 << 30;
 
@@ -72,135 +83,14 @@ export const TAGS = {
   },
 } as const;
 
-export type ProtocolErrorCode =
-  | 'FRAME_UNKNOWN_TAG'
-  | 'FRAME_TOO_LARGE'
-  | 'FRAME_TRUNCATED'
-  | 'FRAME_MALFORMED'
-  | 'FRAME_UNENCODABLE';
-
-/** A frame that cannot be read (or a message that cannot be written). The stream cannot be trusted after it. */
-export class ProtocolError extends FabricError {
-  constructor(code: ProtocolErrorCode, message: string, details?: Record<string, unknown>) {
-    super(code, 500, message, details === undefined ? {} : { details });
-    this.name = 'ProtocolError';
-  }
-}
-
 const DTYPES: readonly Dtype[] = ['float32', 'float16', 'int64', 'int32', 'int8', 'uint8', 'bool'];
 const DTYPE_BYTES: Record<Dtype, number> = { float32: 4, float16: 2, int64: 8, int32: 4, int8: 1, uint8: 1, bool: 1 };
 const PHASES: readonly BlockError['phase'][] = ['deserialize', 'execute', 'protocol'];
 const STREAMS = ['stdout', 'stderr'] as const;
 const MAX_RANK = 16;
-const U32_MAX = 0xffff_ffff;
 
 export function bytesPerElement(dtype: Dtype): number {
   return DTYPE_BYTES[dtype];
-}
-
-// ---------------------------------------------------------------- writing
-
-class FrameWriter {
-  private readonly parts: Uint8Array[] = [];
-  private scratch = Buffer.allocUnsafe(512);
-  private pos = 0;
-  /** Body bytes written so far (scratch included). */
-  private total = 0;
-
-  private room(n: number): void {
-    if (this.pos + n <= this.scratch.length) return;
-    const next = Buffer.allocUnsafe(Math.max(this.scratch.length * 2, this.pos + n));
-    this.scratch.copy(next, 0, 0, this.pos);
-    this.scratch = next;
-  }
-
-  u8(v: number): void {
-    this.room(1);
-    this.scratch[this.pos++] = v;
-    this.total += 1;
-  }
-
-  u32(v: number, what: string): void {
-    if (!Number.isInteger(v) || v < 0 || v > U32_MAX)
-      unencodable(`${what} must be an integer in [0, 2^32), got ${String(v)}`);
-    this.room(4);
-    this.scratch.writeUInt32LE(v, this.pos);
-    this.pos += 4;
-    this.total += 4;
-  }
-
-  f64(v: number, what: string): void {
-    if (!Number.isFinite(v)) unencodable(`${what} must be a finite number, got ${String(v)}`);
-    this.room(8);
-    this.scratch.writeDoubleLE(v, this.pos);
-    this.pos += 8;
-    this.total += 8;
-  }
-
-  /** UTF-8 with a u32 byte length. Lone surrogates become U+FFFD (as every UTF-8 encoder does). */
-  str(s: string, what: string): void {
-    if (typeof s !== 'string') unencodable(`${what} must be a string, got ${typeof s}`);
-    const n = Buffer.byteLength(s, 'utf8');
-    this.u32(n, `${what} length`);
-    this.room(n);
-    this.scratch.write(s, this.pos, n, 'utf8');
-    this.pos += n;
-    this.total += n;
-  }
-
-  optStr(s: string | null | undefined, what: string): void {
-    if (s === undefined || s === null) return this.u8(0);
-    this.u8(1);
-    this.str(s, what);
-  }
-
-  /** Zero bytes up to the next multiple of 8 from the start of the frame. */
-  align8(): void {
-    const pad = (8 - ((FRAME_HEADER_BYTES + this.total) % 8)) % 8;
-    this.room(pad);
-    this.scratch.fill(0, this.pos, this.pos + pad);
-    this.pos += pad;
-    this.total += pad;
-  }
-
-  raw(bytes: Uint8Array): void {
-    if (bytes.length <= 256) {
-      this.room(bytes.length);
-      this.scratch.set(bytes, this.pos);
-      this.pos += bytes.length;
-    } else {
-      this.flushScratch();
-      this.parts.push(bytes);
-    }
-    this.total += bytes.length;
-  }
-
-  private flushScratch(): void {
-    if (this.pos === 0) return;
-    this.parts.push(this.scratch.subarray(0, this.pos));
-    this.scratch = Buffer.allocUnsafe(512);
-    this.pos = 0;
-  }
-
-  finish(tag: number, maxFrameBytes: number): Buffer {
-    this.flushScratch();
-    const length = 1 + this.total;
-    if (length > maxFrameBytes) {
-      throw new ProtocolError(
-        'FRAME_TOO_LARGE',
-        `message needs a ${length}-byte frame, over the ${maxFrameBytes}-byte limit`,
-        { length, maxFrameBytes },
-      );
-    }
-    const header = Buffer.allocUnsafe(FRAME_HEADER_BYTES);
-    header.writeUInt32LE(length, 0);
-    header[4] = tag;
-    return Buffer.concat([header, ...this.parts], FRAME_HEADER_BYTES + this.total);
-  }
-}
-
-function unencodable(message: string): never {
-  throw new ProtocolError('FRAME_UNENCODABLE', message);
 }
 
 function writeTensor(w: FrameWriter, t: TensorPayload, what: string): void {
@@ -228,7 +118,9 @@ function writeTensor(w: FrameWriter, t: TensorPayload, what: string): void {
 function writeTensors(w: FrameWriter, ts: TensorPayload[], what: string): void {
   if (!Array.isArray(ts)) unencodable(`${what} must be an array of tensors`);
   w.u32(ts.length, `${what} count`);
-  ts.forEach((t, i) => writeTensor(w, t, `${what}[${i}]`));
+  ts.forEach((t, i) => {
+    writeTensor(w, t, `${what}[${i}]`);
+  });
 }
 
 function writeError(w: FrameWriter, e: BlockError): void {
@@ -293,272 +185,6 @@ export interface EncodeOptions {
   maxFrameBytes?: number;
 }
 
-/** Encodes one agent → runner message as a frame. Throws ProtocolError(FRAME_UNENCODABLE | FRAME_TOO_LARGE). */
-export function encodeAgentToRunner(msg: AgentToRunner, opts: EncodeOptions = {}): Buffer {
-  const w = new FrameWriter();
-  const tags = TAGS['agent-to-runner'];
-  let tag: number;
-  switch (msg.kind) {
-    case 'START':
-      tag = tags.START;
-      w.str(msg.requestId, 'requestId');
-      w.u32(msg.steps, 'steps');
-      w.u8(msg.cache ? 1 : 0);
-      // A session's trace index and count; 0 of 0 for a request of one trace (no `trace`).
-      if (msg.trace !== undefined && !(msg.trace.count >= 1 && msg.trace.index < msg.trace.count)) {
-        unencodable(
-          `trace ${String(msg.trace.index)} of ${String(msg.trace.count)}: the index must be below the count`,
-        );
-      }
-      w.u32(msg.trace?.index ?? 0, 'trace index');
-      w.u32(msg.trace?.count ?? 0, 'trace count');
-      w.u32(msg.invokes.length, 'invoke count');
-      for (const inv of msg.invokes) {
-        w.u32(inv.invoke, 'invoke');
-        w.str(inv.source, 'block source');
-        w.u32(inv.tokens.length, 'token count');
-        for (const t of inv.tokens) w.u32(t, 'token id');
-        w.u32(inv.batchStart, 'batchStart');
-        w.u32(inv.batchSize, 'batchSize');
-      }
-      break;
-    case 'VALUE':
-      tag = tags.VALUE;
-      w.u32(msg.invoke, 'invoke');
-      w.str(msg.addr, 'addr');
-      writeTensors(w, msg.values, 'values');
-      break;
-    case 'RAISE':
-      tag = tags.RAISE;
-      w.u32(msg.invoke, 'invoke');
-      w.str(msg.addr, 'addr');
-      writeError(w, msg.error);
-      break;
-    case 'STOP':
-      tag = tags.STOP;
-      w.str(msg.reason, 'reason');
-      break;
-    case 'STEP':
-      tag = tags.STEP;
-      w.u32(msg.step, 'step');
-      w.u32(msg.invokes.length, 'invoke count');
-      for (const inv of msg.invokes) {
-        w.u32(inv.invoke, 'invoke');
-        // -1 (no token) travels as 2^32 - 1.
-        w.u32(inv.token === -1 ? U32_MAX : inv.token, 'token');
-        w.u8(inv.finished ? 1 : 0);
-      }
-      break;
-    case 'INIT':
-      tag = tags.INIT;
-      w.u32(msg.version, 'version');
-      w.str(msg.model, 'model');
-      w.str(msg.manifest, 'manifest');
-      w.optStr(msg.tokenizer, 'tokenizer');
-      w.optStr(msg.tokenizerConfig, 'tokenizerConfig');
-      w.optStr(msg.tokenizerFile, 'tokenizerFile');
-      break;
-    default:
-      return unencodable(
-        `no agent → runner frame for message kind ${JSON.stringify((msg as { kind?: unknown }).kind)}`,
-      );
-  }
-  return w.finish(tag, opts.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES);
-}
-
-/** Encodes one runner → agent message as a frame. Throws ProtocolError(FRAME_UNENCODABLE | FRAME_TOO_LARGE). */
-export function encodeRunnerToAgent(msg: RunnerToAgent, opts: EncodeOptions = {}): Buffer {
-  const w = new FrameWriter();
-  const tags = TAGS['runner-to-agent'];
-  let tag: number;
-  switch (msg.kind) {
-    case 'WAIT':
-      tag = tags.WAIT;
-      w.u32(msg.invoke, 'invoke');
-      w.str(msg.addr, 'addr');
-      break;
-    case 'SWAP':
-      tag = tags.SWAP;
-      w.u32(msg.invoke, 'invoke');
-      w.str(msg.addr, 'addr');
-      writeTensors(w, msg.values, 'values');
-      break;
-    case 'SKIP':
-      tag = tags.SKIP;
-      w.u32(msg.invoke, 'invoke');
-      w.str(msg.path, 'path');
-      w.u32(msg.step, 'step');
-      writeTensors(w, msg.values, 'values');
-      break;
-    case 'STOP':
-      tag = tags.STOP;
-      w.u32(msg.invoke, 'invoke');
-      break;
-    case 'LOG': {
-      tag = tags.LOG;
-      const stream = STREAMS.indexOf(msg.stream);
-      if (stream < 0) unencodable(`LOG stream must be stdout or stderr, got ${JSON.stringify(msg.stream)}`);
-      w.u32(msg.invoke, 'invoke');
-      w.u8(stream);
-      w.str(msg.line, 'line');
-      break;
-    }
-    case 'END':
-      tag = tags.END;
-      w.u32(msg.invoke, 'invoke');
-      writeTree(w, msg.result);
-      break;
-    case 'EXCEPTION':
-      tag = tags.EXCEPTION;
-      w.u32(msg.invoke, 'invoke');
-      writeError(w, msg.error);
-      break;
-    case 'BACKWARD':
-      tag = tags.BACKWARD;
-      w.u32(msg.invoke, 'invoke');
-      w.u32(msg.step, 'step');
-      writeSeeds(w, msg.seeds);
-      break;
-    case 'CALL':
-      tag = tags.CALL;
-      w.u32(msg.invoke, 'invoke');
-      w.u32(msg.id, 'call id');
-      w.str(msg.path, 'path');
-      writeTensors(w, msg.values, 'values');
-      break;
-    case 'CACHE':
-      tag = tags.CACHE;
-      w.u32(msg.invoke, 'invoke');
-      w.u32(msg.id, 'cache id');
-      w.u32(msg.step, 'step');
-      if (!Array.isArray(msg.points)) unencodable('cache points must be an array of point keys');
-      w.u32(msg.points.length, 'point count');
-      msg.points.forEach((k, i) => w.str(k, `cache point ${i}`));
-      break;
-    case 'READY':
-      tag = tags.READY;
-      w.u32(msg.version, 'version');
-      w.u32(msg.pid, 'pid');
-      w.f64(msg.startupMs, 'startupMs');
-      w.f64(msg.rssBytes, 'rssBytes');
-      break;
-    case 'FAILED':
-      tag = tags.FAILED;
-      w.str(msg.code, 'code');
-      w.str(msg.message, 'message');
-      break;
-    default:
-      return unencodable(
-        `no runner → agent frame for message kind ${JSON.stringify((msg as { kind?: unknown }).kind)}`,
-      );
-  }
-  return w.finish(tag, opts.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES);
-}
-
-// ---------------------------------------------------------------- reading
-
-const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
-
-class FrameReader {
-  private pos = 0;
-  private readonly view: DataView;
-
-  /** `frame` is the whole frame, header included (offsets are relative to its start for alignment). */
-  constructor(
-    private readonly frame: Uint8Array,
-    private readonly kind: string,
-  ) {
-    this.view = new DataView(frame.buffer, frame.byteOffset, frame.byteLength);
-    this.pos = FRAME_HEADER_BYTES;
-  }
-
-  private need(n: number, what: string): void {
-    if (this.frame.length - this.pos < n) {
-      throw malformed(`${this.kind} frame ends inside ${what}: needs ${n} bytes, ${this.frame.length - this.pos} left`);
-    }
-  }
-
-  get remaining(): number {
-    return this.frame.length - this.pos;
-  }
-
-  u8(what: string): number {
-    this.need(1, what);
-    return this.frame[this.pos++]!;
-  }
-
-  u32(what: string): number {
-    this.need(4, what);
-    const v = this.view.getUint32(this.pos, true);
-    this.pos += 4;
-    return v;
-  }
-
-  f64(what: string): number {
-    this.need(8, what);
-    const v = this.view.getFloat64(this.pos, true);
-    this.pos += 8;
-    if (!Number.isFinite(v)) throw malformed(`${this.kind} frame: ${what} is not a finite number`);
-    return v;
-  }
-
-  flag(what: string): boolean {
-    const f = this.u8(`${what} flag`);
-    if (f > 1) throw malformed(`${this.kind} frame: ${what} flag is ${f}, expected 0 or 1`);
-    return f === 1;
-  }
-
-  str(what: string): string {
-    const n = this.u32(`${what} length`);
-    this.need(n, what);
-    const bytes = this.frame.subarray(this.pos, this.pos + n);
-    this.pos += n;
-    try {
-      return utf8.decode(bytes);
-    } catch {
-      throw malformed(`${this.kind} frame: ${what} is not valid UTF-8`);
-    }
-  }
-
-  optStr(what: string): string | undefined {
-    return this.flag(what) ? this.str(what) : undefined;
-  }
-
-  align8(what: string): void {
-    const pad = (8 - (this.pos % 8)) % 8;
-    this.need(pad, `${what} padding`);
-    for (let i = 0; i < pad; i++) {
-      if (this.frame[this.pos + i] !== 0) throw malformed(`${this.kind} frame: non-zero padding before ${what}`);
-    }
-    this.pos += pad;
-  }
-
-  /** A view when the bytes are 8-byte aligned in memory, else an aligned copy. */
-  bytes(n: number, what: string): Uint8Array {
-    this.need(n, what);
-    const view = this.frame.subarray(this.pos, this.pos + n);
-    this.pos += n;
-    return view.byteOffset % 8 === 0 ? new Uint8Array(view.buffer, view.byteOffset, n) : new Uint8Array(view);
-  }
-
-  /** A count of items each at least `minBytes` long, checked against what is left so no huge array is allocated. */
-  count(what: string, minBytes: number): number {
-    const n = this.u32(`${what} count`);
-    if (n * minBytes > this.remaining)
-      throw malformed(`${this.kind} frame: ${n} ${what} cannot fit in the ${this.remaining} bytes left`);
-    return n;
-  }
-
-  done(): void {
-    if (this.pos !== this.frame.length)
-      throw malformed(`${this.kind} frame has ${this.frame.length - this.pos} trailing bytes`);
-  }
-}
-
-function malformed(message: string): ProtocolError {
-  return new ProtocolError('FRAME_MALFORMED', message);
-}
-
 function readTensor(r: FrameReader, what: string): TensorPayload {
   const code = r.u8(`${what} dtype`);
   const dtype = DTYPES[code - 1];
@@ -611,143 +237,257 @@ function readTree(r: FrameReader): SavedTree {
   return { tree, tensors: readTensors(r, 'result tensors') };
 }
 
-function decodeAgentToRunner(tag: number, r: FrameReader): AgentToRunner {
-  const t = TAGS['agent-to-runner'];
-  switch (tag) {
-    case t.START: {
-      const requestId = r.str('requestId');
-      const steps = r.u32('steps');
-      const cache = r.flag('cache');
-      const index = r.u32('trace index');
-      const count = r.u32('trace count');
-      if (count === 0 ? index !== 0 : index >= count) throw malformed(`START frame: trace ${index} of ${count}`);
-      const n = r.count('invokes', 20);
-      const invokes: Array<{
-        invoke: number;
-        source: string;
-        tokens: number[];
-        batchStart: number;
-        batchSize: number;
-      }> = [];
-      for (let i = 0; i < n; i++) {
-        const invoke = r.u32('invoke');
-        const source = r.str('block source');
-        const k = r.count('tokens', 4);
-        const tokens: number[] = [];
-        for (let j = 0; j < k; j++) tokens.push(r.u32('token id'));
-        const batchStart = r.u32('batchStart');
-        const batchSize = r.u32('batchSize');
-        invokes.push({ invoke, source, tokens, batchStart, batchSize });
-      }
-      return { kind: 'START', requestId, ...(count === 0 ? {} : { trace: { index, count } }), invokes, steps, cache };
-    }
-    case t.VALUE: {
-      const invoke = r.u32('invoke');
-      const addr = r.str('addr');
-      return { kind: 'VALUE', invoke, addr, values: readTensors(r, 'values') };
-    }
-    case t.RAISE: {
-      const invoke = r.u32('invoke');
-      const addr = r.str('addr');
-      return { kind: 'RAISE', invoke, addr, error: readError(r) };
-    }
-    case t.STOP:
-      return { kind: 'STOP', reason: r.str('reason') };
-    case t.STEP: {
-      const step = r.u32('step');
-      const n = r.count('invokes', 9);
-      const invokes: Array<{ invoke: number; token: number; finished: boolean }> = [];
-      for (let i = 0; i < n; i++) {
-        const invoke = r.u32('invoke');
-        const raw = r.u32('token');
-        const finished = r.flag('finished');
-        invokes.push({ invoke, token: raw === U32_MAX ? -1 : raw, finished });
-      }
-      return { kind: 'STEP', step, invokes };
-    }
-    case t.INIT: {
-      const version = r.u32('version');
-      const model = r.str('model');
-      const manifest = r.str('manifest');
-      const tokenizer = r.optStr('tokenizer') ?? null;
-      const tokenizerConfig = r.optStr('tokenizerConfig') ?? null;
-      const tokenizerFile = r.optStr('tokenizerFile') ?? null;
-      return { kind: 'INIT', version, model, manifest, tokenizer, tokenizerConfig, tokenizerFile };
-    }
-    default:
-      throw unknownTag(tag, 'agent-to-runner');
-  }
+// ---------------------------------------------------------------- the messages, field by field
+
+/** How one value is written and read back: the two directions of a field, side by side. */
+interface Field<T> {
+  write(w: FrameWriter, v: T, what: string): void;
+  read(r: FrameReader, what: string): T;
 }
 
-function decodeRunnerToAgent(tag: number, r: FrameReader): RunnerToAgent {
-  const t = TAGS['runner-to-agent'];
-  switch (tag) {
-    case t.WAIT: {
-      const invoke = r.u32('invoke');
-      return { kind: 'WAIT', invoke, addr: r.str('addr') };
-    }
-    case t.SWAP: {
-      const invoke = r.u32('invoke');
-      const addr = r.str('addr');
-      return { kind: 'SWAP', invoke, addr, values: readTensors(r, 'values') };
-    }
-    case t.SKIP: {
-      const invoke = r.u32('invoke');
-      const path = r.str('path');
-      const step = r.u32('step');
-      return { kind: 'SKIP', invoke, path, step, values: readTensors(r, 'values') };
-    }
-    case t.STOP:
-      return { kind: 'STOP', invoke: r.u32('invoke') };
-    case t.LOG: {
-      const invoke = r.u32('invoke');
-      const code = r.u8('stream');
-      const stream = STREAMS[code];
-      if (stream === undefined) throw malformed(`LOG frame: unknown stream code ${code}`);
-      return { kind: 'LOG', invoke, stream, line: r.str('line') };
-    }
-    case t.END: {
-      const invoke = r.u32('invoke');
-      return { kind: 'END', invoke, result: readTree(r) };
-    }
-    case t.EXCEPTION: {
-      const invoke = r.u32('invoke');
-      return { kind: 'EXCEPTION', invoke, error: readError(r) };
-    }
-    case t.BACKWARD: {
-      const invoke = r.u32('invoke');
-      const step = r.u32('step');
-      return { kind: 'BACKWARD', invoke, step, seeds: readSeeds(r) };
-    }
-    case t.CALL: {
-      const invoke = r.u32('invoke');
-      const id = r.u32('call id');
-      const path = r.str('path');
-      return { kind: 'CALL', invoke, id, path, values: readTensors(r, 'values') };
-    }
-    case t.CACHE: {
-      const invoke = r.u32('invoke');
-      const id = r.u32('cache id');
-      const step = r.u32('step');
-      const n = r.count('cache points', 4);
-      const points: string[] = [];
-      for (let i = 0; i < n; i++) points.push(r.str(`cache point ${i}`));
-      return { kind: 'CACHE', invoke, id, step, points };
-    }
-    case t.READY: {
-      const version = r.u32('version');
-      const pid = r.u32('pid');
-      const startupMs = r.f64('startupMs');
-      const rssBytes = r.f64('rssBytes');
-      return { kind: 'READY', version, pid, startupMs, rssBytes };
-    }
-    case t.FAILED: {
-      const code = r.str('code');
-      return { kind: 'FAILED', code, message: r.str('message') };
-    }
-    default:
-      throw unknownTag(tag, 'runner-to-agent');
+const u32: Field<number> = { write: (w, v, what) => w.u32(v, what), read: (r, what) => r.u32(what) };
+const f64: Field<number> = { write: (w, v, what) => w.f64(v, what), read: (r, what) => r.f64(what) };
+const str: Field<string> = { write: (w, v, what) => w.str(v, what), read: (r, what) => r.str(what) };
+const flag: Field<boolean> = { write: (w, v) => w.u8(v ? 1 : 0), read: (r, what) => r.flag(what) };
+/** A string or null: a presence flag, then the string. */
+const nullableStr: Field<string | null> = {
+  write: (w, v, what) => w.optStr(v, what),
+  read: (r, what) => r.optStr(what) ?? null,
+};
+const tensors: Field<TensorPayload[]> = { write: writeTensors, read: readTensors };
+const blockError: Field<BlockError> = { write: (w, e) => writeError(w, e), read: (r) => readError(r) };
+const savedTree: Field<SavedTree> = { write: (w, t) => writeTree(w, t), read: (r) => readTree(r) };
+const seeds: Field<GradSeed[]> = { write: (w, v) => writeSeeds(w, v), read: (r) => readSeeds(r) };
+
+/** One of `values`, as its index in a byte. */
+function oneOf<T extends string>(values: readonly T[]): Field<T> {
+  return {
+    write(w, v, what) {
+      const i = values.indexOf(v);
+      if (i < 0) unencodable(`${what} must be one of ${values.join(', ')}, got ${JSON.stringify(v)}`);
+      w.u8(i);
+    },
+    read(r, what) {
+      const code = r.u8(what);
+      const v = values[code];
+      if (v === undefined) throw malformed(`unknown ${what} code ${code}`);
+      return v;
+    },
+  };
+}
+
+/** A u32 count, then the items; a count that cannot fit in what is left (items of at least `minBytes`) is refused. */
+function listOf<T>(item: Field<T>, minBytes: number, itemWhat: (what: string, i: number) => string): Field<T[]> {
+  return {
+    write(w, v, what) {
+      if (!Array.isArray(v)) unencodable(`${what}s must be an array`);
+      w.u32(v.length, `${what} count`);
+      v.forEach((x, i) => {
+        item.write(w, x, itemWhat(what, i));
+      });
+    },
+    read(r, what) {
+      const n = r.count(`${what}s`, minBytes);
+      const out: T[] = [];
+      for (let i = 0; i < n; i++) out.push(item.read(r, itemWhat(what, i)));
+      return out;
+    },
+  };
+}
+
+/** Fields in wire order: [key, field, what the field is called in errors]. */
+type Fields<T> = ReadonlyArray<{ [K in keyof T]-?: readonly [K, Field<T[K]>, string] }[keyof T]>;
+
+/** An object as its fields in order. A field read as undefined is left out of the object (an optional one). */
+function recordOf<T>(fields: Fields<T>): Field<T> {
+  // Indexed loops over parallel arrays: frames are on the interleaving's hot path.
+  const keys = fields.map((f) => f[0]);
+  const codecs = fields.map((f) => f[1] as Field<unknown>);
+  const names = fields.map((f) => f[2]);
+  const n = fields.length;
+  return {
+    write(w, v) {
+      for (let i = 0; i < n; i++) codecs[i]!.write(w, v[keys[i]!], names[i]!);
+    },
+    read(r) {
+      const out: Partial<T> = {};
+      for (let i = 0; i < n; i++) {
+        const value = codecs[i]!.read(r, names[i]!);
+        if (value !== undefined) out[keys[i]!] = value as T[keyof T];
+      }
+      return out as T;
+    },
+  };
+}
+
+type Start = Extract<AgentToRunner, { kind: 'START' }>;
+type Step = Extract<AgentToRunner, { kind: 'STEP' }>;
+
+/** A session's trace index and count; 0 of 0 for a request of one trace (no `trace`). */
+const traceOfSession: Field<Start['trace']> = {
+  write(w, t) {
+    if (t !== undefined && !(t.count >= 1 && t.index < t.count))
+      unencodable(`trace ${String(t.index)} of ${String(t.count)}: the index must be below the count`);
+    w.u32(t?.index ?? 0, 'trace index');
+    w.u32(t?.count ?? 0, 'trace count');
+  },
+  read(r) {
+    const index = r.u32('trace index');
+    const count = r.u32('trace count');
+    if (count === 0 ? index !== 0 : index >= count) throw malformed(`START frame: trace ${index} of ${count}`);
+    return count === 0 ? undefined : { index, count };
+  },
+};
+
+/** A generated token, or -1 (none: the row had finished), which travels as 2^32 - 1. */
+const tokenOrNone: Field<number> = {
+  write: (w, v, what) => w.u32(v === -1 ? U32_MAX : v, what),
+  read(r, what) {
+    const raw = r.u32(what);
+    return raw === U32_MAX ? -1 : raw;
+  },
+};
+
+const startInvoke = recordOf<Start['invokes'][number]>([
+  ['invoke', u32, 'invoke'],
+  ['source', str, 'block source'],
+  ['tokens', listOf(u32, 4, () => 'token id'), 'token'],
+  ['batchStart', u32, 'batchStart'],
+  ['batchSize', u32, 'batchSize'],
+]);
+
+const stepInvoke = recordOf<Step['invokes'][number]>([
+  ['invoke', u32, 'invoke'],
+  ['token', tokenOrNone, 'token'],
+  ['finished', flag, 'finished'],
+]);
+
+type Body<M, K> = Omit<Extract<M, { kind: K }>, 'kind'>;
+type Table<M extends { kind: string }> = { [K in M['kind']]: Field<Body<M, K>> };
+
+/** Each agent → runner message's body; encoding and decoding both follow it, so each is the other's inverse. */
+const AGENT_TO_RUNNER: Table<AgentToRunner> = {
+  START: recordOf<Body<AgentToRunner, 'START'>>([
+    ['requestId', str, 'requestId'],
+    ['steps', u32, 'steps'],
+    ['cache', flag, 'cache'],
+    ['trace', traceOfSession, 'trace'],
+    ['invokes', listOf(startInvoke, 20, () => 'invoke'), 'invoke'],
+  ]),
+  VALUE: recordOf<Body<AgentToRunner, 'VALUE'>>([
+    ['invoke', u32, 'invoke'],
+    ['addr', str, 'addr'],
+    ['values', tensors, 'values'],
+  ]),
+  RAISE: recordOf<Body<AgentToRunner, 'RAISE'>>([
+    ['invoke', u32, 'invoke'],
+    ['addr', str, 'addr'],
+    ['error', blockError, 'error'],
+  ]),
+  STOP: recordOf<Body<AgentToRunner, 'STOP'>>([['reason', str, 'reason']]),
+  STEP: recordOf<Body<AgentToRunner, 'STEP'>>([
+    ['step', u32, 'step'],
+    ['invokes', listOf(stepInvoke, 9, () => 'invoke'), 'invoke'],
+  ]),
+  INIT: recordOf<Body<AgentToRunner, 'INIT'>>([
+    ['version', u32, 'version'],
+    ['model', str, 'model'],
+    ['manifest', str, 'manifest'],
+    ['tokenizer', nullableStr, 'tokenizer'],
+    ['tokenizerConfig', nullableStr, 'tokenizerConfig'],
+    ['tokenizerFile', nullableStr, 'tokenizerFile'],
+  ]),
+};
+
+/** Each runner → agent message's body, likewise. */
+const RUNNER_TO_AGENT: Table<RunnerToAgent> = {
+  WAIT: recordOf<Body<RunnerToAgent, 'WAIT'>>([
+    ['invoke', u32, 'invoke'],
+    ['addr', str, 'addr'],
+  ]),
+  SWAP: recordOf<Body<RunnerToAgent, 'SWAP'>>([
+    ['invoke', u32, 'invoke'],
+    ['addr', str, 'addr'],
+    ['values', tensors, 'values'],
+  ]),
+  SKIP: recordOf<Body<RunnerToAgent, 'SKIP'>>([
+    ['invoke', u32, 'invoke'],
+    ['path', str, 'path'],
+    ['step', u32, 'step'],
+    ['values', tensors, 'values'],
+  ]),
+  STOP: recordOf<Body<RunnerToAgent, 'STOP'>>([['invoke', u32, 'invoke']]),
+  LOG: recordOf<Body<RunnerToAgent, 'LOG'>>([
+    ['invoke', u32, 'invoke'],
+    ['stream', oneOf(STREAMS), 'LOG stream'],
+    ['line', str, 'line'],
+  ]),
+  END: recordOf<Body<RunnerToAgent, 'END'>>([
+    ['invoke', u32, 'invoke'],
+    ['result', savedTree, 'result'],
+  ]),
+  EXCEPTION: recordOf<Body<RunnerToAgent, 'EXCEPTION'>>([
+    ['invoke', u32, 'invoke'],
+    ['error', blockError, 'error'],
+  ]),
+  BACKWARD: recordOf<Body<RunnerToAgent, 'BACKWARD'>>([
+    ['invoke', u32, 'invoke'],
+    ['step', u32, 'step'],
+    ['seeds', seeds, 'seeds'],
+  ]),
+  CALL: recordOf<Body<RunnerToAgent, 'CALL'>>([
+    ['invoke', u32, 'invoke'],
+    ['id', u32, 'call id'],
+    ['path', str, 'path'],
+    ['values', tensors, 'values'],
+  ]),
+  CACHE: recordOf<Body<RunnerToAgent, 'CACHE'>>([
+    ['invoke', u32, 'invoke'],
+    ['id', u32, 'cache id'],
+    ['step', u32, 'step'],
+    ['points', listOf(str, 4, (_, i) => `cache point ${i}`), 'point'],
+  ]),
+  READY: recordOf<Body<RunnerToAgent, 'READY'>>([
+    ['version', u32, 'version'],
+    ['pid', u32, 'pid'],
+    ['startupMs', f64, 'startupMs'],
+    ['rssBytes', f64, 'rssBytes'],
+  ]),
+  FAILED: recordOf<Body<RunnerToAgent, 'FAILED'>>([
+    ['code', str, 'code'],
+    ['message', str, 'message'],
+  ]),
+};
+
+const TABLES = { 'agent-to-runner': AGENT_TO_RUNNER, 'runner-to-agent': RUNNER_TO_AGENT } as const;
+
+function encode(direction: FrameDirection, msg: { kind: string }, opts: EncodeOptions): Buffer {
+  const tags: Record<string, number> = TAGS[direction];
+  const body = (TABLES[direction] as Record<string, Field<unknown>>)[msg?.kind];
+  if (body === undefined || !Object.hasOwn(tags, msg.kind)) {
+    const arrow = direction === 'agent-to-runner' ? 'agent → runner' : 'runner → agent';
+    return unencodable(`no ${arrow} frame for message kind ${JSON.stringify((msg as { kind?: unknown })?.kind)}`);
   }
+  const w = new FrameWriter();
+  body.write(w, msg, msg.kind);
+  return w.finish(tags[msg.kind]!, opts.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES);
+}
+
+/** Encodes one agent → runner message as a frame. Throws ProtocolError(FRAME_UNENCODABLE | FRAME_TOO_LARGE). */
+export function encodeAgentToRunner(msg: AgentToRunner, opts: EncodeOptions = {}): Buffer {
+  return encode('agent-to-runner', msg, opts);
+}
+
+/** Encodes one runner → agent message as a frame. Throws ProtocolError(FRAME_UNENCODABLE | FRAME_TOO_LARGE). */
+export function encodeRunnerToAgent(msg: RunnerToAgent, opts: EncodeOptions = {}): Buffer {
+  return encode('runner-to-agent', msg, opts);
+}
+
+function decodeBody(direction: FrameDirection, tag: number, r: FrameReader): AgentToRunner | RunnerToAgent {
+  const kind = TAG_NAMES[direction].get(tag);
+  if (kind === undefined) throw unknownTag(tag, direction);
+  const body = (TABLES[direction] as Record<string, Field<object>>)[kind]!;
+  return { kind, ...body.read(r, kind) } as AgentToRunner | RunnerToAgent;
 }
 
 function unknownTag(tag: number, direction: FrameDirection): ProtocolError {
@@ -787,7 +527,7 @@ export function decodeFrame<D extends FrameDirection>(
   }
   const tag = frame[4]!;
   const r = new FrameReader(frame, TAG_NAMES[direction].get(tag) ?? 'unknown');
-  const msg = direction === 'agent-to-runner' ? decodeAgentToRunner(tag, r) : decodeRunnerToAgent(tag, r);
+  const msg = decodeBody(direction, tag, r);
   r.done();
   return msg as MessageOf<D>;
 }

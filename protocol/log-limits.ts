@@ -49,3 +49,31 @@ export function logLimitsFromEnv(env: Readonly<Record<string, string | undefined
     maxBytes: read('NDIF_LOG_MAX_BYTES', DEFAULT_LOG_LIMITS.maxBytes),
   };
 }
+
+/**
+ * The block side's share of the limits: a block that writes without end (a `console.log` loop) must not fill its
+ * process's memory with lines the agent will drop anyway. Lines are admitted while they fit the limits, plus the
+ * first one beyond them (so the agent's batcher sees the limit reached and records the LOG_TRUNCATED note); every
+ * later line is only counted. Trusted (in the agent) and untrusted (in a sandbox runner) blocks apply the same quota.
+ */
+export class LogQuota {
+  private lines = 0;
+  private bytes = 0;
+  private over = false;
+  /** Lines refused (written after the limits were reached). */
+  dropped = 0;
+
+  constructor(private readonly limits: LogLimits) {}
+
+  admit(line: string): boolean {
+    if (this.over) {
+      this.dropped++;
+      return false;
+    }
+    const cut = line.length > MAX_LOG_LINE_CHARS ? line.slice(0, MAX_LOG_LINE_CHARS) : line;
+    this.lines++;
+    this.bytes += utf8Length(cut);
+    if (this.lines > this.limits.maxLines || this.bytes > this.limits.maxBytes) this.over = true;
+    return true;
+  }
+}

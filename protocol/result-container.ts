@@ -44,7 +44,9 @@ export function encodeResultContainer(c: ResultContainer): Uint8Array {
   out.set(new TextEncoder().encode(MAGIC), 0);
   new DataView(out.buffer).setUint32(8, json.byteLength, true);
   out.set(json, 12);
-  tensors.forEach((t, i) => out.set(t.data, dataStart + header.tensors[i]!.offset));
+  tensors.forEach((t, i) => {
+    out.set(t.data, dataStart + header.tensors[i]!.offset);
+  });
   return out;
 }
 
@@ -90,8 +92,9 @@ export function decodeResultContainer(bytes: Uint8Array): ResultContainer {
 }
 
 /**
- * The tree with each { $tensor: i } replaced by `f(tensors[i])` and { $number } by the number. The block's own keys
- * that start with `$` were saved with one more `$` (gpu-agent/block/api/saved-tree.ts), which is removed here.
+ * The tree with each { $tensor: i } replaced by `f(tensors[i])`, { $number } by the number, { $bigint } by the
+ * BigInt, { $map } by a Map and { $set } by a Set. The block's own keys that start with `$` were saved with one
+ * more `$` (gpu-agent/block/api/saved-tree.ts), which is removed here.
  */
 export function materializeTree<T>(s: SavedTree, f: (t: TensorPayload) => T): unknown {
   const walk = (v: unknown): unknown => {
@@ -106,6 +109,20 @@ export function materializeTree<T>(s: SavedTree, f: (t: TensorPayload) => T): un
         return f(t);
       }
       if (keys.length === 1 && typeof o.$number === 'string') return Number(o.$number);
+      if (keys.length === 1 && typeof o.$bigint === 'string') {
+        if (!/^-?[0-9]{1,100000}$/.test(o.$bigint))
+          throw new ResultContainerError('a $bigint is not a decimal integer');
+        return BigInt(o.$bigint);
+      }
+      if (keys.length === 1 && Array.isArray(o.$set)) return new Set(o.$set.map(walk));
+      if (keys.length === 1 && Array.isArray(o.$map))
+        return new Map(
+          o.$map.map((e: unknown) => {
+            if (!Array.isArray(e) || e.length !== 2)
+              throw new ResultContainerError('a $map entry is not a [key, value] pair');
+            return [walk(e[0]), walk(e[1])] as [unknown, unknown];
+          }),
+        );
       return Object.fromEntries(keys.map((k) => [k.startsWith('$$') ? k.slice(1) : k, walk(o[k])]));
     }
     return v;

@@ -15,7 +15,7 @@ import { runnerEnv } from './runner-env.js';
 import { bundleRunnerSource } from './runner-bundle.js';
 import { RunnerDir } from './runner-dir.js';
 import { agentEnd } from './socket-channel.js';
-import { RunnerSpawner } from './spawner.js';
+import { RunnerSpawner, type SpawnedRunner } from './spawner.js';
 
 /** What a runner gets about its model at INIT. */
 export interface ModelAssets {
@@ -35,7 +35,7 @@ const distRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 /** The runner's entry point as ES modules, and what it may read then: its compiled code. */
 export const RUNNER_SCRIPT = join(distRoot, 'sandbox', 'runner-main.js');
 export const RUNNER_ESM_READ_PATHS = ['sandbox', 'protocol', join('gpu-agent', 'block')].map(
-  (d) => join(distRoot, d) + '/',
+  (d) => `${join(distRoot, d)}/`,
 );
 
 const require = createRequire(import.meta.url);
@@ -177,7 +177,7 @@ export class RunnerLauncher {
     const argv = plan.argv(entry.script, entry.readPaths, [`--tokenizer-module=${entry.tokenizerModule}`]);
     const cgroup = plan.cgroupParent ? createCgroup(plan, id, limits) : undefined;
     const spawnedAt = performance.now();
-    let spawned;
+    let spawned: SpawnedRunner;
     try {
       spawned = await this.spawner.spawn(id, argv, runnerEnv(this.opts.agentEnv), this.nice);
     } catch (e) {

@@ -16,6 +16,7 @@ import { FRAME_VERSION, ProtocolError } from '../protocol/frames.js';
 import type { BlockEndpoint, BlockToHost, HostToBlock } from '../protocol/interleave.js';
 import type { Manifest } from '../protocol/manifest.js';
 import { writeDrainMarkers } from './runner-drain.js';
+import { LogQuota, logLimitsFromEnv } from '../protocol/log-limits.js';
 import { captureOutput } from './runner-output.js';
 import { lazyTokenizer } from './runner-tokenizer.js';
 import { warmUp } from './runner-warmup.js';
@@ -56,9 +57,12 @@ async function main(): Promise<void> {
   } catch (e) {
     return fail('RUNNER_BAD_INIT', `the manifest of model ${init.model} is unusable: ${(e as Error).message}`);
   }
+  // A runner serves one request: one log quota, for its invokes' lines and for writes outside them.
+  const logQuota = new LogQuota(logLimitsFromEnv(process.env));
   const env = {
     manifest,
     tokenizer: lazyTokenizer(init.tokenizer, init.tokenizerFile, init.tokenizerConfig, tokenizerModule),
+    logQuota,
   };
 
   // A block that calls process.exit gets an error it can see, not a dead runner; it cannot signal other
@@ -91,7 +95,9 @@ async function main(): Promise<void> {
   // markers follow whatever a block wrote straight to fd 1/2 (runner-drain.ts).
   const open = new Set<number>();
   const output = captureOutput(
-    (msg) => channel.send(msg),
+    (msg) => {
+      if (msg.kind !== 'LOG' || logQuota.admit(msg.line)) channel.send(msg);
+    },
     () => (open.size > 0 ? Math.min(...open) : 0),
   );
   const endpoint: BlockEndpoint = {

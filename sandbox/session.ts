@@ -234,7 +234,10 @@ export class SandboxSession implements BlockChannel {
   }
 
   private failOpen(error: BlockError, terminal: Error): void {
-    if (!this.started) return this.end(terminal);
+    if (!this.started) {
+      this.end(terminal);
+      return;
+    }
     for (const invoke of [...this.open].sort((a, b) => a - b)) this.deliver({ kind: 'EXCEPTION', invoke, error });
     this.open.clear();
     this.end(terminal);

@@ -4,7 +4,7 @@
 // receive() rejects with the reason.
 import type { Socket } from 'node:net';
 import { FabricError } from '../protocol/errors.js';
-import { FrameDecoder, ProtocolError, encodeAgentToRunner, encodeRunnerToAgent } from '../protocol/frames.js';
+import { FrameDecoder, type ProtocolError, encodeAgentToRunner, encodeRunnerToAgent } from '../protocol/frames.js';
 import type { AgentToRunner, FrameDirection, RunnerToAgent } from '../protocol/frames.js';
 import { Fifo } from '../protocol/fifo.js';
 

@@ -1,6 +1,6 @@
 // One planning round: the view it reads, the time, and the commands it plans, each with the ids that chain it to
 // the event that caused it (causation) and the operation it belongs to (correlation).
-import type { ControlPlaneCommand } from '../command-api/handlers/commands.js';
+import type { ControlPlaneCommand } from '../domain/commands.js';
 import type { EventRef } from '../projections/decode.js';
 import type { ControlPlaneState } from '../projections/control-plane/state.js';
 import type { SchedulerConfig } from './config.js';

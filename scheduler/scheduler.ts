@@ -2,9 +2,7 @@
 // through the command handlers (system:scheduler), round after round until nothing more is decided. Each round is
 // a pure plan (plan.ts) over one consistent view; the time comes from the injected clock, heartbeats from
 // observeHeartbeat, so a test drives it step by step with no timers.
-import type { CommandOutcome } from '../command-api/handlers/service.js';
-import type { CommandMetadata } from '../command-api/handlers/codec.js';
-import type { ControlPlaneCommand } from '../command-api/handlers/commands.js';
+import type { ControlPlaneCommand } from '../domain/commands.js';
 import { isFabricError } from '../protocol/errors.js';
 import type { StoredEvent } from '../eventstore/port.js';
 import type { ControlPlaneState } from '../projections/control-plane/state.js';
@@ -24,8 +22,27 @@ export interface SchedulerView {
   onApplied?(listener: (event: StoredEvent, state: ControlPlaneState) => void): () => void;
 }
 
+/** The metadata the scheduler gives the commands it issues. */
+export interface IssuedCommandMetadata {
+  commandId: string;
+  actor: string;
+  at: string;
+  correlationId?: string;
+  causationId?: string;
+}
+
+/** What the scheduler reads of an issued command's outcome. */
+export interface IssuedCommandOutcome {
+  /** Global position of the command's last event; undefined when nothing was appended. */
+  position: number | undefined;
+  events: readonly unknown[];
+  /** The command had been handled before (same command id): nothing new was appended. */
+  alreadyStored: boolean;
+}
+
+/** Where the scheduler's commands go: the command API's service (command-api/handlers/service.ts) in every fabric. */
 export interface CommandExecutor {
-  execute(command: ControlPlaneCommand, meta: CommandMetadata): Promise<CommandOutcome>;
+  execute(command: ControlPlaneCommand, meta: IssuedCommandMetadata): Promise<IssuedCommandOutcome>;
 }
 
 export interface ExecutedCommand {

@@ -29,9 +29,14 @@ if (files.length === 0) {
   process.exit(1);
 }
 
+// The unit tier (`*.unit.test.ts`) starts no service by definition: a run of unit tests alone starts nothing, even
+// where a test names a service's variable (a config test parsing DATABASE_URL).
+const unitOnly = files.every((f) => f.endsWith('.unit.test.js'));
 let services;
 try {
-  services = await startServices({ root, files, fullRun: filters.length === 0 });
+  services = unitOnly
+    ? { env: {}, stop: async () => {} }
+    : await startServices({ root, files, fullRun: filters.length === 0 });
 } catch (e) {
   console.error(`could not start the test services:\n${e instanceof Error ? e.message : e}`);
   process.exit(1);

@@ -10,7 +10,7 @@
 //                         gets its partitions back after this long
 import { DEFAULT_TOPICS } from './relay/wire.js';
 import { configInvalid } from './errors.js';
-import { InProcessBroker } from './inprocess/broker.js';
+import type { InProcessBroker } from './inprocess/broker.js';
 import { InProcessTransport } from './inprocess/transport.js';
 import { KafkaTransport } from './kafka/transport.js';
 import { IpcTransport } from './ipc/client.js';

@@ -15,16 +15,12 @@ export function murmur2(data: Uint8Array): number {
     h = Math.imul(h, m) ^ k;
   }
   const rest = length & ~3;
-  switch (length % 4) {
-    case 3:
-      h ^= data[rest + 2] << 16;
-    // falls through
-    case 2:
-      h ^= data[rest + 1] << 8;
-    // falls through
-    case 1:
-      h ^= data[rest];
-      h = Math.imul(h, m);
+  const tail = length % 4;
+  if (tail >= 3) h ^= data[rest + 2] << 16;
+  if (tail >= 2) h ^= data[rest + 1] << 8;
+  if (tail >= 1) {
+    h ^= data[rest];
+    h = Math.imul(h, m);
   }
   h ^= h >>> 13;
   h = Math.imul(h, m);

@@ -1,7 +1,7 @@
 // Pieces the families benchmark's generated graphs share: seeded weights collected for the writer, the additive
 // attention bias from the attention mask (float32 min where a key is masked; causal or not), the model wrapper.
-import { TensorDataType } from '../../gpu-agent/runtime/onnx/types.js';
-import type { ModelProto, ValueInfoProto } from '../../gpu-agent/runtime/onnx/types.js';
+import { TensorDataType } from '../../gpu-agent/runtime/formats.js';
+import type { ModelProto, ValueInfoProto } from '../../gpu-agent/runtime/formats.js';
 import { GraphBuilder, floatTensor, int64Tensor, tensorInfo } from '../../catalog/bundled/onnx-builder.js';
 import type { Gpt2Weight } from '../../catalog/bundled/gpt2.js';
 import { Sfc32, fillUniform } from '../../catalog/bundled/prng.js';

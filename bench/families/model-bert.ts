@@ -3,7 +3,7 @@
 // attention.output, intermediate with erf GELU, output), the pooler on the first token. Inputs input_ids,
 // attention_mask, token_type_ids; outputs last_hidden_state, pooler_output. Seeded weights; for the families
 // benchmark.
-import { TensorDataType } from '../../gpu-agent/runtime/onnx/types.js';
+import { TensorDataType } from '../../gpu-agent/runtime/formats.js';
 import { floatTensor, int64Tensor, tensorInfo } from '../../catalog/bundled/onnx-builder.js';
 import type { Gpt2Graph } from '../../catalog/bundled/gpt2.js';
 import { attentionBias, generatedModel, weightFactory } from './graph-parts.js';

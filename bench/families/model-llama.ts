@@ -3,7 +3,7 @@
 // grouped-query attention (KV heads repeated), gated SiLU MLP, untied lm_head. Inputs input_ids, attention_mask,
 // position_ids; output logits. Seeded weights; for the families benchmark (real exports are checked against
 // PyTorch by tests/runtime/families.int.test.ts).
-import { TensorDataType } from '../../gpu-agent/runtime/onnx/types.js';
+import { TensorDataType } from '../../gpu-agent/runtime/formats.js';
 import { floatTensor, int64Tensor, tensorInfo } from '../../catalog/bundled/onnx-builder.js';
 import type { Gpt2Graph } from '../../catalog/bundled/gpt2.js';
 import { attentionBias, generatedModel, weightFactory } from './graph-parts.js';

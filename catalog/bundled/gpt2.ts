@@ -10,8 +10,8 @@
 // transformers does). The MLP activation is gelu_new, the tanh
 // approximation 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), written out op by op as torch exports it.
 // lm_head is tied to wte and computed as Gemm(transB=1) so the embedding is stored once.
-import { TensorDataType } from '../../gpu-agent/runtime/onnx/types.js';
-import type { ModelProto } from '../../gpu-agent/runtime/onnx/types.js';
+import { TensorDataType } from '../../gpu-agent/runtime/formats.js';
+import type { ModelProto } from '../../gpu-agent/runtime/formats.js';
 import { GraphBuilder, floatTensor, int64Tensor, tensorInfo } from './onnx-builder.js';
 import { Sfc32, fillUniform } from './prng.js';
 

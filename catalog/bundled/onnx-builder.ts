@@ -1,7 +1,7 @@
 // A small builder for ONNX graphs with torch-exporter-style names: node `/transformer/h.0/attn/MatMul_1`,
 // output `/transformer/h.0/attn/MatMul_1_output_0`, constants as Constant nodes inside their module's scope.
-import { AttributeType, TensorDataType } from '../../gpu-agent/runtime/onnx/types.js';
-import type { AttributeProto, NodeProto, TensorProto, ValueInfoProto } from '../../gpu-agent/runtime/onnx/types.js';
+import { AttributeType, TensorDataType } from '../../gpu-agent/runtime/formats.js';
+import type { AttributeProto, NodeProto, TensorProto, ValueInfoProto } from '../../gpu-agent/runtime/formats.js';
 
 export type AttrValue = number | number[] | string | { float: number } | { floats: number[] } | { tensor: TensorProto };
 
@@ -17,7 +17,9 @@ function attribute(name: string, v: AttrValue): AttributeProto {
 export function int64Tensor(values: number[], dims: number[] = [values.length]): TensorProto {
   const raw = new Uint8Array(values.length * 8);
   const view = new DataView(raw.buffer);
-  values.forEach((x, i) => view.setBigInt64(i * 8, BigInt(x), true));
+  values.forEach((x, i) => {
+    view.setBigInt64(i * 8, BigInt(x), true);
+  });
   return { dims, data_type: TensorDataType.INT64, raw_data: raw };
 }
 

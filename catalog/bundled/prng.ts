@@ -1,7 +1,7 @@
 // Seeded PRNG for the generated demo models: sfc32 (gpu-agent/runtime/generation/sfc32.ts, integer-only state
 // updates) and exact float scaling, so the same seed gives bit-identical weights on every machine and Node version
 // (no Math.log/sin/cos).
-import { Sfc32 } from '../../gpu-agent/runtime/generation/sfc32.js';
+import { Sfc32 } from '../../gpu-agent/runtime/formats.js';
 
 export { Sfc32 };
 

@@ -3,9 +3,9 @@
 // tokenizer.json, tokenizer_config.json.
 import { closeSync, mkdirSync, openSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { encodeModel } from '../../gpu-agent/runtime/onnx/codec.js';
-import { DataLocation } from '../../gpu-agent/runtime/onnx/types.js';
-import type { ModelProto, TensorProto } from '../../gpu-agent/runtime/onnx/types.js';
+import { encodeModel } from '../../gpu-agent/runtime/formats.js';
+import { DataLocation } from '../../gpu-agent/runtime/formats.js';
+import type { ModelProto, TensorProto } from '../../gpu-agent/runtime/formats.js';
 import type { Gpt2Weight } from './gpt2.js';
 
 export const WEIGHTS_FILE = 'model.onnx.data';

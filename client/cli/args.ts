@@ -42,7 +42,7 @@ export function parseCommandArgs(cmd: CliCommand, name: string, rest: string[]):
   const options: Record<string, { type: 'string' | 'boolean'; short?: string; multiple?: boolean }> = {};
   for (const [k, s] of Object.entries(specs))
     options[k] = { type: s.type, ...(s.short ? { short: s.short } : {}), ...(s.multiple ? { multiple: true } : {}) };
-  let parsed;
+  let parsed: ReturnType<typeof parseArgs>;
   try {
     parsed = parseArgs({ args: rest, options, allowPositionals: true, strict: true });
   } catch (e) {

@@ -33,7 +33,7 @@ export interface CommandContext {
   out: Output;
   /** Fires on Ctrl-C. */
   signal: AbortSignal;
-  env: NodeJS.ProcessEnv;
+  env: Record<string, string | undefined>;
 }
 
 export interface CliCommand {
@@ -46,7 +46,7 @@ export interface CliCommand {
   positionals?: PositionalSpec[];
   options?: Record<string, OptionSpec>;
   /** Returns the exit code (0 when it returns nothing). Throw UsageError for bad arguments. */
-  run(ctx: CommandContext, args: CommandArgs): Promise<number | void>;
+  run(ctx: CommandContext, args: CommandArgs): Promise<number | undefined>;
 }
 
 /** Bad arguments: printed with the command's usage line, exit code 2. */

@@ -5,7 +5,7 @@ import { resolveClientConfig } from '../sdk/config.js';
 import { FabricHttp } from '../sdk/http.js';
 import { parseCommandArgs, splitCommand, stringOpt } from './args.js';
 import { UsageError } from './command.js';
-import type { CliCommand } from './command.js';
+import type { CliCommand, CommandArgs } from './command.js';
 import { exitCodeOf, renderError } from './failures.js';
 import { commandHelp, overallHelp } from './help.js';
 import { createOutput } from './output.js';
@@ -16,7 +16,7 @@ import { ExitCode } from './exit-codes.js';
 export interface CliIo {
   stdout: Stream;
   stderr: Stream;
-  env: NodeJS.ProcessEnv;
+  env: Record<string, string | undefined>;
   /** Aborts a waiting command (Ctrl-C). */
   signal?: AbortSignal;
 }
@@ -51,7 +51,7 @@ export async function main(
 }
 
 async function runCommand(name: string, cmd: CliCommand, rest: string[], io: CliIo): Promise<number> {
-  let args;
+  let args: CommandArgs;
   try {
     args = parseCommandArgs(cmd, name, rest);
   } catch (e) {

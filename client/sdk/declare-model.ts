@@ -59,7 +59,7 @@ export function declareModel(manifest: Manifest, opts: DeclareOptions = {}): str
       const members = m.children.map((c) => typeOf(c, indent));
       return members.every((t) => t === members[0]) && members.length > 0
         ? `ModuleList<${members[0]}>`
-        : `ModuleList<${[...new Set(members)].join(' | ')}> & { ${m.children.map((c, i) => `readonly ${i}: ${members[i]};`).join(' ')} }`;
+        : `ModuleList<${[...new Set(members)].join(' | ')}> & { ${m.children.map((_c, i) => `readonly ${i}: ${members[i]};`).join(' ')} }`;
     }
     return `Module<${out(m)}>${body(m, indent)}`;
   };

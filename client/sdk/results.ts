@@ -1,6 +1,11 @@
 // Turns a request's result container (protocol/result-container.ts) into the values the blocks returned, with
 // every `{ $tensor: i }` a Tensor.
-import { decodeResultContainer, materializeTree, ResultContainerError } from '../../protocol/result-container.js';
+import {
+  decodeResultContainer,
+  materializeTree,
+  type ResultContainer,
+  ResultContainerError,
+} from '../../protocol/result-container.js';
 import { ProtocolError } from './errors.js';
 import { Tensor } from './tensor.js';
 
@@ -12,7 +17,7 @@ export interface DecodedResult {
 }
 
 export function decodeResult(bytes: Uint8Array): DecodedResult {
-  let c;
+  let c: ResultContainer;
   try {
     c = decodeResultContainer(bytes);
   } catch (e) {

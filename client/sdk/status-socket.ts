@@ -166,10 +166,11 @@ export class StatusSocket {
       if (isBinary) throw new Error('binary frame');
       m = JSON.parse(data.toString('utf8')) as ServerMessage;
     } catch (e) {
-      return this.failAll(
+      this.failAll(
         new ProtocolError(`the status websocket sent something that is not a JSON message (${(e as Error).message})`),
         ws,
       );
+      return;
     }
     if (m.type === 'subscribed') {
       const s = this.subs.get(m.requestId);

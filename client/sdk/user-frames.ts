@@ -27,7 +27,10 @@ export class BlockOrigins {
   record(trace: number, invoke: number | null, block: unknown, sent: string): void {
     if (typeof block !== 'function') return;
     let t = this.traces.get(trace);
-    if (t === undefined) this.traces.set(trace, (t = new Map()));
+    if (t === undefined) {
+      t = new Map();
+      this.traces.set(trace, t);
+    }
     t.set(invoke, { fn: block as Origin['fn'], sent });
   }
 

@@ -2,6 +2,7 @@
 import type { AgentEvent, GpuSpec } from '../events/index.js';
 import type { AgentStateName } from '../placement/types.js';
 import { toMs } from '../shared/time.js';
+import { nextLifecycle } from './lifecycle.js';
 
 export interface AgentState {
   status: 'NONE' | AgentStateName;
@@ -31,13 +32,12 @@ export function initialAgentState(): AgentState {
 }
 
 export function evolveAgent(s: AgentState, e: AgentEvent): AgentState {
+  const next = nextLifecycle(s.status === 'NONE' ? undefined : { state: s.status, resumeAs: s.resumeAs }, e);
+  const moved = { ...s, status: next.state, resumeAs: next.resumeAs };
   switch (e.type) {
-    case 'AgentRegistered': {
-      const draining =
-        e.data.previousState === 'DRAINING' || (e.data.previousState === 'UNRESPONSIVE' && s.resumeAs === 'DRAINING');
+    case 'AgentRegistered':
       return {
-        ...s,
-        status: draining ? 'DRAINING' : 'ACTIVE',
+        ...moved,
         agentId: e.data.agentId,
         bootId: e.data.bootId,
         gpus: e.data.gpus,
@@ -45,24 +45,14 @@ export function evolveAgent(s: AgentState, e: AgentEvent): AgentState {
         cpuCacheBudgetBytes: e.data.cpuCacheBudgetBytes,
         lastSeenAtMs: toMs(e.data.registeredAt),
         graceUntilMs: null,
-        resumeAs: draining ? 'DRAINING' : 'ACTIVE',
       };
-    }
     case 'AgentUnresponsive':
-      return {
-        ...s,
-        status: 'UNRESPONSIVE',
-        lastSeenAtMs: toMs(e.data.lastSeenAt),
-        graceUntilMs: toMs(e.data.graceUntil),
-        resumeAs: s.status === 'DRAINING' ? 'DRAINING' : 'ACTIVE',
-      };
+      return { ...moved, lastSeenAtMs: toMs(e.data.lastSeenAt), graceUntilMs: toMs(e.data.graceUntil) };
     case 'AgentReturned':
-      return { ...s, status: s.resumeAs, graceUntilMs: null };
     case 'AgentLost':
-      return { ...s, status: 'LOST', graceUntilMs: null };
+      return { ...moved, graceUntilMs: null };
     case 'AgentDrainRequested':
-      return { ...s, status: s.status === 'UNRESPONSIVE' ? 'UNRESPONSIVE' : 'DRAINING', resumeAs: 'DRAINING' };
     case 'AgentDrained':
-      return { ...s, status: 'DRAINED', resumeAs: 'ACTIVE' };
+      return moved;
   }
 }

@@ -6,6 +6,11 @@ import { DomainErrorCode as C, refuse } from '../shared/errors.js';
 export const DEFAULT_MIN_DEPLOYMENT_MS = 3_600_000;
 /** Execution limit of a request on a deployment that names none (NDIF-like); an explicit null means no limit. */
 export const DEFAULT_TIMEOUT_MS = 60_000;
+/**
+ * Requests a replica runs at once unless the deployment says otherwise: the agent interleaves them and takes their
+ * forward work in turn, so a request parked in its own code (waiting on something of its own) holds no one else.
+ */
+export const DEFAULT_CONCURRENCY = 4;
 export const DEFAULT_AUTOSCALE = { enabled: true, thresholdMs: 30_000, maxReplicas: 3, backoffMs: 120_000 } as const;
 
 export interface DeploymentSettingsInput {
@@ -53,7 +58,7 @@ export function resolveSettings(input: DeploymentSettingsInput): DeploymentSetti
   );
   const timeoutMs = input.timeoutMs === undefined ? DEFAULT_TIMEOUT_MS : input.timeoutMs;
   check(timeoutMs === null || isInt(timeoutMs, 1), 'timeoutMs', 'must be a positive integer (ms) or null');
-  const concurrency = input.concurrency ?? 1;
+  const concurrency = input.concurrency ?? DEFAULT_CONCURRENCY;
   check(isInt(concurrency, 1, 64), 'concurrency', 'must be an integer from 1 to 64 (requests a replica runs at once)');
   const minDeploymentMs = input.minDeploymentMs ?? DEFAULT_MIN_DEPLOYMENT_MS;
   check(isInt(minDeploymentMs, 0), 'minDeploymentMs', 'must be an integer >= 0 (ms)');

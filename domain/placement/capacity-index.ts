@@ -140,7 +140,10 @@ export class CapacityIndex {
     if (r.state === 'WARM') {
       let m = this.warm.get(r.modelKey);
       if (sign > 0) {
-        if (m === undefined) this.warm.set(r.modelKey, (m = new Map()));
+        if (m === undefined) {
+          m = new Map();
+          this.warm.set(r.modelKey, m);
+        }
         m.set(r.replicaId, a.agentId);
       } else if (m !== undefined) {
         m.delete(r.replicaId);

@@ -71,7 +71,10 @@ const signals = new Map<string, { signal: AppendSignal; users: number }>();
 
 function acquireSignal(key: string): AppendSignal {
   let entry = signals.get(key);
-  if (entry === undefined) signals.set(key, (entry = { signal: new AppendSignal(), users: 0 }));
+  if (entry === undefined) {
+    entry = { signal: new AppendSignal(), users: 0 };
+    signals.set(key, entry);
+  }
   entry.users++;
   return entry.signal;
 }

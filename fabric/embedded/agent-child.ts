@@ -4,10 +4,12 @@
 // channel closes and the agent exits (it also exits when the transport socket closes).
 // It is the agent's supervisor: it keeps the last lines the process wrote on stderr (passed through to this
 // process's stderr as they come) and tells the next process how the previous one ended (NDIF_AGENT_PREVIOUS_EXIT:
-// boot, exit code or signal, stderr tail), which the agent reports with its registration.
+// boot, exit code or signal, stderr tail), which the agent reports with its registration. An agent that refuses its
+// configuration (exit 78, a coded `gpu-agent: CODE: …` line) is not started again: `configFault` says why.
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
+import { CONFIG_FAULT_EXIT } from '../health.js';
 
 export interface AgentChildOptions {
   env: NodeJS.ProcessEnv;
@@ -35,12 +37,15 @@ export class AgentChild {
   private delay: number;
   private timer: NodeJS.Timeout | undefined;
   private readyWaiters: Array<(bootId: string) => void> = [];
+  private faultWaiters: Array<(fault: { code: string; message: string }) => void> = [];
   starts = 0;
   bootId: string | undefined;
   /** The agent's health and metrics server (`…/health`; `/metrics` beside it), when NDIF_HEALTH_PORT gives it one. */
   healthUrl: string | undefined;
   /** The end of the last process that died (not one this supervisor stopped). */
   lastExit: ObservedExit | undefined;
+  /** Set when the agent refused its configuration (exit 78, e.g. AGENT_HEALTH_PORT_IN_USE): it is not restarted. */
+  configFault: { code: string; message: string } | undefined;
 
   constructor(private readonly options: AgentChildOptions) {
     this.delay = options.restartDelayMs ?? 500;
@@ -97,6 +102,14 @@ export class AgentChild {
       if (partial !== '') tail.push(partial.slice(0, 1000));
       if (bootOfChild !== undefined)
         this.lastExit = { bootId: bootOfChild, code, signal, stderrTail: tail.slice(-STDERR_TAIL_LINES) };
+      if (code === CONFIG_FAULT_EXIT) {
+        const line = [...tail].reverse().find((l) => l.startsWith('gpu-agent: ')) ?? 'gpu-agent: configuration refused';
+        const m = /^gpu-agent: ([A-Z][A-Z0-9_]+): (.*)$/.exec(line);
+        this.configFault = m ? { code: m[1]!, message: m[2]! } : { code: 'AGENT_CONFIG_INVALID', message: line };
+        this.options.log.error(this.configFault, 'the agent refused its configuration; it is not started again');
+        for (const w of this.faultWaiters.splice(0)) w(this.configFault);
+        return;
+      }
       if (Date.now() - startedAt > (this.options.restartResetMs ?? 60_000))
         this.delay = this.options.restartDelayMs ?? 500;
       this.options.log.warn({ code, signal, restartInMs: this.delay }, 'agent process exited; starting it again');
@@ -105,15 +118,25 @@ export class AgentChild {
     });
   }
 
-  /** Resolves with the boot id of the next (or current) ready agent process. */
+  /** Resolves with the boot id of the next (or current) ready agent process; rejects on a configuration fault. */
   ready(timeoutMs = 60_000): Promise<string> {
     if (this.bootId !== undefined && this.child !== undefined) return Promise.resolve(this.bootId);
+    const faulted = (f: { code: string; message: string }) =>
+      Object.assign(new Error(`${f.code}: ${f.message}`), { code: f.code });
+    if (this.configFault !== undefined) return Promise.reject(faulted(this.configFault));
     return new Promise((resolve, reject) => {
       const timer = setTimeout(
         () => reject(new Error(`the agent process was not ready within ${timeoutMs} ms`)),
         timeoutMs,
       );
-      this.readyWaiters.push((b) => (clearTimeout(timer), resolve(b)));
+      this.readyWaiters.push((b) => {
+        clearTimeout(timer);
+        resolve(b);
+      });
+      this.faultWaiters.push((f) => {
+        clearTimeout(timer);
+        reject(faulted(f));
+      });
     });
   }
 

@@ -12,7 +12,7 @@ import { prepareKeys } from '../bootstrap-key.js';
 import { FileBlobStore } from '../../blobstore/files.js';
 import { FabricModelCatalog } from '../../catalog/catalog.js';
 import { catalogConfigFromEnv, withBundled } from '../../catalog/config.js';
-import { buildFabricServer } from '../../command-api/http/fabric-server.js';
+import { buildFabricServer } from './http-server.js';
 import { InProcessBroker } from '../../transport/inprocess/broker.js';
 import { InProcessTransport } from '../../transport/inprocess/transport.js';
 import { IpcTransportServer } from '../../transport/ipc/server.js';
@@ -21,9 +21,11 @@ import { ControlPlane } from '../control-plane.js';
 import { privateDir, privateFile } from '../private-files.js';
 import { sweepDeadAgents } from '../../sandbox/runner-dir.js';
 import { openEventStoreFromEnv } from '../event-store.js';
-import { processLogger } from '../log.js';
+import { logFormatFromEnv, processLogger } from '../log.js';
 import { eventStoreKind, processMetrics } from '../metrics.js';
 import { onDemandDefaultsFromEnv, schedulerConfigFromEnv } from '../scheduler-env.js';
+import { agentEnv } from '../agent-env.js';
+import { operatorSecretsOf, scrubOwnEnvironment } from '../operator-secrets.js';
 import { AgentChild } from './agent-child.js';
 import { embeddedConfigFromEnv, paths } from './config.js';
 
@@ -87,14 +89,19 @@ async function main(): Promise<void> {
 
   // The agent serves the same models (the same NDIF_MODELS, with the bundled one made explicit).
   const models = catalogConfig.models.map((s) => ('dir' in s ? `${s.key}=${s.dir}` : s.key));
-  // The agent never holds event-store credentials (it would drop them with a warning).
-  const { DATABASE_URL: _db, KURRENTDB_URL: _kurrent, ...agentEnv } = env;
+  // Every operator-grade secret has been read (stores opened, bootstrap key stored, result secret in the API's
+  // config): none stays in this process's environment, where the agent (same user) could read it in /proc.
+  const secrets = Object.keys(operatorSecretsOf(env));
+  const scrubbed = scrubOwnEnvironment(secrets);
+  const left = secrets.filter((s) => !scrubbed.includes(s));
+  if (left.length > 0)
+    log.warn({ variables: left }, 'could not overwrite these secrets in the process environment block');
+  // The agent's environment is an allowlist: it never holds a credential worth more than the agent's role.
   const agent = new AgentChild({
     log,
     restartDelayMs: config.agentRestartMs,
     restartResetMs: config.agentRestartResetMs,
-    env: {
-      ...agentEnv,
+    env: agentEnv(env, {
       NDIF_TRANSPORT: 'ipc',
       NDIF_IPC_SOCKET: ipc.path,
       NDIF_BLOB_STORE: 'files',
@@ -104,8 +111,28 @@ async function main(): Promise<void> {
       NDIF_MODELS: models.join(','),
       NDIF_CATALOG_CACHE: catalogConfig.cacheDir,
       NDIF_AGENT_STATE_DIR: env.NDIF_AGENT_STATE_DIR || config.dataDir,
-    },
+      // The child's stderr is a pipe into this process's stderr: it logs in the format this process chose (readable
+      // lines on a terminal), not JSON among readable lines.
+      NDIF_LOG_FORMAT: logFormatFromEnv(env),
+      // With metrics on, the agent always serves /metrics (on loopback unless NDIF_HEALTH_PORT says otherwise), and
+      // this process's /metrics adds the agent's families: one scrape of the fabric's port has every series.
+      ...(metrics !== undefined && env.NDIF_HEALTH_PORT === undefined
+        ? { NDIF_HEALTH_PORT: '0', NDIF_HEALTH_HOST: env.NDIF_HEALTH_HOST || '127.0.0.1' }
+        : {}),
+    }),
   });
+  if (metrics !== undefined) {
+    metrics.alsoExport = async () => {
+      const health = agent.healthUrl;
+      if (health === undefined) return '';
+      try {
+        const r = await fetch(health.replace(/\/health$/, '/metrics'), { signal: AbortSignal.timeout(2000) });
+        return r.ok ? await r.text() : '';
+      } catch {
+        return ''; // the agent is restarting: this scrape has the control plane's series only
+      }
+    };
+  }
   if (config.agent) agent.start();
 
   let stopping: Promise<void> | undefined;
@@ -133,7 +160,11 @@ async function main(): Promise<void> {
   if (config.agent) {
     await agent
       .ready(120_000)
-      .catch((err: unknown) => log.error({ err }, 'the agent is not ready yet; requests wait for it'));
+      .catch((err: unknown) =>
+        agent.configFault === undefined
+          ? log.error({ err }, 'the agent is not ready yet; requests wait for it')
+          : undefined,
+      );
   }
   // One write: a reader that matched the first line finds the second beside it.
   process.stdout.write(
@@ -142,7 +173,7 @@ async function main(): Promise<void> {
       .map((m) => m.key)
       .join(
         ', ',
-      )}; agent: ${config.agent ? config.agentId : 'off'}${agent.healthUrl ? ` (health ${agent.healthUrl}${metrics ? `, metrics ${agent.healthUrl.replace(/\/health$/, '/metrics')}` : ''})` : ''}${api.auth ? '; auth on' : ''}${metrics ? `; metrics ${url}/metrics` : ''})\ntry it: curl -s ${url}/models   ·   npm run ndif -- status --url ${url}\n`,
+      )}; agent: ${config.agent ? config.agentId : 'off'}${agent.configFault ? ` REFUSED ${agent.configFault.code}: ${agent.configFault.message}` : ''}${agent.healthUrl ? ` (health ${agent.healthUrl}${metrics ? `, metrics ${agent.healthUrl.replace(/\/health$/, '/metrics')}` : ''})` : ''}${api.auth ? '; auth on' : ''}${metrics ? `; metrics ${url}/metrics` : ''})\ntry it: curl -s ${url}/models   ·   npm run ndif -- status --url ${url}\n`,
   );
 }
 

@@ -99,6 +99,16 @@ export class GpuAgent {
     };
   }
 
+  /** The topic this agent's assignments come on: its own. */
+  get assignmentsTopic(): string {
+    return agentAssignmentsTopic(this.options.config.topics.assignments, this.options.config.agentId);
+  }
+
+  /** The consumer group this agent reads its assignments with. */
+  get assignmentsGroup(): string {
+    return assignmentsGroupId(this.options.config.agentId, this.assignmentsTopic);
+  }
+
   /** The transport's consumer lag of this agent's assignments subscription (empty where delivery is immediate). */
   assignmentLag(): { partition: number; messages: number }[] {
     return this.subscription?.lag?.() ?? [];
@@ -109,10 +119,9 @@ export class GpuAgent {
     const { config, transport, log } = this.options;
     // Its own topic; a group without a committed position starts at the next message: everything for this boot
     // is published after it registers, below, and what came before was for earlier boots.
-    const topic = agentAssignmentsTopic(config.topics.assignments, config.agentId);
     this.subscription = await transport.subscribe(
-      topic,
-      assignmentsGroupId(config.agentId, topic),
+      this.assignmentsTopic,
+      this.assignmentsGroup,
       (m) => this.onMessage(m),
       {
         fromBeginning: false,

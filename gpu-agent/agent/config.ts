@@ -15,6 +15,8 @@
 //   NDIF_TOPIC_ASSIGNMENTS, NDIF_TOPIC_AGENT_EVENTS   topic names (defaults ndif.assignments, ndif.agent-events)
 //   NDIF_AGENT_STATE_DIR     where the agent keeps its last words for its next boot (default <tmp>/ndif-agent)
 //   NDIF_AGENT_STALL_MS      the watchdog ends a process whose event loop is blocked this long (default 20000; 0: off)
+//   NDIF_AGENT_MEMORY_MAX    the agent's RSS at which a trusted block is stopped as OutOfMemory (default: 90 % of its cgroup's limit)
+//   NDIF_AGENT_MEMORY_FLOOR  the host's available memory at which the same happens (default max(256MiB, 5 % of RAM))
 //   NDIF_AGENT_PREVIOUS_EXIT set by a supervisor that restarts the agent: how the previous process ended (JSON)
 import { hostname, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
@@ -39,6 +41,10 @@ export interface AgentConfig {
   stateDir: string;
   /** 0: no watchdog. */
   stallMs: number;
+  /** The agent's RSS above which the block running in it is stopped (OutOfMemory); undefined: the cgroup's, if any. */
+  memoryMaxBytes: number | undefined;
+  /** The host's available memory below which the same happens (before the kernel's OOM killer acts). */
+  memoryFloorBytes: number;
   logLimits: LogLimits;
   resultMaxBytes: number;
   /** NDIF_LOG_LINES_PER_S: how fast one request's log lines leave the agent. */
@@ -140,6 +146,8 @@ export function agentConfigFromEnv(env: NodeJS.ProcessEnv = process.env, cuda = 
     topics: relayTopicsFromEnv(env),
     stateDir: env.NDIF_AGENT_STATE_DIR || join(tmpdir(), 'ndif-agent'),
     stallMs: int(env, 'NDIF_AGENT_STALL_MS', 20_000, 0),
+    memoryMaxBytes: bytes(env, 'NDIF_AGENT_MEMORY_MAX'),
+    memoryFloorBytes: bytes(env, 'NDIF_AGENT_MEMORY_FLOOR') ?? Math.max(256 * 2 ** 20, Math.round(totalmem() * 0.05)),
     logLimits: readLogLimits(env),
     resultMaxBytes: bytes(env, 'NDIF_RESULT_MAX_BYTES') ?? DEFAULT_RESULT_MAX_BYTES,
     logLinesPerSecond: int(env, 'NDIF_LOG_LINES_PER_S', DEFAULT_LOG_LINES_PER_S, 1),

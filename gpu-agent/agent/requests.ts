@@ -8,7 +8,14 @@ import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { BlobStore } from '../../blobstore/port.js';
 import { createInProcessBlocks } from '../block/index.js';
-import type { HostedModel, InvokeSpec, RunRequest, RunResult, SessionRequest } from '../runtime/index.js';
+import {
+  InterventionError,
+  type HostedModel,
+  type InvokeSpec,
+  type RunRequest,
+  type RunResult,
+  type SessionRequest,
+} from '../runtime/index.js';
 import type { OpenChannel } from '../runtime/index.js';
 import { parseRequestPayload, type InvokePayload, type RequestPayload } from '../../protocol/request-payload.js';
 import { encodeResultContainer } from '../../protocol/result-container.js';
@@ -19,7 +26,7 @@ import { failureReport, type FailureReport } from './failure.js';
 import type { ReplicaHost } from './replicas.js';
 import type { Cause, Reporter } from './reporter.js';
 import { LogBatcher } from './log-batcher.js';
-import type { LogLimits } from '../../protocol/log-limits.js';
+import { LogQuota, type LogLimits } from '../../protocol/log-limits.js';
 
 /** What one attempt may produce: log lines and bytes, and the size of its encoded result. */
 export interface RunLimits {
@@ -29,6 +36,9 @@ export interface RunLimits {
   resultMaxBytes: number;
 }
 import { TokenStream } from './token-stream.js';
+import { BlockTurns } from './block-turns.js';
+import type { WatchedRequest } from './watchdog.js';
+import type { BlockError } from '../../protocol/interleave.js';
 import { LogPace } from './log-pace.js';
 
 type RunAssignment = Extract<Assignment, { kind: 'run' }>;
@@ -45,6 +55,12 @@ interface Running {
   controller: AbortController;
   aborted: boolean;
   done: Promise<void>;
+  /** Epoch ms at which its time limit ends (known once its payload is read). */
+  deadline: number;
+  /** Its blocks run in this process. */
+  inProcess: boolean;
+  /** Set when the agent stopped its block (the watchdog: memory, a stall): the failure it is reported with. */
+  stopped?: BlockError;
 }
 
 export const RESULT_CONTENT_TYPE = 'application/vnd.ndif.result';
@@ -53,8 +69,15 @@ export class RequestExecutor {
   private readonly running = new Map<string, Running>();
   completed = 0;
   failed = 0;
-  /** Told the running request ids whenever they change (the watchdog's last words name them). */
-  onRunningChange: ((ids: string[]) => void) | undefined;
+  /** Told the running requests whenever they change (the watchdog watches their deadlines; its last words name them). */
+  onRunningChange: ((running: WatchedRequest[]) => void) | undefined;
+  /** Which in-process request's blocks the host handed a message to last, and have not answered yet. */
+  private readonly inBlocks = new BlockTurns();
+
+  /** Told each time the host enters a request's in-process blocks. */
+  set onBlockEntered(f: ((requestId: string) => void) | undefined) {
+    this.inBlocks.onEnter = f;
+  }
 
   constructor(
     private readonly agentId: string,
@@ -75,6 +98,27 @@ export class RequestExecutor {
     return [...this.running.keys()];
   }
 
+  private watched(): WatchedRequest[] {
+    return [...this.running].map(([id, r]) => ({ id, deadline: r.deadline, inProcess: r.inProcess }));
+  }
+
+  /**
+   * Stops the in-process block that ran last (the one the host handed a message to most recently and that has not
+   * answered, else the one entered last): its request fails with `type`. The watchdog calls this when memory runs
+   * out while trusted blocks run here. Returns the request id, if any.
+   */
+  stopInProcess(type: 'OutOfMemory', message: string): string | undefined {
+    const live = [...this.running].filter(([, r]) => r.inProcess && !r.aborted && r.stopped === undefined);
+    // One block at a time: the memory of the one stopped last is still being collected.
+    if ([...this.running.values()].some((r) => r.stopped !== undefined)) return undefined;
+    const id = this.inBlocks.last(live.map(([id]) => id));
+    const r = id === undefined ? undefined : this.running.get(id);
+    if (id === undefined || r === undefined) return undefined;
+    r.stopped = { phase: 'execute', type, message };
+    r.controller.abort(type);
+    return id;
+  }
+
   run(a: RunAssignment): void {
     const existing = this.running.get(a.requestId);
     if (existing !== undefined && existing.attempt >= a.attempt) return;
@@ -84,12 +128,15 @@ export class RequestExecutor {
       controller: new AbortController(),
       aborted: false,
       done: Promise.resolve(),
+      deadline: Date.now() + this.maxRunMs,
+      inProcess: a.trusted && !(a.isolated === true && this.untrusted !== undefined),
     };
     this.running.set(a.requestId, entry);
-    this.onRunningChange?.(this.runningIds());
+    this.onRunningChange?.(this.watched());
     entry.done = this.execute(a, entry).finally(() => {
       if (this.running.get(a.requestId) === entry) this.running.delete(a.requestId);
-      this.onRunningChange?.(this.runningIds());
+      this.inBlocks.forget(a.requestId);
+      this.onRunningChange?.(this.watched());
     });
   }
 
@@ -159,6 +206,8 @@ export class RequestExecutor {
     try {
       const payload = await this.payload(a);
       const timeoutMs = a.options.timeoutMs ?? payload.timeoutMs ?? this.maxRunMs;
+      entry.deadline = Date.now() + timeoutMs;
+      this.onRunningChange?.(this.watched());
       const common = {
         requestId: a.requestId,
         timeoutMs,
@@ -177,8 +226,8 @@ export class RequestExecutor {
         },
       };
       const opener = await this.opener(a, model, timeoutMs, entry.controller.signal);
-      // The model runs one request at a time: RUNNING is reported when this one's turn comes (the runtime opens
-      // the channel to the blocks then), not while it waits behind another.
+      // RUNNING is reported when the runtime opens the channel to the blocks (requests on a model run at once and
+      // take its forward work in turn).
       let t1 = t0;
       const open: OpenChannel = (start) => {
         t1 = performance.now();
@@ -255,7 +304,7 @@ export class RequestExecutor {
       if (entry.aborted) return logs.discard();
       tokens.close();
       this.log.debug({ err, requestId: a.requestId }, 'request failed');
-      await fail(failureReport(err, stage));
+      await fail(failureReport(entry.stopped ? new InterventionError(entry.stopped) : err, stage));
     }
   }
 
@@ -277,11 +326,19 @@ export class RequestExecutor {
       );
       return this.sandboxed(model, timeoutMs, signal);
     }
-    return a.trusted ? this.inProcess(model) : this.sandboxed(model, timeoutMs, signal);
+    return a.trusted ? this.inProcess(model, a.requestId) : this.sandboxed(model, timeoutMs, signal);
   }
 
-  private inProcess(model: HostedModel): OpenChannel {
-    return () => createInProcessBlocks({ manifest: model.manifest(), tokenizer: model.tokenizer });
+  private inProcess(model: HostedModel, requestId: string): OpenChannel {
+    return () =>
+      this.inBlocks.watch(
+        requestId,
+        createInProcessBlocks({
+          manifest: model.manifest(),
+          tokenizer: model.tokenizer,
+          logQuota: new LogQuota(this.limits.log),
+        }),
+      );
   }
 
   private async sandboxed(model: HostedModel, timeoutMs: number, signal: AbortSignal): Promise<OpenChannel> {

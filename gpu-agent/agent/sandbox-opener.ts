@@ -16,7 +16,8 @@ export function sandboxOpener(make: () => Promise<Sandbox>): {
   return {
     async open(model, opts): Promise<OpenChannel> {
       sandbox ??= make();
-      const sb = (started = await sandbox);
+      const sb = await sandbox;
+      started = sb;
       if (!registered.has(model)) {
         const { modelAssets } = await import('../../sandbox/index.js');
         sb.register(modelAssets(model));

@@ -4,8 +4,8 @@
 import { FabricError } from '../../protocol/errors.js';
 import type { BlockError } from '../../protocol/interleave.js';
 
-/** The code and HTTP status of each BlockError type; a type not listed (none today) reports BLOCK_ERROR. */
-export const BLOCK_CODES: Readonly<Record<string, { code: string; status: number }>> = {
+/** The code and HTTP status of each BlockError type; a type not listed (a runner's own, say) reports BLOCK_ERROR. */
+export const BLOCK_CODES = {
   OutOfOrder: { code: 'BLOCK_OUT_OF_ORDER', status: 400 },
   NotProvided: { code: 'BLOCK_NOT_PROVIDED', status: 400 },
   UnknownModule: { code: 'BLOCK_UNKNOWN_MODULE', status: 400 },
@@ -38,7 +38,10 @@ export const BLOCK_CODES: Readonly<Record<string, { code: string; status: number
   OutOfMemory: { code: 'BLOCK_OUT_OF_MEMORY', status: 400 },
   CpuLimit: { code: 'BLOCK_CPU_LIMIT', status: 400 },
   SandboxCrashed: { code: 'BLOCK_SANDBOX_CRASHED', status: 500 },
-};
+} as const satisfies Record<string, { code: string; status: number }>;
+
+/** A BlockError type the runtime reports: one of BLOCK_CODES. */
+export type BlockErrorType = keyof typeof BLOCK_CODES;
 
 /** Codes of a request refused before anything ran (RequestError); generation options use GenerationErrorCode. */
 export const RequestErrorCode = {
@@ -57,7 +60,7 @@ export const RequestErrorCode = {
 
 /** The error code a BlockError of this type is reported under. */
 export function blockErrorCode(type: string): { code: string; status: number } {
-  return Object.hasOwn(BLOCK_CODES, type) ? BLOCK_CODES[type]! : { code: 'BLOCK_ERROR', status: 400 };
+  return Object.hasOwn(BLOCK_CODES, type) ? BLOCK_CODES[type as BlockErrorType] : { code: 'BLOCK_ERROR', status: 400 };
 }
 
 /** The request failed because of what a block did (or did not do). */
@@ -97,7 +100,7 @@ export class InterventionError extends FabricError {
   }
 }
 
-export function blockError(type: string, message: string, phase: BlockError['phase'] = 'execute'): BlockError {
+export function blockError(type: BlockErrorType, message: string, phase: BlockError['phase'] = 'execute'): BlockError {
   return { phase, type, message };
 }
 

@@ -1,7 +1,8 @@
 // A model loaded for serving: `loadModel(dir)` runs the load pipeline (load/load-model.ts) — model.onnx, config.json,
 // tokenizer.json, graph analysis, probes, the KV cache and the whole-graph session. `run()` and `runSession()` plan a
-// request (serving/request-plan.ts, refusing bad input before anything runs) and serve one at a time
-// (serving/serving-queue.ts), interleaving the blocks with the forward pass (interleave/).
+// request (serving/request-plan.ts, refusing bad input before anything runs) and serve several at once, their
+// forward work taken in turn (serving/model-turns.ts: a request waiting for its blocks holds nothing), interleaving the
+// blocks with the forward pass (interleave/).
 import type { BlockChannel, StartRequest } from '../../protocol/interleave.js';
 import type { Manifest } from '../../protocol/manifest.js';
 import { resolveManifest } from '../../protocol/manifest.js';
@@ -18,13 +19,13 @@ import { runRequest, runTraces } from './interleave/trace-session.js';
 import type { TraceRun } from './interleave/host-context.js';
 import { planRequest, planSession } from './serving/request-plan.js';
 import type { PlannedRequest, RequestModel } from './serving/request-plan.js';
-import { ServingQueue } from './serving/serving-queue.js';
+import { ModelTurns } from './serving/model-turns.js';
 import type { OpenChannel, RunRequest, RunResult, SessionRequest, SessionResult } from './interleave/request-types.js';
 
 export type { LoadOptions } from './load/load-model.js';
 
 export class HostedModel {
-  private readonly queue = new ServingQueue();
+  private readonly turns = new ModelTurns();
   private closed = false;
   readonly key: string;
   readonly dir: string;
@@ -99,11 +100,11 @@ export class HostedModel {
     }
     const { start, generation } = planned;
     const opener = typeof open === 'function' ? () => open(start) : () => open;
-    return this.queue.enqueue(() => runRequest(this.loaded.ctx, req, start, opener, generation));
+    return this.turns.serve(opener, (o) => runRequest(this.loaded.ctx, req, start, o, generation));
   }
 
   /**
-   * Runs a session: its traces one after the other in one turn on the model, on one channel to the blocks (so
+   * Runs a session: its traces one after the other (the model's forward work taken in turn with other requests), on one channel to the blocks (so
    * `ctx.shared` and `ctx.traces` carry values from trace to trace in the blocks' process), under one deadline. Every
    * trace is validated before the first runs; a failure in trace t fails the session, naming the trace.
    */
@@ -120,8 +121,8 @@ export class HostedModel {
     }
     const opener = typeof open === 'function' ? () => open(traces[0]!.start) : () => open;
     const t0 = performance.now();
-    return this.queue.enqueue(async () => {
-      const results = await runTraces(this.loaded.ctx, traces, opener, {
+    return this.turns.serve(opener, async (o) => {
+      const results = await runTraces(this.loaded.ctx, traces, o, {
         timeoutMs: req.timeoutMs,
         signal: req.signal,
         onTrace: req.onTrace,
@@ -138,7 +139,7 @@ export class HostedModel {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await this.queue.drain();
+    await this.turns.drain();
     await this.loaded.cache.dispose();
     this.loaded.weights.dispose();
   }

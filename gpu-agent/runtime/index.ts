@@ -17,5 +17,6 @@ export type {
 } from './interleave/request-types.js';
 export type { Finish, FinishReason } from './generation/stopping.js';
 export { InterventionError, ModelLoadError, RequestError } from './errors.js';
+export { cudaAvailable } from './ort/session.js';
 export type { TextTokenizer, LoadedTokenizer } from './load/tokenizer.js';
 export { tokenizerFromJson } from './load/tokenizer.js';

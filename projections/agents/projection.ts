@@ -4,6 +4,7 @@ import type { JsonValue, StoredEvent } from '../../eventstore/port.js';
 import { atMs as toMs, decode, refOf, type EventRef } from '../decode.js';
 import type { DomainEvent } from '../../domain/events/types.js';
 import type { Projection } from '../runner/projection.js';
+import { nextLifecycle } from '../../domain/agent/lifecycle.js';
 
 export interface AgentHealth {
   agentId: string;
@@ -65,15 +66,14 @@ export function applyAgents(
         returns: 0,
         history: [],
       };
-      const draining =
-        d.data.previousState === 'DRAINING' || (d.data.previousState === 'UNRESPONSIVE' && a.resumeAs === 'DRAINING');
+      const next = nextLifecycle(prev, d);
       if (prev !== undefined && prev.bootId !== d.data.bootId) a.restarts++;
       a.bootId = d.data.bootId;
       a.registeredAtMs = at;
       a.lastSeenAtMs = at;
       a.graceUntilMs = null;
-      a.resumeAs = draining ? 'DRAINING' : 'ACTIVE';
-      change(a, a.resumeAs, e, ref ?? refOf(e));
+      a.resumeAs = next.resumeAs;
+      change(a, next.state, e, ref ?? refOf(e));
       s.byId.set(a.agentId, a);
       return s;
     }
@@ -85,26 +85,18 @@ export function applyAgents(
       const a = s.byId.get(d.data.agentId);
       if (a === undefined)
         throw new Error(`${e.type} at position ${e.position} names agent ${d.data.agentId}, which never registered`);
+      const next = nextLifecycle(a, d);
       if (d.type === 'AgentUnresponsive') {
         a.lapses++;
         a.lastSeenAtMs = toMs(d.data.lastSeenAt);
         a.graceUntilMs = toMs(d.data.graceUntil);
-        a.resumeAs = a.state === 'DRAINING' ? 'DRAINING' : 'ACTIVE';
-        change(a, 'UNRESPONSIVE', e, ref ?? refOf(e));
       } else if (d.type === 'AgentReturned') {
         a.returns++;
         a.graceUntilMs = null;
-        change(a, a.resumeAs, e, ref ?? refOf(e));
-      } else if (d.type === 'AgentLost') {
-        a.graceUntilMs = null;
-        change(a, 'LOST', e, ref ?? refOf(e));
-      } else if (d.type === 'AgentDrainRequested') {
-        a.resumeAs = 'DRAINING';
-        if (a.state !== 'UNRESPONSIVE') change(a, 'DRAINING', e, ref ?? refOf(e));
-      } else {
-        a.resumeAs = 'ACTIVE';
-        change(a, 'DRAINED', e, ref ?? refOf(e));
-      }
+      } else if (d.type === 'AgentLost') a.graceUntilMs = null;
+      a.resumeAs = next.resumeAs;
+      // A drain asked for during a lapse is no change of state (it shows when the agent returns).
+      if (d.type !== 'AgentDrainRequested' || a.state !== 'UNRESPONSIVE') change(a, next.state, e, ref ?? refOf(e));
       return s;
     }
     default:

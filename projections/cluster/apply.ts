@@ -6,6 +6,7 @@ import { describeEvaluationText } from './describe.js';
 import { atMs as toMs, decode, refOf, type EventRef } from '../decode.js';
 import type { DomainEvent } from '../../domain/events/types.js';
 import type { ClusterReplica, ClusterState } from './state.js';
+import { nextLifecycle } from '../../domain/agent/lifecycle.js';
 import { reindexAgent, reindexModel, reindexReplica } from './index-state.js';
 
 function replicaOf(s: ClusterState, replicaId: string, e: StoredEvent): ClusterReplica {
@@ -42,14 +43,12 @@ function applyClusterEvent(s: ClusterState, e: StoredEvent, d: DomainEvent, even
   switch (d.type) {
     case 'AgentRegistered': {
       const prev = s.agents.get(d.data.agentId);
-      const draining =
-        d.data.previousState === 'DRAINING' ||
-        (d.data.previousState === 'UNRESPONSIVE' && prev?.resumeAs === 'DRAINING');
+      const next = nextLifecycle(prev, d);
       s.agents.set(d.data.agentId, {
         agentId: d.data.agentId,
         bootId: d.data.bootId,
-        state: draining ? 'DRAINING' : 'ACTIVE',
-        resumeAs: draining ? 'DRAINING' : 'ACTIVE',
+        state: next.state,
+        resumeAs: next.resumeAs,
         gpus: d.data.gpus,
         ramBytes: d.data.ramBytes,
         cpuCacheBudgetBytes: d.data.cpuCacheBudgetBytes,
@@ -69,18 +68,9 @@ function applyClusterEvent(s: ClusterState, e: StoredEvent, d: DomainEvent, even
       if (agent === undefined)
         throw new Error(`${e.type} at position ${e.position} names agent ${d.data.agentId}, which never registered`);
       agent.lastEvent = ref;
-      if (d.type === 'AgentUnresponsive') {
-        agent.resumeAs = agent.state === 'DRAINING' ? 'DRAINING' : 'ACTIVE';
-        agent.state = 'UNRESPONSIVE';
-      } else if (d.type === 'AgentReturned') agent.state = agent.resumeAs;
-      else if (d.type === 'AgentLost') agent.state = 'LOST';
-      else if (d.type === 'AgentDrainRequested') {
-        agent.resumeAs = 'DRAINING';
-        if (agent.state !== 'UNRESPONSIVE') agent.state = 'DRAINING';
-      } else {
-        agent.state = 'DRAINED';
-        agent.resumeAs = 'ACTIVE';
-      }
+      const next = nextLifecycle(agent, d);
+      agent.state = next.state;
+      agent.resumeAs = next.resumeAs;
       return s;
     }
     case 'DeploymentRequested': {

@@ -43,7 +43,10 @@ export function emptyClusterIndex(): ClusterIndex {
 
 function setOf<K>(m: Map<K, Set<string>>, k: K): Set<string> {
   let s = m.get(k);
-  if (s === undefined) m.set(k, (s = new Set()));
+  if (s === undefined) {
+    s = new Set();
+    m.set(k, s);
+  }
   return s;
 }
 

@@ -15,14 +15,25 @@ export function activeReplicas(s: ClusterState, modelKey: string): ClusterReplic
 /** What a user waiting for this model is told: READY, DEPLOYING (placed/loading), PROVISIONING (being placed), … */
 export type DeploymentPhase = 'READY' | 'DEPLOYING' | 'PROVISIONING' | 'CACHED' | 'REFUSED' | 'FAILED' | 'NONE';
 
+/**
+ * The deployment's latest refusal or load failure while it is still the news: null once a replica was requested
+ * after the one that failed (a new attempt supersedes it, whatever its outcome) or a replica became HOT (which
+ * clears it in the projection).
+ */
+export function currentFailure(dep: ClusterDeployment | undefined): ClusterDeployment['lastFailure'] {
+  const f = dep?.lastFailure ?? null;
+  if (f === null || dep === undefined) return null;
+  return dep.replicaIds.at(-1) === f.replicaId ? f : null;
+}
+
 export function deploymentPhase(s: ClusterState, modelKey: string): DeploymentPhase {
   const rs = activeReplicas(s, modelKey);
   if (rs.some((r) => r.state === 'HOT')) return 'READY';
   if (rs.some((r) => r.state === 'PLACED' || r.state === 'LOADING')) return 'DEPLOYING';
   if (rs.some((r) => r.state === 'REQUESTED')) return 'PROVISIONING';
   if (rs.some((r) => r.state === 'WARM')) return 'CACHED';
-  const f = s.deployments.get(modelKey)?.lastFailure;
-  if (f !== undefined && f !== null) return f.kind;
+  const f = currentFailure(s.deployments.get(modelKey));
+  if (f !== null) return f.kind;
   return 'NONE';
 }
 
@@ -47,7 +58,10 @@ export function capacities(s: ClusterState): AgentCapacity[] {
   for (const r of s.replicas.values()) {
     if (r.agentId === null || !(HOLDS_GPU.has(r.state) || r.state === 'WARM')) continue;
     let list = byAgent.get(r.agentId);
-    if (list === undefined) byAgent.set(r.agentId, (list = []));
+    if (list === undefined) {
+      list = [];
+      byAgent.set(r.agentId, list);
+    }
     list.push(allocation(r, s.deployments.get(r.modelKey)));
   }
   return [...s.agents.values()]
@@ -108,10 +122,9 @@ export function clusterView(s: ClusterState) {
       phase: deploymentPhase(s, d.modelKey),
       pinned: d.pinned,
       settings: d.settings,
-      lastFailure:
-        d.lastFailure === null
-          ? null
-          : { kind: d.lastFailure.kind, replicaId: d.lastFailure.replicaId, text: d.lastFailure.text },
+      lastFailure: ((f) => (f === null ? null : { kind: f.kind, replicaId: f.replicaId, text: f.text }))(
+        currentFailure(d),
+      ),
       replicas: activeReplicas(s, d.modelKey).map((r) => ({
         replicaId: r.replicaId,
         state: r.state,

@@ -3,7 +3,7 @@
 // changed for whom after an event.
 import type { StoredEvent } from '../../eventstore/port.js';
 import { parseStream } from '../../domain/shared/ids.js';
-import { deploymentPhase } from '../cluster/queries.js';
+import { currentFailure, deploymentPhase } from '../cluster/queries.js';
 import { queueLength } from '../queue/queries.js';
 import { truePosition } from './positions.js';
 import type { RequestView } from '../requests/state.js';
@@ -94,7 +94,7 @@ export function requestStatusOf(s: ControlPlaneState, v: RequestView): RequestSt
     logLines: v.logLines,
     deployment:
       status === 'PROVISIONING' || status === 'DEPLOYING'
-        ? { phase: deploymentPhase(s.cluster, v.modelKey), lastFailure: dep?.lastFailure?.text ?? null }
+        ? { phase: deploymentPhase(s.cluster, v.modelKey), lastFailure: currentFailure(dep)?.text ?? null }
         : null,
     asOf: s.position,
   };

@@ -11,7 +11,10 @@ const LOWEST = Number.NEGATIVE_INFINITY;
 
 function queueOf(s: QueueState, modelKey: string): OrderedQueue<QueuedItem> {
   let q = s.byModel.get(modelKey);
-  if (q === undefined) s.byModel.set(modelKey, (q = new OrderedQueue()));
+  if (q === undefined) {
+    q = new OrderedQueue();
+    s.byModel.set(modelKey, q);
+  }
   return q;
 }
 
@@ -24,10 +27,14 @@ function submitterQueue(
   let m = s.bySubmitter.get(modelKey);
   if (m === undefined) {
     if (!create) return undefined;
-    s.bySubmitter.set(modelKey, (m = new Map()));
+    m = new Map();
+    s.bySubmitter.set(modelKey, m);
   }
   let q = m.get(submitter);
-  if (q === undefined && create) m.set(submitter, (q = new OrderedQueue()));
+  if (q === undefined && create) {
+    q = new OrderedQueue();
+    m.set(submitter, q);
+  }
   return q;
 }
 
@@ -43,7 +50,10 @@ export function enqueue(s: QueueState, key: OrderKey, item: QueuedItem): void {
   queueOf(s, item.modelKey).enqueue(item.requestId, key, item);
   submitterQueue(s, item.modelKey, item.submitter, true)!.enqueue(item.requestId, key, null);
   let age = s.byAge.get(item.modelKey);
-  if (age === undefined) s.byAge.set(item.modelKey, (age = new OrderedQueue()));
+  if (age === undefined) {
+    age = new OrderedQueue();
+    s.byAge.set(item.modelKey, age);
+  }
   age.enqueue(item.requestId, { rank: 0, enqueuedAtMs: item.enqueuedAtMs, seq: key.seq }, null);
 }
 
@@ -143,7 +153,10 @@ export function applyQueue(s: QueueState, e: StoredEvent, d: DomainEvent | undef
       const entry = q?.get(d.data.requestId);
       if (entry !== undefined && isFairRank(entry.key.rank)) {
         let clocks = s.clocks.get(d.data.modelKey);
-        if (clocks === undefined) s.clocks.set(d.data.modelKey, (clocks = new Map()));
+        if (clocks === undefined) {
+          clocks = new Map();
+          s.clocks.set(d.data.modelKey, clocks);
+        }
         clocks.set(entry.key.rank, Math.max(clocks.get(entry.key.rank) ?? 0, entry.key.round ?? 0));
       }
       leave(s, d.data.requestId, false);

@@ -3,7 +3,7 @@
 // of the request's first RequestQueued event, so a rebuild from the log orders exactly as live did. Two indexes of
 // the same entries: per model and submitter (fair rounds, positions that skip submitters held at their running
 // limit) and per model by original enqueue time (the oldest wait).
-import { OrderedQueue } from '../../domain/queue/ordered-queue.js';
+import type { OrderedQueue } from '../../domain/queue/ordered-queue.js';
 import type { RankValue } from '../../domain/queue/order-key.js';
 
 export interface QueuedItem {

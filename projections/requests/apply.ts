@@ -100,7 +100,10 @@ export function applyRequests(
       v.queuedAtMs = null;
       v.lastEvent = ref;
       let set = s.inFlightByReplica.get(d.data.replicaId);
-      if (set === undefined) s.inFlightByReplica.set(d.data.replicaId, (set = new Set()));
+      if (set === undefined) {
+        set = new Set();
+        s.inFlightByReplica.set(d.data.replicaId, set);
+      }
       set.add(d.data.requestId);
       countInFlight(s, v, 1);
       return s;

@@ -93,7 +93,10 @@ export const storedBytesOf = (s: RequestsState, submitter: string): number =>
 export function countInFlight(s: RequestsState, v: RequestView, sign: 1 | -1): void {
   if (v.agentId !== null) {
     let a = s.inFlightByAgent.get(v.agentId);
-    if (a === undefined) s.inFlightByAgent.set(v.agentId, (a = { count: 0, isolated: 0 }));
+    if (a === undefined) {
+      a = { count: 0, isolated: 0 };
+      s.inFlightByAgent.set(v.agentId, a);
+    }
     a.count += sign;
     if (v.isolated) a.isolated += sign;
     if (a.count <= 0) s.inFlightByAgent.delete(v.agentId);

@@ -28,7 +28,8 @@ export class RecentChanges {
 
   /** The latest changes, newest first. */
   async list(): Promise<StoredEvent[]> {
-    await (this.seeded ??= this.seed());
+    this.seeded ??= this.seed();
+    await this.seeded;
     return [...this.events].reverse();
   }
 

@@ -7,7 +7,7 @@
 // name other keys), and no agents or GPUs.
 import type { Identity } from '../../auth/keys.js';
 import type { FabricContext } from '../../fabric/context.js';
-import { activeReplicas, clusterView, deploymentPhase } from '../../projections/cluster/queries.js';
+import { activeReplicas, clusterView, currentFailure, deploymentPhase } from '../../projections/cluster/queries.js';
 import { levelOf } from '../../projections/cluster/state.js';
 import { queueLength, queueView, submitterQueueView } from '../../projections/queue/queries.js';
 import { mayRead, seesAll } from '../ws/connection.js';
@@ -113,7 +113,7 @@ export async function liveSnapshot(ctx: FabricContext, parts: LiveParts, me: Ide
           requestId: displayRequestId(me, e.requestId),
         })),
       running: runs,
-      lastFailure: dep?.lastFailure?.text ?? null,
+      lastFailure: currentFailure(dep)?.text ?? null,
     });
   }
   parts.timelines.retain(running);

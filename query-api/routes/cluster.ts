@@ -1,6 +1,7 @@
 // Cluster, queue and agent views, read from the live projection. Operators see everything; other keys see their
 // own requests and aggregate counts only (queue lengths, replica and GPU totals), never another key's request
 // ids nor the agents.
+import { unknownModel } from '../../http/errors.js';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { RouteDeps } from '../../http/deps.js';
@@ -76,6 +77,12 @@ export function clusterRoutes(app: FastifyInstance, deps: RouteDeps): void {
     const me = callerOf(req);
     const q = parseInput(queueQuery, req.query, 'query');
     const s = ctx.view.state;
+    // A key that is neither served nor queued is a typo, not an empty queue.
+    if (q.model !== undefined && ctx.catalog.get(q.model) === undefined && queueLength(s.queue, q.model) === 0)
+      throw unknownModel(
+        q.model,
+        ctx.catalog.list().map((e) => e.key),
+      );
     const models =
       q.model !== undefined ? [q.model] : [...s.queue.byModel.keys()].filter((k) => queueLength(s.queue, k) > 0).sort();
     const running = runningBySubmitter(s.requests);

@@ -11,6 +11,7 @@ import { RateLimiter } from '../../http/rate-limit.js';
 import { displayRequestId } from '../../http/request-ids.js';
 import { FabricError } from '../../protocol/errors.js';
 import { userStatus } from '../../projections/control-plane/status.js';
+import type { RequestView } from '../../projections/requests/state.js';
 import { runningBySubmitter, truePosition } from '../../projections/control-plane/positions.js';
 import { resultField } from '../results/result-field.js';
 import { verifyResultToken } from '../results/token.js';
@@ -35,6 +36,9 @@ const STATUSES = [
 const listQuery = z.strictObject({
   limit: z.coerce.number().int().min(1).max(500).optional(),
   status: z.enum(STATUSES).optional(),
+  /** `true`: only requests not finished yet (waiting or running), whatever their age. */
+  active: z.enum(['true', 'false']).optional(),
+  model: z.string().min(1).max(200).optional(),
 });
 const resultQuery = z.strictObject({ token: z.string().max(300).optional() });
 
@@ -96,6 +100,8 @@ export function requestQueryRoutes(app: FastifyInstance, deps: RouteDeps): void 
     const running = runningBySubmitter(s.requests);
     for (let i = all.length - 1; i >= 0 && out.length < limit; i--) {
       const v = all[i]!;
+      if (q.active === 'true' && v.finishedAtMs !== null) continue;
+      if (q.model !== undefined && v.modelKey !== q.model) continue;
       if (!mayRead(me, v.submitter)) continue;
       const status = userStatus(s, v);
       if (q.status !== undefined && status !== q.status) continue;
@@ -107,6 +113,10 @@ export function requestQueryRoutes(app: FastifyInstance, deps: RouteDeps): void 
         submitter: v.submitter,
         receivedAt: iso(v.receivedAtMs),
         finishedAt: iso(v.finishedAtMs),
+        since: iso(phaseSince(v)),
+        error: v.error === null ? null : { phase: v.error.phase, type: v.error.type },
+        attempt: v.attempt,
+        agentId: v.agentId,
       });
     }
     return { asOf: s.position, requests: out };
@@ -115,7 +125,7 @@ export function requestQueryRoutes(app: FastifyInstance, deps: RouteDeps): void 
   app.get('/requests/:id/result', { config: { access: 'optional' } }, async (req, reply) => {
     const { id } = parseInput(idParams, req.params, 'params');
     const { token } = parseInput(resultQuery, req.query, 'query');
-    let view;
+    let view: RequestView;
     // A signed URL names the recorded id (it needs no key); with a key the id is the caller's.
     if (token !== undefined) {
       let known = ctx.view.state.requests.byId.get(id);
@@ -177,4 +187,20 @@ function notReady(requestId: string, status: string): FabricError {
         : 'wait for COMPLETED (status websocket), then download',
     details: { requestId, status },
   });
+}
+
+/** When the request entered its current phase: running, dispatched, waiting in the queue, finished, or received. */
+function phaseSince(v: {
+  receivedAtMs: number;
+  queuedAtMs: number | null;
+  dispatchedAtMs: number | null;
+  startedAtMs: number | null;
+  finishedAtMs: number | null;
+  status: string;
+}): number {
+  if (v.finishedAtMs !== null) return v.finishedAtMs;
+  if (v.status === 'RUNNING' && v.startedAtMs !== null) return v.startedAtMs;
+  if (v.status === 'DISPATCHED' && v.dispatchedAtMs !== null) return v.dispatchedAtMs;
+  if (v.status === 'QUEUED' && v.queuedAtMs !== null) return v.queuedAtMs;
+  return v.receivedAtMs;
 }

@@ -17,6 +17,13 @@ export function tokenizerRoutes(app: FastifyInstance, deps: RouteDeps): void {
   const { ctx } = deps;
   deps.capabilities.add('model-tokenizer');
   const bundles = new TokenizerBundles();
+  // Each served model's reply is made once, in the background, when the API starts (a model registered later:
+  // on its first request, once however many arrive together).
+  app.addHook('onReady', async () => {
+    void (async () => {
+      for (const entry of ctx.catalog.list()) await bundles.get(entry).catch(() => undefined);
+    })();
+  });
   app.get('/models/:key/tokenizer', async (req, reply) => {
     const { key } = parseInput(keyParams, req.params, 'params');
     const entry = ctx.catalog.get(key);
@@ -25,11 +32,11 @@ export function tokenizerRoutes(app: FastifyInstance, deps: RouteDeps): void {
         key,
         ctx.catalog.list().map((e) => e.key),
       );
-    const { bundle, body } = await bundles.get(entry);
-    const etag = tokenizerEtag(bundle.sha256);
+    const { sha256, body } = await bundles.get(entry);
+    const etag = tokenizerEtag(sha256);
     reply.header('etag', etag).header('cache-control', 'no-cache');
     const given = req.headers['if-none-match'];
-    if (given !== undefined && given.split(',').some((t) => t.trim() === etag)) return reply.code(304).send();
+    if (given?.split(',').some((t) => t.trim() === etag)) return reply.code(304).send();
     return reply.header('content-type', 'application/json; charset=utf-8').send(body);
   });
 }

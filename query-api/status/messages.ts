@@ -4,7 +4,7 @@ import type { StoredEvent } from '../../eventstore/port.js';
 import { decode } from '../../projections/decode.js';
 import type { ControlPlaneState } from '../../projections/control-plane/state.js';
 import { userStatus } from '../../projections/control-plane/status.js';
-import { deploymentPhase } from '../../projections/cluster/queries.js';
+import { currentFailure, deploymentPhase } from '../../projections/cluster/queries.js';
 import { queueLength } from '../../projections/queue/queries.js';
 import { truePosition } from '../../projections/control-plane/positions.js';
 import { formatCursor, waitingKeyOf, type WaitingStatus } from './cursor.js';
@@ -79,7 +79,7 @@ export function waitingFacts(
     deployment:
       status === 'QUEUED'
         ? null
-        : { phase: deploymentPhase(s.cluster, v.modelKey), lastFailure: dep?.lastFailure?.text ?? null },
+        : { phase: deploymentPhase(s.cluster, v.modelKey), lastFailure: currentFailure(dep)?.text ?? null },
   };
 }
 

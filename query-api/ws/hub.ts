@@ -75,7 +75,10 @@ export class StatusHub {
       admit,
     );
     let set = this.byRequest.get(requestId);
-    if (set === undefined) this.byRequest.set(requestId, (set = new Set()));
+    if (set === undefined) {
+      set = new Set();
+      this.byRequest.set(requestId, set);
+    }
     set.add(sub);
     if (known !== undefined) this.index(sub, known.modelKey);
     const current = waitingFacts(s, requestId);
@@ -116,7 +119,10 @@ export class StatusHub {
   private index(sub: RequestSubscription, modelKey: string): void {
     sub.modelKey = modelKey;
     let set = this.byModel.get(modelKey);
-    if (set === undefined) this.byModel.set(modelKey, (set = new Set()));
+    if (set === undefined) {
+      set = new Set();
+      this.byModel.set(modelKey, set);
+    }
     set.add(sub);
   }
 
@@ -161,7 +167,8 @@ export class StatusHub {
       let running: Map<string, number> | undefined;
       for (const sub of [...subs]) {
         if (sub.requestId === a.requestId) continue;
-        const w = waitingFacts(s, sub.requestId, (running ??= runningBySubmitter(s.requests)));
+        running ??= runningBySubmitter(s.requests);
+        const w = waitingFacts(s, sub.requestId, running);
         if (w === undefined || !sub.wantsWaiting(waitingKeyOf(w.status, w.position))) continue;
         sub.offer(waitingDraft(e, sub.requestId, w, false, 'waiting'));
       }

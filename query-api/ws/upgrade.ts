@@ -6,6 +6,8 @@ import type { FastifyInstance } from 'fastify';
 import { WebSocketServer } from 'ws';
 import type { RouteDeps } from '../../http/deps.js';
 import { toHttpFailure, type HttpFailure } from '../../http/error-handler.js';
+import type { Identity } from '../../auth/keys.js';
+import { isAuthFailure } from '../../http/auth-throttle.js';
 import { identify, presentedKey } from '../../http/identify.js';
 import { checkClientProtocol } from '../../http/protocol-check.js';
 import { PROTOCOL_HEADER, API_PROTOCOL_VERSION } from '../../protocol/api-version.js';
@@ -59,12 +61,21 @@ export function attachStatusSocket(app: FastifyInstance, deps: RouteDeps, hub: S
           return;
         }
         checkClientProtocol(req.headers[PROTOCOL_HEADER] ?? url.searchParams.get('protocol') ?? undefined);
-        const identity = await identify(
-          deps.config.auth,
-          deps.keys,
-          presentedKey(req.headers, url.searchParams.get('key') ?? undefined),
-          false,
-        );
+        const source = req.socket.remoteAddress ?? 'unknown';
+        deps.authThrottle?.check(source);
+        let identity: Identity | null;
+        try {
+          identity = await identify(
+            deps.config.auth,
+            deps.keys,
+            presentedKey(req.headers, url.searchParams.get('key') ?? undefined),
+            false,
+          );
+        } catch (e) {
+          if (deps.authThrottle !== undefined && isAuthFailure(e))
+            deps.authThrottle.failed(source, e, 'GET /ws (upgrade)');
+          throw e;
+        }
         wss.handleUpgrade(req, socket, head, (ws) => {
           new StatusConnection(ws, identity!, hub, deps, socket as Partial<Corkable>);
         });
@@ -83,13 +94,10 @@ export function attachStatusSocket(app: FastifyInstance, deps: RouteDeps, hub: S
   });
 
   app.get('/ws', { config: { access: 'public' } }, async (_req, reply) =>
-    reply
-      .code(426)
-      .header('upgrade', 'websocket')
-      .send({
-        code: ApiErrorCode.websocketRequired,
-        message: '/ws is the status websocket; connect with a websocket client (Upgrade: websocket)',
-        hint: 'docs/http-api.md, "Status websocket"',
-      }),
+    reply.code(426).header('upgrade', 'websocket').send({
+      code: ApiErrorCode.websocketRequired,
+      message: '/ws is the status websocket; connect with a websocket client (Upgrade: websocket)',
+      hint: 'docs/http-api.md, "Status websocket"',
+    }),
   );
 }

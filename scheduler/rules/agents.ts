@@ -2,7 +2,6 @@
 // requeued); an expired grace makes it LOST (its in-flight requests are requeued AGENT_LOST, its replicas
 // removed); a new boot (a restart) requeues what was in flight AGENT_RESTARTED and loads its replicas again;
 // a draining agent finishes its in-flight requests, then its replicas move elsewhere and the drain completes.
-import type { RequeueReason } from '../../domain/events/index.js';
 import type { ClusterAgent, ClusterReplica } from '../../projections/cluster/state.js';
 import type { PlanContext } from '../plan-context.js';
 import { byId, inFlightOn, replicasOnAgent } from '../view-queries.js';

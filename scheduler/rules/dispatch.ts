@@ -41,7 +41,10 @@ function agentLoads(ctx: PlanContext): { get(agentId: string): AgentLoad; mut(ag
     get,
     mut(agentId) {
       let l = local.get(agentId);
-      if (l === undefined) local.set(agentId, (l = get(agentId)));
+      if (l === undefined) {
+        l = get(agentId);
+        local.set(agentId, l);
+      }
       return l;
     },
   };
@@ -134,7 +137,8 @@ export function dispatchRule(ctx: PlanContext): void {
     if (slots.length === 0) continue;
     const free = slots.reduce((n, x) => n + x.r.settings.concurrency - x.inFlight, 0);
     const queued = queueLength(s.queue, modelKey);
-    const running = (ctx.running ??= runningBySubmitter(s.requests));
+    ctx.running ??= runningBySubmitter(s.requests);
+    const running = ctx.running;
     let position = 0;
     let scanned = 0;
     let dispatched = 0;

@@ -1,7 +1,7 @@
 // Requeueing the requests in flight on a replica, shared by the rules that take a replica away from them (agent
 // lost or restarted, eviction, demotion): each request once per round, with a command id per attempt, so a
 // restarted scheduler repeating the decision is a no-op.
-import type { ControlPlaneCommand } from '../../command-api/handlers/commands.js';
+import type { ControlPlaneCommand } from '../../domain/commands.js';
 import type { RequeueReason } from '../../domain/events/index.js';
 import type { EventRef } from '../../projections/decode.js';
 import type { RequestView } from '../../projections/requests/state.js';

@@ -53,9 +53,13 @@ export async function startServices({ files = [], fullRun = true } = {}) {
   const info = {};
   const running = [];
   let reaper;
+  const reaperOnce = () => {
+    reaper ??= startReaper();
+    return reaper;
+  };
   const starters = {
-    postgres: () => startPostgres({ reaper: (reaper ??= startReaper()) }),
-    kafka: () => startKafka({ reaper: (reaper ??= startReaper()) }),
+    postgres: () => startPostgres({ reaper: reaperOnce() }),
+    kafka: () => startKafka({ reaper: reaperOnce() }),
     chromium: () => ensureChromium(),
     compose: () => ensureCompose(),
   };

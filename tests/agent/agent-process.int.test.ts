@@ -121,9 +121,9 @@ describe('GPU agent process', () => {
     const a = decodeResultContainer((await h.blobs.get(u.data.resultRef)).bytes);
     const b = decodeResultContainer((await h.blobs.get(t.data.resultRef)).bytes);
     assert.deepEqual(a.invokes[0].tree, b.invokes[0].tree);
-    a.invokes[0].tensors.forEach((x, j) =>
-      assert.ok(Buffer.from(x.data).equals(Buffer.from(b.invokes[0].tensors[j].data)), `tensor ${j} is bit-identical`),
-    );
+    a.invokes[0].tensors.forEach((x, j) => {
+      assert.ok(Buffer.from(x.data).equals(Buffer.from(b.invokes[0].tensors[j].data)), `tensor ${j} is bit-identical`);
+    });
   });
 
   it("reports a failing block with its type, message and the block's own stack", async () => {

@@ -104,7 +104,9 @@ describe('containment: a misbehaving block fails only its own request', () => {
       },
     ]);
     const first = await h.waitFor('request-c-interval', 'RequestCompleted');
-    assert.ok(first);
+    const { decodeResultContainer } = await import('../../protocol/result-container.js');
+    const ticksThen = decodeResultContainer((await h.blobs.get(first.data.resultRef)).bytes).invokes[0]!.tree;
+    assert.ok(typeof ticksThen === 'number' && ticksThen > 0, `the interval ticked during its request (${ticksThen})`);
     await h.submit('c-ticks', [
       {
         prompt: PROMPT,
@@ -113,7 +115,6 @@ describe('containment: a misbehaving block fails only its own request', () => {
       },
     ]);
     const done = await h.waitFor('request-c-ticks', 'RequestCompleted');
-    const { decodeResultContainer } = await import('../../protocol/result-container.js');
     const [a, b] = decodeResultContainer((await h.blobs.get(done.data.resultRef)).bytes).invokes[0]!.tree as number[];
     assert.ok(a! > 0, 'the interval ran while its request did');
     assert.equal(b, a, 'and not after it ended');

@@ -10,16 +10,9 @@ import { agentConfigFromEnv } from '../../gpu-agent/agent/config.js';
 import { InProcessTransport } from '../../transport/index.js';
 import { silent, startHarness, type Harness } from './harness.js';
 import { READ_SWAP_BLOCK } from './payloads.js';
+import { until } from '../support/until.js';
 
 const because = { rule: 'test', text: 'the test asks for it' };
-
-async function until(what: string, predicate: () => boolean, timeoutMs = 20_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!predicate()) {
-    if (Date.now() > end) assert.fail(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
 
 describe('agent replica lifecycle', () => {
   let h: Harness;

@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { requestStream } from '../../domain/shared/ids.js';
 import { startApi, submitBody, type ApiHarness } from '../command-api/harness.js';
+import { bearer } from '../support/http.js';
 
 let h: ApiHarness;
 let user: string;
@@ -18,7 +19,6 @@ before(async () => {
 });
 after(() => h.close());
 
-const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
 let clockStep = 0;
 /** Moves the clock a minute so every call below starts with a full rate-limit bucket. */
 const fresh = () => {

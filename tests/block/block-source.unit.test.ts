@@ -1,8 +1,8 @@
-// A block's source is exactly one function expression (protocol/block-source.ts): sources that close the compile
+// A block's source is exactly one function expression (block-source/check.ts): sources that close the compile
 // wrapper and go on, sequences, and other expressions are refused with where they go wrong; nothing is evaluated.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { blockSourceMessage, checkBlockSource } from '../../protocol/block-source.js';
+import { blockSourceMessage, checkBlockSource } from '../../block-source/check.js';
 
 test('function expressions of every form are accepted, with comments and whitespace around them', () => {
   for (const s of [

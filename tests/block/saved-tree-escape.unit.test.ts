@@ -29,7 +29,7 @@ test('$ keys at any depth, in Maps, and next to real tensors round-trip exactly'
   });
   const b = back as { a: unknown; m: unknown; t: Tensor; n: number };
   assert.deepEqual(b.a, { $number: 'NaN', $$x: [1, { $tensor: 0 }] });
-  assert.deepEqual(b.m, { $k: 1 });
+  assert.deepEqual(b.m, new Map([['$k', 1]]));
   assert.ok(b.t instanceof Tensor);
   assert.deepEqual([b.t.flat(0), b.t.flat(1), b.t.flat(2)], [1, 2, 3]);
   assert.ok(Number.isNaN(b.n));

@@ -19,7 +19,7 @@ test('a return value becomes a SavedTree with tensors aside', () => {
   assert.deepEqual(s.tree, {
     a: { $tensor: 0 },
     list: [1, 'x', null, null, true],
-    nested: { n: { $number: 'NaN' }, big: 5, ids: { $tensor: 1 } },
+    nested: { n: { $number: 'NaN' }, big: { $bigint: '5' }, ids: { $tensor: 1 } },
   });
   assert.equal(s.tensors.length, 2);
   assert.deepEqual(Tensor.fromPayload(s.tensors[0]!).toArray(), [
@@ -36,7 +36,8 @@ test('a return value becomes a SavedTree with tensors aside', () => {
     'saved values are copies',
   );
   assert.equal(toSavedTree(undefined).tree, null);
-  assert.deepEqual(toSavedTree(new Map([['k', 1]])).tree, { k: 1 });
+  assert.deepEqual(toSavedTree(new Map([['k', 1]])).tree, { $map: [['k', 1]] });
+  assert.deepEqual(toSavedTree(new Set([1n])).tree, { $set: [{ $bigint: '1' }] });
 });
 
 test('values that cannot be saved are refused with their path', () => {

@@ -11,7 +11,10 @@ const owner = { backward: () => {} };
 
 function leaf(shape: number[], seed: number, positive = false): Tensor {
   let s = seed;
-  const next = () => (s = (s * 1103515245 + 12345) % 2147483648) / 2147483648;
+  const next = () => {
+    s = (s * 1103515245 + 12345) % 2147483648;
+    return s / 2147483648;
+  };
   const t = Tensor.from(
     Array.from({ length: shape.reduce((a, b) => a * b, 1) }, () => (positive ? 0.5 + next() : next() * 2 - 1)),
     shape,

@@ -7,7 +7,9 @@ const close = (a: unknown, b: unknown, eps = 1e-6): void => {
   const walk = (x: unknown, y: unknown): void => {
     if (Array.isArray(x) && Array.isArray(y)) {
       assert.equal(x.length, y.length, `${fa} vs ${JSON.stringify(b)}`);
-      x.forEach((v, i) => walk(v, y[i]));
+      x.forEach((v, i) => {
+        walk(v, y[i]);
+      });
     } else assert.ok(Math.abs((x as number) - (y as number)) <= eps, `${fa} vs ${JSON.stringify(b)}`);
   };
   walk(a, b);

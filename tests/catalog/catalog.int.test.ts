@@ -21,7 +21,13 @@ import { isFabricError } from '../../protocol/errors.js';
 
 function counting(): { loader: ManifestLoader; calls: string[] } {
   const calls: string[] = [];
-  return { calls, loader: (dir, key) => (calls.push(key), loadManifestWithRuntime(dir, key)) };
+  return {
+    calls,
+    loader: (dir, key) => {
+      calls.push(key);
+      return loadManifestWithRuntime(dir, key);
+    },
+  };
 }
 
 const code = (c: string) => (e: unknown) => isFabricError(e) && e.code === c;

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { cpSync, mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { main } from '../../client/cli/main.js';
+import { type CliRun, runNdif } from '../support/ndif.js';
 import { ExitCode } from '../../client/cli/exit-codes.js';
 import { Fabric } from '../../client/sdk/index.js';
 import { modelStream, requestStream } from '../../domain/shared/ids.js';
@@ -21,15 +21,8 @@ import { hfDir } from '../runtime/hf-fixtures.js';
 let fab: InProcessFabric;
 let tmp: string;
 
-async function ndif(args: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const code = await main(args, {
-    stdout: { write: (s: string) => (out += s) },
-    stderr: { write: (s: string) => (err += s) },
-    env: { NDIF_URL: fab.url, NDIF_API_KEY: fab.keys!.operator },
-  });
-  return { code, out, err };
+function ndif(args: string[]): Promise<CliRun> {
+  return runNdif(args, { NDIF_URL: fab.url, NDIF_API_KEY: fab.keys!.operator });
 }
 
 async function post(path: string, body: unknown): Promise<{ status: number; json: Record<string, unknown> }> {

@@ -14,7 +14,7 @@ import { SqliteApiKeyStore } from '../../auth/sqlite.js';
 import { FileBlobStore } from '../../blobstore/files.js';
 import { FabricModelCatalog } from '../../catalog/catalog.js';
 import { parseModelList } from '../../catalog/config.js';
-import { buildFabricServer } from '../../command-api/http/fabric-server.js';
+import { buildFabricServer } from '../../fabric/embedded/http-server.js';
 import { SqliteEventStore } from '../../eventstore/sqlite/store.js';
 import { ControlPlane } from '../../fabric/control-plane.js';
 import { GpuAgent } from '../../gpu-agent/agent/agent.js';

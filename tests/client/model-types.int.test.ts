@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { main } from '../../client/cli/main.js';
+import { type CliRun, runNdif } from '../support/ndif.js';
 import { ExitCode } from '../../client/cli/exit-codes.js';
 import { declareModel, typeNameOf } from '../../client/sdk/declare-model.js';
 import { loadModel } from '../../gpu-agent/runtime/index.js';
@@ -30,15 +30,8 @@ after(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function ndif(args: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const code = await main(args, {
-    stdout: { write: (s: string) => (out += s) },
-    stderr: { write: (s: string) => (err += s) },
-    env: { NDIF_URL: fab.url },
-  });
-  return { code, out, err };
+function ndif(args: string[]): Promise<CliRun> {
+  return runNdif(args, { NDIF_URL: fab.url });
 }
 
 /** tsc --noEmit over `files` in a project of their own (the repo's compiler options); its output and exit status. */
@@ -109,7 +102,10 @@ export const d = ndif.trace<typeof Gpt2Tiny>('gpt2-tiny', 'Hello', async (m) => 
   assert.match(no.output, /bad\.ts\(4,\d+\): error TS2339: Property 'hh' does not exist/);
   assert.match(no.output, /bad\.ts\(5,\d+\): error TS(2339|2551): Property 'mlpp' does not exist/);
   // One model key of the typed overloads: no overload takes a key the model type does not have.
-  assert.match(no.output, /bad\.ts\(6,\d+\): error TS(2345: Argument of type '"gpt2-tinyy"'|2769: No overload matches this call)/);
+  assert.match(
+    no.output,
+    /bad\.ts\(6,\d+\): error TS(2345: Argument of type '"gpt2-tinyy"'|2769: No overload matches this call)/,
+  );
   assert.match(no.output, /bad\.ts\(7,\d+\): error TS2322: Type 'string' is not assignable to type 'Tensor'/);
   // The typed call is the ordinary trace at run time.
   const { Fabric } = await import('../../client/sdk/index.js');
@@ -166,7 +162,10 @@ export const f: [string, string] = await ndif.trace('gpt2-tiny', ['a', { input: 
       new RegExp(`bad\\.ts\\(${line},\\d+\\): error TS`),
       `line ${line} must not compile:\n${no.output}`,
     );
-  assert.match(no.output, /bad\.ts\(4,\d+\): error TS2322: Type 'readonly number\[\]' is not assignable to type 'string'/);
+  assert.match(
+    no.output,
+    /bad\.ts\(4,\d+\): error TS2322: Type 'readonly number\[\]' is not assignable to type 'string'/,
+  );
   assert.match(no.output, /bad\.ts\(8,\d+\): error TS2339: Property 'hh' does not exist/);
 });
 

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { checkBlockSource } from '../../protocol/block-source.js';
+import { checkBlockSource } from '../../block-source/check.js';
 import { blockSource, BlockSourceError } from '../../client/sdk/block-source.js';
 import { buildSubmitBody, isInvokeList, RequestShapeError } from '../../client/sdk/request-body.js';
 import { compileBlock } from '../../gpu-agent/block/host/compile.js';

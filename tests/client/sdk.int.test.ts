@@ -73,7 +73,7 @@ describe('trace', () => {
       'COMPLETED',
     ]);
     assert.ok(
-      seen.every((m, i) => i === 0 || Number.parseInt(m.cursor) > Number.parseInt(seen[i - 1]!.cursor)),
+      seen.every((m, i) => i === 0 || Number.parseInt(m.cursor, 10) > Number.parseInt(seen[i - 1]!.cursor, 10)),
       'cursors increase',
     );
     const want = await runDirect(readAndSwap.toString());
@@ -282,7 +282,9 @@ describe('transport of results and statuses', () => {
     try {
       let completed: StatusMessage | undefined;
       const out = await small.trace('gpt2-tiny', PROMPT, readAndSwap, {
-        onMessage: (m) => m.status === 'COMPLETED' && (completed = m),
+        onMessage: (m) => {
+          if (m.status === 'COMPLETED') completed = m;
+        },
       });
       assert.equal(completed?.inline, undefined);
       assert.match(completed?.url ?? '', /\/result\?token=/);

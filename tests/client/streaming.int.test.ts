@@ -5,9 +5,9 @@
 // submission with their code.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { Fabric, FabricHttpError } from '../../client/sdk/index.js';
+import { type Fabric, FabricHttpError } from '../../client/sdk/index.js';
 import type { StatusMessage, StreamedToken } from '../../client/sdk/index.js';
-import { main } from '../../client/cli/main.js';
+import { runNdif } from '../support/ndif.js';
 import { withFabricClient } from './fabric-harness.js';
 
 const env = withFabricClient();
@@ -125,16 +125,7 @@ describe('streaming generation', () => {
 
 describe('ndif generate', () => {
   it('prints the text as it is generated, then why it ended; --json gives one line per token and the result', async () => {
-    const run = async (args: string[]) => {
-      let out = '';
-      let err = '';
-      const code = await main(args, {
-        stdout: { write: (x: string) => (out += x) },
-        stderr: { write: (x: string) => (err += x) },
-        env: { NDIF_URL: env.fab.url },
-      });
-      return { code, out, err };
-    };
+    const run = (args: string[]) => runNdif(args, { NDIF_URL: env.fab.url });
     const j = await run(['generate', 'gpt2-tiny', 'The Eiffel Tower is in', '-n', '6', '--ignore-eos', '--json']);
     assert.equal(j.code, 0, j.err);
     const lines = j.out

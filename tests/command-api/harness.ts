@@ -13,18 +13,20 @@ import { SqliteApiKeyStore } from '../../auth/sqlite.js';
 import type { ApiConfigInput } from '../../http/config.js';
 import { FileBlobStore } from '../../blobstore/files.js';
 import { FabricModelCatalog } from '../../catalog/catalog.js';
+import { FabricMetrics } from '../../metrics/fabric-metrics.js';
 import { RegisteredCatalog } from '../../catalog/registered.js';
 import { registerConfiguredModels } from '../../catalog/startup.js';
 import { onDemandFromCatalog } from '../../catalog/on-demand.js';
 import type { ControlPlaneCommand } from '../../command-api/handlers/commands.js';
 import { ControlPlaneCommands } from '../../command-api/handlers/service.js';
-import { buildFabricServer } from '../../command-api/http/fabric-server.js';
+import { buildFabricServer } from '../../fabric/embedded/http-server.js';
 import type { FabricContext } from '../../fabric/context.js';
 import { SqliteEventStore } from '../../eventstore/sqlite/store.js';
 import { ControlPlaneView } from '../../projections/control-plane/live.js';
 import { SqliteCheckpoints } from '../../projections/runner/sqlite-checkpoints.js';
 import { encodeResultContainer } from '../../protocol/result-container.js';
 import { Scheduler } from '../../scheduler/scheduler.js';
+import { reportAsAgent, settle as settleAll, simulatedGpus } from '../support/sim-agent.js';
 
 export const MODEL = 'gpt2-tiny';
 export const START_MS = Date.parse('2025-03-01T10:00:00.000Z');
@@ -57,6 +59,8 @@ let ids = 0;
 export interface HarnessOptions {
   auth?: boolean;
   config?: ApiConfigInput;
+  /** Give the server a metrics registry (GET /metrics). */
+  metrics?: boolean;
 }
 
 export async function startApi(options: HarnessOptions = {}): Promise<ApiHarness> {
@@ -78,7 +82,13 @@ export async function startApi(options: HarnessOptions = {}): Promise<ApiHarness
     view,
     commands,
     clock: () => clock.now,
-    config: { onDemand: onDemandFromCatalog(registered) },
+    // One request per replica at a time (the tests here model a queue behind a running request).
+    config: {
+      onDemand: (key) => {
+        const m = onDemandFromCatalog(registered)(key);
+        return m === undefined ? undefined : { ...m, settings: { ...m.settings, concurrency: 1 } };
+      },
+    },
     onError: (e) => {
       throw e;
     },
@@ -105,6 +115,7 @@ export async function startApi(options: HarnessOptions = {}): Promise<ApiHarness
     clock: () => clock.now,
     newId: () => `gen-${++ids}`,
     log,
+    ...(options.metrics ? { metrics: new FabricMetrics() } : {}),
   };
   // The served model is registered as NDIF_MODELS registers it at start.
   const startup = await registerConfiguredModels(
@@ -181,11 +192,7 @@ export class ReportingAgent {
   private report(command: ControlPlaneCommand) {
     const agentMessageId = `${this.bootId}-m${++this.messages}`;
     const c = { ...command, ...('agentMessageId' in command ? { agentMessageId } : {}) } as ControlPlaneCommand;
-    return this.h.commands.execute(c, {
-      commandId: `agent:${this.agentId}:${agentMessageId}`,
-      actor: `agent:${this.agentId}`,
-      at: new Date(this.h.clock.now).toISOString(),
-    });
+    return reportAsAgent(this.h.commands, this.agentId, agentMessageId, new Date(this.h.clock.now).toISOString(), c);
   }
 
   register() {
@@ -193,7 +200,7 @@ export class ReportingAgent {
       type: 'RegisterAgent',
       agentId: this.agentId,
       bootId: this.bootId,
-      gpus: this.gpuGib.map((g, index) => ({ index, memoryBytes: g * GIB, name: 'virtual' })),
+      gpus: simulatedGpus(this.gpuGib, 'virtual'),
       ramBytes: 64 * GIB,
     });
   }
@@ -220,6 +227,11 @@ export class ReportingAgent {
       }
     }
     return out;
+  }
+
+  /** What `settle` asks of an agent: here, only loading what is placed (dispatches are left to the test). */
+  async sync(): Promise<number> {
+    return (await this.loadPlaced()).length;
   }
 
   /** The requests dispatched to this agent now, with their attempt. */
@@ -305,14 +317,8 @@ export class ReportingAgent {
 }
 
 /** Scheduler steps and replica loads until neither does anything (dispatches are left to the test). */
-export async function settle(h: ApiHarness, agents: ReportingAgent[], maxLoops = 20): Promise<void> {
-  for (let i = 0; i < maxLoops; i++) {
-    const report = await h.scheduler.step();
-    let acted = report.executed.filter((e) => e.appended > 0).length;
-    for (const a of agents) acted += (await a.loadPlaced()).length;
-    if (acted === 0) return;
-  }
-  throw new Error(`the control plane did not settle in ${maxLoops} loops`);
+export function settle(h: ApiHarness, agents: ReportingAgent[], maxLoops = 20): Promise<void> {
+  return settleAll(h, agents, maxLoops);
 }
 
 export const PROTOCOL = { 'x-ndif-protocol': '1.0' };

@@ -229,7 +229,10 @@ describe('heartbeats', () => {
       get(target, prop, receiver) {
         const v = Reflect.get(target, prop, receiver);
         if (prop === 'readStream')
-          return (...a: unknown[]) => (reads++, (v as (...x: unknown[]) => unknown).apply(target, a));
+          return (...a: unknown[]) => {
+            reads++;
+            return (v as (...x: unknown[]) => unknown).apply(target, a);
+          };
         return typeof v === 'function' ? v.bind(target) : v;
       },
     });

@@ -198,7 +198,9 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
           const codes: Record<string, number | null> = {};
           try {
             const agentCodes = await Promise.all(agents.map((p) => p.stop()));
-            o.agents.forEach((a, i) => (codes[a.id] = agentCodes[i]));
+            o.agents.forEach((a, i) => {
+              codes[a.id] = agentCodes[i];
+            });
             for (const p of [gateway, query, command]) codes[p.name] = await p.stop();
             // Standbys first, then the leader (a standby would otherwise take over); one may have been killed.
             for (const [i, p] of [...standbys.map((s, i) => [i + 1, s] as const), [0, relay] as const])

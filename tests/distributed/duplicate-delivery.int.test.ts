@@ -67,9 +67,25 @@ function counting(inner: Transport): { transport: Transport; counted: () => Coun
       kind: inner.kind,
       publish: (topic, messages) => inner.publish(topic, messages),
       subscribe: (topic, group, handler, options) =>
-        inner.subscribe(topic, group, (m) => (note(m), handler(m)), options),
+        inner.subscribe(
+          topic,
+          group,
+          (m) => {
+            note(m);
+            return handler(m);
+          },
+          options,
+        ),
       subscribeBatch: (topic, group, handler, options) =>
-        inner.subscribeBatch(topic, group, (ms) => (ms.forEach(note), handler(ms)), options),
+        inner.subscribeBatch(
+          topic,
+          group,
+          (ms) => {
+            for (const m of ms) note(m);
+            return handler(ms);
+          },
+          options,
+        ),
       close: () => inner.close(),
     },
     counted: () => ({ deliveries, distinct: seen.size }),
@@ -195,7 +211,8 @@ async function scenario(duplicate: boolean): Promise<Outcome> {
     for (const e of log) {
       // Heartbeats store nothing while the agent is healthy; the agent stream holds its registration.
       const name = e.streamId.replace(agentId, '<agent>');
-      (streams[name] ??= []).push(e.type);
+      streams[name] ??= [];
+      streams[name].push(e.type);
     }
     const folded = foldControlPlane(log);
     const requests = Object.fromEntries(IDS.map((id) => [id, shape(folded.requests.byId.get(id)!)]));

@@ -27,6 +27,7 @@ export function given<C, S, E extends { type: string; data: unknown }>(decider: 
         return events;
       };
       return {
+        // biome-ignore lint/suspicious/noThenProperty: given/when/then is the test vocabulary; nothing awaits this object
         then(expected) {
           const events = run();
           assert.deepEqual(events, expected);

@@ -41,7 +41,10 @@ describe('queue order', () => {
   });
   it('matches a sorted array under 20k random enqueues and removes (positions included)', () => {
     let seed = 12345;
-    const rnd = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+    const rnd = () => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed / 2147483648;
+    };
     const q = new OrderedQueue<number>();
     const ref = new Map<string, OrderKey>();
     for (let i = 0; i < 20_000; i++) {

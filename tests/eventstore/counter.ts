@@ -18,7 +18,7 @@ export interface Counter {
 
 export const counterDecider: Decider<Increment, Counter, CounterEvent> = {
   initialState: () => ({ count: 0 }),
-  evolve: (s, e) => ({ count: e.data.to }),
+  evolve: (_s, e) => ({ count: e.data.to }),
   decide: (c, s) => {
     if (c.max !== undefined && s.count + c.by > c.max) throw new Error(`count would pass ${c.max}`);
     return [{ type: 'Incremented', data: { by: c.by, to: s.count + c.by } }];

@@ -8,6 +8,7 @@ import { describe, it } from 'node:test';
 import { deterministicEventId } from '../../eventstore/event-id.js';
 import type { NewEvent } from '../../eventstore/port.js';
 import { SqliteEventStore } from '../../eventstore/sqlite/store.js';
+import { until } from '../support/until.js';
 
 const event = (i: number): NewEvent => ({
   id: deterministicEventId('checkpointer-test', i),
@@ -16,15 +17,6 @@ const event = (i: number): NewEvent => ({
   data: { i, text: 'x'.repeat(300) },
   metadata: { correlationId: `c-${i}`, causationId: `c-${i}`, actor: 'system:test', at: '2025-03-01T10:00:00.000Z' },
 });
-
-async function until(check: () => boolean, timeoutMs: number): Promise<boolean> {
-  const end = Date.now() + timeoutMs;
-  while (Date.now() < end) {
-    if (check()) return true;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  return check();
-}
 
 describe('SQLite background checkpointer', () => {
   it('copies the WAL into the database file from a worker while the store stays open, and stops on close', async () => {
@@ -37,9 +29,10 @@ describe('SQLite background checkpointer', () => {
       for (let i = 0; i < 16; i++) await store.append(`note-${i}`, [event(i)], { expectedRevision: 'no_stream' });
       const before = statSync(path).size;
       for (let i = 16; i < 46; i++) await store.append(`note-${i}`, [event(i)], { expectedRevision: 'no_stream' });
-      assert.ok(
-        await until(() => statSync(path).size > before, 5000),
-        `the database file stayed at ${before} bytes: no checkpoint ran while the store was open`,
+      await until(
+        () => `a checkpoint while the store was open (the database file stayed at ${before} bytes)`,
+        () => statSync(path).size > before,
+        5000,
       );
       assert.equal(store.checkpointError, undefined);
       await store.close();

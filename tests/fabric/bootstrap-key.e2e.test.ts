@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { main } from '../../client/cli/main.js';
+import { runNdif } from '../support/ndif.js';
 
 const MAIN = fileURLToPath(new URL('../../fabric/embedded/main.js', import.meta.url));
 const dirs: string[] = [];
@@ -19,16 +19,7 @@ after(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-async function ndif(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const code = await main(args, {
-    stdout: { write: (s: string) => (out += s) },
-    stderr: { write: (s: string) => (err += s) },
-    env,
-  });
-  return { code, out, err };
-}
+const ndif = runNdif;
 
 function startFabric(dataDir: string, bootstrapKey: string) {
   const child = spawn(process.execPath, ['--enable-source-maps', MAIN], {

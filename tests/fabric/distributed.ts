@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parsePrometheus, valueOf } from '../metrics/prom-text.js';
+import { parsePrometheus, sampleValue } from '../metrics/prom-text.js';
 import { getJson, startProcess, waitForStatus, type FabricProcess } from './processes.js';
 
 /**
@@ -29,24 +29,26 @@ async function checkMetrics(
     scrape(urls.agent),
   ]);
   assert.equal(
-    valueOf(command, 'ndif_http_request_duration_seconds_count', {
+    sampleValue(command, 'ndif_http_request_duration_seconds_count', {
       method: 'POST',
       route: '/requests',
       status_code: '202',
     }),
     4,
   );
-  assert.equal(valueOf(command, 'ndif_request_phase_seconds_count', { phase: 'submit', model: 'gpt2-tiny' }), 4);
-  assert.ok(valueOf(command, 'ndif_event_store_append_seconds_count', { store: 'sqlite', outcome: 'ok' })! >= 5);
-  assert.equal(valueOf(query, 'ndif_requests_total', { model: 'gpt2-tiny', outcome: 'completed' }), 4);
+  assert.equal(sampleValue(command, 'ndif_request_phase_seconds_count', { phase: 'submit', model: 'gpt2-tiny' }), 4);
+  assert.ok(sampleValue(command, 'ndif_event_store_append_seconds_count', { store: 'sqlite', outcome: 'ok' })! >= 5);
+  assert.equal(sampleValue(query, 'ndif_requests_total', { model: 'gpt2-tiny', outcome: 'completed' }), 4);
   for (const phase of ['schedule', 'start', 'run'])
-    assert.equal(valueOf(query, 'ndif_request_phase_seconds_count', { phase, model: 'gpt2-tiny' }), 4, phase);
-  assert.equal(valueOf(query, 'ndif_replicas', { model: 'gpt2-tiny', level: 'HOT' }), 2);
-  assert.equal(valueOf(query, 'ndif_projection_lag_events', { projection: 'control-plane' }) !== undefined, true);
-  assert.ok(valueOf(relay, 'ndif_relay_assignments_published_total')! >= 6, 'two loads and four runs');
-  assert.ok(valueOf(relay, 'ndif_relay_agent_report_delay_seconds_count', { command: 'ReportRequestCompleted' })! >= 4);
-  assert.equal(valueOf(agent, 'ndif_agent_requests_total', { outcome: 'completed' }), 4);
-  assert.equal(valueOf(agent, 'ndif_agent_replicas', { model: 'gpt2-tiny', phase: 'HOT' }), 2);
+    assert.equal(sampleValue(query, 'ndif_request_phase_seconds_count', { phase, model: 'gpt2-tiny' }), 4, phase);
+  assert.equal(sampleValue(query, 'ndif_replicas', { model: 'gpt2-tiny', level: 'HOT' }), 2);
+  assert.equal(sampleValue(query, 'ndif_projection_lag_events', { projection: 'control-plane' }) !== undefined, true);
+  assert.ok(sampleValue(relay, 'ndif_relay_assignments_published_total')! >= 6, 'two loads and four runs');
+  assert.ok(
+    sampleValue(relay, 'ndif_relay_agent_report_delay_seconds_count', { command: 'ReportRequestCompleted' })! >= 4,
+  );
+  assert.equal(sampleValue(agent, 'ndif_agent_requests_total', { outcome: 'completed' }), 4);
+  assert.equal(sampleValue(agent, 'ndif_agent_replicas', { model: 'gpt2-tiny', phase: 'HOT' }), 2);
   const lag = (samples: typeof relay, topic: RegExp) =>
     samples.filter((s) => s.name === 'ndif_transport_consumer_lag_messages' && topic.test(s.labels.topic ?? ''));
   if (kafka) {

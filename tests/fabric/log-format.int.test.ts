@@ -18,6 +18,11 @@ function run(env: Record<string, string | undefined>): { stderr: string; status:
 }
 
 const readable = /^\[\d\d:\d\d:\d\d\.\d{3}\] INFO \(probe\): hello there\n\s+answer: 42/m;
+// ESC [ … m: the terminal colour codes pino-pretty writes.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the escape character is what the test looks for
+const ANSI_ESCAPE = /\x1b\[/;
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the escape character is what the test looks for
+const ANSI_COLOUR = /\x1b\[[0-9;]*m/g;
 
 it('writes JSON lines when stderr is not a terminal', () => {
   const { stderr, status } = run({});
@@ -33,7 +38,7 @@ it('writes readable lines with NDIF_LOG_FORMAT=pretty, and JSON with json', () =
   const p = run({ NDIF_LOG_FORMAT: 'pretty' });
   assert.equal(p.status, 0);
   assert.match(p.stderr, readable);
-  assert.doesNotMatch(p.stderr, /\x1b\[/, 'no colours when the reader is not a terminal');
+  assert.doesNotMatch(p.stderr, ANSI_ESCAPE, 'no colours when the reader is not a terminal');
   const j = run({ NDIF_LOG_FORMAT: 'json' });
   assert.equal((JSON.parse(j.stderr.trim()) as { msg: string }).msg, 'hello there');
 });
@@ -48,8 +53,8 @@ it('writes readable, coloured lines on a terminal', () => {
     encoding: 'utf8',
   });
   assert.equal(r.status, 0, r.stderr);
-  assert.match(r.stdout, /\x1b\[/, 'coloured');
-  const plain = r.stdout.replace(/\x1b\[[0-9;]*m/g, '').replace(/\r/g, '');
+  assert.match(r.stdout, ANSI_ESCAPE, 'coloured');
+  const plain = r.stdout.replace(ANSI_COLOUR, '').replace(/\r/g, '');
   assert.match(plain, readable);
   const json = spawnSync('script', ['-qec', cmd, '/dev/null'], {
     env: { ...process.env, NDIF_LOG_FORMAT: 'json', NDIF_LOG_LEVEL: 'info' },

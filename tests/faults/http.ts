@@ -1,7 +1,7 @@
 // What a user and an operator do to a fabric in the fault tests, over plain HTTP (as curl would): submit, cancel,
 // read a request, deploy, evict, scale, read the agents and the cluster, and wait for a state.
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { FaultFabric, KilledAgent } from './fabric.js';
+import { until as pollUntil } from '../support/until.js';
 
 export interface Answer {
   status: number;
@@ -79,27 +79,14 @@ export async function expectOk(p: Promise<Answer>, what: string): Promise<Answer
   return a;
 }
 
-export async function until<T>(
+/** `until` (tests/support) with this folder's defaults: 30 s, polled every 50 ms. */
+export function until<T>(
   what: string | (() => string),
   probe: () => Promise<T | undefined>,
   timeoutMs = 30_000,
   everyMs = 50,
 ): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await probe();
-      if (v !== undefined) return v;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > end)
-      throw new Error(
-        `timed out waiting for ${typeof what === 'string' ? what : what()}${last ? `: ${String(last)}` : ''}`,
-      );
-    await sleep(everyMs);
-  }
+  return pollUntil(what, probe, timeoutMs, everyMs);
 }
 
 /** Waits until the request is in one of `statuses`; returns its view. */

@@ -7,19 +7,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
-import { pino } from 'pino';
 import { ApiKeys } from '../../auth/keys.js';
 import { SqliteApiKeyStore } from '../../auth/sqlite.js';
-import { FileBlobStore } from '../../blobstore/files.js';
-import { FabricModelCatalog } from '../../catalog/catalog.js';
-import { main } from '../../client/cli/main.js';
-import { ControlPlaneCommands } from '../../command-api/handlers/service.js';
+import { runNdif } from '../support/ndif.js';
 import { newApiInstance } from '../../command-api/http/build.js';
 import type { StoredEvent } from '../../eventstore/port.js';
 import type { SqliteEventStore } from '../../eventstore/sqlite/store.js';
 import { ControlPlaneView } from '../../projections/control-plane/live.js';
 import { SqliteCheckpoints } from '../../projections/runner/sqlite-checkpoints.js';
 import { forensicsRoutes } from '../../query-api/forensics/routes.js';
+import { forensicsApiContext } from './api-context.js';
 import { fixtureStore } from './fixture-store.js';
 
 let dir: string;
@@ -44,21 +41,7 @@ before(async () => {
       '2025-03-03T08:00:00.000Z',
     )
   ).key;
-  const ctx = {
-    store,
-    commands: new ControlPlaneCommands(store),
-    view,
-    blobs: await FileBlobStore.open({ dir: join(dir, 'blobs') }),
-    ...(await (async () => {
-      const local = await FabricModelCatalog.open({ models: [], cacheDir: join(dir, 'catalog') });
-      return { catalog: local, localModels: local };
-    })()),
-    clock: () => Date.parse('2025-03-03T12:00:00.000Z'),
-    newId: () => 'id-1',
-    log: pino({ level: 'silent' }),
-    keys: keyStore,
-    config: { auth: true, rateLimit: null },
-  };
+  const ctx = await forensicsApiContext(store, view, keyStore, dir, '2025-03-03T12:00:00.000Z');
   const api = newApiInstance(ctx, 'query');
   app = api.app;
   forensicsRoutes(app, api.deps, { tmpRoot: join(dir, 'replays') });
@@ -75,14 +58,8 @@ after(async () => {
 });
 
 async function ndif(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const code = await main(argv, {
-    stdout: { write: (s: string) => (stdout += s) },
-    stderr: { write: (s: string) => (stderr += s) },
-    env,
-  });
-  return { code, stdout, stderr };
+  const r = await runNdif(argv, env);
+  return { code: r.code, stdout: r.out, stderr: r.err };
 }
 
 describe('ndif why / replay / audit', () => {

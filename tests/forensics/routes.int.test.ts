@@ -6,12 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
-import { pino } from 'pino';
 import { ApiKeys } from '../../auth/keys.js';
 import { SqliteApiKeyStore } from '../../auth/sqlite.js';
-import { FileBlobStore } from '../../blobstore/files.js';
-import { FabricModelCatalog } from '../../catalog/catalog.js';
-import { ControlPlaneCommands } from '../../command-api/handlers/service.js';
 import { newApiInstance } from '../../command-api/http/build.js';
 import type { SqliteEventStore } from '../../eventstore/sqlite/store.js';
 import type { StoredEvent } from '../../eventstore/port.js';
@@ -19,6 +15,7 @@ import { ControlPlaneView } from '../../projections/control-plane/live.js';
 import { SqliteCheckpoints } from '../../projections/runner/sqlite-checkpoints.js';
 import { forensicsRoutes } from '../../query-api/forensics/routes.js';
 import { buildQueryApi } from '../../query-api/build.js';
+import { forensicsApiContext } from './api-context.js';
 import { fixtureStore } from './fixture-store.js';
 
 let dir: string;
@@ -46,21 +43,7 @@ before(async () => {
   userKey = (
     await keys.create({ label: 'alice', tags: { operator: false, trusted: true, priority: false } }, 'test', at)
   ).key;
-  ctx = {
-    store,
-    commands: new ControlPlaneCommands(store),
-    view,
-    blobs: await FileBlobStore.open({ dir: join(dir, 'blobs') }),
-    ...(await (async () => {
-      const local = await FabricModelCatalog.open({ models: [], cacheDir: join(dir, 'catalog') });
-      return { catalog: local, localModels: local };
-    })()),
-    clock: () => Date.parse('2025-03-03T09:00:00.000Z'),
-    newId: () => 'id-1',
-    log: pino({ level: 'silent' }),
-    keys: keyStore,
-    config: { auth: true, rateLimit: null },
-  };
+  ctx = await forensicsApiContext(store, view, keyStore, dir, '2025-03-03T09:00:00.000Z');
   const api = newApiInstance(ctx, 'query');
   app = api.app;
   forensicsRoutes(app, api.deps, { tmpRoot: join(dir, 'replays'), maxReplayEvents: 100 });

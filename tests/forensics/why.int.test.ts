@@ -1,6 +1,7 @@
 // `why` over a scripted make-room on the real control plane (SQLite store, scheduler, scripted agent): the requeue of
 // ra is explained by the demotion (or eviction) of a#1 with its numbers, which is explained by c#1 needing room,
 // which was requested for rc; the replica's own answer lists what its demotion caused. Also agents, bad ids, text.
+import { DEFAULT_CONCURRENCY } from '../../domain/deployment/settings.js';
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { GIB } from '../../domain/placement/size.js';
@@ -68,7 +69,7 @@ describe('why: a make-room demotion and the requeue it caused', async () => {
       queueLength: 1,
       rank: 3,
       replicaInFlight: 0,
-      concurrency: 1,
+      concurrency: DEFAULT_CONCURRENCY,
       replicasWithRoom: 1,
     });
     assert.deepEqual(d.causes, [

@@ -13,7 +13,7 @@ import { SqliteApiKeyStore } from '../../auth/sqlite.js';
 import { FileBlobStore } from '../../blobstore/files.js';
 import { FabricModelCatalog } from '../../catalog/catalog.js';
 import { parseModelList } from '../../catalog/config.js';
-import { buildFabricServer } from '../../command-api/http/fabric-server.js';
+import { buildFabricServer } from '../../fabric/embedded/http-server.js';
 import { SqliteEventStore } from '../../eventstore/sqlite/store.js';
 import { ControlPlane } from '../../fabric/control-plane.js';
 import { SqliteCheckpoints } from '../../projections/runner/sqlite-checkpoints.js';
@@ -69,7 +69,7 @@ export async function startApiFabric(): Promise<ApiFabric> {
   const app = await buildFabricServer({
     ...cp.context,
     keys: keyStore,
-    config: { auth: true, rateLimit: null, bodyLimitBytes: 64 * 1024 },
+    config: { auth: true, rateLimit: null, authFailureLimit: null, bodyLimitBytes: 64 * 1024 },
   });
   await app.ready();
   return {

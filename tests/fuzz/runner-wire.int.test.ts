@@ -65,7 +65,7 @@ const HOST_TYPES = new Set([
 let hm: HostedModel;
 let dir: string;
 let server: Server;
-let accepted: Array<(s: Socket) => void> = [];
+const accepted: Array<(s: Socket) => void> = [];
 
 before(async () => {
   hm = await tinyModel();
@@ -343,7 +343,10 @@ async function converse(c: { invokes: number; records: boolean; steps: number; s
   const nextFromHost = (ms: number) =>
     new Promise<void>((resolve) => {
       const t = setTimeout(resolve, ms);
-      hostSpoke = () => (clearTimeout(t), resolve());
+      hostSpoke = () => {
+        clearTimeout(t);
+        resolve();
+      };
     });
   const play = (async () => {
     while (fromHost.length === 0) await nextFromHost(1000);
@@ -442,9 +445,9 @@ describe('runner wire protocol from a hostile runner', () => {
             assert.ok(sent !== undefined, `invoke ${i} succeeded without an END: ${what()}`);
             assert.deepEqual(inv.result.tree, sent.tree, what());
             assert.equal(inv.result.tensors.length, sent.tensors.length, what());
-            inv.result.tensors.forEach((tt, k) =>
-              assert.ok(Buffer.from(tt.data).equals(Buffer.from(sent.tensors[k]!.data)), what()),
-            );
+            inv.result.tensors.forEach((tt, k) => {
+              assert.ok(Buffer.from(tt.data).equals(Buffer.from(sent.tensors[k]!.data)), what());
+            });
           });
           tally.set('ok', (tally.get('ok') ?? 0) + 1);
         }

@@ -214,7 +214,10 @@ class Lockstep {
         throw new Error(`no answer within ${timeoutMs} ms; got ${JSON.stringify(this.inbox).slice(0, 500)}`);
       await new Promise<void>((resolve) => {
         const t = setTimeout(resolve, 50);
-        this.waiting = () => (clearTimeout(t), resolve());
+        this.waiting = () => {
+          clearTimeout(t);
+          resolve();
+        };
       });
       this.waiting = undefined;
     }

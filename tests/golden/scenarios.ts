@@ -63,9 +63,9 @@ const normalDay: Scenario = {
     'autoscale; the operator scales llama to 2 and later evicts tiny.',
   async run(path) {
     const onDemand: Record<string, OnDemandModel> = {
-      gpt2: { settings: { weightsBytes: GIB } },
-      llama: { settings: { weightsBytes: 8 * GIB } },
-      tiny: { settings: { weightsBytes: GIB / 4, sizeBytes: GIB } },
+      gpt2: { settings: { concurrency: 1, weightsBytes: GIB } },
+      llama: { settings: { concurrency: 1, weightsBytes: 8 * GIB } },
+      tiny: { settings: { concurrency: 1, weightsBytes: GIB / 4, sizeBytes: GIB } },
     };
     const h = await GoldenHarness.start('normal-day', { onDemand, path });
     const a1 = new ScriptedAgent(h, 'a1', [24, 24], 64, 8000);
@@ -123,14 +123,14 @@ const evictionStorm: Scenario = {
     'before it unloads; WARM copies are restored; a request for a 30 GiB model is refused; a user cancels a request while room is being made for it ' +
     'and the operator evicts a replica with a request running.',
   async run(path) {
-    const model = { settings: { weightsBytes: 4 * GIB, sizeBytes: 8 * GIB, minDeploymentMs: 2 * MIN } };
+    const model = { settings: { concurrency: 1, weightsBytes: 4 * GIB, sizeBytes: 8 * GIB, minDeploymentMs: 2 * MIN } };
     const onDemand: Record<string, OnDemandModel> = {
       m1: model,
       m2: model,
       m3: model,
       m4: model,
       m5: model,
-      giant: { settings: { weightsBytes: 26 * GIB } },
+      giant: { settings: { concurrency: 1, weightsBytes: 26 * GIB } },
     };
     const h = await GoldenHarness.start('eviction-storm', { onDemand, path });
     const a1 = new ScriptedAgent(h, 'a1', [24], 8, 12_000);
@@ -204,7 +204,7 @@ const agentLoss: Scenario = {
     'a2, its replica is removed, more requests arrive meanwhile. a1 registers again as a new boot and takes work; later a2 restarts ' +
     'within its grace (AGENT_RESTARTED: its running request is requeued, its replica loads again).',
   async run(path) {
-    const onDemand: Record<string, OnDemandModel> = { gpt2: { settings: { weightsBytes: GIB } } };
+    const onDemand: Record<string, OnDemandModel> = { gpt2: { settings: { concurrency: 1, weightsBytes: GIB } } };
     const h = await GoldenHarness.start('agent-loss', { onDemand, path });
     const a1 = new ScriptedAgent(h, 'a1', [24], 64, 20_000);
     const a2 = new ScriptedAgent(h, 'a2', [24], 64, 20_000);

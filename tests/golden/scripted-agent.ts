@@ -2,14 +2,15 @@
 // and with the same ids (`agent:<id>:<messageId>`, messages numbered per boot, reports naming the assignment as
 // their cause and carrying its correlation id); the GPU work is a service time on the scenario's clock. It can
 // fall silent (a crash or a network cut), restart with a new boot, and re-register after being declared lost.
-import type { ControlPlaneCommand } from '../../command-api/handlers/commands.js';
+import type { ControlPlaneCommand } from '../../domain/commands.js';
+import { type AssignmentCause, reportAsAgent, settle as settleAll, simulatedGpus } from '../support/sim-agent.js';
 import { GIB } from '../../domain/placement/size.js';
 import type { GoldenHarness } from './harness.js';
 
 interface Running {
   attempt: number;
   doneAtMs: number;
-  cause: { id: string; correlationId: string };
+  cause: AssignmentCause;
 }
 
 export class ScriptedAgent {
@@ -35,18 +36,12 @@ export class ScriptedAgent {
     return `${this.bootId}-m${++this.messages}`;
   }
 
-  private report(command: ControlPlaneCommand, messageId: string, cause?: { id: string; correlationId: string }) {
-    return this.h.commands.execute(command, {
-      commandId: `agent:${this.agentId}:${messageId}`,
-      actor: `agent:${this.agentId}`,
-      at: this.h.iso(),
-      correlationId: cause?.correlationId,
-      causationId: cause?.id,
-    });
+  private report(command: ControlPlaneCommand, messageId: string, cause?: AssignmentCause) {
+    return reportAsAgent(this.h.commands, this.agentId, messageId, this.h.iso(), command, cause);
   }
 
   register() {
-    const gpus = this.gpuGib.map((g, index) => ({ index, memoryBytes: g * GIB, name: 'sim-gpu' }));
+    const gpus = simulatedGpus(this.gpuGib, 'sim-gpu');
     return this.report(
       { type: 'RegisterAgent', agentId: this.agentId, bootId: this.bootId, gpus, ramBytes: this.ramGib * GIB },
       this.msg(),
@@ -163,14 +158,8 @@ export class ScriptedAgent {
 }
 
 /** Scheduler steps and agent syncs until neither does anything more at the current time. */
-export async function settle(h: GoldenHarness, agents: ScriptedAgent[], maxLoops = 60): Promise<void> {
-  for (let i = 0; i < maxLoops; i++) {
-    const report = await h.scheduler.step();
-    let acted = report.executed.filter((e) => e.appended > 0).length;
-    for (const a of agents) acted += await a.sync();
-    if (acted === 0) return;
-  }
-  throw new Error(`scenario ${h.scenario} did not settle in ${maxLoops} loops at ${h.iso()}`);
+export function settle(h: GoldenHarness, agents: ScriptedAgent[], maxLoops = 60): Promise<void> {
+  return settleAll(h, agents, maxLoops, () => ` (scenario ${h.scenario} at ${h.iso()})`);
 }
 
 /** Moves the clock in steps of `stepMs`; every step the agents that are not silent beat, then everything settles. */

@@ -6,9 +6,11 @@ import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { parsePrometheus, type Sample } from './prom-text.js';
+import { until } from '../support/until.js';
+
+export { until };
 
 const MAIN = fileURLToPath(new URL('../../fabric/embedded/main.js', import.meta.url));
 
@@ -17,16 +19,6 @@ export interface MetricsFabric {
   apiMetrics: string;
   agentMetrics: string;
   stop(): Promise<void>;
-}
-
-export async function until<T>(what: string, f: () => Promise<T | undefined>, ms = 20_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
 }
 
 export async function startMetricsFabric(): Promise<MetricsFabric> {

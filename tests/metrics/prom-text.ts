@@ -30,7 +30,7 @@ export function metricTypes(text: string): Map<string, string> {
 }
 
 /** The sum of the samples named `name` whose labels include `labels` (undefined when there is none). */
-export function valueOf(samples: Sample[], name: string, labels: Record<string, string> = {}): number | undefined {
+export function sampleValue(samples: Sample[], name: string, labels: Record<string, string> = {}): number | undefined {
   const hits = samples.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v));
   if (hits.length === 0) return undefined;
   return hits.reduce((t, s) => t + s.value, 0);

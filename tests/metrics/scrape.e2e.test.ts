@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
 import { Fabric } from '../../client/sdk/index.js';
 import { scrape, startMetricsFabric, until, type MetricsFabric } from './fabric.js';
-import { metricTypes, valueOf } from './prom-text.js';
+import { metricTypes, sampleValue } from './prom-text.js';
 
 const MODEL = 'gpt2-tiny';
 const QUICK = 'async (m) => (await m.transformer.h[1].output).mean()';
@@ -80,27 +80,27 @@ it('moves as requests run: queue while they wait, then outcomes, phases, replica
   const waiting = await Promise.all([ndif.submit(MODEL, 'one', QUICK), ndif.submit(MODEL, 'two', QUICK)]);
   const during = await until('two queued', async () => {
     const s = (await scrape(`${api}/metrics`)).samples;
-    return valueOf(s, 'ndif_queue_depth', { model: MODEL }) === 2 ? s : undefined;
+    return sampleValue(s, 'ndif_queue_depth', { model: MODEL }) === 2 ? s : undefined;
   });
-  assert.ok(valueOf(during, 'ndif_queue_oldest_wait_seconds', { model: MODEL })! >= 0);
-  assert.equal(valueOf(during, 'ndif_requests_active', { status: 'RUNNING' }), 1);
-  assert.equal(valueOf(during, 'ndif_requests_active', { status: 'QUEUED' }), 2);
-  assert.equal(valueOf((await scrape(agentMetrics)).samples, 'ndif_agent_requests_running'), 1);
+  assert.ok(sampleValue(during, 'ndif_queue_oldest_wait_seconds', { model: MODEL })! >= 0);
+  assert.equal(sampleValue(during, 'ndif_requests_active', { status: 'RUNNING' }), 1);
+  assert.equal(sampleValue(during, 'ndif_requests_active', { status: 'QUEUED' }), 2);
+  assert.equal(sampleValue((await scrape(agentMetrics)).samples, 'ndif_agent_requests_running'), 1);
   await slow.result({ waitMs: 30_000 });
   for (const h of waiting) await h.result({ waitMs: 30_000 });
   await ndif.trace(MODEL, 'Hello', QUICK, { untrusted: true }); // in the sandbox: a runner is spawned
 
   const end = await until('all five counted', async () => {
     const s = (await scrape(`${api}/metrics`)).samples;
-    return (valueOf(s, 'ndif_requests_total', { model: MODEL, outcome: 'completed' }) ?? 0) -
-      (valueOf(before, 'ndif_requests_total', { model: MODEL, outcome: 'completed' }) ?? 0) ===
+    return (sampleValue(s, 'ndif_requests_total', { model: MODEL, outcome: 'completed' }) ?? 0) -
+      (sampleValue(before, 'ndif_requests_total', { model: MODEL, outcome: 'completed' }) ?? 0) ===
       5
       ? s
       : undefined;
   });
   const grew = (name: string, labels: Record<string, string> = {}) =>
-    (valueOf(end, name, labels) ?? 0) - (valueOf(before, name, labels) ?? 0);
-  assert.equal(valueOf(end, 'ndif_queue_depth', { model: MODEL }), 0);
+    (sampleValue(end, name, labels) ?? 0) - (sampleValue(before, name, labels) ?? 0);
+  assert.equal(sampleValue(end, 'ndif_queue_depth', { model: MODEL }), 0);
   assert.equal(grew('ndif_requests_received_total', { model: MODEL }), 5);
   for (const phase of ['submit', 'schedule', 'start', 'run', 'notify']) {
     assert.ok(
@@ -121,26 +121,29 @@ it('moves as requests run: queue while they wait, then outcomes, phases, replica
     'received, dispatched, started, completed… appended',
   );
   assert.ok(grew('ndif_event_store_head_position') >= 20);
-  assert.equal(valueOf(end, 'ndif_replicas', { model: MODEL, level: 'HOT' }), 1);
-  const used = valueOf(end, 'ndif_gpu_memory_used_bytes', { agent: 'local-agent', gpu: '0' })!;
+  assert.equal(sampleValue(end, 'ndif_replicas', { model: MODEL, level: 'HOT' }), 1);
+  const used = sampleValue(end, 'ndif_gpu_memory_used_bytes', { agent: 'local-agent', gpu: '0' })!;
   assert.ok(used > 500 * 1024 ** 2, 'the replica takes its size (weights, padding, 500 MiB bias)');
-  assert.equal(used + valueOf(end, 'ndif_gpu_memory_free_bytes', { agent: 'local-agent', gpu: '0' })!, 16 * 1024 ** 3);
-  assert.equal(valueOf(end, 'ndif_agents', { state: 'ACTIVE' }), 1);
+  assert.equal(
+    used + sampleValue(end, 'ndif_gpu_memory_free_bytes', { agent: 'local-agent', gpu: '0' })!,
+    16 * 1024 ** 3,
+  );
+  assert.equal(sampleValue(end, 'ndif_agents', { state: 'ACTIVE' }), 1);
   assert.ok(grew('ndif_relay_assignments_published_total') >= 6, 'a load and five runs');
   assert.ok(grew('ndif_relay_agent_report_delay_seconds_count', { command: 'ReportRequestCompleted' }) === 5);
-  assert.ok(valueOf(end, 'ndif_projection_lag_events', { projection: 'control-plane' })! >= 0);
-  assert.ok(valueOf(end, 'ndif_relay_assignment_lag_events')! >= 0);
+  assert.ok(sampleValue(end, 'ndif_projection_lag_events', { projection: 'control-plane' })! >= 0);
+  assert.ok(sampleValue(end, 'ndif_relay_assignment_lag_events')! >= 0);
 
   const agent = (await scrape(agentMetrics)).samples;
   const agentGrew = (name: string, labels: Record<string, string> = {}) =>
-    (valueOf(agent, name, labels) ?? 0) - (valueOf(agentBefore, name, labels) ?? 0);
+    (sampleValue(agent, name, labels) ?? 0) - (sampleValue(agentBefore, name, labels) ?? 0);
   assert.equal(agentGrew('ndif_agent_requests_total', { outcome: 'completed' }), 5);
-  assert.equal(valueOf(agent, 'ndif_agent_replicas', { model: MODEL, phase: 'HOT' }), 1);
+  assert.equal(sampleValue(agent, 'ndif_agent_replicas', { model: MODEL, phase: 'HOT' }), 1);
   assert.equal(
-    valueOf(agent, 'ndif_agent_gpu_memory_used_bytes', { gpu: '0' }),
+    sampleValue(agent, 'ndif_agent_gpu_memory_used_bytes', { gpu: '0' }),
     used,
     'the agent holds what placement put there',
   );
   assert.ok(agentGrew('ndif_sandbox_spawn_seconds_count') >= 1, 'a sandbox runner was spawned');
-  assert.ok(valueOf(agent, 'ndif_sandbox_pool_target', { model: MODEL })! >= 1);
+  assert.ok(sampleValue(agent, 'ndif_sandbox_pool_target', { model: MODEL })! >= 1);
 });

@@ -2,7 +2,7 @@
 // Prometheus scrapes) while the API's other reads do.
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
-import { buildFabricServer } from '../../command-api/http/fabric-server.js';
+import { buildFabricServer } from '../../fabric/embedded/http-server.js';
 import { FabricMetrics } from '../../metrics/fabric-metrics.js';
 import { metricsEnabledFromEnv } from '../../metrics/registry.js';
 import { isFabricError } from '../../protocol/errors.js';

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
-import pg from 'pg';
+import type pg from 'pg';
 import { PostgresEventStore } from '../../eventstore/postgres/store.js';
 import { PostgresCheckpoints } from '../../projections/runner/postgres-checkpoints.js';
 import { ReadModelRunner } from '../../projections/runner/read-model-runner.js';

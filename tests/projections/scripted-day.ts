@@ -5,6 +5,13 @@ import { isDomainError } from '../../domain/shared/errors.js';
 import { GIB } from '../../domain/placement/size.js';
 import { SimAgent, settle, submit, type Harness } from '../scheduler/harness.js';
 
+/** A command the domain refuses (a cancel of a finished request, a scale of an evicted model) is part of the day;
+ * any other error fails it. */
+function refusal(e: unknown): undefined {
+  if (isDomainError(e)) return undefined;
+  throw e;
+}
+
 export const DAY_MODELS = {
   gpt2: { settings: { weightsBytes: 1 * GIB } },
   llama: { settings: { weightsBytes: 8 * GIB } },
@@ -94,25 +101,23 @@ export async function runScriptedDay(h: Harness, opts: { minutes?: number; seed?
             { type: 'CancelRequest', requestId: id, actor: `key:client${client}`, operator: false },
             `key:client${client}`,
           )
-          .catch(() => undefined);
+          .catch(refusal);
     }
     const event = rnd();
     if (event < 0.01)
       await h
         .run({ type: 'EvictDeployment', modelKey: keys[Math.floor(rnd() * keys.length)], actor: 'op' }, 'op')
-        .catch(() => undefined);
+        .catch(refusal);
     else if (event < 0.02)
       await h
         .run({ type: 'ScaleDeployment', modelKey: 'gpt2', replicas: 1 + Math.floor(rnd() * 3) }, 'op')
-        .catch(() => undefined);
+        .catch(refusal);
     else if (event < 0.025)
-      await h
-        .run({ type: 'PinDeployment', modelKey: 'gpt2', pinned: rnd() < 0.5, actor: 'op' }, 'op')
-        .catch(() => undefined);
+      await h.run({ type: 'PinDeployment', modelKey: 'gpt2', pinned: rnd() < 0.5, actor: 'op' }, 'op').catch(refusal);
     else if (event < 0.03)
       await h
         .run({ type: 'CancelRequest', requestId: `req-${Math.max(1, n - 1)}`, actor: 'op', operator: true }, 'op')
-        .catch(() => undefined);
+        .catch(refusal);
     const at = (share: number) => minute === Math.floor(minutes * share);
     // Before each fault, a burst of traffic so requests are in flight when it strikes.
     const target = at(0.25) ? 'a2' : at(0.4) ? 'a1' : at(0.6) ? 'a3' : at(0.8) ? 'a2' : undefined;
@@ -129,7 +134,7 @@ export async function runScriptedDay(h: Harness, opts: { minutes?: number; seed?
         agents.filter((a) => !silentFor.has(a)),
       );
     }
-    if (at(0.5)) await h.run({ type: 'EvictDeployment', modelKey: 'gpt2', actor: 'op' }, 'op').catch(() => undefined);
+    if (at(0.5)) await h.run({ type: 'EvictDeployment', modelKey: 'gpt2', actor: 'op' }, 'op').catch(refusal);
     if (at(0.25)) silence(a2, 2); // a2 lapses for 20 s and comes back on the same boot
     if (at(0.4)) silence(a1, 2, true); // a1 restarts within its grace period
     if (at(0.6)) silence(a3, 60); // a3 is silent for 10 minutes: lost, then it registers again as a new boot

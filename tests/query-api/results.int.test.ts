@@ -7,13 +7,13 @@ import { decodeResultContainer } from '../../protocol/result-container.js';
 import { signResultToken } from '../../query-api/results/token.js';
 import { ReportingAgent, settle, startApi, submitBody, type ApiHarness } from '../command-api/harness.js';
 import { TestSocket } from './ws-client.js';
+import { bearer } from '../support/http.js';
 
 let h: ApiHarness;
 let agent: ReportingAgent;
 let user: string;
 let other: string;
 const SECRET = 'a-test-secret-of-enough-bytes';
-const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
 
 before(async () => {
   h = await startApi({

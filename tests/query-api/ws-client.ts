@@ -66,7 +66,13 @@ export class TestSocket {
           ),
         timeoutMs,
       );
-      this.waiters.push({ test, resolve: () => (clearTimeout(timer), resolve()) });
+      this.waiters.push({
+        test,
+        resolve: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+      });
     });
   }
 

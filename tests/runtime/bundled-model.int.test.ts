@@ -106,9 +106,14 @@ test('manifest of the tiny model: sizes, module tree, forward order, JSON round 
   assert.deepEqual(h.children, ['transformer.h.0', 'transformer.h.1']);
   assert.equal(m.order[0], 'input');
   assert.equal(m.order[m.order.length - 1], 'output');
-  assert.ok(m.order.indexOf('transformer.h.0.mlp.c_proj.output') < m.order.indexOf('transformer.h.0.mlp.output'));
-  assert.ok(m.order.indexOf('transformer.h.0.output') < m.order.indexOf('transformer.h.1.input'));
-  assert.ok(m.order.indexOf('transformer.h.1.input') < m.order.indexOf('transformer.h.1.ln_1.input'));
+  const at = (point: string): number => {
+    const i = m.order.indexOf(point);
+    assert.ok(i >= 0, `${point} is in the manifest's order`);
+    return i;
+  };
+  assert.ok(at('transformer.h.0.mlp.c_proj.output') < at('transformer.h.0.mlp.output'));
+  assert.ok(at('transformer.h.0.output') < at('transformer.h.1.input'));
+  assert.ok(at('transformer.h.1.input') < at('transformer.h.1.ln_1.input'));
   const resolved = hm.manifest(3, 10);
   const logits = resolved.modules[0]!.outputs[0]!;
   assert.deepEqual(logits.shape, [3, 10, 50257]);

@@ -41,7 +41,9 @@ test('cached greedy generation gives exactly the uncached tokens (a padded batch
     assert.deepEqual(cached.invokes[i]!.generated, uncached.invokes[i]!.generated, `invoke ${i}: the same tokens`);
     const a = value(cached.invokes[i]!.result) as Tensor[];
     const b = value(uncached.invokes[i]!.result) as Tensor[];
-    a.forEach((t, k) => assert.ok(maxAbsDiff(t, b[k]!) <= 1e-4, `invoke ${i} step ${k}: ${maxAbsDiff(t, b[k]!)}`));
+    a.forEach((t, k) => {
+      assert.ok(maxAbsDiff(t, b[k]!) <= 1e-4, `invoke ${i} step ${k}: ${maxAbsDiff(t, b[k]!)}`);
+    });
     assert.deepEqual(cached.invokes[i]!.finish, { reason: 'length', step: 19 });
   }
   assert.ok(

@@ -37,7 +37,10 @@ after(async () => {
 
 function model(v: Variant): Promise<HostedModel> {
   let p = loaded.get(v.label);
-  if (!p) loaded.set(v.label, (p = loadModel(v.dir, { key: v.label })));
+  if (!p) {
+    p = loadModel(v.dir, { key: v.label });
+    loaded.set(v.label, p);
+  }
   return p;
 }
 
@@ -157,12 +160,12 @@ for (const v of fp32) {
         tensors.get(g.swap.tensors[k]!)!,
         `${v.label} d(metric)/d(${k}) with the gradient at ${g.swap.point} swapped`,
       );
-    const plain = tensors.get(`logit_diff/${upstream.find((k) => g.logit_diff.tensors[k])}`);
-    if (plain)
-      assert.ok(
-        Math.abs(grads[upstream.find((k) => g.logit_diff.tensors[k])!]!.sub(plain).abs().max().item()) > 1e-3,
-        'the swap changed the gradient upstream',
-      );
+    // The same gradient without the swap (the logit-difference fixture): the swap must have changed it.
+    const compared = upstream.find((k) => g.logit_diff.tensors[k] !== undefined);
+    assert.ok(compared !== undefined, `the fixture has an unswapped gradient upstream of ${g.swap.point}`);
+    const plain = tensors.get(g.logit_diff.tensors[compared]!);
+    assert.ok(plain !== undefined, `the fixture holds ${g.logit_diff.tensors[compared]}`);
+    assert.ok(grads[compared]!.sub(plain).abs().max().item() > 1e-3, `the swap changed d(metric)/d(${compared})`);
   });
 
   test(`${v.label}: attribution patching: the estimate equals PyTorch's`, async () => {

@@ -4,7 +4,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { InterventionError } from '../../gpu-agent/runtime/index.js';
-import { Tensor } from '../../gpu-agent/block/api/tensor.js';
+import type { Tensor } from '../../gpu-agent/block/api/tensor.js';
 import { maxAbsDiff, run, sameBits, tensor, tinyModel, value } from './tiny-model.js';
 
 after(async () => (await tinyModel()).close());

@@ -90,7 +90,7 @@ for (const v of variants()) {
         }
         const last = got[got.length - 1]!;
         const dn = maxAbsDiff(last.normed!, want.get(keys[`${doc.norm}.output`]!)!);
-        const dl = maxAbsDiff(last.lens!, want.get(keys['logits']!)!);
+        const dl = maxAbsDiff(last.lens!, want.get(keys.logits!)!);
         assert.ok(
           dn <= ref.tolerance && dl <= ref.tolerance,
           `${v.label} prompt ${i}: norm ${dn}, logits ${dl} > ${ref.tolerance}`,

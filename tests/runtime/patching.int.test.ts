@@ -50,7 +50,11 @@ for (const label of VARIANTS) {
   const positions = doc.clean.ids.length;
   const layerCount = doc.clean.layers.length;
   let hmp: Promise<HostedModel> | undefined;
-  const model = () => (hmp ??= loadModel(v.dir, { key: v.label }).then((hm) => (loaded.push(hm), hm)));
+  const model = () =>
+    (hmp ??= loadModel(v.dir, { key: v.label }).then((hm) => {
+      loaded.push(hm);
+      return hm;
+    }));
   const patchRow = (shared: string, p: number) =>
     `const v = h.clone(); v.setSlice([0, ${p}], ${shared}.slice(0, ${p}));`;
 
@@ -65,7 +69,9 @@ for (const label of VARIANTS) {
       ],
     });
     const cleanLayers = value(clean.invokes[0]!.result) as Tensor[];
-    cleanLayers.forEach((t, l) => check(`clean layer ${l}`, t, tensors.get(doc.clean.layers[l]!)!, doc.tolerance));
+    cleanLayers.forEach((t, l) => {
+      check(`clean layer ${l}`, t, tensors.get(doc.clean.layers[l]!)!, doc.tolerance);
+    });
     for (const pt of doc.patches.filter((x) => x.position % 2 === 0 || x.layer === layerCount - 1)) {
       const row = JSON.stringify(Array.from(cleanLayers[pt.layer]!.slice(0, pt.position).data as Float32Array));
       const block = `async (m, ctx) => { const h = await ${L}[${pt.layer}].output; const v = h.clone(); v.setSlice([0, ${pt.position}], ctx.Tensor.from(${row})); ${L}[${pt.layer}].output = v; return (await m.output).slice(0, -1); }`;
@@ -102,14 +108,14 @@ for (const label of VARIANTS) {
     ];
     const r = await run(hm, { invokes });
     check('clean', value(r.invokes[0]!.result) as Tensor, tensors.get(doc.clean.last)!, doc.tolerance);
-    doc.patches.forEach((pt, i) =>
+    doc.patches.forEach((pt, i) => {
       check(
         `layer ${pt.layer} position ${pt.position}`,
         value(r.invokes[i + 1]!.result) as Tensor,
         tensors.get(pt.last)!,
         doc.tolerance,
-      ),
-    );
+      );
+    });
     // One forward pass: a cut at each layer, not a pass per invoke.
     assert.ok(r.timings.segmentRuns <= layerCount + 1, `${r.timings.segmentRuns} segment runs`);
   });
@@ -139,14 +145,14 @@ for (const label of VARIANTS) {
     assert.deepEqual(events, ['0/2 RUNNING', '0/2 COMPLETED', '1/2 RUNNING', '1/2 COMPLETED']);
     assert.equal(s.traces.length, 2);
     assert.equal(value(s.traces[0]!.invokes[0]!.result), 'cached');
-    doc.patches.forEach((pt, i) =>
+    doc.patches.forEach((pt, i) => {
       check(
         `layer ${pt.layer} position ${pt.position}`,
         value(s.traces[1]!.invokes[i]!.result) as Tensor,
         tensors.get(pt.last)!,
         doc.tolerance,
-      ),
-    );
+      );
+    });
     // The clean trace's cache cut the pass once, at its last point: it runs the segments of a read of that point alone
     // (one per layer piece, docs/runtime.md), not one more per cached layer.
     const lastOnly = await run(hm, {
@@ -186,9 +192,9 @@ for (const label of VARIANTS) {
       const fromCache = r.point === 'output' ? ([leaf.output].flat() as Tensor[]) : (leaf.inputs as Tensor[]);
       const read = individual[`${r.path}.${r.point}`]!;
       assert.equal(fromCache.length, read.length, `${r.path}.${r.point}: tensor count`);
-      fromCache.forEach((t, i) =>
-        assert.ok(sameBits(t, read[i]!), `${r.path}.${r.point}[${i}]: the cache and the read differ`),
-      );
+      fromCache.forEach((t, i) => {
+        assert.ok(sameBits(t, read[i]!), `${r.path}.${r.point}[${i}]: the cache and the read differ`);
+      });
     }
     const plain = await run(hm, {
       invokes: [{ tokens: doc.clean.ids, block: `async (m) => { await ${L}[0].input; }` }],

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadModel } from '../../gpu-agent/runtime/index.js';
 import type { HostedModel } from '../../gpu-agent/runtime/index.js';
-import { Tensor } from '../../gpu-agent/block/api/tensor.js';
+import type { Tensor } from '../../gpu-agent/block/api/tensor.js';
 import { fixtureDir, maxAbsDiff, run, value } from './tiny-model.js';
 import { readSafetensors } from './hf-fixtures.js';
 

@@ -232,7 +232,9 @@ test('bit-exact trusted and untrusted: a session of a clean and a patched trace 
   const untrusted = await hm.runSession(req, sb.opener('gpt2-tiny'));
   assert.equal(untrusted.traces.length, 2);
   let n = 0;
-  control.traces.forEach((t, i) => (n += assertSame(t, untrusted.traces[i]!, `trace ${i}`)));
+  control.traces.forEach((t, i) => {
+    n += assertSame(t, untrusted.traces[i]!, `trace ${i}`);
+  });
   assert.ok(n >= 4);
   assert.deepEqual(
     control.traces[0]!.logs.map((l) => l.line),

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { InterventionError } from '../../gpu-agent/runtime/index.js';
 import type { HostedModel, RunResult } from '../../gpu-agent/runtime/index.js';
 import type { Sandbox } from '../../sandbox/sandbox.js';
-import { processGone, tinyModel, tinySandbox } from './helpers.js';
+import { processGone, tinyModel, tinySandbox, runUntrusted, TOKENS } from './helpers.js';
 
 const SECRETS = {
   OPENAI_API_KEY: 'sk-live-test-secret',
@@ -22,7 +22,6 @@ const SECRETS = {
   // Would preload a file in every node process that inherits it; the runner would then fail to start.
   NODE_OPTIONS: '--require /nonexistent/evil.cjs',
 };
-const TOKENS = [464, 2068, 7586];
 
 let hm: HostedModel;
 let sb: Sandbox;
@@ -49,10 +48,7 @@ after(async () => {
 });
 
 function untrusted(block: string, timeoutMs = 10_000, signal?: AbortSignal): Promise<RunResult> {
-  return hm.run(
-    { invokes: [{ tokens: TOKENS, block }], timeoutMs, ...(signal ? { signal } : {}) },
-    sb.opener('gpt2-tiny'),
-  );
+  return runUntrusted(hm, sb, [block], timeoutMs, signal);
 }
 
 /** The block's own outcome for an attempt that is expected to throw inside the block. */
@@ -192,18 +188,15 @@ test('a block that spins forever is killed at the timeout and the agent is free 
   const pool = sb.pool('gpt2-tiny');
   await pool.whenReady(1);
   const warm = pool.warmPids()[0]!;
-  const t0 = performance.now();
   await assert.rejects(untrusted('async () => { for (;;) {} }', 800), (e: unknown) => {
     assert.ok(e instanceof InterventionError);
     assert.equal(e.blockError.type, 'Timeout');
     return true;
   });
-  const elapsed = performance.now() - t0;
-  assert.ok(elapsed < 2500, `timed out in ${elapsed.toFixed(0)} ms`);
   assert.ok(await processGone(warm, 2000), 'the spinning runner is gone');
-  const t1 = performance.now();
+  // How long the kill and the next request take is measured by `npm run bench -- sandbox` (timeout_kill_ms,
+  // next_after_kill_ms), not asserted here: a loaded host stretches both.
   await servesNext();
-  assert.ok(performance.now() - t1 < 2000, 'the next request does not wait for the killed runner');
 });
 
 test('cancel kills the runner at once and frees the agent', async () => {

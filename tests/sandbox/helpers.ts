@@ -3,7 +3,7 @@
 import { processRunning } from '../../sandbox/process-alive.js';
 import { ensureModel } from '../../catalog/bundled/generate-model.js';
 import { loadModel } from '../../gpu-agent/runtime/index.js';
-import type { HostedModel } from '../../gpu-agent/runtime/index.js';
+import type { HostedModel, RunResult } from '../../gpu-agent/runtime/index.js';
 import { createInProcessBlocks } from '../../gpu-agent/block/index.js';
 import { DEFAULT_LIMITS } from '../../sandbox/config.js';
 import type { SandboxConfig } from '../../sandbox/config.js';
@@ -19,6 +19,23 @@ export function tinyModel(): Promise<HostedModel> {
 
 export async function tinyAssets(): Promise<ModelAssets> {
   return modelAssets(await tinyModel());
+}
+
+/** The sandbox tests' prompt: "The quick brown" in GPT-2 ids. */
+export const TOKENS = [464, 2068, 7586];
+
+/** The untrusted path: one invoke per block on TOKENS, in a runner of `sb`'s gpt2-tiny pool. */
+export function runUntrusted(
+  hm: HostedModel,
+  sb: Sandbox,
+  blocks: string[],
+  timeoutMs: number,
+  signal?: AbortSignal,
+): Promise<RunResult> {
+  return hm.run(
+    { invokes: blocks.map((block) => ({ tokens: TOKENS, block })), timeoutMs, ...(signal ? { signal } : {}) },
+    sb.opener('gpt2-tiny'),
+  );
 }
 
 /** The trusted path: blocks in this process. */

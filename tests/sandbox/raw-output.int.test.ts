@@ -5,9 +5,8 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { HostedModel, RunResult } from '../../gpu-agent/runtime/index.js';
 import type { Sandbox } from '../../sandbox/sandbox.js';
-import { tinyModel, tinySandbox } from './helpers.js';
+import { tinyModel, tinySandbox, runUntrusted } from './helpers.js';
 
-const TOKENS = [464, 2068, 7586];
 let hm: HostedModel;
 let sb: Sandbox;
 
@@ -21,10 +20,7 @@ after(async () => {
 });
 
 function untrusted(blocks: string[]): Promise<RunResult> {
-  return hm.run(
-    { invokes: blocks.map((block) => ({ tokens: TOKENS, block })), timeoutMs: 20_000 },
-    sb.opener('gpt2-tiny'),
-  );
+  return runUntrusted(hm, sb, blocks, 20_000);
 }
 
 const lines = (r: RunResult, invoke: number) =>

@@ -6,9 +6,8 @@ import assert from 'node:assert/strict';
 import { InterventionError } from '../../gpu-agent/runtime/index.js';
 import type { HostedModel, RunResult } from '../../gpu-agent/runtime/index.js';
 import type { Sandbox } from '../../sandbox/sandbox.js';
-import { tinyModel, tinySandbox } from './helpers.js';
+import { tinyModel, tinySandbox, runUntrusted, TOKENS } from './helpers.js';
 
-const TOKENS = [464, 2068, 7586];
 let hm: HostedModel;
 let sb: Sandbox;
 
@@ -22,11 +21,7 @@ after(async () => {
 });
 
 function untrusted(block: string | string[]): Promise<RunResult> {
-  const blocks = Array.isArray(block) ? block : [block];
-  return hm.run(
-    { invokes: blocks.map((b) => ({ tokens: TOKENS, block: b })), timeoutMs: 10_000 },
-    sb.opener('gpt2-tiny'),
-  );
+  return runUntrusted(hm, sb, Array.isArray(block) ? block : [block], 10_000);
 }
 
 function blockFailure(check: (e: InterventionError) => void) {

@@ -11,7 +11,7 @@ afterEach(() => h?.close());
 
 it('adds a replica when the oldest request has waited over 30 s, backs off 120 s, stops at 3', async () => {
   h = await startHarness({
-    onDemand: { gpt2: { settings: { weightsBytes: GIB, dtype: 'float16', timeoutMs: null } } },
+    onDemand: { gpt2: { settings: { concurrency: 1, weightsBytes: GIB, dtype: 'float16', timeoutMs: null } } },
   });
   const a = new SimAgent(h, 'a1', [24, 24, 24, 24]);
   a.serviceMs = 3_600_000;

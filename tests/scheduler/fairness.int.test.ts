@@ -19,7 +19,7 @@ async function closedLoop(priorityClients: number, services: number): Promise<nu
     {
       type: 'RequestDeployment',
       modelKey: 'gpt2',
-      settings: { weightsBytes: GIB, autoscale: { enabled: false } },
+      settings: { concurrency: 1, weightsBytes: GIB, autoscale: { enabled: false } },
       replicas: 1,
       onDemand: false,
     },

@@ -31,11 +31,11 @@ async function runFor(ms: number, agents: SimAgent[], beating: SimAgent[] = agen
 
 describe('faults: eviction and demotion', () => {
   it('an operator evict requeues the running request before the replica unloads; queued ones wait; a cancel stays cancelled; all complete', async () => {
-    h = await startHarness({ onDemand: { gpt2: { settings: { weightsBytes: GIB } } } });
+    h = await startHarness({ onDemand: { gpt2: { settings: { concurrency: 1, weightsBytes: GIB } } } });
     const a = new SimAgent(h, 'a1');
     a.serviceMs = 500;
     await a.register();
-    await deploy('gpt2', { weightsBytes: GIB }, [a]);
+    await deploy('gpt2', { concurrency: 1, weightsBytes: GIB }, [a]);
     for (const id of ['r1', 'r2', 'r3']) await submit(h, id, 'gpt2');
     await settle(h, [a]);
     assert.deepEqual(['r1', 'r2', 'r3'].map(status), ['RUNNING', 'QUEUED', 'QUEUED']);
@@ -73,7 +73,7 @@ describe('faults: eviction and demotion', () => {
   });
 
   it('making room demotes the smallest old replica (requeueing its request first) and explains the numbers', async () => {
-    const size = (gib: number) => ({ weightsBytes: 4 * GIB, sizeBytes: gib * GIB });
+    const size = (gib: number) => ({ concurrency: 1, weightsBytes: 4 * GIB, sizeBytes: gib * GIB });
     h = await startHarness({
       onDemand: { a: { settings: size(8) }, b: { settings: size(8) }, c: { settings: size(12) } },
     });
@@ -146,11 +146,11 @@ describe('faults: eviction and demotion', () => {
 
 describe('faults: agents', () => {
   it('an agent restarting within its grace period is waited for: nothing errors, the running request is requeued and all complete', async () => {
-    h = await startHarness({ onDemand: { gpt2: { settings: { weightsBytes: GIB } } } });
+    h = await startHarness({ onDemand: { gpt2: { settings: { concurrency: 1, weightsBytes: GIB } } } });
     const a = new SimAgent(h, 'a1');
     a.serviceMs = 20_000;
     await a.register();
-    await deploy('gpt2', { weightsBytes: GIB }, [a]);
+    await deploy('gpt2', { concurrency: 1, weightsBytes: GIB }, [a]);
     const ids = Array.from({ length: 12 }, (_, i) => `r${i}`);
     for (const id of ids) await submit(h, id, 'gpt2');
     await settle(h, [a]);
@@ -179,7 +179,7 @@ describe('faults: agents', () => {
   });
 
   it('a heartbeat lapse that ends with the same boot changes nothing but the agent state', async () => {
-    h = await startHarness({ onDemand: { gpt2: { settings: { weightsBytes: GIB } } } });
+    h = await startHarness({ onDemand: { gpt2: { settings: { concurrency: 1, weightsBytes: GIB } } } });
     const a = new SimAgent(h, 'a1');
     a.serviceMs = 15_000;
     await a.register();
@@ -195,12 +195,12 @@ describe('faults: agents', () => {
   });
 
   it('a lost agent: its requests are requeued AGENT_LOST and complete on another agent; its late reports are ignored', async () => {
-    h = await startHarness({ onDemand: { gpt2: { settings: { weightsBytes: GIB } } } });
+    h = await startHarness({ onDemand: { gpt2: { settings: { concurrency: 1, weightsBytes: GIB } } } });
     const a1 = new SimAgent(h, 'a1');
     const a2 = new SimAgent(h, 'a2', [8]);
     a1.serviceMs = 60_000;
     await a1.register();
-    await deploy('gpt2', { weightsBytes: GIB }, [a1]);
+    await deploy('gpt2', { concurrency: 1, weightsBytes: GIB }, [a1]);
     await a2.register();
     await submit(h, 'r1', 'gpt2');
     await settle(h, [a1, a2]);
@@ -234,12 +234,12 @@ describe('faults: agents', () => {
   });
 
   it('a draining agent finishes its in-flight request, then its replica moves to another agent and the drain completes', async () => {
-    h = await startHarness({ onDemand: { gpt2: { settings: { weightsBytes: GIB } } } });
+    h = await startHarness({ onDemand: { gpt2: { settings: { concurrency: 1, weightsBytes: GIB } } } });
     const a1 = new SimAgent(h, 'a1');
     const a2 = new SimAgent(h, 'a2');
     a1.serviceMs = a2.serviceMs = 1000;
     await a1.register();
-    await deploy('gpt2', { weightsBytes: GIB }, [a1]);
+    await deploy('gpt2', { concurrency: 1, weightsBytes: GIB }, [a1]);
     await a2.register();
     await submit(h, 'r1', 'gpt2');
     await settle(h, [a1, a2]);
@@ -257,7 +257,7 @@ describe('faults: agents', () => {
 
 describe('faults: time limits', () => {
   it('an execution timeout fails the request; the agent’s completion afterwards is ignored', async () => {
-    h = await startHarness({ onDemand: { gpt2: { settings: { weightsBytes: GIB } } } });
+    h = await startHarness({ onDemand: { gpt2: { settings: { concurrency: 1, weightsBytes: GIB } } } });
     const a = new SimAgent(h, 'a1');
     a.serviceMs = 5000;
     await a.register();
@@ -270,7 +270,7 @@ describe('faults: time limits', () => {
   });
 
   it('a queue timeout fails a request that waited too long', async () => {
-    h = await startHarness({ onDemand: { gpt2: { settings: { weightsBytes: GIB } } } });
+    h = await startHarness({ onDemand: { gpt2: { settings: { concurrency: 1, weightsBytes: GIB } } } });
     const a = new SimAgent(h, 'a1');
     a.serviceMs = 10_000;
     await a.register();

@@ -10,6 +10,7 @@ import type { ControlPlaneState } from '../../projections/control-plane/state.js
 import { SqliteCheckpoints } from '../../projections/runner/sqlite-checkpoints.js';
 import type { OnDemandModel } from '../../scheduler/config.js';
 import { Scheduler, type SchedulerOptions } from '../../scheduler/scheduler.js';
+import { type AssignmentCause, reportAsAgent, settle as settleAll, simulatedGpus } from '../support/sim-agent.js';
 
 export const START_MS = Date.parse('2025-03-01T10:00:00.000Z');
 
@@ -100,15 +101,9 @@ export class SimAgent {
   }
 
   /** Reports carry the assignment's correlation id and name the assignment event as their cause (as the relay does). */
-  private report(command: ControlPlaneCommand, cause?: { id: string; correlationId: string }) {
+  private report(command: ControlPlaneCommand, cause?: AssignmentCause) {
     const agentMessageId = (command as { agentMessageId?: string }).agentMessageId ?? this.msg();
-    return this.h.commands.execute(command, {
-      commandId: `agent:${this.agentId}:${agentMessageId}`,
-      actor: `agent:${this.agentId}`,
-      at: this.h.iso(),
-      correlationId: cause?.correlationId,
-      causationId: cause?.id,
-    });
+    return reportAsAgent(this.h.commands, this.agentId, agentMessageId, this.h.iso(), command, cause);
   }
 
   register() {
@@ -116,7 +111,7 @@ export class SimAgent {
       type: 'RegisterAgent',
       agentId: this.agentId,
       bootId: this.bootId,
-      gpus: this.gpuGib.map((g, index) => ({ index, memoryBytes: g * GIB, name: 'virtual' })),
+      gpus: simulatedGpus(this.gpuGib, 'virtual'),
       ramBytes: this.ramGib * GIB,
     });
   }
@@ -144,7 +139,7 @@ export class SimAgent {
       type: 'RegisterAgent',
       agentId: this.agentId,
       bootId: this.bootId,
-      gpus: this.gpuGib.map((g, index) => ({ index, memoryBytes: g * GIB, name: 'virtual' })),
+      gpus: simulatedGpus(this.gpuGib, 'virtual'),
       ramBytes: this.ramGib * GIB,
       previousExit,
     });
@@ -225,14 +220,8 @@ export class SimAgent {
 }
 
 /** Scheduler steps and agent syncs until neither does anything more (at the current clock time). */
-export async function settle(h: Harness, agents: SimAgent[], maxLoops = 50): Promise<void> {
-  for (let i = 0; i < maxLoops; i++) {
-    const report = await h.scheduler.step();
-    let acted = report.executed.filter((e) => e.appended > 0).length;
-    for (const a of agents) acted += await a.sync();
-    if (acted === 0) return;
-  }
-  throw new Error(`the control plane did not settle in ${maxLoops} loops`);
+export function settle(h: Harness, agents: SimAgent[], maxLoops = 50): Promise<void> {
+  return settleAll(h, agents, maxLoops);
 }
 
 export function submit(

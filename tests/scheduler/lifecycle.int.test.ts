@@ -11,9 +11,9 @@ import { data, ofType, types } from './events.js';
 import { SimAgent, settle, startHarness, submit, type Harness } from './harness.js';
 
 const models = {
-  gpt2: { settings: { weightsBytes: 1 * GIB } },
-  big: { settings: { weightsBytes: 30 * GIB } },
-  wide: { settings: { weightsBytes: 20 * GIB, gpus: 2 } },
+  gpt2: { settings: { concurrency: 1, weightsBytes: 1 * GIB } },
+  big: { settings: { concurrency: 1, weightsBytes: 30 * GIB } },
+  wide: { settings: { concurrency: 1, weightsBytes: 20 * GIB, gpus: 2 } },
 };
 let h: Harness;
 afterEach(() => h?.close());
@@ -118,7 +118,13 @@ describe('scheduler: dispatch', () => {
     const a = new SimAgent(h, 'a1', [24, 24]);
     await a.register();
     await h.run(
-      { type: 'RequestDeployment', modelKey: 'gpt2', settings: { weightsBytes: GIB }, replicas: 1, onDemand: false },
+      {
+        type: 'RequestDeployment',
+        modelKey: 'gpt2',
+        settings: { concurrency: 1, weightsBytes: GIB },
+        replicas: 1,
+        onDemand: false,
+      },
       'op',
     );
     await settle(h, [a]);
@@ -142,7 +148,13 @@ describe('scheduler: dispatch', () => {
     a.serviceMs = 10;
     await a.register();
     await h.run(
-      { type: 'RequestDeployment', modelKey: 'gpt2', settings: { weightsBytes: GIB }, replicas: 1, onDemand: false },
+      {
+        type: 'RequestDeployment',
+        modelKey: 'gpt2',
+        settings: { concurrency: 1, weightsBytes: GIB },
+        replicas: 1,
+        onDemand: false,
+      },
       'op',
     );
     await settle(h, [a]);
@@ -205,7 +217,7 @@ describe('scheduler: plan', () => {
       startedAtMs: h.clock.now,
       config: {
         ...DEFAULT_SCHEDULER_CONFIG,
-        onDemand: (k: string) => (models as Record<string, { settings: { weightsBytes: number } }>)[k],
+        onDemand: (k: string) => (models as Record<string, { settings: { concurrency: 1; weightsBytes: number } }>)[k],
       },
     };
     const first = planRound(input);

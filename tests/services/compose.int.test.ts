@@ -22,7 +22,7 @@ function compose(args: string[], env: NodeJS.ProcessEnv = {}): { code: number | 
 /** The lines of one service's block in `config` output (YAML, two-space indentation). */
 function serviceBlock(rendered: string, name: string): string {
   const lines = rendered.split('\n');
-  const start = lines.findIndex((l) => l === `  ${name}:`);
+  const start = lines.indexOf(`  ${name}:`);
   assert.ok(start >= 0, `service ${name} in the rendered config`);
   const end = lines.findIndex((l, i) => i > start && /^ {2}\S/.test(l));
   return lines.slice(start, end === -1 ? undefined : end).join('\n');

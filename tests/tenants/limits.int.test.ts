@@ -8,6 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import { pino } from 'pino';
 import { ResultReaper } from '../../fabric/result-reaper.js';
 import { ReportingAgent, settle, startApi, submitBody, type ApiHarness } from '../command-api/harness.js';
+import { bearer } from '../support/http.js';
 
 let h: ApiHarness;
 let agent: ReportingAgent;
@@ -15,7 +16,6 @@ let alice: string;
 let bob: string;
 let ops: string;
 let aliceId: string;
-const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
 
 before(async () => {
   h = await startApi({

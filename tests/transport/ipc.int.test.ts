@@ -5,12 +5,12 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { InProcessBroker, IpcTransport, IpcTransportServer } from '../../transport/index.js';
 import { transportContract } from './contract.js';
+import { until } from '../support/until.js';
 
 transportContract('ipc', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'ndif-ipc-'));
@@ -39,24 +39,24 @@ describe('IPC transport across processes', () => {
       const lines: string[] = [];
       const exited = once(child, 'exit');
       child.stdout.setEncoding('utf8').on('data', (d: string) => lines.push(...d.split('\n').filter(Boolean)));
-      await until(() => lines.includes('subscribed'));
+      await until('the child subscribed', () => lines.includes('subscribed'));
       const publisher = await IpcTransport.connect({ path: server.path });
       await publisher.publish('crash', [{ key: 'agent-1', value: Buffer.from('one') }]);
-      await until(() => lines.includes('handling one'));
+      await until('the child handling one', () => lines.includes('handling one'));
       child.kill('SIGKILL');
       await exited;
       const got: string[] = [];
       const sub = await publisher.subscribe('crash', 'g', async (m) => void got.push(m.value.toString()), {
         fromBeginning: true,
       });
-      await until(() => got.length > 0);
+      await until('a delivery', () => got.length > 0);
       assert.deepEqual(got, ['one']);
       await sub.close();
 
       let lost: Error | undefined;
       const watcher = await IpcTransport.connect({ path: server.path, onDisconnect: (e) => (lost = e) });
       await server.close();
-      await until(() => lost !== undefined);
+      await until('the subscription lost', () => lost !== undefined);
       assert.equal((lost as Error & { code?: string }).code, 'TRANSPORT_UNAVAILABLE');
       await assert.rejects(
         watcher.publish('crash', [{ key: 'k', value: Buffer.from('x') }]),
@@ -69,11 +69,3 @@ describe('IPC transport across processes', () => {
     }
   });
 });
-
-async function until(predicate: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!predicate()) {
-    if (Date.now() > end) assert.fail('timed out');
-    await sleep(5);
-  }
-}

@@ -147,7 +147,10 @@ export class IpcTransport implements Transport {
             : { t: 'done', d: h.d, ok, error: error instanceof Error ? error.message : String(error) },
         );
       };
-      if (sub === undefined) return answer(false, 'the subscription is closed');
+      if (sub === undefined) {
+        answer(false, 'the subscription is closed');
+        return;
+      }
       sub.deliver(messages).then(
         () => answer(true),
         (e: unknown) => {

@@ -6,7 +6,7 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import { rmSync } from 'node:fs';
 import { isFabricError } from '../../protocol/errors.js';
-import { InProcessBroker } from '../inprocess/broker.js';
+import type { InProcessBroker } from '../inprocess/broker.js';
 import { InProcessTransport } from '../inprocess/transport.js';
 import type { Subscription, TransportMessage } from '../port.js';
 import { DEFAULT_MAX_MESSAGE_BYTES } from '../validate.js';

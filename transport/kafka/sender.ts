@@ -104,7 +104,10 @@ function byTopic(batch: readonly Chunk[]): TopicMessages[] {
   const topics = new Map<string, Message[]>();
   for (const c of batch) {
     let list = topics.get(c.topic);
-    if (!list) topics.set(c.topic, (list = []));
+    if (!list) {
+      list = [];
+      topics.set(c.topic, list);
+    }
     for (const m of c.messages) list.push(m);
   }
   return [...topics].map(([topic, messages]) => ({ topic, messages }));

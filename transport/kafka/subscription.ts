@@ -92,7 +92,10 @@ export async function openSubscription(
   let joined = false;
   let ready!: () => void;
   let failed!: (e: unknown) => void;
-  const assigned = new Promise<void>((resolve, reject) => ((ready = resolve), (failed = reject)));
+  const assigned = new Promise<void>((resolve, reject) => {
+    ready = resolve;
+    failed = reject;
+  });
   consumer.on(consumer.events.GROUP_JOIN, (event) => {
     committer.assign(event.payload.memberAssignment[spec.topic] ?? []);
     joined = true;

@@ -164,12 +164,13 @@ export class KafkaTransport implements Transport {
   }
 
   close(): Promise<void> {
-    return (this.closing ??= (async () => {
+    this.closing ??= (async () => {
       await Promise.allSettled([...this.subscriptions].map((s) => s.close()));
       await this.sender.flush();
       await this.producer.disconnect().catch(() => {});
       await this.admin.disconnect().catch(() => {});
-    })());
+    })();
+    return this.closing;
   }
 }
 

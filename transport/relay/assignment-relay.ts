@@ -248,7 +248,13 @@ export class AssignmentRelay {
           ),
         timeoutMs,
       );
-      this.waiters.push({ position, resolve: () => (clearTimeout(timer), resolve()) });
+      this.waiters.push({
+        position,
+        resolve: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+      });
     });
   }
 

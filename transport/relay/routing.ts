@@ -55,7 +55,8 @@ export function route(state: RelayState, event: StoredEvent): Draft[] {
       state.agents[d.agentId as string] = d.bootId as string;
       return [];
     case 'ModelRegistered':
-      (state.models ??= {})[d.modelKey as string] = { fingerprint: d.fingerprint as string, dir: d.dir as string };
+      state.models ??= {};
+      state.models[d.modelKey as string] = { fingerprint: d.fingerprint as string, dir: d.dir as string };
       return [];
     case 'ModelRemoved':
       if (state.models) delete state.models[d.modelKey as string];

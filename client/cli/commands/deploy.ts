@@ -36,7 +36,7 @@ const command: CliCommand = {
       description: "reserve room for a backward pass's activations (default: sized for forward passes)",
     },
     timeout: { type: 'string', value: '<d>', description: 'execution limit of its requests, e.g. 60s (default: none)' },
-    concurrency: { type: 'string', value: '<n>', description: 'requests in flight per replica (default 1)' },
+    concurrency: { type: 'string', value: '<n>', description: 'requests in flight per replica (default 4)' },
     pinned: { type: 'boolean', description: 'never evict it to make room' },
     force: { type: 'boolean', description: 'make room even by evicting pinned or young replicas' },
     wait: { type: 'string', value: '<d>', description: 'how long to wait for HOT (default 10m)' },

@@ -82,10 +82,10 @@ const command: CliCommand = {
             .map(([n]) => n)
             .join(',') || '-';
         ctx.out.stdout.write(
-          table(
+          `${table(
             ['ID', 'LABEL', 'TAGS', 'CREATED', 'BY', 'REVOKED'],
             r.keys.map((k) => [k.id, k.label, tagsOf(k.tags), k.createdAt, k.createdBy, k.revokedAt ?? '-']),
-          ) + '\n',
+          )}\n`,
         );
       }
       return ExitCode.ok;

@@ -99,7 +99,7 @@ const command: CliCommand = {
         `${m.replicas.HOT ?? 0}/${m.replicas.WARM ?? 0}/${m.replicas.COLD ?? 0}`,
       ]);
       ctx.out.stdout.write(
-        table(['KEY', 'ARCHITECTURE', 'DTYPE', 'WEIGHTS', 'SHA256', 'PHASE', 'HOT/WARM/COLD'], rows) + '\n',
+        `${table(['KEY', 'ARCHITECTURE', 'DTYPE', 'WEIGHTS', 'SHA256', 'PHASE', 'HOT/WARM/COLD'], rows)}\n`,
       );
     }
     return ExitCode.ok;

@@ -6,6 +6,12 @@ import { UsageError, type CliCommand } from '../command.js';
 import { ExitCode } from '../exit-codes.js';
 import { FabricHttp } from '../../sdk/http.js';
 
+/** A log position or an ISO-8601 UTC time, as the fabric's REPLAY_BAD_TARGET check accepts them. */
+function isReplayPoint(v: string): boolean {
+  if (/^\d{1,15}$/.test(v)) return true;
+  return /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,3})?Z$/.test(v) && Number.isFinite(Date.parse(v));
+}
+
 const command: CliCommand = {
   summary: 'show the cluster and queues as they were at a log position or time (rebuilt in a throwaway store)',
   usage: '--to <position|time> [--from <position|time>] [--queue n] [--json]',
@@ -28,6 +34,15 @@ const command: CliCommand = {
   async run(ctx, args) {
     const to = stringOpt(args, 'to');
     if (to === undefined) throw new UsageError('replay: --to <position|time> is required');
+    for (const [name, v] of [
+      ['to', to],
+      ['from', stringOpt(args, 'from')],
+    ] as const) {
+      if (v !== undefined && !isReplayPoint(v))
+        throw new UsageError(
+          `replay: --${name} ${JSON.stringify(v)} is neither a log position (an integer >= 0) nor an ISO-8601 UTC time (2025-03-01T10:00:00Z)`,
+        );
+    }
     const query = { to, from: stringOpt(args, 'from'), queue: intOpt(args, 'queue', 0, 1000) };
     await ctx.admin.version();
     // Longer than the default per-call timeout: a replay copies and folds the log up to the point: minutes on a large log.

@@ -1,6 +1,6 @@
 // A block is compiled at submission so a syntax error is refused at once, naming the line; it is never run here.
 // The wrapper is the runtime's (gpu-agent/block/host/compile.ts), so line numbers are the same as the agent's.
-import { checkBlockSource as checkSource } from '../../../protocol/block-source.js';
+import { checkBlockSource as checkSource } from '../../../block-source/check.js';
 import { FabricError } from '../../../protocol/errors.js';
 
 function syntaxError(

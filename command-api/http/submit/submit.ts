@@ -3,6 +3,7 @@
 // (http/request-ids.ts), and idempotency by request id (the same body again: the request as it is; another
 // body: 409).
 import { FabricError } from '../../../protocol/errors.js';
+import type { CommandOutcome } from '../../handlers/service.js';
 import { requestStream } from '../../../domain/shared/ids.js';
 import type { RouteDeps } from '../../../http/deps.js';
 import { nowIso } from '../../../http/deps.js';
@@ -32,7 +33,10 @@ const admissions = new WeakMap<FabricContext, SubmitAdmission>();
 
 function admissionOf(ctx: FabricContext): SubmitAdmission {
   let a = admissions.get(ctx);
-  if (a === undefined) admissions.set(ctx, (a = new SubmitAdmission(ctx)));
+  if (a === undefined) {
+    a = new SubmitAdmission(ctx);
+    admissions.set(ctx, a);
+  }
   return a;
 }
 
@@ -76,7 +80,7 @@ export async function submit(deps: RouteDeps, me: Identity, body: SubmitBody): P
     limits,
     async () => (await ctx.store.readStream(requestStream(requestId), { limit: 1 })).length > 0,
   );
-  let out;
+  let out: CommandOutcome | undefined;
   try {
     out = await ctx.commands.execute(
       {

@@ -24,6 +24,7 @@ export class PendingRead<T> extends Promise<T> {
   /** The reads of the invoke not known to be fine yet (awaited and settled reads leave it). */
   tracker: Set<PendingRead<unknown>> | undefined;
 
+  // biome-ignore lint/suspicious/noThenProperty: a Promise subclass: `await m.x.output` goes through this then
   override then<A = T, B = never>(
     onFulfilled?: ((v: T) => A | PromiseLike<A>) | null,
     onRejected?: ((e: unknown) => B | PromiseLike<B>) | null,

@@ -1,6 +1,7 @@
 // A block's return value as a SavedTree: JSON-shaped data with every Tensor moved aside ({ $tensor: i }).
-// Non-finite numbers become { $number: "NaN" | "Infinity" | "-Infinity" }, bigints numbers, typed arrays
-// tensors; anything else that JSON cannot carry (functions, symbols, class instances, cycles) is refused with
+// Non-finite numbers become { $number: "NaN" | "Infinity" | "-Infinity" }, bigints { $bigint: "<decimal>" },
+// Maps { $map: [[key, value], …] } (keys of any savable kind), Sets { $set: [ … ] }, typed arrays
+// tensors — each decoded back exactly (protocol/result-container.ts); anything else that JSON cannot carry (functions, symbols, class instances, cycles) is refused with
 // the path where it sits. The block's own keys that start with `$` get one more `$` (`$tensor` → `$$tensor`), so
 // a returned `{ $tensor: 5 }` stays data and never reads as a tensor reference; decoders strip it
 // (protocol/result-container.ts materializeTree). Keys are set as own data properties (`__proto__` included).
@@ -18,7 +19,7 @@ export function toSavedTree(value: unknown): SavedTree {
     if (v === null || v === undefined) return null;
     if (typeof v === 'boolean' || typeof v === 'string') return v;
     if (typeof v === 'number') return Number.isFinite(v) ? v : { $number: String(v) };
-    if (typeof v === 'bigint') return Number(v);
+    if (typeof v === 'bigint') return { $bigint: v.toString() };
     if (typeof v === 'function' || typeof v === 'symbol') throw invalid(path, `is a ${typeof v}`);
     if (v instanceof Tensor) {
       tensors.push(v.clone().toPayload());
@@ -34,10 +35,13 @@ export function toSavedTree(value: unknown): SavedTree {
     try {
       if (Array.isArray(obj)) return obj.map((x, i) => walk(x, `${path}[${i}]`, depth + 1));
       if (obj instanceof Map)
-        return Object.fromEntries(
-          [...obj].map(([k, x]) => [escapeKey(String(k)), walk(x, `${path}.${String(k)}`, depth + 1)]),
-        );
-      if (obj instanceof Set) return [...obj].map((x, i) => walk(x, `${path}[${i}]`, depth + 1));
+        return {
+          $map: [...obj].map(([k, x], i) => [
+            walk(k, `${path}.keys[${i}]`, depth + 2),
+            walk(x, `${path}.get(${mapKeyLabel(k)})`, depth + 2),
+          ]),
+        };
+      if (obj instanceof Set) return { $set: [...obj].map((x, i) => walk(x, `${path}.values[${i}]`, depth + 1)) };
       const proto = Object.getPrototypeOf(obj) as unknown;
       if (proto !== Object.prototype && proto !== null) {
         throw invalid(
@@ -61,6 +65,13 @@ export function toSavedTree(value: unknown): SavedTree {
     }
   };
   return { tree: walk(value, 'result', 0), tensors };
+}
+
+function mapKeyLabel(k: unknown): string {
+  if (typeof k === 'string') return JSON.stringify(k.length > 40 ? `${k.slice(0, 40)}…` : k);
+  if (typeof k === 'number' || typeof k === 'boolean' || k === null || k === undefined) return String(k);
+  if (typeof k === 'bigint') return `${k}n`;
+  return `<${typeof k}>`;
 }
 
 /** `$x` → `$$x`: keys of the encoding (`$tensor`, `$number`) are never the block's. */

@@ -55,7 +55,7 @@ function plain(t: Tensor): Tensor {
 }
 
 /** The operand's values, refused when they were written in place after the op used them. */
-function valueOf(node: TapeNode, i: number): Tensor {
+function nodeValue(node: TapeNode, i: number): Tensor {
   const input = node.inputs[i]!;
   if (input.tensor.version !== input.version) {
     fail(
@@ -94,7 +94,7 @@ function spread(g: Tensor, shape: readonly number[], dim: number | undefined, ke
 
 /** The first position of the max (or min) along `dim` (everywhere when undefined) gets the gradient. */
 function extremum(node: TapeNode, g: Tensor, max: boolean): Tensor {
-  const x = valueOf(node, 0);
+  const x = nodeValue(node, 0);
   const [dim, keepdim] = node.args as [number | undefined, boolean];
   const out = Tensor.zeros(x.shape);
   const better = (a: number, b: number) => (max ? a > b : a < b);
@@ -144,13 +144,13 @@ const DERIVATIVES: Record<string, Derivative> = {
   add: (n, g) => [sumTo(g, n.inputs[0]!.tensor.shape), sumTo(g, n.inputs[1]!.tensor.shape)],
   sub: (n, g) => [sumTo(g, n.inputs[0]!.tensor.shape), sumTo(g.mul(-1), n.inputs[1]!.tensor.shape)],
   mul: (n, g) => [
-    sumTo(g.mul(valueOf(n, 1)), n.inputs[0]!.tensor.shape),
-    sumTo(g.mul(valueOf(n, 0)), n.inputs[1]!.tensor.shape),
+    sumTo(g.mul(nodeValue(n, 1)), n.inputs[0]!.tensor.shape),
+    sumTo(g.mul(nodeValue(n, 0)), n.inputs[1]!.tensor.shape),
   ],
   div: (n, g) => {
-    const b = valueOf(n, 1);
+    const b = nodeValue(n, 1);
     const q = g.div(b);
-    return [sumTo(q, n.inputs[0]!.tensor.shape), sumTo(q.mul(valueOf(n, 0)).div(b).mul(-1), b.shape)];
+    return [sumTo(q, n.inputs[0]!.tensor.shape), sumTo(q.mul(nodeValue(n, 0)).div(b).mul(-1), b.shape)];
   },
   map: () =>
     fail(
@@ -158,12 +158,12 @@ const DERIVATIVES: Record<string, Derivative> = {
       'the loss was computed through map(), which has no derivative; use the tensor methods (exp, log, pow, sqrt, abs, softmax, logSoftmax, …) instead',
     ),
   exp: (n, g) => [g.mul(outputOf(n))],
-  log: (n, g) => [g.div(valueOf(n, 0))],
+  log: (n, g) => [g.div(nodeValue(n, 0))],
   sqrt: (n, g) => [g.mul(0.5).div(outputOf(n))],
-  abs: (n, g) => [g.mul(valueOf(n, 0).map(Math.sign))],
+  abs: (n, g) => [g.mul(nodeValue(n, 0).map(Math.sign))],
   pow: (n, g) => {
     const p = n.args[0] as number;
-    return [g.mul(valueOf(n, 0).map((x) => p * x ** (p - 1)))];
+    return [g.mul(nodeValue(n, 0).map((x) => p * x ** (p - 1)))];
   },
   sum: (n, g) => [spread(g, n.inputs[0]!.tensor.shape, n.args[0] as number | undefined, n.args[1] as boolean)],
   mean: (n, g) => {
@@ -203,8 +203,8 @@ const DERIVATIVES: Record<string, Derivative> = {
   },
   transpose: (n, g) => [g.transpose(n.args[0] as number, n.args[1] as number)],
   matmul: (n, g) => {
-    const a = valueOf(n, 0);
-    const b = valueOf(n, 1);
+    const a = nodeValue(n, 0);
+    const b = nodeValue(n, 1);
     const a2 = a.ndim === 1 ? a.reshape([1, a.size]) : a;
     const b2 = b.ndim === 1 ? b.reshape([b.size, 1]) : b;
     let g2 = g;

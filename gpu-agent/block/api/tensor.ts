@@ -332,8 +332,16 @@ export class Tensor {
     const todo = this.tape ? [this.tape] : [];
     while (todo.length > 0) {
       const node = todo.pop()!;
-      if (node.leaf) return node.leaf.owner.backward(this);
-      for (const i of node.inputs) if (i.node && !seen.has(i.node)) seen.add(i.node), todo.push(i.node);
+      if (node.leaf) {
+        node.leaf.owner.backward(this);
+        return;
+      }
+      for (const i of node.inputs) {
+        if (i.node && !seen.has(i.node)) {
+          seen.add(i.node);
+          todo.push(i.node);
+        }
+      }
     }
     throw new TensorError(
       'backward(): this tensor was not computed from values of the model; compute the loss from a module value (await m.<path>.output)',
@@ -478,7 +486,9 @@ export class Tensor {
       const out = new Tensor(this.dtype, runs.shape);
       const src = this.data as unknown as { subarray(a: number, b: number): ArrayLike<number> };
       const dst = out.data as unknown as { set(a: ArrayLike<number>, at: number): void };
-      runs.starts.forEach((start, k) => dst.set(src.subarray(start, start + runs.run), k * runs.run));
+      runs.starts.forEach((start, k) => {
+        dst.set(src.subarray(start, start + runs.run), k * runs.run);
+      });
       return this.recorded(out, 'slice', [this], specs);
     }
     const { offsets, shape } = this.selection(specs);

@@ -150,7 +150,7 @@ export function installTimerGuards(): void {
   g.clearTimeout = unschedule('clearTimeout');
   g.clearInterval = unschedule('clearInterval');
   g.clearImmediate = unschedule('clearImmediate');
-  g.queueMicrotask = function (cb: unknown) {
+  g.queueMicrotask = (cb: unknown) => {
     const guard = currentGuard();
     if (!guard || typeof cb !== 'function') return original.queueMicrotask.call(globalThis, cb as () => void);
     return original.queueMicrotask.call(globalThis, guarded(guard, cb as AnyFn) as () => void);

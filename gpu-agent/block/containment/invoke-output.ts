@@ -82,14 +82,15 @@ function captureStreamWrites(): void {
   for (const stream of ['stdout', 'stderr'] as const) {
     const target = process[stream];
     const original = target.write;
-    target.write = function (this: unknown, chunk: unknown, encoding?: unknown, cb?: unknown): boolean {
+    target.write = function (this: unknown, ...args: unknown[]): boolean {
+      const [chunk, encoding, cb] = args;
       const owner = current.getStore();
       const sink = owner
         ? (text: string) => owner.write(stream, text)
         : outside
           ? (text: string) => outside!(stream, text)
           : undefined;
-      if (!sink) return (original as (...a: unknown[]) => boolean).apply(this, arguments as unknown as unknown[]);
+      if (!sink) return (original as (...a: unknown[]) => boolean).apply(this, args);
       sink(toText(chunk, encoding));
       const callback = typeof encoding === 'function' ? encoding : cb;
       if (typeof callback === 'function') queueMicrotask(() => (callback as (e?: Error | null) => void)(null));

@@ -11,7 +11,8 @@
 import type { BlockEndpoint, BlockToHost, HostToBlock, StartRequest } from '../../../protocol/interleave.js';
 import type { Manifest } from '../../../protocol/manifest.js';
 import type { TextCodec } from '../../../protocol/text-codec.js';
-import { BlockCompileError, compileBlock, toBlockError } from './compile.js';
+import type { LogQuota } from '../../../protocol/log-limits.js';
+import { BlockCompileError, type BlockFunction, compileBlock, toBlockError } from './compile.js';
 import { captureConsole } from '../containment/console-capture.js';
 import { faultError, reportLateFault, unawaitedReadError } from '../containment/fault-errors.js';
 import { installBlockFaultHandlers } from '../containment/fault-handlers.js';
@@ -35,6 +36,8 @@ export interface BlockEnvironment {
   manifest: Manifest;
   /** The model's tokenizer, for ctx.encode / ctx.decode (null when the model has none). */
   tokenizer: TextCodec | null;
+  /** The request's log quota (protocol/log-limits.ts): lines past it are dropped here, before they cost memory. */
+  logQuota?: LogQuota;
 }
 
 /** What a session's traces share on the block side (one request of one trace has one too). */
@@ -158,8 +161,10 @@ async function serveTrace(
     sessions.set(inv.invoke, session);
     const grads = new GradSession(inv.invoke, index, traceSend, inv.source.includes('backward'));
     gradSessions.set(inv.invoke, grads);
-    const log = (stream: 'stdout' | 'stderr', line: string) =>
-      traceSend({ kind: 'LOG', invoke: inv.invoke, stream, line });
+    const log = (stream: 'stdout' | 'stderr', line: string) => {
+      if (env.logQuota === undefined || env.logQuota.admit(line))
+        traceSend({ kind: 'LOG', invoke: inv.invoke, stream, line });
+    };
     const cons = captureConsole(log);
     const output = new InvokeOutput(inv.invoke, log);
     let ended = false;
@@ -186,7 +191,7 @@ async function serveTrace(
     });
     output.guard = guard;
     guards.push(guard);
-    let fn;
+    let fn: BlockFunction;
     try {
       fn = runAsInvoke(output, () =>
         compileBlock(inv.source.trim() === '' ? EMPTY_BLOCK : inv.source, inv.invoke, cons),

@@ -1,7 +1,7 @@
 // Compiles a block's source text into its function, and turns what it throws into a BlockError whose stack holds
 // only the user's frames. The source is compiled as a script named `block-<invoke>.js` with line numbers kept
 // (the wrapper sits on the first line), and `console` bound to the invoke's own capture. The source was checked
-// to be exactly one function expression before it gets here (protocol/block-source.ts: by the runtime, before START).
+// to be exactly one function expression before it gets here (block-source/check.ts: by the runtime, before START).
 import { Script } from 'node:vm';
 import type { BlockError } from '../../../protocol/interleave.js';
 import { BLOCK_PREFIX, BLOCK_SUFFIX } from '../../../protocol/block-wrapper.js';

@@ -8,7 +8,7 @@ import { formatGradAddr } from '../../../protocol/gradients.js';
 import { firstNonFinite, isFloatDtype, sameShape } from '../../../protocol/tensor-payload.js';
 import { InterleaveError } from '../api/block-errors.js';
 import type { ManifestIndex } from '../api/manifest-index.js';
-import { PendingRead, pendingRead } from '../api/pending-read.js';
+import { type PendingRead, pendingRead } from '../api/pending-read.js';
 import { Tensor } from '../api/tensor.js';
 import { WaitQueue } from './wait-queue.js';
 import type { Waiter } from './wait-queue.js';
@@ -153,7 +153,8 @@ export class GradSession {
     const tensors = values.map((p) => Tensor.fromPayload(p));
     if (w === this.orphan) {
       this.orphan = undefined;
-      return w.resolve(tensors);
+      w.resolve(tensors);
+      return;
     }
     this.cache.set(addr, tensors);
     this.lastRank = w.rank;

@@ -9,7 +9,7 @@ import type { ManifestTensor } from '../../../protocol/manifest.js';
 import { firstNonFinite, isFloatDtype } from '../../../protocol/tensor-payload.js';
 import { InterleaveError } from '../api/block-errors.js';
 import type { ManifestIndex } from '../api/manifest-index.js';
-import { PendingRead, pendingRead } from '../api/pending-read.js';
+import { type PendingRead, pendingRead } from '../api/pending-read.js';
 import { Tensor } from '../api/tensor.js';
 import { WaitQueue } from './wait-queue.js';
 import type { Waiter } from './wait-queue.js';
@@ -353,7 +353,11 @@ export class InvokeSession {
     this.cachePoints.set(addr, layout);
     const split = (flat: Tensor[]): CachedPoint[] => {
       let at = 0;
-      return layout.map((p) => ({ path: p.path, point: p.point, tensors: flat.slice(at, (at += p.tensors)) }));
+      return layout.map((p) => {
+        const tensors = flat.slice(at, at + p.tensors);
+        at += p.tensors;
+        return { path: p.path, point: p.point, tensors };
+      });
     };
     this.send({
       kind: 'CACHE',

@@ -228,7 +228,11 @@ export function carryKv(model: ModelProto, g: ModelGraph, facts: Map<string, Ten
   });
   // Each new node right before the first node reading its output keeps the file topologically sorted.
   const readers = new Map<string, number>();
-  nodes.forEach((n, k) => (n.input ?? []).forEach((x) => readers.has(x) || readers.set(x, k)));
+  nodes.forEach((n, k) => {
+    (n.input ?? []).forEach((x) => {
+      if (!readers.has(x)) readers.set(x, k);
+    });
+  });
   const placed: NodeProto[][] = nodes.map(() => []);
   for (const n of added) placed[readers.get(n.output![0]!)!]!.push(n);
   const ordered = nodes.flatMap((n, k) => [...placed[k]!, n]);

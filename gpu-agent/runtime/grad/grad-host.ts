@@ -9,7 +9,7 @@ import type { GradSeed } from '../../../protocol/interleave.js';
 import { parseGradAddr } from '../../../protocol/gradients.js';
 import { checkPayload, firstNonFinite, sameShape } from '../../../protocol/tensor-payload.js';
 import type { ObservationPoint } from '../graph/addresses.js';
-import { InterventionError, blockError } from '../errors.js';
+import { type BlockErrorType, InterventionError, blockError } from '../errors.js';
 import { payloadToOrt, replaceRows } from '../onnx/tensor-convert.js';
 import { BackwardRun, tensorAt } from './backward-run.js';
 import type { BackwardEnv, InvokeRows } from './backward-run.js';
@@ -48,7 +48,7 @@ export class GradientHost {
     seeds: GradSeed[],
     current: { step: number; record: ForwardRecord | undefined } | undefined,
   ): void {
-    const fail = (type: string, message: string): never => {
+    const fail = (type: BlockErrorType, message: string): never => {
       throw new InterventionError(blockError(type, message), inv.index);
     };
     if (!this.recording || (current && !current.record)) {

@@ -57,7 +57,9 @@ export function floatLiteral(values: number[], elemType: number, dims: number[] 
 export function int64Literal(values: number[], dims: number[] = [values.length]): TensorProto {
   const raw = new Uint8Array(values.length * 8);
   const view = new DataView(raw.buffer);
-  values.forEach((x, i) => view.setBigInt64(i * 8, BigInt(x), true));
+  values.forEach((x, i) => {
+    view.setBigInt64(i * 8, BigInt(x), true);
+  });
   return { dims, data_type: TensorDataType.INT64, raw_data: raw };
 }
 

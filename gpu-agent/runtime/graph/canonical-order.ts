@@ -30,7 +30,11 @@ function childUnder(scope: string, path: string): string | null {
 export function canonicalOrder(input: OrderInput): CanonicalOrder {
   const dissolved = new Set<string>();
   const consumers: number[][] = input.scopes.map(() => []);
-  input.producers.forEach((ps, i) => ps.forEach((p) => consumers[p]!.push(i)));
+  input.producers.forEach((ps, i) => {
+    ps.forEach((p) => {
+      consumers[p]!.push(i);
+    });
+  });
 
   const orderWithin = (scope: string, members: number[]): number[] => {
     const memberSet = new Set(members);

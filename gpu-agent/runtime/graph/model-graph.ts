@@ -63,9 +63,17 @@ export function analyzeGraph(graph: GraphProto): ModelGraph {
   const fileReads = fileNodes.map(nodeReads);
   const fileWrites = fileNodes.map(nodeWrites);
   const fileProducer = new Map<string, number>();
-  fileWrites.forEach((ws, i) => ws.forEach((t) => fileProducer.set(t, i)));
+  fileWrites.forEach((ws, i) => {
+    ws.forEach((t) => {
+      fileProducer.set(t, i);
+    });
+  });
   const fileConsumers = new Map<string, number[]>();
-  fileReads.forEach((rs, i) => rs.forEach((t) => (fileConsumers.get(t) ?? fileConsumers.set(t, []).get(t)!).push(i)));
+  fileReads.forEach((rs, i) => {
+    rs.forEach((t) => {
+      (fileConsumers.get(t) ?? fileConsumers.set(t, []).get(t)!).push(i);
+    });
+  });
 
   const scopes = resolveScopes(fileNodes, fileReads, fileWrites, fileProducer, fileConsumers);
   const producers = fileReads.map((rs) =>
@@ -78,11 +86,21 @@ export function analyzeGraph(graph: GraphProto): ModelGraph {
   const reads = order.map((i) => fileReads[i]!);
   const writes = order.map((i) => fileWrites[i]!);
   const producer = new Map<string, number>();
-  writes.forEach((ws, k) => ws.forEach((t) => producer.set(t, k)));
+  writes.forEach((ws, k) => {
+    ws.forEach((t) => {
+      producer.set(t, k);
+    });
+  });
   const consumers = new Map<string, number[]>();
-  reads.forEach((rs, k) => rs.forEach((t) => (consumers.get(t) ?? consumers.set(t, []).get(t)!).push(k)));
+  reads.forEach((rs, k) => {
+    rs.forEach((t) => {
+      (consumers.get(t) ?? consumers.set(t, []).get(t)!).push(k);
+    });
+  });
   const constants = new Set<number>();
-  nodes.forEach((n, k) => isConstantNode(n) && constants.add(k));
+  nodes.forEach((n, k) => {
+    if (isConstantNode(n)) constants.add(k);
+  });
 
   const graphInputs = (graph.input ?? []).filter((v) => !initializers.has(v.name));
   const graphOutputs = graph.output ?? [];

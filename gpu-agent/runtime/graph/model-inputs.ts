@@ -155,7 +155,7 @@ export function stepFeeds(plan: InputPlan, f: FeedSpec): Record<string, OrtTenso
       const past = plan.past.find((p) => p.name === name);
       if (!past)
         throw new Error(`model input ${name} is not one the runtime can feed (${SUPPORTED_INPUTS.join(', ')})`);
-      const shape = past.dims.map((d, i) => (i === 0 ? f.batch : d < 0 ? 0 : d));
+      const shape = past.dims.map((d, i) => (i === 0 ? f.batch : Math.max(d, 0)));
       const type = ORT_TYPE[past.elemType] ?? 'float32';
       feeds[name] = new OrtTensorCtor(type, type === 'float16' ? new Uint16Array(0) : new Float32Array(0), shape);
     }

@@ -6,7 +6,7 @@ import type { HostToBlock, TensorPayload } from '../../../protocol/interleave.js
 import { cacheAddr } from '../../../protocol/extra-addrs.js';
 import { unknownModuleMessage } from '../../../protocol/module-paths.js';
 import type { ObservationPoint } from '../graph/addresses.js';
-import { InterventionError, blockError } from '../errors.js';
+import { type BlockErrorType, InterventionError, blockError } from '../errors.js';
 import type { Mediator } from './mediator.js';
 import type { PassView } from './pass-view.js';
 
@@ -30,7 +30,7 @@ export class Caches {
   register(inv: Mediator, id: number, step: number, keys: string[]): void {
     const v = this.view;
     const { addresses, graph } = v.ctx;
-    const fail = (type: string, message: string) =>
+    const fail = (type: BlockErrorType, message: string) =>
       new InterventionError(blockError(type, `cache ${id}: ${message}`), inv.index);
     if (inv.caches.has(id)) throw fail('ProtocolError', 'sent twice');
     if (!Number.isInteger(step) || step >= v.steps)

@@ -11,7 +11,7 @@ import type { ModuleNode } from '../graph/model-graph.js';
 import { isWithin } from '../graph/scopes.js';
 import type { OrtTensor } from '../ort/session.js';
 import { payloadToOrt, replaceRows, writeRowsInPlace } from '../onnx/tensor-convert.js';
-import { InterventionError, blockError } from '../errors.js';
+import { type BlockErrorType, InterventionError, blockError } from '../errors.js';
 import { ALIAS_MARK } from './host-context.js';
 import type { ForwardRun } from './host-context.js';
 import type { Mediator } from './mediator.js';
@@ -34,7 +34,7 @@ export class Edits {
   checkSkip(inv: Mediator, rawPath: string, step: number, values: TensorPayload[]): string {
     const v = this.view;
     const { graph, addresses } = v.ctx;
-    const fail = (type: string, message: string) => new InterventionError(blockError(type, message), inv.index);
+    const fail = (type: BlockErrorType, message: string) => new InterventionError(blockError(type, message), inv.index);
     const path = normalizePath(rawPath);
     const m = graph.modules.get(path);
     if (!m) throw fail('UnknownModule', unknownModuleMessage(path, [...graph.modules.keys()]));

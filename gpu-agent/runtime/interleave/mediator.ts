@@ -50,7 +50,10 @@ export class StepKeyed<T> {
 
   set(step: number, key: string, value: T): void {
     let m = this.byStep.get(step);
-    if (!m) this.byStep.set(step, (m = new Map()));
+    if (!m) {
+      m = new Map();
+      this.byStep.set(step, m);
+    }
     m.set(key, value);
   }
 

@@ -61,7 +61,10 @@ const plans = new WeakMap<ModuleNode, SegmentPlan | string>();
 /** The module's call plan (or why it cannot be called), planned once per module. */
 export function moduleCallPlan(g: ModelGraph, m: ModuleNode): SegmentPlan | string {
   let plan = plans.get(m);
-  if (plan === undefined) plans.set(m, (plan = planModuleCall(g, m)));
+  if (plan === undefined) {
+    plan = planModuleCall(g, m);
+    plans.set(m, plan);
+  }
   return plan;
 }
 

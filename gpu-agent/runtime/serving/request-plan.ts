@@ -4,7 +4,7 @@
 // request refused here changed nothing.
 import { randomUUID } from 'node:crypto';
 import type { StartRequest } from '../../../protocol/interleave.js';
-import { blockSourceMessage, checkBlockSource } from '../../../protocol/block-source.js';
+import { blockSourceMessage, checkBlockSource } from '../../../block-source/check.js';
 import {
   GenerationErrorCode,
   checkGenerationOptions,

@@ -58,7 +58,9 @@ const pow: Rule = (c) => {
 
 /** Variadic Sum: every operand gets the gradient. */
 const sum: Rule = (c) => {
-  c.ins.forEach((_, i) => c.wants(i) && toInput(c, i, c.g[0]!));
+  c.ins.forEach((_, i) => {
+    if (c.wants(i)) toInput(c, i, c.g[0]!);
+  });
 };
 
 /** Max/Min: the gradient goes to the operands equal to the result, split evenly between ties. */

@@ -22,7 +22,7 @@ function normalizedAxes(c: RuleCtx): { axes: number[]; count: number } {
   let count = 1;
   for (const a of axes) {
     const d = dims[a];
-    if (!d || d.b !== 0 || d.t !== 0 || d.bt !== 0)
+    if (d?.b !== 0 || d.t !== 0 || d.bt !== 0)
       throw new RuleUnsupported('normalization over a dim whose size depends on the batch or sequence');
     count *= d.k;
   }

@@ -39,10 +39,9 @@ function reduce(mean: boolean): Rule {
         ? Array.from({ length: rank }, (_, i) => i)
         : undefined;
     const fixed = list && dims ? list.map((a) => dims[a]) : undefined;
-    const scale =
-      fixed && fixed.every((d) => d && d.b === 0 && d.t === 0 && d.bt === 0)
-        ? e.float(1 / fixed.reduce((n, d) => n * d!.k, 1), elem)
-        : e.countRatio(c.shape(x), e.one('Shape', [g]), elem);
+    const scale = fixed?.every((d) => d && d.b === 0 && d.t === 0 && d.bt === 0)
+      ? e.float(1 / fixed.reduce((n, d) => n * d!.k, 1), elem)
+      : e.countRatio(c.shape(x), e.one('Shape', [g]), elem);
     c.give(0, e.one('Mul', [spread, scale]));
   };
 }

@@ -19,7 +19,9 @@ const transpose: Rule = (c) => {
     attrInts(c.node, 'perm') ?? (rank === undefined ? undefined : Array.from({ length: rank }, (_, i) => rank - 1 - i));
   if (!perm) throw new RuleUnsupported('Transpose of a tensor of unknown rank');
   const inverse = new Array<number>(perm.length);
-  perm.forEach((p, i) => (inverse[p] = i));
+  perm.forEach((p, i) => {
+    inverse[p] = i;
+  });
   c.give(0, c.e.one('Transpose', [c.g[0]!], { perm: inverse }));
 };
 
@@ -46,7 +48,9 @@ function sizesAlong(c: RuleCtx, tensors: string[], axis: number): string {
 const concat: Rule = (c) => {
   const axis = normAxis(c, c.outs[0]!, attrInt(c.node, 'axis', 0));
   const parts = c.e.op('Split', [c.g[0]!, sizesAlong(c, c.ins, axis)], { axis }, c.ins.length);
-  c.ins.forEach((_, i) => c.wants(i) && c.give(i, parts[i]!));
+  c.ins.forEach((_, i) => {
+    if (c.wants(i)) c.give(i, parts[i]!);
+  });
 };
 
 const split: Rule = (c) => {

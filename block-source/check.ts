@@ -3,11 +3,12 @@
 // a source that closes the wrapper early (`async (m) => 1\n); }); globalThis.X = 1; (function () { return (…`)
 // or is a sequence (`(f, sideEffect(), g)`) would run top-level code when the wrapper is evaluated. The check
 // parses the wrapped text with a real JavaScript parser (acorn) and accepts it only when the wrapper's shape is
-// intact and what it returns is a single function node. Nothing is evaluated. Used at submission (command API),
-// by the runtime before any block is compiled (trusted and sandboxed alike), and by the SDK.
+// intact and what it returns is a single function node. Nothing is evaluated. Used at submission (command API) and
+// by the runtime before any block is compiled (trusted and sandboxed alike). It lives outside protocol/ (schemas and
+// codecs only) because it needs a parser (acorn) and V8's own compile check (node:vm).
 import { Script } from 'node:vm';
 import { parse, type Node } from 'acorn';
-import { BLOCK_PREFIX, BLOCK_SUFFIX } from './block-wrapper.js';
+import { BLOCK_PREFIX, BLOCK_SUFFIX } from '../protocol/block-wrapper.js';
 
 export { BLOCK_PREFIX, BLOCK_SUFFIX };
 

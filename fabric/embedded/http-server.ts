@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ApiContext } from '../../http/deps.js';
 import { registerQueryRoutes, type QueryApiOptions } from '../../query-api/build.js';
 import { newApiInstance } from '../../http/instance.js';
-import { registerCommandRoutes } from './build.js';
+import { registerCommandRoutes } from '../../command-api/http/build.js';
 
 export type FabricServerOptions = QueryApiOptions;
 
