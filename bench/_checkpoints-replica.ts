@@ -9,7 +9,7 @@ import { loadModel } from '../gpu-agent/runtime/index.js';
 import type { HostedModel, RunRequest } from '../gpu-agent/runtime/index.js';
 import { createInProcessBlocks } from '../gpu-agent/block/index.js';
 import { Sfc32 } from '../catalog/bundled/prng.js';
-import type { QuantDtype } from '../gpu-agent/runtime/hf/quantize.js';
+import type { QuantDtype } from '../gpu-agent/runtime/formats.js';
 
 const [dir, dtype, out, prompts, tokens, onnxFlag, onnxDir] = process.argv.slice(2);
 const MIB = 1024 * 1024;

@@ -3,7 +3,7 @@
 // then cached as JSON: loading GPT-2-small costs seconds) and its files' sha256 fingerprint (cached too). An agent
 // loads models from these folders; the control plane registers them at start (catalog/startup.ts) and serves what
 // is registered (catalog/registered.ts).
-import { isSnapshotFolder } from '../gpu-agent/runtime/hf/snapshot-files.js';
+import { isSnapshotFolder } from '../gpu-agent/runtime/formats.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ModelCatalog, ModelEntry } from './port.js';

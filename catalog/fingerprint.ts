@@ -7,7 +7,7 @@
 // its initializers name (a Hugging Face snapshot: its safetensors files, and the index when sharded), config.json and the tokenizer files — and one sha256 over their names and hashes. This
 // is what registration records and what every request that ran on the model records: the same fingerprint means
 // the same bytes, wherever the folder is.
-import { isSnapshotFolder, snapshotWeightFiles } from '../gpu-agent/runtime/hf/snapshot-files.js';
+import { isSnapshotFolder, snapshotWeightFiles } from '../gpu-agent/runtime/formats.js';
 import { createHash } from 'node:crypto';
 import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs';
 import { open } from 'node:fs/promises';

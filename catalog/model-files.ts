@@ -3,7 +3,7 @@
 // as /dev/zero, a socket or a folder) within its size cap; the external data files model.onnx names must resolve
 // inside the model's folder (a symlink out of it is refused, and the refusal says nothing about its target). The
 // reads themselves are asynchronous, so a large folder never stops the control plane's event loop for its I/O.
-import { isSnapshotFolder } from '../gpu-agent/runtime/hf/snapshot-files.js';
+import { isSnapshotFolder } from '../gpu-agent/runtime/formats.js';
 import { constants } from 'node:fs';
 import { type FileHandle, open, realpath, stat } from 'node:fs/promises';
 import { isAbsolute, join, relative, sep } from 'node:path';

@@ -4,9 +4,9 @@
 // backward's activations; a quantized replica computes no gradients, so there it is refused.
 import { FabricError } from '../protocol/errors.js';
 import { defaultModelSizeBytes } from '../domain/placement/size.js';
-import { isSnapshotFolder, snapshotWeightsBytes } from '../gpu-agent/runtime/hf/snapshot-files.js';
-import { QUANT_DTYPES } from '../gpu-agent/runtime/hf/quantize.js';
-import type { QuantDtype } from '../gpu-agent/runtime/hf/quantize.js';
+import { isSnapshotFolder, snapshotWeightsBytes } from '../gpu-agent/runtime/formats.js';
+import { QUANT_DTYPES } from '../gpu-agent/runtime/formats.js';
+import type { QuantDtype } from '../gpu-agent/runtime/formats.js';
 import { CatalogErrorCode } from './errors.js';
 import type { ModelEntry } from './port.js';
 

@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { decodeModel } from '../gpu-agent/runtime/formats.js';
 import { tensorBytes } from '../gpu-agent/runtime/formats.js';
-import { isSnapshotFolder, snapshotWeightsBytes } from '../gpu-agent/runtime/hf/snapshot-files.js';
+import { isSnapshotFolder, snapshotWeightsBytes } from '../gpu-agent/runtime/formats.js';
 
 export function onnxWeightsBytes(dir: string): number {
   if (isSnapshotFolder(dir)) return snapshotWeightsBytes(dir);

@@ -7,7 +7,7 @@ import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { TensorDataType } from '../onnx/types.js';
 import type { ModelProto, ValueInfoProto } from '../onnx/types.js';
-import { tensorInfo } from '../../../catalog/bundled/onnx-builder.js';
+import { tensorInfo } from '../onnx/graph-builder.js';
 import { ModelLoadError } from '../errors.js';
 import { parseSnapshotConfig } from './config.js';
 import type { SnapshotConfig } from './config.js';

@@ -1,7 +1,7 @@
 // What the snapshot graph builders share: the torch-exporter-style graph builder, the snapshot's weights as
 // initializers whose external data is a byte range of a safetensors file (checked for presence, dtype and shape),
 // linear layers (optionally weight-only quantized: hf/quantize.ts), norms and the attention bias.
-import { GraphBuilder, floatTensor, int64Tensor } from '../../../catalog/bundled/onnx-builder.js';
+import { GraphBuilder, floatTensor, int64Tensor } from '../onnx/graph-builder.js';
 import { DataLocation, TensorDataType } from '../onnx/types.js';
 import type { TensorProto } from '../onnx/types.js';
 import { ModelLoadError } from '../errors.js';

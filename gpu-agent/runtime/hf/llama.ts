@@ -4,7 +4,7 @@
 // embedding). q/k/v biases for Qwen2 (and Llama with attention_bias). Inputs input_ids, attention_mask,
 // position_ids; output logits. Module paths as nnsight's (`model.layers.3.self_attn`, `model.norm`, `lm_head`).
 import { TensorDataType } from '../onnx/types.js';
-import { floatTensor } from '../../../catalog/bundled/onnx-builder.js';
+import { floatTensor } from '../onnx/graph-builder.js';
 import type { LlamaConfig } from './config.js';
 import { scopeOf } from './graph-context.js';
 import type { GraphContext } from './graph-context.js';
