@@ -314,6 +314,8 @@ export interface DeployBody {
   paddingFactor?: number;
   biasBytes?: number;
   dtype?: string;
+  /** Size the replica with room for a backward's activations (default: forward passes only). */
+  gradients?: boolean;
   timeoutMs?: number | null;
   concurrency?: number;
   minDeploymentMs?: number;
