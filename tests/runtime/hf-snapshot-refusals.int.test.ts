@@ -91,13 +91,19 @@ test('sharded: a shard the index names is missing, or the index names a tensor i
 });
 
 test('an unknown model_type or option is refused at load, naming the field', async () => {
-  const neox = copyOf(gpt2, (d) => editJson(d, 'config.json', (c) => void (c.model_type = 'gpt_neox')));
+  const neox = copyOf(gpt2, (d) =>
+    editJson(d, 'config.json', (c) => {
+      c.model_type = 'gpt_neox';
+    }),
+  );
   await assert.rejects(
     loadModel(neox),
     refused('SNAPSHOT_CONFIG_UNSUPPORTED', 'config.json', /model_type = "gpt_neox"/),
   );
   const yarn = copyOf(llama, (d) =>
-    editJson(d, 'config.json', (c) => void (c.rope_parameters = { rope_type: 'yarn', factor: 4, rope_theta: 10000 })),
+    editJson(d, 'config.json', (c) => {
+      c.rope_parameters = { rope_type: 'yarn', factor: 4, rope_theta: 10000 };
+    }),
   );
   await assert.rejects(
     loadModel(yarn),
@@ -105,7 +111,11 @@ test('an unknown model_type or option is refused at load, naming the field', asy
       refused('SNAPSHOT_CONFIG_UNSUPPORTED', 'config.json', /rope_parameters\.rope_type = "yarn"/)(e) &&
       (e as { details: { field: string } }).details.field === 'rope_parameters.rope_type',
   );
-  const act = copyOf(gpt2, (d) => editJson(d, 'config.json', (c) => void (c.activation_function = 'swish')));
+  const act = copyOf(gpt2, (d) =>
+    editJson(d, 'config.json', (c) => {
+      c.activation_function = 'swish';
+    }),
+  );
   await assert.rejects(loadModel(act), refused('SNAPSHOT_CONFIG_UNSUPPORTED', 'config.json', /activation_function/));
   const window = copyOf(llama, (d) =>
     editJson(d, 'config.json', (c) => {
@@ -114,17 +124,29 @@ test('an unknown model_type or option is refused at load, naming the field', asy
     }),
   );
   await assert.rejects(loadModel(window), refused('SNAPSHOT_CONFIG_UNSUPPORTED', 'config.json', /sliding_window = 16/));
-  const bf16 = copyOf(llama, (d) => editJson(d, 'config.json', (c) => void (c.dtype = 'bfloat16')));
+  const bf16 = copyOf(llama, (d) =>
+    editJson(d, 'config.json', (c) => {
+      c.dtype = 'bfloat16';
+    }),
+  );
   await assert.rejects(loadModel(bf16), refused('SNAPSHOT_CONFIG_UNSUPPORTED', 'config.json', /dtype = "bfloat16"/));
 });
 
 test('weights in another dtype than config.json says, or shaped otherwise than it implies', async () => {
-  const half = copyOf(llama, (d) => editJson(d, 'config.json', (c) => void (c.dtype = 'float16')));
+  const half = copyOf(llama, (d) =>
+    editJson(d, 'config.json', (c) => {
+      c.dtype = 'float16';
+    }),
+  );
   await assert.rejects(
     loadModel(half),
     refused('SNAPSHOT_DTYPE_MISMATCH', 'model.safetensors', /is F32 but config\.json says .*float16/),
   );
-  const vocab = copyOf(gpt2, (d) => editJson(d, 'config.json', (c) => void (c.vocab_size = 1024)));
+  const vocab = copyOf(gpt2, (d) =>
+    editJson(d, 'config.json', (c) => {
+      c.vocab_size = 1024;
+    }),
+  );
   await assert.rejects(
     loadModel(vocab),
     refused('SNAPSHOT_SHAPE_MISMATCH', 'model.safetensors', /transformer\.wte\.weight/),

@@ -97,7 +97,7 @@ export function quantizeRows(
 }
 
 /** The layout quantizeRows gives, with empty-but-sized arrays (for sizes only). */
-export function quantizedShape(rows: number, k: number, q: QuantDtype): QuantizedRows {
+export function quantizedShape(_rows: number, k: number, q: QuantDtype): QuantizedRows {
   const blocks = Math.ceil(k / BLOCK);
   const blobBytes = (BLOCK * (q === 'int8' ? 8 : 4)) / 8;
   const zeroPoints = q === 'int4' ? new Uint8Array(0) : undefined;
