@@ -85,7 +85,7 @@ export default {
     // http/
     may('^http/', '^(auth|protocol|metrics|domain)/', 'http/ → auth/, protocol/, metrics/, domain/'),
     may('^http/', '^fabric/context\\.[jt]s$', 'http/ → fabric/context.ts types', true),
-    pkg('^http/', ['fastify', 'pino', 'zod'], 'http/'),
+    pkg('^http/', ['fastify', 'pino', 'zod', 'prom-client'], 'http/ (prom-client: the failed-authentication counter)'),
     core('^http/', 'http/'),
     // forensics/
     may('^forensics/', '^(domain|protocol|projections)/', 'forensics/ → domain/, protocol/, projections/'),
@@ -146,6 +146,17 @@ export default {
     ),
     may('^client/', '^auth/key-format\\.ts$', 'client/ → auth/key-format.ts (ndif keys new)'),
     pkg('^client/', ['ws', '@huggingface/tokenizers'], 'client/ packages'),
+    // The SDK's local mode runs the agent's runtime in-process behind one module, with the command API's own checks.
+    may(
+      '^client/sdk/local/',
+      `${RUNTIME_PUBLIC}|^gpu-agent/block/index\\.[jt]s$|^gpu-agent/agent/(failure|token-stream)\\.[jt]s$`,
+      "client/sdk/local/ → the agent's runtime (public entries) and block side",
+    ),
+    may(
+      '^client/sdk/local/',
+      '^command-api/http/submit/(block-check|payload|schema)\\.[jt]s$',
+      "client/sdk/local/ → the command API's submission checks",
+    ),
     core('^client/', 'client/'),
   ],
   allowedSeverity: 'error',

@@ -1,11 +1,12 @@
-// `npm run bench -- generate [--rounds N (default 1)] [--tokens T] [--new N] [--layer L]`: generation on the GPT-2-small-shaped
-// bundled model (with-past layout), a 32-token prompt and 64 new tokens, greedy, EOS ignored so every run makes
-// all 64. Times, each end to end:
+// `npm run bench -- generate [--rounds N (default 1)] [--tokens T] [--new N] [--layer L] [--long-tokens T]
+// [--long-new N]`: generation on the GPT-2-small-shaped bundled model (with-past layout), a 32-token prompt and 32
+// new tokens, greedy, EOS ignored so every run makes all of them. Times, each end to end:
 //   cached    HostedModel.run with the KV cache and a block reading transformer.h[L].output at every step (m.all)
 //   uncached  the same request with generation.cache false (every step runs the whole sequence; one run)
 //   raw       a plain onnxruntime loop written here: one session of the same model.onnx and settings, the prompt,
 //             then one token per step fed with the last step's present.* as past_key_values.*, argmax in JS
-// kv_speedup = uncached / cached; gen_over_raw = cached / raw (medians of interleaved rounds); tokens_per_s of the
+// kv_speedup = uncached / cached; kv_speedup_256 the same for a 256-token prompt and 32 new tokens (--long-tokens,
+// --long-new; 0 skips it), where an uncached step is compute-bound; gen_over_raw = cached / raw (medians of interleaved rounds); tokens_per_s of the
 // cached run; sampled_deterministic: two sampled runs with one seed give the same tokens, another seed others.
 // The cached runs must generate exactly the raw loop's tokens (tokens_equal). Loading is timed apart.
 import { performance } from 'node:perf_hooks';
@@ -70,7 +71,9 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
   const t0 = performance.now();
   const rounds = arg(args, 'rounds', 1);
   const promptTokens = arg(args, 'tokens', 32);
-  const newTokens = arg(args, 'new', 64);
+  const newTokens = arg(args, 'new', 32);
+  const longTokens = arg(args, 'long-tokens', 256);
+  const longNew = arg(args, 'long-new', 32);
   const layer = arg(args, 'layer', 6);
 
   const { dir, cached: wasCached, generateS } = ensureBenchModel(MODEL);
@@ -95,13 +98,22 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
       throw new Error(`${MODEL} should generate with its past_key_values, got ${JSON.stringify(m.generation)}`);
     const dModel = Number(m.modules.find((x) => x.path === 'transformer.h.0')!.outputs[0]!.symbolic[2]);
     const layers = m.modules.filter((x) => /^transformer\.h\.\d+$/.test(x.path)).length;
-    const tokens = hm.tokenizer!.encode(TEXT).slice(0, promptTokens);
-    if (tokens.length < promptTokens) throw new Error(`bench prompt has only ${tokens.length} tokens`);
+    const encoded = hm.tokenizer!.encode(
+      Array(Math.ceil(Math.max(promptTokens, longTokens) / 32) + 1)
+        .fill(TEXT)
+        .join(' '),
+    );
+    const tokens = encoded.slice(0, promptTokens);
+    const longPrompt = encoded.slice(0, longTokens);
+    if (tokens.length < promptTokens || longPrompt.length < longTokens)
+      throw new Error(`bench prompt has only ${encoded.length} tokens`);
     const open = () => createInProcessBlocks({ manifest: m, tokenizer: hm.tokenizer });
     const block = `async (m) => { let n = 0; await m.all(async (s) => { n += (await s.transformer.h[${layer}].output).shape[1]; }); return n; }`;
-    const request = (cache: boolean, extra: RunRequest['generation'] = {}): RunRequest => ({
-      invokes: [{ tokens, block }],
-      generation: { maxNewTokens: newTokens, ignoreEos: true, cache, ...extra },
+    // No timeout that a loaded machine could trip: an uncached 256-token run takes tens of seconds on one core.
+    const request = (cache: boolean, prompt = tokens, count = newTokens): RunRequest => ({
+      invokes: [{ tokens: prompt, block }],
+      generation: { maxNewTokens: count, ignoreEos: true, cache },
+      timeoutMs: 600_000,
     });
     const timed = async (req: RunRequest): Promise<{ ms: number; r: RunResult }> => {
       const t = performance.now();
@@ -142,6 +154,23 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
       JSON.stringify(uncached.r.invokes[0]!.generated) === JSON.stringify(generated);
     const reads = cachedRun!.invokes[0]!.result.tree;
 
+    // The long prompt: one cached and one uncached run (the uncached one is long; rounds would not fit the budget).
+    let long: Record<string, unknown> = {};
+    if (longTokens > 0) {
+      const lc = await timed(request(true, longPrompt, longNew));
+      const lu = await timed(request(false, longPrompt, longNew));
+      long = {
+        long_prompt_tokens: longTokens,
+        long_new_tokens: longNew,
+        cached_256_ms: Math.round(lc.ms * 10) / 10,
+        uncached_256_ms: Math.round(lu.ms * 10) / 10,
+        kv_speedup_256: Math.round((lu.ms / lc.ms) * 100) / 100,
+        tokens_equal_256:
+          lc.r.invokes[0]!.generated.length === longNew &&
+          JSON.stringify(lc.r.invokes[0]!.generated) === JSON.stringify(lu.r.invokes[0]!.generated),
+      };
+    }
+
     const sampled = (seed: number) =>
       hm.run({ invokes: [{ tokens }], generation: { maxNewTokens: 6, temperature: 0.8, topP: 0.95, seed } }, open);
     const [s1, s2, s3] = [await sampled(11), await sampled(11), await sampled(12)];
@@ -159,6 +188,7 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
       uncached_ms: Math.round(uncached.ms * 10) / 10,
       raw_ms: Math.round(rawMedian * 10) / 10,
       kv_speedup: Math.round((uncached.ms / cachedMedian) * 100) / 100,
+      ...long,
       gen_over_raw: Math.round((cachedMedian / rawMedian) * 10000) / 10000,
       tokens_per_s: Math.round((newTokens / (cachedMedian / 1000)) * 10) / 10,
       raw_tokens_per_s: Math.round((newTokens / (rawMedian / 1000)) * 10) / 10,

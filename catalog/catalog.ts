@@ -3,6 +3,7 @@
 // then cached as JSON: loading GPT-2-small costs seconds) and its files' sha256 fingerprint (cached too). An agent
 // loads models from these folders; the control plane registers them at start (catalog/startup.ts) and serves what
 // is registered (catalog/registered.ts).
+import { isSnapshotFolder } from '../gpu-agent/runtime/formats.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ModelCatalog, ModelEntry } from './port.js';
@@ -78,8 +79,12 @@ export class FabricModelCatalog implements ModelCatalog {
 
   private add(source: ModelSource): void {
     const dir = 'bundled' in source ? ensureModel(source.bundled) : source.dir;
-    if (!existsSync(join(dir, 'model.onnx')))
-      throw modelUnreadable(source.key, dir, new Error('no model.onnx in the folder'));
+    if (!existsSync(join(dir, 'model.onnx')) && !isSnapshotFolder(dir))
+      throw modelUnreadable(
+        source.key,
+        dir,
+        new Error('no model.onnx (nor a Hugging Face snapshot: model.safetensors) in the folder'),
+      );
     const cache = this.cache.read(source.key, dir, folderStamp(dir));
     if (cache.weightsBytes === undefined) {
       try {

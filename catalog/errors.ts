@@ -10,6 +10,7 @@ export const CatalogErrorCode = {
   ConfigJsonInvalid: 'CATALOG_MODEL_CONFIG_INVALID',
   TokenizerInvalid: 'CATALOG_TOKENIZER_INVALID',
   KeyInvalid: 'CATALOG_MODEL_KEY_INVALID',
+  DtypeUnsupported: 'CATALOG_DTYPE_UNSUPPORTED',
   FileNotRegular: 'CATALOG_MODEL_FILE_NOT_REGULAR',
   FileTooLarge: 'CATALOG_MODEL_FILE_TOO_LARGE',
   ExternalDataOutside: 'CATALOG_EXTERNAL_DATA_OUTSIDE',

@@ -3,10 +3,11 @@
 // `folderStamp(dir)`: path, size and modification time of every file in the folder: cheap, and what the catalog's
 // cache is keyed by (a changed file is another stamp, so a stale cache entry is never read).
 //
-// `weightsFingerprint(dir)`: the sha256 of each file the model is made of — model.onnx, the external data files
-// its initializers name, config.json and the tokenizer files — and one sha256 over their names and hashes. This
+// `weightsFingerprint(dir)`: the sha256 of each file the model is made of — model.onnx and the external data files
+// its initializers name (a Hugging Face snapshot: its safetensors files, and the index when sharded), config.json and the tokenizer files — and one sha256 over their names and hashes. This
 // is what registration records and what every request that ran on the model records: the same fingerprint means
 // the same bytes, wherever the folder is.
+import { isSnapshotFolder, snapshotWeightFiles } from '../gpu-agent/runtime/formats.js';
 import { createHash } from 'node:crypto';
 import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs';
 import { open } from 'node:fs/promises';
@@ -82,11 +83,10 @@ export interface WeightsFingerprint {
 
 /** The sha256 of each model file and of the set. Throws if model.onnx or a named external data file is missing. */
 export function weightsFingerprint(dir: string): WeightsFingerprint {
-  const names = [
-    'model.onnx',
-    ...externalDataFiles(readFileSync(join(dir, 'model.onnx'))),
-    ...MODEL_SIDE_FILES.filter((f) => existsSync(join(dir, f))),
-  ];
+  const weights = isSnapshotFolder(dir)
+    ? snapshotWeightFiles(dir)
+    : ['model.onnx', ...externalDataFiles(readFileSync(join(dir, 'model.onnx')))];
+  const names = [...weights, ...MODEL_SIDE_FILES.filter((f) => existsSync(join(dir, f)))];
   const files = names.map((name) => ({ name, ...sha256File(join(dir, name)) }));
   const set = createHash('sha256');
   for (const f of files) set.update(`${f.name}\t${f.bytes}\t${f.sha256}\n`);
@@ -113,11 +113,10 @@ async function sha256FileAsync(path: string): Promise<{ bytes: number; sha256: s
 
 /** `weightsFingerprint` with the files read asynchronously (the control plane's registration path). */
 export async function weightsFingerprintAsync(dir: string, modelBytes?: Uint8Array): Promise<WeightsFingerprint> {
-  const names = [
-    'model.onnx',
-    ...externalDataFiles(modelBytes ?? readFileSync(join(dir, 'model.onnx'))),
-    ...MODEL_SIDE_FILES.filter((f) => existsSync(join(dir, f))),
-  ];
+  const weights = isSnapshotFolder(dir)
+    ? snapshotWeightFiles(dir)
+    : ['model.onnx', ...externalDataFiles(modelBytes ?? readFileSync(join(dir, 'model.onnx')))];
+  const names = [...weights, ...MODEL_SIDE_FILES.filter((f) => existsSync(join(dir, f)))];
   const files: ModelFile[] = [];
   for (const name of names) files.push({ name, ...(await sha256FileAsync(join(dir, name))) });
   const set = createHash('sha256');

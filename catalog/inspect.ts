@@ -13,7 +13,8 @@ import { CatalogErrorCode } from './errors.js';
 import { checkModelFiles } from './model-files.js';
 
 const REQUIRED: Record<string, string> = {
-  'model.onnx': 'export the model to ONNX into the folder (docs/runtime.md, "Exporting a model")',
+  'model.onnx':
+    'give a Hugging Face snapshot folder (config.json with model.safetensors, or its shards and model.safetensors.index.json) or export the model to ONNX into the folder (docs/runtime.md, "Registering a snapshot", "Exporting a model")',
   'config.json': "write the model's config with transformers' config.save_pretrained(folder)",
   'tokenizer.json':
     "write the tokenizer with transformers' tokenizer.save_pretrained(folder) (a fast tokenizer writes tokenizer.json)",
@@ -37,7 +38,9 @@ function missingFiles(dir: string): never | void {
       details: { dir, missing: Object.keys(REQUIRED) },
     });
   }
-  const missing = Object.keys(REQUIRED).filter((f) => !existsSync(join(dir, f)));
+  // A Hugging Face snapshot (config.json + safetensors) stands in for model.onnx: the runtime builds its graph.
+  const snapshot = existsSync(join(dir, 'model.safetensors')) || existsSync(join(dir, 'model.safetensors.index.json'));
+  const missing = Object.keys(REQUIRED).filter((f) => !(f === 'model.onnx' && snapshot) && !existsSync(join(dir, f)));
   if (missing.length > 0) {
     throw new FabricError(CatalogErrorCode.FilesMissing, 422, `model folder ${dir} has no ${missing.join(', ')}`, {
       hint: missing.map((f) => `${f}: ${REQUIRED[f]}`).join('; '),

@@ -3,6 +3,7 @@
 // as /dev/zero, a socket or a folder) within its size cap; the external data files model.onnx names must resolve
 // inside the model's folder (a symlink out of it is refused, and the refusal says nothing about its target). The
 // reads themselves are asynchronous, so a large folder never stops the control plane's event loop for its I/O.
+import { isSnapshotFolder } from '../gpu-agent/runtime/formats.js';
 import { constants } from 'node:fs';
 import { type FileHandle, open, realpath, stat } from 'node:fs/promises';
 import { isAbsolute, join, relative, sep } from 'node:path';
@@ -129,8 +130,11 @@ export async function readModelFile(
 export async function checkModelFiles(
   dir: string,
   limits: ModelFileLimits = modelFileLimitsFromEnv(),
-): Promise<Buffer> {
+): Promise<Buffer | undefined> {
   for (const name of MODEL_SIDE_FILES) await readModelFile(dir, name, limits, false);
+  // A Hugging Face snapshot: its safetensors files are read by header only (gpu-agent/runtime/hf/safetensors.ts,
+  // which bounds the header and checks every byte range against the file's size).
+  if (isSnapshotFolder(dir)) return undefined;
   const onnx = await readModelFile(dir, 'model.onnx', limits);
   if (onnx === undefined) throw notRegular(dir, 'model.onnx', 'missing');
   let external: string[];

@@ -2,6 +2,7 @@
 // the weights bytes placement needs, and each model's manifest. The control plane asks it before it
 // accepts a request or a deployment; agents ask it where to load a model from.
 import type { Manifest } from '../protocol/manifest.js';
+import type { MemoryEstimate } from '../domain/placement/size.js';
 
 export interface ModelEntry {
   /** The key users and operators name the model by, e.g. `gpt2-tiny`. */
@@ -13,7 +14,18 @@ export interface ModelEntry {
   /** Folder with model.onnx, config.json, tokenizer.json, on the machine that asks (agents). */
   dir: string;
   /** Settings an on-demand deployment of this model uses (gpus, padding, pinned…); operators may override. */
-  defaults: { gpus: number; dtype: string; paddingFactor?: number; biasBytes?: number; sizeBytes?: number };
+  defaults: {
+    gpus: number;
+    dtype: string;
+    paddingFactor?: number;
+    biasBytes?: number;
+    /** Placement's size for what the replica serves by default (forward passes). */
+    sizeBytes?: number;
+    /** The same with room for a backward's activations (a deployment with `gradients: true`). */
+    gradientSizeBytes?: number;
+  };
+  /** The runtime's memory estimate recorded at registration (domain/placement/size.ts). */
+  memory?: MemoryEstimate;
   /** A registered model's files: their sha256 fingerprint and what registration found (absent for folders only configured). */
   registration?: {
     fingerprint: string;

@@ -15,12 +15,19 @@ export function entryOf(m: RegisteredModel): ModelEntry {
     description: `${m.architecture ?? m.family}, ${m.moduleCount} modules, ${fmtBytes(m.weightsBytes)} ${m.dtype} weights (sha256 ${m.fingerprint.slice(0, 12)}…) from ${m.dir}`,
     weightsBytes: m.weightsBytes,
     dir: m.dir,
-    // Placement's size: NDIF's formula, or the runtime's estimate with a backward's activations when that says more.
+    // Placement's size: NDIF's formula, or the runtime's estimate of a forward pass (with a backward's, for a
+    // deployment that reserves room for gradients) when that says more.
     defaults: {
       gpus: 1,
       dtype: m.dtype,
-      ...(m.memory === undefined ? {} : { sizeBytes: defaultModelSizeBytes(m.weightsBytes, m.memory) }),
+      ...(m.memory === undefined
+        ? {}
+        : {
+            sizeBytes: defaultModelSizeBytes(m.weightsBytes, m.memory),
+            gradientSizeBytes: defaultModelSizeBytes(m.weightsBytes, m.memory, { gradients: true }),
+          }),
     },
+    ...(m.memory === undefined ? {} : { memory: m.memory }),
     registration: {
       fingerprint: m.fingerprint,
       family: m.family,

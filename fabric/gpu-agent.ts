@@ -229,7 +229,7 @@ async function main(): Promise<void> {
   let health = '';
   if (port !== undefined) {
     const host = process.env.NDIF_HEALTH_HOST || '0.0.0.0';
-    let server;
+    let server: Awaited<ReturnType<typeof startHealthServer>>;
     try {
       server = await startHealthServer(
         port,

@@ -39,8 +39,7 @@ export function operatorSecretsVisible(
   );
   const out: VisibleSecret[] = [];
   for (const [name, value] of Object.entries(env)) {
-    for (const [secret, s] of wanted)
-      if (value !== undefined && value.includes(s)) out.push({ where: `env:${name}`, secret });
+    for (const [secret, s] of wanted) if (value?.includes(s)) out.push({ where: `env:${name}`, secret });
   }
   for (const file of files) {
     let text: string;

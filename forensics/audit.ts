@@ -206,7 +206,23 @@ export async function auditEvents(
   input: unknown,
   options: { data?: boolean } = {},
 ): Promise<AuditAnswer> {
-  const f = checkFilter(input);
+  const asked = checkFilter(input);
+  // A pin and an unpin are one event type (DeploymentPinned, `pinned` true or false): `type` DeploymentPinned means
+  // pins only, DeploymentUnpinned (no event of its own) unpins only.
+  const pinned = asked.type === 'DeploymentPinned' ? true : asked.type === 'DeploymentUnpinned' ? false : undefined;
+  const f = pinned === false ? { ...asked, type: 'DeploymentPinned' } : asked;
+  const pinKept = (e: StoredEvent) =>
+    pinned === undefined || e.type !== 'DeploymentPinned' || (e.data as { pinned?: unknown }).pinned === pinned;
+  const answer = await auditAnswer(sources, f, options, pinKept);
+  return pinned === false ? { ...answer, filter: asked } : answer;
+}
+
+async function auditAnswer(
+  sources: AuditSources,
+  f: ReturnType<typeof checkFilter>,
+  options: { data?: boolean },
+  pinKept: (e: StoredEvent) => boolean,
+): Promise<AuditAnswer> {
   const { store } = sources;
   const indexed = new Set<MetadataFilterName>(store.capabilities.queryFilters);
   const withData = options.data === true;
@@ -217,7 +233,7 @@ export async function auditEvents(
   if (sources.index !== undefined) {
     // One position past the page tells whether there is a next one.
     const positions = await sources.index.positions({ ...filter, afterPosition, limit: limit + 1 });
-    return fromPositions(store, positions, f, 'audit-read-model', withData);
+    return fromPositions(store, positions, f, 'audit-read-model', withData, pinKept);
   }
 
   if (!useProjection) {
@@ -238,7 +254,7 @@ export async function auditEvents(
     return {
       filter: f,
       source: 'event-store-index',
-      events: events.map((e) => row(e, withData)),
+      events: events.filter(pinKept).map((e) => row(e, withData)),
       nextAfterPosition: events.length === limit ? events[events.length - 1].position : null,
     };
   }
@@ -266,7 +282,7 @@ export async function auditEvents(
       return (window.fromMs === undefined || t >= window.fromMs) && (window.toMs === undefined || t < window.toMs);
     });
   }
-  return fromPositions(store, positions, f, 'audit-projection', withData);
+  return fromPositions(store, positions, f, 'audit-projection', withData, pinKept);
 }
 
 /** The events at the candidate positions that pass every filter, one page of them. */
@@ -276,6 +292,7 @@ async function fromPositions(
   f: ReturnType<typeof checkFilter>,
   source: AuditAnswer['source'],
   withData: boolean,
+  pinKept: (e: StoredEvent) => boolean,
 ): Promise<AuditAnswer> {
   const { limit } = f;
   // The rest narrows the indexed candidates; it never widens the answer.
@@ -283,6 +300,7 @@ async function fromPositions(
     (f.correlationId === undefined || e.metadata.correlationId === f.correlationId) &&
     (f.causationId === undefined || e.metadata.causationId === f.causationId) &&
     (f.type === undefined || e.type === f.type) &&
+    pinKept(e) &&
     (f.streamPrefix === undefined || e.streamId.startsWith(f.streamPrefix));
   const out: StoredEvent[] = [];
   let scanned = 0;

@@ -16,6 +16,8 @@ import { RequestMetrics } from './requests.js';
 
 export class FabricMetrics {
   readonly registry: Registry = newRegistry();
+  /** More text for this process's /metrics: another process's families it lacks (the embedded agent child's). */
+  alsoExport: (() => Promise<string>) | undefined;
   private requestMetrics: RequestMetrics | undefined;
   private lag: ProjectionLag | undefined;
 

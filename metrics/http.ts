@@ -6,6 +6,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Histogram } from 'prom-client';
 import type { FabricMetrics } from './fabric-metrics.js';
+import { mergeExposition } from './merge-text.js';
 import { SECONDS_BUCKETS } from './registry.js';
 
 const KNOWN_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
@@ -36,7 +37,8 @@ export function httpMetrics(app: FastifyInstance, metrics: FabricMetrics, isMode
     }
   });
   app.get('/metrics', { config: { access: 'public' } }, async (_req, reply) => {
-    const text = await metrics.registry.metrics();
+    const own = await metrics.registry.metrics();
+    const text = metrics.alsoExport === undefined ? own : mergeExposition(own, await metrics.alsoExport());
     return reply.header('content-type', metrics.registry.contentType).header('cache-control', 'no-store').send(text);
   });
 }

@@ -41,6 +41,7 @@ export type BlockErrorType =
   | 'OutOfOrder'
   | 'NotProvided'
   | 'UnknownModule'
+  | 'OperationFused'
   | 'ShapeMismatch'
   | 'NonFinite'
   | 'BlockSyntaxError'

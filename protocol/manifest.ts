@@ -41,6 +41,8 @@ export interface ManifestModule {
   contiguous: boolean;
   /** Why `m.<path>.call(…)` is refused (NotCallable), checked before the call's inputs; absent when it is callable. */
   notCallable?: string;
+  /** Fused ops among its own nodes (e.g. `com.microsoft.Attention`): the operations they fused are not in the graph. */
+  fusedOps?: string[];
 }
 
 export interface Manifest {

@@ -33,7 +33,7 @@ export interface CommandContext {
   out: Output;
   /** Fires on Ctrl-C. */
   signal: AbortSignal;
-  env: NodeJS.ProcessEnv;
+  env: Record<string, string | undefined>;
 }
 
 export interface CliCommand {

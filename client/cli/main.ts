@@ -16,7 +16,7 @@ import { ExitCode } from './exit-codes.js';
 export interface CliIo {
   stdout: Stream;
   stderr: Stream;
-  env: NodeJS.ProcessEnv;
+  env: Record<string, string | undefined>;
   /** Aborts a waiting command (Ctrl-C). */
   signal?: AbortSignal;
 }

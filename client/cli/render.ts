@@ -1,5 +1,5 @@
 // Text views of the cluster, the queues and the agents (what `ndif status`, `queue` and `agents` print).
-import type { AgentsReply, ClusterReply, QueueReply } from '../sdk/wire.js';
+import type { AgentsReply, ClusterReply, QueueReply, RequestsReply } from '../sdk/wire.js';
 import { formatAge, formatBytes, table } from './output.js';
 
 export function renderCluster(c: ClusterReply, url: string): string {
@@ -61,6 +61,10 @@ export function renderCluster(c: ClusterReply, url: string): string {
   return `${lines.join('\n')}\n`;
 }
 
+/** What RANK means, printed under the queue table. */
+export const RANK_LEGEND =
+  'RANK: 0 priority requeued, 1 priority, 2 normal requeued, 3 normal; served by rank, then time enqueued (a key at its running limit is passed over)';
+
 export function renderQueue(q: QueueReply, now: number): string {
   if (q.queues.every((x) => x.length === 0)) return 'every queue is empty\n';
   const out: string[] = [];
@@ -71,10 +75,11 @@ export function renderQueue(q: QueueReply, now: number): string {
     );
     out.push(
       table(
-        ['POS', 'REQUEST', 'RANK', 'PRIORITY', 'REQUEUED', 'WAITING'],
+        ['POS', 'REQUEST', 'SUBMITTER', 'RANK', 'PRIORITY', 'REQUEUED', 'WAITING'],
         x.entries.map((e) => [
           e.position,
           e.requestId,
+          e.submitter ?? '-',
           e.rank,
           e.priority ? 'yes' : 'no',
           e.requeued ? 'yes' : 'no',
@@ -84,7 +89,26 @@ export function renderQueue(q: QueueReply, now: number): string {
       '',
     );
   }
+  out.push(RANK_LEGEND);
   return `${out.join('\n').trimEnd()}\n`;
+}
+
+/** `ndif requests`: who runs what, since when, in which phase. */
+export function renderRequests(r: RequestsReply, now: number): string {
+  if (r.requests.length === 0) return 'no requests waiting or running\n';
+  return `${table(
+    ['REQUEST', 'SUBMITTER', 'MODEL', 'PHASE', 'SINCE', 'RECEIVED', 'ATTEMPT', 'AGENT'],
+    r.requests.map((x) => [
+      x.requestId,
+      x.submitter,
+      x.model,
+      x.status === 'QUEUED' && x.position !== null ? `QUEUED #${x.position + 1}` : x.status,
+      formatAge(x.since ?? x.receivedAt, now).replace(/ ago$/, ''),
+      formatAge(x.receivedAt, now),
+      x.attempt ?? '-',
+      x.agentId ?? '-',
+    ]),
+  )}\n`;
 }
 
 export function renderAgents(a: AgentsReply, now: number): string {

@@ -11,6 +11,7 @@ import type {
   ModelReply,
   ModelSwitchReply,
   QueueReply,
+  RequestsReply,
   RegisteredModelReply,
   VersionReply,
   WhoamiReply,
@@ -34,6 +35,10 @@ export class FabricAdmin {
   cluster = (signal?: AbortSignal) => this.json<ClusterReply>('GET', '/cluster', signal ? { signal } : {});
   queue = (q: { model?: string; limit?: number } = {}) => this.json<QueueReply>('GET', '/queue', { query: q });
   agents = () => this.json<AgentsReply>('GET', '/agents');
+  requests = (q: { active?: boolean; model?: string; limit?: number } = {}) =>
+    this.json<RequestsReply>('GET', '/requests', {
+      query: { ...q, active: q.active === undefined ? undefined : String(q.active) },
+    });
   models = () => this.json<{ models: ModelReply[] }>('GET', '/models');
   registerModel = (body: { model: string; dir: string; replace?: boolean }) =>
     this.json<RegisteredModelReply>('POST', '/models', { body });

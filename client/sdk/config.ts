@@ -10,7 +10,7 @@ export interface ClientConfig {
 
 export function resolveClientConfig(
   given: { url?: string | null; apiKey?: string | null },
-  env: NodeJS.ProcessEnv = process.env,
+  env: Record<string, string | undefined> = process.env,
 ): ClientConfig {
   const envUrl = env.NDIF_URL?.trim();
   const envKey = env.NDIF_API_KEY?.trim();

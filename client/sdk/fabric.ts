@@ -9,13 +9,14 @@ import { CancelledError, ClientTimeoutError, FabricHttpError, RemoteError, Unrea
 import { versionChecker } from './version-check.js';
 import { fetchResult } from './fetch-result.js';
 import { FabricHttp } from './http.js';
-import { createProgress } from './progress.js';
+import { defaultLog, progressFor } from './progress.js';
 import type { Progress, ProgressOutput } from './progress.js';
 import { RequestHandle } from './request-handle.js';
 import { buildSessionBody, buildSubmitBody, isInvokeList } from './request-body.js';
 import type { Invoke, RequestOptions, SessionTrace, SubmitBody } from './request-body.js';
 import { StatusSocket, SubscriptionEndedError } from './status-socket.js';
 import { BlockOrigins, callerFrame } from './user-frames.js';
+import { sessionValues } from './session-values.js';
 import type {
   InvokeValues,
   ModelOf,
@@ -39,9 +40,9 @@ export interface FabricOptions {
   url?: string;
   /** API key (default: $NDIF_API_KEY; none is needed when the fabric runs with auth off). */
   apiKey?: string;
-  /** Progress of each trace on stderr: a live line on a TTY, plain lines elsewhere; `false` for none (default true). */
+  /** Progress of each trace on stderr: one live line on a TTY shared by the traces in flight, plain lines elsewhere; `false` for none (default true). */
   progress?: boolean | ProgressOutput;
-  /** Where the blocks' console lines go (default: printed, stdout lines to stdout, stderr lines to stderr); null drops them. */
+  /** Where the blocks' console lines go (default: printed, tagged with their request, stdout lines to stdout, stderr lines to stderr); null drops them. */
   onLog?: ((l: LogLine) => void) | null;
   /** Limit of one HTTP exchange, ms (default 30 000). */
   httpTimeoutMs?: number;
@@ -240,14 +241,7 @@ export class Fabric {
     const requestId = opts.requestId ?? randomUUID();
     const origin = { callSite, blocks: new BlockOrigins() };
     const r = await this.runBody(buildSessionBody(model, traces, opts, requestId, true, origin.blocks), opts, origin);
-    const counts = ((r.meta.traces ?? []) as Array<{ invokes: number }>).map((t) => t.invokes);
-    let at = 0;
-    const values = traces.map((t, i) => {
-      const own = r.values.slice(at, at + (counts[i] ?? 0));
-      at += counts[i] ?? 0;
-      return isInvokeList(t.input) ? own : own[0];
-    });
-    return { requestId: r.requestId, traces: values, meta: r.meta };
+    return { requestId: r.requestId, traces: sessionValues(traces, r.values, r.meta), meta: r.meta };
   }
 
   private async runBody(
@@ -261,7 +255,11 @@ export class Fabric {
 
     const progress = this.progressFor(opts, requestId);
     const onLog =
-      opts.onLog !== undefined ? opts.onLog : this.opts.onLog !== undefined ? this.opts.onLog : defaultLog(progress);
+      opts.onLog !== undefined
+        ? opts.onLog
+        : this.opts.onLog !== undefined
+          ? this.opts.onLog
+          : defaultLog(progress, requestId);
     let settle!: { resolve: (r: TraceResult) => void; reject: (e: unknown) => void };
     const outcome = new Promise<TraceResult>((resolve, reject) => (settle = { resolve, reject }));
     outcome.catch(() => undefined); // may settle while the submission is still in flight; awaited below
@@ -290,6 +288,7 @@ export class Fabric {
         }
         if (m.status === 'TRACE') {
           if (typeof m.trace === 'number' && typeof m.traces === 'number' && m.traceStatus !== undefined) {
+            if (m.traceStatus === 'RUNNING') progress?.trace(m.trace, m.traces);
             opts.onTrace?.({
               requestId,
               trace: m.trace,
@@ -481,10 +480,7 @@ export class Fabric {
   }
 
   private progressFor(opts: TraceOptions, requestId: string): Progress | null {
-    const p = opts.progress ?? this.opts.progress ?? true;
-    if (p === false) return null;
-    const out: ProgressOutput = p === true ? process.stderr : p;
-    return createProgress({ out, label: `[ndif ${requestId.slice(0, 8)}]` });
+    return progressFor(opts.progress ?? this.opts.progress ?? true, requestId);
   }
 }
 
@@ -494,12 +490,4 @@ function needsTokenizer(input: Invoke | Invoke[]): boolean {
   return list.some(
     (inv) => typeof (typeof inv === 'object' && !Array.isArray(inv) && inv !== null ? inv.input : inv) === 'string',
   );
-}
-
-function defaultLog(progress: Progress | null): (l: LogLine) => void {
-  return (l) => {
-    const to = l.stream === 'stderr' ? process.stderr : process.stdout;
-    if (progress) progress.print(l.line, to);
-    else to.write(`${l.line}\n`);
-  };
 }

@@ -1,6 +1,14 @@
-// Shows a request's progress on a terminal: on a TTY one line rewritten in place (status, queue position,
-// elapsed time, refreshed every 250 ms); elsewhere one plain line per change of status. `print` writes a line
-// (a block's log line) above the live line without tearing it.
+// Shows requests' progress on a terminal. On a TTY one live line at the bottom, rewritten in place every 250 ms,
+// holding every request in flight on that output (`[ndif 1b2c3d4e] RUNNING trace 2 of 5 · 1.4s   [ndif 9f8e…]
+// QUEUED position 1 of 2 · 0.3s`), so concurrent traces never take turns on one line; elsewhere one plain line
+// per change of status or session trace. `print` writes a line (a block's log line) above the live line.
+//
+// Text others write to the same terminal (tokens streamed to stdout, the caller's console.log) is never erased:
+// while a line is live, writes to the terminal's streams pass through a wrapper that lifts the live line first, and
+// while such text has left the cursor mid-line the live line is not drawn at all (redrawing it there would wipe the
+// text with `\r\x1b[2K`); it comes back once a line ends. The wrappers are removed when the last request ends.
+// Text left mid-line before the first request's progress started cannot be known and is not kept: end it with a
+// newline before starting a trace with progress on.
 import type { StatusUpdate } from './status.js';
 
 export interface ProgressOutput {
@@ -11,9 +19,11 @@ export interface ProgressOutput {
 
 export interface Progress {
   status(u: StatusUpdate): void;
+  /** A session's trace `trace` (0-based) of `traces` started: shown as `trace k of n`. */
+  trace(trace: number, traces: number): void;
   /** Writes one line to `to` (default: the progress output) above the live line. */
   print(text: string, to?: ProgressOutput): void;
-  /** Leaves the terminal clean (erases the live line on a TTY). */
+  /** Leaves the terminal clean (this request's part of the live line goes; the line is erased with the last). */
   end(): void;
 }
 
@@ -42,54 +52,188 @@ export interface ProgressOptions {
   now?: () => number;
   /** Redraw interval on a TTY (ms). */
   refreshMs?: number;
+  /** Other streams on the same terminal as `out` (the SDK passes stdout when both are TTYs): their text is kept. */
+  terminal?: ProgressOutput[];
 }
+
+interface Entry {
+  label: string;
+  started: number;
+  now: () => number;
+  status: StatusUpdate | null;
+  trace: string | null;
+}
+
+const describeEntry = (e: Entry) =>
+  `${e.label} ${e.status ? describeStatus(e.status) : 'SUBMITTING'}${e.trace && e.status?.status === 'RUNNING' ? ` ${e.trace}` : ''} · ${formatElapsed(e.now() - e.started)}`;
+
+type Write = (...args: unknown[]) => unknown;
+
+/** The live line of one output: every request in flight there, and the state of the terminal's current line. */
+class LiveLine {
+  readonly entries = new Set<Entry>();
+  private drawn = false;
+  /** Someone else's text ends the terminal's current line without a newline: drawing would erase it. */
+  private midLine = false;
+  private timer: ReturnType<typeof setInterval> | null = null;
+  private readonly originals = new Map<ProgressOutput, Write>();
+  private readonly write: Write;
+
+  constructor(
+    private readonly out: ProgressOutput,
+    private readonly refreshMs: number,
+  ) {
+    const w = out.write as Write;
+    this.write = (s) => w.call(out, s);
+  }
+
+  add(e: Entry, terminal: ProgressOutput[]): void {
+    this.entries.add(e);
+    for (const s of [this.out, ...terminal]) this.wrap(s);
+    if (this.timer === null) {
+      this.timer = setInterval(() => this.draw(), this.refreshMs);
+      (this.timer as { unref?: () => void }).unref?.();
+    }
+  }
+
+  remove(e: Entry): void {
+    this.entries.delete(e);
+    if (this.entries.size > 0) {
+      this.draw();
+      return;
+    }
+    this.erase();
+    if (this.timer !== null) clearInterval(this.timer);
+    this.timer = null;
+    for (const [s, w] of this.originals) s.write = w as ProgressOutput['write'];
+    this.originals.clear();
+    lines.delete(this.out);
+  }
+
+  /** Writes `text` and a newline to `to` above the live line. */
+  print(text: string, to: ProgressOutput): void {
+    this.erase();
+    const w = this.originals.get(to);
+    if (w) w.call(to, `${this.midLine ? '\n' : ''}${text}\n`);
+    else to.write(`${this.midLine ? '\n' : ''}${text}\n`);
+    this.midLine = false;
+    this.draw();
+  }
+
+  draw(): void {
+    if (this.midLine || this.entries.size === 0) return;
+    const width = Math.max(20, (this.out.columns || 80) - 1);
+    let text = [...this.entries].map(describeEntry).join('   ');
+    if (text.length > width) text = `${text.slice(0, width - 1)}…`;
+    this.write(`\r\x1b[2K${text}`);
+    this.drawn = true;
+  }
+
+  private erase(): void {
+    if (this.drawn) this.write('\r\x1b[2K');
+    this.drawn = false;
+  }
+
+  private wrap(s: ProgressOutput): void {
+    if (this.originals.has(s)) return;
+    const original = s.write as Write;
+    this.originals.set(s, original);
+    s.write = ((chunk: unknown, ...rest: unknown[]) => {
+      this.erase();
+      const r = original.call(s, chunk, ...rest);
+      const text = typeof chunk === 'string' ? chunk : chunk instanceof Uint8Array ? Buffer.from(chunk).toString() : '';
+      if (text.length > 0) this.midLine = !text.endsWith('\n');
+      this.draw();
+      return r;
+    }) as ProgressOutput['write'];
+  }
+}
+
+const lines = new Map<ProgressOutput, LiveLine>();
 
 export function createProgress(opts: ProgressOptions): Progress {
   const now = opts.now ?? Date.now;
-  const started = now();
   const out = opts.out;
-  let last: StatusUpdate | null = null;
-  let lastPlain = '';
-  let drawn = false;
-  let timer: NodeJS.Timeout | null = null;
+  const entry: Entry = { label: opts.label, started: now(), now, status: null, trace: null };
+  let ended = false;
 
-  const line = () => {
-    const text = `${opts.label} ${last ? describeStatus(last) : 'SUBMITTING'} · ${formatElapsed(now() - started)}`;
-    const width = Math.max(20, (out.columns || 80) - 1);
-    return text.length > width ? `${text.slice(0, width - 1)}…` : text;
-  };
-  const draw = () => {
-    out.write(`\r\x1b[2K${line()}`);
-    drawn = true;
-  };
-  const erase = () => {
-    if (drawn) out.write('\r\x1b[2K');
-    drawn = false;
-  };
-
-  if (out.isTTY) {
-    timer = setInterval(draw, opts.refreshMs ?? 250);
-    timer.unref();
+  if (!out.isTTY) {
+    let lastPlain = '';
+    const plain = () => {
+      const key = `${entry.status?.status}|${entry.status?.position}|${entry.status?.attempt}|${entry.status?.deploymentNote}|${entry.trace}`;
+      if (key !== lastPlain) out.write(`${describeEntry(entry)}\n`);
+      lastPlain = key;
+    };
+    return {
+      status(u) {
+        entry.status = u;
+        plain();
+      },
+      trace(k, n) {
+        entry.trace = `trace ${k + 1} of ${n}`;
+        if (entry.status?.status === 'RUNNING') plain();
+      },
+      print(text, to = out) {
+        to.write(`${text}\n`);
+      },
+      end() {},
+    };
   }
 
+  let line = lines.get(out);
+  if (line === undefined) {
+    line = new LiveLine(out, opts.refreshMs ?? 250);
+    lines.set(out, line);
+  }
+  const live = line;
+  live.add(
+    entry,
+    (opts.terminal ?? []).filter((s) => s !== out),
+  );
   return {
     status(u) {
-      last = u;
-      if (out.isTTY) return draw();
-      const text = `${opts.label} ${describeStatus(u)} · ${formatElapsed(now() - started)}`;
-      const key = `${u.status}|${u.position}|${u.attempt}|${u.deploymentNote}`;
-      if (key !== lastPlain) out.write(`${text}\n`);
-      lastPlain = key;
+      entry.status = u;
+      live.draw();
+    },
+    trace(k, n) {
+      entry.trace = `trace ${k + 1} of ${n}`;
+      live.draw();
     },
     print(text, to = out) {
-      erase();
-      to.write(`${text}\n`);
-      if (timer) draw();
+      if (ended) to.write(`${text}\n`);
+      else live.print(text, to);
     },
     end() {
-      if (timer) clearInterval(timer);
-      timer = null;
-      erase();
+      if (ended) return;
+      ended = true;
+      live.remove(entry);
     },
+  };
+}
+
+/** The tag of a request's progress and log lines: `[ndif 1b2c3d4e]`. */
+export const requestLabel = (requestId: string) => `[ndif ${requestId.slice(0, 8)}]`;
+
+/**
+ * A trace's progress as the `progress` option asks: `true` on stderr (stdout's text is kept when both are the same
+ * terminal), `false` none, or any output.
+ */
+export function progressFor(p: boolean | ProgressOutput, requestId: string): Progress | null {
+  if (p === false) return null;
+  const out: ProgressOutput = p === true ? process.stderr : p;
+  const terminal = p === true && process.stdout.isTTY ? [process.stdout as ProgressOutput] : [];
+  return createProgress({ out, label: requestLabel(requestId), terminal });
+}
+
+/** Where a block's console lines go by default: tagged with their request, stdout lines to stdout, stderr to stderr. */
+export function defaultLog(
+  progress: Progress | null,
+  requestId: string,
+): (l: { stream: string; line: string }) => void {
+  const tag = requestLabel(requestId);
+  return (l) => {
+    const to = l.stream === 'stderr' ? process.stderr : process.stdout;
+    if (progress) progress.print(`${tag} ${l.line}`, to);
+    else to.write(`${tag} ${l.line}\n`);
   };
 }

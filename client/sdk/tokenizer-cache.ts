@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { tokenizerBundleSha256, type TokenizerBundle } from '../../protocol/tokenizer-bundle.js';
 
 /** $NDIF_CACHE_DIR, else $XDG_CACHE_HOME/ndif, else ~/.cache/ndif. */
-export function defaultCacheDir(env: NodeJS.ProcessEnv = process.env): string {
+export function defaultCacheDir(env: Record<string, string | undefined> = process.env): string {
   if (env.NDIF_CACHE_DIR) return env.NDIF_CACHE_DIR;
   return join(env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'ndif');
 }

@@ -196,11 +196,31 @@ export interface QueueReply {
     entries: Array<{
       position: number;
       requestId: string;
+      /** Who submitted it (an operator sees every submitter; a user only their own entries). */
+      submitter?: string;
       rank: number;
       priority: boolean;
       requeued: boolean;
       enqueuedAt: string;
     }>;
+  }>;
+}
+
+/** `GET /requests` (docs/http-api.md): newest first. */
+export interface RequestsReply {
+  asOf: number;
+  requests: Array<{
+    requestId: string;
+    model: string;
+    status: string;
+    position: number | null;
+    submitter: string;
+    receivedAt: string;
+    finishedAt: string | null;
+    /** When it entered its current phase. */
+    since?: string | null;
+    attempt?: number;
+    agentId?: string | null;
   }>;
 }
 
@@ -305,6 +325,8 @@ export interface DeployBody {
   paddingFactor?: number;
   biasBytes?: number;
   dtype?: string;
+  /** Size the replica with room for a backward's activations (default: forward passes only). */
+  gradients?: boolean;
   timeoutMs?: number | null;
   concurrency?: number;
   minDeploymentMs?: number;

@@ -25,6 +25,7 @@ export const deploySchema = z.strictObject({
   paddingFactor: z.number().optional(),
   biasBytes: z.number().int().optional(),
   dtype: z.string().max(32).optional(),
+  gradients: z.boolean().optional(),
   timeoutMs: z.number().int().nullable().optional(),
   concurrency: z.number().int().optional(),
   minDeploymentMs: z.number().int().optional(),

@@ -22,16 +22,23 @@ export interface MemoryEstimate {
 
 /**
  * The size a deployment of the model is placed with when its operator gives none: NDIF's formula, or — when the
- * runtime's estimate says more — the weights plus their packed copies plus the peak of a forward or a backward
- * pass's activations (a request asking for gradients keeps the forward's activations for its backward), so
- * placement never counts less than a request can use.
+ * runtime's estimate says more — the weights plus their packed copies plus the peak of a forward pass's
+ * activations: what the replica serves by default. A deployment that reserves room for gradients
+ * (`gradients: true`, `ndif deploy --gradients`) counts the peak of a backward instead when that is larger (a
+ * request asking for gradients keeps the forward's activations for its backward). The estimate is for one batch
+ * row at the model's longest sequence (at most 1,024 positions).
  */
-export function defaultModelSizeBytes(weightsBytes: number, memory?: MemoryEstimate): number {
+export function defaultModelSizeBytes(
+  weightsBytes: number,
+  memory?: MemoryEstimate,
+  opts: { gradients?: boolean } = {},
+): number {
   const ndif = modelSizeBytes(weightsBytes);
   if (memory === undefined) return ndif;
-  const estimate =
-    weightsBytes + memory.packedWeightsBytes + Math.max(memory.forwardActivationBytes, memory.backwardActivationBytes);
-  return Math.max(ndif, estimate);
+  const activations = opts.gradients
+    ? Math.max(memory.forwardActivationBytes, memory.backwardActivationBytes)
+    : memory.forwardActivationBytes;
+  return Math.max(ndif, weightsBytes + memory.packedWeightsBytes + activations);
 }
 
 /** Each of the `gpus` GPUs holds an equal share of the model. */

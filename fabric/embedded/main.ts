@@ -21,7 +21,7 @@ import { ControlPlane } from '../control-plane.js';
 import { privateDir, privateFile } from '../private-files.js';
 import { sweepDeadAgents } from '../../sandbox/runner-dir.js';
 import { openEventStoreFromEnv } from '../event-store.js';
-import { processLogger } from '../log.js';
+import { logFormatFromEnv, processLogger } from '../log.js';
 import { eventStoreKind, processMetrics } from '../metrics.js';
 import { onDemandDefaultsFromEnv, schedulerConfigFromEnv } from '../scheduler-env.js';
 import { agentEnv } from '../agent-env.js';
@@ -111,8 +111,28 @@ async function main(): Promise<void> {
       NDIF_MODELS: models.join(','),
       NDIF_CATALOG_CACHE: catalogConfig.cacheDir,
       NDIF_AGENT_STATE_DIR: env.NDIF_AGENT_STATE_DIR || config.dataDir,
+      // The child's stderr is a pipe into this process's stderr: it logs in the format this process chose (readable
+      // lines on a terminal), not JSON among readable lines.
+      NDIF_LOG_FORMAT: logFormatFromEnv(env),
+      // With metrics on, the agent always serves /metrics (on loopback unless NDIF_HEALTH_PORT says otherwise), and
+      // this process's /metrics adds the agent's families: one scrape of the fabric's port has every series.
+      ...(metrics !== undefined && env.NDIF_HEALTH_PORT === undefined
+        ? { NDIF_HEALTH_PORT: '0', NDIF_HEALTH_HOST: env.NDIF_HEALTH_HOST || '127.0.0.1' }
+        : {}),
     }),
   });
+  if (metrics !== undefined) {
+    metrics.alsoExport = async () => {
+      const health = agent.healthUrl;
+      if (health === undefined) return '';
+      try {
+        const r = await fetch(health.replace(/\/health$/, '/metrics'), { signal: AbortSignal.timeout(2000) });
+        return r.ok ? await r.text() : '';
+      } catch {
+        return ''; // the agent is restarting: this scrape has the control plane's series only
+      }
+    };
+  }
   if (config.agent) agent.start();
 
   let stopping: Promise<void> | undefined;

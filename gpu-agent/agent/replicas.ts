@@ -168,7 +168,11 @@ export class ReplicaHost {
     const started = Date.now();
     let model: HostedModel;
     try {
-      model = await loadModel(dir, { key: slot.modelKey, provider: this.provider });
+      model = await loadModel(dir, {
+        key: slot.modelKey,
+        provider: this.provider,
+        ...(a.quantize === undefined ? {} : { quantize: a.quantize }),
+      });
     } catch (err) {
       slot.phase = 'FAILED';
       this.log.error({ err, replicaId: slot.replicaId, reason: a.reason }, 'replica load failed');

@@ -9,6 +9,7 @@ export const BLOCK_CODES = {
   OutOfOrder: { code: 'BLOCK_OUT_OF_ORDER', status: 400 },
   NotProvided: { code: 'BLOCK_NOT_PROVIDED', status: 400 },
   UnknownModule: { code: 'BLOCK_UNKNOWN_MODULE', status: 400 },
+  OperationFused: { code: 'BLOCK_OPERATION_FUSED', status: 400 },
   NotObservable: { code: 'BLOCK_NOT_OBSERVABLE', status: 400 },
   NotSkippable: { code: 'BLOCK_NOT_SKIPPABLE', status: 400 },
   ShapeMismatch: { code: 'BLOCK_SHAPE_MISMATCH', status: 400 },
@@ -26,6 +27,11 @@ export const BLOCK_CODES = {
   NotDifferentiable: { code: 'BLOCK_NOT_DIFFERENTIABLE', status: 400 },
   NoBackward: { code: 'BLOCK_NO_BACKWARD', status: 400 },
   BackwardError: { code: 'BLOCK_BACKWARD_ERROR', status: 400 },
+  // Training (gpu-agent/block/api/tensor.ts trainable tensors, optim.ts).
+  GradNotRequired: { code: 'BLOCK_GRAD_NOT_REQUIRED', status: 400 },
+  GradPending: { code: 'BLOCK_GRAD_PENDING', status: 400 },
+  OptimizerError: { code: 'BLOCK_OPTIMIZER_ERROR', status: 400 },
+  TapeLimit: { code: 'BLOCK_TAPE_LIMIT', status: 400 },
   // Module calls, barriers and caches (gpu-agent/runtime/interleave/module-call.ts, barriers.ts, caches.ts).
   NotCallable: { code: 'BLOCK_NOT_CALLABLE', status: 400 },
   CallFailed: { code: 'BLOCK_CALL_FAILED', status: 400 },

@@ -15,3 +15,8 @@ export type {
 export { loadTokenizer, tokenizerFromJson } from './load/tokenizer.js';
 export type { LoadedTokenizer, TextTokenizer } from './load/tokenizer.js';
 export { Sfc32 } from './generation/sfc32.js';
+export { GraphBuilder, floatTensor, int64Tensor, tensorInfo } from './onnx/graph-builder.js';
+export type { AttrValue } from './onnx/graph-builder.js';
+export { isSnapshotFolder, snapshotWeightFiles, snapshotWeightsBytes } from './hf/snapshot-files.js';
+export { QUANT_DTYPES } from './hf/quantize.js';
+export type { QuantDtype } from './hf/quantize.js';

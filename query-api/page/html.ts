@@ -5,6 +5,9 @@
 // ticks every second without a request. With auth on, the page takes the key from #key=… once and keeps it in
 // sessionStorage. Everything shown is set as text (never as HTML). Requests that are running are subscribed to on
 // the same websocket: the text they generate (STREAM messages) shows under "Generating" as it is produced.
+// "Over time" plots GET /live/series (queue depth and running, throughput, latency, GPU memory) with uPlot (served
+// at /assets/uplot.js); running requests' timelines are bars whose segments are to scale. A request's own page
+// (#request=<id>) shows its timeline, error, log lines and — for an operator — the why story (GET /why/:id).
 
 export const STATUS_PAGE_HTML = `<!doctype html>
 <html lang="en">
@@ -12,6 +15,8 @@ export const STATUS_PAGE_HTML = `<!doctype html>
 <meta charset="utf-8">
 <title>NDIF fabric status</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="stylesheet" href="/assets/uplot.css">
+<script src="/assets/uplot.js"></script>
 <style>
   body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5rem; color: #1d232a; background: #fafbfc; }
   h1 { font-size: 1.3rem; margin: 0 0 .2rem; } h2 { font-size: 1.05rem; margin: 1.4rem 0 .4rem; } h3 { font-size: 1rem; margin: 0; display: inline; }
@@ -26,8 +31,14 @@ export const STATUS_PAGE_HTML = `<!doctype html>
   .model header { margin-bottom: .4rem; } .model header span { margin-left: .6rem; }
   .replica { display: inline-block; border: 1px solid #e3e6ea; border-radius: 4px; padding: 0 .4rem; margin: 0 .3rem .3rem 0; }
   .label { color: #57606a; font-weight: 600; margin-right: .4rem; }
-  .run { margin: .2rem 0 .4rem; } .timeline { display: flex; flex-wrap: wrap; gap: 2px; margin-top: .15rem; }
-  .seg { flex: 0 0 auto; padding: 0 .35rem; border-radius: 3px; font-size: 12px; white-space: nowrap; background: #eaeef2; }
+  .run { margin: .2rem 0 .4rem; } .timeline { display: flex; width: 100%; max-width: 60rem; height: 1.3rem; margin-top: .15rem; background: #f6f8fa; border-radius: 3px; overflow: hidden; }
+  .seg { flex: 0 0 auto; min-width: 3px; box-sizing: border-box; padding: 0 .3rem; border-right: 1px solid #fff; font-size: 12px; line-height: 1.3rem; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; background: #eaeef2; }
+  .plots { display: grid; grid-template-columns: repeat(auto-fit, minmax(26rem, 1fr)); gap: .6rem; }
+  .plot { background: #fff; border: 1px solid #e3e6ea; border-radius: 6px; padding: .4rem; min-height: 12rem; }
+  .plot h4 { margin: 0 0 .2rem; font-size: .9rem; color: #57606a; }
+  #request-page { display: none; } body.one #request-page { display: block; } body.one #overview { display: none; }
+  #request-page pre { background: #fff; border: 1px solid #e3e6ea; padding: .5rem; white-space: pre-wrap; font: 12px/1.4 ui-monospace, monospace; max-height: 24rem; overflow: auto; }
+  a { color: #0969da; }
   .seg.QUEUED, .seg.RECEIVED { background: #fff8c5; } .seg.DISPATCHED { background: #ddf4ff; } .seg.RUNNING { background: #b6e3ff; } .seg.REQUEUED { background: #ffebe9; }
   .seg.now { outline: 1px dashed #0969da; }
   ol.queue { margin: .2rem 0; padding-left: 1.4rem; }
@@ -37,6 +48,14 @@ export const STATUS_PAGE_HTML = `<!doctype html>
 <body>
 <h1>NDIF fabric</h1>
 <div class="muted">log position <span id="asof">–</span> · <span id="conn">connecting…</span> · <span id="error"></span></div>
+<div id="overview">
+<h2>Over time</h2>
+<div class="plots">
+  <div class="plot" id="plot-queue"><h4>queue depth and running</h4></div>
+  <div class="plot" id="plot-throughput"><h4>throughput (requests finished per second)</h4></div>
+  <div class="plot" id="plot-latency"><h4>latency, received → finished (ms)</h4></div>
+  <div class="plot" id="plot-gpu"><h4>GPU memory held (GiB)</h4></div>
+</div>
 <h2>Models</h2>
 <div id="models"></div>
 <h2>Agents and GPUs</h2>
@@ -47,6 +66,21 @@ export const STATUS_PAGE_HTML = `<!doctype html>
 <table id="streams"><thead><tr><th>request</th><th>invoke</th><th>tokens</th><th>text</th></tr></thead><tbody><tr class="empty"><td colspan="4">nothing generating</td></tr></tbody></table>
 <h2>Recent requests</h2>
 <table id="requests"><thead><tr><th>request</th><th>model</th><th>status</th><th>position</th><th>submitter</th><th>received</th></tr></thead><tbody></tbody></table>
+</div>
+<section id="request-page">
+<p><a href="#" id="back">← all of the fabric</a></p>
+<h2 id="rq-title">request</h2>
+<div id="rq-summary" class="muted"></div>
+<h2>Timeline</h2>
+<div id="rq-timeline"></div>
+<table id="rq-statuses"><thead><tr><th>at</th><th>status</th><th>attempt</th><th>detail</th></tr></thead><tbody></tbody></table>
+<h2>Error</h2>
+<div id="rq-error" class="empty">none</div>
+<h2>Log lines</h2>
+<pre id="rq-logs"></pre>
+<h2>Why</h2>
+<pre id="rq-why"></pre>
+</section>
 <script>
 (() => {
   const m = /[#&]key=([^&]+)/.exec(location.hash);
@@ -114,18 +148,26 @@ export const STATUS_PAGE_HTML = `<!doctype html>
   }
   // The last answer and when it arrived: a running phase is drawn up to the server's now plus the time since.
   let live = null, liveAt = 0;
-  function timeline(run) {
-    const now = live.now + (Date.now() - liveAt);
-    const t = run.timeline;
-    const bar = el('div', { class: 'timeline' });
+  // A timeline as one bar: each phase a segment as wide as its share of the time so far (the running one grows).
+  function bar(entries, now) {
+    const t = entries;
+    const start = t.length ? Date.parse(t[0].at) : now;
+    const total = Math.max(1, now - start);
+    const b = el('div', { class: 'timeline' });
     for (let i = 0; i < t.length; i++) {
       const e = t[i];
       const end = i + 1 < t.length ? Date.parse(t[i + 1].at) : now;
       const last = i + 1 === t.length;
-      const text = e.status + (e.detail && e.status === 'REQUEUED' ? ' ' + e.detail : '') + ' ' + dur(end - Date.parse(e.at));
-      bar.append(el('span', { class: 'seg ' + e.status + (last ? ' now' : ''), 'data-phase': e.status, title: e.at + (e.detail ? ' · ' + e.detail : '') + (e.attempt ? ' · attempt ' + e.attempt : '') }, text));
+      const ms = end - Date.parse(e.at);
+      const text = e.status + (e.detail && e.status === 'REQUEUED' ? ' ' + e.detail : '') + ' ' + dur(ms);
+      const seg = el('span', { class: 'seg ' + e.status + (last ? ' now' : ''), 'data-phase': e.status, 'data-ms': Math.round(ms), title: text + ' · ' + e.at + (e.detail ? ' · ' + e.detail : '') + (e.attempt ? ' · attempt ' + e.attempt : '') }, text);
+      seg.style.width = (100 * Math.max(0, ms) / total).toFixed(3) + '%';
+      b.append(seg);
     }
-    return bar;
+    return b;
+  }
+  function timeline(run) {
+    return bar(run.timeline, live.now + (Date.now() - liveAt));
   }
   function modelCard(d) {
     const card = el('section', { class: 'model', 'data-model': d.model, 'data-phase': d.phase },
@@ -174,7 +216,12 @@ export const STATUS_PAGE_HTML = `<!doctype html>
         c.at, c.kind, c.model, c.subject, c.reason || '',
         el('div', {}, el('div', { class: 'summary' }, c.summary + (c.rule ? ' [' + c.rule + ']' : '')), c.causes.length ? el('ul', { class: 'causes' }, ...c.causes.map((x) => el('li', {}, x))) : null),
       ], { 'data-change': c.position, 'data-kind': c.kind, 'data-subject': c.subject })), 'no evictions or requeues', 6);
-      fill('requests', recent.requests.map((r) => row([r.requestId, r.model, { text: r.status, cls: r.status + ' status' }, r.position == null ? '' : r.position, r.submitter, r.receivedAt], { 'data-request': r.requestId, 'data-status': r.status })), 'no requests yet', 6);
+      fill('requests', recent.requests.map((r) => row([
+        el('a', { href: '#request=' + encodeURIComponent(r.requestId) }, r.requestId), r.model,
+        { text: r.status + (r.error ? ' · ' + r.error.type : ''), cls: r.status + ' status' },
+        r.position == null ? '' : r.position, r.submitter, r.receivedAt,
+      ], { 'data-request': r.requestId, 'data-status': r.status, 'data-error': r.error ? r.error.type : null })), 'no requests yet', 6);
+      plots(await get('/live/series'));
       for (const r of recent.requests) if (r.status === 'RUNNING' || r.status === 'DISPATCHED') follow(r.requestId);
     } catch (e) {
       $('error').textContent = String(e.message || e);
@@ -183,6 +230,62 @@ export const STATUS_PAGE_HTML = `<!doctype html>
       if (again) { again = false; refresh(); }
     }
   }
+  const charts = {};
+  const COLORS = ['#0969da', '#cf222e', '#1a7f37', '#9a6700', '#8250df', '#57606a'];
+  function chart(id, names, xs, ys) {
+    const box = $(id);
+    const width = Math.max(300, box.clientWidth - 10);
+    const data = [xs, ...ys];
+    const key = names.join('|');
+    if (charts[id] && charts[id].key === key) { charts[id].u.setData(data); return; }
+    if (charts[id]) charts[id].u.destroy();
+    const series = [{}].concat(names.map((n, i) => ({ label: n, stroke: COLORS[i % COLORS.length], width: 1.5, spanGaps: true })));
+    const u = new uPlot({ width, height: 170, series, axes: [{}, { size: 56 }], scales: { x: { time: true } }, legend: { live: false } }, data, box);
+    charts[id] = { u, key };
+  }
+  function plots(series) {
+    if (typeof uPlot === 'undefined') return;
+    const s = series.samples;
+    const xs = s.map((x) => x.at / 1000);
+    chart('plot-queue', ['queued', 'running'], xs, [s.map((x) => x.queued), s.map((x) => x.running)]);
+    chart('plot-throughput', ['finished / s'], xs, [s.map((x) => x.throughput)]);
+    chart('plot-latency', ['p50 ms', 'max ms'], xs, [s.map((x) => x.latencyP50Ms), s.map((x) => x.latencyMaxMs)]);
+    const gpus = [...new Set(s.flatMap((x) => Object.keys(x.gpuUsedBytes)))].sort();
+    chart('plot-gpu', gpus.length ? gpus.concat(['memory']) : ['memory'], xs,
+      gpus.map((g) => s.map((x) => (x.gpuUsedBytes[g] ?? 0) / 1073741824)).concat([s.map((x) => x.gpuMemoryBytes / 1073741824)]));
+    document.body.setAttribute('data-samples', String(s.length));
+  }
+  async function showRequest(id) {
+    document.body.classList.add('one');
+    $('rq-title').textContent = 'request ' + id;
+    try {
+      const r = await get('/requests/' + encodeURIComponent(id));
+      const final = ['COMPLETED', 'ERROR', 'CANCELLED'].includes(r.status);
+      const changes = r.statuses.filter((x) => !['LOG', 'STREAM', 'TRACE'].includes(x.status));
+      const last = changes.length ? Date.parse(changes[changes.length - 1].at) : Date.now();
+      $('rq-summary').textContent = r.model + ' · ' + r.status + ' · attempt ' + r.attempt + (r.agentId ? ' · on ' + r.agentId : '') + (r.replicaId ? ' (' + r.replicaId + ')' : '');
+      $('rq-timeline').replaceChildren(bar(changes.map((x) => ({ status: x.status, at: x.at, attempt: x.attempt, detail: x.reason })), final ? last : Date.now()));
+      fill('rq-statuses', changes.map((x) => row([x.at, { text: x.status, cls: x.status }, x.attempt == null ? '' : x.attempt, x.reason || ''])), 'no statuses', 4);
+      const err = $('rq-error');
+      if (r.error) {
+        err.className = 'ERROR';
+        err.replaceChildren(el('div', { 'data-error-type': r.error.type }, r.error.type + ' (' + r.error.phase + '): ' + r.error.message), r.error.stack ? el('pre', {}, r.error.stack) : null);
+      } else { err.className = 'empty'; err.textContent = 'none'; }
+      $('rq-logs').textContent = r.logs.length ? r.logs.map((l) => (l.stream === 'stderr' ? '! ' : '') + l.line).join('\\n') : '(no log lines)';
+      const w = await fetch('/why/' + encodeURIComponent(id) + '?format=text', { headers });
+      $('rq-why').textContent = w.ok ? await w.text() : w.status === 403 ? 'the why story is for operators' : 'why: ' + w.status;
+      document.body.setAttribute('data-request-page', id);
+    } catch (e) {
+      $('rq-summary').textContent = String(e.message || e);
+    }
+  }
+  function route() {
+    const m = /^#request=(.+)$/.exec(location.hash);
+    if (m) showRequest(decodeURIComponent(m[1]));
+    else { document.body.classList.remove('one'); document.body.removeAttribute('data-request-page'); }
+  }
+  window.addEventListener('hashchange', route);
+  $('back').addEventListener('click', (e) => { e.preventDefault(); history.pushState(null, '', location.pathname); route(); });
   function connect() {
     const url = (location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + '/ws' + (key ? '?key=' + encodeURIComponent(key) : '');
     ws = new WebSocket(url);
@@ -195,6 +298,7 @@ export const STATUS_PAGE_HTML = `<!doctype html>
     };
     ws.onclose = () => { $('conn').textContent = 'reconnecting…'; $('conn').className = 'down'; setTimeout(connect, 1000); };
   }
+  route();
   refresh();
   connect();
   setInterval(refresh, 5000);

@@ -36,6 +36,9 @@ const STATUSES = [
 const listQuery = z.strictObject({
   limit: z.coerce.number().int().min(1).max(500).optional(),
   status: z.enum(STATUSES).optional(),
+  /** `true`: only requests not finished yet (waiting or running), whatever their age. */
+  active: z.enum(['true', 'false']).optional(),
+  model: z.string().min(1).max(200).optional(),
 });
 const resultQuery = z.strictObject({ token: z.string().max(300).optional() });
 
@@ -97,6 +100,8 @@ export function requestQueryRoutes(app: FastifyInstance, deps: RouteDeps): void 
     const running = runningBySubmitter(s.requests);
     for (let i = all.length - 1; i >= 0 && out.length < limit; i--) {
       const v = all[i]!;
+      if (q.active === 'true' && v.finishedAtMs !== null) continue;
+      if (q.model !== undefined && v.modelKey !== q.model) continue;
       if (!mayRead(me, v.submitter)) continue;
       const status = userStatus(s, v);
       if (q.status !== undefined && status !== q.status) continue;
@@ -108,6 +113,10 @@ export function requestQueryRoutes(app: FastifyInstance, deps: RouteDeps): void 
         submitter: v.submitter,
         receivedAt: iso(v.receivedAtMs),
         finishedAt: iso(v.finishedAtMs),
+        since: iso(phaseSince(v)),
+        error: v.error === null ? null : { phase: v.error.phase, type: v.error.type },
+        attempt: v.attempt,
+        agentId: v.agentId,
       });
     }
     return { asOf: s.position, requests: out };
@@ -178,4 +187,20 @@ function notReady(requestId: string, status: string): FabricError {
         : 'wait for COMPLETED (status websocket), then download',
     details: { requestId, status },
   });
+}
+
+/** When the request entered its current phase: running, dispatched, waiting in the queue, finished, or received. */
+function phaseSince(v: {
+  receivedAtMs: number;
+  queuedAtMs: number | null;
+  dispatchedAtMs: number | null;
+  startedAtMs: number | null;
+  finishedAtMs: number | null;
+  status: string;
+}): number {
+  if (v.finishedAtMs !== null) return v.finishedAtMs;
+  if (v.status === 'RUNNING' && v.startedAtMs !== null) return v.startedAtMs;
+  if (v.status === 'DISPATCHED' && v.dispatchedAtMs !== null) return v.dispatchedAtMs;
+  if (v.status === 'QUEUED' && v.queuedAtMs !== null) return v.queuedAtMs;
+  return v.receivedAtMs;
 }

@@ -7,7 +7,7 @@ import { Tensor } from '../../gpu-agent/block/api/tensor.js';
 import { dense, leafGradients } from '../../gpu-agent/block/api/tape.js';
 import { InterleaveError } from '../../gpu-agent/block/api/block-errors.js';
 
-const owner = { backward: () => {} };
+const owner = { backward: () => Promise.resolve() };
 
 function leaf(shape: number[], seed: number, positive = false): Tensor {
   let s = seed;

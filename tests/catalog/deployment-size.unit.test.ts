@@ -1,6 +1,6 @@
 // The size a registered model is placed with: NDIF's formula (weights × 1.15 + 500 MiB), or — when the runtime's
-// memory estimate says more — the weights, their packed copies and the peak of a forward or backward pass's
-// activations, so a deployment that serves gradients is not placed smaller than it can grow.
+// memory estimate says more — the weights, their packed copies and the peak of a forward pass's activations (what it
+// serves by default); a deployment that reserves room for gradients counts the backward's peak instead.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { defaultModelSizeBytes, MIB, modelSizeBytes } from '../../domain/placement/size.js';
@@ -10,7 +10,11 @@ import type { RegisteredModel } from '../../projections/models/projection.js';
 test('the estimate wins when it says more than the formula; the formula when it says less or there is none', () => {
   const weights = 500 * MIB;
   const big = { forwardActivationBytes: 480 * MIB, backwardActivationBytes: 5900 * MIB, packedWeightsBytes: 490 * MIB };
-  assert.equal(defaultModelSizeBytes(weights, big), weights + big.packedWeightsBytes + big.backwardActivationBytes);
+  assert.equal(defaultModelSizeBytes(weights, big), weights + big.packedWeightsBytes + big.forwardActivationBytes);
+  assert.equal(
+    defaultModelSizeBytes(weights, big, { gradients: true }),
+    weights + big.packedWeightsBytes + big.backwardActivationBytes,
+  );
   const small = { forwardActivationBytes: MIB, backwardActivationBytes: 2 * MIB, packedWeightsBytes: MIB };
   assert.equal(defaultModelSizeBytes(weights, small), modelSizeBytes(weights));
   assert.equal(defaultModelSizeBytes(weights), modelSizeBytes(weights));
@@ -44,6 +48,8 @@ test('a registered model with the estimate gets it as its default size; one reco
     backwardActivationBytes: 5900 * MIB,
     packedWeightsBytes: 490 * MIB,
   };
-  assert.equal(entryOf({ ...base, memory }).defaults.sizeBytes, defaultModelSizeBytes(500 * MIB, memory));
+  const entry = entryOf({ ...base, memory });
+  assert.equal(entry.defaults.sizeBytes, 500 * MIB + 490 * MIB + 480 * MIB, 'forward passes by default');
+  assert.equal(entry.defaults.gradientSizeBytes, 500 * MIB + 490 * MIB + 5900 * MIB, 'a backward with --gradients');
   assert.equal(entryOf(base).defaults.sizeBytes, undefined);
 });

@@ -80,6 +80,24 @@ describe('deploy and the deployment commands', () => {
     assert.equal(refused.code, ExitCode.usage);
     assert.match(refused.err, /gpt2-tiny is pinned; add --force/);
     assert.equal((await ndif(['unpin', 'gpt2-tiny'])).out, 'gpt2-tiny unpinned\n');
+    // The audit tells pins from unpins (one event type, DeploymentPinned with pinned true or false).
+    const pins = JSON.parse((await ndif(['audit', '--type', 'DeploymentPinned', '--data', '--json'])).out) as {
+      events: { type: string; data: { pinned: boolean } }[];
+    };
+    assert.ok(pins.events.length >= 1);
+    assert.ok(
+      pins.events.every((e) => e.data.pinned === true),
+      JSON.stringify(pins.events),
+    );
+    const unpins = JSON.parse((await ndif(['audit', '--type', 'DeploymentUnpinned', '--data', '--json'])).out) as {
+      events: { type: string; data: { pinned: boolean } }[];
+    };
+    assert.ok(unpins.events.length >= 1);
+    assert.ok(unpins.events.every((e) => e.type === 'DeploymentPinned' && e.data.pinned === false));
+    const unfiltered = await ndif(['audit']);
+    assert.equal(unfiltered.code, 0, unfiltered.err);
+    assert.match(unfiltered.err, /no filter given: the last hour's events/);
+    assert.match(unfiltered.out, /unpinned/);
     const one = await ndif(['evict', '--replica', 'gpt2-tiny#2', '--json']);
     assert.equal(one.code, 0, one.err);
     assert.deepEqual(JSON.parse(one.out).evicted, ['gpt2-tiny#2']);
@@ -112,12 +130,36 @@ describe('kill', () => {
         await new Promise((r) => setTimeout(r, 50));
       // An operator names another key's request by its full id, <key id>:<the id its submitter chose>.
       const full = `${fab.keys!.user.split('_')[1]}:${h.requestId}`;
+      // The operator's view of what runs: who, which model, which phase, since when.
+      const running = await ndif(['requests']);
+      assert.equal(running.code, 0, running.err);
+      assert.match(running.out, /^REQUEST +SUBMITTER +MODEL +PHASE +SINCE +RECEIVED +ATTEMPT +AGENT$/m);
+      assert.match(
+        running.out,
+        new RegExp(`^${full} +key:[0-9a-f]{16} +gpt2-tiny +RUNNING +\\d+ (ms|s) +.* +1 +agent-1$`, 'm'),
+      );
+      const listed = JSON.parse((await ndif(['requests', '--json'])).out) as {
+        requests: { requestId: string; status: string; since: string; submitter: string }[];
+      };
+      const mine = listed.requests.find((x) => x.requestId === full);
+      assert.equal(mine?.status, 'RUNNING');
+      assert.ok(
+        listed.requests.every((x) =>
+          ['RECEIVED', 'QUEUED', 'PROVISIONING', 'DEPLOYING', 'DISPATCHED', 'RUNNING'].includes(x.status),
+        ),
+      );
       const r = await ndif(['kill', full]);
       assert.equal(r.code, 0, r.err);
       assert.equal(r.out, `${full} cancelled\n`);
       assert.equal((await ndif(['kill', full])).out, `${full} was already cancelled\n`);
       const info = await h.wait({ waitMs: 10_000 });
       assert.equal(info.reply.cancelled?.by, 'operator');
+      const after = JSON.parse((await ndif(['requests', '--json'])).out) as { requests: { requestId: string }[] };
+      assert.ok(!after.requests.some((x) => x.requestId === full), 'a finished request is not listed');
+      const all = JSON.parse((await ndif(['requests', '--all', '--json'])).out) as {
+        requests: { requestId: string; status: string }[];
+      };
+      assert.equal(all.requests.find((x) => x.requestId === full)?.status, 'CANCELLED');
     } finally {
       user.close();
     }

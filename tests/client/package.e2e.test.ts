@@ -1,8 +1,9 @@
-// The SDK as a researcher installs it: `npm pack` of the client workspace, `npm install <tarball>` into an empty
-// project (from the npm registry, preferring the local cache), then — against a started embedded fabric, a real
+// The SDK as a researcher installs it: `npm pack` of the client workspace, `npm install <tarball>` into a fresh
+// `npm init -y` project (CommonJS, nothing else installed; offline, its two dependencies from npm's cache), then — against a started embedded fabric, a real
 // process with its agent child — the README's example (a trace with local tokens), a token stream (ndif.stream), the status stream of a
 // request over the websocket (every status and console line, in order), `ndif status` from the installed bin,
-// and a TypeScript consumer checked against the shipped declarations. The tarball holds only client code and
+// the README's CommonJS example by `require`, and TypeScript consumers (a CommonJS and an ES module file) checked
+// against the shipped declarations with no other package (no @types/node). The tarball holds only client code and
 // the install, besides `ws`, stays under 2 MB. NDIF_TEST_NODES=/path/to/node[:…] runs the consumer's scripts on
 // those Node binaries too.
 import assert from 'node:assert/strict';
@@ -61,15 +62,12 @@ before(async () => {
   packed = (JSON.parse(pack.stdout.slice(pack.stdout.indexOf('['))) as (typeof packed)[])[0]!;
   project = join(tmp, 'project');
   mkdirSync(project);
-  writeFileSync(
-    join(project, 'package.json'),
-    JSON.stringify({ name: 'sdk-consumer', private: true, type: 'module' }, null, 2),
+  sh('npm', ['init', '-y'], project);
+  assert.equal(
+    (JSON.parse(readFileSync(join(project, 'package.json'), 'utf8')) as { type?: string }).type ?? 'commonjs',
+    'commonjs',
   );
-  const install = sh(
-    'npm',
-    ['install', join(tmp, packed.filename), '--prefer-offline', '--no-audit', '--no-fund'],
-    project,
-  );
+  const install = sh('npm', ['install', join(tmp, packed.filename), '--offline', '--no-audit', '--no-fund'], project);
   installLog = install.stdout + install.stderr;
 
   const child = spawn(process.execPath, [MAIN], {
@@ -110,21 +108,45 @@ after(async () => {
 
 const consumerEnv = () => cleanEnv({ NDIF_URL: fabric!.url, NDIF_CACHE_DIR: join(tmp, 'cache') });
 
+/** The package's files an entry loads: its relative imports, followed. */
+function importGraph(dir: string, entry: string): Set<string> {
+  const seen = new Set<string>();
+  const visit = (p: string) => {
+    if (seen.has(p)) return;
+    seen.add(p);
+    const src = readFileSync(join(dir, p), 'utf8');
+    for (const m of src.matchAll(
+      /^\s*(?:import|export)\b[^;]*?from\s*['"](\.[^'"]+)['"]|\bimport\(\s*['"](\.[^'"]+)['"]/gm,
+    ))
+      visit(join(p, '..', (m[1] ?? m[2])!).replaceAll('\\', '/'));
+  };
+  visit(entry);
+  return seen;
+}
+
 it('packs only client code, with declarations, and installs without warnings', (t) => {
   const paths = packed.files.map((f) => f.path).sort();
   const allowed =
-    /^(package\.json|README\.md|bin\/ndif\.mjs|dist\/(client\/(sdk|cli)\/.+|protocol\/[a-z-]+|gpu-agent\/block\/api\/(tensor|block-context)|auth\/key-format)\.(js|d\.ts))$/;
+    /^(package\.json|README\.md|bin\/ndif\.mjs|dist\/(client\/(sdk|cli)\/.+|protocol\/[a-z-]+|gpu-agent\/.+|domain\/.+|command-api\/http\/submit\/[a-z-]+|auth\/key-format)\.(js|d\.ts))$/;
   assert.deepEqual(
     paths.filter((p) => !allowed.test(p) && !['package.json', 'README.md', 'bin/ndif.mjs'].includes(p)),
     [],
-    'nothing but the SDK, the CLI and the protocol files they import',
+    'nothing but the SDK, the CLI, the local mode and the files they import',
   );
   assert.ok(paths.includes('dist/client/sdk/index.d.ts') && paths.includes('dist/client/sdk/index.js'));
   const installed = join(project, 'node_modules', '@ndif', 'sdk');
   const heavy =
-    /from ['"](onnxruntime-node|better-sqlite3|pg|fastify|kafkajs|zod|pino|@kurrent\/[^'"]+|protobufjs)['"]/;
-  for (const p of paths.filter((x) => x.endsWith('.js')))
-    assert.doesNotMatch(readFileSync(join(installed, p), 'utf8'), heavy, p);
+    /from ['"](onnxruntime-node|better-sqlite3|pg|fastify|kafkajs|zod|pino|acorn|@kurrent\/[^'"]+|protobufjs)['"]/;
+  // The SDK's and the CLI's entries load nothing heavy: only the local mode's entry reaches the model runtime.
+  const light = new Set([
+    ...importGraph(installed, 'dist/client/sdk/index.js'),
+    ...importGraph(installed, 'dist/client/cli/main.js'),
+  ]);
+  assert.ok(light.size > 20, `the main entries' graph has ${light.size} files`);
+  assert.ok(!light.has('dist/gpu-agent/runtime/index.js'));
+  for (const p of light) assert.doesNotMatch(readFileSync(join(installed, p), 'utf8'), heavy, p);
+  const local = importGraph(installed, 'dist/client/sdk/local/index.js');
+  assert.ok(local.has('dist/gpu-agent/runtime/index.js'), 'the local entry loads the agent runtime');
   const deps = readdirSync(join(project, 'node_modules'))
     .filter((d) => !d.startsWith('.'))
     .sort();
@@ -140,10 +162,27 @@ it('packs only client code, with declarations, and installs without warnings', (
   assert.ok(size < INSTALL_LIMIT, `installed size besides ws ${size} bytes, over ${INSTALL_LIMIT}`);
 });
 
-it("runs the README's example: a trace with a swap and a read, tokens encoded and decoded locally", () => {
+const readmeExample = (name: string) => {
   const readme = readFileSync(join(root, 'client', 'README.md'), 'utf8');
-  const example = /```js\n([\s\S]*?)```/.exec(readme)![1]!;
-  writeFileSync(join(project, 'example.mjs'), example);
+  const m = new RegExp(`<!-- readme-example: ${name} -->\\n\`\`\`js\\n([\\s\\S]*?)\`\`\``).exec(readme);
+  assert.ok(m, `client/README.md has the ${name} example`);
+  return m[1]!;
+};
+
+it("runs the README's CommonJS example by require in the npm init -y project", () => {
+  writeFileSync(join(project, 'example.js'), readmeExample('cjs'));
+  for (const node of nodes) {
+    const out = JSON.parse(sh(node, ['example.js'], project, consumerEnv()).stdout.trim()) as {
+      tokens: number;
+      next: string;
+    };
+    assert.equal(out.tokens, 7, node);
+    assert.equal(typeof out.next, 'string');
+  }
+});
+
+it("runs the README's example: a trace with a swap and a read, tokens encoded and decoded locally", () => {
+  writeFileSync(join(project, 'example.mjs'), readmeExample('esm'));
   for (const node of nodes) {
     const out = JSON.parse(sh(node, ['example.mjs'], project, consumerEnv()).stdout.trim()) as {
       tokens: number;
@@ -253,20 +292,25 @@ it('`ndif status` from the installed bin shows the deployment the traces made', 
   assert.match(viaNpx, /status/);
 });
 
-it('type-checks a TypeScript consumer against the shipped declarations', () => {
-  writeFileSync(
-    join(project, 'check.ts'),
-    `import { Fabric, Tensor, FabricClientError, type ModelTokenizer, type StatusUpdate } from '@ndif/sdk';
+it('type-checks TypeScript consumers, CommonJS and ES module, with only the package installed (no @types/node)', () => {
+  const consumer = `import { Fabric, Tensor, FabricClientError, type ModelTokenizer, type StatusUpdate } from '@ndif/sdk';
+import type { LocalFabric } from '@ndif/sdk/local';
 const ndif = new Fabric({ url: 'http://127.0.0.1:1', cacheDir: false });
 const tok: Promise<ModelTokenizer> = ndif.tokenizer('gpt2-tiny');
 const t: Tensor = Tensor.zeros([1, 2]);
 const seen: StatusUpdate[] = [];
-void ndif.trace<Tensor>('gpt2-tiny', 'hi', async (m: any) => m.output, { onStatus: (u) => seen.push(u) }).catch((e: unknown) => e instanceof FabricClientError);
-void tok; void t;
+async function main(local: LocalFabric) {
+  const h = await ndif.trace<Tensor>('gpt2-tiny', 'hi', async (m: any) => m.output, { onStatus: (u) => seen.push(u) });
+  const same: Tensor = await local.trace<Tensor>('gpt2-tiny', 'hi', async (m: any) => m.output);
+  return h.shape.length + same.shape.length;
+}
+void main;
+void tok; void t; void FabricClientError;
 // @ts-expect-error: encode takes text
 void tok.then((k) => k.encode(42));
-`,
-  );
+`;
+  writeFileSync(join(project, 'check.ts'), consumer);
+  writeFileSync(join(project, 'check.mts'), consumer);
   writeFileSync(
     join(project, 'tsconfig.json'),
     JSON.stringify({
@@ -276,11 +320,11 @@ void tok.then((k) => k.encode(42));
         moduleResolution: 'nodenext',
         target: 'es2022',
         noEmit: true,
-        types: ['node'],
-        typeRoots: [join(root, 'node_modules', '@types')],
+        types: [],
       },
-      files: ['check.ts'],
+      files: ['check.ts', 'check.mts'],
     }),
   );
+  assert.ok(!readdirSync(join(project, 'node_modules')).includes('@types'), 'no @types in the project');
   sh(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], project);
 });

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { formatAge, formatBytes, formatMs, table } from '../../client/cli/output.js';
-import { renderCluster, renderQueue } from '../../client/cli/render.js';
+import { RANK_LEGEND, renderCluster, renderQueue } from '../../client/cli/render.js';
 import { replicaStates } from '../../client/cli/wait-ready.js';
 import type { ClusterReply } from '../../client/sdk/wire.js';
 
@@ -89,6 +89,7 @@ test('queues in serving order', () => {
             {
               position: 0,
               requestId: 'r1',
+              submitter: 'key:aaaa',
               rank: 1,
               priority: true,
               requeued: false,
@@ -97,6 +98,7 @@ test('queues in serving order', () => {
             {
               position: 1,
               requestId: 'r2',
+              submitter: 'key:bbbb',
               rank: 3,
               priority: false,
               requeued: false,
@@ -111,7 +113,7 @@ test('queues in serving order', () => {
   );
   assert.equal(
     text,
-    'm: 2 waiting\nPOS  REQUEST  RANK  PRIORITY  REQUEUED  WAITING\n0    r1       1     yes       no        60 s\n1    r2       3     no        no        30 s\n',
+    `m: 2 waiting\nPOS  REQUEST  SUBMITTER  RANK  PRIORITY  REQUEUED  WAITING\n0    r1       key:aaaa   1     yes       no        60 s\n1    r2       key:bbbb   3     no        no        30 s\n\n${RANK_LEGEND}\n`,
   );
   assert.equal(renderQueue({ asOf: 1, queues: [] }, now), 'every queue is empty\n');
 });

@@ -90,12 +90,12 @@ const family = (name: string, exported: Map<string, string>) => {
 
 let fabric: MetricsFabric;
 let exported: Map<string, string>;
+/** The embedded fabric's one /metrics (docker/prometheus/embedded.yml scrapes only it). */
+let embeddedOnly: Map<string, string>;
 before(async () => {
   fabric = await startMetricsFabric();
-  exported = new Map([
-    ...metricTypes((await scrape(fabric.apiMetrics)).text),
-    ...metricTypes((await scrape(fabric.agentMetrics)).text),
-  ]);
+  embeddedOnly = metricTypes((await scrape(fabric.apiMetrics)).text);
+  exported = new Map([...embeddedOnly, ...metricTypes((await scrape(fabric.agentMetrics)).text)]);
 });
 after(async () => {
   await fabric?.stop();
@@ -187,4 +187,24 @@ it('scrapes each fabric role where it serves /metrics', () => {
       new RegExp(`NDIF_ROLE: ${role}\\n(?:\\s+.+\\n)*?\\s+NDIF_HEALTH_PORT: "9100"`),
       `${role} serves its health port (and /metrics) on 9100`,
     );
+});
+
+it("one scrape of the embedded fabric's port has every series the dashboard reads (docker/prometheus/embedded.yml)", () => {
+  const missing: string[] = [];
+  for (const p of queried)
+    for (const t of p.targets ?? [])
+      for (const n of metricNames(t.expr))
+        if (!embeddedOnly.has(family(n, embeddedOnly))) missing.push(`"${p.title}": ${n}`);
+  assert.deepEqual(missing, []);
+  // The agent's own families come through it, once each (Node's process_* families stay the control plane's).
+  for (const n of [
+    'ndif_agent_gpu_memory_free_bytes',
+    'ndif_sandbox_pool_ready',
+    'ndif_sandbox_pool_target',
+    'ndif_sandbox_spawn_seconds',
+  ])
+    assert.ok(embeddedOnly.has(n), n);
+  const prom = read('docker/prometheus/embedded.yml');
+  assert.match(prom, /job_name: ndif-embedded\n\s+static_configs:\n\s+- targets: \["127\.0\.0\.1:8080"\]/);
+  assert.equal((prom.match(/targets:/g) ?? []).length, 1, 'one target');
 });

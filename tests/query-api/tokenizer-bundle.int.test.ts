@@ -51,7 +51,7 @@ describe('the tokenizer reply', () => {
   });
 
   it('JSON string bytes equal JSON.stringify for every byte below 0x80 and for UTF-8 text', () => {
-    const all = String.fromCharCode(...Array.from({ length: 128 }, (_, i) => i)) + 'é漢\u2028😀';
+    const all = `${String.fromCharCode(...Array.from({ length: 128 }, (_, i) => i))}é漢\u2028😀`;
     assert.equal(jsonStringBytes(Buffer.from(all)).toString('utf8'), JSON.stringify(all));
   });
 

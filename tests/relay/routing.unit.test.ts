@@ -182,3 +182,33 @@ test('demote, restore, reload after a restart and removal follow the replica', (
   }
   assert.deepEqual(s.replicas, {});
 });
+
+test('a replica requested with dtype int8 or int4 is loaded quantized, on placement, restore and reload alike', () => {
+  const s = initialRelayState();
+  route(s, ev('AgentRegistered', { agentId: 'a1', bootId: 'b1' }));
+  const requested = (replicaId: string, dtype: string) =>
+    route(s, ev('ReplicaRequested', { modelKey: 'm', replicaId, settings: { dtype } }));
+  assert.deepEqual(requested('m#1', 'int8'), []);
+  assert.deepEqual(requested('m#2', 'float32'), []);
+  const placed = (replicaId: string) =>
+    route(
+      s,
+      ev('ReplicaPlaced', { modelKey: 'm', replicaId, agentId: 'a1', bootId: 'b1', gpus: [0], bytesPerGpu: 100 }),
+    )[0] as { quantize?: string };
+  assert.equal(placed('m#1').quantize, 'int8');
+  assert.equal(placed('m#2').quantize, undefined, 'a float replica is loaded as stored');
+  const restored = route(
+    s,
+    ev('ReplicaRestored', {
+      modelKey: 'm',
+      replicaId: 'm#1',
+      agentId: 'a1',
+      bootId: 'b1',
+      gpus: [0],
+      bytesPerGpu: 100,
+    }),
+  )[0] as { quantize?: string };
+  assert.equal(restored.quantize, 'int8');
+  route(s, ev('ReplicaRemoved', { modelKey: 'm', replicaId: 'm#1', reason: 'EVICTED' }));
+  assert.equal(s.quantized?.['m#1'], undefined, 'forgotten with the replica');
+});

@@ -54,12 +54,21 @@ export interface Variant {
   referenceDir: string;
 }
 
+/** An ONNX export's folder, or a Hugging Face snapshot folder (`snapshot/`, `snapshot-sharded/`: save_pretrained). */
+function isModelFolder(dir: string): boolean {
+  return (
+    existsSync(join(dir, 'model.onnx')) ||
+    existsSync(join(dir, 'model.safetensors')) ||
+    existsSync(join(dir, 'model.safetensors.index.json'))
+  );
+}
+
 export function variants(opts: { includeRefused?: boolean } = {}): Variant[] {
   const out: Variant[] = [];
   for (const family of FAMILIES) {
     for (const name of readdirSync(join(hfDir, family)).sort()) {
       const dir = join(hfDir, family, name);
-      if (!existsSync(join(dir, 'model.onnx'))) continue;
+      if (!isModelFolder(dir)) continue;
       const label = `${family}/${name}`;
       if (REFUSED_VARIANTS.has(label) && !opts.includeRefused) continue;
       out.push({
@@ -67,7 +76,11 @@ export function variants(opts: { includeRefused?: boolean } = {}): Variant[] {
         name,
         label,
         dir,
-        referenceDir: existsSync(join(dir, 'reference.json')) ? dir : join(hfDir, family),
+        referenceDir: existsSync(join(dir, 'reference.json'))
+          ? dir
+          : name === 'snapshot-float16'
+            ? join(hfDir, family, 'float16')
+            : join(hfDir, family),
       });
     }
   }

@@ -35,6 +35,26 @@ test("reading a module returns this invoke's rows with the manifest's shape", as
   assert.deepEqual(h0.outputs[0]!.symbolic, ['batch', 'sequence', '64']);
 });
 
+test('a pass whose blocks have all returned runs no further layers; an invoke without a block runs the whole pass', async () => {
+  const hm = await tinyModel();
+  const readH0 = 'async (m) => await m.transformer.h[0].output';
+  const early = await run(hm, { invokes: [{ tokens: A, block: readH0 }] });
+  const full = await run(hm, {
+    invokes: [
+      { tokens: A, block: 'async (m) => { const h = await m.transformer.h[0].output; await m.output; return h; }' },
+    ],
+  });
+  assert.ok(
+    early.timings.segmentRuns < full.timings.segmentRuns,
+    `returning after h[0] ran ${early.timings.segmentRuns} segments, reading the logits too ${full.timings.segmentRuns}`,
+  );
+  assert.ok(sameBits(value(early.invokes[0]!.result) as Tensor, value(full.invokes[0]!.result) as Tensor));
+  const plain = await run(hm, { invokes: [{ tokens: A }] });
+  assert.equal(plain.timings.segmentRuns, 1, 'a request without a block runs the whole graph');
+  const mixed = await run(hm, { invokes: [{ tokens: A, block: readH0 }, { tokens: B }] });
+  assert.equal(mixed.timings.segmentRuns, full.timings.segmentRuns, 'an invoke without a block gets the whole pass');
+});
+
 test('swapping a module output changes what the rest of the pass computes, exactly', async () => {
   const hm = await tinyModel();
   const plain = tensor((await run(hm, { invokes: [{ tokens: A, block: logitsOf }] })).invokes[0]!.result);

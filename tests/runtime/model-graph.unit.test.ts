@@ -68,7 +68,7 @@ test('module tree: outputs are read outside, inputs come from outside; shape ari
   assert.deepEqual(mg.modules.get('')!.outputs, ['y']);
   const table = buildAddressTable(mg);
   assert.deepEqual(
-    table.points.map((p) => p.key),
+    table.points.map((p) => p.key).filter((k) => !k.includes('.source.')),
     [
       'input',
       'a.input',
@@ -84,6 +84,27 @@ test('module tree: outputs are read outside, inputs come from outside; shape ari
     'forward order: outputs innermost first, then inputs outermost first',
   );
   assert.match(table.unobservable.get('b.output')!, /list of modules/);
+  // Operations inside a module (nnsight's .source): each compute node of a module's own, under <module>.source.
+  assert.deepEqual(
+    table.points.map((p) => p.key).filter((k) => k.includes('.source.')),
+    [
+      'a.source.mul_0.input',
+      'a.source.mul_0.output',
+      'a.inner.source.add_0.input',
+      'a.inner.source.add_0.output',
+      'b.0.source.mul_0.input',
+      'b.0.source.mul_0.output',
+      'b.1.source.relu_0.input',
+      'b.1.source.relu_0.output',
+    ],
+    'every Mul, Add and Relu of a module is an operation of its own, in forward order; the Shape and Reshape are not',
+  );
+  assert.deepEqual(mg.modules.get('a.source')!.children, ['a.source.mul_0']);
+  assert.deepEqual(mg.modules.get('a.source.mul_0')!.outputs, ['a1']);
+  assert.match(
+    table.unobservable.get('a.source.output')!,
+    /operations inside a: read one of them, e\.g\. a\.source\.mul_0\.output/,
+  );
 });
 
 test('canonical order keeps a module contiguous even when the file interleaves it', () => {

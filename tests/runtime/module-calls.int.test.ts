@@ -62,7 +62,7 @@ function lensBlock(doc: CallsFixture): string {
 
 for (const v of variants()) {
   const f = fixture(v.family);
-  const float16 = v.name === 'float16';
+  const float16 = v.name === 'float16' || v.name === 'snapshot-float16';
   if (float16) {
     // The module-calls fixture is PyTorch float32; the float16 export has its own forward reference (float16
     // tolerance): every layer's hidden state is the recorded one, and the lens at the last layer is the model's own

@@ -242,6 +242,35 @@ test('bit-exact trusted and untrusted: a session of a clean and a patched trace 
   );
 });
 
+test('bit-exact trusted and untrusted: a training loop (a steering vector and a low-rank adapter, Adam, 4 traces)', async () => {
+  const block = `async (m, ctx) => {
+    const s = ctx.shared;
+    if (!s.v) {
+      s.v = ctx.Tensor.randn([64], 3).mul(0.01).requiresGrad_();
+      s.A = ctx.Tensor.randn([2, 256], 4).mul(0.05).requiresGrad_();
+      s.B = ctx.Tensor.zeros([64, 2]).requiresGrad_();
+      s.opt = new ctx.optim.Adam([s.v, s.A, s.B], { lr: 0.05 });
+    }
+    const h = await m.transformer.h[0].output;
+    m.transformer.h[0].output = h.add(s.v);
+    const proj = m.transformer.h[1].mlp.c_proj;
+    const x = await proj.input;
+    proj.output = (await proj.output).add(x.matmul(s.A.transpose(0, 1)).matmul(s.B.transpose(0, 1)).gelu());
+    const logits = (await m.output).index(0);
+    const loss = logits.slice([0, -1]).crossEntropy(ctx.tokens.slice(1));
+    s.opt.zeroGrad();
+    await loss.backward();
+    await s.opt.step();
+    return { loss, v: s.v.detach(), B: s.B.detach() };
+  }`;
+  const req: SessionRequest = { traces: [0, 1, 2, 3].map(() => ({ invokes: [{ tokens: A, block }] })) };
+  const control = await hm.runSession(req, inProcess(hm));
+  const untrusted = await hm.runSession(req, sb.opener('gpt2-tiny'));
+  let n = 0;
+  for (const [i, t] of control.traces.entries()) n += assertSame(t, untrusted.traces[i]!, `trace ${i}`);
+  assert.ok(n >= 12, `compared ${n} tensors`);
+});
+
 for (const [name, req] of Object.entries(SCRIPTS)) {
   test(`bit-exact trusted and untrusted: ${name}`, async () => {
     const control1 = await hm.run(req, inProcess(hm));

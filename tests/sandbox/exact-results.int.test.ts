@@ -7,7 +7,7 @@ import { decodeResult } from '../../client/sdk/results.js';
 import type { HostedModel, RunRequest } from '../../gpu-agent/runtime/index.js';
 import { encodeResultContainer } from '../../protocol/result-container.js';
 import type { Sandbox } from '../../sandbox/sandbox.js';
-import { inProcess, tinyModel, tinySandbox } from './helpers.js';
+import { inProcess, tinySandbox } from './helpers.js';
 
 let sb: Sandbox;
 let hm: HostedModel;

@@ -15,6 +15,7 @@
 // | RequestRequeued               | abort      | the agent running the interrupted attempt            |
 // | RequestFailed (scheduler)     | abort      | the agent running the attempt (a timeout)            |
 // | ModelRegistered / ModelRemoved | —         | remembered: a load names the registered files        |
+// | ReplicaRequested (int8, int4) | —          | remembered: a load says to quantize the weights      |
 // Everything else (requests received, queued, started, logged, completed; agent health; deployments) only
 // updates this state or nothing.
 import type { StoredEvent } from '../../eventstore/port.js';
@@ -29,6 +30,8 @@ export interface RelayState {
   inFlight: Record<string, { agentId: string; bootId: string; attempt: number; replicaId: string }>;
   /** The files each registered model key names (checkpoints written before models were events have none). */
   models?: Record<string, RegisteredFiles>;
+  /** Replicas whose deployment quantizes the weights at load (ReplicaRequested with dtype int8 or int4). */
+  quantized?: Record<string, 'int8' | 'int4'>;
 }
 
 export function initialRelayState(): RelayState {
@@ -58,6 +61,14 @@ export function route(state: RelayState, event: StoredEvent): Draft[] {
     case 'ModelRemoved':
       if (state.models) delete state.models[d.modelKey as string];
       return [];
+    case 'ReplicaRequested': {
+      const dtype = (d.settings as { dtype?: string } | undefined)?.dtype;
+      if (dtype === 'int8' || dtype === 'int4') {
+        state.quantized ??= {};
+        state.quantized[d.replicaId as string] = dtype;
+      }
+      return [];
+    }
     case 'ReplicaPlaced':
     case 'ReplicaRestored':
     case 'ReplicaReloadRequired': {
@@ -73,6 +84,7 @@ export function route(state: RelayState, event: StoredEvent): Draft[] {
       const bytesPerGpu = (d.bytesPerGpu as number | undefined) ?? prev?.bytesPerGpu ?? 0;
       state.replicas[replicaId] = { agentId, bootId, modelKey, gpus, bytesPerGpu };
       const model = state.models?.[modelKey];
+      const quantize = state.quantized?.[replicaId];
       return [
         {
           kind: 'load',
@@ -84,6 +96,7 @@ export function route(state: RelayState, event: StoredEvent): Draft[] {
           bytesPerGpu,
           reason,
           ...(model === undefined ? {} : { model: { ...model } }),
+          ...(quantize === undefined ? {} : { quantize }),
         },
       ];
     }
@@ -104,6 +117,7 @@ export function route(state: RelayState, event: StoredEvent): Draft[] {
     case 'ReplicaFailed': {
       const replicaId = d.replicaId as string;
       const r = state.replicas[replicaId];
+      if (state.quantized) delete state.quantized[replicaId];
       if (r === undefined) return [];
       delete state.replicas[replicaId];
       const reason = event.type === 'ReplicaFailed' ? 'FAILED' : (d.reason as string);

@@ -67,6 +67,8 @@ export type Assignment =
       reason: 'PLACED' | 'RELOAD' | 'RESTORE';
       /** The registered files (ModelRegistered): the agent loads only these, from its own folder for the key or from `dir`. */
       model?: RegisteredFiles;
+      /** The deployment's dtype when it quantizes the weights at load (`ndif deploy --dtype int8|int4`). */
+      quantize?: 'int8' | 'int4';
     })
   | (AssignmentBase & { kind: 'demote'; replicaId: string; modelKey: string })
   | (AssignmentBase & { kind: 'unload'; replicaId: string; modelKey: string; reason: string })
@@ -176,6 +178,7 @@ export const agentInboundSchema = z.discriminatedUnion('kind', [
     bytesPerGpu: z.number(),
     reason: z.enum(['PLACED', 'RELOAD', 'RESTORE']),
     model: z.object({ fingerprint: z.string().regex(/^[0-9a-f]{64}$/), dir: z.string().min(1) }).optional(),
+    quantize: z.enum(['int8', 'int4']).optional(),
   }),
   z.looseObject({ ...base, kind: z.literal('demote'), replicaId: z.string(), modelKey: z.string() }),
   z.looseObject({

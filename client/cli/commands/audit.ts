@@ -33,7 +33,11 @@ const command: CliCommand = {
       description: 'one operation (e.g. a request and the decisions taken for it)',
     },
     causation: { type: 'string', value: '<id>', description: 'events caused by this event or command id' },
-    type: { type: 'string', value: '<type>', description: 'an event type, e.g. RequestRequeued' },
+    type: {
+      type: 'string',
+      value: '<type>',
+      description: 'an event type, e.g. RequestRequeued (DeploymentPinned: pins only; DeploymentUnpinned: unpins only)',
+    },
     'stream-prefix': {
       type: 'string',
       value: '<prefix>',
@@ -52,7 +56,7 @@ const command: CliCommand = {
     data: { type: 'boolean', description: "include each event's data (JSON output)" },
   },
   details:
-    'Operator only. At least one filter is needed; filters combine with AND. Example: ndif audit --model gpt2 --type RequestRequeued',
+    'Operator only. Filters combine with AND; with none, the last hour (--from one hour ago). Example: ndif audit --model gpt2 --type RequestRequeued',
   async run(ctx, args) {
     const query: Record<string, string | number | undefined> = {};
     for (const [flag, name] of Object.entries(FLAGS)) query[name] = stringOpt(args, flag);
@@ -60,6 +64,11 @@ const command: CliCommand = {
       const eq = f.indexOf('=');
       if (eq <= 0) throw new UsageError(`--filter takes name=value, got ${JSON.stringify(f)}`);
       query[f.slice(0, eq)] = f.slice(eq + 1);
+    }
+    if (Object.values(query).every((v) => v === undefined)) {
+      // No filter: the last hour (the fabric never answers with the whole log).
+      query.fromAt = new Date(Date.now() - 3_600_000).toISOString();
+      if (!ctx.out.json) ctx.out.stderr.write(`no filter given: the last hour's events (--from ${query.fromAt})\n`);
     }
     query.afterPosition = intOpt(args, 'after', 0, Number.MAX_SAFE_INTEGER);
     query.limit = intOpt(args, 'limit', 1, 10_000);

@@ -9,6 +9,7 @@ import type { DomainEvent } from '../../../domain/events/types.js';
 import { activeReplicas } from '../../../projections/cluster/queries.js';
 import { commandIdOf, metaOf } from '../meta.js';
 import { deploySchema, evictSchema, pinSchema, scaleSchema } from '../schemas.js';
+import { replicaSizing } from '../../../catalog/replica-sizing.js';
 
 const operator = { config: { access: 'operator' as const } };
 
@@ -33,16 +34,17 @@ export function deploymentRoutes(app: FastifyInstance, deps: RouteDeps): void {
         ctx.catalog.list().map((e) => e.key),
       );
     if (entry.disabled !== undefined) throw modelDisabled(b.model, entry.disabled);
+    // int8 / int4: the replica quantizes the weights at load and is sized from the quantized bytes.
+    const sized = replicaSizing(entry, b.dtype, b.gradients === true);
     const settings: DeploymentSettingsInput = definedOnly({
-      weightsBytes: entry.weightsBytes,
+      weightsBytes: sized.weightsBytes,
       gpus: b.gpus ?? entry.defaults.gpus,
       dtype: b.dtype ?? entry.defaults.dtype,
       paddingFactor: b.paddingFactor ?? entry.defaults.paddingFactor,
       biasBytes: b.biasBytes ?? entry.defaults.biasBytes,
       // The model's default size applies only when the operator sets none of what a size is made of.
       sizeBytes:
-        b.sizeBytes ??
-        (b.paddingFactor === undefined && b.biasBytes === undefined ? entry.defaults.sizeBytes : undefined),
+        b.sizeBytes ?? (b.paddingFactor === undefined && b.biasBytes === undefined ? sized.sizeBytes : undefined),
       timeoutMs: b.timeoutMs,
       concurrency: b.concurrency,
       minDeploymentMs: b.minDeploymentMs,

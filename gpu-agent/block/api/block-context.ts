@@ -1,6 +1,7 @@
 // What a block receives as its second argument, `ctx` (docs/interleaving.md, "Block side API"). Its own file, with
 // nothing but the tensor class behind it, so the SDK's typed blocks (client/sdk/model-types.ts) use this very type.
 import type { Tensor } from './tensor.js';
+import type { Optim } from './optim.js';
 
 /** What a block receives as its second argument. */
 export interface BlockContext {
@@ -23,9 +24,13 @@ export interface BlockContext {
   decode(ids: number[] | Tensor): string;
   /**
    * Runs the backward pass from `loss`, a one-element tensor the block computed from values of the model (the same as
-   * `loss.backward()`); then `await m.<path>.output.grad` reads gradients, latest point first.
+   * `loss.backward()`); then `await m.<path>.output.grad` reads gradients, latest point first, and trainable tensors
+   * (`requiresGrad_()`) the loss used, directly or through a swap, accumulate theirs into `.grad` — await the promise
+   * (or the optimizer's `step()`) before reading them.
    */
-  backward(loss: Tensor): void;
+  backward(loss: Tensor): Promise<void>;
+  /** Optimizers over trainable tensors (torch.optim's SGD, Adam, AdamW): `new ctx.optim.Adam([w], { lr: 1e-3 })`. */
+  optim: Optim;
   /** One object for every invoke of the request, and every trace of a session: values one block leaves for another. */
   shared: Record<string, any>;
   /**

@@ -134,6 +134,15 @@ async function iterate(session: InvokeSession, index: ManifestIndex, range: unkn
   return out;
 }
 
+/** Why `<module>.source[.<op>]` is not there when the module's operations were fused into one op by the export. */
+function fusedOperation(index: ManifestIndex, path: string): string | null {
+  const owner = /^(.+)\.source(?:\.[^.]+)?$/.exec(path)?.[1];
+  if (owner === undefined) return null;
+  const ops = index.modules.get(owner)?.fusedOps;
+  if (!ops || ops.length === 0) return null;
+  return `${owner}'s operations were fused by its export into ${ops.join(', ')}, so ${path} is not in the graph (the attention pattern is computed inside the fused op); export the model with eager attention (transformers: attn_implementation="eager", no onnxruntime transformer optimisation) to read and swap it`;
+}
+
 export function createModelProxy(session: InvokeSession, index: ManifestIndex, step = 0, grads?: GradSession): unknown {
   const cache = new Map<string, unknown>();
 
@@ -154,7 +163,11 @@ export function createModelProxy(session: InvokeSession, index: ManifestIndex, s
         return mod.children[i]!;
       }
       const p = child(path, name);
-      if (!index.modules.has(p)) throw new InterleaveError('UnknownModule', unknownModuleMessage(p, index.paths));
+      if (!index.modules.has(p)) {
+        const fused = fusedOperation(index, p);
+        if (fused) throw new InterleaveError('OperationFused', fused);
+        throw new InterleaveError('UnknownModule', unknownModuleMessage(p, index.paths));
+      }
       return p;
     };
     const first = (v: Tensor[]) => v[0];

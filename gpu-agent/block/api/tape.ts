@@ -6,6 +6,7 @@
 // difference in a [batch, seq, vocab] tensor) stays sparse — offsets and values — down to the leaf and the seed.
 import { InterleaveError } from './block-errors.js';
 import { Tensor } from './tensor.js';
+import './trainable.js';
 import type { SliceSpec, TapeInput, TapeLeaf, TapeNode } from './tensor.js';
 
 /** A gradient that is zero except at flat offsets `at` of a tensor of `shape`. */
@@ -120,7 +121,7 @@ function extremum(node: TapeNode, g: Tensor, max: boolean): Tensor {
   return out;
 }
 
-type Derivative = (node: TapeNode, g: Tensor) => Array<Gradient | undefined>;
+export type Derivative = (node: TapeNode, g: Tensor) => Array<Gradient | undefined>;
 
 const DERIVATIVES: Record<string, Derivative> = {
   clone: (_n, g) => [g],
@@ -239,8 +240,7 @@ function order(root: TapeNode): TapeNode[] {
   return out.reverse();
 }
 
-/** d(loss)/d(value) for every value of the model the loss was computed from. */
-export function leafGradients(loss: Tensor): LeafGradient[] {
+function checkLoss(loss: Tensor): void {
   if (!(loss instanceof Tensor)) fail('BackwardError', 'backward(loss): the loss must be a Tensor');
   if (loss.size !== 1)
     fail(
@@ -250,17 +250,52 @@ export function leafGradients(loss: Tensor): LeafGradient[] {
   if (!loss.tape)
     fail(
       'BackwardError',
-      'backward(loss): the loss was not computed from values of the model; compute it from a module value (await m.<path>.output)',
+      'backward(loss): the loss was not computed from values of the model nor from a trainable tensor; compute it from a module value (await m.<path>.output) or a tensor made trainable with requiresGrad_()',
     );
   if (loss.dtype !== 'float32' && loss.dtype !== 'float16')
     fail('BackwardError', `backward(loss): the loss must be a float tensor, it is ${loss.dtype}`);
-  const grads = new Map<TapeNode, Gradient>([[loss.tape!, Tensor.ones(loss.shape)]]);
+}
+
+/** What a backward along the block's tape reaches: values of the model, and trainable tensors. */
+export interface TapeGradients {
+  leaves: LeafGradient[];
+  params: Array<{ param: Tensor; grad: Tensor }>;
+}
+
+/**
+ * Differentiates along the tape from `roots`, each a tensor and the gradient arriving at it (the loss: ones; a
+ * swapped value: the model's gradient at that point), down to the model's values and the trainable tensors.
+ */
+export function backpropagate(roots: Array<{ tensor: Tensor; grad: Gradient }>): TapeGradients {
+  const grads = new Map<TapeNode, Gradient>();
+  const top: TapeNode[] = [];
+  for (const r of roots) {
+    const node = r.tensor.tape;
+    if (!node) continue;
+    const had = grads.get(node);
+    grads.set(node, had ? addGradients(had, r.grad) : r.grad);
+    top.push(node);
+  }
   const leaves = new Map<TapeLeaf, Gradient>();
-  for (const node of order(loss.tape!)) {
+  const params = new Map<Tensor, Gradient>();
+  const root: TapeNode = {
+    op: 'roots',
+    inputs: top.map((n) => ({ tensor: n.out, node: n, version: 0 })),
+    args: [],
+    out: Tensor.zeros([]),
+    outVersion: 0,
+  };
+  for (const node of order(root)) {
+    if (node === root) continue;
     const g = grads.get(node);
     if (!g) continue;
     if (node.leaf) {
       leaves.set(node.leaf, g);
+      continue;
+    }
+    if (node.param) {
+      const had = params.get(node.param);
+      params.set(node.param, had ? addGradients(had, g) : g);
       continue;
     }
     const derivative = DERIVATIVES[node.op];
@@ -273,5 +308,32 @@ export function leafGradients(loss: Tensor): LeafGradient[] {
       grads.set(input.node, had ? addGradients(had, part) : part);
     });
   }
-  return [...leaves].map(([leaf, grad]) => ({ leaf, grad }));
+  return {
+    leaves: [...leaves].map(([leaf, grad]) => ({ leaf, grad })),
+    params: [...params].map(([param, grad]) => ({ param, grad: dense(grad) })),
+  };
 }
+
+/** d(loss)/d(value) for every value of the model, and every trainable tensor, the loss was computed from. */
+export function lossGradients(loss: Tensor): TapeGradients {
+  checkLoss(loss);
+  return backpropagate([{ tensor: loss, grad: Tensor.ones(loss.shape) }]);
+}
+
+/** d(loss)/d(value) for every value of the model the loss was computed from. */
+export function leafGradients(loss: Tensor): LeafGradient[] {
+  return lossGradients(loss).leaves;
+}
+
+/** A derivative for an op of another file (block/api/ops/): gradients of its inputs from its output's. */
+export function registerDerivative(op: string, derivative: Derivative): void {
+  DERIVATIVES[op] = derivative;
+}
+
+export { nodeValue as operandValue, outputOf as outputValue, sumTo };
+
+// A loss computed from trainable tensors only (no value of the model): their gradients, at once.
+Tensor.trainableBackward = (loss) => {
+  for (const { param, grad } of lossGradients(loss).params) param.accumulateGrad(grad);
+  return Promise.resolve();
+};

@@ -14,6 +14,7 @@
 // `ctx.backward(loss)`; this file only records. In-place writes (`setSlice`, `fill`) bump `version`, so a derivative
 // that needs an operand's values can tell that they changed after it was used.
 import type { Dtype, TensorPayload } from '../../../protocol/interleave.js';
+import { InterleaveError } from './block-errors.js';
 import {
   bytesPerElement,
   elementCount,
@@ -36,7 +37,7 @@ export interface TapeLeaf {
   index: number;
   step: number;
   /** Runs the backward pass from a loss computed from this value (the invoke's gradient session). */
-  owner: { backward(loss: Tensor): void };
+  owner: { backward(loss: Tensor): Promise<void> };
 }
 
 export interface TapeInput {
@@ -54,7 +55,14 @@ export interface TapeNode {
   out: Tensor;
   outVersion: number;
   leaf?: TapeLeaf;
+  /** Ops between this node and the tape's leaves (at most TAPE_DEPTH_LIMIT). */
+  depth?: number;
+  /** A trainable tensor (requiresGrad_): the backward accumulates its gradient into `.grad`. */
+  param?: Tensor;
 }
+
+/** How deep a tensor's recorded history may grow: a loop that never lets go of its tape stops here, not out of memory. */
+export const TAPE_DEPTH_LIMIT = 100_000;
 
 export class TensorError extends Error {
   constructor(message: string) {
@@ -309,33 +317,47 @@ export class Tensor {
     return this.recorded(t, 'to', [this], dtype);
   }
 
+  /** The same values with no recorded history (PyTorch's `detach()`): a constant for the backward. */
+  detach(): Tensor {
+    return new Tensor(this.dtype, this.shape, this.data.slice() as TypedData);
+  }
+
   /** `out`, with the op that made it recorded when an operand is on the tape. */
-  private recorded(out: Tensor, op: string, operands: readonly Tensor[], ...args: unknown[]): Tensor {
+  recorded(out: Tensor, op: string, operands: readonly Tensor[], ...args: unknown[]): Tensor {
     if (operands.some((t) => t.tape)) {
+      let depth = 0;
+      for (const t of operands) if (t.tape) depth = Math.max(depth, t.tape.depth ?? 0);
+      if (depth >= TAPE_DEPTH_LIMIT)
+        throw new InterleaveError(
+          'TapeLimit',
+          `${op}(): the recorded history of this tensor is ${TAPE_DEPTH_LIMIT} ops deep (docs/runtime.md, "Training"): a loop keeps computing from its own previous result; call backward() and start the next iteration from fresh values, or detach() what should not be differentiated`,
+        );
       out.tape = {
         op,
         inputs: operands.map((t) => ({ tensor: t, node: t.tape, version: t.version })),
         args,
         out,
         outVersion: out.version,
+        depth: depth + 1,
       };
     }
     return out;
   }
 
   /**
-   * Runs the backward pass from this one-element loss, computed from values of the model (nnsight's
-   * `loss.backward()`; the same as `ctx.backward(loss)`). Gradients are then read with `await m.<path>.output.grad`.
+   * Runs the backward pass from this one-element loss (nnsight's `loss.backward()`; the same as
+   * `ctx.backward(loss)`): gradients of model points are then read with `await m.<path>.output.grad`, and trainable
+   * tensors the loss used get theirs accumulated into `.grad`. The promise settles when those have all arrived (a
+   * trainable tensor used by a swap waits for the model's backward); `await` it before reading `.grad`.
    */
-  backward(): void {
+  backward(): Promise<void> {
     const seen = new Set<TapeNode>();
     const todo = this.tape ? [this.tape] : [];
+    let trainable = false;
     while (todo.length > 0) {
       const node = todo.pop()!;
-      if (node.leaf) {
-        node.leaf.owner.backward(this);
-        return;
-      }
+      if (node.leaf) return node.leaf.owner.backward(this);
+      if (node.param) trainable = true;
       for (const i of node.inputs) {
         if (i.node && !seen.has(i.node)) {
           seen.add(i.node);
@@ -343,10 +365,14 @@ export class Tensor {
         }
       }
     }
+    if (trainable && Tensor.trainableBackward) return Tensor.trainableBackward(this);
     throw new TensorError(
-      'backward(): this tensor was not computed from values of the model; compute the loss from a module value (await m.<path>.output)',
+      'backward(): this tensor was not computed from values of the model nor from a trainable tensor; compute the loss from a module value (await m.<path>.output) or from a tensor made trainable with requiresGrad_()',
     );
   }
+
+  /** The backward of a loss computed from trainable tensors only (set by tape.ts, which imports this file). */
+  static trainableBackward: ((loss: Tensor) => Promise<void>) | undefined;
 
   reshape(shape: readonly number[]): Tensor {
     const s = [...shape];
@@ -367,7 +393,11 @@ export class Tensor {
   fill(value: number): this {
     for (let i = 0; i < this.size; i++) this.setFlat(i, value);
     this.version++;
-    this.tape = undefined;
+    // A trainable tensor stays trainable (its own leaf); any other becomes a constant.
+    this.tape =
+      this.tape?.param === this
+        ? { op: 'param', inputs: [], args: [], out: this, outVersion: this.version, param: this }
+        : undefined;
     return this;
   }
 

@@ -23,6 +23,8 @@ import { ManifestIndex } from '../api/manifest-index.js';
 import { createModelProxy } from '../api/model-proxy.js';
 import { toSavedTree } from '../api/saved-tree.js';
 import { Tensor } from '../api/tensor.js';
+import { optim } from '../api/optim.js';
+import '../api/ops/index.js';
 import type { BlockContext } from '../api/block-context.js';
 
 export type { BlockContext } from '../api/block-context.js';
@@ -81,6 +83,7 @@ function context(
       return env.tokenizer ? env.tokenizer.decode(list) : noTokenizer();
     },
     backward: (loss) => grads.backward(loss),
+    optim,
     shared: state.shared,
     barrier: (name, parties) => session.barrier(name, parties ?? start.invokes.length),
     cache: (options) => {
@@ -161,6 +164,7 @@ async function serveTrace(
     sessions.set(inv.invoke, session);
     const grads = new GradSession(inv.invoke, index, traceSend, inv.source.includes('backward'));
     gradSessions.set(inv.invoke, grads);
+    session.onSwap = (path, point, step, values) => grads.swapped(path, point, step, values);
     const log = (stream: 'stdout' | 'stderr', line: string) => {
       if (env.logQuota === undefined || env.logQuota.admit(line))
         traceSend({ kind: 'LOG', invoke: inv.invoke, stream, line });

@@ -12,7 +12,8 @@ import { type PendingRead, pendingRead } from '../api/pending-read.js';
 import { Tensor } from '../api/tensor.js';
 import { WaitQueue } from './wait-queue.js';
 import type { Waiter } from './wait-queue.js';
-import { leafGradients } from '../api/tape.js';
+import { backpropagate, lossGradients } from '../api/tape.js';
+import type { TapeNode } from '../api/tensor.js';
 import type { Gradient } from '../api/tape.js';
 
 /** Seeds with at most this share of nonzero elements travel sparse (a loss of two logits is two numbers). */
@@ -43,6 +44,15 @@ export class GradSession {
   private returned = false;
   private readonly reads = new Set<PendingRead<unknown>>();
   private readonly owner = { backward: (loss: Tensor) => this.backward(loss) };
+  /** Swaps whose values were computed on the tape (a trainable tensor may be among their sources). */
+  private readonly swaps: Array<{
+    path: string;
+    point: Point;
+    step: number;
+    addr: string;
+    rank: number;
+    values: Tensor[];
+  }> = [];
 
   constructor(
     private readonly invoke: number,
@@ -71,7 +81,16 @@ export class GradSession {
     });
   }
 
-  backward(loss: Tensor): void {
+  /** A swap this invoke made: when its values were computed from trainable tensors, a backward reaches them. */
+  swapped(path: string, point: Point, step: number, values: Tensor[]): void {
+    if (!this.taping || !values.some((t) => t.tape)) return;
+    const addr = this.addrOf(path, point, step);
+    const i = this.swaps.findIndex((s) => s.addr === addr);
+    if (i >= 0) this.swaps.splice(i, 1);
+    this.swaps.push({ path, point, step, addr, rank: this.rankOf(path, point), values });
+  }
+
+  backward(loss: Tensor): Promise<void> {
     if (this.closed) throw this.closed;
     if (!this.taping) {
       throw new InterleaveError(
@@ -79,13 +98,15 @@ export class GradSession {
         "backward(loss): this block's source never names `backward`, so its tensor ops were not recorded (and the request did not record its forward pass); call it by name: ctx.backward(loss) or loss.backward()",
       );
     }
-    const leaves = leafGradients(loss);
+    const { leaves, params } = lossGradients(loss);
     const steps = new Set(leaves.map((l) => l.leaf.step));
     if (steps.size > 1)
       throw new InterleaveError(
         'BackwardError',
         `backward(loss): the loss mixes values of steps ${[...steps].sort().join(' and ')}; a backward runs over one step's forward pass`,
       );
+    for (const { param, grad } of params) param.accumulateGrad(grad);
+    if (leaves.length === 0) return Promise.resolve();
     const seeds = leaves.map(({ leaf, grad }) => seed(leaf.addr, leaf.index, grad));
     // A new backward: gradients of the previous one are no longer available.
     this.orphan = this.queue.rejectPending(
@@ -96,6 +117,32 @@ export class GradSession {
     this.lastAddr = '';
     this.step = leaves[0]!.leaf.step;
     this.send({ kind: 'BACKWARD', invoke: this.invoke, step: this.step, seeds });
+    return this.throughSwaps(this.step);
+  }
+
+  /**
+   * Trainable tensors that reached the model through swaps of this step: the model's gradient at each swapped point
+   * (latest first, as the backward runs) flows back along the block's tape into them.
+   */
+  private throughSwaps(step: number): Promise<void> {
+    const swaps = this.swaps
+      .filter((s) => s.step === step && s.values.some((t) => reachesTrainable(t)))
+      .sort((a, b) => b.rank - a.rank);
+    if (swaps.length === 0) return Promise.resolve();
+    const trainable = new Set<Tensor>();
+    for (const s of swaps) for (const t of s.values) collectTrainable(t, trainable);
+    // Every wait goes out now, so a `.grad` read the block makes meanwhile cannot overtake them.
+    const waits = swaps.map((s) => this.wait(s.path, s.point, s.step, s.addr));
+    for (const w of waits) w.catch(() => {});
+    const work = (async () => {
+      for (const [k, s] of swaps.entries()) {
+        const grads = await waits[k]!;
+        const roots = s.values.map((tensor, i) => ({ tensor, grad: grads[i]! })).filter((r) => r.tensor.tape);
+        for (const { param, grad } of backpropagate(roots).params) param.accumulateGrad(grad);
+      }
+    })();
+    for (const t of trainable) t.gradArriving(work);
+    return work;
   }
 
   private rankOf(path: string, point: Point): number {
@@ -264,4 +311,25 @@ function seed(addr: string, index: number, grad: Gradient): GradSeed {
   const at: number[] = [];
   for (let i = 0; i < data.length; i++) if (data[i] !== 0) at.push(i);
   return seed(addr, index, { shape: g.shape, at: Int32Array.from(at), values: Float32Array.from(at, (i) => data[i]!) });
+}
+
+/** Walks a tensor's tape: every trainable tensor it was computed from. */
+function collectTrainable(t: Tensor, into: Set<Tensor>): void {
+  const seen = new Set<TapeNode>();
+  const todo = t.tape ? [t.tape] : [];
+  while (todo.length > 0) {
+    const node = todo.pop()!;
+    if (node.param) into.add(node.param);
+    for (const i of node.inputs)
+      if (i.node && !seen.has(i.node)) {
+        seen.add(i.node);
+        todo.push(i.node);
+      }
+  }
+}
+
+function reachesTrainable(t: Tensor): boolean {
+  const found = new Set<Tensor>();
+  collectTrainable(t, found);
+  return found.size > 0;
 }

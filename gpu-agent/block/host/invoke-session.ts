@@ -385,6 +385,9 @@ export class InvokeSession {
     this.finished = finished;
   }
 
+  /** Told of every swap (the gradient session follows swaps computed from trainable tensors). */
+  onSwap: ((path: string, point: Point, step: number, values: Tensor[]) => void) | undefined;
+
   /** Values last received (or swapped in) at an address. */
   cached(path: string, point: Point, step: number): Tensor[] | undefined {
     return this.cache.get(formatAddr({ path, point, step }));
@@ -419,6 +422,7 @@ export class InvokeSession {
       ? current.map((t) => ({ dtype: t.dtype, shape: [...t.shape] }))
       : this.expected(point === 'output' ? mod.outputs : mod.inputs, step);
     checkValues(`swap of ${addr}`, values, want);
+    this.onSwap?.(path, point, step, values);
     const copies = values.map((t) => t.clone());
     if (current) this.cache.set(addr, copies);
     this.send({ kind: 'SWAP', invoke: this.layout.invoke, addr, values: copies.map((t) => t.toPayload()) });

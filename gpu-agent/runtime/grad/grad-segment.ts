@@ -60,6 +60,9 @@ export interface GradSegmentPlan extends SegmentPlan {
   consumed: string[];
 }
 
+/** The products and lookups of a quantized replica (gpu-agent/runtime/hf/quantize.ts). */
+const QUANTIZED_OPS = new Set(['MatMulNBits', 'GatherBlockQuantized']);
+
 /** Why a backward segment cannot be built: the node and op that have no derivative (or not for this use). */
 export class GradientRefused extends Error {
   constructor(
@@ -129,7 +132,12 @@ export function planGradSegment(m: GradModelContext, spec: GradSegmentSpec): Gra
     const rule = ruleFor(node);
     const scope = g.scopes[k]!;
     const refuse = (reason: string) => new GradientRefused(node.op_type, node.name ?? `#${k}`, scope, reason);
-    if (!rule) throw refuse(`op ${node.domain ? `${node.domain}:` : ''}${node.op_type} has no derivative rule`);
+    if (!rule)
+      throw refuse(
+        QUANTIZED_OPS.has(node.op_type ?? '')
+          ? `op ${node.domain ? `${node.domain}:` : ''}${node.op_type} multiplies by quantized weights (a replica deployed with --dtype int8 or int4), which have no derivative here; deploy the model with float weights to compute gradients`
+          : `op ${node.domain ? `${node.domain}:` : ''}${node.op_type} has no derivative rule`,
+      );
     const ctx: RuleCtx = {
       e,
       node,

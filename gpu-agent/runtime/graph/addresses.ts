@@ -8,6 +8,7 @@
 import type { ModelGraph, ModuleNode } from './model-graph.js';
 import { pointKey } from '../../../protocol/manifest.js';
 import type { Point } from '../../../protocol/interleave.js';
+import { isSourceList, SOURCE_SEGMENT } from './source-ops.js';
 
 export interface ObservationPoint {
   path: string;
@@ -45,6 +46,13 @@ export function buildAddressTable(g: ModelGraph): AddressTable {
   const points: Array<Omit<ObservationPoint, 'rank'> & { first: number }> = [];
   const unobservable = new Map<string, string>();
   for (const m of g.modules.values()) {
+    if (isSourceList(m.path)) {
+      const first = m.children[0] ?? `${m.path}.<op>_0`;
+      const why = `${m.path} lists the operations inside ${m.path.slice(0, -SOURCE_SEGMENT.length - 1)}: read one of them, e.g. ${first}.output`;
+      unobservable.set(pointKey(m.path, 'output'), why);
+      unobservable.set(pointKey(m.path, 'input'), why);
+      continue;
+    }
     if (m.isList) {
       unobservable.set(pointKey(m.path, 'output'), `${m.path} is a list of modules: index it, e.g. ${m.path}[0]`);
       unobservable.set(pointKey(m.path, 'input'), `${m.path} is a list of modules: index it, e.g. ${m.path}[0]`);

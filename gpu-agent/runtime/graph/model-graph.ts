@@ -14,6 +14,7 @@ import { isCacheInput, isCacheOutput } from './cache-names.js';
 import { canonicalOrder } from './canonical-order.js';
 import { ancestorsAndSelf, commonScope, isWithin, nodeScope, parentPath } from './scopes.js';
 import { isSharedValue } from './shared-values.js';
+import { withSourceScopes } from './source-ops.js';
 import { nodeReads, nodeWrites } from './tensors-used.js';
 
 export interface ModuleNode {
@@ -75,7 +76,11 @@ export function analyzeGraph(graph: GraphProto): ModelGraph {
     });
   });
 
-  const scopes = resolveScopes(fileNodes, fileReads, fileWrites, fileProducer, fileConsumers);
+  const moduleScopes = resolveScopes(fileNodes, fileReads, fileWrites, fileProducer, fileConsumers);
+  const fileConstants = new Set<number>();
+  for (const [i, n] of fileNodes.entries()) if (isConstantNode(n)) fileConstants.add(i);
+  const fileShapeOnly = shapeArithmetic(fileNodes, fileReads, fileWrites, fileConstants, initializers);
+  const scopes = withSourceScopes(fileNodes, moduleScopes, fileWrites, fileShapeOnly);
   const producers = fileReads.map((rs) =>
     rs.map((t) => fileProducer.get(t)).filter((p): p is number => p !== undefined),
   );

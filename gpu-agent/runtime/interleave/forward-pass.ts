@@ -39,6 +39,8 @@ export class ForwardPass implements ForwardRun {
    * segments read.
    */
   private owned = new WeakSet<OrtTensor>();
+  /** Graph outputs nobody will read (set by the host before the last stretch of a pass without readers). */
+  unread: ReadonlySet<string> | undefined;
 
   constructor(
     private readonly g: ModelGraph,
@@ -144,7 +146,7 @@ export class ForwardPass implements ForwardRun {
     try {
       const kept = this.record ? new Map(seg.plan.inputs.map((n) => [n, this.table.get(n)!])) : undefined;
       const t0 = performance.now();
-      await runSegment(seg, this.table);
+      await runSegment(seg, this.table, this.unread);
       this.timings.forwardMs += performance.now() - t0;
       this.timings.segmentRuns++;
       if (this.record) this.owned = new WeakSet();

@@ -27,6 +27,8 @@ export interface ForwardRun {
   readonly aliases: InputAlias[];
   /** Set when the request records the pass for a backward. */
   readonly record?: ForwardRecord;
+  /** Graph outputs nobody will read: the segments that compute them do not fetch them. */
+  unread?: ReadonlySet<string>;
   /** Runs to `cut`; `skipped` modules (every invoke skips them) take their outputs from `outputs(m)`. */
   runTo(cut: number, skipped: ModuleNode[], outputs: (m: ModuleNode) => Map<string, OrtTensor>): Promise<void>;
   /** Marks a tensor as the pass's own copy (a later swap may write its rows in place). */

@@ -300,6 +300,13 @@ export class Interleaver implements PassView {
       if (this.shouldStop()) return false;
       const target = this.nextTarget();
       if (!target) {
+        if (this.nothingLeftToRead()) return true;
+        // Nobody reads the model's outputs of a single pass that no block waits on any more (an invoke without a
+        // block): the full logits and the KV outputs are not copied out.
+        if (this.gen === null && !this.pass!.record) {
+          const cached = new Set(this.caches.tensorsIn(this.pass!.pos, this.ctx.graph.nodes.length));
+          this.pass!.unread = new Set(this.ctx.graph.graphOutputs.map((v) => v.name).filter((n) => !cached.has(n)));
+        }
         await this.advance(this.ctx.graph.nodes.length);
         return true;
       }
@@ -323,6 +330,20 @@ export class Interleaver implements PassView {
       this.rank = target.rank;
       await this.serve(target);
     }
+  }
+
+  /**
+   * True when the rest of the pass has no reader: a single pass (no tokens to choose from its logits), not recorded for
+   * a backward, every invoke has a block and every block returned (an invoke without one asks for the forward pass
+   * itself). Its remaining layers and the full logits are then not computed.
+   */
+  private nothingLeftToRead(): boolean {
+    return (
+      this.gen === null &&
+      !this.pass!.record &&
+      this.mediators.every((i) => i.status === 'ended') &&
+      this.start.invokes.every((i) => i.source.trim() !== '')
+    );
   }
 
   addrOf(p: ObservationPoint, step = this.step): string {

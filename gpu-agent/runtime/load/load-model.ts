@@ -1,4 +1,5 @@
-// The load pipeline of a served model: reads model.onnx (+ external data), config.json and tokenizer.json, checks
+// The load pipeline of a served model: reads model.onnx (+ external data) — or builds a Hugging Face snapshot's
+// graph (hf/) — config.json and tokenizer.json, checks
 // the ops and inputs, probes tensor types and symbolic shapes, bypasses pass-through nodes, sets up the KV cache (the
 // export's own past_key_values, else a rewrite that carries each attention's keys and values — each checked against
 // the whole pass, and dropped when it does not reproduce it or does not compile), probes the padding side, and
@@ -15,6 +16,8 @@ import type { ModelGraph } from '../graph/model-graph.js';
 import { buildAddressTable } from '../graph/addresses.js';
 import type { AddressTable } from '../graph/addresses.js';
 import { prepareWeights } from './weights.js';
+import { quantizeRefused, snapshotModel, withStoredInitializers } from '../hf/load.js';
+import type { QuantDtype } from '../hf/quantize.js';
 import type { WeightStore } from './weights.js';
 import { cudaAvailable } from '../ort/session.js';
 import type { ExecutionProvider, OptimizationLevel, OrtTensor, SessionSettings } from '../ort/session.js';
@@ -52,6 +55,8 @@ export interface LoadOptions {
   provider?: ExecutionProvider | 'auto';
   /** Weight bytes the segment cache may hold beyond the whole-graph session (default 4 × the model's weights). */
   segmentCacheBytes?: number;
+  /** Weight-only quantization of a snapshot's linear layers at load (`int8`, `int4`; hf/quantize.ts). */
+  quantize?: QuantDtype;
 }
 
 /** A model ready to serve. */
@@ -74,8 +79,9 @@ export interface LoadedModel {
 export async function loadServedModel(dirArg: string, opts: LoadOptions = {}): Promise<LoadedModel> {
   const dir = resolve(dirArg);
   const file = join(dir, 'model.onnx');
-  if (!existsSync(file)) throw new ModelLoadError('MODEL_NOT_FOUND', `no model.onnx in ${dir}`);
-  let base = readModel(file);
+  // A folder without model.onnx is a Hugging Face snapshot whose graph hf/ builds (or MODEL_NOT_FOUND).
+  let base = existsSync(file) ? readModel(file) : snapshotModel(dir, opts.quantize);
+  if (opts.quantize && existsSync(file)) throw quantizeRefused(dir, opts.quantize);
   checkOps(base);
   const provider: ExecutionProvider =
     opts.provider === 'auto' || opts.provider === undefined ? (cudaAvailable() ? 'cuda' : 'cpu') : opts.provider;
@@ -86,6 +92,12 @@ export async function loadServedModel(dirArg: string, opts: LoadOptions = {}): P
   checkInputs(graph);
   const config = readConfig(dir);
   const weights = prepareWeights(dir, base.graph!.initializer ?? []);
+  // Weights computed at load (quantized) now live in the private folder: drop the in-memory copy (the graph
+  // analysis holds the initializers too).
+  if (opts.quantize) {
+    base = withStoredInitializers(base, weights.initializers);
+    graph = analyzeGraph(base.graph!);
+  }
   try {
     const settings: SessionSettings = {
       level: opts.optimizationLevel ?? 'basic',

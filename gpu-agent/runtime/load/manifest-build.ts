@@ -5,6 +5,7 @@ import type { Manifest, ManifestModule, ManifestTensor } from '../../../protocol
 import type { Dtype } from '../../../protocol/interleave.js';
 import type { ModelGraph, ModuleNode } from '../graph/model-graph.js';
 import { moduleCallPlan } from '../interleave/module-call.js';
+import { FUSED_ATTENTION_OPS } from '../graph/source-ops.js';
 import type { TensorProto } from '../onnx/types.js';
 import { isCacheInput, isCacheOutput } from '../graph/cache-names.js';
 import type { AddressTable } from '../graph/addresses.js';
@@ -105,6 +106,18 @@ function notCallable(g: ModelGraph, m: ModuleNode): { notCallable?: string } {
   return typeof plan === 'string' ? { notCallable: plan } : {};
 }
 
+/** The fused attention ops among a module's own nodes (its attention pattern is then not in the graph). */
+function fusedOpsOf(g: ModelGraph, m: ModuleNode): { fusedOps?: string[] } {
+  if (m.isList || !m.contiguous) return {};
+  const ops = new Set<string>();
+  for (let k = m.start; k < m.end; k++) {
+    const n = g.nodes[k]!;
+    if (g.scopes[k] === m.path && FUSED_ATTENTION_OPS.has(n.op_type))
+      ops.add(`${n.domain ? `${n.domain}.` : ''}${n.op_type}`);
+  }
+  return ops.size > 0 ? { fusedOps: [...ops] } : {};
+}
+
 export function buildManifest(
   key: string,
   g: ModelGraph,
@@ -125,6 +138,7 @@ export function buildManifest(
       inputs: m.isList ? [] : m.inputs.map((t) => manifestTensor(t, facts.get(t))),
       contiguous: m.contiguous,
       ...notCallable(g, m),
+      ...fusedOpsOf(g, m),
     }));
   return {
     format: MANIFEST_FORMAT,

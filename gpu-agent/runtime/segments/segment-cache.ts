@@ -180,8 +180,15 @@ export class SegmentCache {
   }
 }
 
-/** Runs a segment: feeds its inputs from the table and writes its outputs back into it. */
-export async function runSegment(seg: CompiledSegment, table: Map<string, OrtTensor>): Promise<void> {
+/**
+ * Runs a segment: feeds its inputs from the table and writes its outputs back into it — all but those in `unread`
+ * (nobody reads them: onnxruntime does not copy them out, and they leave no garbage). One output is always fetched.
+ */
+export async function runSegment(
+  seg: CompiledSegment,
+  table: Map<string, OrtTensor>,
+  unread?: ReadonlySet<string>,
+): Promise<void> {
   const feeds: Record<string, OrtTensor> = {};
   for (const name of seg.plan.inputs) {
     const t = table.get(name);
@@ -191,6 +198,11 @@ export async function runSegment(seg: CompiledSegment, table: Map<string, OrtTen
       );
     feeds[name] = t;
   }
-  const out = await seg.session.run(feeds);
+  let fetches: string[] | undefined;
+  if (unread && seg.plan.outputs.some((n) => unread.has(n))) {
+    fetches = seg.plan.outputs.filter((n) => !unread.has(n));
+    if (fetches.length === 0) fetches = [seg.plan.outputs[seg.plan.outputs.length - 1]!];
+  }
+  const out = await (fetches ? seg.session.run(feeds, fetches) : seg.session.run(feeds));
   for (const [name, t] of Object.entries(out)) table.set(name, t);
 }

@@ -1,0 +1,62 @@
+// Operations inside a module (nnsight's `.source`): each compute node of a module's own — its Softmax (the attention
+// pattern), MatMuls, activations, the mask's Where — gets a scope of its own under the module, `<module>.source.<op>_<k>`
+// (k-th of that op type among the module's own nodes, in graph order), so the ordinary module machinery makes its
+// output readable and swappable like any module's, listed in the manifest with its shape. Shape arithmetic and
+// literals stay where they are: they are no activation.
+import type { NodeProto } from '../onnx/types.js';
+
+export const SOURCE_SEGMENT = 'source';
+
+/** ONNX op types whose node is addressable as an operation inside its module. */
+export const SOURCE_OPS = new Set([
+  'Softmax',
+  'MatMul',
+  'Gemm',
+  'Add',
+  'Sub',
+  'Mul',
+  'Div',
+  'Pow',
+  'Sqrt',
+  'Reciprocal',
+  'Tanh',
+  'Erf',
+  'Sigmoid',
+  'Relu',
+  'Gelu',
+  'Exp',
+  'Neg',
+  'Where',
+  'ReduceMean',
+  'Concat',
+  'Cos',
+  'Sin',
+]);
+
+/** Fused attention ops: where an export has one, the attention pattern is not in the graph. */
+export const FUSED_ATTENTION_OPS = new Set(['Attention', 'MultiHeadAttention', 'GroupQueryAttention']);
+
+/** The scopes with each module's own compute nodes moved under `<module>.source.<op>_<k>`. */
+export function withSourceScopes(
+  nodes: NodeProto[],
+  scopes: string[],
+  writes: string[][],
+  shapeOnly: Set<string>,
+): string[] {
+  const counts = new Map<string, number>();
+  return scopes.map((s, i) => {
+    const n = nodes[i]!;
+    if (s === '' || (n.domain ?? '') !== '' || !SOURCE_OPS.has(n.op_type)) return s;
+    const outs = writes[i]!;
+    if (outs.length !== 1 || shapeOnly.has(outs[0]!)) return s;
+    const key = `${s}\u0000${n.op_type}`;
+    const k = counts.get(key) ?? 0;
+    counts.set(key, k + 1);
+    return `${s}.${SOURCE_SEGMENT}.${n.op_type.toLowerCase()}_${k}`;
+  });
+}
+
+/** `<module>.source`: the list of a module's operations, not addressable itself. */
+export function isSourceList(path: string): boolean {
+  return path === SOURCE_SEGMENT || path.endsWith(`.${SOURCE_SEGMENT}`);
+}
