@@ -4,6 +4,7 @@
 import type { StoredEvent } from '../../eventstore/port.js';
 import { parseStream } from '../../domain/shared/ids.js';
 import { currentFailure, deploymentPhase } from '../cluster/queries.js';
+import { modelDisabled } from '../models/projection.js';
 import { queueLength } from '../queue/queries.js';
 import { truePosition } from './positions.js';
 import type { RequestView } from '../requests/state.js';
@@ -43,7 +44,10 @@ export interface RequestStatusView {
   error: RequestView['error'];
   cancelled: RequestView['cancelled'];
   logLines: number;
-  /** For PROVISIONING/DEPLOYING: the deployment's phase and its latest failure, if any. */
+  /**
+   * For PROVISIONING/DEPLOYING: the deployment's phase and its latest failure, if any; while an operator has the
+   * model disabled, phase DISABLED and the operator's reason.
+   */
   deployment: { phase: string; lastFailure: string | null } | null;
   /** Position of the last event included in this view. */
   asOf: number;
@@ -62,6 +66,21 @@ export function userStatus(s: ControlPlaneState, v: RequestView): UserStatus {
 export function requestStatus(s: ControlPlaneState, requestId: string): RequestStatusView | undefined {
   const v = s.requests.byId.get(requestId);
   return v === undefined ? undefined : requestStatusOf(s, v);
+}
+
+/** Why a waiting request's model is not live: its deployment's phase and latest failure, or the operator's note. */
+function waitingDeployment(
+  s: ControlPlaneState,
+  modelKey: string,
+  dep: Parameters<typeof currentFailure>[0],
+): RequestStatusView['deployment'] {
+  const off = modelDisabled(s.models, modelKey);
+  if (off !== undefined)
+    return {
+      phase: 'DISABLED',
+      lastFailure: `model ${modelKey} is disabled by ${off.by} since ${off.at}: ${off.reason}`,
+    };
+  return { phase: deploymentPhase(s.cluster, modelKey), lastFailure: currentFailure(dep)?.text ?? null };
 }
 
 /** The status of request view `v` (from `s` or from a read model), with its queue position and deployment read from `s`. */
@@ -92,10 +111,7 @@ export function requestStatusOf(s: ControlPlaneState, v: RequestView): RequestSt
     error: v.error,
     cancelled: v.cancelled,
     logLines: v.logLines,
-    deployment:
-      status === 'PROVISIONING' || status === 'DEPLOYING'
-        ? { phase: deploymentPhase(s.cluster, v.modelKey), lastFailure: currentFailure(dep)?.text ?? null }
-        : null,
+    deployment: status === 'PROVISIONING' || status === 'DEPLOYING' ? waitingDeployment(s, v.modelKey, dep) : null,
     asOf: s.position,
   };
 }
@@ -113,6 +129,7 @@ export function affectedBy(
   if (stream === undefined) return { requestId: null, modelKey: null };
   if (stream.kind === 'request')
     return { requestId: stream.id, modelKey: s.requests.byId.get(stream.id)?.modelKey ?? null };
-  if (stream.kind === 'deployment') return { requestId: null, modelKey: stream.id };
+  // A model being disabled or enabled changes what its waiting requests show.
+  if (stream.kind === 'deployment' || stream.kind === 'model') return { requestId: null, modelKey: stream.id };
   return { requestId: null, modelKey: null };
 }

@@ -102,6 +102,10 @@ describe('disabling a model', () => {
     );
     for (const id of ['q1', 'q2']) assert.notEqual(await statusOf(id), 'COMPLETED');
     assert.notEqual(await statusOf('q1'), 'ERROR');
+    // A waiting request says why it waits.
+    const waiting = (await call('GET', '/requests/q1', fab.keys!.user)).json;
+    assert.equal(waiting.deployment?.phase, 'DISABLED', JSON.stringify(waiting));
+    assert.ok(String(waiting.deployment.lastFailure).includes(REASON), waiting.deployment.lastFailure);
 
     // Enable: the queued requests are deployed for and served; new submissions are accepted.
     const on = await ndif(['models', 'enable', MODEL]);
