@@ -120,8 +120,8 @@ describe('ndif why / replay / audit', () => {
     );
     assert.equal(JSON.parse(d.stdout).diff.replicas[0].to, 'DEMOTING');
     const bad = await ndif('replay', '--to', 'tomorrow');
-    assert.equal(bad.code, 1);
-    assert.match(bad.stderr, /REPLAY_BAD_TARGET/);
+    assert.equal(bad.code, 2, 'a target that is no position or time is a malformed argument (docs/cli.md)');
+    assert.match(bad.stderr, /--to "tomorrow" is neither a log position .* nor an ISO-8601 UTC time/);
     assert.equal((await ndif('replay')).code, 2);
   });
 
@@ -139,8 +139,9 @@ describe('ndif why / replay / audit', () => {
     assert.equal(refused.code, 1);
     assert.match(refused.stderr, /AUDIT_FILTER_NOT_RECORDED/);
     assert.match(refused.stderr, /streamPrefix=request-<id>/);
+    // With no filter the CLI asks for the last hour (the API itself still refuses an unfiltered query).
     const none = await ndif('audit');
-    assert.equal(none.code, 1);
-    assert.match(none.stderr, /AUDIT_NO_FILTER/);
+    assert.equal(none.code, 0, none.stderr);
+    assert.match(none.stdout, /^audit fromAt=\S+: \d+ event\(s\)/);
   });
 });

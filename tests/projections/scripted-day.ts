@@ -13,12 +13,12 @@ function refusal(e: unknown): undefined {
 }
 
 export const DAY_MODELS = {
-  gpt2: { settings: { weightsBytes: 1 * GIB } },
-  llama: { settings: { weightsBytes: 8 * GIB } },
-  wide: { settings: { weightsBytes: 20 * GIB, gpus: 2 } },
-  huge: { settings: { weightsBytes: 60 * GIB } },
-  big: { settings: { weightsBytes: 28 * GIB } },
-  tiny: { settings: { weightsBytes: GIB / 4, sizeBytes: GIB } },
+  gpt2: { settings: { concurrency: 1, weightsBytes: 1 * GIB } },
+  llama: { settings: { concurrency: 1, weightsBytes: 8 * GIB } },
+  wide: { settings: { concurrency: 1, weightsBytes: 20 * GIB, gpus: 2 } },
+  huge: { settings: { concurrency: 1, weightsBytes: 60 * GIB } },
+  big: { settings: { concurrency: 1, weightsBytes: 28 * GIB } },
+  tiny: { settings: { concurrency: 1, weightsBytes: GIB / 4, sizeBytes: GIB } },
 };
 
 function prng(seed: number): () => number {
