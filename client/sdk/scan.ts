@@ -16,7 +16,10 @@ export interface ScannedTensor {
 /** What a block of one invoke sees at every module of the model for this input. */
 export interface ScanResult {
   model: string;
-  /** Rows a block sees (its own invoke's), and the trace's sequence length (the longest prompt: rows are padded). */
+  /**
+   * Rows a block sees of a batched tensor (its own invoke's; a tensor whose dim 0 is not the batch comes whole), and
+   * the trace's sequence length (the longest prompt: rows are padded).
+   */
   batch: number;
   sequence: number;
   /** Every module path ('' is the model) with its outputs and inputs, in forward order. */
@@ -46,10 +49,13 @@ export function scanManifest(manifest: Manifest, lengths: number[]): ScanResult 
   if (sequence > manifest.maxPositions)
     throw new ScanError(`${sequence} tokens is more than ${manifest.model} takes (${manifest.maxPositions} positions)`);
   const batch = 1;
+  // A batched tensor (dim 0 the batch) is handed to each invoke as its own rows; any other (e.g. [batch·sequence,
+  // …] inside a head) whole, with every invoke's rows.
+  const rows = lengths.length;
   const scanned = (t: ManifestTensor): ScannedTensor => ({
     name: t.name,
     dtype: t.dtype,
-    shape: resolveShape(t, batch, sequence),
+    shape: resolveShape(t, t.batched ? batch : rows, sequence),
   });
   const modules = new Map<string, { outputs: ScannedTensor[]; inputs: ScannedTensor[] }>();
   for (const mod of manifest.modules)

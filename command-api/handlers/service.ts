@@ -9,7 +9,7 @@ import { DomainError, DomainErrorCode } from '../../domain/shared/errors.js';
 import type { DomainEvent } from '../../domain/events/types.js';
 import { AggregateCache } from '../../eventstore/aggregate-cache.js';
 import { type EventCodec, handleCommand } from '../../eventstore/handle-command.js';
-import { fenced, type Stamped } from '../../domain/shared/fencing.js';
+import { fenced, type FencedState, type Stamped } from '../../domain/shared/fencing.js';
 import type { EventStore } from '../../eventstore/port.js';
 import { domainCodec, type CommandMetadata } from './codec.js';
 import { routeOf, type ControlPlaneCommand, type DomainCommand } from './commands.js';
@@ -144,7 +144,9 @@ export class ControlPlaneCommands {
     // A finished request's stream is rarely commanded again (a late report, its result's expiry): its folded state
     // leaves the cache, which then holds the live requests rather than every recent one.
     if (route.streamId.startsWith('request-')) {
-      const status = (this.cache.peek(route.streamId)?.state as { status?: RequestStatus } | undefined)?.status;
+      // The cache holds the fenced state (the decider's own under `inner`).
+      const state = this.cache.peek(route.streamId)?.state as FencedState<{ status?: RequestStatus }> | undefined;
+      const status = state?.inner.status;
       if (status !== undefined && TERMINAL.has(status)) this.cache.delete(route.streamId);
     }
     const outcome: CommandOutcome = {

@@ -67,7 +67,7 @@ describe('API keys', () => {
         label: 'alice',
         tags: { trusted: true, priority: false, operator: false },
         auth: true,
-        limits: { maxTimeoutMs: 3_600_000, maxQueued: 200, maxRunning: 8, storageQuotaBytes: 1024 ** 3 },
+        limits: { maxTimeoutMs: 600_000, maxQueued: 200, maxRunning: 8, storageQuotaBytes: 1024 ** 3 },
       });
     }
   });
