@@ -127,7 +127,7 @@ function importGraph(dir: string, entry: string): Set<string> {
 it('packs only client code, with declarations, and installs without warnings', (t) => {
   const paths = packed.files.map((f) => f.path).sort();
   const allowed =
-    /^(package\.json|README\.md|bin\/ndif\.mjs|dist\/(client\/(sdk|cli)\/.+|protocol\/[a-z-]+|gpu-agent\/.+|domain\/.+|command-api\/http\/submit\/[a-z-]+|auth\/key-format)\.(js|d\.ts))$/;
+    /^(package\.json|README\.md|bin\/ndif\.mjs|dist\/(client\/(sdk|cli)\/.+|protocol\/[a-z-]+|gpu-agent\/.+|domain\/.+|command-api\/http\/submit\/[a-z-]+|block-source\/[a-z-]+|auth\/key-format)\.(js|d\.ts))$/;
   assert.deepEqual(
     paths.filter((p) => !allowed.test(p) && !['package.json', 'README.md', 'bin/ndif.mjs'].includes(p)),
     [],

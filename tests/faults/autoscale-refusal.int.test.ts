@@ -14,6 +14,7 @@ afterEach(() => h?.close());
 
 it('a refused autoscale replica does not fail the requests waiting after the model is evicted', async () => {
   const settings = {
+    concurrency: 1,
     weightsBytes: 4 * GIB,
     sizeBytes: 16 * GIB,
     minDeploymentMs: 0,

@@ -64,8 +64,9 @@ export const cancel = (f: FaultFabric, requestId: string) =>
   call(f.commandUrl, `/requests/${encodeURIComponent(requestId)}/cancel`, { body: {}, headers: f.operatorHeaders });
 export const getRequest = (f: FaultFabric, requestId: string) =>
   call(f.queryUrl, `/requests/${encodeURIComponent(requestId)}`, { headers: f.operatorHeaders });
+/** Deploys with one request at a time per replica (the scenarios count the requests a replica runs) unless told. */
 export const deploy = (f: FaultFabric, body: Record<string, unknown>) =>
-  call(f.commandUrl, '/deployments', { body, headers: f.operatorHeaders });
+  call(f.commandUrl, '/deployments', { body: { concurrency: 1, ...body }, headers: f.operatorHeaders });
 export const evict = (f: FaultFabric, body: Record<string, unknown>) =>
   call(f.commandUrl, '/deployments/evict', { body, headers: f.operatorHeaders });
 export const scale = (f: FaultFabric, model: string, replicas: number) =>
