@@ -84,7 +84,9 @@ export function analyzeGraph(graph: GraphProto): ModelGraph {
   const producers = fileReads.map((rs) =>
     rs.map((t) => fileProducer.get(t)).filter((p): p is number => p !== undefined),
   );
-  const { order, dissolved } = canonicalOrder({ scopes, producers });
+  // The order comes from the module scopes alone: an operation's own scope (source-ops.ts) is a single node inside
+  // its module, so it changes no module's range, and the order (hence every segment) stays what it was.
+  const { order, dissolved } = canonicalOrder({ scopes: moduleScopes, producers });
 
   const nodes = order.map((i) => fileNodes[i]!);
   const cScopes = order.map((i) => scopes[i]!);
