@@ -46,13 +46,17 @@ export function withSourceScopes(
   const counts = new Map<string, number>();
   return scopes.map((s, i) => {
     const n = nodes[i]!;
-    if (s === '' || (n.domain ?? '') !== '' || !SOURCE_OPS.has(n.op_type)) return s;
+    // Every matrix product is a `matmul` (a Gemm, or the weight-quantized MatMulNBits standing where the float graph
+    // has its product), so a quantized replica has the float one's tree.
+    const raw = (n.domain ?? '') === '' ? n.op_type : n.op_type === 'MatMulNBits' ? 'MatMul' : '';
+    const op = raw === 'Gemm' ? 'MatMul' : raw;
+    if (s === '' || !SOURCE_OPS.has(op)) return s;
     const outs = writes[i]!;
     if (outs.length !== 1 || shapeOnly.has(outs[0]!)) return s;
-    const key = `${s}\u0000${n.op_type}`;
+    const key = `${s}\u0000${op}`;
     const k = counts.get(key) ?? 0;
     counts.set(key, k + 1);
-    return `${s}.${SOURCE_SEGMENT}.${n.op_type.toLowerCase()}_${k}`;
+    return `${s}.${SOURCE_SEGMENT}.${op.toLowerCase()}_${k}`;
   });
 }
 
