@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
 import { Fabric } from '../../client/sdk/index.js';
+import { FabricAdmin } from '../../client/sdk/admin.js';
 import { scrape, startMetricsFabric, until, type MetricsFabric } from './fabric.js';
 import { metricTypes, sampleValue } from './prom-text.js';
 
@@ -72,7 +73,9 @@ it('exports the fabric metrics under Prometheus conventions', async () => {
 it('moves as requests run: queue while they wait, then outcomes, phases, replicas, memory, lag', async () => {
   const before = (await scrape(`${api}/metrics`)).samples;
   const agentBefore = (await scrape(agentMetrics)).samples;
-  await ndif.trace(MODEL, 'Hello', QUICK); // deploys on demand; its replica is HOT from here on
+  // One replica running one request at a time, so that a slow request makes the next two wait.
+  await new FabricAdmin(ndif.http).deploy({ model: MODEL, concurrency: 1 });
+  await ndif.trace(MODEL, 'Hello', QUICK); // its replica is HOT from here on
 
   // A slow request holds the one replica (concurrency 1): two more wait behind it.
   const slow = await ndif.submit(MODEL, 'Hello', SLOW);

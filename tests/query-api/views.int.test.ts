@@ -25,7 +25,7 @@ describe('views', () => {
     const r = await h.app.inject({
       method: 'POST',
       url: '/deployments',
-      payload: { model: 'gpt2-tiny', replicas: 2, pinned: true },
+      payload: { model: 'gpt2-tiny', replicas: 2, pinned: true, concurrency: 1 },
     });
     assert.equal(r.statusCode, 202, r.body);
     await settle(h, [agent]);
