@@ -12,7 +12,8 @@ import type { SegmentPlan, SegmentSpec } from './segment-model.js';
 
 export interface CompiledSegment {
   plan: SegmentPlan;
-  session: OrtSession;
+  /** null for a stretch that computes nothing a later one reads (only literals, between two close cuts). */
+  session: OrtSession | null;
   weightBytes: number;
   compileMs: number;
 }
@@ -147,7 +148,8 @@ export class SegmentCache {
 
   private async compile(plan: SegmentPlan, build: () => ModelProto, bytes: number): Promise<CompiledSegment> {
     const t0 = performance.now();
-    const session = await createSession(encodeModel(build()), this.settings);
+    // onnxruntime refuses a graph with nothing to compute; such a stretch has nothing to hand on either.
+    const session = plan.outputs.length === 0 ? null : await createSession(encodeModel(build()), this.settings);
     const compileMs = performance.now() - t0;
     this.stats.compileMs += compileMs;
     return { plan, session, weightBytes: bytes, compileMs };
@@ -164,7 +166,7 @@ export class SegmentCache {
       this.entries.delete(key);
       total -= e.bytes;
       this.stats.evicted++;
-      e.seg.then((s) => s.session.release()).catch(() => {});
+      e.seg.then((s) => s.session?.release()).catch(() => {});
     }
   }
 
@@ -176,7 +178,7 @@ export class SegmentCache {
   async dispose(): Promise<void> {
     const all = [...this.entries.values()];
     this.entries.clear();
-    await Promise.all(all.map((e) => e.seg.then((s) => s.session.release()).catch(() => {})));
+    await Promise.all(all.map((e) => e.seg.then((s) => s.session?.release()).catch(() => {})));
   }
 }
 
@@ -203,6 +205,8 @@ export async function runSegment(
     fetches = seg.plan.outputs.filter((n) => !unread.has(n));
     if (fetches.length === 0) fetches = [seg.plan.outputs[seg.plan.outputs.length - 1]!];
   }
-  const out = await (fetches ? seg.session.run(feeds, fetches) : seg.session.run(feeds));
+  const session = seg.session;
+  if (session === null) return;
+  const out = await (fetches ? session.run(feeds, fetches) : session.run(feeds));
   for (const [name, t] of Object.entries(out)) table.set(name, t);
 }
