@@ -149,7 +149,7 @@ export default {
     // The SDK's local mode runs the agent's runtime in-process behind one module, with the command API's own checks.
     may(
       '^client/sdk/local/',
-      `${RUNTIME_PUBLIC}|^gpu-agent/block/index\\.[jt]s$|^gpu-agent/agent/(failure|token-stream)\\.[jt]s$`,
+      `${RUNTIME_PUBLIC}|^gpu-agent/block/index\\.[jt]s$|^gpu-agent/agent/(failure|token-stream|run-meta)\\.[jt]s$`,
       "client/sdk/local/ → the agent's runtime (public entries) and block side",
     ),
     may(

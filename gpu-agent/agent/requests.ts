@@ -4,6 +4,7 @@
 // put in the blob store: the event carries its ref, size and sha256) or FAILED (phase, type, message, the
 // block's stack). An abort (cancelled, requeued, timed out by the control plane) stops the run through its
 // AbortSignal and reports nothing: the control plane has already decided the attempt's fate.
+import { runMeta } from './run-meta.js';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { BlobStore } from '../../blobstore/port.js';
@@ -261,7 +262,7 @@ export class RequestExecutor {
         container = {
           meta: {
             ...this.meta(a, result.traces[0]!),
-            traces: result.traces.map((r) => ({ invokes: r.invokes.length, ...this.runMeta(r) })),
+            traces: result.traces.map((r) => ({ invokes: r.invokes.length, ...runMeta(r) })),
           },
           invokes: result.traces.flatMap((r) => r.invokes.map((i) => i.result)),
         };
@@ -376,21 +377,7 @@ export class RequestExecutor {
       agentId: this.agentId,
       attempt: a.attempt,
       weightsFingerprint: this.replicas.weightsOf(a.replicaId) ?? null,
-      ...this.runMeta(r),
-    };
-  }
-
-  /** What the result's metadata says of one trace's run. */
-  private runMeta(r: RunResult): Record<string, unknown> {
-    return {
-      steps: r.steps,
-      stoppedEarly: r.stoppedEarly,
-      tokens: r.invokes.map((i) => i.tokens),
-      generated: r.invokes.map((i) => i.generated),
-      finish: r.invokes.map((i) => i.finish ?? null),
-      seeds: r.invokes.map((i) => i.seed ?? null),
-      cache: r.cache,
-      timings: r.timings,
+      ...runMeta(r),
     };
   }
 

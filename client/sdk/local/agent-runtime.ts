@@ -13,3 +13,4 @@ export type {
 export { createInProcessBlocks } from '../../../gpu-agent/block/index.js';
 export { failureReport } from '../../../gpu-agent/agent/failure.js';
 export { TokenStream } from '../../../gpu-agent/agent/token-stream.js';
+export { runMeta } from '../../../gpu-agent/agent/run-meta.js';

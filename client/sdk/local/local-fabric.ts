@@ -32,11 +32,11 @@ import {
   createInProcessBlocks,
   failureReport,
   loadModel,
+  runMeta,
   TokenStream,
   type HostedModel,
   type InvokeSpec,
   type OpenChannel,
-  type RunResult,
 } from './agent-runtime.js';
 
 export interface LocalFabricOptions {
@@ -350,17 +350,4 @@ function invokeSpecs(invokes: InvokePayload[], shared: string | undefined): Invo
       ...(inv.generation === undefined ? {} : { generation: inv.generation }),
     };
   });
-}
-
-function runMeta(r: RunResult): Record<string, unknown> {
-  return {
-    steps: r.steps,
-    stoppedEarly: r.stoppedEarly,
-    tokens: r.invokes.map((i) => i.tokens),
-    generated: r.invokes.map((i) => i.generated),
-    finish: r.invokes.map((i) => i.finish ?? null),
-    seeds: r.invokes.map((i) => i.seed ?? null),
-    cache: r.cache,
-    timings: r.timings,
-  };
 }
