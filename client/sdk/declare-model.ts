@@ -4,29 +4,10 @@
 // `ndif.trace<typeof Name>(…)`. Children whose names are part of the block API (output, input, …) are reached
 // with `.module('<name>')`, typed by an overload per name.
 import type { Manifest, ManifestModule } from '../../protocol/manifest.js';
+import { BLOCK_API_NAMES } from '../../protocol/block-api-names.js';
 
-/** The API names a child module cannot be a property under (gpu-agent/block/api/model-proxy.ts). */
-const API = new Set([
-  'output',
-  'outputs',
-  'input',
-  'inputs',
-  'namedInputs',
-  'call',
-  'skip',
-  'path',
-  'module',
-  'children',
-  'length',
-  'step',
-  'stop',
-  'steps',
-  'iter',
-  'all',
-  'then',
-  'toString',
-  'toJSON',
-]);
+/** The names a child module cannot be a property under: the block API's, and what a value's own protocol uses. */
+const API = new Set([...BLOCK_API_NAMES, 'then', 'toString', 'toJSON']);
 const IDENT = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
 
 /** `gpt2-small-random` → `Gpt2SmallRandom`. */

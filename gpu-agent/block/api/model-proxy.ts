@@ -20,6 +20,7 @@
 //
 // Names that are part of this API (output, input, skip, …) win over submodules of the same name; reach such a
 // submodule with `.module('output')`. An unknown name throws UnknownModule listing the nearest valid paths.
+import { BLOCK_API_NAMES } from '../../../protocol/block-api-names.js';
 import { unknownModuleMessage } from '../../../protocol/module-paths.js';
 import { InterleaveError } from './block-errors.js';
 import type { InvokeSession } from '../host/invoke-session.js';
@@ -28,24 +29,7 @@ import { Tensor } from './tensor.js';
 import type { GradSession } from '../host/grad-session.js';
 import { withGrad } from './grad-property.js';
 
-const API = new Set([
-  'output',
-  'outputs',
-  'input',
-  'inputs',
-  'namedInputs',
-  'call',
-  'skip',
-  'path',
-  'module',
-  'children',
-  'length',
-  'step',
-  'stop',
-  'steps',
-  'iter',
-  'all',
-]);
+const API = BLOCK_API_NAMES;
 
 function child(path: string, name: string): string {
   return path === '' ? name : `${path}.${name}`;
