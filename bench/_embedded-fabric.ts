@@ -41,3 +41,11 @@ export async function startEmbeddedFabric(dataDir: string, env: Record<string, s
   });
   return { child, url, banner, log: () => log };
 }
+
+/** Ends the fabric (SIGTERM, its agent with it) and waits for it to exit; nothing when it already has. */
+export async function stopEmbeddedFabric(f: EmbeddedFabric | undefined): Promise<void> {
+  if (f === undefined || f.child.exitCode !== null || f.child.signalCode !== null) return;
+  const exited = new Promise((r) => f.child.once('exit', r));
+  f.child.kill('SIGTERM');
+  await exited;
+}

@@ -1,14 +1,3 @@
-// `npm run bench -- e2e [--rounds N] [--clients C] [--per-client K] [--layer L] [--tokens T] [--concurrency n]`: the whole fabric
-// against the runtime alone, on the GPT-2-small-shaped bundled model (gpt2-small-random).
-//   e2e    a block reading transformer.h[L].output (and returning it) through the SDK: the embedded fabric's real
-//          processes (`npm start`: API, event store, projection, scheduler, relay, IPC transport, GPU agent child),
-//          status websocket, result container decoded on the client
-//   raw    the same block on the same prompt through HostedModel.run with in-process blocks, in this process
-// Rounds interleave the two (alternating which goes first) after a warm-up; medians are compared. Then C clients
-// (separate Fabric instances, one websocket each) send K requests each at once: throughput in requests per second.
-// Model generation (first run only), the catalog's manifest cache, process start and model loading are timed
-// separately and are not in the ratios.
-import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,7 +11,7 @@ import { createInProcessBlocks } from '../gpu-agent/block/index.js';
 import { loadModel } from '../gpu-agent/runtime/index.js';
 import type { HostedModel } from '../gpu-agent/runtime/index.js';
 import { ensureBenchModel } from './bench-model.js';
-import { startEmbeddedFabric, type EmbeddedFabric } from './_embedded-fabric.js';
+import { startEmbeddedFabric, stopEmbeddedFabric, type EmbeddedFabric } from './_embedded-fabric.js';
 import { median, numberArg, round } from './_numbers.js';
 
 const MODEL = 'gpt2-small-random';
@@ -186,11 +175,7 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
   } finally {
     for (const s of sdks) s.close();
     await hm?.close();
-    if (fabric && fabric.child.exitCode === null) {
-      const exited = once(fabric.child, 'exit');
-      fabric.child.kill('SIGTERM');
-      await exited;
-    }
+    await stopEmbeddedFabric(fabric);
     rmSync(tmp, { recursive: true, force: true });
   }
 }

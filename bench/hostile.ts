@@ -20,7 +20,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { ensureModel } from '../catalog/bundled/generate-model.js';
 import { decodeResultContainer } from '../protocol/result-container.js';
-import { startEmbeddedFabric, type EmbeddedFabric } from './_embedded-fabric.js';
+import { startEmbeddedFabric, stopEmbeddedFabric, type EmbeddedFabric } from './_embedded-fabric.js';
 import { median, quantile, round } from './_numbers.js';
 
 const PROMPT = 'The Eiffel Tower is in';
@@ -253,10 +253,7 @@ export async function run(): Promise<Record<string, unknown>> {
       total_s: round((performance.now() - t0) / 1000),
     };
   } finally {
-    if (fabric && fabric.child.exitCode === null) {
-      fabric.child.kill('SIGTERM');
-      await new Promise((r) => fabric!.child.once('exit', r));
-    }
+    await stopEmbeddedFabric(fabric);
     rmSync(tmp, { recursive: true, force: true });
   }
 }

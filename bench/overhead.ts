@@ -1,15 +1,3 @@
-// `npm run bench -- overhead [--budget-ms B] [--per-client K]`: what the fabric adds around the agent's own work, on
-// the embedded fabric's real processes (API, event store, scheduler, relay, IPC, GPU agent child) and the SDK.
-//   trivial   `async (m) => 1` on gpt2-tiny: end-to-end latency (call → decoded value) against the agent's own time
-//             for the run (the result's meta.timings.totalMs); p50 of the difference and p99 of the latency
-//   read_all  gpt2-small-random, 128 tokens: a block returning all 12 layer outputs (4.7 MB) over the same request
-//             without a block (interleaved rounds, medians)
-//   batch     8 clients sending K 32-token traces (reading transformer.h[6].output) at once, over the same requests
-//             sent one after the other by one client: throughput ratio
-//   gc        the runtime's path the agent runs (HostedModel.run with blocks, the read-all request) in this process:
-//             time in garbage collection over CPU time
-// Numbers move with the machine's load; compare the ratios within one run.
-import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,7 +10,7 @@ import { createInProcessBlocks } from '../gpu-agent/block/index.js';
 import { loadModel } from '../gpu-agent/runtime/index.js';
 import type { HostedModel } from '../gpu-agent/runtime/index.js';
 import { ensureBenchModel } from './bench-model.js';
-import { startEmbeddedFabric, type EmbeddedFabric } from './_embedded-fabric.js';
+import { startEmbeddedFabric, stopEmbeddedFabric, type EmbeddedFabric } from './_embedded-fabric.js';
 import { interleavedRounds, median, numberArg, quantile, round } from './_numbers.js';
 
 const TINY = 'gpt2-tiny';
@@ -179,11 +167,7 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
   } finally {
     for (const s of sdks) s.close();
     await hm?.close();
-    if (fabric && fabric.child.exitCode === null) {
-      const exited = once(fabric.child, 'exit');
-      fabric.child.kill('SIGTERM');
-      await exited;
-    }
+    await stopEmbeddedFabric(fabric);
     rmSync(tmp, { recursive: true, force: true });
   }
 }

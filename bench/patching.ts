@@ -1,20 +1,3 @@
-// `npm run bench -- patching [--tokens T] [--budget-ms B] [--model M]`: an activation-patching sweep — every layer ×
-// every position of a T-token prompt (16) on the GPT-2-small-shaped bundled model — through the embedded fabric's real
-// processes and the SDK, written two ways:
-//   sweep      the best way the API allows: ONE request, a session (ndif.session) of 1 + L traces. Trace 0 runs the
-//              clean and the corrupt prompt once, each caching every layer's output (ctx.cache: extra segment outputs,
-//              no cut per layer) into ctx.shared. Trace l (one per layer) has one invoke per position p: it skips layers
-//              0…l (supplying the corrupt run's outputs, layer l's with position p taken from the clean run), so the
-//              pass computes only layers l+1… and the final norm; every invoke then stops the pass before the 50257-wide
-//              LM head, and the trace applies the head once to its T last positions (m.lm_head.call after a barrier).
-//   baseline   one request per (layer, position), as a new user writes it: a clean invoke and a patching invoke that
-//              meet at a barrier, the patching one returning the logit difference from the full forward pass.
-// Both compute logits[A] − logits[B] at the last position for every patch; they must agree (within 1e-4). The
-// baseline runs as many requests as fit in its budget (spread over layers and positions) and its sweep time is the
-// mean request time × L·T (measured_requests says how many ran). Also measured: one request of T patching invokes
-// at one layer against a plain forward pass of the same batch (batch_over_forward: what the blocks and the handover
-// add to a forward of batch T+1). Last line: sweep_speedup = baseline_s / sweep_s.
-import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -27,7 +10,7 @@ import { tokenizerFromJson } from '../gpu-agent/runtime/index.js';
 import { readFileSync } from 'node:fs';
 import type { BundledModelName } from '../catalog/bundled/generate-model.js';
 import { ensureBenchModel } from './bench-model.js';
-import { startEmbeddedFabric, type EmbeddedFabric } from './_embedded-fabric.js';
+import { startEmbeddedFabric, stopEmbeddedFabric, type EmbeddedFabric } from './_embedded-fabric.js';
 import { median, numberArg, round } from './_numbers.js';
 
 const CLEAN = 'The Eiffel Tower is in the city of Paris, which is the capital of France and the home of many museums.';
@@ -203,11 +186,7 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
     };
   } finally {
     ndif?.close();
-    if (fabric && fabric.child.exitCode === null) {
-      const exited = once(fabric.child, 'exit');
-      fabric.child.kill('SIGTERM');
-      await exited;
-    }
+    await stopEmbeddedFabric(fabric);
     rmSync(tmp, { recursive: true, force: true });
   }
 }

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { startEmbeddedFabric, type EmbeddedFabric } from './_embedded-fabric.js';
+import { startEmbeddedFabric, stopEmbeddedFabric, type EmbeddedFabric } from './_embedded-fabric.js';
 import { numberArg, quantile, round } from './_numbers.js';
 
 const GOOD = 'async (m) => (await m.transformer.h[1].output).shape';
@@ -107,10 +107,7 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
       total_s: round((performance.now() - t0) / 1000),
     };
   } finally {
-    if (fabric) {
-      fabric.child.kill('SIGTERM');
-      await new Promise((r) => fabric!.child.once('exit', r));
-    }
+    await stopEmbeddedFabric(fabric);
     rmSync(tmp, { recursive: true, force: true });
   }
 }
