@@ -16,12 +16,10 @@ import pg from 'pg';
 import { waitForHot } from '../../client/cli/wait-ready.js';
 import { FabricAdmin } from '../../client/sdk/admin.js';
 import { Fabric } from '../../client/sdk/fabric.js';
-import { PostgresEventStore } from '../../eventstore/postgres/store.js';
-import type { StoredEvent } from '../../eventstore/port.js';
 import { foldControlPlane } from '../../projections/control-plane/state.js';
 import { getJson, startProcess } from '../fabric/processes.js';
 import { requireService } from '../services/require.js';
-import { startCluster, type Cluster } from './cluster.js';
+import { readAll, startCluster, type Cluster } from './cluster.js';
 import { MODELS, runOn, workload } from './workload.js';
 
 const databaseUrl = requireService('DATABASE_URL', 'NDIF_ALLOW_SKIP_POSTGRES');
@@ -40,21 +38,6 @@ async function ndif(url: string, args: string[]): Promise<{ code: number | null;
   child.stderr.setEncoding('utf8').on('data', (d: string) => (out += d));
   const [code] = (await once(child, 'exit')) as [number | null];
   return { code, out };
-}
-
-async function readAll(url: string): Promise<StoredEvent[]> {
-  const store = await PostgresEventStore.open({ connectionString: url });
-  try {
-    const log: StoredEvent[] = [];
-    for (let after = 0; ; ) {
-      const page = await store.readAll({ afterPosition: after, limit: 10_000 });
-      if (page.length === 0) return log;
-      log.push(...page);
-      after = page[page.length - 1].position;
-    }
-  } finally {
-    await store.close();
-  }
 }
 
 /** The embedded fabric (fabric/embedded/main.js) serving both models; the same requests, for the comparison. */

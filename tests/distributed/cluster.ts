@@ -9,6 +9,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { PostgresEventStore } from '../../eventstore/postgres/store.js';
+import type { StoredEvent } from '../../eventstore/port.js';
 import { getJson, startProcess, type FabricProcess } from '../fabric/processes.js';
 
 export interface ClusterAgent {
@@ -238,5 +240,21 @@ export async function waitForAgents(c: Cluster, ids: string[], timeoutMs = 30_00
         `agents ${ids.join(', ')} not all registered within ${timeoutMs} ms: ${JSON.stringify(r.body).slice(0, 800)}`,
       );
     await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** The whole event log of a cluster's PostgreSQL store, page by page. */
+export async function readAll(url: string): Promise<StoredEvent[]> {
+  const store = await PostgresEventStore.open({ connectionString: url });
+  try {
+    const log: StoredEvent[] = [];
+    for (let after = 0; ; ) {
+      const page = await store.readAll({ afterPosition: after, limit: 10_000 });
+      if (page.length === 0) return log;
+      log.push(...page);
+      after = page[page.length - 1].position;
+    }
+  } finally {
+    await store.close();
   }
 }

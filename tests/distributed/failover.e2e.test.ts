@@ -8,32 +8,15 @@ import { test } from 'node:test';
 import { waitForHot } from '../../client/cli/wait-ready.js';
 import { FabricAdmin } from '../../client/sdk/admin.js';
 import { Fabric } from '../../client/sdk/fabric.js';
-import type { StoredEvent } from '../../eventstore/port.js';
-import { PostgresEventStore } from '../../eventstore/postgres/store.js';
 import { getJson } from '../fabric/processes.js';
 import { requireService } from '../services/require.js';
-import { startCluster, type Cluster } from './cluster.js';
+import { readAll, startCluster, type Cluster } from './cluster.js';
 
 const databaseUrl = requireService('DATABASE_URL', 'NDIF_ALLOW_SKIP_POSTGRES');
 const brokers = requireService('KAFKA_BROKERS', 'NDIF_ALLOW_SKIP_KAFKA');
 const MODEL = 'gpt2-tiny';
 const BLOCK = 'async (m) => (await m.transformer.h[1].output).sum()';
 const PROMPTS = ['The Eiffel Tower is in', 'Hello, world', 'One, two, three', 'The quick brown fox'];
-
-async function readAll(url: string): Promise<StoredEvent[]> {
-  const store = await PostgresEventStore.open({ connectionString: url });
-  try {
-    const log: StoredEvent[] = [];
-    for (let after = 0; ; ) {
-      const page = await store.readAll({ afterPosition: after, limit: 10_000 });
-      if (page.length === 0) return log;
-      log.push(...page);
-      after = page[page.length - 1].position;
-    }
-  } finally {
-    await store.close();
-  }
-}
 
 async function role(url: string): Promise<{ role?: string; epoch?: number }> {
   try {
