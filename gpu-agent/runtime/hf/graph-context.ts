@@ -2,9 +2,11 @@
 // initializers whose external data is a byte range of a safetensors file (checked for presence, dtype and shape),
 // linear layers (optionally weight-only quantized: hf/quantize.ts), norms and the attention bias.
 import { GraphBuilder, floatTensor, int64Tensor } from '../onnx/graph-builder.js';
+import type { AttrValue } from '../onnx/graph-builder.js';
 import { DataLocation, TensorDataType } from '../onnx/types.js';
 import type { TensorProto } from '../onnx/types.js';
 import { ModelLoadError } from '../errors.js';
+import { QUANTIZED_PLUMBING, QUANTIZED_PRODUCT } from '../graph/source-ops.js';
 import { INDEX_FILE, SINGLE_FILE } from './safetensors.js';
 import type { StoredTensor } from './safetensors.js';
 import { quantizeRows, quantizedShape } from './quantize.js';
@@ -33,13 +35,17 @@ export interface GraphContextOptions {
   dryRun?: boolean;
 }
 
+/** How a quantized weight's codes are laid out: `nbits` `[rows, blocks, blob]` (MatMulNBits, GatherBlockQuantized);
+ * `dq` `[rows · blocks, 32]` 8-bit codes, so one per-axis DequantizeLinear (opset 13) gives each block its scale. */
+type Layout = 'nbits' | 'dq';
+
 interface Quantized {
   data: string;
   scales: string;
   /** The scales shaped [rows, blocks, 1] for GatherBlockQuantized, added on first use. */
   rowScales: string;
   addRowScales?: () => void;
-  /** 4 bits: the blocks' zero points (MatMulNBits input 3). */
+  /** 4 bits: the blocks' zero points (MatMulNBits input 3); `dq` layout: 128 per block (DequantizeLinear's). */
   zeroPoints?: string;
   k: number;
   blocks: number;
@@ -52,15 +58,6 @@ export class GraphContext {
   private readonly quantized = new Map<string, Quantized>();
 
   constructor(private readonly o: GraphContextOptions) {}
-
-  /**
-   * Bits of a quantized weight: the deployment's, except the language-model head (and the embedding tied to it),
-   * which int4 keeps at 8 bits: every logit comes straight out of it (4-bit heads doubled the logits' error on the
-   * fixtures), and it is one matrix of many.
-   */
-  private bitsFor(head: boolean): 8 | 4 {
-    return this.o.quantize === 'int8' || head ? 8 : 4;
-  }
 
   get quantize(): QuantDtype | undefined {
     return this.o.quantize;
@@ -139,13 +136,22 @@ export class GraphContext {
   }
 
   /** Weight-only quantized rows of `[rows, k]` (a Linear's `[out, in]`, an embedding's `[vocab, d]`), made once. */
-  private quantizedRows(name: string, rows: number, k: number, transposed: boolean, bits: 8 | 4): Quantized {
+  private quantizedRows(
+    name: string,
+    rows: number,
+    k: number,
+    transposed: boolean,
+    bits: 8 | 4,
+    layout: Layout,
+  ): Quantized {
     const t = this.stored(name, transposed ? [k, rows] : [rows, k]);
-    let q = this.quantized.get(t.name);
+    const key = `${t.name}\u0000${bits}\u0000${layout}`;
+    let q = this.quantized.get(key);
     if (!q) {
+      const dtype = bits === 8 ? 'int8' : 'int4';
       const r = this.o.dryRun
-        ? quantizedShape(rows, k, bits === 8 ? 'int8' : 'int4')
-        : quantizeRows(this.o.read(t), t.dtype as 'F32' | 'F16', rows, k, transposed, bits === 8 ? 'int8' : 'int4');
+        ? quantizedShape(rows, k, dtype)
+        : quantizeRows(this.o.read(t), t.dtype as 'F32' | 'F16', rows, k, transposed, dtype);
       const data = `${t.name}::int${bits}`;
       const bytes = new Uint8Array(r.scales.buffer, r.scales.byteOffset, r.scales.byteLength);
       const withData = (p: TensorProto, raw: Uint8Array): TensorProto => (this.o.dryRun ? p : { ...p, raw_data: raw });
@@ -167,14 +173,66 @@ export class GraphContext {
             r.zeroPoints,
           ),
         );
+      } else if (layout === 'dq') {
+        q.zeroPoints = `${t.name}::zero_points`;
+        this.initializers.push(
+          withData(
+            { name: q.zeroPoints, dims: [rows * r.blocks], data_type: TensorDataType.UINT8 },
+            new Uint8Array(rows * r.blocks).fill(128),
+          ),
+        );
       }
+      const dims = layout === 'dq' ? [rows * r.blocks, BLOCK] : [rows, r.blocks, r.blobBytes];
       this.initializers.push(
-        withData({ name: data, dims: [rows, r.blocks, r.blobBytes], data_type: TensorDataType.UINT8 }, r.data),
+        withData({ name: data, dims, data_type: TensorDataType.UINT8 }, r.data),
         withData({ name: q.scales, dims: [rows * r.blocks], data_type: TensorDataType.FLOAT }, bytes),
       );
-      this.quantized.set(t.name, q);
+      this.quantized.set(key, q);
     }
     return q;
+  }
+
+  /** A node of a quantized weight's plumbing (not an operation of the model's). */
+  private plumb(
+    scope: string,
+    op: string,
+    inputs: string[],
+    attrs: Record<string, AttrValue> = {},
+    domain = '',
+  ): string {
+    const out = this.g.one(scope, op, inputs, attrs);
+    const node = this.g.nodes[this.g.nodes.length - 1]!;
+    node.doc_string = QUANTIZED_PLUMBING;
+    if (domain) node.domain = domain;
+    return out;
+  }
+
+  /**
+   * `product(rows)` of x `[..., k]` flattened to 2-d rows with one zero row appended, given x's leading dims back
+   * (`[..., n]`). Products of a weight computed at run time (and onnxruntime's 4-bit ones) take another kernel path
+   * for a single row, so a row's result would depend on how many rows share the call (the KV cache's one-token
+   * steps against the whole pass); with the extra row no row is ever alone.
+   */
+  private paddedRows(scope: string, x: string, k: number, n: number, product: (rows: string) => string): string {
+    const flat = this.plumb(scope, 'Reshape', [x, this.i64(scope, [-1, k])]);
+    const padded = this.plumb(scope, 'Pad', [flat, this.i64(scope, [0, 0, 1, 0])]);
+    const y = product(padded);
+    const count = this.plumb(scope, 'Shape', [flat], { start: 0, end: 1 });
+    const rows = this.plumb(scope, 'Slice', [y, this.i64(scope, [0]), count, this.i64(scope, [0])]);
+    const lead = this.plumb(scope, 'Shape', [x], { start: 0, end: -1 });
+    const shape = this.plumb(scope, 'Concat', [lead, this.i64(scope, [n])], { axis: 0 });
+    const out = this.g.one(scope, 'Reshape', [rows, shape]);
+    this.g.nodes[this.g.nodes.length - 1]!.doc_string = QUANTIZED_PRODUCT;
+    return out;
+  }
+
+  /** `[rows, k]` float32 from `dq`-layout 8-bit codes (one per-axis DequantizeLinear, then a view). */
+  private dequantized(scope: string, q: Quantized, rows: number, k: number): string {
+    const w = this.plumb(scope, 'DequantizeLinear', [q.data, q.scales, q.zeroPoints!], { axis: 0 });
+    const padded = q.blocks * BLOCK;
+    const full = this.plumb(scope, 'Reshape', [w, this.i64(scope, [rows, padded])]);
+    if (padded === k) return full;
+    return this.plumb(scope, 'Slice', [full, this.i64(scope, [0]), this.i64(scope, [k]), this.i64(scope, [1])]);
   }
 
   /** x · Wᵀ (+ b) for a weight stored `[nOut, nIn]` (nn.Linear), or x · W for one stored `[nIn, nOut]` (GPT-2's Conv1D). */
@@ -188,21 +246,38 @@ export class GraphContext {
     const scope = scopeOf(path);
     const wName = opts.weight ?? `${path}.weight`;
     let y: string;
-    if (this.o.quantize) {
-      const bits = this.bitsFor(opts.head === true);
-      const q = this.quantizedRows(wName, nOut, nIn, opts.stored === 'in_out', bits);
-      const n = this.g.nodes.length;
-      y = this.g.one(scope, 'MatMulNBits', [x, q.data, q.scales, ...(q.zeroPoints ? [q.zeroPoints] : [])], {
+    if (this.o.quantize === 'int8') {
+      // Weight-only: the 8-bit codes dequantized to float32 at run time and multiplied in float (a row's result
+      // depends on that row alone, and on nothing but the weights' rounding).
+      const q = this.quantizedRows(wName, nOut, nIn, opts.stored === 'in_out', 8, 'dq');
+      const w = this.dequantized(scope, q, nOut, nIn);
+      y = this.paddedRows(scope, x, nIn, nOut, (rows) => this.plumb(scope, 'Gemm', [rows, w], { transB: 1 }));
+    } else if (this.o.quantize && opts.head === true) {
+      // int4's language-model head (and the embedding tied to it) stays 8-bit — every logit comes straight out
+      // of it, and a 4-bit head doubled the logits' error on the fixtures: MatMulNBits with activations quantized to int8 per row and block of
+      // 32 (accuracy_level 4), one row as fast as float's, the codes shared with a tied embedding's lookup.
+      const q = this.quantizedRows(wName, nOut, nIn, opts.stored === 'in_out', 8, 'nbits');
+      y = this.g.one(scope, 'MatMulNBits', [x, q.data, q.scales], {
         K: nIn,
         N: nOut,
-        bits,
+        bits: 8,
         block_size: BLOCK,
-        // int8 products of activations quantized per row and block of 32 (a row's result depends on that row
-        // alone): onnxruntime 1.30's 8-bit kernel otherwise dequantizes the whole matrix on every call (82 ms vs
-        // 0.4 ms for one row of 768 × 3072 here; 122 vs 217 ms for 256 rows).
         accuracy_level: 4,
       });
-      this.g.nodes[n]!.domain = 'com.microsoft';
+      this.g.nodes[this.g.nodes.length - 1]!.domain = 'com.microsoft';
+    } else if (this.o.quantize) {
+      // 4 bits, computed in float32 (accuracy_level 1: each block of codes dequantized into the float kernel), so
+      // the only error is the weights' rounding.
+      const q = this.quantizedRows(wName, nOut, nIn, opts.stored === 'in_out', 4, 'nbits');
+      y = this.paddedRows(scope, x, nIn, nOut, (rows) =>
+        this.plumb(
+          scope,
+          'MatMulNBits',
+          [rows, q.data, q.scales, q.zeroPoints!],
+          { K: nIn, N: nOut, bits: 4, block_size: BLOCK, accuracy_level: 1 },
+          'com.microsoft',
+        ),
+      );
     } else if (opts.stored === 'in_out') {
       y = this.g.one(scope, 'MatMul', [x, this.weight(scope, wName, [nIn, nOut])]);
     } else {
@@ -216,15 +291,47 @@ export class GraphContext {
   /** Rows of an embedding table (`[vocab, d]`) for `ids`; quantized like the linear layers when the model is. */
   embedding(path: string, ids: string, vocab: number, d: number, quantize = false, weight = `${path}.weight`): string {
     const scope = scopeOf(path);
+    if (quantize && this.o.quantize === 'int8') {
+      // The rows of the head's `dq`-layout codes: block rows ids · blocks + j, each dequantized with its scale.
+      const q = this.quantizedRows(weight, vocab, d, false, 8, 'dq');
+      const first = this.plumb(scope, 'Mul', [
+        this.plumb(scope, 'Unsqueeze', [ids, this.i64(scope, [-1])]),
+        this.i64(scope, [q.blocks], []),
+      ]);
+      const at = this.plumb(scope, 'Add', [
+        first,
+        this.i64(
+          scope,
+          Array.from({ length: q.blocks }, (_, j) => j),
+        ),
+      ]);
+      const flatAt = this.plumb(scope, 'Reshape', [at, this.i64(scope, [-1])]);
+      const pick = (t: string) => this.plumb(scope, 'Gather', [t, flatAt]);
+      const rows = this.plumb(scope, 'DequantizeLinear', [pick(q.data), pick(q.scales), pick(q.zeroPoints!)], {
+        axis: 0,
+      });
+      const shape = this.plumb(
+        scope,
+        'Concat',
+        [this.plumb(scope, 'Shape', [ids]), this.i64(scope, [q.blocks * BLOCK])],
+        {
+          axis: 0,
+        },
+      );
+      let out = this.g.one(scope, 'Reshape', [rows, shape]);
+      if (q.blocks * BLOCK !== d)
+        out = this.g.one(scope, 'Slice', [out, this.i64(scope, [0]), this.i64(scope, [d]), this.i64(scope, [-1])]);
+      return out;
+    }
     if (quantize && this.o.quantize) {
-      const q = this.quantizedRows(weight, vocab, d, false, this.bitsFor(true));
+      const q = this.quantizedRows(weight, vocab, d, false, 8, 'nbits');
       q.addRowScales?.();
       q.addRowScales = undefined;
       const out = this.g.one(scope, 'GatherBlockQuantized', [q.data, ids, q.rowScales], {
         gather_axis: 0,
         quantize_axis: 2,
         block_size: BLOCK,
-        bits: this.bitsFor(true),
+        bits: 8,
       });
       this.g.nodes[this.g.nodes.length - 1]!.domain = 'com.microsoft';
       return this.g.one(scope, 'Reshape', [out, this.i64(scope, [0, 0, d])]);
