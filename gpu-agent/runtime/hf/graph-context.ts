@@ -35,16 +35,13 @@ export interface GraphContextOptions {
   dryRun?: boolean;
 }
 
-/** How a quantized weight's codes are laid out: `nbits` `[rows, blocks, blob]` (MatMulNBits, GatherBlockQuantized);
+/** How a quantized weight's codes are laid out: `nbits` `[rows, blocks, blob]` (MatMulNBits);
  * `dq` `[rows · blocks, 32]` 8-bit codes, so one per-axis DequantizeLinear (opset 13) gives each block its scale. */
 type Layout = 'nbits' | 'dq';
 
 interface Quantized {
   data: string;
   scales: string;
-  /** The scales shaped [rows, blocks, 1] for GatherBlockQuantized, added on first use. */
-  rowScales: string;
-  addRowScales?: () => void;
   /** 4 bits: the blocks' zero points (MatMulNBits input 3); `dq` layout: 128 per block (DequantizeLinear's). */
   zeroPoints?: string;
   k: number;
@@ -155,12 +152,7 @@ export class GraphContext {
       const data = `${t.name}::int${bits}`;
       const bytes = new Uint8Array(r.scales.buffer, r.scales.byteOffset, r.scales.byteLength);
       const withData = (p: TensorProto, raw: Uint8Array): TensorProto => (this.o.dryRun ? p : { ...p, raw_data: raw });
-      q = { data, scales: `${t.name}::scales`, rowScales: `${t.name}::row_scales`, k, blocks: r.blocks } as Quantized;
-      const rowScales = withData(
-        { name: q.rowScales, dims: [rows, r.blocks, 1], data_type: TensorDataType.FLOAT },
-        bytes,
-      );
-      q.addRowScales = () => this.initializers.push(rowScales);
+      q = { data, scales: `${t.name}::scales`, k, blocks: r.blocks } as Quantized;
       if (r.zeroPoints) {
         q.zeroPoints = `${t.name}::zero_points`;
         this.initializers.push(
@@ -213,11 +205,17 @@ export class GraphContext {
    * for a single row, so a row's result would depend on how many rows share the call (the KV cache's one-token
    * steps against the whole pass); with the extra row no row is ever alone.
    */
-  private paddedRows(scope: string, x: string, k: number, n: number, product: (rows: string) => string): string {
+  private paddedRows(
+    scope: string,
+    x: string,
+    k: number,
+    n: number,
+    product: (rows: string, count: string) => string,
+  ): string {
     const flat = this.plumb(scope, 'Reshape', [x, this.i64(scope, [-1, k])]);
     const padded = this.plumb(scope, 'Pad', [flat, this.i64(scope, [0, 0, 1, 0])]);
-    const y = product(padded);
     const count = this.plumb(scope, 'Shape', [flat], { start: 0, end: 1 });
+    const y = product(padded, count);
     const rows = this.plumb(scope, 'Slice', [y, this.i64(scope, [0]), count, this.i64(scope, [0])]);
     const lead = this.plumb(scope, 'Shape', [x], { start: 0, end: -1 });
     const shape = this.plumb(scope, 'Concat', [lead, this.i64(scope, [n])], { axis: 0 });
@@ -226,13 +224,36 @@ export class GraphContext {
     return out;
   }
 
-  /** `[rows, k]` float32 from `dq`-layout 8-bit codes (one per-axis DequantizeLinear, then a view). */
-  private dequantized(scope: string, q: Quantized, rows: number, k: number): string {
-    const w = this.plumb(scope, 'DequantizeLinear', [q.data, q.scales, q.zeroPoints!], { axis: 0 });
-    const padded = q.blocks * BLOCK;
-    const full = this.plumb(scope, 'Reshape', [w, this.i64(scope, [rows, padded])]);
-    if (padded === k) return full;
-    return this.plumb(scope, 'Slice', [full, this.i64(scope, [0]), this.i64(scope, [k]), this.i64(scope, [1])]);
+  /**
+   * x · Wᵀ for `dq`-layout 8-bit codes of W `[n, k]`: per-axis DequantizeLinear to float32, then Gemm, in chunks of
+   * rows whose float32 is at most DEQUANTIZED_CHUNK_BYTES (the float32 copy lives only during its product; GPT-2's
+   * 50,257-row head whole would be 147 MiB). Each chunk's codes are a Slice whose bounds are computed at run time
+   * (from the row count), so onnxruntime's constant folding does not store a second copy of the codes.
+   */
+  private dequantizedProduct(scope: string, x: string, q: Quantized, k: number, n: number): string {
+    const width = q.blocks * BLOCK;
+    const chunk = Math.max(1, Math.floor(DEQUANTIZED_CHUNK_BYTES / (width * 4)));
+    const weight = (codes: string, scales: string, zeroPoints: string, rows: number) => {
+      const w = this.plumb(scope, 'DequantizeLinear', [codes, scales, zeroPoints], { axis: 0 });
+      const full = this.plumb(scope, 'Reshape', [w, this.i64(scope, [rows, width])]);
+      if (width === k) return full;
+      return this.plumb(scope, 'Slice', [full, this.i64(scope, [0]), this.i64(scope, [k]), this.i64(scope, [1])]);
+    };
+    return this.paddedRows(scope, x, k, n, (rows, count) => {
+      if (chunk >= n)
+        return this.plumb(scope, 'Gemm', [rows, weight(q.data, q.scales, q.zeroPoints!, n)], { transB: 1 });
+      const zero = this.plumb(scope, 'Sub', [count, count]);
+      const parts: string[] = [];
+      for (let r0 = 0; r0 < n; r0 += chunk) {
+        const r1 = Math.min(n, r0 + chunk);
+        const start = this.plumb(scope, 'Add', [zero, this.i64(scope, [r0 * q.blocks])]);
+        const end = this.plumb(scope, 'Add', [zero, this.i64(scope, [r1 * q.blocks])]);
+        const part = (t: string) => this.plumb(scope, 'Slice', [t, start, end, this.i64(scope, [0])]);
+        const w = weight(part(q.data), part(q.scales), part(q.zeroPoints!), r1 - r0);
+        parts.push(this.plumb(scope, 'Gemm', [rows, w], { transB: 1 }));
+      }
+      return this.plumb(scope, 'Concat', parts, { axis: 1 });
+    });
   }
 
   /** x · Wᵀ (+ b) for a weight stored `[nOut, nIn]` (nn.Linear), or x · W for one stored `[nIn, nOut]` (GPT-2's Conv1D). */
@@ -246,25 +267,12 @@ export class GraphContext {
     const scope = scopeOf(path);
     const wName = opts.weight ?? `${path}.weight`;
     let y: string;
-    if (this.o.quantize === 'int8') {
-      // Weight-only: the 8-bit codes dequantized to float32 at run time and multiplied in float (a row's result
-      // depends on that row alone, and on nothing but the weights' rounding).
+    if (this.o.quantize === 'int8' || (this.o.quantize && opts.head === true)) {
+      // 8 bits (int8, and int4's language-model head: every logit comes straight out of it, and a 4-bit head
+      // doubled the logits' error on the fixtures), weight-only: the codes dequantized to float32 at run time and
+      // multiplied in float, so a row's result depends on that row alone and on nothing but the weights' rounding.
       const q = this.quantizedRows(wName, nOut, nIn, opts.stored === 'in_out', 8, 'dq');
-      const w = this.dequantized(scope, q, nOut, nIn);
-      y = this.paddedRows(scope, x, nIn, nOut, (rows) => this.plumb(scope, 'Gemm', [rows, w], { transB: 1 }));
-    } else if (this.o.quantize && opts.head === true) {
-      // int4's language-model head (and the embedding tied to it) stays 8-bit — every logit comes straight out
-      // of it, and a 4-bit head doubled the logits' error on the fixtures: MatMulNBits with activations quantized to int8 per row and block of
-      // 32 (accuracy_level 4), one row as fast as float's, the codes shared with a tied embedding's lookup.
-      const q = this.quantizedRows(wName, nOut, nIn, opts.stored === 'in_out', 8, 'nbits');
-      y = this.g.one(scope, 'MatMulNBits', [x, q.data, q.scales], {
-        K: nIn,
-        N: nOut,
-        bits: 8,
-        block_size: BLOCK,
-        accuracy_level: 4,
-      });
-      this.g.nodes[this.g.nodes.length - 1]!.domain = 'com.microsoft';
+      y = this.dequantizedProduct(scope, x, q, nIn, nOut);
     } else if (this.o.quantize) {
       // 4 bits, computed in float32 (accuracy_level 1: each block of codes dequantized into the float kernel), so
       // the only error is the weights' rounding.
@@ -291,7 +299,7 @@ export class GraphContext {
   /** Rows of an embedding table (`[vocab, d]`) for `ids`; quantized like the linear layers when the model is. */
   embedding(path: string, ids: string, vocab: number, d: number, quantize = false, weight = `${path}.weight`): string {
     const scope = scopeOf(path);
-    if (quantize && this.o.quantize === 'int8') {
+    if (quantize && this.o.quantize) {
       // The rows of the head's `dq`-layout codes: block rows ids · blocks + j, each dequantized with its scale.
       const q = this.quantizedRows(weight, vocab, d, false, 8, 'dq');
       const first = this.plumb(scope, 'Mul', [
@@ -322,19 +330,6 @@ export class GraphContext {
       if (q.blocks * BLOCK !== d)
         out = this.g.one(scope, 'Slice', [out, this.i64(scope, [0]), this.i64(scope, [d]), this.i64(scope, [-1])]);
       return out;
-    }
-    if (quantize && this.o.quantize) {
-      const q = this.quantizedRows(weight, vocab, d, false, 8, 'nbits');
-      q.addRowScales?.();
-      q.addRowScales = undefined;
-      const out = this.g.one(scope, 'GatherBlockQuantized', [q.data, ids, q.rowScales], {
-        gather_axis: 0,
-        quantize_axis: 2,
-        block_size: BLOCK,
-        bits: 8,
-      });
-      this.g.nodes[this.g.nodes.length - 1]!.domain = 'com.microsoft';
-      return this.g.one(scope, 'Reshape', [out, this.i64(scope, [0, 0, d])]);
     }
     return this.g.one(scope, 'Gather', [this.weight(scope, weight, [vocab, d]), ids]);
   }
@@ -406,3 +401,5 @@ export class GraphContext {
 
 /** Elements per quantization block (one float32 scale each). */
 export const BLOCK = 32;
+/** The most float32 bytes of a dequantized weight alive at once (hf: dequantizedProduct). */
+const DEQUANTIZED_CHUNK_BYTES = 16 * 1024 * 1024;
