@@ -402,4 +402,4 @@ export class GraphContext {
 /** Elements per quantization block (one float32 scale each). */
 export const BLOCK = 32;
 /** The most float32 bytes of a dequantized weight alive at once (hf: dequantizedProduct). */
-const DEQUANTIZED_CHUNK_BYTES = 16 * 1024 * 1024;
+const DEQUANTIZED_CHUNK_BYTES = 4 * 1024 * 1024;
