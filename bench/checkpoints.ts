@@ -15,6 +15,7 @@
 //   fp32_margins               the float32 model's own next-token confidence: median top-1 probability and median
 //                              gap between its two largest logits, distinct top-1 tokens, and how many top-1 tokens
 //                              are the prompt's last token
+//   cpu_s                      CPU seconds of the bench and its children: its wall time on an idle machine
 //   int8_forward_over_fp32     the N-prompt batch's time, int8 over float32, both loaded in the int8 child and run
 //                              alternately (best of 2 each), so the shared machine's load hits both alike
 //   snapshot_vs_onnx_max_abs_diff  the float32 snapshot's logits against the ONNX export of the same weights
@@ -44,6 +45,19 @@ interface ReplicaResult {
   forwardMs: number;
   onnxMs?: number;
   timed?: { mine: number; fp32: number };
+}
+
+/**
+ * CPU seconds of this process and its waited-for children (Linux: /proc/self/stat utime, stime, cutime, cstime at
+ * 100 ticks a second): what the wall time would be on an idle machine, since every replica computes on one thread.
+ */
+function cpuSeconds(): number {
+  try {
+    const fields = readFileSync('/proc/self/stat', 'utf8').split(') ')[1]!.split(' ');
+    return fields.slice(11, 15).reduce((n, f) => n + Number(f), 0) / 100;
+  } catch {
+    return Number.NaN;
+  }
 }
 
 /** The prompts the replicas run (bench/_checkpoints-replica.ts draws the same). */
@@ -79,7 +93,7 @@ function margins(a: Float32Array, prompts: number[][]) {
     if (i1 === prompts[r]!.at(-1)) lastToken++;
   }
   return {
-    median_top1_prob: round(median(p1), 3),
+    median_top1_prob: Number(median(p1).toPrecision(2)),
     median_top2_gap: round(median(gaps), 3),
     distinct_top1: tops.size,
     top1_is_last_prompt_token: lastToken,
@@ -180,6 +194,7 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
       rss_over_fp32: { int8: round(own(int8) / own(fp32), 3), int4: round(own(int4) / own(fp32), 3) },
       generate_s: round(generateS),
       total_s: round((performance.now() - t0) / 1000),
+      cpu_s: round(cpuSeconds()),
       import_s: round(fp32.loadS),
       rss_mb_fp32: round(own(fp32), 1),
       rss_mb_int8: round(own(int8), 1),
