@@ -84,11 +84,15 @@ if (dtype === 'baseline') await baseline();
 gc?.();
 const before = process.memoryUsage().rss;
 const t0 = performance.now();
+const cpu0 = process.cpuUsage();
 const hm = await loadModel(dir!, {
   key: `bench-${dtype}`,
   ...(dtype === 'fp32' ? {} : { quantize: dtype as QuantDtype }),
 });
 const loadS = (performance.now() - t0) / 1000;
+const load = process.cpuUsage(cpu0);
+// CPU seconds of every thread of the process while loading: the load's wall time on an idle machine.
+const loadCpuS = (load.user + load.system) / 1e6;
 await hm.run(
   { invokes: [{ tokens: [1, 2, 3, 4], block: 'async (m) => (await m.output).slice(0, -1).argmax()' }] },
   open(hm),
@@ -102,7 +106,7 @@ const mine = await logits(hm);
 writeFileSync(out!, mine.data);
 const weightsMb = hm.weightsBytes / MIB;
 const cache = hm.manifest().generation?.cache;
-const result: Record<string, unknown> = { dtype, loadS, rssMb, jsMb, weightsMb, cache, forwardMs: mine.ms };
+const result: Record<string, unknown> = { dtype, loadS, loadCpuS, rssMb, jsMb, weightsMb, cache, forwardMs: mine.ms };
 const onnxDir = flag('onnx');
 if (onnxDir) {
   const ox = await loadModel(onnxDir, { key: 'bench-onnx' });

@@ -5,6 +5,7 @@
 // margins of a trained model's, docs/benchmarks.md) or gpt2-small-random (GPT-2's initialisation: nearly flat logits).
 // Each dtype runs in a child process (bench/_checkpoints-replica.ts) so its RSS is its own:
 //   import_s                   loading the float32 snapshot (config, safetensors headers, graph built, sessions)
+//   import_cpu_s               CPU seconds of the replica process's threads during that load (its idle wall time)
 //   baseline_mb                RSS of a replica process's onnxruntime environment, one session and one run, without
 //                              a model (measured the same way in a child of its own)
 //   rss_mb_<dtype>             the model's own memory: the process's RSS after loading and one short prompt, over
@@ -38,6 +39,7 @@ const here = dirname(fileURLToPath(import.meta.url));
 interface ReplicaResult {
   dtype: string;
   loadS: number;
+  loadCpuS: number;
   rssMb: number;
   jsMb: number;
   weightsMb: number;
@@ -178,6 +180,7 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
       tokens,
       weights_mb: { fp32: round(fp32.weightsMb, 1), int8: round(int8.weightsMb, 1), int4: round(int4.weightsMb, 1) },
       load_s: { int8: round(int8.loadS), int4: round(int4.loadS) },
+      load_cpu_s: { int8: round(int8.loadCpuS), int4: round(int4.loadCpuS) },
       baseline_mb: round(baseline, 1),
       raw_rss_mb: { fp32: round(fp32.rssMb, 1), int8: round(int8.rssMb, 1), int4: round(int4.rssMb, 1) },
       js_mb: { fp32: round(fp32.jsMb, 1), int8: round(int8.jsMb, 1), int4: round(int4.jsMb, 1) },
@@ -195,6 +198,7 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
       generate_s: round(generateS),
       total_s: round((performance.now() - t0) / 1000),
       cpu_s: round(cpuSeconds()),
+      import_cpu_s: round(fp32.loadCpuS),
       import_s: round(fp32.loadS),
       rss_mb_fp32: round(own(fp32), 1),
       rss_mb_int8: round(own(int8), 1),
