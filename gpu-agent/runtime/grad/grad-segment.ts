@@ -62,7 +62,7 @@ export interface GradSegmentPlan extends SegmentPlan {
 }
 
 /** The products and lookups of a quantized replica (gpu-agent/runtime/hf/quantize.ts). */
-const QUANTIZED_OPS = new Set(['MatMulNBits', 'GatherBlockQuantized']);
+const QUANTIZED_OPS = new Set(['MatMulNBits']);
 
 /** Why a backward segment cannot be built: the node and op that have no derivative (or not for this use). */
 export class GradientRefused extends Error {

@@ -1,6 +1,7 @@
-// Weight-only quantization of a weight matrix at load, in onnxruntime's MatMulNBits / GatherBlockQuantized layout:
+// Weight-only quantization of a weight matrix at load, in the layout of onnxruntime's MatMulNBits
+// (8-bit codes are also read as `[rows · blocks, 32]` by a per-axis DequantizeLinear: hf/graph-context.ts):
 // rows of K values (a Linear's output features, an embedding's tokens) cut into blocks of 32, each block stored
-// as 8- or 4-bit unsigned codes with one float32 scale: 8 bits symmetric around the kernels' default zero point
+// as 8- or 4-bit unsigned codes with one float32 scale: 8 bits symmetric around the zero point
 // 128, w ≈ (code − 128) · scale, scale = max|w| / 127; 4 bits asymmetric, w ≈ (code − zp) · scale with
 // scale = (max − min) / 15 and the block's own zero point zp (half the error of symmetric 4-bit codes). 4-bit codes
 // and zero points are packed two to a byte, the even one in the low nibble.
