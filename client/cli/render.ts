@@ -9,6 +9,7 @@ export function renderCluster(c: ClusterReply, url: string): string {
     '',
   ];
   if (c.agents.length === 0) lines.push('no agents registered (start one: `npm start` runs an embedded agent)');
+  else if (c.agents.some((a) => a.fault !== undefined)) lines.push(...faultLines(c.agents), '');
   else {
     lines.push(
       table(
@@ -111,8 +112,20 @@ export function renderRequests(r: RequestsReply, now: number): string {
   )}\n`;
 }
 
+/** One line per agent that refused its configuration: the code and what to fix. */
+function faultLines(agents: Array<{ agentId: string; fault?: { code: string; message: string } }>): string[] {
+  return agents.flatMap((a) =>
+    a.fault === undefined
+      ? []
+      : [
+          `agent ${a.agentId} FAULTED ${a.fault.code}: ${a.fault.message} (not restarted: fix the setting and restart the fabric)`,
+        ],
+  );
+}
+
 export function renderAgents(a: AgentsReply, now: number): string {
   if (a.agents.length === 0) return 'no agents registered\n';
+  const faults = faultLines(a.agents);
   return `${table(
     ['AGENT', 'STATE', 'HEALTH', 'SINCE', 'GPUS', 'RAM', 'BOOT', 'LAPSES', 'RESTARTS'],
     a.agents.map((x) => [
@@ -126,5 +139,5 @@ export function renderAgents(a: AgentsReply, now: number): string {
       x.health?.lapses ?? '-',
       x.health?.restarts ?? '-',
     ]),
-  )}\n`;
+  )}\n${faults.length === 0 ? '' : `\n${faults.join('\n')}\n`}`;
 }

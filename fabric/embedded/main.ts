@@ -80,7 +80,13 @@ async function main(): Promise<void> {
   const keys = new SqliteApiKeyStore({ path: p.keys });
   const api = apiConfigFromEnv(env);
   await prepareKeys(env, keys, api.auth, log);
-  const app = await buildFabricServer({ ...cp.context, keys, config: api });
+  // The agent child's configuration fault, once it refused one: `ndif agents` and `ndif status` show it FAULTED.
+  let agentChild: AgentChild | undefined;
+  const processFaults = () => {
+    const f = agentChild?.configFault;
+    return f === undefined ? [] : [{ process: 'agent' as const, agentId: config.agentId, ...f }];
+  };
+  const app = await buildFabricServer({ ...cp.context, processFaults, keys, config: api });
   await app.listen({ port: config.port, host: config.host });
   const address = app.server.address();
   const port = typeof address === 'object' && address !== null ? address.port : config.port;
@@ -121,6 +127,7 @@ async function main(): Promise<void> {
         : {}),
     }),
   });
+  agentChild = agent;
   if (metrics !== undefined) {
     metrics.alsoExport = async () => {
       const health = agent.healthUrl;
