@@ -8,6 +8,14 @@ export function renderCluster(c: ClusterReply, url: string): string {
     `fabric ${url} · log position ${c.asOf} · requests: ${t.received} received, ${t.completed} completed, ${t.failed} failed, ${t.cancelled} cancelled, ${t.requeued} requeued`,
     '',
   ];
+  const cp = c.controlPlane;
+  if (cp !== undefined && cp.restarts > 0 && cp.lastExit !== null) {
+    const how = cp.lastExit.signal !== null ? `killed by ${cp.lastExit.signal}` : `exit code ${cp.lastExit.code}`;
+    lines.push(
+      `control plane restarted ${cp.restarts} time${cp.restarts === 1 ? '' : 's'}; the last one that died (pid ${cp.lastExit.pid}) ended ${how} at ${cp.lastExit.at}${cp.lastExit.stderrTail.length > 0 ? `: ${cp.lastExit.stderrTail.at(-1)}` : ''}`,
+      '',
+    );
+  }
   if (c.agents.length === 0) lines.push('no agents registered (start one: `npm start` runs an embedded agent)');
   else if (c.agents.some((a) => a.fault !== undefined)) lines.push(...faultLines(c.agents), '');
   else {

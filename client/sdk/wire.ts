@@ -189,6 +189,11 @@ export interface ClusterReply {
   }>;
   /** Operators: faults of the processes the fabric supervises. */
   faults?: ProcessFaultView[];
+  /** Operators, embedded mode: restarts of the control-plane process, and how the last one that died ended. */
+  controlPlane?: {
+    restarts: number;
+    lastExit: { pid: number; code: number | null; signal: string | null; at: string; stderrTail: string[] } | null;
+  };
   gpus: Array<{
     agentId: string;
     index: number;

@@ -117,6 +117,7 @@ export function clusterRoutes(app: FastifyInstance, deps: RouteDeps): void {
         empty,
       ),
       faults: f,
+      ...(ctx.controlPlaneRestarts === undefined ? {} : { controlPlane: ctx.controlPlaneRestarts() }),
       gpus: c.gpus,
       deployments: c.deployments.map((d) => ({ ...d, queueLength: queueLength(s.queue, d.modelKey) })),
       totals: s.requests.totals,
