@@ -2,7 +2,7 @@
 // (control-plane-process.ts: event store, projection, scheduler, relay, the APIs on one port, and the GPU agent child
 // it supervises in turn) and starts it again if it dies (supervisor.ts). SIGINT/SIGTERM stop everything cleanly;
 // the exit code is the control plane's.
-import { processLogger } from '../log.js';
+import { logFormatFromEnv, processLogger } from '../log.js';
 import { operatorSecretsOf, scrubOwnEnvironment } from '../operator-secrets.js';
 import { embeddedConfigFromEnv } from './config.js';
 import { ControlPlaneSupervisor } from './supervisor.js';
@@ -11,7 +11,9 @@ const log = processLogger('fabric-supervisor');
 
 try {
   const config = embeddedConfigFromEnv(process.env);
-  const env = { ...process.env };
+  // The control plane's stderr is a pipe into this process's stderr: it logs in the format this process would
+  // (readable lines on a terminal), as it tells its agent child too.
+  const env = { ...process.env, NDIF_LOG_FORMAT: logFormatFromEnv(process.env) };
   // The operator-grade secrets go to each control-plane process (which reads, then scrubs them); none stays in this
   // process's environment block, which the agent (same user) could read in /proc.
   const secrets = Object.keys(operatorSecretsOf(env));
