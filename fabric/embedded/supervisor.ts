@@ -132,7 +132,7 @@ export class ControlPlaneSupervisor {
     this.stopping = true;
     if (this.timer !== undefined) clearTimeout(this.timer);
     const child = this.child;
-    if (child === undefined) return this.options.onEnd(0);
-    child.kill(signal);
+    if (child === undefined) this.options.onEnd(0);
+    else child.kill(signal);
   }
 }
