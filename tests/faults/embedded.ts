@@ -1,6 +1,7 @@
 // The embedded fabric as `npm start` runs it, for fault tests: `dist/fabric/embedded/main.js` on a free port
-// over a temp data folder (SQLite), with its GPU agent child (restarted by the fabric when it dies). The agent's
-// pid is read from /proc (the child of the fabric process running gpu-agent.js).
+// over a temp data folder (SQLite): a supervisor process, its control-plane child and that one's GPU agent child
+// (each restarted by its parent when it dies). The agent's pid is read from /proc (the descendant of the fabric
+// process running gpu-agent.js).
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
