@@ -40,7 +40,7 @@ describe('NDIF_HEALTH_PORT in use', () => {
     child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
     child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
     try {
-      const end = Date.now() + 30_000;
+      const end = Date.now() + 90_000; // a loaded machine: three processes start before the banner
       while (!/listening on http/.test(out)) {
         if (Date.now() > end || child.exitCode !== null) throw new Error(`no banner: ${out}\n${err.slice(-3000)}`);
         await sleep(50);
