@@ -7,7 +7,7 @@ import type { Identity } from '../../auth/keys.js';
 import { API_PROTOCOL_VERSION } from '../../protocol/api-version.js';
 import { FabricError, isFabricError } from '../../protocol/errors.js';
 import { fabricVersion } from '../../http/fabric-version.js';
-import { resultField } from '../results/result-field.js';
+import { resultField, type ResultRef } from '../results/result-field.js';
 import { parseCursor } from '../status/cursor.js';
 import { messagesOf, type Draft } from '../status/messages.js';
 import { performance } from 'node:perf_hooks';
@@ -42,10 +42,35 @@ const Sender = (wsLib as unknown as { Sender: { frame(data: Buffer, options: typ
 /** Longest stretch of writing queued messages before the connection lets the event loop turn. */
 const OUTBOX_SLICE_MS = 4;
 
+/** Statuses a `statuses: "final"` subscription is not sent. */
+const PROGRESS_STATUSES: ReadonlySet<string> = new Set([
+  'RECEIVED',
+  'QUEUED',
+  'PROVISIONING',
+  'DEPLOYING',
+  'DISPATCHED',
+  'RUNNING',
+]);
+
+/** What a subscription asked for (docs/http-api.md, "Status websocket"). */
+interface SubscriptionOptions {
+  binary: boolean;
+  finalOnly: boolean;
+}
+
+/** A message followed by one binary frame (a COMPLETED result, on a `results: "binary"` subscription). */
+class WithBinary {
+  constructor(
+    readonly msg: object,
+    readonly data: Buffer,
+  ) {}
+}
+
 export class StatusConnection {
   private readonly subs = new Map<string, RequestSubscription>();
+  private readonly subOptions = new Map<string, SubscriptionOptions>();
   private unwatch: (() => void) | undefined;
-  private readonly outbox = new Fifo<object | (() => Promise<object>)>();
+  private readonly outbox = new Fifo<object | (() => Promise<object | WithBinary>)>();
   private flushing = false;
   private closed = false;
   private notified: { at: string; requestId: string } = { at: '', requestId: '' };
@@ -104,11 +129,12 @@ export class StatusConnection {
           const sub = this.subs.get(m.requestId);
           if (sub !== undefined) this.hub.drop(sub);
           this.subs.delete(m.requestId);
+          this.subOptions.delete(m.requestId);
           this.write({ type: 'unsubscribed', requestId: m.requestId });
           return;
         }
         case 'subscribe':
-          this.subscribe(m.requestId, m.since);
+          this.subscribe(m.requestId, m.since, { binary: m.results === 'binary', finalOnly: m.statuses === 'final' });
           return;
       }
     } catch (e) {
@@ -128,7 +154,7 @@ export class StatusConnection {
     return this.deps.ctx.view.state.requests.byId.has(full) ? full : own!;
   }
 
-  private subscribe(requestId: string, since: string | number | undefined): void {
+  private subscribe(requestId: string, since: string | number | undefined, options: SubscriptionOptions): void {
     const cursor = since === undefined ? null : parseCursor(since);
     const recorded = this.recordedId(requestId);
     const old = this.subs.get(requestId);
@@ -152,11 +178,15 @@ export class StatusConnection {
     );
     if (sub === undefined) throw forbidden(requestId, this.me);
     this.subs.set(requestId, sub);
+    this.subOptions.set(requestId, options);
     this.write({ type: 'subscribed', requestId, since: since === undefined ? null : String(since) });
   }
 
   private ended(sub: RequestSubscription, reason: EndReason, name: string): void {
-    if (this.subs.get(name) === sub) this.subs.delete(name);
+    if (this.subs.get(name) === sub) {
+      this.subs.delete(name);
+      this.subOptions.delete(name);
+    }
     this.push(
       reason === 'forbidden'
         ? { type: 'error', ...forbidden(name, this.me).toBody(), requestId: name }
@@ -168,12 +198,33 @@ export class StatusConnection {
   private send(d: Draft, name: string): void {
     const named = (m: Draft['msg']) => (m.requestId === name ? m : { ...m, requestId: name });
     const result = d.result;
+    const options = this.subOptions.get(name);
     if (result !== undefined) {
+      if (options?.binary === true && result.bytes <= this.deps.config.wsBinaryResultMaxBytes) {
+        this.push(() => this.binaryResult(named(d.msg), result));
+        return;
+      }
       // The result's URL names the recorded id (a signed URL needs no key).
       this.push(async () => named({ ...d.msg, ...(await resultField(this.deps, d.msg.requestId, result)) }));
       return;
     }
+    if (options?.finalOnly === true && PROGRESS_STATUSES.has((d.msg as { status?: string }).status ?? '')) return;
     for (const m of messagesOf(d)) this.push(named(m));
+  }
+
+  /**
+   * A COMPLETED message with `binary: true` and the result container as the binary frame right after it. The blob's
+   * sha256 is not computed here: the message carries it and the client checks the bytes against it. A blob that
+   * cannot be read is shown by URL with the reason, as for inlining.
+   */
+  private async binaryResult(msg: Draft['msg'], r: ResultRef): Promise<object | WithBinary> {
+    const weights = r.weightsFingerprint === undefined ? {} : { weightsFingerprint: r.weightsFingerprint };
+    try {
+      const blob = await this.deps.ctx.blobs.get(r.ref, { sha256: false });
+      return new WithBinary({ ...msg, bytes: r.bytes, sha256: r.sha256, ...weights, binary: true }, blob.bytes);
+    } catch {
+      return { ...msg, ...(await resultField(this.deps, msg.requestId, r)) };
+    }
   }
 
   /**
@@ -181,7 +232,7 @@ export class StatusConnection {
    * what follows it, and a burst (a batch of 1000 log lines is 1000 LOG messages) is written corked, a few ms of
    * it per turn of the event loop, so it neither costs a system call per message nor holds up the process.
    */
-  private push(item: object | (() => Promise<object>)): void {
+  private push(item: object | (() => Promise<object | WithBinary>)): void {
     this.outbox.push(item);
     if (this.flushing) return;
     // Flushed after the current run of code, so the messages of one event (a batch's lines) go out together.
@@ -211,7 +262,10 @@ export class StatusConnection {
             this.deps.ctx.log.error({ err: e }, 'status websocket: a message could not be sent');
             return undefined;
           });
-          if (m !== undefined) this.write(m);
+          if (m instanceof WithBinary) {
+            this.write(m.msg);
+            if (this.writable()) this.ws.send(m.data, { binary: true });
+          } else if (m !== undefined) this.write(m);
           sliceStart = performance.now();
           continue;
         }
@@ -286,6 +340,7 @@ export class StatusConnection {
     this.closed = true;
     for (const sub of this.subs.values()) this.hub.drop(sub);
     this.subs.clear();
+    this.subOptions.clear();
     this.unwatch?.();
   }
 }
