@@ -35,9 +35,15 @@ export interface Corkable {
 }
 
 const FRAME_OPTIONS = { fin: true, rsv1: false, opcode: 1, mask: false, readOnly: false } as const;
+const BINARY_FRAME_OPTIONS = { fin: true, rsv1: false, opcode: 2, mask: false, readOnly: true } as const;
+/** Frames at least this large are written as they are, not concatenated into a burst. */
+const LARGE_FRAME_BYTES = 64 * 1024;
 /** ws's frame builder (exported by its ES module entry; not in its type declarations). */
-const Sender = (wsLib as unknown as { Sender: { frame(data: Buffer, options: typeof FRAME_OPTIONS): Buffer[] } })
-  .Sender;
+const Sender = (
+  wsLib as unknown as {
+    Sender: { frame(data: Buffer, options: typeof FRAME_OPTIONS | typeof BINARY_FRAME_OPTIONS): Buffer[] };
+  }
+).Sender;
 
 /** Longest stretch of writing queued messages before the connection lets the event loop turn. */
 const OUTBOX_SLICE_MS = 4;
@@ -248,9 +254,26 @@ export class StatusConnection {
     const frames: Buffer[] = [];
     const drain = () => {
       if (frames.length === 0) return;
-      const chunk = frames.length === 1 ? frames[0]! : Buffer.concat(frames);
+      if (frames.length === 1 || !frames.some((f) => f.byteLength >= LARGE_FRAME_BYTES)) {
+        this.socket.write!(frames.length === 1 ? frames[0]! : Buffer.concat(frames));
+      } else {
+        // A result's bytes are not copied into the burst: the small frames around them are, and the socket, corked,
+        // writes the pieces with one writev.
+        this.socket.cork?.();
+        let small: Buffer[] = [];
+        for (const f of frames) {
+          if (f.byteLength < LARGE_FRAME_BYTES) {
+            small.push(f);
+            continue;
+          }
+          if (small.length > 0) this.socket.write!(Buffer.concat(small));
+          small = [];
+          this.socket.write!(f);
+        }
+        if (small.length > 0) this.socket.write!(Buffer.concat(small));
+        this.socket.uncork?.();
+      }
       frames.length = 0;
-      this.socket.write!(chunk);
     };
     const direct = typeof this.socket.write === 'function' && Object.keys(this.ws.extensions ?? {}).length === 0;
     try {
@@ -262,10 +285,19 @@ export class StatusConnection {
             this.deps.ctx.log.error({ err: e }, 'status websocket: a message could not be sent');
             return undefined;
           });
+          // Framed, with what follows (the subscription's `ended`), so they leave together.
           if (m instanceof WithBinary) {
-            this.write(m.msg);
-            if (this.writable()) this.ws.send(m.data, { binary: true });
-          } else if (m !== undefined) this.write(m);
+            if (direct) {
+              this.frame(m.msg, frames);
+              if (this.writable()) frames.push(...Sender.frame(m.data, BINARY_FRAME_OPTIONS));
+            } else {
+              this.write(m.msg);
+              if (this.writable()) this.ws.send(m.data, { binary: true });
+            }
+          } else if (m !== undefined) {
+            if (direct) this.frame(m, frames);
+            else this.write(m);
+          }
           sliceStart = performance.now();
           continue;
         }
