@@ -8,7 +8,8 @@
 // kv_speedup = uncached / cached; kv_speedup_256 the same for a 256-token prompt and 32 new tokens (--long-tokens,
 // --long-new; 0 skips it), where an uncached step is compute-bound: its uncached side times only the first K steps
 // (--long-timed, default 4) and extrapolates K's mean step to all of them (a lower bound, labelled as such);
-// kv_speedup_256_cpu is the same ratio from this process's CPU time (robust to other load on the host); gen_over_raw = cached / raw (medians of interleaved rounds); tokens_per_s of the
+// kv_speedup_256_cpu is the same ratio from this process's CPU time (robust to other load on the host); gen_over_raw =
+// cached / raw (medians of interleaved rounds; gen_over_raw_cpu from CPU time); tokens_per_s of the
 // cached run; sampled_deterministic: two sampled runs with one seed give the same tokens, another seed others.
 // The cached runs must generate exactly the raw loop's tokens (tokens_equal). Loading is timed apart.
 import { performance } from 'node:perf_hooks';
@@ -126,9 +127,12 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
       return { ms, cpuMs: (u.user + u.system) / 1000, r };
     };
     const rawTimed = async () => {
+      const c = process.cpuUsage();
       const t = performance.now();
       const out = await rawLoop(session, tokens, newTokens, layers, HEADS, dModel / HEADS);
-      return { ms: performance.now() - t, out };
+      const ms = performance.now() - t;
+      const u = process.cpuUsage(c);
+      return { ms, cpuMs: (u.user + u.system) / 1000, out };
     };
 
     // Warm-up (untimed, two tokens): compiles the two segments of the cut, which every step then reuses.
@@ -136,17 +140,21 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
 
     const cachedMs: number[] = [];
     const rawMs: number[] = [];
+    const cachedCpuMs: number[] = [];
+    const rawCpuMs: number[] = [];
     let cachedRun: RunResult | undefined;
     let rawTokens: number[] = [];
     for (let i = 0; i < rounds; i++) {
       const c = async () => {
         const x = await timed(request(true));
         cachedMs.push(x.ms);
+        cachedCpuMs.push(x.cpuMs);
         cachedRun = x.r;
       };
       const r = async () => {
         const x = await rawTimed();
         rawMs.push(x.ms);
+        rawCpuMs.push(x.cpuMs);
         rawTokens = x.out;
       };
       if (i % 2 === 0) await c().then(r);
@@ -206,6 +214,7 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
       kv_speedup: Math.round((uncached.ms / cachedMedian) * 100) / 100,
       ...long,
       gen_over_raw: Math.round((cachedMedian / rawMedian) * 10000) / 10000,
+      gen_over_raw_cpu: Math.round((median(cachedCpuMs) / median(rawCpuMs)) * 10000) / 10000,
       tokens_per_s: Math.round((newTokens / (cachedMedian / 1000)) * 10) / 10,
       raw_tokens_per_s: Math.round((newTokens / (rawMedian / 1000)) * 10) / 10,
       sampled_deterministic: sampledDeterministic,

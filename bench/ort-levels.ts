@@ -15,11 +15,12 @@ import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { createInProcessBlocks } from '../gpu-agent/block/index.js';
 import { loadModel } from '../gpu-agent/runtime/index.js';
-import type { HostedModel, RunRequest, RunResult } from '../gpu-agent/runtime/index.js';
-import type { OptimizationLevel } from '../gpu-agent/runtime/ort/session.js';
+import type { HostedModel, LoadOptions, RunRequest, RunResult } from '../gpu-agent/runtime/index.js';
 import type { TensorPayload } from '../protocol/interleave.js';
 import { ensureBenchModel } from './bench-model.js';
 import { median, numberArg, round } from './_numbers.js';
+
+type OptimizationLevel = NonNullable<LoadOptions['optimizationLevel']>;
 
 const MODEL = 'gpt2-small-random';
 const TEXT =
