@@ -23,6 +23,7 @@ import { sweepDeadAgents } from '../../sandbox/runner-dir.js';
 import { openEventStoreFromEnv } from '../event-store.js';
 import { logFormatFromEnv, processLogger } from '../log.js';
 import { eventStoreKind, processMetrics } from '../metrics.js';
+import { hotStateFromEnv } from '../view-env.js';
 import { onDemandDefaultsFromEnv, schedulerConfigFromEnv } from '../scheduler-env.js';
 import { agentEnv } from '../agent-env.js';
 import { operatorSecretsOf, scrubOwnEnvironment } from '../operator-secrets.js';
@@ -65,6 +66,7 @@ async function main(): Promise<void> {
     catalog,
     log,
     scheduler: schedulerConfigFromEnv(env),
+    hot: hotStateFromEnv(env, schedulerConfigFromEnv(env)),
     onDemandDefaults: onDemandDefaultsFromEnv(env),
     logLimits: logLimitsFromEnv(env),
     metrics,

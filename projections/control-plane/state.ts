@@ -11,7 +11,8 @@ import { queueFromSnapshot, queueToSnapshot } from '../queue/projection.js';
 import { initialQueueState, type QueueState } from '../queue/state.js';
 import { applyRequests } from '../requests/apply.js';
 import { requestsFromSnapshot, requestsToSnapshot } from '../requests/projection.js';
-import { initialRequestsState, type RequestsState } from '../requests/state.js';
+import { evictFinished } from '../requests/evict.js';
+import { DEFAULT_HOT_STATE, initialRequestsState, type HotStateLimits, type RequestsState } from '../requests/state.js';
 import type { Projection } from '../runner/projection.js';
 import {
   applyModels,
@@ -21,6 +22,7 @@ import {
   type ModelsState,
 } from '../models/projection.js';
 import { decode, refOf } from '../decode.js';
+import { requestStream } from '../../domain/shared/ids.js';
 import { emptyDeadlines, rebuildDeadlines, trackDeadlines, type Deadlines } from './deadlines.js';
 
 export interface ControlPlaneState {
@@ -39,14 +41,15 @@ export interface ControlPlaneState {
 
 /** Bump when any part's apply changes its output (the runner then rebuilds from position 0). */
 // 2 (issue 12): fair-share queue order, result expiry and the storage and retention indexes.
-export const CONTROL_PLANE_PROJECTION_VERSION = 2;
+// 3 (issue 22): bounded hot state (finished requests evicted beyond a limit, a bounded audit window).
+export const CONTROL_PLANE_PROJECTION_VERSION = 3;
 
-export function initialControlPlaneState(): ControlPlaneState {
+export function initialControlPlaneState(hot: HotStateLimits = DEFAULT_HOT_STATE): ControlPlaneState {
   return {
     position: 0,
     cluster: initialClusterState(),
     queue: initialQueueState(),
-    requests: initialRequestsState(),
+    requests: initialRequestsState(hot),
     agents: initialAgentsState(),
     audit: initialAuditState(),
     models: initialModelsState(),
@@ -71,7 +74,14 @@ export function applyControlPlane(s: ControlPlaneState, e: StoredEvent): Control
   trackEndedWithWork(s, leftReplica);
   trackEndedWithWork(s, data?.replicaId ?? null);
   s.position = e.position;
+  if (s.requests.finished.ids.length - s.requests.finished.head > s.requests.hot.recentFinished)
+    evictFinished(s.requests, (id) => forgetRequest(s, id));
   return s;
+}
+
+/** What the other parts keep about a request that left the view. */
+function forgetRequest(s: ControlPlaneState, requestId: string): void {
+  s.audit.modelOfStream.delete(requestStream(requestId));
 }
 
 /** Keeps the set of ended replicas (REMOVED, FAILED) that still have requests in flight, for the preemption rule. */
@@ -97,10 +107,10 @@ export function controlPlaneToSnapshot(s: ControlPlaneState): JsonValue {
   };
 }
 
-export function controlPlaneFromSnapshot(j: JsonValue): ControlPlaneState {
+export function controlPlaneFromSnapshot(j: JsonValue, hot: HotStateLimits = DEFAULT_HOT_STATE): ControlPlaneState {
   const o = j as { [k: string]: JsonValue };
   const cluster = clusterFromSnapshot(o.cluster);
-  const requests = requestsFromSnapshot(o.requests);
+  const requests = requestsFromSnapshot(o.requests, hot);
   const state: ControlPlaneState = {
     position: o.position as number,
     cluster,
@@ -123,13 +133,19 @@ export type AppliedListener = (event: StoredEvent, state: ControlPlaneState) => 
  * outside the projection on a microtask, so it is reported and not swallowed).
  */
 export function controlPlaneProjection(
-  options: { onApplied?: AppliedListener; onListenerError?: (e: unknown) => void } = {},
+  options: {
+    onApplied?: AppliedListener;
+    onListenerError?: (e: unknown) => void;
+    /** How much finished history the view keeps (default DEFAULT_HOT_STATE). */
+    hot?: Partial<HotStateLimits>;
+  } = {},
 ): Projection<ControlPlaneState> {
   const { onApplied, onListenerError } = options;
+  const hot = { ...DEFAULT_HOT_STATE, ...options.hot };
   return {
     name: 'control-plane',
     version: CONTROL_PLANE_PROJECTION_VERSION,
-    initialState: initialControlPlaneState,
+    initialState: () => initialControlPlaneState(hot),
     apply(s, e) {
       applyControlPlane(s, e);
       if (onApplied !== undefined) {
@@ -146,7 +162,7 @@ export function controlPlaneProjection(
       return s;
     },
     toSnapshot: controlPlaneToSnapshot,
-    fromSnapshot: controlPlaneFromSnapshot,
+    fromSnapshot: (j) => controlPlaneFromSnapshot(j, hot),
   };
 }
 
