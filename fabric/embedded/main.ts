@@ -28,6 +28,7 @@ import { onDemandDefaultsFromEnv, schedulerConfigFromEnv } from '../scheduler-en
 import { agentEnv } from '../agent-env.js';
 import { operatorSecretsOf, scrubOwnEnvironment } from '../operator-secrets.js';
 import { AgentChild } from './agent-child.js';
+import { SqliteAuditModels } from '../../projections/read-models/sqlite-audit-models.js';
 import { embeddedConfigFromEnv, paths } from './config.js';
 
 const log = processLogger('fabric');
@@ -73,6 +74,10 @@ async function main(): Promise<void> {
     storeKind: eventStoreKind(env),
   });
   await cp.start();
+  // `audit --model` over the whole log: the view's audit index keeps only recent events.
+  const auditModels =
+    opened.sqlitePath === undefined ? undefined : new SqliteAuditModels(opened.store, opened.sqlitePath);
+  await auditModels?.start();
   if (metrics !== undefined) {
     metrics.watchControlPlane(cp.view, cp.context.clock);
     metrics.watchRequests(cp.view);
@@ -82,7 +87,7 @@ async function main(): Promise<void> {
   const keys = new SqliteApiKeyStore({ path: p.keys });
   const api = apiConfigFromEnv(env);
   await prepareKeys(env, keys, api.auth, log);
-  const app = await buildFabricServer({ ...cp.context, keys, config: api });
+  const app = await buildFabricServer({ ...cp.context, auditModels, keys, config: api });
   await app.listen({ port: config.port, host: config.host });
   const address = app.server.address();
   const port = typeof address === 'object' && address !== null ? address.port : config.port;
@@ -148,6 +153,7 @@ async function main(): Promise<void> {
       // An agent child that had to be killed leaves its sandbox runner directory behind.
       sweepDeadAgents();
       await cp.stop();
+      await auditModels?.stop();
       await ipc.close();
       await transport.close();
       await blobs.close();

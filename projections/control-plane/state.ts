@@ -2,7 +2,13 @@
 // cluster, queues, requests and agents as of one and the same position.
 import type { JsonValue, StoredEvent } from '../../eventstore/port.js';
 import { agentsProjection, applyAgents, initialAgentsState, type AgentsState } from '../agents/projection.js';
-import { applyAudit, auditProjection, initialAuditState, type AuditState } from '../audit/projection.js';
+import {
+  applyAudit,
+  auditFromSnapshot,
+  auditProjection,
+  initialAuditState,
+  type AuditState,
+} from '../audit/projection.js';
 import { applyCluster } from '../cluster/apply.js';
 import { clusterFromSnapshot, clusterToSnapshot } from '../cluster/projection.js';
 import { initialClusterState, type ClusterState } from '../cluster/state.js';
@@ -51,7 +57,7 @@ export function initialControlPlaneState(hot: HotStateLimits = DEFAULT_HOT_STATE
     queue: initialQueueState(),
     requests: initialRequestsState(hot),
     agents: initialAgentsState(),
-    audit: initialAuditState(),
+    audit: initialAuditState(hot.recentEvents),
     models: initialModelsState(),
     deadlines: emptyDeadlines(),
   };
@@ -117,7 +123,7 @@ export function controlPlaneFromSnapshot(j: JsonValue, hot: HotStateLimits = DEF
     queue: queueFromSnapshot(o.queue),
     requests,
     agents: agentsProjection.fromSnapshot!(o.agents),
-    audit: auditProjection.fromSnapshot!(o.audit),
+    audit: auditFromSnapshot(o.audit, hot.recentEvents),
     models: modelsFromSnapshot(o.models),
     deadlines: rebuildDeadlines(cluster, requests),
   };

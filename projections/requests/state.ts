@@ -82,9 +82,11 @@ export interface HotStateLimits {
    * completing event). Off when results are kept forever (NDIF_RESULT_RETENTION_MS=0): only bytes and submitter.
    */
   retention: boolean;
+  /** Events the audit index keeps in memory (positions by model and actor); older ones come from the read models. */
+  recentEvents: number;
 }
 
-export const DEFAULT_HOT_STATE: HotStateLimits = { recentFinished: 5000, retention: true };
+export const DEFAULT_HOT_STATE: HotStateLimits = { recentFinished: 5000, retention: true, recentEvents: 200_000 };
 
 export interface KeptResult {
   submitter: string;
