@@ -27,7 +27,7 @@ export class ControlPlaneView {
       onListenerError: options.onListenerError,
       hot: options.hot,
     });
-    // The composite state is large (every request's view; a snapshot costs ~15–25 ms per 1000 requests here): snapshot
+    // The composite state is large (every live request and the recent finished; ~15–25 ms per 1000 requests): snapshot
     // it every 250k events or 30 s of activity, not the runner's general defaults (50k / 1 s), so a rebuild does not
     // spend its time serializing; a restart then replays at most 250k events (a few seconds).
     this.runner = new ProjectionRunner(store, projection, snapshots, {
