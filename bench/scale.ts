@@ -106,6 +106,8 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
   const view = new ControlPlaneView(store, new SqliteCheckpoints(store.db), {
     snapshotEveryEvents: Number.MAX_SAFE_INTEGER,
     snapshotEveryMs: 86_400_000,
+    // As the fabric configures it when results are kept forever (resultRetentionMs null below).
+    hot: { retention: false },
   });
   await view.start();
   let now = Date.parse('2026-01-05T08:00:00.000Z');
