@@ -64,6 +64,9 @@ export function initialControlPlaneState(hot: HotStateLimits = DEFAULT_HOT_STATE
 }
 
 export function applyControlPlane(s: ControlPlaneState, e: StoredEvent): ControlPlaneState {
+  // Before the event, so a request that finished with the previous one is still there for its listeners.
+  if (s.requests.finished.ids.length - s.requests.finished.head > s.requests.hot.recentFinished)
+    evictFinished(s.requests, (id) => forgetRequest(s, id));
   const d = decode(e);
   const ref = refOf(e);
   const data = d?.data as { requestId?: string; replicaId?: string } | undefined;
@@ -80,8 +83,6 @@ export function applyControlPlane(s: ControlPlaneState, e: StoredEvent): Control
   trackEndedWithWork(s, leftReplica);
   trackEndedWithWork(s, data?.replicaId ?? null);
   s.position = e.position;
-  if (s.requests.finished.ids.length - s.requests.finished.head > s.requests.hot.recentFinished)
-    evictFinished(s.requests, (id) => forgetRequest(s, id));
   return s;
 }
 
