@@ -109,7 +109,7 @@ export class ControlPlane {
         },
         onError: (err) => log.error({ err }, 'scheduler step failed'),
       });
-      this.reaper = new ResultReaper(this.view, options.blobs, log);
+      this.reaper = new ResultReaper(this.view, options.blobs, log, store);
       this.relay = new Relay({
         store,
         snapshots: options.snapshots,
