@@ -27,7 +27,7 @@ export class ResultReaper {
     for (const v of this.view.state.requests.byId.values())
       if (v.result?.expiredAt !== undefined) this.delete(v.result.ref);
     const store = this.store;
-    if (store !== undefined && store.capabilities.queryFilters.includes('type')) {
+    if (store?.capabilities.queryFilters.includes('type')) {
       const from = Math.max(0, this.view.position - RECENT_EVENTS);
       this.chain = this.chain.then(async () => {
         try {
