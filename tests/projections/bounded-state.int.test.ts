@@ -28,6 +28,7 @@ import { PostgresCheckpoints } from '../../projections/runner/postgres-checkpoin
 import type { SnapshotStore } from '../../projections/runner/projection.js';
 import { SqliteCheckpoints } from '../../projections/runner/sqlite-checkpoints.js';
 import { Scheduler } from '../../scheduler/scheduler.js';
+import { TestSocket } from '../query-api/ws-client.js';
 import { requireService } from '../services/require.js';
 
 const HOT = { recentFinished: 100, recentEvents: 1000 };
@@ -233,6 +234,21 @@ async function scenario(backend: Backend, dir: string, finished: number): Promis
         rows.some((r) => r.streamId === 'request-first' && r.type === 'RequestCompleted'),
         `${label}: ${JSON.stringify(rows.map((r) => [r.streamId, r.type]))}`,
       );
+      // The status websocket replays the evicted request's history from its stream, then says it ended.
+      const url = await app.listen({ host: '127.0.0.1', port: 0 });
+      const ws = await TestSocket.open(url);
+      try {
+        await ws.subscribe('first');
+        await ws.until((m) => m.some((x) => x.type === 'ended'), `${label}: ended`, 15_000);
+        assert.deepEqual(
+          ws.statuses('first').map((m) => m.status),
+          ['RECEIVED', 'QUEUED', 'DISPATCHED', 'RUNNING', 'COMPLETED'],
+          label,
+        );
+        assert.deepEqual(ws.messages.at(-1), { type: 'ended', requestId: 'first', reason: 'finished' }, label);
+      } finally {
+        await ws.close();
+      }
       // An id that never existed: 404 as before.
       const missing = await get('/requests/never-submitted');
       assert.equal(missing.statusCode, 404, label);
