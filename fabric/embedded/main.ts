@@ -28,7 +28,7 @@ import { onDemandDefaultsFromEnv, schedulerConfigFromEnv } from '../scheduler-en
 import { agentEnv } from '../agent-env.js';
 import { operatorSecretsOf, scrubOwnEnvironment } from '../operator-secrets.js';
 import { AgentChild } from './agent-child.js';
-import { SqliteAuditModels } from '../../projections/read-models/sqlite-audit-models.js';
+import { auditModelsPath, SqliteAuditModels } from '../../projections/read-models/sqlite-audit-models.js';
 import { embeddedConfigFromEnv, paths } from './config.js';
 
 const log = processLogger('fabric');
@@ -74,9 +74,11 @@ async function main(): Promise<void> {
     storeKind: eventStoreKind(env),
   });
   await cp.start();
-  // `audit --model` over the whole log: the view's audit index keeps only recent events.
-  const auditModels =
-    opened.sqlitePath === undefined ? undefined : new SqliteAuditModels(opened.store, opened.sqlitePath);
+  // `audit --model` over the whole log: the view's audit index keeps only recent events. Its own file: a read model
+  // holds its write transaction across a batch, which in the event store's file would hold up every append.
+  const auditPath = opened.sqlitePath === undefined ? undefined : auditModelsPath(opened.sqlitePath);
+  if (auditPath !== undefined) privateFile(auditPath);
+  const auditModels = auditPath === undefined ? undefined : new SqliteAuditModels(opened.store, auditPath);
   await auditModels?.start();
   if (metrics !== undefined) {
     metrics.watchControlPlane(cp.view, cp.context.clock);

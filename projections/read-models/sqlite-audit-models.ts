@@ -1,8 +1,10 @@
-// The audit index by model in SQLite (embedded mode): the positions of every event about a model, in the event
-// store's file, so `audit --model` answers for the whole log while the in-memory audit index keeps only its recent
-// window (bounded hot state). The SQLite event store indexes every other recorded filter itself. The model of an
-// event is found as the in-memory index finds it: a request's RequestReceived names it, a deployment or model
-// stream is the model, a request's later events inherit it from their stream.
+// The audit index by model in SQLite (embedded mode): the positions of every event about a model, in a file of its
+// own next to the event store's (`auditModelsPath`: the runner holds its write transaction across a batch, which in
+// the event store's file would hold up every append), so `audit --model` answers for the whole log while the
+// in-memory audit index keeps only its recent window (bounded hot state). The SQLite event store indexes every
+// other recorded filter itself. The model of an event is found as the in-memory index finds it: a request's
+// RequestReceived names it, a deployment or model stream is the model, a request's later events inherit it from
+// their stream.
 import Database from 'better-sqlite3';
 import { parseStream } from '../../domain/shared/ids.js';
 import type { EventStore, StoredEvent } from '../../eventstore/port.js';
@@ -52,7 +54,12 @@ function auditModelsProjection(): ReadModelProjection<Database.Database> {
   };
 }
 
-/** Runs the index on its own connection to the event store's file and answers position queries from it. */
+/** The index's file for an event store at `eventsPath`: `events.sqlite` → `events.audit-models.sqlite`. */
+export function auditModelsPath(eventsPath: string): string {
+  return `${eventsPath.replace(/\.sqlite3?$|\.db$/, '')}.audit-models.sqlite`;
+}
+
+/** Runs the index in its own SQLite file (rows and checkpoint there) and answers position queries from it. */
 export class SqliteAuditModels {
   private readonly db: Database.Database;
   private readonly runner: ReadModelRunner<Database.Database>;
@@ -60,6 +67,9 @@ export class SqliteAuditModels {
 
   constructor(store: EventStore, path: string, options: { batchSize?: number } = {}) {
     this.db = new Database(path);
+    this.db.pragma('journal_mode = WAL');
+    // WAL with NORMAL: a commit is not synced (it is rebuilt from the log if lost), the file stays consistent.
+    this.db.pragma('synchronous = NORMAL');
     this.db.pragma('busy_timeout = 5000');
     this.db.exec(DDL);
     this.runner = new ReadModelRunner(store, auditModelsProjection(), new SqliteCheckpoints(this.db), {

@@ -23,7 +23,7 @@ import type { FabricContext } from '../../fabric/context.js';
 import { buildFabricServer } from '../../fabric/embedded/http-server.js';
 import { ControlPlaneView } from '../../projections/control-plane/live.js';
 import { PostgresReadModels } from '../../projections/read-models/postgres.js';
-import { SqliteAuditModels } from '../../projections/read-models/sqlite-audit-models.js';
+import { auditModelsPath, SqliteAuditModels } from '../../projections/read-models/sqlite-audit-models.js';
 import { PostgresCheckpoints } from '../../projections/runner/postgres-checkpoints.js';
 import type { SnapshotStore } from '../../projections/runner/projection.js';
 import { SqliteCheckpoints } from '../../projections/runner/sqlite-checkpoints.js';
@@ -48,7 +48,7 @@ async function sqliteBackend(dir: string): Promise<Backend> {
     store,
     snapshots: new SqliteCheckpoints(store.db),
     async extras() {
-      const auditModels = new SqliteAuditModels(store, path);
+      const auditModels = new SqliteAuditModels(store, auditModelsPath(path));
       await auditModels.start();
       await auditModels.catchUp(60_000);
       return { auditModels, stop: () => auditModels.stop() };
