@@ -24,6 +24,7 @@ interface RequestsSnapshot {
   finished: string[];
   evicted: number;
   retention: boolean;
+  blockRunningByAgent?: [string, string[]][];
 }
 
 export function requestsToSnapshot(s: RequestsState): JsonValue {
@@ -35,6 +36,9 @@ export function requestsToSnapshot(s: RequestsState): JsonValue {
     finished: s.finished.ids.slice(s.finished.head),
     evicted: s.evicted,
     retention: s.hot.retention,
+    ...(s.blockRunningByAgent.size === 0
+      ? {}
+      : { blockRunningByAgent: [...s.blockRunningByAgent.entries()].map(([a, ids]) => [a, [...ids]]) }),
   };
   return snapshot as unknown as JsonValue;
 }
@@ -56,6 +60,7 @@ export function requestsFromSnapshot(j: JsonValue, hot: HotStateLimits = DEFAULT
   s.kept = new Map(o.kept);
   s.finished = { ids: o.finished, head: 0 };
   s.evicted = o.evicted;
+  s.blockRunningByAgent = new Map((o.blockRunningByAgent ?? []).map(([a, ids]) => [a, new Set(ids)]));
   for (const ids of s.inFlightByReplica.values())
     for (const id of ids) {
       const v = s.byId.get(id);
