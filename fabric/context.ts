@@ -47,6 +47,14 @@ export interface FabricContext {
    */
   readModels?: QueryReadModels;
   /**
+   * The audit index by model over the whole log (embedded mode, SQLite): `audit --model` reads it, while the view's
+   * audit index keeps only recent events (docs/control-plane.md, "Bounded hot state").
+   */
+  auditModels?: {
+    catchUp(timeoutMs: number): Promise<void>;
+    positions(modelKey: string, afterPosition: number, limit: number): Promise<number[]>;
+  };
+  /**
    * Commands are appended by other processes (distributed mode's query API): each read first waits until `view`
    * holds everything stored when the read arrived, so a client reads its own writes made through the command API.
    */

@@ -26,6 +26,8 @@ import { openEventStoreFromEnv } from '../event-store.js';
 import { logFormatFromEnv, processLogger } from '../log.js';
 import { eventStoreKind, processMetrics } from '../metrics.js';
 import { onDemandDefaultsFromEnv, schedulerConfigFromEnv } from '../scheduler-env.js';
+import { hotStateFromEnv } from '../view-env.js';
+import { auditModelsPath, SqliteAuditModels } from '../../projections/read-models/sqlite-audit-models.js';
 import { agentEnv } from '../agent-env.js';
 import { operatorSecretsOf, scrubOwnEnvironment } from '../operator-secrets.js';
 import { AgentChild } from './agent-child.js';
@@ -79,12 +81,19 @@ async function main(): Promise<void> {
     catalog,
     log,
     scheduler: schedulerConfigFromEnv(env),
+    hot: hotStateFromEnv(env, schedulerConfigFromEnv(env)),
     onDemandDefaults: onDemandDefaultsFromEnv(env),
     logLimits: logLimitsFromEnv(env),
     metrics,
     storeKind: eventStoreKind(env),
   });
   await cp.start();
+  // `audit --model` over the whole log: the view's audit index keeps only recent events. Its own file: a read model
+  // holds its write transaction across a batch, which in the event store's file would hold up every append.
+  const auditPath = opened.sqlitePath === undefined ? undefined : auditModelsPath(opened.sqlitePath);
+  if (auditPath !== undefined) privateFile(auditPath);
+  const auditModels = auditPath === undefined ? undefined : new SqliteAuditModels(opened.store, auditPath);
+  await auditModels?.start();
   if (metrics !== undefined) {
     metrics.watchControlPlane(cp.view, cp.context.clock);
     metrics.watchRequests(cp.view);
@@ -102,6 +111,7 @@ async function main(): Promise<void> {
   };
   const app = await buildFabricServer({
     ...cp.context,
+    auditModels,
     processFaults,
     controlPlaneRestarts: () =>
       previousExit === undefined
@@ -186,6 +196,7 @@ async function main(): Promise<void> {
       // An agent child that had to be killed leaves its sandbox runner directory behind.
       sweepDeadAgents();
       await cp.stop();
+      await auditModels?.stop();
       await ipc.close();
       await transport.close();
       await blobs.close();
