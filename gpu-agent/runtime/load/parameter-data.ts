@@ -11,7 +11,7 @@ import { payloadToOrt } from '../onnx/tensor-convert.js';
 import type { OrtTensor } from '../ort/session.js';
 
 function storedBytes(t: TensorProto, folder: string): Uint8Array {
-  if (t.raw_data) return t.raw_data.slice();
+  if (t.raw_data) return new Uint8Array(t.raw_data); // a copy, aligned (raw_data may be a view into the file at any offset)
   const location = externalEntry(t, 'location');
   if (location !== undefined) {
     const length = tensorBytes(t);
