@@ -107,3 +107,7 @@ export const ALIAS_MARK = '::input_of::';
 export function parameterAlias(tensor: string): string {
   return `${tensor}${ALIAS_MARK}@param`;
 }
+
+export function isParameterAlias(alias: string): boolean {
+  return alias.endsWith(`${ALIAS_MARK}@param`);
+}
