@@ -79,12 +79,14 @@ export const run = ndif.trace<typeof Gpt2Tiny>('gpt2-tiny', 'Hello', async (m, c
   m.transformer.h[0].mlp.output = h.mul(0);
   const lens: Tensor = await m.lm_head.call(await m.transformer.ln_f.call(h));
   const inputs: Tensor[] = await m.transformer.h[1].attn.inputs;
+  const unembed: Tensor = await m.lm_head.weight;
+  m.transformer.h[0].attn.c_attn.bias = (await m.transformer.h[0].attn.c_attn.bias).mul(0);
   for (const layer of m.transformer.h) void layer.path;
   const shapes = await m.all(async (s, i) => (await s.transformer.h[m.transformer.h.length - 1].output).shape[i] ?? 0);
   const c = await ctx.cache({ modules: [m.transformer.h] });
   ctx.shared.h = c;
   await ctx.barrier('b');
-  return { lens: lens.shape, n: inputs.length, shapes };
+  return { lens: lens.shape, n: inputs.length, shapes, unembed: unembed.shape };
 });
 `;
   const ok = typecheck(mkdtempSync(join(dir, 'good-')), { ...decl, 'good.ts': good });
@@ -96,6 +98,8 @@ export const a = ndif.trace<typeof Gpt2Tiny>('gpt2-tiny', 'Hello', async (m) => 
 export const b = ndif.trace<typeof Gpt2Tiny>('gpt2-tiny', 'Hello', async (m) => await m.transformer.h[1].mlpp.output);
 export const c = ndif.trace<typeof Gpt2Tiny>('gpt2-tinyy', 'Hello', async (m) => 1);
 export const d = ndif.trace<typeof Gpt2Tiny>('gpt2-tiny', 'Hello', async (m) => { m.transformer.h[0].output = 'zero'; });
+export const e = ndif.trace<typeof Gpt2Tiny>('gpt2-tiny', 'Hello', async (m) => await m.lm_head.bias);
+export const f = ndif.trace<typeof Gpt2Tiny>('gpt2-tiny', 'Hello', async (m) => { m.lm_head.weight = 'zero'; });
 `;
   const no = typecheck(mkdtempSync(join(dir, 'bad-')), { ...decl, 'bad.ts': bad });
   assert.equal(no.ok, false);
@@ -107,6 +111,8 @@ export const d = ndif.trace<typeof Gpt2Tiny>('gpt2-tiny', 'Hello', async (m) => 
     /bad\.ts\(6,\d+\): error TS(2345: Argument of type '"gpt2-tinyy"'|2769: No overload matches this call)/,
   );
   assert.match(no.output, /bad\.ts\(7,\d+\): error TS2322: Type 'string' is not assignable to type 'Tensor'/);
+  assert.match(no.output, /bad\.ts\(8,\d+\): error TS2339: Property 'bias' does not exist/);
+  assert.match(no.output, /bad\.ts\(9,\d+\): error TS2322: Type 'string' is not assignable to type 'Tensor'/);
   // The typed call is the ordinary trace at run time.
   const { Fabric } = await import('../../client/sdk/index.js');
   const client = new Fabric({ url: fab.url, progress: false });

@@ -109,7 +109,7 @@ test('a parameter swap never reaches requests running at the same time on the mo
   assert.ok(maxAbsDiff(plain, swapped) > 1e-3, 'the swap changes the output');
   // Eight requests at once, alternating: the model serves several together, their forward work taken in turn.
   const all = await Promise.all(Array.from({ length: 8 }, (_, i) => one(i % 2 === 0 ? plainBlock : swapBlock)));
-  all.forEach((t, i) => assert.ok(sameBits(t, i % 2 === 0 ? plain : swapped), `request ${i}`));
+  for (const [i, t] of all.entries()) assert.ok(sameBits(t, i % 2 === 0 ? plain : swapped), `request ${i}`);
   assert.ok(sameBits(await one(plainBlock), plain), 'a later plain request');
 });
 

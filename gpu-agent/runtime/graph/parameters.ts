@@ -68,7 +68,8 @@ export function findParameters(g: ModelGraph): Map<string, ParameterInfo> {
     if (first === undefined) byTensor.set(tensor, path);
   };
   const candidates = [...g.initializers.values()].filter(
-    (t) => FLOAT_TYPES.has(t.data_type ?? 0) && (t.dims ?? []).length > 0 && (g.consumers.get(t.name!) ?? []).length > 0,
+    (t) =>
+      FLOAT_TYPES.has(t.data_type ?? 0) && (t.dims ?? []).length > 0 && (g.consumers.get(t.name!) ?? []).length > 0,
   );
   // Named ones first, so a module's own parameter wins over a tied or unnamed one under the same path.
   for (const t of candidates) {

@@ -116,10 +116,7 @@ export class ForwardPass implements ForwardRun {
     const at = whole ? [] : (this.hooks.splits ?? []).filter((p) => p > start && p < end);
     if (at.length === 0) return this.run({ start, end });
     const full = this.fullSpec({ start, end });
-    if (
-      !params &&
-      (this.cache.holds(full) || this.cache.promote(full, this.hooks.repeated ? 0 : PROMOTE_AFTER))
-    )
+    if (!params && (this.cache.holds(full) || this.cache.promote(full, this.hooks.repeated ? 0 : PROMOTE_AFTER)))
       return this.run({ start, end }, full);
     let from = start;
     for (const p of [...at, end]) {

@@ -67,12 +67,18 @@ export class ParameterSwaps {
     try {
       checkPayload(v);
     } catch (e) {
-      throw new InterventionError(blockError('ProtocolError', `swap of ${path}: ${(e as Error).message}`, 'protocol'), inv.index);
+      throw new InterventionError(
+        blockError('ProtocolError', `swap of ${path}: ${(e as Error).message}`, 'protocol'),
+        inv.index,
+      );
     }
     const dtype = p.elemType === 10 ? 'float16' : 'float32';
     if (v.dtype !== dtype) throw fail('DtypeMismatch', `swap of ${path}: expected ${dtype}, got ${v.dtype}`);
     if (!sameShape(v.shape, p.shape))
-      throw fail('ShapeMismatch', `swap of ${path}: expected shape [${p.shape.join(', ')}], got [${v.shape.join(', ')}]`);
+      throw fail(
+        'ShapeMismatch',
+        `swap of ${path}: expected shape [${p.shape.join(', ')}], got [${v.shape.join(', ')}]`,
+      );
     const bad = firstNonFinite(v);
     if (bad >= 0) throw fail('NonFinite', `swap of ${path}: element ${bad} is not finite (NaN or ±Infinity)`);
     const pass = this.view.pass;

@@ -30,7 +30,8 @@ function storedBytes(t: TensorProto, folder: string): Uint8Array {
     }
     return out;
   }
-  if (t.float_data && t.data_type === TensorDataType.FLOAT) return new Uint8Array(Float32Array.from(t.float_data).buffer);
+  if (t.float_data && t.data_type === TensorDataType.FLOAT)
+    return new Uint8Array(Float32Array.from(t.float_data).buffer);
   throw new Error(`initializer ${t.name} holds its values in a form the parameter reader does not read`);
 }
 
@@ -38,7 +39,8 @@ function storedBytes(t: TensorProto, folder: string): Uint8Array {
 function transpose(data: Uint8Array, rows: number, cols: number, size: number): Uint8Array {
   const out = new Uint8Array(data.byteLength);
   for (let r = 0; r < rows; r++)
-    for (let c = 0; c < cols; c++) out.set(data.subarray((r * cols + c) * size, (r * cols + c + 1) * size), (c * rows + r) * size);
+    for (let c = 0; c < cols; c++)
+      out.set(data.subarray((r * cols + c) * size, (r * cols + c + 1) * size), (c * rows + r) * size);
   return out;
 }
 
@@ -61,5 +63,9 @@ export function parameterPayload(p: ParameterInfo, t: TensorProto, folder: strin
 export function parameterTensor(p: ParameterInfo, v: TensorPayload): OrtTensor {
   if (!p.transposed) return payloadToOrt(v);
   const [rows, cols] = p.shape as [number, number];
-  return payloadToOrt({ dtype: v.dtype, shape: [cols, rows], data: transpose(v.data, rows, cols, elementBytes(p.elemType)) });
+  return payloadToOrt({
+    dtype: v.dtype,
+    shape: [cols, rows],
+    data: transpose(v.data, rows, cols, elementBytes(p.elemType)),
+  });
 }
