@@ -4,6 +4,8 @@
 //   attention_read_ratio                a request reading every layer's attention pattern over a plain forward
 //                                       (GPT-2-small shape, 32 tokens), interleaved rounds, medians
 //   scan_ms                             ndif.scan's work on the client (the manifest resolved for a tokenized prompt)
+//   edit_over_plain                     a request to a model variant whose persistent edit swaps one module's output,
+//                                       over the same block on the base model (the edit runs in the invoke, first)
 //   param_read_ms                       a request whose block reads lm_head.weight (the unembedding, [50257, 768]) and
 //                                       returns its shape (no forward pass runs: nothing reads its output)
 //   param_layer_read_ms                 the same for one layer's c_attn.weight ([768, 2304])
@@ -99,6 +101,15 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
           },
         ],
       },
+      // A model variant whose edit swaps one module (layer 5's MLP output scaled), the user's block as plain's.
+      edit: {
+        edit: {
+          key: `${MODEL}@scale-mlp5`,
+          source:
+            'async (m) => { m.transformer.h[5].mlp.output = (await m.transformer.h[5].mlp.output).mul(0.5); }',
+        },
+        invokes: [{ tokens, block: 'async (m) => (await m.output).shape' }],
+      },
       param_read: { invokes: [{ tokens, block: 'async (m) => (await m.lm_head.weight).shape' }] },
       param_layer_read: {
         invokes: [{ tokens, block: 'async (m) => (await m.transformer.h[5].attn.c_attn.weight).shape' }],
@@ -135,7 +146,7 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
       param_layer_read_ms: round(median(times.param_layer_read!)),
       param_swap_over_plain: round(median(times.param_swap!) / median(times.plain!), 4),
       param_swap_first_ms: round(paramSwapFirstMs),
-      edit_over_plain: null,
+      edit_over_plain: round(median(times.edit!) / median(times.plain!), 4),
       scan_ms: round(median(scans), 3),
       attention_layers: layers.length,
       plain_ms: round(median(times.plain!)),
