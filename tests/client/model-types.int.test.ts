@@ -100,6 +100,12 @@ export const c = ndif.trace<typeof Gpt2Tiny>('gpt2-tinyy', 'Hello', async (m) =>
 export const d = ndif.trace<typeof Gpt2Tiny>('gpt2-tiny', 'Hello', async (m) => { m.transformer.h[0].output = 'zero'; });
 export const e = ndif.trace<typeof Gpt2Tiny>('gpt2-tiny', 'Hello', async (m) => await m.lm_head.bias);
 export const f = ndif.trace<typeof Gpt2Tiny>('gpt2-tiny', 'Hello', async (m) => { m.lm_head.weight = 'zero'; });
+export const g = ndif.trace('gpt2-tiny@zero-mlp0', 'Hello', async (m) => await m.transformer.hh[0].output);
+declare module ${JSON.stringify(sdk)} {
+  interface ModelRegistry {
+    'gpt2-tiny@zero-mlp0': typeof Gpt2Tiny;
+  }
+}
 `;
   const no = typecheck(mkdtempSync(join(dir, 'bad-')), { ...decl, 'bad.ts': bad });
   assert.equal(no.ok, false);
@@ -113,6 +119,8 @@ export const f = ndif.trace<typeof Gpt2Tiny>('gpt2-tiny', 'Hello', async (m) => 
   assert.match(no.output, /bad\.ts\(7,\d+\): error TS2322: Type 'string' is not assignable to type 'Tensor'/);
   assert.match(no.output, /bad\.ts\(8,\d+\): error TS2339: Property 'bias' does not exist/);
   assert.match(no.output, /bad\.ts\(9,\d+\): error TS2322: Type 'string' is not assignable to type 'Tensor'/);
+  // A variant added to ModelRegistry beside its model is typed as the model.
+  assert.match(no.output, /bad\.ts\(10,\d+\): error TS2339: Property 'hh' does not exist/);
   // The typed call is the ordinary trace at run time.
   const { Fabric } = await import('../../client/sdk/index.js');
   const client = new Fabric({ url: fab.url, progress: false });
@@ -150,6 +158,12 @@ export const st: [string] = (await ndif.stream('gpt2-tiny', 'a', async () => 'y'
 export const explicit: unknown = await ndif.trace<typeof Gpt2Tiny>('gpt2-tiny', 'a', async (m) => await m.transformer.h[0].output);
 export const explicitStream = ndif.stream<typeof Gpt2Tiny>('gpt2-tiny', 'a', async (m) => await m.transformer.h[0].output);
 export const legacy: number[] = await ndif.trace<number[]>('gpt2-tiny', 'a', 'async (m) => [1]');
+declare module ${JSON.stringify(sdk)} {
+  interface ModelRegistry {
+    'gpt2-tiny@zero-mlp0': typeof Gpt2Tiny;
+  }
+}
+export const variant: Tensor = await ndif.trace('gpt2-tiny@zero-mlp0', 'a', async (m) => await m.transformer.h[0].output);
 `;
   const ok = typecheck(mkdtempSync(join(dir, 'typed-good-')), { ...decl, 'good.ts': good });
   assert.ok(ok.ok, ok.output);
