@@ -105,8 +105,7 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
       edit: {
         edit: {
           key: `${MODEL}@scale-mlp5`,
-          source:
-            'async (m) => { m.transformer.h[5].mlp.output = (await m.transformer.h[5].mlp.output).mul(0.5); }',
+          source: 'async (m) => { m.transformer.h[5].mlp.output = (await m.transformer.h[5].mlp.output).mul(0.5); }',
         },
         invokes: [{ tokens, block: 'async (m) => (await m.output).shape' }],
       },

@@ -12,7 +12,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Fabric, FabricHttpError, Tensor } from '../../client/sdk/index.js';
+import { Fabric, FabricHttpError, type Tensor } from '../../client/sdk/index.js';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
 const distDir = resolve(here, '..', '..');
