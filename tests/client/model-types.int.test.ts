@@ -20,6 +20,7 @@ import type { InProcessFabric } from './fabric-harness.js';
 let fab: InProcessFabric;
 let dir: string;
 const sdk = join(repoRoot, 'client', 'sdk', 'index.js');
+const local = join(repoRoot, 'client', 'sdk', 'local', 'index.js');
 
 before(async () => {
   fab = await startInProcessFabric();
@@ -186,6 +187,48 @@ export const f: [string, string] = await ndif.trace('gpt2-tiny', ['a', { input: 
     no.output,
     /bad\.ts\(4,\d+\): error TS2322: Type 'readonly number\[\]' is not assignable to type 'string'/,
   );
+  assert.match(no.output, /bad\.ts\(8,\d+\): error TS2339: Property 'hh' does not exist/);
+});
+
+test('typed results in the local mode: LocalFabric has the same typed entry points, and a wrong type fails to compile', async () => {
+  const r = await ndif(['types', 'gpt2-tiny', '--from', sdk]);
+  assert.equal(r.code, ExitCode.ok, r.err);
+  const decl = { 'gpt2-tiny.d.ts': r.out };
+  const head = `import type { Tensor } from ${JSON.stringify(sdk)};
+import { LocalFabric } from ${JSON.stringify(local)};
+import type { Gpt2Tiny } from './gpt2-tiny.js';
+declare const local: LocalFabric;
+`;
+  const good = `${head}export const shape: readonly number[] = await local.trace('gpt2-tiny', 'Hello', async (m) => (await m.transformer.h[1].output).shape);
+export const each: [number, string] = await local.trace('gpt2-tiny', ['a', { input: 'b', block: async () => 'x' }], async () => 1);
+export const s: [number, Tensor[]] = await local.session('gpt2-tiny', [
+  { input: 'a', block: async (m) => (await m.transformer.h[0].output).shape.length },
+  { input: ['a', 'b'], block: async (m) => await m.output },
+]);
+export const es: [number] = (await local.executeSession('gpt2-tiny', [{ input: 'a', block: async () => 1 }])).traces;
+export const ex: [boolean] = (await local.execute('gpt2-tiny', 'a', async () => true)).values;
+export const st: [string] = (await local.stream('gpt2-tiny', 'a', async () => 'y', { maxNewTokens: 2 }).result).values;
+export const w: Tensor = await local.trace('gpt2-tiny', 'a', async (m) => await m.lm_head.weight);
+export const legacy: number[] = await local.trace<number[]>('gpt2-tiny', 'a', 'async (m) => [1]');
+export const explicit = local.stream<typeof Gpt2Tiny>('gpt2-tiny', 'a', async (m) => await m.transformer.h[0].output);
+`;
+  const ok = typecheck(mkdtempSync(join(dir, 'local-good-')), { ...decl, 'good.ts': good });
+  assert.ok(ok.ok, ok.output);
+  const bad = `${head}export const a: string = await local.trace('gpt2-tiny', 'Hello', async (m) => (await m.output).shape);
+export const b: [number, number] = await local.session('gpt2-tiny', [{ input: 'a', block: async () => 1 }, { input: 'b', block: async () => 'no' }]);
+export const c: [number] = (await local.stream('gpt2-tiny', 'a', async () => 'y').result).values;
+export const d = await local.trace('gpt2-tiny', 'Hello', async (m) => m.transformer.hh);
+export const e: [boolean] = (await local.execute('gpt2-tiny', 'a', async () => 1)).values;
+export const f: [string] = (await local.executeSession('gpt2-tiny', [{ input: 'a', block: async () => 1 }])).traces;
+`;
+  const no = typecheck(mkdtempSync(join(dir, 'local-bad-')), { ...decl, 'bad.ts': bad });
+  assert.equal(no.ok, false);
+  for (const line of [5, 6, 7, 8, 9, 10])
+    assert.match(
+      no.output,
+      new RegExp(`bad\\.ts\\(${line},\\d+\\): error TS`),
+      `line ${line} must not compile:\n${no.output}`,
+    );
   assert.match(no.output, /bad\.ts\(8,\d+\): error TS2339: Property 'hh' does not exist/);
 });
 

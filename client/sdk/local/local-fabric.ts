@@ -28,6 +28,17 @@ import { updateFromMessage, type LogLine } from '../status.js';
 import { GenerationStream } from '../token-stream.js';
 import { ModelTokenizer } from '../tokenizer.js';
 import type { StatusMessage } from '../wire.js';
+import type { TypedModel } from '../model-types.js';
+import type {
+  InvokeValues,
+  ModelOf,
+  ResultOnly,
+  SessionValues,
+  TraceValue,
+  TypedBlock,
+  TypedInvoke,
+  TypedSessionTrace,
+} from '../typed-calls.js';
 import {
   createInProcessBlocks,
   failureReport,
@@ -68,27 +79,91 @@ export class LocalFabric {
     return new LocalFabric({ ...opts, models: { [opts.key ?? basename(resolve(dir))]: dir } });
   }
 
-  async trace<T = any>(model: string, input: Invoke | Invoke[], block?: BlockFn | string, opts: TraceOptions = {}) {
+  // The same typed entry points as Fabric's (client/sdk/typed-calls.ts): a key `ndif types` registered types the
+  // block's `m` and the value of trace, execute, session, executeSession, stream and per-invoke blocks.
+  trace<
+    K extends string,
+    R,
+    const I extends string | number[] | TypedInvoke<ModelOf<K>> | readonly TypedInvoke<ModelOf<K>>[],
+  >(model: K, input: I, block: TypedBlock<ModelOf<K>, R>, opts?: TraceOptions): Promise<TraceValue<I, R>>;
+  trace<T = any>(
+    model: ResultOnly<T>,
+    input: Invoke | Invoke[],
+    block?: BlockFn | string,
+    opts?: TraceOptions,
+  ): Promise<T>;
+  trace<T extends TypedModel>(
+    model: T['key'],
+    input: TypedInvoke<T['m']> | TypedInvoke<T['m']>[],
+    block?: TypedBlock<T['m'], unknown> | string,
+    opts?: TraceOptions,
+  ): Promise<unknown>;
+  async trace(
+    model: string,
+    input: Invoke | Invoke[],
+    block?: BlockFn | string,
+    opts: TraceOptions = {},
+  ): Promise<unknown> {
     const r = await this.execute(model, input, block, opts);
-    return (isInvokeList(input) ? r.values : r.values[0]) as T;
+    return isInvokeList(input) ? r.values : r.values[0];
   }
 
-  execute(model: string, input: Invoke | Invoke[], block?: BlockFn | string, opts: TraceOptions = {}) {
+  execute<
+    K extends string,
+    R,
+    const I extends string | number[] | TypedInvoke<ModelOf<K>> | readonly TypedInvoke<ModelOf<K>>[],
+  >(
+    model: K,
+    input: I,
+    block: TypedBlock<ModelOf<K>, R>,
+    opts?: TraceOptions,
+  ): Promise<TraceResult<InvokeValues<I, R>>>;
+  execute(model: string, input: Invoke | Invoke[], block?: BlockFn | string, opts?: TraceOptions): Promise<TraceResult>;
+  execute(
+    model: string,
+    input: Invoke | Invoke[],
+    block?: BlockFn | string,
+    opts: TraceOptions = {},
+  ): Promise<TraceResult> {
     const requestId = opts.requestId ?? randomUUID();
     return this.runBody(buildSubmitBody(model, input, block, opts, requestId, true), opts);
   }
 
-  async session<T extends unknown[] = any[]>(model: string, traces: SessionTrace[], opts: TraceOptions = {}) {
-    return (await this.executeSession(model, traces, opts)).traces as T;
+  session<K extends string, const S extends readonly TypedSessionTrace<ModelOf<K>>[]>(
+    model: K,
+    traces: S,
+    opts?: TraceOptions,
+  ): Promise<SessionValues<S>>;
+  session<T extends unknown[] = any[]>(model: string, traces: SessionTrace[], opts?: TraceOptions): Promise<T>;
+  async session(model: string, traces: SessionTrace[], opts: TraceOptions = {}): Promise<unknown[]> {
+    return (await this.executeSession(model, traces, opts)).traces;
   }
 
+  executeSession<K extends string, const S extends readonly TypedSessionTrace<ModelOf<K>>[]>(
+    model: K,
+    traces: S,
+    opts?: TraceOptions,
+  ): Promise<SessionResult<SessionValues<S>>>;
+  executeSession(model: string, traces: SessionTrace[], opts?: TraceOptions): Promise<SessionResult>;
   async executeSession(model: string, traces: SessionTrace[], opts: TraceOptions = {}): Promise<SessionResult> {
     const requestId = opts.requestId ?? randomUUID();
     const r = await this.runBody(buildSessionBody(model, traces, opts, requestId, true), opts);
     return { requestId: r.requestId, traces: sessionValues(traces, r.values, r.meta), meta: r.meta };
   }
 
-  stream(model: string, input: Invoke | Invoke[], block?: BlockFn | string, opts: TraceOptions = {}) {
+  stream<
+    K extends string,
+    R,
+    const I extends string | number[] | TypedInvoke<ModelOf<K>> | readonly TypedInvoke<ModelOf<K>>[],
+  >(model: K, input: I, block: TypedBlock<ModelOf<K>, R>, opts?: TraceOptions): GenerationStream<InvokeValues<I, R>>;
+  stream<T extends TypedModel>(
+    model: T['key'],
+    input: TypedInvoke<T['m']> | TypedInvoke<T['m']>[],
+    block?: TypedBlock<T['m'], unknown> | string,
+    opts?: TraceOptions,
+  ): GenerationStream;
+  stream(model: string, input: Invoke | Invoke[], block?: BlockFn | string, opts?: TraceOptions): GenerationStream;
+  stream(model: string, input: Invoke | Invoke[], block?: BlockFn | string, opts: TraceOptions = {}): GenerationStream {
     const requestId = opts.requestId ?? randomUUID();
     return new GenerationStream(requestId, (onTokens) =>
       this.execute(model, input, block, {
