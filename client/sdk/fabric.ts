@@ -27,7 +27,9 @@ import type {
   TypedBlock,
   TypedInvoke,
   TypedSessionTrace,
+  BoundModel,
 } from './typed-calls.js';
+import { bindModel } from './bound-model.js';
 import { invokeLengths, scanManifest, type ScanResult } from './scan.js';
 import { fetchTokenizer, type ModelTokenizer } from './tokenizer.js';
 import { defaultCacheDir, TokenizerCache } from './tokenizer-cache.js';
@@ -155,6 +157,15 @@ export class Fabric {
    * to compile. `trace<typeof Gpt2>('gpt2', …)` types `m` (the value is then `unknown`); `trace<T>` with another `T`
    * says what the block returns.
    */
+  /**
+   * The entry points bound to one model: `ndif.model<typeof Gpt2Tiny>('gpt2-tiny').trace(prompt, async (m) => …)` types
+   * `m` from the model's declaration and the value from the block, for trace, execute, session, executeSession and
+   * stream (a registered key does the same without the type argument).
+   */
+  model<T extends TypedModel>(key: T['key']): BoundModel<T['m']> {
+    return bindModel<T['m']>(this, key);
+  }
+
   trace<
     K extends string,
     R,

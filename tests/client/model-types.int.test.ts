@@ -132,6 +132,10 @@ declare module ${JSON.stringify(sdk)} {
       async (m: any) => (await m.lm_head.call(await m.transformer.ln_f.call(await m.transformer.h[1].output))).shape,
     );
     assert.deepEqual(shape, [1, 1, 50257]);
+    const bound = await client
+      .model('gpt2-tiny')
+      .trace('Hello', async (m: any) => (await m.transformer.h[1].output).shape);
+    assert.deepEqual(bound, [1, 1, 64]);
   } finally {
     client.close();
   }
@@ -165,6 +169,13 @@ declare module ${JSON.stringify(sdk)} {
   }
 }
 export const variant: Tensor = await ndif.trace('gpt2-tiny@zero-mlp0', 'a', async (m) => await m.transformer.h[0].output);
+const gpt2 = ndif.model<typeof Gpt2Tiny>('gpt2-tiny');
+export const bound: Tensor = await gpt2.trace('a', async (m) => await m.transformer.h[0].output);
+export const boundEach: [number, string] = await gpt2.trace(['a', { input: 'b', block: async () => 'x' }], async () => 1);
+export const boundEx: [boolean] = (await gpt2.execute('a', async () => true)).values;
+export const boundS: [number] = await gpt2.session([{ input: 'a', block: async (m) => (await m.output).shape.length }]);
+export const boundES: [number] = (await gpt2.executeSession([{ input: 'a', block: async () => 1 }])).traces;
+export const boundSt: [string] = (await gpt2.stream('a', async () => 'y', { maxNewTokens: 2 }).result).values;
 `;
   const ok = typecheck(mkdtempSync(join(dir, 'typed-good-')), { ...decl, 'good.ts': good });
   assert.ok(ok.ok, ok.output);
@@ -174,10 +185,14 @@ export const c: [number, number] = await ndif.session('gpt2-tiny', [{ input: 'a'
 export const d: [number] = (await ndif.stream('gpt2-tiny', 'a', async () => 'y').result).values;
 export const e = await ndif.trace('gpt2-tiny', 'Hello', async (m) => m.transformer.hh);
 export const f: [string, string] = await ndif.trace('gpt2-tiny', ['a', { input: 'b', block: async () => 2 }], async () => 'x');
+export const g: string = await ndif.model<typeof Gpt2Tiny>('gpt2-tiny').trace('a', async (m) => (await m.output).shape);
+export const h = await ndif.model<typeof Gpt2Tiny>('gpt2-tiny').trace('a', async (m) => m.transformer.hh);
+export const i: [string] = await ndif.model<typeof Gpt2Tiny>('gpt2-tiny').session([{ input: 'a', block: async () => 1 }]);
+export const j = ndif.model<typeof Gpt2Tiny>('gpt2-tinyy');
 `;
   const no = typecheck(mkdtempSync(join(dir, 'typed-bad-')), { ...decl, 'bad.ts': bad });
   assert.equal(no.ok, false);
-  for (const line of [4, 5, 6, 7, 8, 9])
+  for (const line of [4, 5, 6, 7, 8, 9, 10, 11, 12, 13])
     assert.match(
       no.output,
       new RegExp(`bad\\.ts\\(${line},\\d+\\): error TS`),
@@ -187,6 +202,12 @@ export const f: [string, string] = await ndif.trace('gpt2-tiny', ['a', { input: 
     no.output,
     /bad\.ts\(4,\d+\): error TS2322: Type 'readonly number\[\]' is not assignable to type 'string'/,
   );
+  // ndif.model<typeof M>(key) types the value of every entry point (trace<typeof M> gives unknown).
+  assert.match(
+    no.output,
+    /bad\.ts\(10,\d+\): error TS2322: Type 'readonly number\[\]' is not assignable to type 'string'/,
+  );
+  assert.match(no.output, /bad\.ts\(11,\d+\): error TS2339: Property 'hh' does not exist/);
   assert.match(no.output, /bad\.ts\(8,\d+\): error TS2339: Property 'hh' does not exist/);
 });
 
@@ -211,6 +232,7 @@ export const st: [string] = (await local.stream('gpt2-tiny', 'a', async () => 'y
 export const w: Tensor = await local.trace('gpt2-tiny', 'a', async (m) => await m.lm_head.weight);
 export const legacy: number[] = await local.trace<number[]>('gpt2-tiny', 'a', 'async (m) => [1]');
 export const explicit = local.stream<typeof Gpt2Tiny>('gpt2-tiny', 'a', async (m) => await m.transformer.h[0].output);
+export const bound: Tensor = await local.model<typeof Gpt2Tiny>('gpt2-tiny').trace('a', async (m) => await m.output);
 `;
   const ok = typecheck(mkdtempSync(join(dir, 'local-good-')), { ...decl, 'good.ts': good });
   assert.ok(ok.ok, ok.output);

@@ -38,7 +38,9 @@ import type {
   TypedBlock,
   TypedInvoke,
   TypedSessionTrace,
+  BoundModel,
 } from '../typed-calls.js';
+import { bindModel } from '../bound-model.js';
 import {
   createInProcessBlocks,
   failureReport,
@@ -81,6 +83,15 @@ export class LocalFabric {
 
   // The same typed entry points as Fabric's (client/sdk/typed-calls.ts): a key `ndif types` registered types the
   // block's `m` and the value of trace, execute, session, executeSession, stream and per-invoke blocks.
+  /**
+   * The entry points bound to one model: `ndif.model<typeof Gpt2Tiny>('gpt2-tiny').trace(prompt, async (m) => …)` types
+   * `m` from the model's declaration and the value from the block, for trace, execute, session, executeSession and
+   * stream (a registered key does the same without the type argument).
+   */
+  model<T extends TypedModel>(key: T['key']): BoundModel<T['m']> {
+    return bindModel<T['m']>(this, key);
+  }
+
   trace<
     K extends string,
     R,
@@ -180,7 +191,7 @@ export class LocalFabric {
 
   /** The model's module tree and shapes, as the fabric's `GET /models/:key/manifest` gives it. */
   async manifest(model: string, shape?: { batch: number; sequence: number }): Promise<Manifest> {
-    const hm = await this.model(model);
+    const hm = await this.hosted(model);
     return shape ? hm.manifest(shape.batch, shape.sequence) : hm.manifest();
   }
 
@@ -250,7 +261,7 @@ export class LocalFabric {
     return dir;
   }
 
-  private model(key: string): Promise<HostedModel> {
+  private hosted(key: string): Promise<HostedModel> {
     let m = this.loaded.get(key);
     if (m === undefined) {
       m = loadModel(this.dirOf(key), { key });
@@ -264,7 +275,7 @@ export class LocalFabric {
     const requestId = body.requestId;
     if (opts.signal?.aborted) throw new CancelledError(requestId, 'this client, before submitting');
     const payload = accepted(body);
-    const hm = await this.model(body.model);
+    const hm = await this.hosted(body.model);
 
     const progress = progressFor(opts.progress ?? this.opts.progress ?? false, requestId);
     const onLog =
