@@ -51,6 +51,8 @@ export const modelDisabledReason = z.string().trim().min(1).max(500);
 export const EDIT_NAME = /^[a-z0-9][a-z0-9._-]{0,63}$/;
 /** Characters of an edit's source (a block: one async function expression). */
 export const EDIT_SOURCE_MAX = 64 * 1024;
+/** Edits one key may have registered on one model at a time (each holds its source in the model's state). */
+export const EDITS_PER_KEY = 32;
 
 /**
  * Who may submit to an edit's variant: `public` (an operator's: every key), `private` (the author key only). Either way

@@ -15,7 +15,7 @@ import type {
   RemoveModel,
   RemoveModelEdit,
 } from './commands.js';
-import { EDIT_NAME, EDIT_SOURCE_MAX } from '../events/model.js';
+import { EDIT_NAME, EDIT_SOURCE_MAX, EDITS_PER_KEY } from '../events/model.js';
 import { evolveModel, initialModelState, type ModelState } from './state.js';
 
 const short = (fp: string) => fp.slice(0, 12);
@@ -138,6 +138,14 @@ function registerEdit(c: RegisterModelEdit, s: ModelState): ModelEvent[] {
       { fingerprint: now.fingerprint },
     );
   }
+  const own = Object.values(s.edits).filter((e) => e.author === c.actor).length;
+  if (own >= EDITS_PER_KEY)
+    refuse(
+      C.editLimit,
+      `this key has ${own} edits of ${c.modelKey} registered, the most one key may have on a model (${EDITS_PER_KEY})`,
+      'remove one you no longer use (ndif edits ls / ndif edits rm)',
+      { edits: own, limit: EDITS_PER_KEY },
+    );
   return [
     {
       type: 'ModelEditRegistered',

@@ -29,6 +29,7 @@ export const DomainErrorCode = {
   editNotFound: 'CP_EDIT_NOT_FOUND',
   editConflict: 'CP_EDIT_CONFLICT',
   editForbidden: 'CP_EDIT_FORBIDDEN',
+  editLimit: 'CP_EDIT_LIMIT',
   leaderEpochStale: 'CP_LEADER_EPOCH_STALE',
 } as const;
 
@@ -61,6 +62,7 @@ const STATUS: Record<DomainErrorCodeName, number> = {
   CP_EDIT_NOT_FOUND: 404,
   CP_EDIT_CONFLICT: 409,
   CP_EDIT_FORBIDDEN: 403,
+  CP_EDIT_LIMIT: 409,
   CP_LEADER_EPOCH_STALE: 409,
 };
 

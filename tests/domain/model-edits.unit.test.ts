@@ -114,6 +114,18 @@ describe('model edits', () => {
       .when(add({ source: 'x'.repeat(64 * 1024 + 1) }))
       .thenRefused('CP_INVALID_COMMAND', /source/);
   });
+  it('one key has at most 32 edits on a model at a time', () => {
+    const many: ModelEvent[] = Array.from({ length: 32 }, (_, i) => {
+      const e = editOf('alice') as Extract<ModelEvent, { type: 'ModelEditRegistered' }>;
+      return { ...e, data: { ...e.data, name: `e${i}`, variant: `gpt2@e${i}` } };
+    });
+    g([registered, ...many])
+      .when(add({ name: 'one-more' }))
+      .thenRefused('CP_EDIT_LIMIT', /32 edits/);
+    g([registered, ...many])
+      .when(add({ name: 'one-more', actor: 'bob' }))
+      .thenMatch(([e]) => assert.equal(e?.type, 'ModelEditRegistered'));
+  });
   it('its author or an operator removes it; another key cannot, and cannot even see a private one', () => {
     const removed = (by: string): ModelEvent => ({
       type: 'ModelEditRemoved',
