@@ -128,7 +128,9 @@ function registerEdit(c: RegisterModelEdit, s: ModelState): ModelEvent[] {
       `a public edit runs in every request of ${c.modelKey}@${c.name} that any key submits; only an operator registers one`,
       'register it private (only your key may use the variant), or ask an operator',
     );
-  const now = s.edits[c.name];
+  // A state folded before edits existed has none.
+  const edits = s.edits ?? {};
+  const now = edits[c.name];
   if (now !== undefined) {
     if (now.fingerprint === c.fingerprint && now.author === c.actor && now.visibility === c.visibility) return [];
     refuse(
@@ -138,7 +140,7 @@ function registerEdit(c: RegisterModelEdit, s: ModelState): ModelEvent[] {
       { fingerprint: now.fingerprint },
     );
   }
-  const own = Object.values(s.edits).filter((e) => e.author === c.actor).length;
+  const own = Object.values(edits).filter((e) => e.author === c.actor).length;
   if (own >= EDITS_PER_KEY)
     refuse(
       C.editLimit,
@@ -164,7 +166,7 @@ function registerEdit(c: RegisterModelEdit, s: ModelState): ModelEvent[] {
 }
 
 function removeEdit(c: RemoveModelEdit, s: ModelState): ModelEvent[] {
-  const now = s.edits[c.name];
+  const now = (s.edits ?? {})[c.name];
   if (now === undefined || (now.visibility === 'private' && now.author !== c.actor && !c.operator))
     refuse(
       C.editNotFound,

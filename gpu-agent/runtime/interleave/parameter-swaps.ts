@@ -89,7 +89,8 @@ export class ParameterSwaps {
         `swap of ${path} arrived after the forward pass had read it (it is at ${this.view.here()}): swap a parameter before awaiting any module that uses it, e.g. first in the block`,
       );
     }
-    const swapped = { info: p, payload: { ...v, data: v.data.slice() }, value: parameterTensor(p, v) };
+    // The values are the request's own copy (cloned on the block side, or decoded from a frame): kept as they are.
+    const swapped = { info: p, payload: v, value: parameterTensor(p, v) };
     this.swapped.set(p.tensor, swapped);
     if (pass) this.feed(pass, swapped);
   }
