@@ -166,7 +166,7 @@ function registerEdit(c: RegisterModelEdit, s: ModelState): ModelEvent[] {
 }
 
 function removeEdit(c: RemoveModelEdit, s: ModelState): ModelEvent[] {
-  const now = (s.edits ?? {})[c.name];
+  const now = s.edits?.[c.name];
   if (now === undefined || (now.visibility === 'private' && now.author !== c.actor && !c.operator))
     refuse(
       C.editNotFound,
