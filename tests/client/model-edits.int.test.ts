@@ -2,10 +2,13 @@
 // private edit is its own (another key, operator included, submitting to the variant gets API_UNKNOWN_VARIANT and
 // does not see it in GET /models/:key/edits); a researcher cannot register a public edit (CP_EDIT_FORBIDDEN), an
 // operator can and every key then runs it; only the author or an operator removes an edit. A malformed edit is
-// refused at registration (BLOCK_SYNTAX_ERROR) and nothing is recorded.
+// refused at registration (BLOCK_SYNTAX_ERROR) and nothing is recorded. And a parameter swap stays in its own request
+// when one replica (the default concurrency, 4) serves swapped and plain requests together.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { startInProcessFabric, type InProcessFabric } from './fabric-harness.js';
+import { Fabric, type Tensor } from '../../client/sdk/index.js';
+import { activeReplicas } from '../../projections/cluster/queries.js';
 
 let fab: InProcessFabric;
 
@@ -86,5 +89,40 @@ describe('who may register, use and remove an edit', () => {
     assert.equal(bad.json.code, 'BLOCK_SYNTAX_ERROR');
     const unknown = await call('POST', '/models/edits', user, { model: 'nope', name: 'x', source: EDIT });
     assert.equal(unknown.json.code, 'CP_MODEL_NOT_FOUND');
+  });
+
+  it('a parameter swap stays in its request on a replica serving four at once (the default concurrency)', async () => {
+    const dep = await call('POST', '/deployments', fab.keys!.operator, { model: 'gpt2-tiny' });
+    assert.equal(dep.status, 202, JSON.stringify(dep.json));
+    for (const end = Date.now() + 60_000; ; ) {
+      const live = activeReplicas(fab.cp.context.view.state.cluster, 'gpt2-tiny');
+      if (live.length === 1 && live[0]!.state === 'HOT') break;
+      assert.ok(Date.now() < end, 'a HOT replica');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const ndif = new Fabric({ url: fab.url, apiKey: fab.keys!.user, progress: false, onLog: null });
+    try {
+      // Each block waits at layer 0 (the host serves the others meanwhile), so the replica runs them together.
+      const plain = `async (m) => { await m.transformer.h[0].output; await new Promise((r) => setTimeout(r, 100)); return await m.output; }`;
+      const swap = `async (m) => {
+        m.transformer.h[0].attn.c_attn.weight = (await m.transformer.h[0].attn.c_attn.weight).mul(0.5);
+        await m.transformer.h[0].output;
+        await new Promise((r) => setTimeout(r, 100));
+        return await m.output;
+      }`;
+      const bits = (t: Tensor) => Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength);
+      const alone = {
+        plain: bits((await ndif.trace('gpt2-tiny', 'hello world', plain)) as Tensor),
+        swap: bits((await ndif.trace('gpt2-tiny', 'hello world', swap)) as Tensor),
+      };
+      assert.ok(!alone.plain.equals(alone.swap), 'the swap changes the output');
+      const together = await Promise.all(
+        Array.from({ length: 8 }, (_, i) => ndif.trace('gpt2-tiny', 'hello world', i % 2 === 0 ? plain : swap)),
+      );
+      for (const [i, t] of together.entries())
+        assert.ok(bits(t as Tensor).equals(i % 2 === 0 ? alone.plain : alone.swap), `request ${i}`);
+    } finally {
+      ndif.close();
+    }
   });
 });
