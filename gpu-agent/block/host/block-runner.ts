@@ -292,7 +292,11 @@ async function withEdit(
 ): Promise<unknown> {
   if (!edit) return fn(m, ctx);
   const named = (e: unknown) => {
-    if (e instanceof Error) e.message = `edit ${key}: ${e.message}`;
+    try {
+      if (e instanceof Error) e.message = `edit ${key}: ${e.message}`;
+    } catch {
+      // A frozen error (or one whose message cannot be set) goes as it is.
+    }
     throw e;
   };
   let edited: Promise<unknown>;
@@ -301,6 +305,7 @@ async function withEdit(
   } catch (e) {
     return named(e);
   }
-  const [, value] = await Promise.all([edited, fn(m, ctx)]);
+  // The block started after the edit; Promise.all holds both, so a failure of either is handled, never left unhandled.
+  const [, value] = await Promise.all([edited, Promise.resolve().then(() => fn(m, ctx))]);
   return value;
 }
