@@ -100,7 +100,7 @@ export function explainDomainEvent(d: DomainEvent): EventExplanation {
     case 'RequestReceived': {
       const o = d.data.options;
       return plain(
-        `submitted for ${d.data.modelKey} by ${d.data.submitter} (${d.data.priority ? 'priority' : 'normal'}, ${d.data.trusted ? 'trusted' : 'untrusted'}; ` +
+        `submitted for ${d.data.edit ? `${d.data.edit.variant} (edit ${d.data.edit.name}, source sha256 ${d.data.edit.fingerprint.slice(0, 12)}…, by ${d.data.edit.author})` : d.data.modelKey} by ${d.data.submitter} (${d.data.priority ? 'priority' : 'normal'}, ${d.data.trusted ? 'trusted' : 'untrusted'}; ` +
           `timeout ${o.timeoutMs === null ? 'the deployment’s' : fmtMs(o.timeoutMs)}, queue timeout ${o.queueTimeoutMs === null ? 'none' : fmtMs(o.queueTimeoutMs)}, at most ${o.maxAttempts} attempt(s))`,
         { maxAttempts: o.maxAttempts, timeoutMs: o.timeoutMs, queueTimeoutMs: o.queueTimeoutMs },
       );
@@ -324,5 +324,15 @@ export function explainDomainEvent(d: DomainEvent): EventExplanation {
       return plain(`model ${d.data.modelKey} disabled by ${d.data.disabledBy}: ${d.data.reason}`);
     case 'ModelEnabled':
       return plain(`model ${d.data.modelKey} enabled by ${d.data.enabledBy}`);
+    case 'ModelEditRegistered':
+      return plain(
+        `edit ${d.data.variant} (${d.data.visibility}, source sha256 ${d.data.fingerprint.slice(0, 12)}…) registered by ${d.data.author}`,
+        { edit: d.data.fingerprint },
+      );
+    case 'ModelEditRemoved':
+      return plain(
+        `edit ${d.data.variant} (source sha256 ${d.data.fingerprint.slice(0, 12)}…) removed by ${d.data.removedBy}`,
+        { edit: d.data.fingerprint },
+      );
   }
 }

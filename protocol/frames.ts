@@ -348,12 +348,27 @@ const tokenOrNone: Field<number> = {
   },
 };
 
+/** A model variant's edit, or none: a presence flag, then its key and source. */
+const editOfVariant: Field<Start['invokes'][number]['edit']> = {
+  write(w, e) {
+    w.u8(e === undefined ? 0 : 1);
+    if (e === undefined) return;
+    w.str(e.key, 'edit key');
+    w.str(e.source, 'edit source');
+  },
+  read(r) {
+    if (!r.flag('edit')) return undefined;
+    return { key: r.str('edit key'), source: r.str('edit source') };
+  },
+};
+
 const startInvoke = recordOf<Start['invokes'][number]>([
   ['invoke', u32, 'invoke'],
   ['source', str, 'block source'],
   ['tokens', listOf(u32, 4, () => 'token id'), 'token'],
   ['batchStart', u32, 'batchStart'],
   ['batchSize', u32, 'batchSize'],
+  ['edit', editOfVariant, 'edit'],
 ]);
 
 const stepInvoke = recordOf<Step['invokes'][number]>([

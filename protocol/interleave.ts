@@ -80,7 +80,18 @@ export interface StartRequest {
    */
   trace?: { index: number; count: number };
   /** The block sources, one per invoke (already defaulted from the request's shared block). */
-  invokes: Array<{ invoke: number; source: string; tokens: number[]; batchStart: number; batchSize: number }>;
+  invokes: Array<{
+    invoke: number;
+    source: string;
+    tokens: number[];
+    batchStart: number;
+    batchSize: number;
+    /**
+     * A persistent edit of the model variant the request names (`gpt2@ablate-h0`): its interventions run with the
+     * same `m` and `ctx` as the invoke's block, started first (compiled as `edit-<invoke>.js`).
+     */
+    edit?: { key: string; source: string };
+  }>;
   /**
    * Number of forward passes, numbered 0 … steps-1: 1 for a single forward; N to generate N tokens (each pass
    * appends one token per row).

@@ -52,6 +52,11 @@ export interface RequestPayload {
   timeoutMs?: number | null;
   /** Recorded for the client's benefit: a non-blocking client polls GET /requests/:id. */
   blocking?: boolean;
+  /**
+   * The model variant's persistent edit (`gpt2@ablate-h0`), filled in by the command API from the registered edit when
+   * the request names a variant: its interventions run with every block of every trace.
+   */
+  edit?: { key: string; source: string };
 }
 
 const text = z.string().max(PAYLOAD_LIMITS.textChars);
@@ -84,6 +89,7 @@ const payload = z
     generation: z.record(z.string(), z.unknown()).optional(),
     timeoutMs: z.number().int().positive().nullable().optional(),
     blocking: z.boolean().optional(),
+    edit: z.strictObject({ key: z.string().min(1).max(300), source: text }).optional(),
   })
   .refine(
     (p) =>

@@ -3,6 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Manifest } from '../../protocol/manifest.js';
 import type { BlockFn } from './block-source.js';
+
 import type { TypedModel } from './model-types.js';
 import { resolveClientConfig } from './config.js';
 import { CancelledError, ClientTimeoutError, FabricHttpError, RemoteError, UnreachableError } from './errors.js';
@@ -26,13 +27,23 @@ import type {
   TypedBlock,
   TypedInvoke,
   TypedSessionTrace,
+  BoundModel,
 } from './typed-calls.js';
+import { bindModel } from './bound-model.js';
 import { invokeLengths, scanManifest, type ScanResult } from './scan.js';
 import { fetchTokenizer, type ModelTokenizer } from './tokenizer.js';
 import { defaultCacheDir, TokenizerCache } from './tokenizer-cache.js';
 import { updateFromMessage } from './status.js';
 import type { LogLine, StatusUpdate } from './status.js';
-import type { StatusMessage, StreamedToken, SubmitReply, VersionReply } from './wire.js';
+import type {
+  EditRegisteredReply,
+  EditReply,
+  StatusMessage,
+  StreamedToken,
+  SubmitReply,
+  VersionReply,
+} from './wire.js';
+import { blockSource } from './block-source.js';
 import { GenerationStream } from './token-stream.js';
 
 export interface FabricOptions {
@@ -157,6 +168,15 @@ export class Fabric {
    * to compile. `trace<typeof Gpt2>('gpt2', …)` types `m` (the value is then `unknown`); `trace<T>` with another `T`
    * says what the block returns.
    */
+  /**
+   * The entry points bound to one model: `ndif.model<typeof Gpt2Tiny>('gpt2-tiny').trace(prompt, async (m) => …)` types
+   * `m` from the model's declaration and the value from the block, for trace, execute, session, executeSession and
+   * stream (a registered key does the same without the type argument).
+   */
+  model<T extends TypedModel>(key: T['key']): BoundModel<T['m']> {
+    return bindModel<T['m']>(this, key);
+  }
+
   trace<
     K extends string,
     R,
@@ -467,6 +487,40 @@ export class Fabric {
     await this.ready();
     return this.http.json('GET', `/models/${encodeURIComponent(model)}/manifest`, {
       query: shape ? { batch: shape.batch, sequence: shape.sequence } : undefined,
+    });
+  }
+
+  /**
+   * nnsight's `model.edit()`: registers `block`'s interventions as a persistent edit of `model` under `name`. Requests
+   * to the variant `<model>@<name>` (the returned `variant`) run them with every block, started first; requests to
+   * `model` itself do not. Private (only this key may use the variant) unless `visibility` is `public` (operators
+   * only). The block is sent as source: it may reference only what a block may.
+   */
+  async edit(
+    model: string,
+    name: string,
+    block: BlockFn | string,
+    opts: { visibility?: 'public' | 'private' } = {},
+  ): Promise<EditRegisteredReply> {
+    await this.ready();
+    return this.http.json<EditRegisteredReply>('POST', '/models/edits', {
+      body: { model, name, source: blockSource(block), ...(opts.visibility ? { visibility: opts.visibility } : {}) },
+    });
+  }
+
+  /** The edits of `model` this key may use (public ones and its own). */
+  async edits(model: string): Promise<EditReply[]> {
+    await this.ready();
+    return (await this.http.json<{ edits: EditReply[] }>('GET', `/models/${encodeURIComponent(model)}/edits`)).edits;
+  }
+
+  /** Removes an edit (`<model>@<name>`): its author or an operator; later submissions to the variant are refused. */
+  async removeEdit(variant: string): Promise<{ variant: string; removed: boolean }> {
+    await this.ready();
+    const at = variant.indexOf('@');
+    if (at < 0) throw new TypeError(`${JSON.stringify(variant)} is not a variant key <model>@<edit name>`);
+    return this.http.json('POST', '/models/edits/remove', {
+      body: { model: variant.slice(0, at), name: variant.slice(at + 1) },
     });
   }
 

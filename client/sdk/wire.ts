@@ -357,3 +357,22 @@ export interface DeployBody {
   pinned?: boolean;
   force?: boolean;
 }
+
+/** A persistent edit as GET /models/:key/edits lists it. */
+export interface EditReply {
+  variant: string;
+  name: string;
+  fingerprint: string;
+  visibility: 'public' | 'private';
+  author: string;
+  registeredAt: string;
+  source: string;
+}
+
+export interface EditRegisteredReply {
+  variant: string;
+  fingerprint: string;
+  visibility: 'public' | 'private';
+  registered: boolean;
+  logPosition: number | null;
+}

@@ -6,10 +6,13 @@ import {
   agentExit,
   because,
   crashEvidence,
+  EDIT_SOURCE_MAX,
+  editVisibility,
   gpuSpec,
   modelDisabledReason,
   modelFacts,
   requeueReason,
+  requestEdit,
   sha256,
   streamedToken,
 } from '../../domain/events/index.js';
@@ -74,6 +77,7 @@ export const commandSchema = z.discriminatedUnion('type', [
     priority: z.boolean(),
     trusted: z.boolean(),
     payload: z.unknown(),
+    edit: requestEdit.strict().optional(),
     options: z
       .strictObject({
         timeoutMs: z.number().int().positive().nullable().optional(),
@@ -259,4 +263,21 @@ export const commandSchema = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('RemoveModel'), modelKey, actor, deployedReplicas: count }),
   z.strictObject({ type: z.literal('DisableModel'), modelKey, actor, reason: modelDisabledReason }),
   z.strictObject({ type: z.literal('EnableModel'), modelKey, actor }),
+  z.strictObject({
+    type: z.literal('RegisterModelEdit'),
+    modelKey,
+    name: z.string().max(100),
+    source: z.string().max(EDIT_SOURCE_MAX),
+    fingerprint: sha256,
+    visibility: editVisibility,
+    actor,
+    operator: z.boolean(),
+  }),
+  z.strictObject({
+    type: z.literal('RemoveModelEdit'),
+    modelKey,
+    name: z.string().max(100),
+    actor,
+    operator: z.boolean(),
+  }),
 ]);

@@ -8,6 +8,10 @@ export type RequeueReason = z.infer<typeof requeueReason>;
 export const logLine = z.object({ stream: z.enum(['stdout', 'stderr']), line: z.string().max(65536) });
 export type LogLine = z.infer<typeof logLine>;
 
+/** Which edit a request of a model variant ran with: the variant, and the source's sha256 as registered. */
+export const requestEdit = z.object({ variant: id, name: id, fingerprint: sha256, author: id });
+export type RequestEdit = z.infer<typeof requestEdit>;
+
 export const requestOptions = z.object({
   /** Execution limit from dispatch to completion; null: the deployment's limit, else none. */
   timeoutMs: z.number().int().positive().nullable(),
@@ -49,6 +53,8 @@ export const requestEventSchemas = {
     /** What the agent runs: inputs, invokes, the block's source. Opaque to the control plane. */
     payload: z.unknown(),
     options: requestOptions,
+    /** The model variant's persistent edit the request runs with (`gpt2@ablate-h0`); absent for the plain model. */
+    edit: requestEdit.optional(),
   }),
   RequestQueued: z.object({
     requestId: id,

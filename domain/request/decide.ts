@@ -92,6 +92,7 @@ function submit(c: SubmitRequest, s: RequestState): RequestEvent[] {
         trusted: c.trusted,
         payload: c.payload,
         options,
+        ...(c.edit === undefined ? {} : { edit: c.edit }),
       },
     },
     {

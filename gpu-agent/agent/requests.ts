@@ -239,6 +239,8 @@ export class RequestExecutor {
         timeoutMs,
         signal: entry.controller.signal,
         onLog: (l: { stream: 'stdout' | 'stderr'; line: string }) => logs.push(l.stream, l.line),
+        // A model variant's persistent edit (filled in by the command API from its registration).
+        ...(payload.edit === undefined ? {} : { edit: payload.edit }),
       };
       const req: RunRequest = {
         ...common,

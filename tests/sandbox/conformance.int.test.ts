@@ -33,6 +33,25 @@ const SCRIPTS: Record<string, RunRequest> = {
       },
     ],
   },
+  'a model variant: its edit runs with the block, first': {
+    edit: {
+      key: 'gpt2-tiny@zero-mlp0',
+      source: `async (m) => { m.transformer.h[0].mlp.output = (await m.transformer.h[0].mlp.output).mul(0); }`,
+    },
+    invokes: [{ tokens: A, block: 'async (m) => ({ h: await m.transformer.h[1].output, logits: await m.output })' }],
+  },
+  'a parameter read and swapped for the request': {
+    invokes: [
+      {
+        tokens: A,
+        block: `async (m) => {
+          const w = await m.transformer.h[0].attn.c_attn.weight;
+          m.transformer.h[0].attn.c_attn.weight = w.mul(0.5);
+          return { w, unembed: (await m.lm_head.weight).shape, logits: await m.output };
+        }`,
+      },
+    ],
+  },
   'input swap and skip': {
     invokes: [
       {

@@ -53,13 +53,18 @@ const agentToRunner: fc.Arbitrary<AgentToRunner> = fc.oneof(
       kind: fc.constant('START' as const),
       requestId: text,
       invokes: fc.array(
-        fc.record({
-          invoke: small,
-          source: text,
-          tokens: fc.array(fc.integer({ min: 0, max: 50_256 }), { maxLength: 8 }),
-          batchStart: small,
-          batchSize: small,
-        }),
+        fc.record(
+          {
+            invoke: small,
+            source: text,
+            tokens: fc.array(fc.integer({ min: 0, max: 50_256 }), { maxLength: 8 }),
+            batchStart: small,
+            batchSize: small,
+            // A model variant's edit, present or not.
+            edit: fc.record({ key: text, source: text }),
+          },
+          { requiredKeys: ['invoke', 'source', 'tokens', 'batchStart', 'batchSize'] },
+        ),
         { maxLength: 3 },
       ),
       steps: small,

@@ -92,7 +92,7 @@ export function differences(
 ): string[] {
   const out: string[] = [];
   const p = (recorded.payload ?? {}) as Record<string, unknown>;
-  for (const k of ['invokes', 'traces', 'block', 'newTokens', 'generation', 'timeoutMs', 'blocking'] as const) {
+  for (const k of ['invokes', 'traces', 'block', 'newTokens', 'generation', 'timeoutMs', 'blocking', 'edit'] as const) {
     if (!same(p[k], (s.payload as unknown as Record<string, unknown>)[k])) out.push(k);
   }
   if (p.format !== s.payload.format) out.push('format');

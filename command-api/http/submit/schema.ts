@@ -1,5 +1,8 @@
 // The body of POST /requests (docs/http-api.md, "POST /requests — submit"). Unknown fields are refused.
 import { z } from 'zod';
+
+/** A model key, or a model variant `<model>@<edit name>` (a persistent edit's). */
+const MODEL_OR_VARIANT = new RegExp(`${MODEL_KEY.source.slice(0, -1)}(?:@[a-z0-9][a-z0-9._-]{0,63})?$`);
 import { ENTITY_ID, MODEL_KEY } from '../../../domain/shared/ids.js';
 
 const blockSource = z.string().min(1, 'a block must not be empty').max(1_000_000);
@@ -44,7 +47,10 @@ export const submitSchema = z
       .optional(),
     model: z
       .string()
-      .regex(MODEL_KEY, 'a model key: 1–128 of letters, digits and . _ / -, starting with a letter or digit'),
+      .regex(
+        MODEL_OR_VARIANT,
+        'a model key (1–128 of letters, digits and . _ / -, starting with a letter or digit), or a variant <model>@<edit>',
+      ),
     invokes: invokes.optional(),
     /** A session: traces run one after the other in this request (instead of `invokes`). */
     traces: z

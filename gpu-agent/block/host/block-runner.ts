@@ -196,10 +196,13 @@ async function serveTrace(
     output.guard = guard;
     guards.push(guard);
     let fn: BlockFunction;
+    let editFn: BlockFunction | undefined;
     try {
       fn = runAsInvoke(output, () =>
         compileBlock(inv.source.trim() === '' ? EMPTY_BLOCK : inv.source, inv.invoke, cons),
       );
+      if (inv.edit)
+        editFn = runAsInvoke(output, () => compileBlock(inv.edit!.source, inv.invoke, cons, `edit-${inv.invoke}.js`));
     } catch (e) {
       end({
         kind: 'EXCEPTION',
@@ -212,7 +215,7 @@ async function serveTrace(
     const ctx = context(start, i, env, session, grads, index, state);
     void (async () => {
       try {
-        const value = await runAsInvoke(output, () => fn(m, ctx));
+        const value = await runAsInvoke(output, () => withEdit(editFn, inv.edit?.key, fn, m, ctx));
         const left = [...session.blockReturned(), ...grads.blockReturned()];
         await nextMacrotask();
         if (ended) return;
@@ -273,4 +276,36 @@ async function serveTrace(
       });
     }
   }
+}
+
+/**
+ * The block with the model variant's edit: the edit is started first, on the same `m` and `ctx` (so its reads and swaps
+ * are the invoke's own, in forward order with the block's), and the block's value is returned once both have ended. A
+ * failure of the edit names it.
+ */
+async function withEdit(
+  edit: BlockFunction | undefined,
+  key: string | undefined,
+  fn: BlockFunction,
+  m: unknown,
+  ctx: unknown,
+): Promise<unknown> {
+  if (!edit) return fn(m, ctx);
+  const named = (e: unknown) => {
+    try {
+      if (e instanceof Error) e.message = `edit ${key}: ${e.message}`;
+    } catch {
+      // A frozen error (or one whose message cannot be set) goes as it is.
+    }
+    throw e;
+  };
+  let edited: Promise<unknown>;
+  try {
+    edited = Promise.resolve(edit(m, ctx)).catch(named);
+  } catch (e) {
+    return named(e);
+  }
+  // The block started after the edit; Promise.all holds both, so a failure of either is handled, never left unhandled.
+  const [, value] = await Promise.all([edited, Promise.resolve().then(() => fn(m, ctx))]);
+  return value;
 }

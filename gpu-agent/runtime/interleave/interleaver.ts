@@ -35,6 +35,7 @@ import { Mediator, waitAddr } from './mediator.js';
 import { Barriers } from './barriers.js';
 import { Caches } from './caches.js';
 import { Edits } from './edits.js';
+import { ParameterSwaps } from './parameter-swaps.js';
 import { Messages } from './messages.js';
 import type { PassView } from './pass-view.js';
 import { strictlyInside } from './pass-view.js';
@@ -68,6 +69,7 @@ export class Interleaver implements PassView {
   readonly barriers: Barriers;
   readonly caches: Caches;
   readonly edits: Edits;
+  readonly params: ParameterSwaps;
   private readonly messages: Messages;
 
   constructor(
@@ -102,6 +104,7 @@ export class Interleaver implements PassView {
     this.barriers = new Barriers(this.mediators, send);
     this.caches = new Caches(this, send);
     this.edits = new Edits(this, plan?.cached ?? false, this.width);
+    this.params = new ParameterSwaps(this, () => this.grads.recording);
     this.messages = new Messages(this);
     this.grads = new GradientHost(
       start.invokes.some((i) => usesGradients(i.source)),
@@ -216,7 +219,7 @@ export class Interleaver implements PassView {
     const feeds = this.gen ? this.gen.feeder.feeds() : feedsFor(this.ctx.inputs, padded!);
     this.grads.endStep();
     const record = this.grads.recording ? new ForwardRecord(this.step, fed.batch, fed.seq) : undefined;
-    return this.ctx.startPass(feeds, this.timings, record, {
+    const pass = this.ctx.startPass(feeds, this.timings, record, {
       extraOutputs: (start, end) => this.caches.tensorsIn(start, end),
       ran: (end) => this.caches.capture(end),
       // A recorded pass keeps its own cuts: the backward's checkpoints are where blocks cut it.
@@ -224,6 +227,8 @@ export class Interleaver implements PassView {
       // The steps of a generation run the same cut set again and again.
       repeated: this.steps > 1,
     });
+    this.params.applyTo(pass);
+    return pass;
   }
 
   /** Why step `step` does not run for the invoke (its row finished, or every row did), or undefined. */

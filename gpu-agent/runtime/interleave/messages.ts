@@ -83,6 +83,13 @@ export class Messages {
         if (extra?.kind === 'barrier')
           return r.barriers.arrive(this.invoke(msg.invoke), msg.addr, extra.seq, extra.name, extra.parties);
         if (extra?.kind === 'cache') return r.caches.wait(this.invoke(msg.invoke), msg.addr, extra.id);
+        if (extra?.kind === 'param') {
+          const inv = this.invoke(msg.invoke);
+          const read = r.params.read(normalizePath(extra.path));
+          if ('type' in read) return this.raiseNow(inv, msg.addr, read);
+          r.channel.send({ kind: 'VALUE', invoke: inv.index, addr: msg.addr, values: read });
+          return;
+        }
         if (extra?.kind === 'call')
           throw protocolError(`WAIT for ${msg.addr}: a module call is a CALL message, not a WAIT`, msg.invoke);
         return this.onWait(this.invoke(msg.invoke), msg.addr);
@@ -93,6 +100,11 @@ export class Messages {
         return r.caches.register(this.invoke(msg.invoke), msg.id, msg.step, msg.points);
       case 'SWAP':
         if (isGradAddr(msg.addr)) return r.grads.onSwap(this.rowsOf(msg.invoke), msg.addr, msg.values);
+        {
+          const extra = parseExtraAddr(msg.addr);
+          if (extra?.kind === 'param')
+            return r.params.swap(this.invoke(msg.invoke), normalizePath(extra.path), msg.values);
+        }
         return this.onSwap(this.invoke(msg.invoke), msg.addr, msg.values);
       case 'BACKWARD':
         return r.grads.onBackward(

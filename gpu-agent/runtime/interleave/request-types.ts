@@ -31,9 +31,18 @@ export interface LogLine {
   line: string;
 }
 
+/** A persistent edit (a model variant's interventions): run with every invoke's block, started first. */
+export interface EditSpec {
+  /** The variant key, e.g. `gpt2@ablate-h0`. */
+  key: string;
+  source: string;
+}
+
 export interface RunRequest {
   requestId?: string;
   invokes: InvokeSpec[];
+  /** The variant's edit, when the request names one. */
+  edit?: EditSpec;
   /** Tokens to generate (0: a single forward pass); the older name of generation.maxNewTokens. */
   newTokens?: number;
   /** How tokens are generated: maxNewTokens, sampling, stopping, the KV cache (protocol/generation.ts). */
@@ -104,6 +113,8 @@ export interface TraceSpec {
 export interface SessionRequest {
   requestId?: string;
   traces: TraceSpec[];
+  /** The variant's edit, run in every trace. */
+  edit?: EditSpec;
   /** Wall-clock limit for the whole session (default 60 s). */
   timeoutMs?: number;
   signal?: AbortSignal;

@@ -21,7 +21,7 @@ import type { TextTokenizer } from '../load/tokenizer.js';
 import { usesGradients } from '../grad/uses-gradients.js';
 import { InterventionError, RequestError, RequestErrorCode } from '../errors.js';
 import type { GenerationPlan, TraceRun } from '../interleave/host-context.js';
-import type { RunRequest, SessionRequest } from '../interleave/request-types.js';
+import type { EditSpec, RunRequest, SessionRequest } from '../interleave/request-types.js';
 
 /** What planning needs to know of the model. */
 export interface RequestModel {
@@ -65,7 +65,7 @@ export function planRequest(model: RequestModel, req: RunRequest): PlannedReques
   }
   const options: GenerationOptions[] = [];
   const ownSeeds: Array<number | undefined> = [];
-  const invokes = req.invokes.map((inv, i) => {
+  const invokes: StartRequest['invokes'] = req.invokes.map((inv, i) => {
     let tokens: number[];
     if (inv.prompt !== undefined && inv.tokens !== undefined)
       throw new RequestError(RequestErrorCode.badInput, `invoke ${i}: give a prompt or tokens, not both`);
@@ -121,6 +121,8 @@ export function planRequest(model: RequestModel, req: RunRequest): PlannedReques
       );
     return { invoke: i, source: inv.block ?? '', tokens, batchStart: i, batchSize: 1 };
   });
+  const edit = req.edit === undefined ? undefined : checkedEdit(req.edit);
+  if (edit) for (const inv of invokes) inv.edit = edit;
   const lengths = new Set(invokes.map((inv) => inv.tokens.length));
   if (m.padding === 'none' && lengths.size > 1) {
     throw new RequestError(
@@ -173,6 +175,7 @@ export function planSession(model: RequestModel, req: SessionRequest): TraceRun[
     const run: RunRequest = {
       requestId,
       invokes: t.invokes,
+      ...(req.edit === undefined ? {} : { edit: req.edit }),
       ...(t.newTokens === undefined ? {} : { newTokens: t.newTokens }),
       ...(t.generation === undefined ? {} : { generation: t.generation }),
       ...(req.onToken ? { onToken: (e) => req.onToken!({ ...e, trace: i }) } : {}),
@@ -193,6 +196,20 @@ export function planSession(model: RequestModel, req: SessionRequest): TraceRun[
       plan: planned.generation,
     };
   });
+}
+
+/** The edit as START carries it; one that is not exactly one function expression is refused like a block. */
+function checkedEdit(e: EditSpec): { key: string; source: string } {
+  if (typeof e.key !== 'string' || typeof e.source !== 'string')
+    throw new RequestError(RequestErrorCode.badInput, 'the edit must be { key, source } with source text');
+  const problem = checkBlockSource(e.source);
+  if (problem)
+    throw new InterventionError({
+      phase: 'deserialize',
+      type: 'BlockSyntaxError',
+      message: `edit ${e.key}: ${blockSourceMessage(problem)}`,
+    });
+  return { key: e.key, source: e.source };
 }
 
 /** Options that need the model: stop token ids in its vocabulary, stop strings need its tokenizer. */
