@@ -10,6 +10,22 @@ import type { FabricMetrics } from '../metrics/fabric-metrics.js';
 import type { ControlPlaneView } from '../projections/control-plane/live.js';
 import type { QueryReadModels } from '../projections/read-models/port.js';
 
+/** A process this fabric supervises that refused its configuration and is not started again (embedded mode). */
+export interface ProcessFault {
+  process: 'agent';
+  agentId: string;
+  /** The coded error it exited with (e.g. AGENT_HEALTH_PORT_IN_USE). */
+  code: string;
+  message: string;
+  at: string;
+}
+
+/** How often the embedded fabric restarted its control plane, and how the last one that died ended. */
+export interface ControlPlaneRestarts {
+  restarts: number;
+  lastExit: { pid: number; code: number | null; signal: string | null; at: string; stderrTail: string[] } | null;
+}
+
 export interface FabricContext {
   store: EventStore;
   commands: ControlPlaneCommands;
@@ -35,6 +51,10 @@ export interface FabricContext {
    * holds everything stored when the read arrived, so a client reads its own writes made through the command API.
    */
   catchUpBeforeReads?: boolean;
+  /** Restarts of the control-plane process by its supervisor (embedded mode): the operator's `/cluster` shows them. */
+  controlPlaneRestarts?: () => ControlPlaneRestarts;
+  /** Faults of the processes this fabric supervises (embedded mode): `/agents` and `/cluster` show them. */
+  processFaults?: () => ProcessFault[];
   /** This process's metrics (absent with NDIF_METRICS=off): the APIs serve GET /metrics and time their calls. */
   metrics?: FabricMetrics;
 }

@@ -2,6 +2,7 @@
 import type { StoredEvent } from '../../eventstore/port.js';
 import { atMs as toMs, decode, refOf, type EventRef } from '../decode.js';
 import type { DomainEvent } from '../../domain/events/types.js';
+import { leavesBlockRunning } from '../../domain/request/run-stop.js';
 import { countInFlight, keepResult, storedBytesOf, type RequestsState, type RequestView } from './state.js';
 
 function view(s: RequestsState, requestId: string, e: StoredEvent): RequestView {
@@ -162,6 +163,14 @@ export function applyRequests(
     }
     case 'RequestFailed': {
       const v = view(s, d.data.requestId, e);
+      if (v.agentId !== null && leavesBlockRunning(v, d.data)) {
+        let ids = s.blockRunningByAgent.get(v.agentId);
+        if (ids === undefined) {
+          ids = new Set();
+          s.blockRunningByAgent.set(v.agentId, ids);
+        }
+        ids.add(v.requestId);
+      }
       v.status = 'ERROR';
       v.error = {
         phase: d.data.phase,
@@ -203,6 +212,16 @@ export function applyRequests(
       s.totals.requeued++;
       return s;
     }
+    case 'RequestRunStopped': {
+      const ids = s.blockRunningByAgent.get(d.data.agentId);
+      ids?.delete(d.data.requestId);
+      if (ids?.size === 0) s.blockRunningByAgent.delete(d.data.agentId);
+      return s;
+    }
+    case 'AgentRegistered':
+      // A new boot: the blocks the old process ran ended with it.
+      if (d.data.bootId !== d.data.previousBootId) s.blockRunningByAgent.delete(d.data.agentId);
+      return s;
     case 'AgentReportIgnored': {
       if (d.data.requestId === undefined) return s;
       const v = s.byId.get(d.data.requestId);

@@ -12,6 +12,9 @@ export function requestsToSnapshot(s: RequestsState): JsonValue {
     byId: [...s.byId.values()],
     inFlightByReplica: [...s.inFlightByReplica.entries()].map(([r, ids]) => [r, [...ids]]),
     totals: s.totals,
+    ...(s.blockRunningByAgent.size === 0
+      ? {}
+      : { blockRunningByAgent: [...s.blockRunningByAgent.entries()].map(([a, ids]) => [a, [...ids]]) }),
   } as unknown as JsonValue;
 }
 
@@ -20,12 +23,14 @@ export function requestsFromSnapshot(j: JsonValue): RequestsState {
     byId: RequestView[];
     inFlightByReplica: [string, string[]][];
     totals: RequestsState['totals'];
+    blockRunningByAgent?: [string, string[]][];
   };
   const s = initialRequestsState();
   s.byId = new Map(o.byId.map((v) => [v.requestId, v]));
   s.active = new Set(o.byId.filter((v) => v.finishedAtMs === null).map((v) => v.requestId));
   s.inFlightByReplica = new Map(o.inFlightByReplica.map(([r, ids]) => [r, new Set(ids)]));
   s.totals = o.totals;
+  s.blockRunningByAgent = new Map((o.blockRunningByAgent ?? []).map(([a, ids]) => [a, new Set(ids)]));
   for (const ids of s.inFlightByReplica.values())
     for (const id of ids) {
       const v = s.byId.get(id);

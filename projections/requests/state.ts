@@ -56,6 +56,12 @@ export interface RequestsState {
   inFlightByReplica: Map<string, Set<string>>;
   /** Derived from inFlightByReplica (not in the snapshot): requests in flight per agent, and how many run isolated. */
   inFlightByAgent: Map<string, { count: number; isolated: number }>;
+  /**
+   * Requests failed for their time limit whose in-process block may still run on their agent (agent id → request
+   * ids), until the agent reports it stopped or registers a new boot: that agent takes no new work
+   * (domain/request/run-stop.ts).
+   */
+  blockRunningByAgent: Map<string, Set<string>>;
   /** Derived likewise: requests in flight per submitter. */
   runningBySubmitter: Map<string, number>;
   totals: { received: number; completed: number; failed: number; cancelled: number; requeued: number };
@@ -71,6 +77,7 @@ export function initialRequestsState(): RequestsState {
     active: new Set(),
     inFlightByReplica: new Map(),
     inFlightByAgent: new Map(),
+    blockRunningByAgent: new Map(),
     runningBySubmitter: new Map(),
     totals: { received: 0, completed: 0, failed: 0, cancelled: 0, requeued: 0 },
     storedBytesBySubmitter: new Map(),
