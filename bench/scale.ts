@@ -12,7 +12,7 @@
 //   ping_p99_ms_during_fill GET /ping on an HTTP server of this process, every 5 ms, while the replicas are placed
 //   lost, duplicates        requests not completed; requests dispatched more than once
 // Options: --agents N, --models N, --replicas N, --burst N, --steady N, --rate N (steady requests per simulated s),
-// --service-ms N (simulated run time of a request).
+// --service-ms N (simulated run time of a request), --placements-per-round N (the scheduler's maxPlacementsPerRound).
 import { createServer, get } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { loadavg } from 'node:os';
@@ -26,6 +26,7 @@ import { SqliteEventStore } from '../eventstore/sqlite/store.js';
 import { ControlPlaneView } from '../projections/control-plane/live.js';
 import { foldControlPlane } from '../projections/control-plane/state.js';
 import { SqliteCheckpoints } from '../projections/runner/sqlite-checkpoints.js';
+import { DEFAULT_SCHEDULER_CONFIG } from '../scheduler/config.js';
 import { Scheduler } from '../scheduler/scheduler.js';
 import { numberArg, quantile, round } from './_numbers.js';
 
@@ -88,6 +89,7 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
   const steady = numberArg(args, 'steady', 300_000);
   const rate = numberArg(args, 'rate', 2000);
   const serviceMs = numberArg(args, 'service-ms', 1000);
+  const placementsPerRound = numberArg(args, 'placements-per-round', DEFAULT_SCHEDULER_CONFIG.maxPlacementsPerRound);
   const t0 = performance.now();
   const random = rng(22);
   let submitted = 0;
@@ -114,7 +116,12 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
     view,
     commands,
     clock: () => now,
-    config: { onDemand: () => undefined, heartbeatTimeoutMs: 3_600_000, resultRetentionMs: null },
+    config: {
+      onDemand: () => undefined,
+      heartbeatTimeoutMs: 3_600_000,
+      resultRetentionMs: null,
+      maxPlacementsPerRound: placementsPerRound,
+    },
     onRoundPlanned: (ms, _n, tick, cpuMs) => {
       (tick ? ticks : rounds).push(ms);
       (tick ? ticksCpu : roundsCpu).push(cpuMs);
