@@ -99,6 +99,10 @@ export interface StatusMessage {
   cursor: string;
   at: string;
   replay: boolean;
+  /** COMPLETED on a `results: "binary"` subscription: the result container is the binary frame after this message. */
+  binary?: boolean;
+  /** Not on the wire: the binary frame's bytes, attached by the SDK's status socket. */
+  resultBytes?: Uint8Array;
   model?: string;
   position?: number | null;
   queueLength?: number;

@@ -85,6 +85,9 @@ export function clusterRoutes(app: FastifyInstance, deps: RouteDeps): void {
 
   app.get('/cluster', async (req) => {
     const me = callerOf(req);
+    // Read your writes: what was acknowledged before this read (a deploy's replicas) is in it. Best effort: a view
+    // that does not get there within readyTimeoutMs answers as of where it is (`asOf`).
+    await ctx.view.catchUp(deps.config.readyTimeoutMs).catch(() => undefined);
     const s = ctx.view.state;
     const c = clusterView(s.cluster);
     if (!seesAll(me)) {
