@@ -12,6 +12,7 @@ import {
   requeueReason,
   sha256,
   streamedToken,
+  loopProgress,
 } from '../../domain/events/index.js';
 import { ENTITY_ID, MODEL_KEY, REQUEST_ID } from '../../domain/shared/ids.js';
 
@@ -139,6 +140,7 @@ export const commandSchema = z.discriminatedUnion('type', [
     traces: z.number().int().positive(),
     status: z.enum(['RUNNING', 'COMPLETED', 'ERROR']),
     ms: z.number().nonnegative().optional(),
+    ...loopProgress,
   }),
   z.strictObject({
     type: z.literal('ReportRequestCompleted'),
