@@ -120,4 +120,6 @@ test('a session holds at most 64 traces (the old form); a loop is one trace; bad
   const zero = await post({ model: 'gpt2-tiny', traces: [{ invokes: [{ input: 'a' }], repeat: { times: 0 } }] });
   assert.ok(zero instanceof FabricHttpError && zero.code === 'API_INVALID_BODY', String(zero));
   await assert.rejects(env.ndif.session('gpt2-tiny', [{ input: 'a', repeat: 0 }]), RequestShapeError);
+  const version = (await env.ndif.http.json('GET', '/version')) as { capabilities: string[] };
+  assert.ok(version.capabilities.includes('session-loops'), 'the fabric says it runs loops');
 });
