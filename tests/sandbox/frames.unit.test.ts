@@ -75,14 +75,12 @@ const agentToRunner: fc.Arbitrary<AgentToRunner> = fc.oneof(
               // A loop's iteration of its count, or none.
               fc
                 .option(
-                  fc
-                    .integer({ min: 1, max: 1_000_000 })
-                    .chain((iterations) =>
-                      fc.record({
-                        iteration: fc.integer({ min: 0, max: iterations - 1 }),
-                        iterations: fc.constant(iterations),
-                      }),
-                    ),
+                  fc.integer({ min: 1, max: 1_000_000 }).chain((iterations) =>
+                    fc.record({
+                      iteration: fc.integer({ min: 0, max: iterations - 1 }),
+                      iterations: fc.constant(iterations),
+                    }),
+                  ),
                   { nil: undefined },
                 )
                 .map((loop) => (loop === undefined ? t : { ...t, ...loop })),
