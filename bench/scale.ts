@@ -12,7 +12,8 @@
 //   ping_p99_ms_during_fill GET /ping on an HTTP server of this process, every 5 ms, while the replicas are placed
 //   lost, duplicates        requests not completed; requests dispatched more than once
 // Options: --agents N, --models N, --replicas N, --burst N, --steady N, --rate N (steady requests per simulated s),
-// --service-ms N (simulated run time of a request).
+// --service-ms N (simulated run time of a request), --keep-log FILE (keep the log in this SQLite file).
+import { rmSync } from 'node:fs';
 import { createServer, get } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { loadavg } from 'node:os';
@@ -96,11 +97,17 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
     return t.completed + t.failed + t.cancelled;
   };
 
-  const store = new SqliteEventStore({ path: ':memory:' });
+  // --keep-log <file>: the log is written to that SQLite file and kept (for profiling a rebuild over it).
+  const keep = args.indexOf('--keep-log');
+  const logPath = keep >= 0 ? args[keep + 1] : undefined;
+  if (logPath !== undefined) rmSync(logPath, { force: true });
+  const store = new SqliteEventStore({ path: logPath ?? ':memory:' });
   // Snapshots of the whole view are left out here: the bench measures the control plane's decisions.
   const view = new ControlPlaneView(store, new SqliteCheckpoints(store.db), {
     snapshotEveryEvents: Number.MAX_SAFE_INTEGER,
     snapshotEveryMs: 86_400_000,
+    // As the fabric configures it when results are kept forever (resultRetentionMs null below).
+    hot: { retention: false },
   });
   await view.start();
   let now = Date.parse('2026-01-05T08:00:00.000Z');

@@ -165,6 +165,11 @@ export function explainDomainEvent(d: DomainEvent): EventExplanation {
         d.data.because,
         { attempt: d.data.attempt },
       );
+    case 'RequestRunStopped':
+      return plain(
+        `agent ${d.data.agentId} stopped the block of attempt ${d.data.attempt}, which the control plane had already failed for its time limit: the agent takes new work again`,
+        { attempt: d.data.attempt },
+      );
     case 'RequestRequeued':
       return decided(
         `requeued because ${interruptedBy(d.data.reason, d.data.because.refs ?? {})} (${d.data.reason}); attempt ${d.data.attempt} was interrupted, the next is attempt ${d.data.attempt + 1}; ` +

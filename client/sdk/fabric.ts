@@ -15,7 +15,7 @@ import { RequestHandle } from './request-handle.js';
 import { buildSessionBody, buildSubmitBody, isInvokeList } from './request-body.js';
 import type { Invoke, RequestOptions, SessionTrace, SubmitBody } from './request-body.js';
 import { type ReportsSeen, traceProgress } from './trace-progress.js';
-import { StatusSocket, SubscriptionEndedError } from './status-socket.js';
+import { StatusSocket, SubscriptionEndedError, type SubscribeOptions } from './status-socket.js';
 import { BlockOrigins, callerFrame } from './user-frames.js';
 import { sessionValues } from './session-values.js';
 import type {
@@ -153,6 +153,17 @@ export class Fabric {
 
   private async ready(): Promise<void> {
     if (this.opts.checkVersion !== false) await this.version();
+  }
+
+  /** How to subscribe to a request: binary results and, with nobody reading progress, only the final statuses. */
+  private async subscribeOptions(opts: TraceOptions, progress: unknown): Promise<SubscribeOptions> {
+    if (this.opts.checkVersion === false) return {};
+    const capabilities = new Set((await this.version()).capabilities ?? []);
+    const quiet = progress == null && opts.onStatus === undefined && opts.onMessage === undefined;
+    return {
+      ...(capabilities.has('ws-binary-results') ? { results: 'binary' as const } : {}),
+      ...(quiet && capabilities.has('ws-final-statuses') ? { statuses: 'final' as const } : {}),
+    };
   }
 
   /**
@@ -341,9 +352,9 @@ export class Fabric {
     try {
       // When the websocket gives out (reconnects exhausted, or the subscription ended early), the outcome is
       // still read: by polling GET /requests/:id.
-      const fallBack = (e: Error) => {
+      const fallBack = (e: Error, submitted = false) => {
         if (finished) return;
-        if (!(e instanceof UnreachableError || e instanceof SubscriptionEndedError))
+        if (!submitted && !(e instanceof UnreachableError || e instanceof SubscriptionEndedError))
           return finish(() => settle.reject(e));
         // No signal here: a cancel sent meanwhile shows as CANCELLED in the polled view.
         new RequestHandle(this.http, requestId, false).output().then(
@@ -351,9 +362,28 @@ export class Fabric {
           (err: unknown) => finish(() => settle.reject(err)),
         );
       };
-      const sub = await this.socket.subscribe(requestId, { message: onMessage, error: fallBack });
-      cleanup.push(() => sub.unsubscribe());
+      const subscribeOptions = await this.subscribeOptions(opts, progress);
+      const subscribing = this.socket.subscribe(
+        requestId,
+        { message: onMessage, error: (e) => fallBack(e) },
+        null,
+        subscribeOptions,
+      );
+      cleanup.push(
+        () =>
+          void subscribing.then(
+            (sub) => sub.unsubscribe(),
+            () => undefined,
+          ),
+      );
+      subscribing.catch(() => undefined);
+      // Where progress is shown, the submission waits for the subscription, so the statuses come live, in the
+      // order they happen. Where only the outcome is read, it does not wait (a round trip): a subscription replays
+      // the request's history first, so one confirmed after the request was received misses nothing; one that fails
+      // once the request is submitted leaves the outcome to polling.
+      if (subscribeOptions.statuses !== 'final') await subscribing;
       await this.http.json<SubmitReply>('POST', '/requests', { body });
+      subscribing.catch((e: Error) => fallBack(e, true));
 
       if (opts.signal) {
         const signal = opts.signal;

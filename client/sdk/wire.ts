@@ -102,6 +102,10 @@ export interface StatusMessage {
   cursor: string;
   at: string;
   replay: boolean;
+  /** COMPLETED on a `results: "binary"` subscription: the result container is the binary frame after this message. */
+  binary?: boolean;
+  /** Not on the wire: the binary frame's bytes, attached by the SDK's status socket. */
+  resultBytes?: Uint8Array;
   model?: string;
   position?: number | null;
   queueLength?: number;
@@ -171,10 +175,20 @@ export interface ClusterDeploymentView {
   replicas: ClusterReplicaView[];
 }
 
+/** A process the fabric supervises refused its configuration and is not started again (embedded mode). */
+export interface ProcessFaultView {
+  process: 'agent';
+  agentId: string;
+  code: string;
+  message: string;
+  at: string;
+}
+
 export interface ClusterReply {
   asOf: number;
   agents: Array<{
     agentId: string;
+    /** FAULTED: the fabric's agent process refused its configuration (`fault`), and is not restarted. */
     state: string;
     bootId: string;
     gpus: Array<{ index: number; name: string; memoryBytes: number }>;
@@ -182,7 +196,15 @@ export interface ClusterReply {
     cpuCacheBudgetBytes: number;
     restarts: number;
     health?: unknown;
+    fault?: { code: string; message: string; at: string };
   }>;
+  /** Operators: faults of the processes the fabric supervises. */
+  faults?: ProcessFaultView[];
+  /** Operators, embedded mode: restarts of the control-plane process, and how the last one that died ended. */
+  controlPlane?: {
+    restarts: number;
+    lastExit: { pid: number; code: number | null; signal: string | null; at: string; stderrTail: string[] } | null;
+  };
   gpus: Array<{
     agentId: string;
     index: number;
@@ -247,7 +269,9 @@ export interface AgentsReply {
       returns: number;
       restarts: number;
     } | null;
+    fault?: { code: string; message: string; at: string };
   }>;
+  faults?: ProcessFaultView[];
 }
 
 export interface WhoamiReply {

@@ -154,6 +154,16 @@ export const requestEventSchemas = {
     /** For AGENT_CRASHED_BY_REQUEST: each agent death the request was in flight for, and how the last attempt ended. */
     evidence: z.object({ crashes: z.array(crashEvidence), finalAttempt: z.string().max(4000) }).optional(),
   }),
+  /**
+   * The agent stopped the block of an attempt the control plane had already failed for its time limit while it ran
+   * in the agent's process (domain/request/run-stop.ts): the agent takes new work again.
+   */
+  RequestRunStopped: z.object({
+    requestId: id,
+    attempt: z.number().int().positive(),
+    agentId: id,
+    stoppedAt: isoTime,
+  }),
   RequestRequeued: z.object({
     requestId: id,
     modelKey: id,

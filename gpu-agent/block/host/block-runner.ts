@@ -113,7 +113,7 @@ const nextMacrotask = () => new Promise<void>((resolve) => realSetImmediate(reso
 export async function serveBlocks(channel: BlockEndpoint, env: BlockEnvironment): Promise<void> {
   installTimerGuards();
   installBlockFaultHandlers();
-  const index = new ManifestIndex(env.manifest);
+  const index = ManifestIndex.of(env.manifest);
   const state: SessionState = { shared: {}, traces: [] };
   let open = true;
   const send: BlockEndpoint['send'] = (msg) => {
