@@ -147,7 +147,7 @@ export function explainDomainEvent(d: DomainEvent): EventExplanation {
     }
     case 'RequestTraceProgressed':
       return plain(
-        `attempt ${d.data.attempt}: trace ${d.data.trace + 1} of ${d.data.traces} ${d.data.status === 'RUNNING' ? 'started' : d.data.status === 'COMPLETED' ? 'completed' : 'failed'}${d.data.ms === undefined ? '' : ` after ${Math.round(d.data.ms)} ms`}`,
+        `attempt ${d.data.attempt}: trace ${d.data.trace + 1} of ${d.data.traces} ${d.data.status === 'RUNNING' ? (d.data.done ? 'running' : 'started') : d.data.status === 'COMPLETED' ? 'completed' : 'failed'}${d.data.iterations === undefined ? '' : ` (${d.data.done ?? 0} of ${d.data.iterations} iterations done${d.data.reported === undefined ? '' : `, reported ${JSON.stringify(d.data.reported.value)} at iteration ${d.data.reported.iteration}`})`}${d.data.ms === undefined ? '' : ` after ${Math.round(d.data.ms)} ms`}`,
         { attempt: d.data.attempt, trace: d.data.trace },
       );
     case 'RequestCompleted':

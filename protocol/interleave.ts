@@ -76,9 +76,10 @@ export interface StartRequest {
   /**
    * The trace's place in its session (nnsight's `model.session()`): trace `index` of `count`, run one after the other on
    * one channel; values a block keeps in `ctx.shared`, and what earlier traces' blocks returned (`ctx.traces`), reach the
-   * later traces without leaving the blocks' process. Absent: a request of one trace.
+   * later traces without leaving the blocks' process. A repeated trace (`repeat`) runs `iterations` times, each its
+   * own START … STOP, `iteration` 0-based. Absent: a request of one trace.
    */
-  trace?: { index: number; count: number };
+  trace?: { index: number; count: number; iteration?: number; iterations?: number };
   /** The block sources, one per invoke (already defaulted from the request's shared block). */
   invokes: Array<{
     invoke: number;
@@ -161,6 +162,11 @@ export type BlockToHost =
   /** Stop the forward (and generation) once every invoke has ended or stopped. */
   | { kind: 'STOP'; invoke: number }
   | { kind: 'LOG'; invoke: number; stream: 'stdout' | 'stderr'; line: string }
+  /**
+   * A value the block reports as progress (`ctx.report(v)`: a loss): JSON text of a finite number or an object of at
+   * most 8 finite numbers (protocol/progress-report.ts). The host keeps the latest; a session's TRACE statuses carry it.
+   */
+  | { kind: 'REPORT'; invoke: number; value: string }
   | { kind: 'END'; invoke: number; result: SavedTree }
   | { kind: 'EXCEPTION'; invoke: number; error: BlockError }
   /**

@@ -15,6 +15,7 @@ import type { Progress, ProgressOutput } from './progress.js';
 import { RequestHandle } from './request-handle.js';
 import { buildSessionBody, buildSubmitBody, isInvokeList } from './request-body.js';
 import type { Invoke, RequestOptions, SessionTrace, SubmitBody } from './request-body.js';
+import { type ReportsSeen, traceProgress } from './trace-progress.js';
 import { StatusSocket, SubscriptionEndedError, type SubscribeOptions } from './status-socket.js';
 import { BlockOrigins, callerFrame } from './user-frames.js';
 import { sessionValues } from './session-values.js';
@@ -80,8 +81,10 @@ export interface TraceOptions extends RequestOptions {
   onMessage?: (m: StatusMessage) => void;
   /** The tokens of each STREAM message, as they are generated (see also `stream`). */
   onTokens?: (tokens: StreamedToken[]) => void;
-  /** Each trace of a session as it starts, completes or fails (its TRACE statuses). */
+  /** Each trace of a session as it starts, completes or fails (its TRACE statuses); a loop also as it goes. */
   onTrace?: (t: TraceProgress) => void;
+  /** Each new value a loop's blocks reported (`ctx.report`), as its progress brings it: at most about one a second. */
+  onReport?: (r: ReportedProgress) => void;
   /** Stop waiting after this long (ms) with ClientTimeoutError; the request goes on (default: no limit). */
   waitMs?: number;
 }
@@ -92,8 +95,21 @@ export interface TraceProgress {
   trace: number;
   traces: number;
   status: 'RUNNING' | 'COMPLETED' | 'ERROR';
-  /** How long it ran (COMPLETED, ERROR). */
+  /** How long it ran (COMPLETED, ERROR; a loop's RUNNING: so far). */
   ms: number | null;
+  /** A loop (a trace with `repeat`): its iterations and how many are done. */
+  iterations?: number;
+  done?: number;
+  /** The latest value its blocks reported (`ctx.report`) and the iteration that reported it. */
+  reported?: { iteration: number; value: number | Record<string, number> };
+}
+
+/** A value a loop's blocks reported (`ctx.report`): trace `trace`, iteration `iteration` (0-based). */
+export interface ReportedProgress {
+  requestId: string;
+  trace: number;
+  iteration: number;
+  value: number | Record<string, number>;
 }
 
 /** A finished session: per trace, what `trace` would have returned for it. */
@@ -285,6 +301,7 @@ export class Fabric {
     if (opts.signal?.aborted) throw new CancelledError(requestId, 'this client, before submitting');
 
     const progress = this.progressFor(opts, requestId);
+    const reports: ReportsSeen = new Map();
     const onLog =
       opts.onLog !== undefined
         ? opts.onLog
@@ -318,16 +335,8 @@ export class Fabric {
           return;
         }
         if (m.status === 'TRACE') {
-          if (typeof m.trace === 'number' && typeof m.traces === 'number' && m.traceStatus !== undefined) {
-            if (m.traceStatus === 'RUNNING') progress?.trace(m.trace, m.traces);
-            opts.onTrace?.({
-              requestId,
-              trace: m.trace,
-              traces: m.traces,
-              status: m.traceStatus,
-              ms: typeof m.ms === 'number' ? m.ms : null,
-            });
-          }
+          if (typeof m.trace === 'number' && typeof m.traces === 'number' && m.traceStatus !== undefined)
+            traceProgress(requestId, m, opts, progress, reports);
           return;
         }
         const u = updateFromMessage(m);

@@ -64,6 +64,8 @@ export interface TypedSessionTrace<M> {
   newTokens?: number;
   maxNewTokens?: number;
   generation?: GenerationOptions;
+  /** A loop: the trace runs this many times (`SessionTrace.repeat`); its value is its last iteration's. */
+  repeat?: number | { times: number; batch?: number };
 }
 
 /** What a session gives for one of its traces. */

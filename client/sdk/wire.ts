@@ -64,6 +64,9 @@ export interface RequestReply {
     traces?: number;
     traceStatus?: string;
     ms?: number;
+    iterations?: number;
+    done?: number;
+    reported?: { iteration: number; value: number | Record<string, number> };
   }>;
   logs: Array<{ attempt: number; stream: 'stdout' | 'stderr'; line: string }>;
   logsTruncated?: boolean;
@@ -120,6 +123,10 @@ export interface StatusMessage {
   traces?: number;
   traceStatus?: 'RUNNING' | 'COMPLETED' | 'ERROR';
   ms?: number;
+  /** TRACE of a loop (a trace with `repeat`): its iterations, how many are done, the latest reported value. */
+  iterations?: number;
+  done?: number;
+  reported?: { iteration: number; value: number | Record<string, number> };
   bytes?: number;
   sha256?: string;
   inline?: string;

@@ -15,6 +15,7 @@ import {
   requestEdit,
   sha256,
   streamedToken,
+  loopProgress,
 } from '../../domain/events/index.js';
 import { ENTITY_ID, MODEL_KEY, REQUEST_ID } from '../../domain/shared/ids.js';
 
@@ -143,6 +144,7 @@ export const commandSchema = z.discriminatedUnion('type', [
     traces: z.number().int().positive(),
     status: z.enum(['RUNNING', 'COMPLETED', 'ERROR']),
     ms: z.number().nonnegative().optional(),
+    ...loopProgress,
   }),
   z.strictObject({
     type: z.literal('ReportRequestCompleted'),

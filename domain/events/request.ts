@@ -28,6 +28,26 @@ export const requestOptions = z.object({
 });
 export type RequestOptions = z.infer<typeof requestOptions>;
 
+/** A repeated trace's progress (a loop): its iterations, how many are done, the latest value its blocks reported. */
+export const loopProgress = {
+  iterations: z.number().int().positive().max(1_000_000).optional(),
+  done: z.number().int().nonnegative().max(1_000_000).optional(),
+  reported: z
+    .object({
+      iteration: z.number().int().nonnegative(),
+      value: z.union([
+        z.number(),
+        z.record(z.string().min(1).max(32), z.number()).refine((r) => Object.keys(r).length <= 8, 'at most 8 values'),
+      ]),
+    })
+    .optional(),
+};
+export type LoopProgress = {
+  iterations?: number;
+  done?: number;
+  reported?: { iteration: number; value: number | Record<string, number> };
+};
+
 export const streamedToken = z.object({
   step: z.number().int().nonnegative(),
   invoke: z.number().int().nonnegative(),
@@ -98,15 +118,19 @@ export const requestEventSchemas = {
     attempt: z.number().int().positive(),
     tokens: z.array(streamedToken).min(1).max(4096),
   }),
-  /** A trace of a session started, completed or failed (the agent reports each; a request of one trace reports none). */
+  /**
+   * A trace of a session started, completed or failed (the agent reports each; a request of one trace reports none);
+   * a repeated trace also while it runs, at most once a second, with `done` of `iterations` and what was reported.
+   */
   RequestTraceProgressed: z.object({
     requestId: id,
     attempt: z.number().int().positive(),
     trace: z.number().int().nonnegative(),
     traces: z.number().int().positive(),
     status: z.enum(['RUNNING', 'COMPLETED', 'ERROR']),
-    /** How long the trace ran (COMPLETED, ERROR). */
+    /** How long the trace ran (COMPLETED, ERROR; a repeated trace's RUNNING: so far). */
     ms: z.number().nonnegative().optional(),
+    ...loopProgress,
   }),
   RequestCompleted: z.object({
     requestId: id,

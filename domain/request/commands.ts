@@ -99,6 +99,9 @@ export interface ReportRequestTrace extends AgentReport {
   traces: number;
   status: 'RUNNING' | 'COMPLETED' | 'ERROR';
   ms?: number;
+  iterations?: number;
+  done?: number;
+  reported?: { iteration: number; value: number | Record<string, number> };
 }
 
 /** A batch of output lines. */

@@ -399,6 +399,8 @@ function report(c: Report, s: RequestState): RequestEvent[] {
             traces: c.traces,
             status: c.status,
             ...(c.ms === undefined ? {} : { ms: c.ms }),
+            ...(c.iterations === undefined ? {} : { iterations: c.iterations, done: c.done ?? 0 }),
+            ...(c.reported === undefined ? {} : { reported: c.reported }),
           },
         },
       ];

@@ -38,6 +38,8 @@ export interface RunLimits {
   /** A request's log lines leave the agent at most this fast (NDIF_LOG_LINES_PER_S). */
   logLinesPerSecond: number;
   resultMaxBytes: number;
+  /** Least time between two progress reports of a repeated trace (NDIF_PROGRESS_INTERVAL_MS; default 1000). */
+  progressIntervalMs?: number;
 }
 import { TokenStream } from './token-stream.js';
 import { BlockTurns } from './block-turns.js';
@@ -271,7 +273,11 @@ export class RequestExecutor {
             invokes: invokeSpecs(t.invokes, t.block),
             ...(t.newTokens === undefined ? {} : { newTokens: t.newTokens }),
             ...(t.generation === undefined ? {} : { generation: t.generation }),
+            ...(t.repeat === undefined ? {} : { repeat: t.repeat }),
           })),
+          ...(this.limits.progressIntervalMs === undefined
+            ? {}
+            : { progressIntervalMs: this.limits.progressIntervalMs }),
           onTrace: (e) => {
             if (!entry.aborted)
               void report('ReportRequestTrace', {
@@ -279,6 +285,8 @@ export class RequestExecutor {
                 traces: e.traces,
                 status: e.status,
                 ...(e.ms === undefined ? {} : { ms: Math.round(e.ms * 10) / 10 }),
+                ...(e.iterations === undefined ? {} : { iterations: e.iterations, done: e.done ?? 0 }),
+                ...(e.reported === undefined ? {} : { reported: e.reported }),
               });
           },
         };

@@ -22,6 +22,7 @@ import type { SessionResult, TraceOptions, TraceResult } from '../fabric.js';
 import { defaultLog, progressFor, type ProgressOutput } from '../progress.js';
 import { buildSessionBody, buildSubmitBody, isInvokeList } from '../request-body.js';
 import type { Invoke, SessionTrace, SubmitBody } from '../request-body.js';
+import { type ReportsSeen, traceProgress } from '../trace-progress.js';
 import { decodeResult } from '../results.js';
 import { invokeLengths, scanManifest, type ScanResult } from '../scan.js';
 import { updateFromMessage, type LogLine } from '../status.js';
@@ -284,6 +285,7 @@ export class LocalFabric {
         : this.opts.onLog !== undefined
           ? this.opts.onLog
           : defaultLog(progress, requestId);
+    const reports: ReportsSeen = new Map();
     const send = (m: Omit<StatusMessage, 'type' | 'requestId'>) => {
       const msg = { type: 'status', requestId, ...m } as StatusMessage;
       opts.onMessage?.(msg);
@@ -328,12 +330,19 @@ export class LocalFabric {
                 invokes: invokeSpecs(t.invokes, t.block),
                 ...(t.newTokens === undefined ? {} : { newTokens: t.newTokens }),
                 ...(t.generation === undefined ? {} : { generation: t.generation }),
+                ...(t.repeat === undefined ? {} : { repeat: t.repeat }),
               })),
               onTrace: (e) => {
-                if (e.status === 'RUNNING') progress?.trace(e.trace, e.traces);
-                const t = { trace: e.trace, traces: e.traces, traceStatus: e.status, ms: e.ms ?? null };
+                const t = {
+                  trace: e.trace,
+                  traces: e.traces,
+                  traceStatus: e.status,
+                  ...(e.ms === undefined ? {} : { ms: e.ms }),
+                  ...(e.iterations === undefined ? {} : { iterations: e.iterations, done: e.done ?? 0 }),
+                  ...(e.reported === undefined ? {} : { reported: e.reported }),
+                };
                 send({ status: 'TRACE', ...t } as Omit<StatusMessage, 'type' | 'requestId'>);
-                opts.onTrace?.({ requestId, trace: e.trace, traces: e.traces, status: e.status, ms: e.ms ?? null });
+                traceProgress(requestId, t, opts, progress, reports);
               },
             },
             open,

@@ -26,6 +26,7 @@ import { Tensor } from '../api/tensor.js';
 import { optim } from '../api/optim.js';
 import '../api/ops/index.js';
 import type { BlockContext } from '../api/block-context.js';
+import { reportProblem } from '../../../protocol/progress-report.js';
 
 export type { BlockContext } from '../api/block-context.js';
 import { GradSession } from './grad-session.js';
@@ -93,6 +94,16 @@ function context(
     trace: start.trace?.index ?? 0,
     traceCount: start.trace?.count ?? 1,
     traces: state.traces,
+    iteration: start.trace?.iteration ?? 0,
+    iterations: start.trace?.iterations ?? 1,
+    report: (value) => {
+      const problem = reportProblem(value);
+      if (problem !== undefined)
+        throw new TypeError(
+          `ctx.report: ${problem}; report a finite number (a loss) or { name: number, … } (≤ 8 keys)`,
+        );
+      session.report(JSON.stringify(value));
+    },
   };
 }
 
@@ -248,8 +259,13 @@ async function serveTrace(
     if (msg.kind === 'STOP') {
       closeAll(msg.reason);
       canSend = false;
-      const more = msg.reason === 'completed' && start.trace !== undefined && start.trace.index < start.trace.count - 1;
-      if (more) state.traces.push(returned);
+      const t = start.trace;
+      const more =
+        msg.reason === 'completed' &&
+        t !== undefined &&
+        (t.index < t.count - 1 || (t.iterations !== undefined && t.iteration! < t.iterations - 1));
+      // A repeated trace keeps only its latest iteration's returns: a loop of thousands of steps holds one.
+      if (more) state.traces[t.index] = returned;
       return more;
     }
     if (msg.kind === 'START') continue;

@@ -485,6 +485,12 @@ export class InvokeSession {
     });
   }
 
+  /** A progress value (`ctx.report`, JSON text already checked); the host keeps the latest. */
+  report(value: string): void {
+    if (this.closed) return;
+    this.send({ kind: 'REPORT', invoke: this.layout.invoke, value });
+  }
+
   stop(): void {
     if (this.stopped || this.closed) return;
     this.stopped = true;

@@ -92,12 +92,16 @@ export interface TraceRun {
   req: RunRequest;
   start: StartRequest;
   plan: GenerationPlan | null;
+  /** A repeated trace: iteration i runs `runs[i % runs.length]` (its data-set window; this run is `runs[0]`). */
+  repeat?: { times: number; runs: Array<Omit<TraceRun, 'repeat'>> };
 }
 
 export interface TraceOptions {
   timeoutMs?: number;
   signal?: AbortSignal;
   onTrace?: (e: TraceEvent) => void;
+  /** Least time between two RUNNING events of a repeated trace (default 1000 ms). */
+  progressIntervalMs?: number;
 }
 
 /** Separates a tensor's name from the module whose swapped input an alias carries. */

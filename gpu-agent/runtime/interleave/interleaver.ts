@@ -40,6 +40,7 @@ import { Messages } from './messages.js';
 import type { PassView } from './pass-view.js';
 import { strictlyInside } from './pass-view.js';
 import type { InvokeResult, LogLine, RunRequest } from './request-types.js';
+import type { ReportedValue } from '../../../protocol/progress-report.js';
 
 const FINISH_TEXT: Record<Finish['reason'], string> = {
   eos: 'its EOS token',
@@ -61,6 +62,8 @@ export class Interleaver implements PassView {
   /** Set when every row finished before the last step: the step after the last one run. */
   private allFinishedAt: number | undefined;
   readonly logs: LogLine[] = [];
+  /** The latest value a block reported (`ctx.report`), as JSON-able data. */
+  reported: ReportedValue | undefined;
   readonly timings: PassTimings = { forwardMs: 0, segmentRuns: 0 };
   blockMs = 0;
   readonly backward = { backwardMs: 0, backwardRuns: 0 };
