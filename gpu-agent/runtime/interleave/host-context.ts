@@ -13,6 +13,7 @@ import type { KvLayout } from '../generation/kv-layout.js';
 import type { ForwardRecord } from '../grad/forward-record.js';
 import type { GradModel } from '../grad/grad-model.js';
 import type { PassHooks, PassTimings } from './forward-pass.js';
+import type { Deadline } from './deadline.js';
 import type { RunRequest, TraceEvent } from './request-types.js';
 
 /** One forward pass as the interleaver drives it. */
@@ -89,6 +90,8 @@ export interface TraceRun {
 }
 
 export interface TraceOptions {
+  /** A deadline already running (a request that waited in a batch); else one of timeoutMs and signal. */
+  deadline?: Deadline;
   timeoutMs?: number;
   signal?: AbortSignal;
   onTrace?: (e: TraceEvent) => void;

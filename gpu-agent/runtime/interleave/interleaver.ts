@@ -22,7 +22,7 @@ import type { ObservationPoint } from '../graph/addresses.js';
 import type { ModuleNode } from '../graph/model-graph.js';
 import { feedsFor, padRows } from '../graph/model-inputs.js';
 import { Generation } from '../generation/generation.js';
-import type { Finish } from '../generation/stopping.js';
+import { FINISH_TEXT } from '../generation/stopping.js';
 import { ortToPayload } from '../onnx/tensor-convert.js';
 import { InterventionError, blockError } from '../errors.js';
 import { GradientHost } from '../grad/grad-host.js';
@@ -39,13 +39,6 @@ import { Messages } from './messages.js';
 import type { PassView } from './pass-view.js';
 import { strictlyInside } from './pass-view.js';
 import type { InvokeResult, LogLine, RunRequest } from './request-types.js';
-
-const FINISH_TEXT: Record<Finish['reason'], string> = {
-  eos: 'its EOS token',
-  'stop-token': 'a stop token',
-  'stop-string': 'a stop string',
-  length: 'its maxNewTokens',
-};
 
 export class Interleaver implements PassView {
   readonly mediators: Mediator[];
@@ -79,6 +72,8 @@ export class Interleaver implements PassView {
     private readonly plan: GenerationPlan | null,
     /** The trace's index in a session of several (its log lines carry it); undefined for a request of one. */
     readonly trace?: number,
+    /** A batch of requests (serving/batch-run.ts): ends the invokes of the request `e` fails, or returns false. */
+    private readonly isolate?: (e: InterventionError, mediators: Mediator[]) => boolean,
   ) {
     this.steps = start.steps;
     this.width = Math.max(...start.invokes.map((inv) => inv.tokens.length));
@@ -394,7 +389,7 @@ export class Interleaver implements PassView {
       const pending = inv.swaps.get(this.step, p.key);
       if (pending) {
         inv.swaps.delete(this.step, p.key);
-        this.edits.applySwap(inv, p, pending);
+        await this.guarded(() => this.edits.applySwap(inv, p, pending));
       }
     }
     if (p.point === 'output') {
@@ -402,7 +397,7 @@ export class Interleaver implements PassView {
       const all = this.skippedByAll().includes(m);
       for (const inv of this.mediators) {
         const values = inv.skips.get(this.step, p.path);
-        if (values && !all) this.edits.writeRows(inv, p, values);
+        if (values && !all) await this.guarded(() => this.edits.writeRows(inv, p, values));
       }
     }
     // Cached points here (and up to here) are final now: the invokes' own swaps and skips of them are applied.
@@ -471,8 +466,19 @@ export class Interleaver implements PassView {
 
   /** Reads messages until no invoke is running. */
   async settleAll(): Promise<void> {
-    while (this.mediators.some((i) => i.status === 'running'))
-      await this.messages.handle(await this.messages.receive());
+    while (this.mediators.some((i) => i.status === 'running')) {
+      const msg = await this.messages.receive();
+      await this.guarded(() => this.messages.handle(msg));
+    }
+  }
+
+  /** Runs `f`; in a batch of requests, a failure the `isolate` hook claims ends that request's invokes only. */
+  private async guarded(f: () => void | Promise<void>): Promise<void> {
+    try {
+      await f();
+    } catch (e) {
+      if (!(e instanceof InterventionError && this.isolate?.(e, this.mediators))) throw e;
+    }
   }
 
   /** RAISE for the invoke's wait, then reads on. */

@@ -1,0 +1,149 @@
+// One channel over the channels of a batch's requests (serving/batch-run.ts): the interleaver sees one trace whose
+// invokes are every request's in turn; each request's blocks see their own START and their own invoke numbers, as
+// when the request runs alone. Messages from the blocks are renumbered into the batch and queued as they come;
+// messages to the blocks go to the request whose invoke they name, renumbered back. A request that fails (its
+// block's error, its channel breaking, a message for an invoke it does not have, its own timeout or cancel) is
+// failed at once and told STOP; an EXCEPTION for its first invoke is queued so the interleaver ends its invokes.
+import type { BlockChannel, BlockToHost, HostToBlock, StartRequest } from '../../../protocol/interleave.js';
+import { InterventionError, blockError } from '../errors.js';
+import type { Deadline } from '../interleave/deadline.js';
+
+/** One request of a batch, its channel open. */
+export interface BatchMember {
+  start: StartRequest;
+  channel: BlockChannel;
+  deadline: Deadline;
+  /** Its first invoke's index in the batch, and how many it has. */
+  offset: number;
+  count: number;
+  /** Set once it failed: the error its caller got. */
+  failure?: InterventionError;
+  /** Set once it completed. */
+  completed?: boolean;
+}
+
+export class BatchChannel implements BlockChannel {
+  private readonly queue: BlockToHost[] = [];
+  private waiter: ((m: BlockToHost) => void) | undefined;
+
+  constructor(
+    readonly members: BatchMember[],
+    /** Called once when a member fails, before its STOP. */
+    private readonly onFail: (m: BatchMember, e: InterventionError) => void,
+  ) {
+    for (const m of members) {
+      void this.pump(m);
+      m.deadline.expired.catch((e: unknown) => {
+        if (e instanceof InterventionError) this.fail(m, e);
+      });
+    }
+  }
+
+  /** The member an invoke of the batch belongs to. */
+  memberOf(invoke: number): BatchMember | undefined {
+    return this.members.find((m) => invoke >= m.offset && invoke < m.offset + m.count);
+  }
+
+  /** Fails a member (once): its caller gets `e`, its blocks STOP, its invokes end in the interleaver. */
+  fail(m: BatchMember, e: InterventionError): void {
+    if (m.failure || m.completed) return;
+    m.failure = e;
+    this.onFail(m, e);
+    this.finish(
+      m,
+      e.blockError.type === 'Timeout' ? 'timeout' : e.blockError.type === 'Cancelled' ? 'cancelled' : 'failed',
+    );
+    this.push({ kind: 'EXCEPTION', invoke: m.offset, error: e.blockError });
+  }
+
+  /** Ends a member's conversation: STOP with `reason`, then close. */
+  finish(m: BatchMember, reason: string): void {
+    m.deadline.clear();
+    try {
+      m.channel.send({ kind: 'STOP', reason });
+    } catch {
+      // The channel is already broken; nothing to tell the blocks.
+    }
+    m.channel.close();
+  }
+
+  send(msg: HostToBlock): void {
+    switch (msg.kind) {
+      case 'START':
+        for (const m of this.live()) this.to(m, m.start);
+        return;
+      case 'STEP':
+        for (const m of this.live()) {
+          const own = msg.invokes.filter((i) => this.memberOf(i.invoke) === m);
+          this.to(m, { ...msg, invokes: own.map((i) => ({ ...i, invoke: i.invoke - m.offset })) });
+        }
+        return;
+      case 'STOP':
+        for (const m of this.live()) this.to(m, msg);
+        return;
+      default: {
+        const m = this.memberOf(msg.invoke);
+        if (m && !m.failure) this.to(m, { ...msg, invoke: msg.invoke - m.offset });
+      }
+    }
+  }
+
+  receive(): Promise<BlockToHost> {
+    const next = this.queue.shift();
+    if (next) return Promise.resolve(next);
+    return new Promise((resolve) => (this.waiter = resolve));
+  }
+
+  close(): void {
+    for (const m of this.live()) m.channel.close();
+  }
+
+  private live(): BatchMember[] {
+    return this.members.filter((m) => !m.failure && !m.completed);
+  }
+
+  private to(m: BatchMember, msg: HostToBlock): void {
+    try {
+      m.channel.send(msg);
+    } catch (e) {
+      this.fail(m, broken(e));
+    }
+  }
+
+  private push(msg: BlockToHost): void {
+    const w = this.waiter;
+    this.waiter = undefined;
+    if (w) w(msg);
+    else this.queue.push(msg);
+  }
+
+  /** Reads a member's messages into the queue, renumbered, until it fails or completes. */
+  private async pump(m: BatchMember): Promise<void> {
+    for (;;) {
+      let msg: BlockToHost;
+      try {
+        msg = await m.channel.receive();
+      } catch (e) {
+        this.fail(m, broken(e));
+        return;
+      }
+      if (m.failure || m.completed) return;
+      const i = (msg as { invoke?: unknown }).invoke;
+      if (typeof i !== 'number' || !Number.isInteger(i) || i < 0 || i >= m.count) {
+        const e = new InterventionError(
+          blockError('ProtocolError', `message for invoke ${String(i)}, which this request does not have`, 'protocol'),
+        );
+        this.fail(m, e);
+        return;
+      }
+      this.push({ ...msg, invoke: i + m.offset } as BlockToHost);
+    }
+  }
+}
+
+/** The error of a channel that broke, as a request alone reports it. */
+function broken(e: unknown): InterventionError {
+  return new InterventionError(
+    blockError('ProtocolError', `the channel to the blocks broke: ${(e as Error).message}`, 'protocol'),
+  );
+}
