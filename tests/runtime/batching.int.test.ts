@@ -165,3 +165,25 @@ test('with batching off (batchRows 1) every request runs on its own', async () =
     await hm.close();
   }
 });
+
+test('blocks that keep their batch waiting do not hold the others: those go on in a fork of the pass, with their solo bits', async () => {
+  const hm = await tinyModel();
+  const alone = await run(hm, { invokes: [{ tokens: tokens(1), block: READ }] });
+  const swapAlone = await run(hm, { invokes: [{ tokens: tokens(2), block: SWAP }] });
+  const order: string[] = [];
+  const slow =
+    'async (m) => { const h = await m.transformer.h[0].output; await new Promise((r) => setTimeout(r, 3000)); return h; }';
+  const runs = [
+    run(hm, { invokes: [{ tokens: tokens(3), block: slow }] }).then((r) => (order.push('slow'), r)),
+    run(hm, { invokes: [{ tokens: tokens(1), block: READ }] }).then((r) => (order.push('read'), r)),
+    run(hm, { invokes: [{ tokens: tokens(2), block: SWAP }] }).then((r) => (order.push('swap'), r)),
+  ];
+  const [slowR, readR, swapR] = await Promise.all(runs);
+  assert.equal(readR.batch?.id, slowR.batch?.id, 'started as one batch');
+  assert.equal(order.at(-1), 'slow', 'the others finished while the slow block slept');
+  assert.ok(sameRead(readR, alone) && sameRead(swapR, swapAlone), 'the fork computes their rows bit for bit');
+  const slowAlone = await run(hm, {
+    invokes: [{ tokens: tokens(3), block: 'async (m) => await m.transformer.h[0].output' }],
+  });
+  assert.ok(sameBits(value(slowR.invokes[0]!.result) as Tensor, value(slowAlone.invokes[0]!.result) as Tensor));
+});

@@ -35,6 +35,8 @@ export interface ForwardRun {
   /** Marks a tensor as the pass's own copy (a later swap may write its rows in place). */
   own(t: OrtTensor): OrtTensor;
   isOwned(t: OrtTensor): boolean;
+  /** The pass continued apart from here (forward-pass.ts); absent where a pass cannot be split. */
+  fork?(timings: PassTimings, hooks: PassHooks): ForwardRun;
 }
 
 /** Starts one forward pass on `feeds`. */

@@ -16,7 +16,6 @@
 import type { BlockChannel, BlockError, StartRequest, TensorPayload } from '../../../protocol/interleave.js';
 import { formatAddr, stepAddr } from '../../../protocol/interleave.js';
 import { rowsView, sliceRows } from '../../../protocol/tensor-payload.js';
-import { isSampling } from '../../../protocol/generation.js';
 import { pointKey } from '../../../protocol/manifest.js';
 import type { ObservationPoint } from '../graph/addresses.js';
 import type { ModuleNode } from '../graph/model-graph.js';
@@ -28,7 +27,7 @@ import { InterventionError, blockError } from '../errors.js';
 import { GradientHost } from '../grad/grad-host.js';
 import { ForwardRecord } from '../grad/forward-record.js';
 import { usesGradients } from '../grad/uses-gradients.js';
-import type { PassTimings } from './forward-pass.js';
+import type { PassHooks, PassTimings } from './forward-pass.js';
 import type { Deadline } from './deadline.js';
 import type { ForwardRun, GenerationPlan, HostContext } from './host-context.js';
 import { Mediator, waitAddr } from './mediator.js';
@@ -37,6 +36,8 @@ import { Caches } from './caches.js';
 import { Edits } from './edits.js';
 import { Messages } from './messages.js';
 import type { PassView } from './pass-view.js';
+import { invokeResults } from './invoke-results.js';
+import type { BatchHooks, Outcome } from './batch-trace.js';
 import { strictlyInside } from './pass-view.js';
 import type { InvokeResult, LogLine, RunRequest } from './request-types.js';
 
@@ -50,6 +51,8 @@ export class Interleaver implements PassView {
   readonly gen: Generation | null;
   /** Padded prompt length (sequence at step 0). */
   private readonly width: number;
+  /** Set once the passes are over (the end answers what is left). */
+  protected endedWith: Outcome | undefined;
   /** Set when every row finished before the last step: the step after the last one run. */
   private allFinishedAt: number | undefined;
   readonly logs: LogLine[] = [];
@@ -66,14 +69,13 @@ export class Interleaver implements PassView {
   constructor(
     readonly ctx: HostContext,
     readonly req: RunRequest,
-    private readonly start: StartRequest,
+    protected readonly start: StartRequest,
     readonly channel: BlockChannel,
     readonly deadline: Deadline,
     private readonly plan: GenerationPlan | null,
     /** The trace's index in a session of several (its log lines carry it); undefined for a request of one. */
     readonly trace?: number,
-    /** A batch of requests (serving/batch-run.ts): ends the invokes of the request `e` fails, or returns false. */
-    private readonly isolate?: (e: InterventionError, mediators: Mediator[]) => boolean,
+    protected readonly batch?: BatchHooks,
   ) {
     this.steps = start.steps;
     this.width = Math.max(...start.invokes.map((inv) => inv.tokens.length));
@@ -116,24 +118,19 @@ export class Interleaver implements PassView {
   }
 
   results(): InvokeResult[] {
-    return this.mediators.map((inv) => {
-      const row = this.plan?.rows[inv.index];
-      const sampled = row !== undefined && this.gen !== null && isSampling(row.options);
-      return {
-        result: inv.result ?? { tree: null, tensors: [] },
-        tokens: this.start.invokes[inv.index]!.tokens,
-        generated: inv.generated,
-        ...(inv.finish ? { finish: inv.finish } : {}),
-        ...(sampled ? { seed: row.seed } : {}),
-      };
-    });
+    return invokeResults(this.mediators, this.start, this.plan, this.gen !== null);
   }
 
   // ---------------------------------------------------------------- the pass
 
-  async drive(): Promise<{ steps: number; stoppedEarly: boolean }> {
+  async drive(): Promise<Outcome> {
     this.channel.send(this.start);
     await this.settleAll();
+    return this.passes();
+  }
+
+  /** The forward passes once the blocks have started, then the end. */
+  protected async passes(): Promise<Outcome> {
     let steps = 0;
     let stoppedEarly = false;
     for (this.step = 0; this.step < this.steps; this.step++) {
@@ -165,6 +162,13 @@ export class Interleaver implements PassView {
       }
       if (this.gen) this.chooseTokens(this.gen, this.pass);
     }
+    return this.end({ steps, stoppedEarly });
+  }
+
+  /** After the last pass: the waits it left unanswered are NotProvided. */
+  protected async end(outcome: Outcome): Promise<Outcome> {
+    const { steps, stoppedEarly } = outcome;
+    this.endedWith = outcome;
     this.finished = stoppedEarly ? 'stopped' : 'done';
     // The last step's tokens (and who finished) reach blocks still running, before their waits are answered.
     if (this.gen && steps > 0 && !stoppedEarly) {
@@ -193,7 +197,7 @@ export class Interleaver implements PassView {
       await this.raise(inv, waitAddr(w), blockError('NotProvided', why));
     }
     await this.settleAll();
-    return { steps, stoppedEarly };
+    return outcome;
   }
 
   /** The pass of this step: the whole prompts, or (generating with the cache) only the newest position. */
@@ -211,14 +215,18 @@ export class Interleaver implements PassView {
     const feeds = this.gen ? this.gen.feeder.feeds() : feedsFor(this.ctx.inputs, padded!);
     this.grads.endStep();
     const record = this.grads.recording ? new ForwardRecord(this.step, fed.batch, fed.seq) : undefined;
-    return this.ctx.startPass(feeds, this.timings, record, {
+    return this.ctx.startPass(feeds, this.timings, record, this.passHooks(record !== undefined));
+  }
+
+  protected passHooks(recorded: boolean): PassHooks {
+    return {
       extraOutputs: (start, end) => this.caches.tensorsIn(start, end),
       ran: (end) => this.caches.capture(end),
       // A recorded pass keeps its own cuts: the backward's checkpoints are where blocks cut it.
-      splits: record ? undefined : this.ctx.layerCuts,
+      splits: recorded ? undefined : this.ctx.layerCuts,
       // The steps of a generation run the same cut set again and again.
       repeated: this.steps > 1,
-    });
+    };
   }
 
   /** Why step `step` does not run for the invoke (its row finished, or every row did), or undefined. */
@@ -256,7 +264,7 @@ export class Interleaver implements PassView {
   }
 
   /** Answers the waits for the start of this step, in invoke order. */
-  private async serveStepStart(): Promise<void> {
+  protected async serveStepStart(): Promise<void> {
     for (const inv of this.mediators) {
       const w = inv.wait;
       if (w?.kind !== 'step' || w.step !== this.step) continue;
@@ -289,7 +297,7 @@ export class Interleaver implements PassView {
   }
 
   /** Runs the current step to its end; false when the request stopped early. */
-  private async runStep(): Promise<boolean> {
+  protected async runStep(): Promise<boolean> {
     for (;;) {
       this.deadline.check();
       if (this.shouldStop()) return false;
@@ -305,20 +313,10 @@ export class Interleaver implements PassView {
         await this.advance(this.ctx.graph.nodes.length);
         return true;
       }
-      const insideSkip = this.skippedByAll().find((m) => strictlyInside(target, m));
-      if (insideSkip) {
+      if (this.skippedByAll().some((m) => strictlyInside(target, m))) {
         this.rank = target.rank;
         this.caches.capture(target.cut, target.rank);
-        for (const inv of this.mediators) {
-          const w = inv.pointWaitAt(this.step);
-          if (!w || w.point.rank !== target.rank) continue;
-          if (w.kind === 'cache') await this.answerCache(inv, w.id);
-          else {
-            const addr = this.addrOf(target);
-            const why = `${addr} is inside ${insideSkip.path}, which every invoke skipped`;
-            await this.raise(inv, addr, blockError('NotProvided', why));
-          }
-        }
+        await this.serveWaiters(target);
         continue;
       }
       await this.advance(target.cut);
@@ -402,6 +400,12 @@ export class Interleaver implements PassView {
     }
     // Cached points here (and up to here) are final now: the invokes' own swaps and skips of them are applied.
     this.caches.capture(p.cut, p.rank);
+    await this.serveWaiters(p);
+  }
+
+  /** Answers, in invoke order, the waits at `p` (the point the pass is at). */
+  protected async serveWaiters(p: ObservationPoint): Promise<void> {
+    const insideSkip = this.skippedByAll().find((m) => strictlyInside(p, m));
     for (const inv of this.mediators) {
       const w = inv.pointWaitAt(this.step);
       if (!w || w.point.rank !== p.rank) continue;
@@ -409,18 +413,19 @@ export class Interleaver implements PassView {
         await this.answerCache(inv, w.id);
         continue;
       }
-      const skippedBy = this.skippedFor(inv, p);
-      if (skippedBy) {
-        const addr = this.addrOf(p);
+      const addr = this.addrOf(p);
+      const skippedBy = insideSkip ? undefined : this.skippedFor(inv, p);
+      if (insideSkip || skippedBy) {
+        const why = insideSkip ? 'which every invoke skipped' : 'which this invoke skipped';
         await this.raise(
           inv,
           addr,
-          blockError('NotProvided', `${addr} is inside ${skippedBy}, which this invoke skipped`),
+          blockError('NotProvided', `${addr} is inside ${insideSkip?.path ?? skippedBy}, ${why}`),
         );
         continue;
       }
       inv.resume();
-      this.channel.send({ kind: 'VALUE', invoke: inv.index, addr: this.addrOf(p), values: this.valuesFor(inv, p) });
+      this.channel.send({ kind: 'VALUE', invoke: inv.index, addr, values: this.valuesFor(inv, p) });
       await this.settleAll();
     }
   }
@@ -467,7 +472,9 @@ export class Interleaver implements PassView {
   /** Reads messages until no invoke is running. */
   async settleAll(): Promise<void> {
     while (this.mediators.some((i) => i.status === 'running')) {
-      const msg = await this.messages.receive();
+      const b = this.batch;
+      const stall = b ? setTimeout(() => b.stalled(this), b.stallMs) : undefined;
+      const msg = await this.messages.receive().finally(() => clearTimeout(stall));
       await this.guarded(() => this.messages.handle(msg));
     }
   }
@@ -477,7 +484,7 @@ export class Interleaver implements PassView {
     try {
       await f();
     } catch (e) {
-      if (!(e instanceof InterventionError && this.isolate?.(e, this.mediators))) throw e;
+      if (!(e instanceof InterventionError && this.batch?.isolate(e, this.mediators))) throw e;
     }
   }
 

@@ -4,6 +4,8 @@
 // messages to the blocks go to the request whose invoke they name, renumbered back. A request that fails (its
 // block's error, its channel breaking, a message for an invoke it does not have, its own timeout or cancel) is
 // failed at once and told STOP; an EXCEPTION for its first invoke is queued so the interleaver ends its invokes.
+// When the batch splits (batch-run.ts), `split` gives the requests that go on apart a channel of their own: their
+// messages, queued ones included, go there from then on.
 import type { BlockChannel, BlockToHost, HostToBlock, StartRequest } from '../../../protocol/interleave.js';
 import { InterventionError, blockError } from '../errors.js';
 import type { Deadline } from '../interleave/deadline.js';
@@ -22,21 +24,69 @@ export interface BatchMember {
   completed?: boolean;
 }
 
-export class BatchChannel implements BlockChannel {
-  private readonly queue: BlockToHost[] = [];
-  private waiter: ((m: BlockToHost) => void) | undefined;
+/** The receiving end of some of the batch's requests: a trace's channel. */
+class View implements BlockChannel {
+  readonly queue: BlockToHost[] = [];
+  waiter: ((m: BlockToHost) => void) | undefined;
+
+  constructor(
+    private readonly mux: BatchChannel,
+    readonly members: Set<BatchMember>,
+  ) {}
+
+  send(msg: HostToBlock): void {
+    this.mux.send(msg, this);
+  }
+
+  receive(): Promise<BlockToHost> {
+    const next = this.queue.shift();
+    if (next) return Promise.resolve(next);
+    return new Promise((resolve) => (this.waiter = resolve));
+  }
+
+  push(msg: BlockToHost): void {
+    const w = this.waiter;
+    this.waiter = undefined;
+    if (w) w(msg);
+    else this.queue.push(msg);
+  }
+
+  /** Each request is ended by the batch (batch-run.ts), not by the trace. */
+  close(): void {}
+}
+
+export class BatchChannel {
+  private readonly views: View[] = [];
+  /** The channel of the whole batch. */
+  readonly channel: BlockChannel;
 
   constructor(
     readonly members: BatchMember[],
     /** Called once when a member fails, before its STOP. */
     private readonly onFail: (m: BatchMember, e: InterventionError) => void,
   ) {
+    const all = new View(this, new Set(members));
+    this.views.push(all);
+    this.channel = all;
     for (const m of members) {
       void this.pump(m);
       m.deadline.expired.catch((e: unknown) => {
         if (e instanceof InterventionError) this.fail(m, e);
       });
     }
+  }
+
+  /** A channel of their own for `members`: their messages go there from now on, those already queued too. */
+  split(members: Set<BatchMember>): BlockChannel {
+    const view = new View(this, members);
+    for (const v of this.views) {
+      for (const m of members) v.members.delete(m);
+      const keep = v.queue.filter((msg) => !members.has(this.memberOf(msg.invoke)!));
+      for (const msg of v.queue) if (members.has(this.memberOf(msg.invoke)!)) view.queue.push(msg);
+      v.queue.splice(0, v.queue.length, ...keep);
+    }
+    this.views.push(view);
+    return view;
   }
 
   /** The member an invoke of the batch belongs to. */
@@ -67,39 +117,27 @@ export class BatchChannel implements BlockChannel {
     m.channel.close();
   }
 
-  send(msg: HostToBlock): void {
+  /** A message of the trace on `view`: START, STEP and STOP to its requests, a VALUE or RAISE to its invoke's. */
+  send(msg: HostToBlock, view: View): void {
+    const live = [...view.members].filter((m) => !m.failure && !m.completed);
     switch (msg.kind) {
       case 'START':
-        for (const m of this.live()) this.to(m, m.start);
+        for (const m of live) this.to(m, m.start);
         return;
       case 'STEP':
-        for (const m of this.live()) {
+        for (const m of live) {
           const own = msg.invokes.filter((i) => this.memberOf(i.invoke) === m);
           this.to(m, { ...msg, invokes: own.map((i) => ({ ...i, invoke: i.invoke - m.offset })) });
         }
         return;
       case 'STOP':
-        for (const m of this.live()) this.to(m, msg);
+        for (const m of live) this.to(m, msg);
         return;
       default: {
         const m = this.memberOf(msg.invoke);
-        if (m && !m.failure) this.to(m, { ...msg, invoke: msg.invoke - m.offset });
+        if (m && !m.failure && !m.completed) this.to(m, { ...msg, invoke: msg.invoke - m.offset });
       }
     }
-  }
-
-  receive(): Promise<BlockToHost> {
-    const next = this.queue.shift();
-    if (next) return Promise.resolve(next);
-    return new Promise((resolve) => (this.waiter = resolve));
-  }
-
-  close(): void {
-    for (const m of this.live()) m.channel.close();
-  }
-
-  private live(): BatchMember[] {
-    return this.members.filter((m) => !m.failure && !m.completed);
   }
 
   private to(m: BatchMember, msg: HostToBlock): void {
@@ -111,10 +149,9 @@ export class BatchChannel implements BlockChannel {
   }
 
   private push(msg: BlockToHost): void {
-    const w = this.waiter;
-    this.waiter = undefined;
-    if (w) w(msg);
-    else this.queue.push(msg);
+    const m = this.memberOf(msg.invoke);
+    const view = this.views.find((v) => m !== undefined && v.members.has(m));
+    view?.push(msg);
   }
 
   /** Reads a member's messages into the queue, renumbered, until it fails or completes. */

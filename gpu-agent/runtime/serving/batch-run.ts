@@ -7,11 +7,11 @@ import type { BlockChannel, StartRequest } from '../../../protocol/interleave.js
 import { InterventionError } from '../errors.js';
 import { Deadline } from '../interleave/deadline.js';
 import type { HostContext } from '../interleave/host-context.js';
-import { Interleaver } from '../interleave/interleaver.js';
-import type { Mediator } from '../interleave/mediator.js';
+import { BatchTrace } from '../interleave/batch-trace.js';
+import type { BatchHooks, Outcome } from '../interleave/batch-trace.js';
 import type { LogLine, RunRequest, RunResult } from '../interleave/request-types.js';
 import { runTraces } from '../interleave/trace-session.js';
-import type { Turn } from './model-turns.js';
+import type { ModelTurns, Turn } from './model-turns.js';
 import { BatchChannel } from './batch-channel.js';
 import type { BatchMember } from './batch-channel.js';
 
@@ -34,7 +34,13 @@ export interface BatchInfo {
 }
 
 /** Runs the batch's requests once `turn` was granted and the batch closed; settles every entry. */
-export async function runBatch(ctx: HostContext, entries: BatchEntry[], turn: Turn, id: number): Promise<void> {
+export async function runBatch(
+  ctx: HostContext,
+  entries: BatchEntry[],
+  turns: ModelTurns,
+  turn: Turn,
+  id: number,
+): Promise<void> {
   const opened = await Promise.allSettled(entries.map((e) => Promise.race([e.channel, e.deadline.expired])));
   const ready: Array<{ entry: BatchEntry; channel: BlockChannel }> = [];
   opened.forEach((o, k) => {
@@ -59,17 +65,23 @@ export async function runBatch(ctx: HostContext, entries: BatchEntry[], turn: Tu
     );
     return;
   }
-  await runStacked(ctx, ready, turn, id);
+  await runStacked(ctx, ready, turns, turn, id);
 }
+
+/** How long the host waits for some requests' blocks before the others go on apart (a fork of the pass). */
+export const STALL_MS = 100;
+
+type Member = BatchMember & { entry: BatchEntry };
 
 async function runStacked(
   ctx: HostContext,
   ready: Array<{ entry: BatchEntry; channel: BlockChannel }>,
+  turns: ModelTurns,
   turn: Turn,
   id: number,
 ): Promise<void> {
   const t0 = performance.now();
-  const members: Array<BatchMember & { entry: BatchEntry }> = [];
+  const members: Member[] = [];
   let offset = 0;
   for (const { entry, channel } of ready) {
     const count = entry.start.invokes.length;
@@ -80,7 +92,7 @@ async function runStacked(
   // When every request has failed the stacked pass stops too.
   const allFailed = new AbortController();
   const mux = new BatchChannel(members, (m, e) => {
-    (m as (typeof members)[number]).entry.reject(e);
+    (m as Member).entry.reject(e);
     if (members.every((x) => x.failure)) allFailed.abort();
   });
   const start: StartRequest = {
@@ -96,76 +108,133 @@ async function runStacked(
   const req: RunRequest = {
     invokes: members.flatMap((m) => m.entry.req.invokes),
     onLog: (line) => {
-      const m = mux.memberOf(line.invoke);
+      const m = mux.memberOf(line.invoke) as Member | undefined;
       if (!m || m.failure) return;
-      const own = { ...line, invoke: line.invoke - m.offset };
       logs.push(line);
-      (m as (typeof members)[number]).entry.req.onLog?.(own);
+      m.entry.req.onLog?.({ ...line, invoke: line.invoke - m.offset });
     },
-  };
-  const isolate = (e: InterventionError, mediators: Mediator[]): boolean => {
-    if (e.invoke === undefined) return false;
-    const m = mux.memberOf(e.invoke);
-    if (!m) return false;
-    mux.fail(m, m.failure ?? new InterventionError(e.blockError, e.invoke - m.offset));
-    for (let i = m.offset; i < m.offset + m.count; i++) {
-      const inv = mediators[i]!;
-      if (inv.status !== 'ended') inv.end({ tree: null, tensors: [] });
-    }
-    return true;
   };
   const longest = Math.max(...members.map((m) => m.entry.req.timeoutMs ?? 60_000));
   const deadline = new Deadline(longest, allFailed.signal);
   const stats0 = ctx.cache.getStats();
-  try {
-    const channel = await turn.around(mux);
-    const run = new Interleaver(ctx, req, start, channel, deadline, null, undefined, isolate);
-    const outcome = await run.drive();
-    const stats1 = ctx.cache.getStats();
-    const results = run.results();
-    const totalMs = performance.now() - t0;
-    for (const m of members) {
-      if (m.failure) continue;
-      m.completed = true;
-      const mine = (i: number) => i >= m.offset && i < m.offset + m.count;
-      const own = run.mediators.slice(m.offset, m.offset + m.count);
-      m.entry.resolve({
-        requestId: m.start.requestId,
-        invokes: results.slice(m.offset, m.offset + m.count),
-        steps: outcome.steps,
-        stoppedEarly:
-          outcome.stoppedEarly || (own.some((i) => i.stopped) && own.every((i) => i.stopped || i.status === 'ended')),
-        cache: 'none',
-        logs: logs.filter((l) => mine(l.invoke)).map((l) => ({ ...l, invoke: l.invoke - m.offset })),
-        timings: {
-          totalMs,
-          forwardMs: run.timings.forwardMs,
-          compileMs: stats1.compileMs - stats0.compileMs,
-          segmentRuns: run.timings.segmentRuns,
-          segmentsCompiled: stats1.compiled - stats0.compiled,
-          blockMs: run.blockMs,
-          backwardMs: 0,
-          backwardRuns: 0,
-          callMs: run.calls.callMs,
-          calls: run.calls.calls,
-        },
-        batch: { id, requests: members.length, rows },
-      });
-      mux.finish(m, 'completed');
-    }
-  } catch (e) {
-    // A failure no single request owns (the model's own, the backstop deadline) fails every request still running.
-    for (const m of members) {
-      if (m.failure || m.completed) continue;
-      if (!(e instanceof InterventionError)) {
+  /** Which trace each request is in: the batch's, or a fork's. */
+  const owner = new Map<Member, BatchTrace>();
+  const traces: Array<Promise<void>> = [];
+
+  const settle = async (run: BatchTrace, going: Promise<Outcome>, done?: () => void): Promise<void> => {
+    try {
+      const outcome = await going;
+      const stats1 = ctx.cache.getStats();
+      const results = run.results();
+      for (const m of members) {
+        if (owner.get(m) !== run || m.failure || m.completed) continue;
         m.completed = true;
-        m.entry.reject(e);
-        mux.finish(m, 'failed');
-        continue;
+        const own = run.mediators.slice(m.offset, m.offset + m.count);
+        const stopped = own.some((i) => i.stopped) && own.every((i) => i.stopped || i.status === 'ended');
+        m.entry.resolve({
+          requestId: m.start.requestId,
+          invokes: results.slice(m.offset, m.offset + m.count),
+          steps: outcome.steps,
+          stoppedEarly: outcome.stoppedEarly || stopped,
+          cache: 'none',
+          logs: logs
+            .filter((l) => l.invoke >= m.offset && l.invoke < m.offset + m.count)
+            .map((l) => ({ ...l, invoke: l.invoke - m.offset })),
+          timings: {
+            totalMs: performance.now() - t0,
+            forwardMs: run.timings.forwardMs,
+            compileMs: stats1.compileMs - stats0.compileMs,
+            segmentRuns: run.timings.segmentRuns,
+            segmentsCompiled: stats1.compiled - stats0.compiled,
+            blockMs: run.blockMs,
+            backwardMs: 0,
+            backwardRuns: 0,
+            callMs: run.calls.callMs,
+            calls: run.calls.calls,
+          },
+          batch: { id, requests: members.length, rows },
+        });
+        mux.finish(m, 'completed');
       }
-      const own = e.invoke !== undefined && mux.memberOf(e.invoke) === m;
-      mux.fail(m, own ? new InterventionError(e.blockError, e.invoke! - m.offset) : e);
+    } catch (e) {
+      // A failure no single request owns (the model's own, the backstop deadline) fails every request still in it.
+      for (const m of members) {
+        if (owner.get(m) !== run || m.failure || m.completed) continue;
+        if (!(e instanceof InterventionError)) {
+          m.completed = true;
+          m.entry.reject(e);
+          mux.finish(m, 'failed');
+        } else if (e.invoke !== undefined && mux.memberOf(e.invoke) === m)
+          mux.fail(m, new InterventionError(e.blockError, e.invoke - m.offset));
+        else mux.fail(m, e);
+      }
+    } finally {
+      done?.();
     }
+  };
+
+  const hooks: BatchHooks = {
+    stallMs: STALL_MS,
+    isolate: (e, mediators) => {
+      if (e.invoke === undefined) return false;
+      const m = mux.memberOf(e.invoke);
+      if (!m) return false;
+      mux.fail(m, m.failure ?? new InterventionError(e.blockError, e.invoke - m.offset));
+      for (let i = m.offset; i < m.offset + m.count; i++) {
+        const inv = mediators[i]!;
+        if (inv.status !== 'ended') inv.end({ tree: null, tensors: [] });
+      }
+      return true;
+    },
+    // The requests whose blocks are not the ones keeping the trace waiting go on in a fork of the pass.
+    stalled: (parent) => {
+      const run = parent as BatchTrace;
+      const running = new Set(run.mediators.filter((i) => i.status === 'running').map((i) => mux.memberOf(i.index)));
+      const waiting = new Set(
+        members.filter(
+          (m) =>
+            owner.get(m) === run &&
+            !running.has(m) &&
+            run.mediators.slice(m.offset, m.offset + m.count).some((i) => i.status !== 'ended'),
+        ),
+      );
+      if (waiting.size === 0) return;
+      const own = new Set([...waiting].flatMap((m) => Array.from({ length: m.count }, (_, i) => m.offset + i)));
+      const view = mux.split(waiting);
+      // The fork takes the model's turns with a turn of its own, given back while it waits for its blocks.
+      const forkTurn = turns.turn();
+      const channel: BlockChannel = {
+        send: (msg) => view.send(msg),
+        receive: async () => {
+          forkTurn.give();
+          try {
+            return await view.receive();
+          } finally {
+            await forkTurn.take();
+          }
+        },
+        close: () => {},
+      };
+      const fork = run.fork(own, channel);
+      for (const m of waiting) owner.set(m, fork);
+      traces.push(
+        settle(
+          fork,
+          forkTurn.take().then(() => fork.resume()),
+          () => forkTurn.done(),
+        ),
+      );
+    },
+  };
+
+  try {
+    const channel = await turn.around(mux.channel);
+    const run = new BatchTrace(ctx, req, start, channel, deadline, null, undefined, hooks);
+    for (const m of members) owner.set(m, run);
+    // The batch's turn is given back when its own trace ends: a fork still running takes the model's turns with its own.
+    traces.push(settle(run, run.drive(), () => turn.give()));
+    // Forks add themselves while the traces run.
+    for (let k = 0; k < traces.length; k++) await traces[k];
   } finally {
     deadline.clear();
     for (const m of members) m.deadline.clear();

@@ -81,7 +81,7 @@ export class RequestBatcher {
       await turn.take();
       this.close(width, g);
       turn.give();
-      await runBatch(this.ctx, g.entries, turn, ++this.serial);
+      await runBatch(this.ctx, g.entries, this.turns, turn, ++this.serial);
     });
     return g;
   }
