@@ -10,9 +10,8 @@
 // no later step. At the start of each step ≥ 1 the blocks get STEP (the tokens chosen, who finished), and waits
 // for `step.<i>` (m.iter) are answered.
 //
-// Besides module points a block may CALL a module on tensors (run at once, outside the pass: module-call.ts), wait at
-// a barrier (barriers.ts) and CACHE points (caches.ts). Messages and the rules a WAIT or SWAP is checked by:
-// messages.ts. Several traces on one channel: trace-session.ts.
+// Besides module points a block may CALL a module on tensors (module-call.ts), wait at a barrier (barriers.ts) and
+// CACHE points (caches.ts). Messages and their rules: messages.ts. Several traces on one channel: trace-session.ts.
 import type { BlockChannel, BlockError, StartRequest, TensorPayload } from '../../../protocol/interleave.js';
 import { formatAddr, stepAddr } from '../../../protocol/interleave.js';
 import { rowsView, sliceRows } from '../../../protocol/tensor-payload.js';
@@ -414,14 +413,11 @@ export class Interleaver implements PassView {
         continue;
       }
       const addr = this.addrOf(p);
-      const skippedBy = insideSkip ? undefined : this.skippedFor(inv, p);
-      if (insideSkip || skippedBy) {
-        const why = insideSkip ? 'which every invoke skipped' : 'which this invoke skipped';
-        await this.raise(
-          inv,
-          addr,
-          blockError('NotProvided', `${addr} is inside ${insideSkip?.path ?? skippedBy}, ${why}`),
-        );
+      const by = insideSkip
+        ? `${insideSkip.path}, which every invoke`
+        : this.skippedFor(inv, p)?.concat(', which this invoke');
+      if (by) {
+        await this.raise(inv, addr, blockError('NotProvided', `${addr} is inside ${by} skipped`));
         continue;
       }
       inv.resume();
