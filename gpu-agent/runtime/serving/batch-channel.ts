@@ -22,7 +22,15 @@ export interface BatchMember {
   failure?: InterventionError;
   /** Set once it completed. */
   completed?: boolean;
+  /** Its messages queued and not yet read by the trace. */
+  queued?: number;
 }
+
+/** Messages a request may have waiting for the trace: a runner sending without end fails its own request. */
+export const MAX_QUEUED = 4096;
+
+/** Barrier names are each request's own: `@barrier:<seq>:<parties>:<name>` gets the request's first invoke. */
+const BARRIER = /^@barrier:(\d+):(\d+):([\s\S]+)$/;
 
 /** The receiving end of some of the batch's requests: a trace's channel. */
 class View implements BlockChannel {
@@ -40,15 +48,22 @@ class View implements BlockChannel {
 
   receive(): Promise<BlockToHost> {
     const next = this.queue.shift();
-    if (next) return Promise.resolve(next);
+    if (next) {
+      const m = this.mux.memberOf(next.invoke);
+      if (m?.queued) m.queued--;
+      return Promise.resolve(next);
+    }
     return new Promise((resolve) => (this.waiter = resolve));
   }
 
-  push(msg: BlockToHost): void {
+  push(msg: BlockToHost, m: BatchMember): void {
     const w = this.waiter;
     this.waiter = undefined;
     if (w) w(msg);
-    else this.queue.push(msg);
+    else {
+      this.queue.push(msg);
+      m.queued = (m.queued ?? 0) + 1;
+    }
   }
 
   /** Each request is ended by the batch (batch-run.ts), not by the trace. */
@@ -82,6 +97,7 @@ export class BatchChannel {
     for (const v of this.views) {
       for (const m of members) v.members.delete(m);
       const keep = v.queue.filter((msg) => !members.has(this.memberOf(msg.invoke)!));
+      // The queued counts stay with their members.
       for (const msg of v.queue) if (members.has(this.memberOf(msg.invoke)!)) view.queue.push(msg);
       v.queue.splice(0, v.queue.length, ...keep);
     }
@@ -135,7 +151,11 @@ export class BatchChannel {
         return;
       default: {
         const m = this.memberOf(msg.invoke);
-        if (m && !m.failure && !m.completed) this.to(m, { ...msg, invoke: msg.invoke - m.offset });
+        if (!m || m.failure || m.completed) return;
+        const b = BARRIER.exec(msg.addr);
+        const own = `${m.offset}/`;
+        const addr = b?.[3]!.startsWith(own) ? `@barrier:${b[1]}:${b[2]}:${b[3]!.slice(own.length)}` : msg.addr;
+        this.to(m, { ...msg, invoke: msg.invoke - m.offset, addr });
       }
     }
   }
@@ -150,8 +170,8 @@ export class BatchChannel {
 
   private push(msg: BlockToHost): void {
     const m = this.memberOf(msg.invoke);
-    const view = this.views.find((v) => m !== undefined && v.members.has(m));
-    view?.push(msg);
+    if (!m) return;
+    this.views.find((v) => v.members.has(m))?.push(msg, m);
   }
 
   /** Reads a member's messages into the queue, renumbered, until it fails or completes. */
@@ -173,7 +193,14 @@ export class BatchChannel {
         this.fail(m, e);
         return;
       }
-      this.push({ ...msg, invoke: i + m.offset } as BlockToHost);
+      if ((m.queued ?? 0) >= MAX_QUEUED) {
+        const why = `the blocks sent ${MAX_QUEUED} messages the host had not read yet`;
+        this.fail(m, new InterventionError(blockError('ProtocolError', why, 'protocol')));
+        return;
+      }
+      const b = msg.kind === 'WAIT' ? BARRIER.exec(msg.addr) : null;
+      const addr = b ? { addr: `@barrier:${b[1]}:${b[2]}:${m.offset}/${b[3]}` } : {};
+      this.push({ ...msg, invoke: i + m.offset, ...addr } as BlockToHost);
     }
   }
 }

@@ -65,6 +65,7 @@ export class RequestBatcher {
       // Timed out or cancelled while the batch waits for the model: it leaves the batch.
       deadline.expired.catch((e: unknown) => {
         if (batch.closed) return;
+        deadline.clear();
         batch.entries.splice(batch.entries.indexOf(entry), 1);
         batch.rows -= rows;
         reject(e);
