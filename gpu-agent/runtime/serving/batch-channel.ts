@@ -154,7 +154,8 @@ export class BatchChannel {
         if (!m || m.failure || m.completed) return;
         const b = BARRIER.exec(msg.addr);
         const own = `${m.offset}/`;
-        const addr = b?.[3]!.startsWith(own) ? `@barrier:${b[1]}:${b[2]}:${b[3]!.slice(own.length)}` : msg.addr;
+        const name = b?.[3];
+        const addr = b && name?.startsWith(own) ? `@barrier:${b[1]}:${b[2]}:${name.slice(own.length)}` : msg.addr;
         this.to(m, { ...msg, invoke: msg.invoke - m.offset, addr });
       }
     }
