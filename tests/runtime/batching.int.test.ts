@@ -187,3 +187,40 @@ test('blocks that keep their batch waiting do not hold the others: those go on i
   });
   assert.ok(sameBits(value(slowR.invokes[0]!.result) as Tensor, value(slowAlone.invokes[0]!.result) as Tensor));
 });
+
+test("a barrier reached without naming it in the source pairs its own request's invokes only", async () => {
+  const hm = await tinyModel();
+  const meet = `async (m, ctx) => { await m.transformer.h[0].output; await ctx['bar' + 'rier']('x', 2); return ctx.invoke; }`;
+  // Invoke 1 of this request reaches the barrier later in the pass, after leaving a value for invoke 0.
+  const late = `async (m, ctx) => {
+    if (ctx.invoke === 0) await m.transformer.h[0].output;
+    else { await m.transformer.h[1].output; ctx.shared.v = 'from invoke 1'; }
+    await ctx['bar' + 'rier']('x', 2);
+    return ctx.shared.v ?? null;
+  }`;
+  const [b, a] = await Promise.all([
+    run(hm, {
+      invokes: [
+        { tokens: tokens(3), block: late },
+        { tokens: tokens(4), block: late },
+      ],
+    }),
+    run(hm, {
+      invokes: [
+        { tokens: tokens(1), block: meet },
+        { tokens: tokens(2), block: meet },
+      ],
+    }),
+  ]);
+  assert.equal(a.batch?.requests, 2, 'batched: the source does not name barrier');
+  assert.equal(a.batch?.id, b.batch?.id);
+  assert.deepEqual(
+    a.invokes.map((i) => value(i.result)),
+    [0, 1],
+  );
+  // Paired with another request's invoke, invoke 0 would go on before its own invoke 1 arrived (null).
+  assert.deepEqual(
+    b.invokes.map((i) => value(i.result)),
+    ['from invoke 1', 'from invoke 1'],
+  );
+});
