@@ -174,9 +174,18 @@ test('blocks that keep their batch waiting do not hold the others: those go on i
   const slow =
     'async (m) => { const h = await m.transformer.h[0].output; await new Promise((r) => setTimeout(r, 3000)); return h; }';
   const runs = [
-    run(hm, { invokes: [{ tokens: tokens(3), block: slow }] }).then((r) => (order.push('slow'), r)),
-    run(hm, { invokes: [{ tokens: tokens(1), block: READ }] }).then((r) => (order.push('read'), r)),
-    run(hm, { invokes: [{ tokens: tokens(2), block: SWAP }] }).then((r) => (order.push('swap'), r)),
+    run(hm, { invokes: [{ tokens: tokens(3), block: slow }] }).then((r) => {
+      order.push('slow');
+      return r;
+    }),
+    run(hm, { invokes: [{ tokens: tokens(1), block: READ }] }).then((r) => {
+      order.push('read');
+      return r;
+    }),
+    run(hm, { invokes: [{ tokens: tokens(2), block: SWAP }] }).then((r) => {
+      order.push('swap');
+      return r;
+    }),
   ];
   const [slowR, readR, swapR] = await Promise.all(runs);
   assert.equal(readR.batch?.id, slowR.batch?.id, 'started as one batch');
