@@ -69,7 +69,7 @@ export async function runBatch(
 }
 
 /** How long the host waits for some requests' blocks before the others go on apart (a fork of the pass). */
-export const STALL_MS = 200;
+export const STALL_MS = 1000;
 
 type Member = BatchMember & { entry: BatchEntry };
 
