@@ -1,6 +1,7 @@
 // The embedded fabric's real processes for a benchmark: `node <dist>/fabric/embedded/main.js` on a free port over
 // `dataDir`, with `env` on top of this process's; resolves with its URL once it listens (its stderr kept).
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -14,6 +15,27 @@ export interface EmbeddedFabric {
   banner: string;
   /** The last 20 kB of its stderr. */
   log(): string;
+  /** The control-plane process under the fabric's supervisor (`child`), if one runs now. */
+  controlPlanePid(): number | undefined;
+}
+
+function controlPlaneOf(supervisor: number | undefined): number | undefined {
+  if (supervisor === undefined) return undefined;
+  try {
+    const children = readFileSync(`/proc/${supervisor}/task/${supervisor}/children`, 'utf8').trim().split(/\s+/);
+    return children
+      .filter(Boolean)
+      .map(Number)
+      .find((pid) => {
+        try {
+          return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('control-plane-process.js');
+        } catch {
+          return false;
+        }
+      });
+  } catch {
+    return undefined;
+  }
 }
 
 export async function startEmbeddedFabric(dataDir: string, env: Record<string, string>): Promise<EmbeddedFabric> {
@@ -39,7 +61,7 @@ export async function startEmbeddedFabric(dataDir: string, env: Record<string, s
     });
     child.once('exit', (code) => fail(new Error(`the fabric exited (${code}) before it listened:\n${out}\n${log}`)));
   });
-  return { child, url, banner, log: () => log };
+  return { child, url, banner, log: () => log, controlPlanePid: () => controlPlaneOf(child.pid) };
 }
 
 /** Ends the fabric (SIGTERM, its agent with it) and waits for it to exit; nothing when it already has. */

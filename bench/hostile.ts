@@ -212,7 +212,8 @@ export async function run(): Promise<Record<string, unknown>> {
     tok.padding_note = 'x'.repeat(Math.max(0, 35 * 1024 * 1024 - have));
     writeFileSync(join(bigDir, 'tokenizer.json'), JSON.stringify(tok));
     await call(bootstrap, '/models', { model: 'big-tokenizer', dir: bigDir });
-    const pid = fabric.child.pid!;
+    // The control-plane process (under the fabric's supervisor), which serves the route.
+    const pid = fabric.controlPlanePid()!;
     const rss0 = rssMb(pid);
     let peak = rss0;
     const sampler = setInterval(() => (peak = Math.max(peak, rssMb(pid))), 20);
@@ -229,6 +230,7 @@ export async function run(): Promise<Record<string, unknown>> {
     const alive =
       fabric.child.exitCode === null &&
       fabric.child.signalCode === null &&
+      fabric.controlPlanePid() === pid && // not restarted by the supervisor either
       (await fetch(`${url}/models`, { headers: { 'x-api-key': ordinary } }).then(
         (r) => r.status === 200,
         () => false,

@@ -12,7 +12,9 @@
 //   ping_p99_ms_during_fill GET /ping on an HTTP server of this process, every 5 ms, while the replicas are placed
 //   lost, duplicates        requests not completed; requests dispatched more than once
 // Options: --agents N, --models N, --replicas N, --burst N, --steady N, --rate N (steady requests per simulated s),
-// --service-ms N (simulated run time of a request).
+// --service-ms N (simulated run time of a request), --placements-per-round N (the scheduler's maxPlacementsPerRound),
+// --keep-log FILE (keep the log in this SQLite file).
+import { rmSync } from 'node:fs';
 import { createServer, get } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { loadavg } from 'node:os';
@@ -26,6 +28,7 @@ import { SqliteEventStore } from '../eventstore/sqlite/store.js';
 import { ControlPlaneView } from '../projections/control-plane/live.js';
 import { foldControlPlane } from '../projections/control-plane/state.js';
 import { SqliteCheckpoints } from '../projections/runner/sqlite-checkpoints.js';
+import { DEFAULT_SCHEDULER_CONFIG } from '../scheduler/config.js';
 import { Scheduler } from '../scheduler/scheduler.js';
 import { numberArg, quantile, round } from './_numbers.js';
 
@@ -88,6 +91,7 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
   const steady = numberArg(args, 'steady', 300_000);
   const rate = numberArg(args, 'rate', 2000);
   const serviceMs = numberArg(args, 'service-ms', 1000);
+  const placementsPerRound = numberArg(args, 'placements-per-round', DEFAULT_SCHEDULER_CONFIG.maxPlacementsPerRound);
   const t0 = performance.now();
   const random = rng(22);
   let submitted = 0;
@@ -96,11 +100,17 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
     return t.completed + t.failed + t.cancelled;
   };
 
-  const store = new SqliteEventStore({ path: ':memory:' });
+  // --keep-log <file>: the log is written to that SQLite file and kept (for profiling a rebuild over it).
+  const keep = args.indexOf('--keep-log');
+  const logPath = keep >= 0 ? args[keep + 1] : undefined;
+  if (logPath !== undefined) rmSync(logPath, { force: true });
+  const store = new SqliteEventStore({ path: logPath ?? ':memory:' });
   // Snapshots of the whole view are left out here: the bench measures the control plane's decisions.
   const view = new ControlPlaneView(store, new SqliteCheckpoints(store.db), {
     snapshotEveryEvents: Number.MAX_SAFE_INTEGER,
     snapshotEveryMs: 86_400_000,
+    // As the fabric configures it when results are kept forever (resultRetentionMs null below).
+    hot: { retention: false },
   });
   await view.start();
   let now = Date.parse('2026-01-05T08:00:00.000Z');
@@ -108,12 +118,22 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
   const commands = new ControlPlaneCommands(store, { cachedStreams: 200_000 });
   const rounds: number[] = [];
   const ticks: number[] = [];
+  const roundsCpu: number[] = [];
+  const ticksCpu: number[] = [];
   const scheduler = new Scheduler({
     view,
     commands,
     clock: () => now,
-    config: { onDemand: () => undefined, heartbeatTimeoutMs: 3_600_000, resultRetentionMs: null },
-    onRoundPlanned: (ms, _n, tick) => (tick ? ticks : rounds).push(ms),
+    config: {
+      onDemand: () => undefined,
+      heartbeatTimeoutMs: 3_600_000,
+      resultRetentionMs: null,
+      maxPlacementsPerRound: placementsPerRound,
+    },
+    onRoundPlanned: (ms, _n, tick, cpuMs) => {
+      (tick ? ticks : rounds).push(ms);
+      (tick ? ticksCpu : roundsCpu).push(cpuMs);
+    },
     onError: (e) => {
       throw e;
     },
@@ -181,20 +201,31 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
   let msg = 0;
   const report = (c: ControlPlaneCommand, agentId: string) =>
     commands.execute(c, { commandId: `agent:${agentId}:m${++msg}`, actor: `agent:${agentId}`, at: iso() });
+  // Agents report concurrently (each is its own process): up to 16 reports in flight, as the command API would
+  // receive them; a request's started report goes before its completed one.
+  const AGENT_REPORTS_IN_FLIGHT = 16;
   const actAgents = async () => {
     let acted = 0;
+    const pending: Promise<unknown>[] = [];
+    const flush = async () => {
+      await Promise.all(pending.splice(0));
+      await turn();
+    };
     for (const h of hot.splice(0)) {
-      await report(
-        {
-          type: 'ReportReplicaHot',
-          replicaId: h.replicaId,
-          agentId: h.agentId,
-          agentMessageId: `hot-${h.replicaId}`,
-          loadMs: 5,
-        },
-        h.agentId,
+      pending.push(
+        report(
+          {
+            type: 'ReportReplicaHot',
+            replicaId: h.replicaId,
+            agentId: h.agentId,
+            agentMessageId: `hot-${h.replicaId}`,
+            loadMs: 5,
+          },
+          h.agentId,
+        ),
       );
-      if (++acted % 16 === 0) await turn();
+      acted++;
+      if (pending.length >= AGENT_REPORTS_IN_FLIGHT) await flush();
     }
     let keep = 0;
     for (const x of due) {
@@ -203,24 +234,29 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
         continue;
       }
       const base = { requestId: x.requestId, attempt: x.attempt, agentId: x.agentId };
-      await report(
-        { type: 'ReportRequestStarted', ...base, agentMessageId: `s-${x.requestId}-${x.attempt}` },
-        x.agentId,
+      pending.push(
+        report(
+          { type: 'ReportRequestStarted', ...base, agentMessageId: `s-${x.requestId}-${x.attempt}` },
+          x.agentId,
+        ).then(() =>
+          report(
+            {
+              type: 'ReportRequestCompleted',
+              ...base,
+              agentMessageId: `c-${x.requestId}-${x.attempt}`,
+              resultRef: `blob:${x.requestId}`,
+              bytes: 16,
+              sha256: 'ab'.repeat(32),
+            },
+            x.agentId,
+          ),
+        ),
       );
-      await report(
-        {
-          type: 'ReportRequestCompleted',
-          ...base,
-          agentMessageId: `c-${x.requestId}-${x.attempt}`,
-          resultRef: `blob:${x.requestId}`,
-          bytes: 16,
-          sha256: 'ab'.repeat(32),
-        },
-        x.agentId,
-      );
-      if (++acted % 8 === 0) await turn();
+      acted++;
+      if (pending.length >= AGENT_REPORTS_IN_FLIGHT) await flush();
     }
     due.length = keep;
+    await flush();
     return acted;
   };
 
@@ -244,10 +280,14 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
     await turn();
   }
   const placeSamples: number[] = [];
-  const samplePlacement = () => {
+  const placeCpu: number[] = [];
+  // 20 decisions on the live index per step of the fill, each timed by the wall clock and by the process's CPU time
+  // (the difference is time this process was not running), a turn of the event loop between them.
+  const samplePlacement = async () => {
     const idx = view.state.cluster.index.capacity;
     for (let i = 0; i < 20; i++) {
       const t = performance.now();
+      const c = process.cpuUsage();
       evaluateIndexed(idx, {
         modelKey: modelKey(pickModel()),
         sizeBytes: Math.round((3 + random() * 45) * GIB),
@@ -255,7 +295,10 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
         nowMs: now,
         force: false,
       });
+      const cpu = process.cpuUsage(c);
       placeSamples.push(performance.now() - t);
+      placeCpu.push((cpu.user + cpu.system) / 1000);
+      if (i % 4 === 3) await turn();
     }
   };
   filling = true;
@@ -268,7 +311,7 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
   }, 5000);
   progress.unref();
   for (;;) {
-    samplePlacement();
+    await samplePlacement();
     const r = await scheduler.step();
     const acted = await actAgents();
     if (r.executed.some((x) => x.refused))
@@ -280,24 +323,32 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
   const replicasHot = view.state.cluster.index.byState.get('HOT')?.size ?? 0;
 
   // Requests: the burst, then the steady stream; the clock jumps to the next completion when nothing is left to do.
+  // Submissions from many clients at once: up to 16 in flight.
   const submit = async (n: number) => {
+    const pending: Promise<unknown>[] = [];
     for (let i = 0; i < n; i++) {
       const id = `r-${submitted++}`;
-      await exec(
-        {
-          type: 'SubmitRequest',
-          requestId: id,
-          modelKey: modelKey(pickModel()),
-          submitter: `key:user${submitted % 500}`,
-          priority: false,
-          trusted: true,
-          payload: { prompt: 'x' },
-        },
-        `key:user${submitted % 500}`,
-        `submit-${id}`,
+      pending.push(
+        exec(
+          {
+            type: 'SubmitRequest',
+            requestId: id,
+            modelKey: modelKey(pickModel()),
+            submitter: `key:user${submitted % 500}`,
+            priority: false,
+            trusted: true,
+            payload: { prompt: 'x' },
+          },
+          `key:user${submitted % 500}`,
+          `submit-${id}`,
+        ),
       );
-      if (i % 16 === 15) await turn();
+      if (pending.length >= 16) {
+        await Promise.all(pending.splice(0));
+        await turn();
+      }
     }
+    await Promise.all(pending);
   };
   const drainUntil = async (target: number, arrivals: () => Promise<void>) => {
     while (finished() < target) {
@@ -372,6 +423,11 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
       steady_s: round(steadyMs / 1000, 1),
       rounds: rounds.length + ticks.length,
       round_p50_ms: round(quantile(rounds, 0.5), 3),
+      round_cpu_p50_ms: round(quantile(roundsCpu, 0.5), 3),
+      round_cpu_p99_ms: round(quantile(roundsCpu, 0.99), 2),
+      tick_cpu_p50_ms: round(quantile(ticksCpu, 0.5), 3),
+      tick_cpu_p99_ms: round(quantile(ticksCpu, 0.99), 2),
+      placement_cpu_p99_ms: round(quantile(placeCpu, 0.99), 3),
       fold_events_per_s: Math.round(foldPerS),
       tick_p50_ms: round(quantile(ticks, 0.5), 3),
       placement_p50_ms: round(quantile(placeSamples, 0.5), 3),

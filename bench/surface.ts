@@ -4,7 +4,14 @@
 //   attention_read_ratio                a request reading every layer's attention pattern over a plain forward
 //                                       (GPT-2-small shape, 32 tokens), interleaved rounds, medians
 //   scan_ms                             ndif.scan's work on the client (the manifest resolved for a tokenized prompt)
-// Parameter reads and persistent edits are not built yet: param_read_ms and edit_over_plain are null.
+//   edit_over_plain                     a request to a model variant whose persistent edit swaps one module's output,
+//                                       over the same block on the base model (the edit runs in the invoke, first)
+//   param_read_ms                       a request whose block reads lm_head.weight (the unembedding, [50257, 768]) and
+//                                       returns its shape (no forward pass runs: nothing reads its output)
+//   param_layer_read_ms                 the same for one layer's c_attn.weight ([768, 2304])
+//   param_swap_over_plain               a forward with one layer's c_attn.weight swapped (for that request) over a plain
+//                                       one, steady state (the variant segments compiled); param_swap_first_ms the
+//                                       first such request, which compiles them
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -94,9 +101,33 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
           },
         ],
       },
+      // A model variant whose edit swaps one module (layer 5's MLP output scaled), the user's block as plain's.
+      edit: {
+        edit: {
+          key: `${MODEL}@scale-mlp5`,
+          source: 'async (m) => { m.transformer.h[5].mlp.output = (await m.transformer.h[5].mlp.output).mul(0.5); }',
+        },
+        invokes: [{ tokens, block: 'async (m) => (await m.output).shape' }],
+      },
+      param_read: { invokes: [{ tokens, block: 'async (m) => (await m.lm_head.weight).shape' }] },
+      param_layer_read: {
+        invokes: [{ tokens, block: 'async (m) => (await m.transformer.h[5].attn.c_attn.weight).shape' }],
+      },
+      param_swap: {
+        invokes: [
+          {
+            tokens,
+            block:
+              'async (m) => { m.transformer.h[5].attn.c_attn.weight = (await m.transformer.h[5].attn.c_attn.weight).mul(0.5); return (await m.output).shape; }',
+          },
+        ],
+      },
     };
     const names = Object.keys(variants);
-    for (const n of names) await hm.run(variants[n]!, open);
+    for (const n of names) if (n !== 'param_swap') await hm.run(variants[n]!, open);
+    const firstSwap = performance.now();
+    await hm.run(variants.param_swap!, open);
+    const paramSwapFirstMs = performance.now() - firstSwap;
     const { times, rounds: done } = await interleavedRounds(names, rounds, budgetMs, (n) => hm.run(variants[n]!, open));
     const manifest = hm.manifest();
     const encode = (t: string) => hm.tokenizer!.encode(t);
@@ -110,8 +141,11 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
       bench: 'surface',
       attention_max_abs_err_vs_reference: Number(errMax.toExponential(3)),
       attention_read_ratio: round(median(times.attention!) / median(times.plain!), 4),
-      param_read_ms: null,
-      edit_over_plain: null,
+      param_read_ms: round(median(times.param_read!)),
+      param_layer_read_ms: round(median(times.param_layer_read!)),
+      param_swap_over_plain: round(median(times.param_swap!) / median(times.plain!), 4),
+      param_swap_first_ms: round(paramSwapFirstMs),
+      edit_over_plain: round(median(times.edit!) / median(times.plain!), 4),
       scan_ms: round(median(scans), 3),
       attention_layers: layers.length,
       plain_ms: round(median(times.plain!)),

@@ -19,11 +19,19 @@ export interface PutOptions {
   contentType?: string;
 }
 
+export interface GetOptions {
+  /** Check the bytes' sha256 against the stored one (default true). */
+  sha256?: boolean;
+}
+
 export interface BlobStore {
   readonly kind: 'files' | 'postgres';
   put(bytes: Uint8Array, options?: PutOptions): Promise<BlobInfo>;
-  /** The bytes, checked against the stored size and sha256; BLOB_NOT_FOUND when absent. */
-  get(ref: string): Promise<StoredBlob>;
+  /**
+   * The bytes, checked against the stored size and sha256 (`sha256: false`: the size only, for a reader that checks
+   * the hash itself, e.g. a client that gets the bytes with their sha256); BLOB_NOT_FOUND when absent.
+   */
+  get(ref: string, options?: GetOptions): Promise<StoredBlob>;
   /** The metadata without the bytes; undefined when absent. */
   head(ref: string): Promise<BlobInfo | undefined>;
   /** True when a blob was removed, false when there was none. */

@@ -142,6 +142,30 @@ export function v8SyntaxProblem(source: string): BlockSourceProblem | undefined 
  * A source V8 accepts but the parser cannot read (syntax newer than it) is refused too: its shape cannot be verified.
  */
 export function checkBlockSource(source: string): BlockSourceProblem | undefined {
+  if (accepted.has(source)) {
+    // Most recently used last: the Map's order is the eviction order.
+    accepted.delete(source);
+    accepted.add(source);
+    return undefined;
+  }
+  const problem = checkUncached(source);
+  if (problem === undefined && source.length <= ACCEPTED_MAX_CHARS) {
+    accepted.add(source);
+    if (accepted.size > ACCEPTED_MAX) accepted.delete(accepted.values().next().value!);
+  }
+  return problem;
+}
+
+/**
+ * Sources that passed, most recently used last: the check is a pure function of the source, and the same blocks come
+ * again and again (a parse with acorn took ~1 ms of a trivial request, at submission and again in the agent).
+ * Bounded: at most ACCEPTED_MAX sources of up to ACCEPTED_MAX_CHARS characters (4 MiB of strings).
+ */
+const accepted = new Set<string>();
+const ACCEPTED_MAX = 256;
+const ACCEPTED_MAX_CHARS = 16 * 1024;
+
+function checkUncached(source: string): BlockSourceProblem | undefined {
   const problem = blockSourceProblem(source);
   if (problem === undefined || problem.kind === 'shape') return problem;
   return (

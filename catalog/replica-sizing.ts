@@ -36,7 +36,8 @@ export function replicaSizing(
       'register the snapshot folder (config.json + model.safetensors) under a key and deploy that',
     );
   const weightsBytes = snapshotWeightsBytes(entry.dir, dtype);
-  // onnxruntime's quantized kernels pack the codes they multiply by: count them as the packed copy.
+  // int4's MatMulNBits packs the codes it multiplies by; int8's products (and the 8-bit head) hold a float32 chunk of
+  // at most 4 MiB and its codes while they run: the codes counted again as the packed copy cover either.
   const memory = entry.memory ? { ...entry.memory, packedWeightsBytes: weightsBytes } : undefined;
   return { weightsBytes, sizeBytes: defaultModelSizeBytes(weightsBytes, memory) };
 }

@@ -44,6 +44,8 @@ export const MODEL_COMMANDS = everyOf<ModelCommand['type']>()([
   'RemoveModel',
   'DisableModel',
   'EnableModel',
+  'RegisterModelEdit',
+  'RemoveModelEdit',
 ]);
 
 export const DEPLOYMENT_COMMANDS = everyOf<DeploymentCommand['type']>()([

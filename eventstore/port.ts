@@ -126,7 +126,7 @@ export type MetadataFilterName =
 export interface EventStoreCapabilities {
   /** Audit query filters this adapter answers from an index; any other filter is refused. */
   readonly queryFilters: readonly MetadataFilterName[];
-  /** True when positions are 1, 2, 3, … with no gaps. */
+  /** True when positions are 1, 2, 3, … with no gaps (PostgreSQL: barring an append a server crash rolled back after it took its positions). */
   readonly contiguousPositions: boolean;
   /** True when an event id is unique across the store; false when it is checked within the target stream only. */
   readonly globalEventIds: boolean;

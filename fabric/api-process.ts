@@ -19,6 +19,8 @@ import { dataDirFromEnv, openEventStoreFromEnv } from './event-store.js';
 import { processLogger } from './log.js';
 import { eventStoreKind, processMetrics } from './metrics.js';
 import { readModelsConfigFromEnv, startReadModels } from './read-models.js';
+import { schedulerConfigFromEnv } from './scheduler-env.js';
+import { hotStateFromEnv } from './view-env.js';
 
 export type ApiRole = 'command-api' | 'query-api';
 
@@ -56,6 +58,7 @@ export async function runApiProcess(
       catalog,
       log,
       schedule: false,
+      hot: hotStateFromEnv(env, schedulerConfigFromEnv(env)),
       registerModels: role === 'command-api',
       metrics,
       storeKind: eventStoreKind(env),

@@ -10,6 +10,22 @@ import type { FabricMetrics } from '../metrics/fabric-metrics.js';
 import type { ControlPlaneView } from '../projections/control-plane/live.js';
 import type { QueryReadModels } from '../projections/read-models/port.js';
 
+/** A process this fabric supervises that refused its configuration and is not started again (embedded mode). */
+export interface ProcessFault {
+  process: 'agent';
+  agentId: string;
+  /** The coded error it exited with (e.g. AGENT_HEALTH_PORT_IN_USE). */
+  code: string;
+  message: string;
+  at: string;
+}
+
+/** How often the embedded fabric restarted its control plane, and how the last one that died ended. */
+export interface ControlPlaneRestarts {
+  restarts: number;
+  lastExit: { pid: number; code: number | null; signal: string | null; at: string; stderrTail: string[] } | null;
+}
+
 export interface FabricContext {
   store: EventStore;
   commands: ControlPlaneCommands;
@@ -31,10 +47,22 @@ export interface FabricContext {
    */
   readModels?: QueryReadModels;
   /**
+   * The audit index by model over the whole log (embedded mode, SQLite): `audit --model` reads it, while the view's
+   * audit index keeps only recent events (docs/control-plane.md, "Bounded hot state").
+   */
+  auditModels?: {
+    catchUp(timeoutMs: number): Promise<void>;
+    positions(modelKey: string, afterPosition: number, limit: number): Promise<number[]>;
+  };
+  /**
    * Commands are appended by other processes (distributed mode's query API): each read first waits until `view`
    * holds everything stored when the read arrived, so a client reads its own writes made through the command API.
    */
   catchUpBeforeReads?: boolean;
+  /** Restarts of the control-plane process by its supervisor (embedded mode): the operator's `/cluster` shows them. */
+  controlPlaneRestarts?: () => ControlPlaneRestarts;
+  /** Faults of the processes this fabric supervises (embedded mode): `/agents` and `/cluster` show them. */
+  processFaults?: () => ProcessFault[];
   /** This process's metrics (absent with NDIF_METRICS=off): the APIs serve GET /metrics and time their calls. */
   metrics?: FabricMetrics;
 }

@@ -16,6 +16,7 @@ import { ControlPlaneView } from '../projections/control-plane/live.js';
 import type { SnapshotStore } from '../projections/runner/projection.js';
 import { Scheduler } from '../scheduler/scheduler.js';
 import type { SchedulerConfig } from '../scheduler/config.js';
+import type { HotStateLimits } from '../projections/requests/state.js';
 import type { Transport } from '../transport/port.js';
 import type { LogLimits } from '../protocol/log-limits.js';
 import { Relay } from '../transport/relay/relay.js';
@@ -41,6 +42,8 @@ export interface ControlPlaneOptions {
   /** The relay's consumer group on the agent-events topic (default ndif-relay). */
   relayGroupId?: string;
   scheduler?: Partial<Omit<SchedulerConfig, 'onDemand'>>;
+  /** How much finished history the view keeps in memory (NDIF_VIEW_RECENT_FINISHED, fabric/view-env.ts). */
+  hot?: Partial<HotStateLimits>;
   /** Settings every on-demand deployment gets on top of its catalog entry's (e.g. a shorter minimum deployment time). */
   onDemandDefaults?: OnDemandDefaults;
   /** What each attempt may log (default DEFAULT_LOG_LIMITS; NDIF_LOG_MAX_LINES / NDIF_LOG_MAX_BYTES). */
@@ -82,6 +85,7 @@ export class ControlPlane {
     this.store = store;
     this.view = new ControlPlaneView(store, options.snapshots, {
       onListenerError: (err) => log.error({ err }, 'control-plane view listener failed'),
+      hot: options.hot,
     });
     this.catalog = new RegisteredCatalog(() => this.view.state.models, options.catalog);
     let scheduler: Scheduler | undefined;
@@ -105,7 +109,7 @@ export class ControlPlane {
         },
         onError: (err) => log.error({ err }, 'scheduler step failed'),
       });
-      this.reaper = new ResultReaper(this.view, options.blobs, log);
+      this.reaper = new ResultReaper(this.view, options.blobs, log, store);
       this.relay = new Relay({
         store,
         snapshots: options.snapshots,

@@ -17,6 +17,8 @@ export interface OpenedEventStore {
   snapshots: SnapshotStore;
   /** What it is, for the start-up line (no credentials). */
   describe: string;
+  /** The SQLite file, for read models on their own connection to it (SQLite only). */
+  sqlitePath?: string;
   close(): Promise<void>;
 }
 
@@ -41,6 +43,7 @@ export async function openEventStoreFromEnv(env: NodeJS.ProcessEnv = process.env
       store,
       snapshots: new SqliteCheckpoints(store.db),
       describe: `sqlite ${path}`,
+      sqlitePath: path,
       close: () => store.close(),
     };
   }

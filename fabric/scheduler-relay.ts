@@ -25,6 +25,7 @@ import { openEventStoreFromEnv } from './event-store.js';
 import { healthPortFromEnv, healthUrl, startHealthServer } from './health.js';
 import { processLogger } from './log.js';
 import { eventStoreKind, processMetrics } from './metrics.js';
+import { hotStateFromEnv } from './view-env.js';
 import { onDemandDefaultsFromEnv, schedulerConfigFromEnv } from './scheduler-env.js';
 
 const log = processLogger('scheduler-relay');
@@ -75,6 +76,7 @@ async function main(): Promise<void> {
     topics: relayTopicsFromEnv(env),
     relayGroupId: env.NDIF_RELAY_GROUP || undefined,
     scheduler: schedulerConfigFromEnv(env),
+    hot: hotStateFromEnv(env, schedulerConfigFromEnv(env)),
     onDemandDefaults: onDemandDefaultsFromEnv(env),
     logLimits: logLimitsFromEnv(env),
     metrics,

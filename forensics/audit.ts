@@ -98,7 +98,16 @@ export interface AuditSources {
    * when given it answers every query, whatever the event store indexes. Its positions must cover everything stored.
    */
   index?: { positions(filter: AuditIndexFilter): Promise<number[]> };
+  /**
+   * The audit index by model (embedded mode, projections/read-models/sqlite-audit-models.ts): the positions of a
+   * model's events over the whole log, while the audit projection keeps only its recent window. Used for every
+   * modelKey query when given; it must cover everything stored.
+   */
+  modelIndex?: { positions(modelKey: string, afterPosition: number, limit: number): Promise<number[]> };
 }
+
+/** Positions a model query reads from the model index before it answers a page that may be short (time bound). */
+const MODEL_SCAN_LIMIT = 50_000;
 
 function checkFilter(input: unknown): Required<Pick<AuditFilter, 'afterPosition' | 'limit'>> & AuditFilter {
   if (input === null || typeof input !== 'object' || Array.isArray(input))
@@ -259,6 +268,9 @@ async function auditAnswer(
     };
   }
 
+  if (f.modelKey !== undefined && sources.modelIndex !== undefined)
+    return fromModelIndex(store, sources.modelIndex, f, withData, pinKept);
+
   if (sources.audit === undefined) {
     if (f.modelKey !== undefined)
       notIndexed('modelKey', 'it is answered by the audit projection, which this service does not run');
@@ -268,6 +280,12 @@ async function auditAnswer(
     );
   }
   const state = await sources.audit();
+  // The projection keeps only its recent window (bounded hot state): older events need a read model.
+  if (state.trimmed && afterPosition + 1 < state.firstPosition)
+    notIndexed(
+      f.modelKey !== undefined ? 'modelKey' : 'actor',
+      `the audit projection keeps only the latest ${state.recentEvents} events in memory (from position ${state.firstPosition}), and no audit read model runs here for older ones`,
+    );
   const window = {
     fromMs: f.fromAt === undefined ? undefined : toMs(f.fromAt),
     toMs: f.toAt === undefined ? undefined : toMs(f.toAt),
@@ -319,5 +337,64 @@ async function fromPositions(
     source,
     events: out.map((e) => row(e, withData)),
     nextAfterPosition: more ? out[out.length - 1].position : null,
+  };
+}
+
+/**
+ * A modelKey query from the model index: its positions a page at a time, every other filter checked on the events.
+ * At most MODEL_SCAN_LIMIT positions are read per answer; a page cut short there says where to go on.
+ */
+async function fromModelIndex(
+  store: EventStore,
+  index: NonNullable<AuditSources['modelIndex']>,
+  f: ReturnType<typeof checkFilter>,
+  withData: boolean,
+  pinKept: (e: StoredEvent) => boolean,
+): Promise<AuditAnswer> {
+  const { limit } = f;
+  const fromMs = f.fromAt === undefined ? undefined : toMs(f.fromAt);
+  const toMsExclusive = f.toAt === undefined ? undefined : toMs(f.toAt);
+  const keep = (e: StoredEvent) => {
+    if (f.actor !== undefined && e.metadata.actor !== f.actor) return false;
+    if (fromMs !== undefined || toMsExclusive !== undefined) {
+      const t = toMs(e.metadata.at);
+      if ((fromMs !== undefined && t < fromMs) || (toMsExclusive !== undefined && t >= toMsExclusive)) return false;
+    }
+    return (
+      (f.correlationId === undefined || e.metadata.correlationId === f.correlationId) &&
+      (f.causationId === undefined || e.metadata.causationId === f.causationId) &&
+      (f.type === undefined || e.type === f.type) &&
+      pinKept(e) &&
+      (f.streamPrefix === undefined || e.streamId.startsWith(f.streamPrefix))
+    );
+  };
+  const out: StoredEvent[] = [];
+  let after = f.afterPosition;
+  let scanned = 0;
+  let exhausted = false;
+  while (out.length < limit && scanned < MODEL_SCAN_LIMIT) {
+    const positions = await index.positions(f.modelKey!, after, 1000);
+    if (positions.length === 0) {
+      exhausted = true;
+      break;
+    }
+    for (const e of await eventsAt(store, positions)) {
+      after = e.position;
+      scanned++;
+      if (!keep(e)) continue;
+      out.push(e);
+      if (out.length >= limit) break;
+    }
+    if (out.length < limit) after = positions[positions.length - 1]!;
+    if (positions.length < 1000 && out.length < limit) {
+      exhausted = true;
+      break;
+    }
+  }
+  return {
+    filter: f,
+    source: 'audit-read-model',
+    events: out.map((e) => row(e, withData)),
+    nextAfterPosition: exhausted ? null : after,
   };
 }

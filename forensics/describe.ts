@@ -100,7 +100,7 @@ export function explainDomainEvent(d: DomainEvent): EventExplanation {
     case 'RequestReceived': {
       const o = d.data.options;
       return plain(
-        `submitted for ${d.data.modelKey} by ${d.data.submitter} (${d.data.priority ? 'priority' : 'normal'}, ${d.data.trusted ? 'trusted' : 'untrusted'}; ` +
+        `submitted for ${d.data.edit ? `${d.data.edit.variant} (edit ${d.data.edit.name}, source sha256 ${d.data.edit.fingerprint.slice(0, 12)}…, by ${d.data.edit.author})` : d.data.modelKey} by ${d.data.submitter} (${d.data.priority ? 'priority' : 'normal'}, ${d.data.trusted ? 'trusted' : 'untrusted'}; ` +
           `timeout ${o.timeoutMs === null ? 'the deployment’s' : fmtMs(o.timeoutMs)}, queue timeout ${o.queueTimeoutMs === null ? 'none' : fmtMs(o.queueTimeoutMs)}, at most ${o.maxAttempts} attempt(s))`,
         { maxAttempts: o.maxAttempts, timeoutMs: o.timeoutMs, queueTimeoutMs: o.queueTimeoutMs },
       );
@@ -147,7 +147,7 @@ export function explainDomainEvent(d: DomainEvent): EventExplanation {
     }
     case 'RequestTraceProgressed':
       return plain(
-        `attempt ${d.data.attempt}: trace ${d.data.trace + 1} of ${d.data.traces} ${d.data.status === 'RUNNING' ? 'started' : d.data.status === 'COMPLETED' ? 'completed' : 'failed'}${d.data.ms === undefined ? '' : ` after ${Math.round(d.data.ms)} ms`}`,
+        `attempt ${d.data.attempt}: trace ${d.data.trace + 1} of ${d.data.traces} ${d.data.status === 'RUNNING' ? (d.data.done ? 'running' : 'started') : d.data.status === 'COMPLETED' ? 'completed' : 'failed'}${d.data.iterations === undefined ? '' : ` (${d.data.done ?? 0} of ${d.data.iterations} iterations done${d.data.reported === undefined ? '' : `, reported ${JSON.stringify(d.data.reported.value)} at iteration ${d.data.reported.iteration}`})`}${d.data.ms === undefined ? '' : ` after ${Math.round(d.data.ms)} ms`}`,
         { attempt: d.data.attempt, trace: d.data.trace },
       );
     case 'RequestCompleted':
@@ -163,6 +163,11 @@ export function explainDomainEvent(d: DomainEvent): EventExplanation {
       return decided(
         `failed in phase ${d.data.phase} (${d.data.errorType}, reported by the ${d.data.reportedBy}${d.data.attempt > 0 ? `, attempt ${d.data.attempt}` : ', never ran'}${onWeights(d.data.weightsFingerprint)}): ${clip(d.data.message, 400)}`,
         d.data.because,
+        { attempt: d.data.attempt },
+      );
+    case 'RequestRunStopped':
+      return plain(
+        `agent ${d.data.agentId} stopped the block of attempt ${d.data.attempt}, which the control plane had already failed for its time limit: the agent takes new work again`,
         { attempt: d.data.attempt },
       );
     case 'RequestRequeued':
@@ -319,5 +324,15 @@ export function explainDomainEvent(d: DomainEvent): EventExplanation {
       return plain(`model ${d.data.modelKey} disabled by ${d.data.disabledBy}: ${d.data.reason}`);
     case 'ModelEnabled':
       return plain(`model ${d.data.modelKey} enabled by ${d.data.enabledBy}`);
+    case 'ModelEditRegistered':
+      return plain(
+        `edit ${d.data.variant} (${d.data.visibility}, source sha256 ${d.data.fingerprint.slice(0, 12)}…) registered by ${d.data.author}`,
+        { edit: d.data.fingerprint },
+      );
+    case 'ModelEditRemoved':
+      return plain(
+        `edit ${d.data.variant} (source sha256 ${d.data.fingerprint.slice(0, 12)}…) removed by ${d.data.removedBy}`,
+        { edit: d.data.fingerprint },
+      );
   }
 }

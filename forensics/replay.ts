@@ -236,6 +236,8 @@ export async function replayState(
     view = new ControlPlaneView(throwaway, new SqliteCheckpoints(throwaway.db), {
       snapshotEveryEvents: Number.MAX_SAFE_INTEGER,
       snapshotEveryMs: 86_400_000,
+      // A replay reports every request's status as of its position (its size is bounded by maxEvents).
+      hot: { recentFinished: Number.MAX_SAFE_INTEGER },
     });
     await view.start();
     await view.catchUp();

@@ -37,6 +37,7 @@ export function commonRoutes(app: FastifyInstance, deps: RouteDeps): void {
     limits: {
       bodyLimitBytes: config.bodyLimitBytes,
       inlineResultMaxBytes: config.inlineResultMaxBytes,
+      wsBinaryResultMaxBytes: config.wsBinaryResultMaxBytes,
       resultUrlTtlMs: config.resultUrlTtlMs,
       rateLimit: config.rateLimit,
       downloadRateLimit: config.downloadRateLimit,

@@ -34,6 +34,11 @@ export interface ApiConfig {
   keyLimits: Required<KeyLimits>;
   /** Results up to this size are sent inline (base64); larger ones by a signed URL. */
   inlineResultMaxBytes: number;
+  /**
+   * On a status websocket subscription that asks for binary results: results up to this size follow their COMPLETED
+   * message as one binary frame; larger ones by a signed URL.
+   */
+  wsBinaryResultMaxBytes: number;
   /** Lifetime of a signed result URL. */
   resultUrlTtlMs: number;
   /** HMAC key of result download tokens (random per process unless given: share it between query API replicas). */
@@ -56,6 +61,7 @@ export const DEFAULT_API_CONFIG: Omit<ApiConfig, 'resultSecret'> = {
   authFailureLimit: { perSecond: 1, burst: 10 },
   keyLimits: { maxTimeoutMs: 600_000, maxQueued: 200, maxRunning: 8, storageQuotaBytes: 1024 * MIB },
   inlineResultMaxBytes: 4 * MIB,
+  wsBinaryResultMaxBytes: 32 * MIB,
   resultUrlTtlMs: 3_600_000,
   publicUrl: null,
   readyTimeoutMs: 2000,
@@ -86,6 +92,7 @@ export function resolveApiConfig(input: ApiConfigInput = {}): ApiConfig {
   if (input.rateLimit === undefined && !c.auth) c.rateLimit = null;
   positiveInt(c.bodyLimitBytes, 'bodyLimitBytes');
   positiveInt(c.inlineResultMaxBytes, 'inlineResultMaxBytes');
+  positiveInt(c.wsBinaryResultMaxBytes, 'wsBinaryResultMaxBytes');
   positiveInt(c.resultUrlTtlMs, 'resultUrlTtlMs');
   positiveInt(c.readyTimeoutMs, 'readyTimeoutMs');
   positiveInt(c.wsMaxSubscriptions, 'wsMaxSubscriptions');
@@ -174,6 +181,8 @@ export function apiConfigFromEnv(env: NodeJS.ProcessEnv = process.env, base: Api
   if (Object.keys(keyLimits).length > 0) out.keyLimits = keyLimits as Required<KeyLimits>;
   const inline = int('NDIF_INLINE_RESULT_MAX_BYTES');
   if (inline !== undefined) out.inlineResultMaxBytes = inline;
+  const binary = int('NDIF_WS_BINARY_RESULT_MAX_BYTES');
+  if (binary !== undefined) out.wsBinaryResultMaxBytes = binary;
   const ttl = int('NDIF_RESULT_URL_TTL_S');
   if (ttl !== undefined) out.resultUrlTtlMs = ttl * 1000;
   if (env.NDIF_RESULT_SECRET) out.resultSecret = env.NDIF_RESULT_SECRET;

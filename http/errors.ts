@@ -20,7 +20,21 @@ export const ApiErrorCode = {
   internal: 'API_INTERNAL',
   websocketRequired: 'API_WEBSOCKET_REQUIRED',
   modelDisabled: 'API_MODEL_DISABLED',
+  unknownVariant: 'API_UNKNOWN_VARIANT',
 } as const;
+
+/** A submission naming a variant `<model>@<edit>` whose edit is not registered (or removed, or another key's private one). */
+export function unknownVariant(variant: string, known: string[]): FabricError {
+  return new FabricError(
+    ApiErrorCode.unknownVariant,
+    404,
+    `there is no edit ${JSON.stringify(variant.slice(0, 200))} you may use; ${known.length === 0 ? 'the model has none' : `its variants you may use: ${known.slice(0, 20).join(', ')}`} (an edit that was removed is gone for good)`,
+    {
+      hint: 'submit to the plain model or one of the listed variants (GET /models/<key>/edits, ndif edits ls <model>); register the edit again if it was removed',
+      details: { variant: variant.slice(0, 200), known },
+    },
+  );
+}
 
 export interface Issue {
   path: string;

@@ -1,5 +1,5 @@
 // Addresses of answers that are not module points: a module call's result (`@call:<id>`), a cache's values
-// (`@cache:<id>`) and a barrier (`@barrier:<seq>:<parties>:<name>`). They travel in the ordinary WAIT / VALUE /
+// (`@cache:<id>`), a module parameter (`@param:<path>`) and a barrier (`@barrier:<seq>:<parties>:<name>`). They travel in the ordinary WAIT / VALUE /
 // RAISE messages; `@` never starts a module path, so none of them can be mistaken for `<path>.<point>.<step>`.
 
 /** The answer to CALL `id`: the module's outputs, or a RAISE saying why it could not be called. */
@@ -20,16 +20,27 @@ export function barrierAddr(name: string, seq: number, parties: number): string 
   return `@barrier:${seq}:${parties}:${name}`;
 }
 
+/**
+ * A module parameter, `@param:<module path>.<name>`: a WAIT for it is answered at once with its value (the request's
+ * own swap of it, once made), a SWAP replaces it for the rest of the trace.
+ */
+export function paramAddr(path: string): string {
+  return `@param:${path}`;
+}
+
 export type ExtraAddr =
   | { kind: 'call'; id: number }
   | { kind: 'cache'; id: number }
-  | { kind: 'barrier'; name: string; seq: number; parties: number };
+  | { kind: 'barrier'; name: string; seq: number; parties: number }
+  | { kind: 'param'; path: string };
 
 /** The extra address `addr` names, or undefined when it is not one (a module point, a step start, a gradient). */
 export function parseExtraAddr(addr: string): ExtraAddr | undefined {
   if (!addr.startsWith('@')) return undefined;
   let m = /^@(call|cache):(\d+)$/.exec(addr);
   if (m) return { kind: m[1] as 'call' | 'cache', id: Number(m[2]) };
+  m = /^@param:([\s\S]+)$/.exec(addr);
+  if (m) return { kind: 'param', path: m[1]! };
   m = /^@barrier:(\d+):(\d+):([\s\S]+)$/.exec(addr);
   if (m) return { kind: 'barrier', seq: Number(m[1]), parties: Number(m[2]), name: m[3]! };
   return undefined;

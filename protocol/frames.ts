@@ -20,7 +20,7 @@ import type { BlockError, BlockToHost, Dtype, GradSeed, HostToBlock, SavedTree, 
 export { ProtocolError, type ProtocolErrorCode } from './frame-io.js';
 
 /** Bumped whenever a frame layout changes; INIT and READY carry it so mismatched builds refuse each other. */
-export const FRAME_VERSION = 4;
+export const FRAME_VERSION = 5;
 export { FRAME_HEADER_BYTES } from './frame-io.js';
 /** Default cap on one frame (tag + body). GPT-2-small logits for 1024 tokens are ~206 MB. */
 export const DEFAULT_MAX_FRAME_BYTES = 1 << 30;
@@ -78,6 +78,7 @@ export const TAGS = {
     BACKWARD: 0x18,
     CALL: 0x19,
     CACHE: 0x1a,
+    REPORT: 0x1b,
     READY: 0x22,
     FAILED: 0x23,
   },
@@ -323,19 +324,32 @@ function recordOf<T>(fields: Fields<T>): Field<T> {
 type Start = Extract<AgentToRunner, { kind: 'START' }>;
 type Step = Extract<AgentToRunner, { kind: 'STEP' }>;
 
-/** A session's trace index and count; 0 of 0 for a request of one trace (no `trace`). */
+/**
+ * A session's trace index and count, and the iteration of a repeated trace (0 of 0: not repeated); 0 of 0 for a
+ * request of one trace (no `trace`).
+ */
 const traceOfSession: Field<Start['trace']> = {
   write(w, t) {
     if (t !== undefined && !(t.count >= 1 && t.index < t.count))
       unencodable(`trace ${String(t.index)} of ${String(t.count)}: the index must be below the count`);
+    if (t?.iterations !== undefined && !(t.iterations >= 1 && (t.iteration ?? 0) < t.iterations))
+      unencodable(`iteration ${String(t.iteration)} of ${String(t.iterations)}: the iteration must be below the count`);
     w.u32(t?.index ?? 0, 'trace index');
     w.u32(t?.count ?? 0, 'trace count');
+    w.u32(t?.iterations === undefined ? 0 : (t.iteration ?? 0), 'trace iteration');
+    w.u32(t?.iterations ?? 0, 'trace iterations');
   },
   read(r) {
     const index = r.u32('trace index');
     const count = r.u32('trace count');
-    if (count === 0 ? index !== 0 : index >= count) throw malformed(`START frame: trace ${index} of ${count}`);
-    return count === 0 ? undefined : { index, count };
+    const iteration = r.u32('trace iteration');
+    const iterations = r.u32('trace iterations');
+    if (count === 0 ? index !== 0 || iterations !== 0 : index >= count)
+      throw malformed(`START frame: trace ${index} of ${count}`);
+    if (iterations === 0 ? iteration !== 0 : iteration >= iterations)
+      throw malformed(`START frame: iteration ${iteration} of ${iterations}`);
+    if (count === 0) return undefined;
+    return iterations === 0 ? { index, count } : { index, count, iteration, iterations };
   },
 };
 
@@ -348,12 +362,27 @@ const tokenOrNone: Field<number> = {
   },
 };
 
+/** A model variant's edit, or none: a presence flag, then its key and source. */
+const editOfVariant: Field<Start['invokes'][number]['edit']> = {
+  write(w, e) {
+    w.u8(e === undefined ? 0 : 1);
+    if (e === undefined) return;
+    w.str(e.key, 'edit key');
+    w.str(e.source, 'edit source');
+  },
+  read(r) {
+    if (!r.flag('edit')) return undefined;
+    return { key: r.str('edit key'), source: r.str('edit source') };
+  },
+};
+
 const startInvoke = recordOf<Start['invokes'][number]>([
   ['invoke', u32, 'invoke'],
   ['source', str, 'block source'],
   ['tokens', listOf(u32, 4, () => 'token id'), 'token'],
   ['batchStart', u32, 'batchStart'],
   ['batchSize', u32, 'batchSize'],
+  ['edit', editOfVariant, 'edit'],
 ]);
 
 const stepInvoke = recordOf<Step['invokes'][number]>([
@@ -446,6 +475,10 @@ const RUNNER_TO_AGENT: Table<RunnerToAgent> = {
     ['id', u32, 'cache id'],
     ['step', u32, 'step'],
     ['points', listOf(str, 4, (_, i) => `cache point ${i}`), 'point'],
+  ]),
+  REPORT: recordOf<Body<RunnerToAgent, 'REPORT'>>([
+    ['invoke', u32, 'invoke'],
+    ['value', str, 'value'],
   ]),
   READY: recordOf<Body<RunnerToAgent, 'READY'>>([
     ['version', u32, 'version'],

@@ -76,11 +76,23 @@ export interface StartRequest {
   /**
    * The trace's place in its session (nnsight's `model.session()`): trace `index` of `count`, run one after the other on
    * one channel; values a block keeps in `ctx.shared`, and what earlier traces' blocks returned (`ctx.traces`), reach the
-   * later traces without leaving the blocks' process. Absent: a request of one trace.
+   * later traces without leaving the blocks' process. A repeated trace (`repeat`) runs `iterations` times, each its
+   * own START … STOP, `iteration` 0-based. Absent: a request of one trace.
    */
-  trace?: { index: number; count: number };
+  trace?: { index: number; count: number; iteration?: number; iterations?: number };
   /** The block sources, one per invoke (already defaulted from the request's shared block). */
-  invokes: Array<{ invoke: number; source: string; tokens: number[]; batchStart: number; batchSize: number }>;
+  invokes: Array<{
+    invoke: number;
+    source: string;
+    tokens: number[];
+    batchStart: number;
+    batchSize: number;
+    /**
+     * A persistent edit of the model variant the request names (`gpt2@ablate-h0`): its interventions run with the
+     * same `m` and `ctx` as the invoke's block, started first (compiled as `edit-<invoke>.js`).
+     */
+    edit?: { key: string; source: string };
+  }>;
   /**
    * Number of forward passes, numbered 0 … steps-1: 1 for a single forward; N to generate N tokens (each pass
    * appends one token per row).
@@ -150,6 +162,11 @@ export type BlockToHost =
   /** Stop the forward (and generation) once every invoke has ended or stopped. */
   | { kind: 'STOP'; invoke: number }
   | { kind: 'LOG'; invoke: number; stream: 'stdout' | 'stderr'; line: string }
+  /**
+   * A value the block reports as progress (`ctx.report(v)`: a loss): JSON text of a finite number or an object of at
+   * most 8 finite numbers (protocol/progress-report.ts). The host keeps the latest; a session's TRACE statuses carry it.
+   */
+  | { kind: 'REPORT'; invoke: number; value: string }
   | { kind: 'END'; invoke: number; result: SavedTree }
   | { kind: 'EXCEPTION'; invoke: number; error: BlockError }
   /**

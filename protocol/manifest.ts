@@ -28,6 +28,19 @@ export interface ManifestTensor {
   shape?: number[];
 }
 
+/**
+ * A parameter of a module (`m.lm_head.weight`): read in a block as a Tensor, replaced for one request. Its shape is
+ * PyTorch's layout (an export's pre-transposed Linear weight is transposed back).
+ */
+export interface ManifestParameter {
+  /** Its name under the module (`weight`, `bias`, …). */
+  name: string;
+  dtype: Dtype | string;
+  shape: number[];
+  /** Another parameter's path naming the same tensor (tied weights: a swap of one is a swap of both). */
+  tiedTo?: string;
+}
+
 export interface ManifestModule {
   /** Dotted module path; '' is the model itself. */
   path: string;
@@ -43,6 +56,8 @@ export interface ManifestModule {
   notCallable?: string;
   /** Fused ops among its own nodes (e.g. `com.microsoft.Attention`): the operations they fused are not in the graph. */
   fusedOps?: string[];
+  /** Its parameters (weights, biases), in graph order; absent when it has none. */
+  parameters?: ManifestParameter[];
 }
 
 export interface Manifest {

@@ -12,6 +12,8 @@ export const PAYLOAD_LIMITS = {
   invokes: 64,
   /** Traces of a session (each up to `invokes` invokes). */
   traces: 64,
+  /** Iterations of one repeated trace (`repeat.times`): the request's time limit and the tape limit bound it first. */
+  repeat: 1_000_000,
   tokens: 100_000,
   newTokens: 4095,
   /** Characters of one prompt or block source (the HTTP body limit, 4 MiB, bounds them first). */
@@ -35,6 +37,17 @@ export interface TracePayload {
   block?: string;
   newTokens?: number;
   generation?: GenerationOptions;
+  repeat?: RepeatPayload;
+}
+
+/**
+ * A trace run `times` times in a row (a training loop), each iteration its own trace on the same channel. Without
+ * `batch` every iteration runs all the trace's invokes; with `batch` the invokes are a data set taken `batch` at a
+ * time, in order, wrapping around (iteration i runs invokes (i·batch + j) mod n, j < batch).
+ */
+export interface RepeatPayload {
+  times: number;
+  batch?: number;
 }
 
 export interface RequestPayload {
@@ -52,6 +65,11 @@ export interface RequestPayload {
   timeoutMs?: number | null;
   /** Recorded for the client's benefit: a non-blocking client polls GET /requests/:id. */
   blocking?: boolean;
+  /**
+   * The model variant's persistent edit (`gpt2@ablate-h0`), filled in by the command API from the registered edit when
+   * the request names a variant: its interventions run with every block of every trace.
+   */
+  edit?: { key: string; source: string };
 }
 
 const text = z.string().max(PAYLOAD_LIMITS.textChars);
@@ -67,12 +85,23 @@ const invoke = z
     'give a prompt or tokens, exactly one of the two',
   );
 
-const trace = z.strictObject({
-  invokes: z.array(invoke).min(1).max(PAYLOAD_LIMITS.invokes),
-  block: text.optional(),
-  newTokens: z.number().int().min(0).max(PAYLOAD_LIMITS.newTokens).optional(),
-  generation: z.record(z.string(), z.unknown()).optional(),
+export const repeatSchema = z.strictObject({
+  times: z.number().int().min(1).max(PAYLOAD_LIMITS.repeat),
+  batch: z.number().int().min(1).max(PAYLOAD_LIMITS.invokes).optional(),
 });
+
+const trace = z
+  .strictObject({
+    invokes: z.array(invoke).min(1).max(PAYLOAD_LIMITS.invokes),
+    block: text.optional(),
+    newTokens: z.number().int().min(0).max(PAYLOAD_LIMITS.newTokens).optional(),
+    generation: z.record(z.string(), z.unknown()).optional(),
+    repeat: repeatSchema.optional(),
+  })
+  .refine((t) => (t.repeat?.batch ?? 0) <= t.invokes.length, {
+    message: "repeat.batch is at most the trace's number of invokes",
+    path: ['repeat', 'batch'],
+  });
 
 const payload = z
   .strictObject({
@@ -84,6 +113,7 @@ const payload = z
     generation: z.record(z.string(), z.unknown()).optional(),
     timeoutMs: z.number().int().positive().nullable().optional(),
     blocking: z.boolean().optional(),
+    edit: z.strictObject({ key: z.string().min(1).max(300), source: text }).optional(),
   })
   .refine(
     (p) =>

@@ -19,6 +19,8 @@ export const QUERY_CAPABILITIES = [
   'ws-status',
   'ws-since-cursor',
   'inline-results',
+  'ws-binary-results',
+  'ws-final-statuses',
   'result-urls',
   'result-container:NDIFRES1',
 ];

@@ -52,7 +52,7 @@ export class SandboxSession implements BlockChannel {
   private started = false;
   private startedAt = 0;
   /** The trace the runner serves (a session's); undefined for a request of one trace. */
-  private trace: { index: number; count: number } | undefined;
+  private trace: { index: number; count: number; iteration?: number; iterations?: number } | undefined;
   /** Every invoke of the last trace ended. */
   private done = false;
   private terminal: Error | undefined;
@@ -102,11 +102,7 @@ export class SandboxSession implements BlockChannel {
     if (this.terminal) return; // the runner is gone; its invokes already got their EXCEPTION
     if (msg.kind === 'START') {
       if (this.started) {
-        const next =
-          this.trace !== undefined &&
-          msg.trace !== undefined &&
-          msg.trace.index === this.trace.index + 1 &&
-          msg.trace.count === this.trace.count;
+        const next = this.trace !== undefined && msg.trace !== undefined && isNextTrace(this.trace, msg.trace);
         if (!next || this.open.size > 0)
           throw new Error(
             'START sent twice on one sandbox session (only the next trace of a session may start, once the last one ended)',
@@ -191,11 +187,7 @@ export class SandboxSession implements BlockChannel {
         this.open.delete(m.invoke);
       }
       this.deliver(m);
-      if (
-        this.started &&
-        this.open.size === 0 &&
-        (this.trace === undefined || this.trace.index === this.trace.count - 1)
-      )
+      if (this.started && this.open.size === 0 && (this.trace === undefined || isLastTrace(this.trace)))
         this.finished();
     }
   }
@@ -304,4 +296,18 @@ export function crashError(exit: RunnerExit, limits: RunnerLimits): BlockError {
     type: 'SandboxCrashed',
     message: `the sandbox runner died during the request (${how}); the block's own output is in the request's log, and what the runner printed as it died is in the agent's log`,
   };
+}
+
+type TracePlace = NonNullable<Extract<HostToBlock, { kind: 'START' }>['trace']>;
+
+/** `b` is the trace (or iteration of a repeated trace) that follows `a` in its session. */
+function isNextTrace(a: TracePlace, b: TracePlace): boolean {
+  if (a.count !== b.count) return false;
+  if (a.iterations !== undefined && a.iteration! < a.iterations - 1)
+    return b.index === a.index && b.iterations === a.iterations && b.iteration === a.iteration! + 1;
+  return b.index === a.index + 1;
+}
+
+function isLastTrace(t: TracePlace): boolean {
+  return t.index === t.count - 1 && (t.iterations === undefined || t.iteration === t.iterations - 1);
 }

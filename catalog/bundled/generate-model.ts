@@ -23,6 +23,20 @@ export const BUNDLED_MODELS = {
   'gpt2-mini': { layers: 4, dModel: 96, heads: 4, vocab: GPT2_VOCAB, positions: 128, seed: 3 },
   /** Benchmarks: GPT-2 small's shape (12 layers, d_model 768, 12 heads, 1024 positions; ~500 MB). */
   'gpt2-small-random': { layers: 12, dModel: 768, heads: 12, vocab: GPT2_VOCAB, positions: 1024, seed: 2 },
+  /**
+   * The checkpoints bench: gpt2-small-random's weights but token embeddings (tied to the head) at std 0.07, so
+   * next-token logits have a trained model's margins (median top-1 probability ~0.4 over random prompts) where
+   * GPT-2's initialisation leaves them flat (~0.004); docs/benchmarks.md.
+   */
+  'gpt2-small-peaked': {
+    layers: 12,
+    dModel: 768,
+    heads: 12,
+    vocab: GPT2_VOCAB,
+    positions: 1024,
+    seed: 2,
+    embeddingStd: 0.07,
+  },
 } satisfies Record<string, Gpt2Shape>;
 
 export type BundledModelName = keyof typeof BUNDLED_MODELS;

@@ -22,6 +22,8 @@ export interface Gpt2Shape {
   vocab: number;
   positions: number;
   seed: number;
+  /** Standard deviation of the token embedding (tied to the head); default 0.02, GPT-2's initialisation. */
+  embeddingStd?: number;
 }
 
 export interface Gpt2Weight {
@@ -59,7 +61,7 @@ export function buildGpt2(s: Gpt2Shape): Gpt2Graph {
   };
   const f32 = (scope: string, v: number) => g.constant(scope, floatTensor([v], []));
 
-  const wte = weight('transformer.wte.weight', [s.vocab, d], 0.02);
+  const wte = weight('transformer.wte.weight', [s.vocab, d], s.embeddingStd ?? 0.02);
   const wpe = weight('transformer.wpe.weight', [s.positions, d], 0.01);
 
   // Embeddings, positions from the mask, attention bias.

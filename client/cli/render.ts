@@ -8,7 +8,16 @@ export function renderCluster(c: ClusterReply, url: string): string {
     `fabric ${url} · log position ${c.asOf} · requests: ${t.received} received, ${t.completed} completed, ${t.failed} failed, ${t.cancelled} cancelled, ${t.requeued} requeued`,
     '',
   ];
+  const cp = c.controlPlane;
+  if (cp !== undefined && cp.restarts > 0 && cp.lastExit !== null) {
+    const how = cp.lastExit.signal !== null ? `killed by ${cp.lastExit.signal}` : `exit code ${cp.lastExit.code}`;
+    lines.push(
+      `control plane restarted ${cp.restarts} time${cp.restarts === 1 ? '' : 's'}; the last one that died (pid ${cp.lastExit.pid}) ended ${how} at ${cp.lastExit.at}${cp.lastExit.stderrTail.length > 0 ? `: ${cp.lastExit.stderrTail.at(-1)}` : ''}`,
+      '',
+    );
+  }
   if (c.agents.length === 0) lines.push('no agents registered (start one: `npm start` runs an embedded agent)');
+  else if (c.agents.some((a) => a.fault !== undefined)) lines.push(...faultLines(c.agents), '');
   else {
     lines.push(
       table(
@@ -111,8 +120,20 @@ export function renderRequests(r: RequestsReply, now: number): string {
   )}\n`;
 }
 
+/** One line per agent that refused its configuration: the code and what to fix. */
+function faultLines(agents: Array<{ agentId: string; fault?: { code: string; message: string } }>): string[] {
+  return agents.flatMap((a) =>
+    a.fault === undefined
+      ? []
+      : [
+          `agent ${a.agentId} FAULTED ${a.fault.code}: ${a.fault.message} (not restarted: fix the setting and restart the fabric)`,
+        ],
+  );
+}
+
 export function renderAgents(a: AgentsReply, now: number): string {
   if (a.agents.length === 0) return 'no agents registered\n';
+  const faults = faultLines(a.agents);
   return `${table(
     ['AGENT', 'STATE', 'HEALTH', 'SINCE', 'GPUS', 'RAM', 'BOOT', 'LAPSES', 'RESTARTS'],
     a.agents.map((x) => [
@@ -126,5 +147,5 @@ export function renderAgents(a: AgentsReply, now: number): string {
       x.health?.lapses ?? '-',
       x.health?.restarts ?? '-',
     ]),
-  )}\n`;
+  )}\n${faults.length === 0 ? '' : `\n${faults.join('\n')}\n`}`;
 }

@@ -7,6 +7,8 @@ import type {
   ClusterReply,
   CreatedKeyReply,
   DeployBody,
+  EditRegisteredReply,
+  EditReply,
   KeyReply,
   ModelReply,
   ModelSwitchReply,
@@ -46,6 +48,16 @@ export class FabricAdmin {
     this.json<{ model: string; removed: boolean; logPosition: number | null }>('POST', '/models/remove', {
       body: { model },
     });
+  /** Registers a persistent edit (`<model>@<name>`): private (only this key may use it) unless `visibility` says public. */
+  registerEdit = (body: { model: string; name: string; source: string; visibility?: 'public' | 'private' }) =>
+    this.json<EditRegisteredReply>('POST', '/models/edits', { body });
+  removeEdit = (model: string, name: string) =>
+    this.json<{ variant: string; removed: boolean; logPosition: number | null }>('POST', '/models/edits/remove', {
+      body: { model, name },
+    });
+  /** The edits of a model this key may use. */
+  edits = (model: string) =>
+    this.json<{ model: string; edits: EditReply[] }>('GET', `/models/${encodeURIComponent(model)}/edits`);
   disableModel = (model: string, reason: string) =>
     this.json<ModelSwitchReply>('POST', '/models/disable', { body: { model, reason } });
   enableModel = (model: string) => this.json<ModelSwitchReply>('POST', '/models/enable', { body: { model } });

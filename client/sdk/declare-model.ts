@@ -1,6 +1,7 @@
 // A model's module tree as TypeScript declarations, from its manifest (what `ndif types <model>` prints): an
 // interface per module with one property per child (lists as ModuleList of their members' type), each module's output
-// typed Tensor or Tensor[] as the manifest lists its outputs, and `export declare const <Name>: TypedModel<…>` for
+// typed Tensor or Tensor[] as the manifest lists its outputs, its parameters (`weight`, `bias`: read as Tensor,
+// assigned a Tensor), and `export declare const <Name>: TypedModel<…>` for
 // `ndif.trace<typeof Name>(…)`. Children whose names are part of the block API (output, input, …) are reached
 // with `.module('<name>')`, typed by an overload per name.
 import type { Manifest, ManifestModule } from '../../protocol/manifest.js';
@@ -45,9 +46,15 @@ export function declareModel(manifest: Manifest, opts: DeclareOptions = {}): str
     return `Module<${out(m)}>${body(m, indent)}`;
   };
   const body = (m: ManifestModule, indent: string): string => {
-    if (m.children.length === 0) return '';
+    const params = (m.parameters ?? []).filter((p) => !API.has(p.name) && IDENT.test(p.name));
+    if (m.children.length === 0 && params.length === 0) return '';
     const inner = `${indent}  `;
     const props: string[] = [];
+    // A parameter reads as a Tensor (PyTorch's layout) and is replaced by assigning one.
+    for (const p of params)
+      props.push(
+        `${inner}/** ${p.dtype} [${p.shape.join(', ')}]${p.tiedTo ? `, tied to ${p.tiedTo}` : ''} */\n${inner}get ${p.name}(): Promise<Tensor>;\n${inner}set ${p.name}(v: Tensor);`,
+      );
     const viaModule: string[] = [];
     for (const c of m.children) {
       const k = leaf(c);

@@ -3,6 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Manifest } from '../../protocol/manifest.js';
 import type { BlockFn } from './block-source.js';
+
 import type { TypedModel } from './model-types.js';
 import { resolveClientConfig } from './config.js';
 import { CancelledError, ClientTimeoutError, FabricHttpError, RemoteError, UnreachableError } from './errors.js';
@@ -14,7 +15,8 @@ import type { Progress, ProgressOutput } from './progress.js';
 import { RequestHandle } from './request-handle.js';
 import { buildSessionBody, buildSubmitBody, isInvokeList } from './request-body.js';
 import type { Invoke, RequestOptions, SessionTrace, SubmitBody } from './request-body.js';
-import { StatusSocket, SubscriptionEndedError } from './status-socket.js';
+import { type ReportsSeen, traceProgress } from './trace-progress.js';
+import { StatusSocket, SubscriptionEndedError, type SubscribeOptions } from './status-socket.js';
 import { BlockOrigins, callerFrame } from './user-frames.js';
 import { sessionValues } from './session-values.js';
 import type {
@@ -26,13 +28,23 @@ import type {
   TypedBlock,
   TypedInvoke,
   TypedSessionTrace,
+  BoundModel,
 } from './typed-calls.js';
+import { bindModel } from './bound-model.js';
 import { invokeLengths, scanManifest, type ScanResult } from './scan.js';
 import { fetchTokenizer, type ModelTokenizer } from './tokenizer.js';
 import { defaultCacheDir, TokenizerCache } from './tokenizer-cache.js';
 import { updateFromMessage } from './status.js';
 import type { LogLine, StatusUpdate } from './status.js';
-import type { StatusMessage, StreamedToken, SubmitReply, VersionReply } from './wire.js';
+import type {
+  EditRegisteredReply,
+  EditReply,
+  StatusMessage,
+  StreamedToken,
+  SubmitReply,
+  VersionReply,
+} from './wire.js';
+import { blockSource } from './block-source.js';
 import { GenerationStream } from './token-stream.js';
 
 export interface FabricOptions {
@@ -69,8 +81,10 @@ export interface TraceOptions extends RequestOptions {
   onMessage?: (m: StatusMessage) => void;
   /** The tokens of each STREAM message, as they are generated (see also `stream`). */
   onTokens?: (tokens: StreamedToken[]) => void;
-  /** Each trace of a session as it starts, completes or fails (its TRACE statuses). */
+  /** Each trace of a session as it starts, completes or fails (its TRACE statuses); a loop also as it goes. */
   onTrace?: (t: TraceProgress) => void;
+  /** Each new value a loop's blocks reported (`ctx.report`), as its progress brings it: at most about one a second. */
+  onReport?: (r: ReportedProgress) => void;
   /** Stop waiting after this long (ms) with ClientTimeoutError; the request goes on (default: no limit). */
   waitMs?: number;
 }
@@ -81,8 +95,21 @@ export interface TraceProgress {
   trace: number;
   traces: number;
   status: 'RUNNING' | 'COMPLETED' | 'ERROR';
-  /** How long it ran (COMPLETED, ERROR). */
+  /** How long it ran (COMPLETED, ERROR; a loop's RUNNING: so far). */
   ms: number | null;
+  /** A loop (a trace with `repeat`): its iterations and how many are done. */
+  iterations?: number;
+  done?: number;
+  /** The latest value its blocks reported (`ctx.report`) and the iteration that reported it. */
+  reported?: { iteration: number; value: number | Record<string, number> };
+}
+
+/** A value a loop's blocks reported (`ctx.report`): trace `trace`, iteration `iteration` (0-based). */
+export interface ReportedProgress {
+  requestId: string;
+  trace: number;
+  iteration: number;
+  value: number | Record<string, number>;
 }
 
 /** A finished session: per trace, what `trace` would have returned for it. */
@@ -139,6 +166,17 @@ export class Fabric {
     if (this.opts.checkVersion !== false) await this.version();
   }
 
+  /** How to subscribe to a request: binary results and, with nobody reading progress, only the final statuses. */
+  private async subscribeOptions(opts: TraceOptions, progress: unknown): Promise<SubscribeOptions> {
+    if (this.opts.checkVersion === false) return {};
+    const capabilities = new Set((await this.version()).capabilities ?? []);
+    const quiet = progress == null && opts.onStatus === undefined && opts.onMessage === undefined;
+    return {
+      ...(capabilities.has('ws-binary-results') ? { results: 'binary' as const } : {}),
+      ...(quiet && capabilities.has('ws-final-statuses') ? { statuses: 'final' as const } : {}),
+    };
+  }
+
   /**
    * Runs `block` on `model` for `input` and returns what the block returned: for one prompt (a string, or a token
    * list) its value; for a list of invokes the list of values. The value is typed from the block; with a model key
@@ -146,6 +184,15 @@ export class Fabric {
    * to compile. `trace<typeof Gpt2>('gpt2', …)` types `m` (the value is then `unknown`); `trace<T>` with another `T`
    * says what the block returns.
    */
+  /**
+   * The entry points bound to one model: `ndif.model<typeof Gpt2Tiny>('gpt2-tiny').trace(prompt, async (m) => …)` types
+   * `m` from the model's declaration and the value from the block, for trace, execute, session, executeSession and
+   * stream (a registered key does the same without the type argument).
+   */
+  model<T extends TypedModel>(key: T['key']): BoundModel<T['m']> {
+    return bindModel<T['m']>(this, key);
+  }
+
   trace<
     K extends string,
     R,
@@ -254,6 +301,7 @@ export class Fabric {
     if (opts.signal?.aborted) throw new CancelledError(requestId, 'this client, before submitting');
 
     const progress = this.progressFor(opts, requestId);
+    const reports: ReportsSeen = new Map();
     const onLog =
       opts.onLog !== undefined
         ? opts.onLog
@@ -287,16 +335,8 @@ export class Fabric {
           return;
         }
         if (m.status === 'TRACE') {
-          if (typeof m.trace === 'number' && typeof m.traces === 'number' && m.traceStatus !== undefined) {
-            if (m.traceStatus === 'RUNNING') progress?.trace(m.trace, m.traces);
-            opts.onTrace?.({
-              requestId,
-              trace: m.trace,
-              traces: m.traces,
-              status: m.traceStatus,
-              ms: typeof m.ms === 'number' ? m.ms : null,
-            });
-          }
+          if (typeof m.trace === 'number' && typeof m.traces === 'number' && m.traceStatus !== undefined)
+            traceProgress(requestId, m, opts, progress, reports);
           return;
         }
         const u = updateFromMessage(m);
@@ -332,9 +372,9 @@ export class Fabric {
     try {
       // When the websocket gives out (reconnects exhausted, or the subscription ended early), the outcome is
       // still read: by polling GET /requests/:id.
-      const fallBack = (e: Error) => {
+      const fallBack = (e: Error, submitted = false) => {
         if (finished) return;
-        if (!(e instanceof UnreachableError || e instanceof SubscriptionEndedError))
+        if (!submitted && !(e instanceof UnreachableError || e instanceof SubscriptionEndedError))
           return finish(() => settle.reject(e));
         // No signal here: a cancel sent meanwhile shows as CANCELLED in the polled view.
         new RequestHandle(this.http, requestId, false).output().then(
@@ -342,9 +382,28 @@ export class Fabric {
           (err: unknown) => finish(() => settle.reject(err)),
         );
       };
-      const sub = await this.socket.subscribe(requestId, { message: onMessage, error: fallBack });
-      cleanup.push(() => sub.unsubscribe());
+      const subscribeOptions = await this.subscribeOptions(opts, progress);
+      const subscribing = this.socket.subscribe(
+        requestId,
+        { message: onMessage, error: (e) => fallBack(e) },
+        null,
+        subscribeOptions,
+      );
+      cleanup.push(
+        () =>
+          void subscribing.then(
+            (sub) => sub.unsubscribe(),
+            () => undefined,
+          ),
+      );
+      subscribing.catch(() => undefined);
+      // Where progress is shown, the submission waits for the subscription, so the statuses come live, in the
+      // order they happen. Where only the outcome is read, it does not wait (a round trip): a subscription replays
+      // the request's history first, so one confirmed after the request was received misses nothing; one that fails
+      // once the request is submitted leaves the outcome to polling.
+      if (subscribeOptions.statuses !== 'final') await subscribing;
       await this.http.json<SubmitReply>('POST', '/requests', { body });
+      subscribing.catch((e: Error) => fallBack(e, true));
 
       if (opts.signal) {
         const signal = opts.signal;
@@ -437,6 +496,40 @@ export class Fabric {
     await this.ready();
     return this.http.json('GET', `/models/${encodeURIComponent(model)}/manifest`, {
       query: shape ? { batch: shape.batch, sequence: shape.sequence } : undefined,
+    });
+  }
+
+  /**
+   * nnsight's `model.edit()`: registers `block`'s interventions as a persistent edit of `model` under `name`. Requests
+   * to the variant `<model>@<name>` (the returned `variant`) run them with every block, started first; requests to
+   * `model` itself do not. Private (only this key may use the variant) unless `visibility` is `public` (operators
+   * only). The block is sent as source: it may reference only what a block may.
+   */
+  async edit(
+    model: string,
+    name: string,
+    block: BlockFn | string,
+    opts: { visibility?: 'public' | 'private' } = {},
+  ): Promise<EditRegisteredReply> {
+    await this.ready();
+    return this.http.json<EditRegisteredReply>('POST', '/models/edits', {
+      body: { model, name, source: blockSource(block), ...(opts.visibility ? { visibility: opts.visibility } : {}) },
+    });
+  }
+
+  /** The edits of `model` this key may use (public ones and its own). */
+  async edits(model: string): Promise<EditReply[]> {
+    await this.ready();
+    return (await this.http.json<{ edits: EditReply[] }>('GET', `/models/${encodeURIComponent(model)}/edits`)).edits;
+  }
+
+  /** Removes an edit (`<model>@<name>`): its author or an operator; later submissions to the variant are refused. */
+  async removeEdit(variant: string): Promise<{ variant: string; removed: boolean }> {
+    await this.ready();
+    const at = variant.indexOf('@');
+    if (at < 0) throw new TypeError(`${JSON.stringify(variant)} is not a variant key <model>@<edit name>`);
+    return this.http.json('POST', '/models/edits/remove', {
+      body: { model: variant.slice(0, at), name: variant.slice(at + 1) },
     });
   }
 

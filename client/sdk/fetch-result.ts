@@ -1,5 +1,5 @@
-// Gets a finished request's result container, inline (base64 in the status message or GET /requests/:id) or
-// from its signed download URL, checks its sha256 and decodes it.
+// Gets a finished request's result container, as it came (a binary websocket frame), inline (base64 in the status
+// message or GET /requests/:id) or from its signed download URL, checks its sha256 and decodes it.
 import { createHash } from 'node:crypto';
 import { ProtocolError } from './errors.js';
 import type { FabricHttp } from './http.js';
@@ -11,6 +11,8 @@ export interface ResultPointer {
   sha256?: string;
   inline?: string;
   url?: string;
+  /** The container's bytes as they came (a binary websocket frame). */
+  resultBytes?: Uint8Array;
 }
 
 export async function fetchResult(
@@ -20,7 +22,13 @@ export async function fetchResult(
   signal?: AbortSignal,
 ): Promise<DecodedResult> {
   let bytes: Uint8Array;
-  if (typeof ref.inline === 'string') {
+  if (ref.resultBytes !== undefined) {
+    bytes = ref.resultBytes;
+    if (ref.bytes !== undefined && bytes.byteLength !== ref.bytes)
+      throw new ProtocolError(
+        `the result of request ${requestId} came with ${bytes.byteLength} bytes where its status says ${ref.bytes}`,
+      );
+  } else if (typeof ref.inline === 'string') {
     const b = Buffer.from(ref.inline, 'base64');
     bytes = new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
   } else if (typeof ref.url === 'string') {

@@ -1,6 +1,13 @@
 // The researcher SDK: `import { Fabric } from './client/sdk/index.js'`. See docs/sdk.md.
 export { Fabric } from './fabric.js';
-export type { FabricOptions, SessionResult, TraceOptions, TraceProgress, TraceResult } from './fabric.js';
+export type {
+  FabricOptions,
+  SessionResult,
+  TraceOptions,
+  TraceProgress,
+  TraceResult,
+  ReportedProgress,
+} from './fabric.js';
 export { RequestHandle } from './request-handle.js';
 export type { RequestInfo, WaitOptions } from './request-handle.js';
 export type { GenerationFields, GenerationOptions, Invoke, RequestOptions, SessionTrace } from './request-body.js';

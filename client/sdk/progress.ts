@@ -19,8 +19,11 @@ export interface ProgressOutput {
 
 export interface Progress {
   status(u: StatusUpdate): void;
-  /** A session's trace `trace` (0-based) of `traces` started: shown as `trace k of n`. */
-  trace(trace: number, traces: number): void;
+  /**
+   * A session's trace `trace` (0-based) of `traces` runs: shown as `trace k of n`, a loop's as
+   * `trace k of n · step d of N · loss 0.31` (`loop`: iterations done, of how many, the latest reported value).
+   */
+  trace(trace: number, traces: number, loop?: LoopState): void;
   /** Writes one line to `to` (default: the progress output) above the live line. */
   print(text: string, to?: ProgressOutput): void;
   /** Leaves the terminal clean (this request's part of the live line goes; the line is erased with the last). */
@@ -55,6 +58,30 @@ export interface ProgressOptions {
   /** Other streams on the same terminal as `out` (the SDK passes stdout when both are TTYs): their text is kept. */
   terminal?: ProgressOutput[];
 }
+
+export interface LoopState {
+  done: number;
+  iterations: number;
+  reported?: number | Record<string, number>;
+}
+
+/** `trace 1 of 1 · step 812 of 2000 · loss 0.3141` */
+export function describeTrace(k: number, n: number, loop?: LoopState): string {
+  const base = `trace ${k + 1} of ${n}`;
+  if (loop === undefined) return base;
+  const r = loop.reported;
+  const value =
+    r === undefined
+      ? ''
+      : typeof r === 'number'
+        ? ` · ${formatValue(r)}`
+        : ` · ${Object.entries(r)
+            .map(([key, v]) => `${key} ${formatValue(v)}`)
+            .join(' ')}`;
+  return `${base} · step ${loop.done} of ${loop.iterations}${value}`;
+}
+
+const formatValue = (v: number) => (Number.isInteger(v) ? String(v) : v.toPrecision(4));
 
 interface Entry {
   label: string;
@@ -169,8 +196,8 @@ export function createProgress(opts: ProgressOptions): Progress {
         entry.status = u;
         plain();
       },
-      trace(k, n) {
-        entry.trace = `trace ${k + 1} of ${n}`;
+      trace(k, n, loop) {
+        entry.trace = describeTrace(k, n, loop);
         if (entry.status?.status === 'RUNNING') plain();
       },
       print(text, to = out) {
@@ -195,8 +222,8 @@ export function createProgress(opts: ProgressOptions): Progress {
       entry.status = u;
       live.draw();
     },
-    trace(k, n) {
-      entry.trace = `trace ${k + 1} of ${n}`;
+    trace(k, n, loop) {
+      entry.trace = describeTrace(k, n, loop);
       live.draw();
     },
     print(text, to = out) {

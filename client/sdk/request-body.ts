@@ -47,6 +47,7 @@ export interface TraceBody {
   block?: string;
   newTokens?: number;
   generation?: GenerationOptions;
+  repeat?: { times: number; batch?: number };
 }
 
 /**
@@ -59,6 +60,11 @@ export interface SessionTrace extends GenerationFields {
   params?: unknown;
   newTokens?: number;
   generation?: GenerationOptions;
+  /**
+   * A loop: run this trace `times` times in the session (its blocks see `ctx.iteration`, `ctx.shared` kept); with
+   * `batch` its inputs are a data set taken `batch` at a time, wrapping around. Its value is its last iteration's.
+   */
+  repeat?: number | { times: number; batch?: number };
 }
 
 export interface SubmitBody {
@@ -133,6 +139,15 @@ function traceBody(
   return body;
 }
 
+function repeatOf(r: NonNullable<SessionTrace['repeat']>, where: string): { times: number; batch?: number } {
+  const o = typeof r === 'number' ? { times: r } : r;
+  if (o === null || typeof o !== 'object' || !Number.isSafeInteger(o.times) || o.times < 1)
+    throw new RequestShapeError(`${where}repeat is a positive integer, or { times, batch? }`);
+  if (o.batch !== undefined && (!Number.isSafeInteger(o.batch) || o.batch < 1))
+    throw new RequestShapeError(`${where}repeat.batch is a positive integer (at most the trace's inputs)`);
+  return o.batch === undefined ? { times: o.times } : { times: o.times, batch: o.batch };
+}
+
 function checkModel(model: string): void {
   if (typeof model !== 'string' || model === '')
     throw new RequestShapeError('the model key must be a non-empty string, e.g. "gpt2-tiny"');
@@ -179,13 +194,15 @@ export function buildSessionBody(
     traces: traces.map((t, i) => {
       if (t === null || typeof t !== 'object' || !('input' in t))
         throw new RequestShapeError(`trace ${i}: expected { input, block?, params?, maxNewTokens?, … }`);
-      return traceBody(
+      const body = traceBody(
         t.input,
         t.block,
         { ...t, params: t.params ?? opts.params },
         `trace ${i}: `,
         origins && { of: origins, trace: i },
       );
+      if (t.repeat !== undefined) body.repeat = repeatOf(t.repeat, `trace ${i}: `);
+      return body;
     }),
     blocking,
   };

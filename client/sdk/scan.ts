@@ -24,6 +24,8 @@ export interface ScanResult {
   sequence: number;
   /** Every module path ('' is the model) with its outputs and inputs, in forward order. */
   modules: Map<string, { outputs: ScannedTensor[]; inputs: ScannedTensor[] }>;
+  /** Every parameter (`lm_head.weight`, …): its dtype and shape in PyTorch's layout, whatever the input. */
+  parameters: Map<string, { dtype: string; shape: number[] }>;
   /** The shape of `<path>.output` (its first output) or `<path>.input`, as `(await m.<path>.output).shape` gives it. */
   shape(path: string, point?: 'output' | 'input'): number[];
 }
@@ -60,11 +62,19 @@ export function scanManifest(manifest: Manifest, lengths: number[]): ScanResult 
   const modules = new Map<string, { outputs: ScannedTensor[]; inputs: ScannedTensor[] }>();
   for (const mod of manifest.modules)
     modules.set(mod.path, { outputs: mod.outputs.map(scanned), inputs: mod.inputs.map(scanned) });
+  const parameters = new Map<string, { dtype: string; shape: number[] }>();
+  for (const mod of manifest.modules)
+    for (const p of mod.parameters ?? [])
+      parameters.set(mod.path === '' ? p.name : `${mod.path}.${p.name}`, {
+        dtype: String(p.dtype),
+        shape: [...p.shape],
+      });
   return {
     model: manifest.model,
     batch,
     sequence,
     modules,
+    parameters,
     shape(path, point = 'output') {
       const mod = modules.get(path);
       if (mod === undefined)

@@ -31,9 +31,18 @@ export class SubscriptionEndedError extends FabricClientError {
   }
 }
 
+/** What a subscription asks the server for (docs/http-api.md, "Status websocket"). */
+export interface SubscribeOptions {
+  /** `binary`: a COMPLETED result comes as the binary frame after its message (`resultBytes` on the message). */
+  results?: 'inline' | 'binary';
+  /** `final`: only LOG, STREAM, TRACE and the final status. */
+  statuses?: 'all' | 'final';
+}
+
 interface Sub {
   requestId: string;
   handlers: SubscriptionHandlers;
+  options: SubscribeOptions;
   cursor: string | null;
   confirmed: boolean;
   /** Resubscriptions after a server-side replay failure (`ended` with reason `failed`). */
@@ -53,6 +62,8 @@ export class StatusSocket {
   private opening: Promise<WebSocket> | null = null;
   private readonly subs = new Map<string, Sub>();
   private closed = false;
+  /** A COMPLETED message with `binary: true` whose binary frame (the next frame on the socket) has not come yet. */
+  private awaitingBinary: { sub: Sub; message: StatusMessage } | null = null;
 
   constructor(
     private readonly http: FabricHttp,
@@ -64,11 +75,12 @@ export class StatusSocket {
     requestId: string,
     handlers: SubscriptionHandlers,
     since: string | null = null,
+    options: SubscribeOptions = {},
   ): Promise<{ unsubscribe(): void }> {
     if (this.closed) throw new FabricClientError('this Fabric client is closed');
     if (this.subs.has(requestId))
       throw new FabricClientError(`request ${requestId} is already followed by this client`);
-    const sub: Sub = { requestId, handlers, cursor: since, confirmed: false, retries: 0, onConfirmed: [] };
+    const sub: Sub = { requestId, handlers, options, cursor: since, confirmed: false, retries: 0, onConfirmed: [] };
     this.subs.set(requestId, sub);
     const confirmed = new Promise<void>((resolve, reject) => sub.onConfirmed.push({ resolve, reject }));
     try {
@@ -104,11 +116,13 @@ export class StatusSocket {
 
   private sendSubscribe(ws: WebSocket, sub: Sub): void {
     ws.send(
-      JSON.stringify(
-        sub.cursor === null
-          ? { type: 'subscribe', requestId: sub.requestId }
-          : { type: 'subscribe', requestId: sub.requestId, since: sub.cursor },
-      ),
+      JSON.stringify({
+        type: 'subscribe',
+        requestId: sub.requestId,
+        ...(sub.cursor === null ? {} : { since: sub.cursor }),
+        ...(sub.options.results === undefined ? {} : { results: sub.options.results }),
+        ...(sub.options.statuses === undefined ? {} : { statuses: sub.options.statuses }),
+      }),
     );
   }
 
@@ -161,6 +175,19 @@ export class StatusSocket {
   }
 
   private onMessage(ws: WebSocket, data: Buffer, isBinary: boolean): void {
+    const pending = this.awaitingBinary;
+    if (pending !== null) {
+      this.awaitingBinary = null;
+      if (!isBinary) {
+        this.failAll(new ProtocolError('the status websocket sent a message where a binary result was due'), ws);
+        return;
+      }
+      pending.sub.handlers.message({
+        ...pending.message,
+        resultBytes: new Uint8Array(data.buffer, data.byteOffset, data.byteLength),
+      });
+      return;
+    }
     let m: ServerMessage;
     try {
       if (isBinary) throw new Error('binary frame');
@@ -182,7 +209,8 @@ export class StatusSocket {
       if (!s) return;
       s.cursor = m.cursor;
       if (FINAL_STATUSES.has(m.status)) this.drop(m.requestId);
-      s.handlers.message(m);
+      if (m.binary === true) this.awaitingBinary = { sub: s, message: m };
+      else s.handlers.message(m);
     } else if (m.type === 'ended') {
       const s = this.subs.get(m.requestId);
       if (!s) return;
@@ -222,6 +250,12 @@ export class StatusSocket {
 
   private onClose(ws: WebSocket): void {
     if (this.ws !== ws) return;
+    // A COMPLETED whose binary frame never came: its subscription is dropped already; the request is read again.
+    const pending = this.awaitingBinary;
+    this.awaitingBinary = null;
+    pending?.sub.handlers.error(
+      new SubscriptionEndedError(pending.sub.requestId, 'the connection closed before the result frame'),
+    );
     this.ws = null;
     this.tcp = null;
     if (this.closed || this.subs.size === 0) return;

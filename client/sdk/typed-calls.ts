@@ -4,6 +4,8 @@
 // own, or the shared one). Types only: nothing here exists at run time.
 import type { BlockCtx, TypedModel } from './model-types.js';
 import type { GenerationOptions } from './request-body.js';
+import type { SessionResult, TraceOptions, TraceResult } from './fabric.js';
+import type { GenerationStream } from './token-stream.js';
 
 /**
  * Models whose module tree `ndif types` declared, by key. Empty here; each generated declaration file adds its model,
@@ -62,6 +64,8 @@ export interface TypedSessionTrace<M> {
   newTokens?: number;
   maxNewTokens?: number;
   generation?: GenerationOptions;
+  /** A loop: the trace runs this many times (`SessionTrace.repeat`); its value is its last iteration's. */
+  repeat?: number | { times: number; batch?: number };
 }
 
 /** What a session gives for one of its traces. */
@@ -74,3 +78,33 @@ export type SessionValues<S extends readonly unknown[]> = { -readonly [J in keyo
 
 /** `trace<T>` as it was: T is what the block returns (never a model type: those go through the typed overloads). */
 export type ResultOnly<T> = T extends TypedModel ? never : string;
+
+/**
+ * `ndif.model<typeof Gpt2Tiny>('gpt2-tiny')`: the entry points bound to one model, with `m` typed as the model's tree
+ * and the value typed from the block, for every entry point. (`ndif.trace<typeof Gpt2Tiny>(…)` types `m` but gives
+ * `unknown`: TypeScript infers no type argument once one is given; binding the model first leaves the block's return
+ * type to be inferred.)
+ */
+export interface BoundModel<M> {
+  readonly key: string;
+  trace<R, const I extends string | number[] | TypedInvoke<M> | readonly TypedInvoke<M>[]>(
+    input: I,
+    block: TypedBlock<M, R>,
+    opts?: TraceOptions,
+  ): Promise<TraceValue<I, R>>;
+  execute<R, const I extends string | number[] | TypedInvoke<M> | readonly TypedInvoke<M>[]>(
+    input: I,
+    block: TypedBlock<M, R>,
+    opts?: TraceOptions,
+  ): Promise<TraceResult<InvokeValues<I, R>>>;
+  session<const S extends readonly TypedSessionTrace<M>[]>(traces: S, opts?: TraceOptions): Promise<SessionValues<S>>;
+  executeSession<const S extends readonly TypedSessionTrace<M>[]>(
+    traces: S,
+    opts?: TraceOptions,
+  ): Promise<SessionResult<SessionValues<S>>>;
+  stream<R, const I extends string | number[] | TypedInvoke<M> | readonly TypedInvoke<M>[]>(
+    input: I,
+    block: TypedBlock<M, R>,
+    opts?: TraceOptions,
+  ): GenerationStream<InvokeValues<I, R>>;
+}

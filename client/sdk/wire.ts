@@ -64,6 +64,9 @@ export interface RequestReply {
     traces?: number;
     traceStatus?: string;
     ms?: number;
+    iterations?: number;
+    done?: number;
+    reported?: { iteration: number; value: number | Record<string, number> };
   }>;
   logs: Array<{ attempt: number; stream: 'stdout' | 'stderr'; line: string }>;
   logsTruncated?: boolean;
@@ -99,6 +102,10 @@ export interface StatusMessage {
   cursor: string;
   at: string;
   replay: boolean;
+  /** COMPLETED on a `results: "binary"` subscription: the result container is the binary frame after this message. */
+  binary?: boolean;
+  /** Not on the wire: the binary frame's bytes, attached by the SDK's status socket. */
+  resultBytes?: Uint8Array;
   model?: string;
   position?: number | null;
   queueLength?: number;
@@ -116,6 +123,10 @@ export interface StatusMessage {
   traces?: number;
   traceStatus?: 'RUNNING' | 'COMPLETED' | 'ERROR';
   ms?: number;
+  /** TRACE of a loop (a trace with `repeat`): its iterations, how many are done, the latest reported value. */
+  iterations?: number;
+  done?: number;
+  reported?: { iteration: number; value: number | Record<string, number> };
   bytes?: number;
   sha256?: string;
   inline?: string;
@@ -164,10 +175,20 @@ export interface ClusterDeploymentView {
   replicas: ClusterReplicaView[];
 }
 
+/** A process the fabric supervises refused its configuration and is not started again (embedded mode). */
+export interface ProcessFaultView {
+  process: 'agent';
+  agentId: string;
+  code: string;
+  message: string;
+  at: string;
+}
+
 export interface ClusterReply {
   asOf: number;
   agents: Array<{
     agentId: string;
+    /** FAULTED: the fabric's agent process refused its configuration (`fault`), and is not restarted. */
     state: string;
     bootId: string;
     gpus: Array<{ index: number; name: string; memoryBytes: number }>;
@@ -175,7 +196,15 @@ export interface ClusterReply {
     cpuCacheBudgetBytes: number;
     restarts: number;
     health?: unknown;
+    fault?: { code: string; message: string; at: string };
   }>;
+  /** Operators: faults of the processes the fabric supervises. */
+  faults?: ProcessFaultView[];
+  /** Operators, embedded mode: restarts of the control-plane process, and how the last one that died ended. */
+  controlPlane?: {
+    restarts: number;
+    lastExit: { pid: number; code: number | null; signal: string | null; at: string; stderrTail: string[] } | null;
+  };
   gpus: Array<{
     agentId: string;
     index: number;
@@ -240,7 +269,9 @@ export interface AgentsReply {
       returns: number;
       restarts: number;
     } | null;
+    fault?: { code: string; message: string; at: string };
   }>;
+  faults?: ProcessFaultView[];
 }
 
 export interface WhoamiReply {
@@ -332,4 +363,23 @@ export interface DeployBody {
   minDeploymentMs?: number;
   pinned?: boolean;
   force?: boolean;
+}
+
+/** A persistent edit as GET /models/:key/edits lists it. */
+export interface EditReply {
+  variant: string;
+  name: string;
+  fingerprint: string;
+  visibility: 'public' | 'private';
+  author: string;
+  registeredAt: string;
+  source: string;
+}
+
+export interface EditRegisteredReply {
+  variant: string;
+  fingerprint: string;
+  visibility: 'public' | 'private';
+  registered: boolean;
+  logPosition: number | null;
 }

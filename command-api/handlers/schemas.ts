@@ -6,12 +6,16 @@ import {
   agentExit,
   because,
   crashEvidence,
+  EDIT_SOURCE_MAX,
+  editVisibility,
   gpuSpec,
   modelDisabledReason,
   modelFacts,
   requeueReason,
+  requestEdit,
   sha256,
   streamedToken,
+  loopProgress,
 } from '../../domain/events/index.js';
 import { ENTITY_ID, MODEL_KEY, REQUEST_ID } from '../../domain/shared/ids.js';
 
@@ -74,6 +78,7 @@ export const commandSchema = z.discriminatedUnion('type', [
     priority: z.boolean(),
     trusted: z.boolean(),
     payload: z.unknown(),
+    edit: requestEdit.strict().optional(),
     options: z
       .strictObject({
         timeoutMs: z.number().int().positive().nullable().optional(),
@@ -139,6 +144,7 @@ export const commandSchema = z.discriminatedUnion('type', [
     traces: z.number().int().positive(),
     status: z.enum(['RUNNING', 'COMPLETED', 'ERROR']),
     ms: z.number().nonnegative().optional(),
+    ...loopProgress,
   }),
   z.strictObject({
     type: z.literal('ReportRequestCompleted'),
@@ -259,4 +265,21 @@ export const commandSchema = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('RemoveModel'), modelKey, actor, deployedReplicas: count }),
   z.strictObject({ type: z.literal('DisableModel'), modelKey, actor, reason: modelDisabledReason }),
   z.strictObject({ type: z.literal('EnableModel'), modelKey, actor }),
+  z.strictObject({
+    type: z.literal('RegisterModelEdit'),
+    modelKey,
+    name: z.string().max(100),
+    source: z.string().max(EDIT_SOURCE_MAX),
+    fingerprint: sha256,
+    visibility: editVisibility,
+    actor,
+    operator: z.boolean(),
+  }),
+  z.strictObject({
+    type: z.literal('RemoveModelEdit'),
+    modelKey,
+    name: z.string().max(100),
+    actor,
+    operator: z.boolean(),
+  }),
 ]);

@@ -19,6 +19,8 @@ export const COMMAND_CAPABILITIES = [
   'cancel',
   'untrusted',
   'generation',
+  /** A session's trace may repeat (`repeat`: a loop run on the agent, reported by throttled TRACE statuses). */
+  'session-loops',
   'register-models',
 ];
 

@@ -1,5 +1,6 @@
 // Path parameters and small bodies of the command routes.
 import { z } from 'zod';
+import { EDIT_NAME, EDIT_SOURCE_MAX } from '../../domain/events/model.js';
 import { ENTITY_ID, MODEL_KEY } from '../../domain/shared/ids.js';
 
 export const modelKey = z
@@ -70,6 +71,17 @@ export const registerModelSchema = z.strictObject({
   replace: z.boolean().optional(),
 });
 export const removeModelSchema = z.strictObject({ model: modelKey });
+const editName = z
+  .string()
+  .regex(EDIT_NAME, 'an edit name: 1–64 of lowercase letters, digits and . _ -, starting with a letter or digit');
+export const registerEditSchema = z.strictObject({
+  model: modelKey,
+  name: editName,
+  source: z.string().min(1).max(EDIT_SOURCE_MAX),
+  /** private (default): only this key may submit to the variant; public: every key (operators only). */
+  visibility: z.enum(['public', 'private']).optional(),
+});
+export const removeEditSchema = z.strictObject({ model: modelKey, name: editName });
 export const disableModelSchema = z.strictObject({ model: modelKey, reason: z.string().trim().min(1).max(500) });
 export const enableModelSchema = z.strictObject({ model: modelKey });
 export const keyIdParams = z.strictObject({ id: z.string().max(200) });

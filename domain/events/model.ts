@@ -47,6 +47,19 @@ export type ModelFacts = z.infer<typeof modelFacts>;
 /** Why an operator took a model offline: shown to everyone whose submission is refused. */
 export const modelDisabledReason = z.string().trim().min(1).max(500);
 
+/** The name of a persistent edit under its model: the variant key is `<model>@<name>`. */
+export const EDIT_NAME = /^[a-z0-9][a-z0-9._-]{0,63}$/;
+/** Characters of an edit's source (a block: one async function expression). */
+export const EDIT_SOURCE_MAX = 64 * 1024;
+/** Edits one key may have registered on one model at a time (each holds its source in the model's state). */
+export const EDITS_PER_KEY = 32;
+
+/**
+ * Who may submit to an edit's variant: `public` (an operator's: every key), `private` (the author key only). Either way
+ * the edit runs where the requester's own block runs (in-process for a trusted key, in its sandbox otherwise).
+ */
+export const editVisibility = z.enum(['public', 'private']);
+
 export const modelEventSchemas = {
   ModelRegistered: modelFacts.extend({
     modelKey: id,
@@ -59,4 +72,25 @@ export const modelEventSchemas = {
   /** An operator took the model offline: submissions are refused with the reason, nothing deploys it. */
   ModelDisabled: z.object({ modelKey: id, reason: modelDisabledReason, disabledBy: id, disabledAt: isoTime }),
   ModelEnabled: z.object({ modelKey: id, enabledBy: id, enabledAt: isoTime }),
+  /** A persistent edit (nnsight's model.edit()): interventions run before every block of the variant's requests. */
+  ModelEditRegistered: z.object({
+    modelKey: id,
+    name: z.string().regex(EDIT_NAME),
+    /** `<modelKey>@<name>`, what requests name. */
+    variant: id,
+    /** sha256 of the source, as the author sent it. */
+    fingerprint: sha256,
+    source: z.string().min(1).max(EDIT_SOURCE_MAX),
+    visibility: editVisibility,
+    author: id,
+    registeredAt: isoTime,
+  }),
+  ModelEditRemoved: z.object({
+    modelKey: id,
+    name: z.string().regex(EDIT_NAME),
+    variant: id,
+    fingerprint: sha256,
+    removedBy: id,
+    removedAt: isoTime,
+  }),
 } as const;

@@ -8,6 +8,10 @@ export type RequeueReason = z.infer<typeof requeueReason>;
 export const logLine = z.object({ stream: z.enum(['stdout', 'stderr']), line: z.string().max(65536) });
 export type LogLine = z.infer<typeof logLine>;
 
+/** Which edit a request of a model variant ran with: the variant, and the source's sha256 as registered. */
+export const requestEdit = z.object({ variant: id, name: id, fingerprint: sha256, author: id });
+export type RequestEdit = z.infer<typeof requestEdit>;
+
 export const requestOptions = z.object({
   /** Execution limit from dispatch to completion; null: the deployment's limit, else none. */
   timeoutMs: z.number().int().positive().nullable(),
@@ -23,6 +27,26 @@ export const requestOptions = z.object({
   maxRunning: z.number().int().positive().nullable().optional(),
 });
 export type RequestOptions = z.infer<typeof requestOptions>;
+
+/** A repeated trace's progress (a loop): its iterations, how many are done, the latest value its blocks reported. */
+export const loopProgress = {
+  iterations: z.number().int().positive().max(1_000_000).optional(),
+  done: z.number().int().nonnegative().max(1_000_000).optional(),
+  reported: z
+    .object({
+      iteration: z.number().int().nonnegative(),
+      value: z.union([
+        z.number(),
+        z.record(z.string().min(1).max(32), z.number()).refine((r) => Object.keys(r).length <= 8, 'at most 8 values'),
+      ]),
+    })
+    .optional(),
+};
+export type LoopProgress = {
+  iterations?: number;
+  done?: number;
+  reported?: { iteration: number; value: number | Record<string, number> };
+};
 
 export const streamedToken = z.object({
   step: z.number().int().nonnegative(),
@@ -49,6 +73,8 @@ export const requestEventSchemas = {
     /** What the agent runs: inputs, invokes, the block's source. Opaque to the control plane. */
     payload: z.unknown(),
     options: requestOptions,
+    /** The model variant's persistent edit the request runs with (`gpt2@ablate-h0`); absent for the plain model. */
+    edit: requestEdit.optional(),
   }),
   RequestQueued: z.object({
     requestId: id,
@@ -92,15 +118,19 @@ export const requestEventSchemas = {
     attempt: z.number().int().positive(),
     tokens: z.array(streamedToken).min(1).max(4096),
   }),
-  /** A trace of a session started, completed or failed (the agent reports each; a request of one trace reports none). */
+  /**
+   * A trace of a session started, completed or failed (the agent reports each; a request of one trace reports none);
+   * a repeated trace also while it runs, at most once a second, with `done` of `iterations` and what was reported.
+   */
   RequestTraceProgressed: z.object({
     requestId: id,
     attempt: z.number().int().positive(),
     trace: z.number().int().nonnegative(),
     traces: z.number().int().positive(),
     status: z.enum(['RUNNING', 'COMPLETED', 'ERROR']),
-    /** How long the trace ran (COMPLETED, ERROR). */
+    /** How long the trace ran (COMPLETED, ERROR; a repeated trace's RUNNING: so far). */
     ms: z.number().nonnegative().optional(),
+    ...loopProgress,
   }),
   RequestCompleted: z.object({
     requestId: id,
@@ -129,6 +159,16 @@ export const requestEventSchemas = {
     weightsFingerprint: sha256.optional(),
     /** For AGENT_CRASHED_BY_REQUEST: each agent death the request was in flight for, and how the last attempt ended. */
     evidence: z.object({ crashes: z.array(crashEvidence), finalAttempt: z.string().max(4000) }).optional(),
+  }),
+  /**
+   * The agent stopped the block of an attempt the control plane had already failed for its time limit while it ran
+   * in the agent's process (domain/request/run-stop.ts): the agent takes new work again.
+   */
+  RequestRunStopped: z.object({
+    requestId: id,
+    attempt: z.number().int().positive(),
+    agentId: id,
+    stoppedAt: isoTime,
   }),
   RequestRequeued: z.object({
     requestId: id,

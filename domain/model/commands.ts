@@ -39,4 +39,35 @@ export interface EnableModel {
   at: string;
 }
 
-export type ModelCommand = RegisterModel | RemoveModel | DisableModel | EnableModel;
+/** A key registers a persistent edit of a model (`POST /models/:key/edits`, `ndif edits add`). */
+export interface RegisterModelEdit {
+  type: 'RegisterModelEdit';
+  modelKey: string;
+  name: string;
+  /** The edit's block source (checked to be one function expression by the caller). */
+  source: string;
+  /** sha256 of `source`, computed by the caller (the domain has no hashing). */
+  fingerprint: string;
+  visibility: 'public' | 'private';
+  actor: string;
+  /** The actor's key has the operator tag. */
+  operator: boolean;
+  at: string;
+}
+
+export interface RemoveModelEdit {
+  type: 'RemoveModelEdit';
+  modelKey: string;
+  name: string;
+  actor: string;
+  operator: boolean;
+  at: string;
+}
+
+export type ModelCommand =
+  | RegisterModel
+  | RemoveModel
+  | DisableModel
+  | EnableModel
+  | RegisterModelEdit
+  | RemoveModelEdit;

@@ -6,7 +6,16 @@
 import type { ModelEvent } from '../events/index.js';
 import type { Decider } from '../shared/decider.js';
 import { DomainErrorCode as C, refuse } from '../shared/errors.js';
-import type { DisableModel, EnableModel, ModelCommand, RegisterModel, RemoveModel } from './commands.js';
+import type {
+  DisableModel,
+  EnableModel,
+  ModelCommand,
+  RegisterModel,
+  RegisterModelEdit,
+  RemoveModel,
+  RemoveModelEdit,
+} from './commands.js';
+import { EDIT_NAME, EDIT_SOURCE_MAX, EDITS_PER_KEY } from '../events/model.js';
 import { evolveModel, initialModelState, type ModelState } from './state.js';
 
 const short = (fp: string) => fp.slice(0, 12);
@@ -91,8 +100,106 @@ function enable(c: EnableModel, s: ModelState): ModelEvent[] {
   return [{ type: 'ModelEnabled', data: { modelKey: c.modelKey, enabledBy: c.actor, enabledAt: c.at } }];
 }
 
+// Persistent edits. An edit runs with every block of its variant's requests, where that block runs: in-process for a
+// trusted key, in a sandbox otherwise; it never runs with more trust than the requester has. What an edit may change
+// is every answer its variant gives, so who may author one for others is the question: a public edit (every key may
+// submit to the variant) only by an operator; any key may register private edits (only the author may submit to the
+// variant, so an edit is never code another key's requests run unasked). A name is the model's: one edit per name,
+// whoever registered it; only its author or an operator removes it.
+function registerEdit(c: RegisterModelEdit, s: ModelState): ModelEvent[] {
+  if (typeof c.name !== 'string' || !EDIT_NAME.test(c.name))
+    refuse(
+      C.invalidCommand,
+      `edit name ${JSON.stringify(c.name)}: 1 to 64 of lowercase letters, digits and . _ -, starting with a letter or digit`,
+      'name what the edit does, e.g. ablate-h0 (the variant is <model>@<name>)',
+    );
+  if (typeof c.source !== 'string' || c.source.trim() === '' || c.source.length > EDIT_SOURCE_MAX)
+    refuse(
+      C.invalidCommand,
+      `an edit's source is 1 to ${EDIT_SOURCE_MAX} characters (got ${typeof c.source === 'string' ? c.source.length : 'none'})`,
+      'send the block whose interventions make the edit: async (m, ctx) => { … }',
+    );
+  if (c.visibility !== 'public' && c.visibility !== 'private')
+    refuse(C.invalidCommand, 'visibility is public or private');
+  requireRegistered(c, s);
+  if (c.visibility === 'public' && !c.operator)
+    refuse(
+      C.editForbidden,
+      `a public edit runs in every request of ${c.modelKey}@${c.name} that any key submits; only an operator registers one`,
+      'register it private (only your key may use the variant), or ask an operator',
+    );
+  // A state folded before edits existed has none.
+  const edits = s.edits ?? {};
+  const now = edits[c.name];
+  if (now !== undefined) {
+    if (now.fingerprint === c.fingerprint && now.author === c.actor && now.visibility === c.visibility) return [];
+    refuse(
+      C.editConflict,
+      `${c.modelKey}@${c.name} is registered already (sha256 ${short(now.fingerprint)}…, by ${now.author === c.actor ? 'you' : 'another key'})`,
+      `choose another name, or remove it first (ndif edits rm ${c.modelKey}@${c.name}) if it is yours`,
+      { fingerprint: now.fingerprint },
+    );
+  }
+  const own = Object.values(edits).filter((e) => e.author === c.actor).length;
+  if (own >= EDITS_PER_KEY)
+    refuse(
+      C.editLimit,
+      `this key has ${own} edits of ${c.modelKey} registered, the most one key may have on a model (${EDITS_PER_KEY})`,
+      'remove one you no longer use (ndif edits ls / ndif edits rm)',
+      { edits: own, limit: EDITS_PER_KEY },
+    );
+  return [
+    {
+      type: 'ModelEditRegistered',
+      data: {
+        modelKey: c.modelKey,
+        name: c.name,
+        variant: `${c.modelKey}@${c.name}`,
+        fingerprint: c.fingerprint,
+        source: c.source,
+        visibility: c.visibility,
+        author: c.actor,
+        registeredAt: c.at,
+      },
+    },
+  ];
+}
+
+function removeEdit(c: RemoveModelEdit, s: ModelState): ModelEvent[] {
+  const now = s.edits?.[c.name];
+  if (now === undefined || (now.visibility === 'private' && now.author !== c.actor && !c.operator))
+    refuse(
+      C.editNotFound,
+      `${c.modelKey}@${c.name} is not a registered edit`,
+      `ndif edits ls ${c.modelKey} lists the edits you may use`,
+    );
+  if (now.author !== c.actor && !c.operator)
+    refuse(
+      C.editForbidden,
+      `${c.modelKey}@${c.name} is another key's edit`,
+      'only its author or an operator removes it',
+    );
+  return [
+    {
+      type: 'ModelEditRemoved',
+      data: {
+        modelKey: c.modelKey,
+        name: c.name,
+        variant: now.variant,
+        fingerprint: now.fingerprint,
+        removedBy: c.actor,
+        removedAt: c.at,
+      },
+    },
+  ];
+}
+
 export function decideModel(c: ModelCommand, s: ModelState): ModelEvent[] {
   switch (c.type) {
+    case 'RegisterModelEdit':
+      return registerEdit(c, s);
+    case 'RemoveModelEdit':
+      return removeEdit(c, s);
     case 'DisableModel':
       return disable(c, s);
     case 'EnableModel':

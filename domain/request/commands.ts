@@ -10,6 +10,8 @@ export interface SubmitRequest {
   priority: boolean;
   trusted: boolean;
   payload: unknown;
+  /** The model variant's edit (the payload carries its source for the agent). */
+  edit?: { variant: string; name: string; fingerprint: string; author: string };
   options?: {
     timeoutMs?: number | null;
     queueTimeoutMs?: number | null;
@@ -97,6 +99,9 @@ export interface ReportRequestTrace extends AgentReport {
   traces: number;
   status: 'RUNNING' | 'COMPLETED' | 'ERROR';
   ms?: number;
+  iterations?: number;
+  done?: number;
+  reported?: { iteration: number; value: number | Record<string, number> };
 }
 
 /** A batch of output lines. */

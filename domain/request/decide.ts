@@ -22,6 +22,7 @@ import type {
   SubmitRequest,
 } from './commands.js';
 import { evolveRequest, initialRequestState, STREAMED_REPORTS, TERMINAL, type RequestState } from './state.js';
+import { RUN_STOPPED } from './run-stop.js';
 import { implicates, isAgentDeath, POISON_ERROR_TYPE, poisonMessage } from './poison.js';
 
 export const DEFAULT_MAX_ATTEMPTS = 5;
@@ -91,6 +92,7 @@ function submit(c: SubmitRequest, s: RequestState): RequestEvent[] {
         trusted: c.trusted,
         payload: c.payload,
         options,
+        ...(c.edit === undefined ? {} : { edit: c.edit }),
       },
     },
     {
@@ -337,10 +339,26 @@ function report(c: Report, s: RequestState): RequestEvent[] {
   };
   if (TERMINAL.has(s.status)) {
     if (c.type === 'ReportRequestCompleted' && s.completedBy === c.agentMessageId) return [];
-    return ignore(
-      'FINISHED',
-      `request ${c.requestId} is already ${s.status}; ${kind} of attempt ${c.attempt} changes nothing`,
-    );
+    // The end of an attempt failed for its time limit while its block ran in the agent: the block has stopped.
+    const stopped: RequestEvent[] =
+      s.blockRunning === c.attempt &&
+      s.agentId === c.agentId &&
+      (c.type === 'ReportRequestCompleted' || c.type === 'ReportRequestFailed')
+        ? [
+            {
+              type: 'RequestRunStopped',
+              data: { requestId: c.requestId, attempt: c.attempt, agentId: c.agentId, stoppedAt: c.at },
+            },
+          ]
+        : [];
+    if (c.type === 'ReportRequestFailed' && c.errorType === RUN_STOPPED) return stopped;
+    return [
+      ...ignore(
+        'FINISHED',
+        `request ${c.requestId} is already ${s.status}; ${kind} of attempt ${c.attempt} changes nothing`,
+      ),
+      ...stopped,
+    ];
   }
   if (c.attempt !== s.attempt || !inFlight(s)) {
     const last = s.requeues[s.requeues.length - 1];
@@ -381,6 +399,8 @@ function report(c: Report, s: RequestState): RequestEvent[] {
             traces: c.traces,
             status: c.status,
             ...(c.ms === undefined ? {} : { ms: c.ms }),
+            ...(c.iterations === undefined ? {} : { iterations: c.iterations, done: c.done ?? 0 }),
+            ...(c.reported === undefined ? {} : { reported: c.reported }),
           },
         },
       ];

@@ -1,6 +1,7 @@
 // State of one request, folded from its stream.
 import type { CrashEvidence, RequestEvent, RequestOptions, RequeueReason } from '../events/index.js';
 import { utf8Length } from '../../protocol/log-limits.js';
+import { leavesBlockRunning } from './run-stop.js';
 
 export type RequestStatus =
   | 'NONE'
@@ -27,6 +28,7 @@ export interface RequestState {
   modelKey: string;
   submitter: string;
   priority: boolean;
+  trusted: boolean;
   options: RequestOptions | null;
   enqueuedAt: string | null;
   /** Dispatches so far; the attempt in flight when DISPATCHED or RUNNING. */
@@ -46,6 +48,8 @@ export interface RequestState {
   result: { ref: string; bytes: number; expired: boolean } | null;
   /** What the latest attempt that logged has logged: lines and UTF-8 bytes kept, and whether it was truncated. */
   log: AttemptLog;
+  /** The attempt failed for its time limit whose in-process block its agent has not reported stopped (run-stop.ts). */
+  blockRunning: number | null;
 }
 
 export interface AttemptLog {
@@ -68,6 +72,7 @@ export function initialRequestState(): RequestState {
     modelKey: '',
     submitter: '',
     priority: false,
+    trusted: false,
     options: null,
     enqueuedAt: null,
     attempt: 0,
@@ -80,6 +85,7 @@ export function initialRequestState(): RequestState {
     isolated: false,
     log: NO_LOG,
     result: null,
+    blockRunning: null,
   };
 }
 
@@ -93,6 +99,7 @@ export function evolveRequest(s: RequestState, e: RequestEvent): RequestState {
         modelKey: e.data.modelKey,
         submitter: e.data.submitter,
         priority: e.data.priority,
+        trusted: e.data.trusted,
         options: e.data.options,
       };
     case 'RequestQueued':
@@ -133,7 +140,9 @@ export function evolveRequest(s: RequestState, e: RequestEvent): RequestState {
     case 'ResultExpired':
       return s.result === null ? s : { ...s, result: { ...s.result, expired: true } };
     case 'RequestFailed':
-      return { ...s, status: 'ERROR' };
+      return { ...s, status: 'ERROR', blockRunning: leavesBlockRunning(s, e.data) ? e.data.attempt : null };
+    case 'RequestRunStopped':
+      return s.blockRunning === e.data.attempt ? { ...s, blockRunning: null } : s;
     case 'RequestRequeued':
       return {
         ...s,

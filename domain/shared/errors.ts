@@ -26,6 +26,10 @@ export const DomainErrorCode = {
   modelNotFound: 'CP_MODEL_NOT_FOUND',
   modelConflict: 'CP_MODEL_CONFLICT',
   modelDeployed: 'CP_MODEL_DEPLOYED',
+  editNotFound: 'CP_EDIT_NOT_FOUND',
+  editConflict: 'CP_EDIT_CONFLICT',
+  editForbidden: 'CP_EDIT_FORBIDDEN',
+  editLimit: 'CP_EDIT_LIMIT',
   leaderEpochStale: 'CP_LEADER_EPOCH_STALE',
 } as const;
 
@@ -55,6 +59,10 @@ const STATUS: Record<DomainErrorCodeName, number> = {
   CP_MODEL_NOT_FOUND: 404,
   CP_MODEL_CONFLICT: 409,
   CP_MODEL_DEPLOYED: 409,
+  CP_EDIT_NOT_FOUND: 404,
+  CP_EDIT_CONFLICT: 409,
+  CP_EDIT_FORBIDDEN: 403,
+  CP_EDIT_LIMIT: 409,
   CP_LEADER_EPOCH_STALE: 409,
 };
 

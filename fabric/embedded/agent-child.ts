@@ -45,7 +45,7 @@ export class AgentChild {
   /** The end of the last process that died (not one this supervisor stopped). */
   lastExit: ObservedExit | undefined;
   /** Set when the agent refused its configuration (exit 78, e.g. AGENT_HEALTH_PORT_IN_USE): it is not restarted. */
-  configFault: { code: string; message: string } | undefined;
+  configFault: { code: string; message: string; at: string } | undefined;
 
   constructor(private readonly options: AgentChildOptions) {
     this.delay = options.restartDelayMs ?? 500;
@@ -105,7 +105,10 @@ export class AgentChild {
       if (code === CONFIG_FAULT_EXIT) {
         const line = [...tail].reverse().find((l) => l.startsWith('gpu-agent: ')) ?? 'gpu-agent: configuration refused';
         const m = /^gpu-agent: ([A-Z][A-Z0-9_]+): (.*)$/.exec(line);
-        this.configFault = m ? { code: m[1]!, message: m[2]! } : { code: 'AGENT_CONFIG_INVALID', message: line };
+        const at = new Date().toISOString();
+        this.configFault = m
+          ? { code: m[1]!, message: m[2]!, at }
+          : { code: 'AGENT_CONFIG_INVALID', message: line, at };
         this.options.log.error(this.configFault, 'the agent refused its configuration; it is not started again');
         for (const w of this.faultWaiters.splice(0)) w(this.configFault);
         return;

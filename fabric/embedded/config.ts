@@ -7,6 +7,8 @@
 //   NDIF_MODELS       models besides the bundled gpt2-tiny (see catalog/config.ts)
 //   NDIF_AGENT_RESTART_MS  first delay before a dead agent child is started again (default 500; doubles up to 10 s)
 //   NDIF_AGENT_RESTART_RESET_MS  after running this long, a dead agent child gets the first delay again (default 60000)
+//   NDIF_CONTROL_PLANE_RESTART_MS  first delay before a dead control-plane process is started again (default 500;
+//                     doubles up to 10 s, back to the first after a minute of running)
 //   NDIF_SCHEDULER_*, NDIF_ONDEMAND_*  the scheduler's timing knobs (fabric/scheduler-env.ts)
 // plus the API settings of docs/http-api.md (NDIF_AUTH, default off here; NDIF_RATE_LIMIT, …).
 import { join, resolve } from 'node:path';
@@ -22,6 +24,8 @@ export interface EmbeddedConfig {
   agentRestartMs: number;
   /** Running time after which the restart delay starts over (ms). */
   agentRestartResetMs: number;
+  /** First restart delay of the control-plane process (ms). */
+  controlPlaneRestartMs: number;
 }
 
 function invalid(name: string, value: string, accepts: string): FabricError {
@@ -44,8 +48,13 @@ export function embeddedConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Emb
   const agentRestartResetMs = Number(rawReset);
   if (!/^[0-9]+$/.test(rawReset) || agentRestartResetMs < 100)
     throw invalid('NDIF_AGENT_RESTART_RESET_MS', rawReset, 'milliseconds, at least 100');
+  const rawCpRestart = env.NDIF_CONTROL_PLANE_RESTART_MS || '500';
+  const controlPlaneRestartMs = Number(rawCpRestart);
+  if (!/^[0-9]+$/.test(rawCpRestart) || controlPlaneRestartMs < 10 || controlPlaneRestartMs > 10_000)
+    throw invalid('NDIF_CONTROL_PLANE_RESTART_MS', rawCpRestart, 'milliseconds from 10 to 10000');
   return {
     dataDir: resolve(env.NDIF_DATA_DIR || 'data'),
+    controlPlaneRestartMs,
     port,
     host: env.NDIF_HOST || '127.0.0.1',
     agent: agent === 'on',

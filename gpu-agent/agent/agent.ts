@@ -85,7 +85,12 @@ export class GpuAgent {
       log,
       config.maxRunMs,
       options.untrusted,
-      { log: config.logLimits, logLinesPerSecond: config.logLinesPerSecond, resultMaxBytes: config.resultMaxBytes },
+      {
+        log: config.logLimits,
+        logLinesPerSecond: config.logLinesPerSecond,
+        resultMaxBytes: config.resultMaxBytes,
+        progressIntervalMs: config.progressIntervalMs,
+      },
     );
   }
 

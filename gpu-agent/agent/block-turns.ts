@@ -25,7 +25,7 @@ export class BlockTurns {
       },
       receive: async () => {
         const msg = await channel.receive();
-        if (msg.kind !== 'LOG') this.entered.delete(requestId);
+        if (msg.kind !== 'LOG' && msg.kind !== 'REPORT') this.entered.delete(requestId);
         return msg;
       },
       close: () => channel.close(),

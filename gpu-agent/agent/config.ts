@@ -52,6 +52,8 @@ export interface AgentConfig {
   resultMaxBytes: number;
   /** NDIF_LOG_LINES_PER_S: how fast one request's log lines leave the agent. */
   logLinesPerSecond: number;
+  /** NDIF_PROGRESS_INTERVAL_MS: least time between two progress reports (TRACE) of a loop. */
+  progressIntervalMs: number;
 }
 
 export const DEFAULT_RESULT_MAX_BYTES = 64 * 1024 * 1024;
@@ -155,6 +157,7 @@ export function agentConfigFromEnv(env: NodeJS.ProcessEnv = process.env, cuda = 
     logLimits: readLogLimits(env),
     resultMaxBytes: bytes(env, 'NDIF_RESULT_MAX_BYTES') ?? DEFAULT_RESULT_MAX_BYTES,
     logLinesPerSecond: int(env, 'NDIF_LOG_LINES_PER_S', DEFAULT_LOG_LINES_PER_S, 1),
+    progressIntervalMs: int(env, 'NDIF_PROGRESS_INTERVAL_MS', 1000, 100),
   };
   if (config.stallMs > 0 && config.stallMs < 1000)
     throw agentConfigInvalid('NDIF_AGENT_STALL_MS', env.NDIF_AGENT_STALL_MS!, '0 (no watchdog) or at least 1000');

@@ -3,8 +3,11 @@
 // (untrusted), reports LOG lines in batches (up to the attempt's log limits), and ends with COMPLETED (the SavedTrees encoded as one result container,
 // put in the blob store: the event carries its ref, size and sha256) or FAILED (phase, type, message, the
 // block's stack). An abort (cancelled, requeued, timed out by the control plane) stops the run through its
-// AbortSignal and reports nothing: the control plane has already decided the attempt's fate.
+// AbortSignal and reports nothing: the control plane has already decided the attempt's fate; only an in-process run
+// the control plane failed (its time limit) reports when its block has stopped (`RunStopped`: until then the agent
+// gets no new work).
 import { runMeta } from './run-meta.js';
+import { RUN_STOPPED } from '../../domain/request/run-stop.js';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { BlobStore } from '../../blobstore/port.js';
@@ -35,6 +38,8 @@ export interface RunLimits {
   /** A request's log lines leave the agent at most this fast (NDIF_LOG_LINES_PER_S). */
   logLinesPerSecond: number;
   resultMaxBytes: number;
+  /** Least time between two progress reports of a repeated trace (NDIF_PROGRESS_INTERVAL_MS; default 1000). */
+  progressIntervalMs?: number;
 }
 import { TokenStream } from './token-stream.js';
 import { BlockTurns } from './block-turns.js';
@@ -146,6 +151,28 @@ export class RequestExecutor {
     if (r === undefined || r.attempt !== a.attempt) return;
     r.aborted = true;
     r.controller.abort(a.reason.toLowerCase());
+    // The control plane failed it (its time limit) while its block ran here: this agent gets no new work until it
+    // says the block has stopped (domain/request/run-stop.ts). A block that never stops ends with the process.
+    if (a.reason === 'FAILED' && r.inProcess) void r.done.then(() => this.reportStopped(a));
+  }
+
+  private reportStopped(a: AbortAssignment): Promise<void> {
+    const agentMessageId = this.reporter.nextMessageId();
+    return this.reporter.send(
+      agentMessageId,
+      {
+        type: 'ReportRequestFailed',
+        requestId: a.requestId,
+        attempt: a.attempt,
+        agentId: this.agentId,
+        agentMessageId,
+        phase: 'execution',
+        errorType: RUN_STOPPED,
+        message: `the block of attempt ${a.attempt} stopped after the control plane had failed it`,
+        stack: null,
+      } as Parameters<Reporter['send']>[1],
+      { correlationId: a.correlationId, causationId: a.eventId },
+    );
   }
 
   private async execute(a: RunAssignment, entry: Running): Promise<void> {
@@ -214,6 +241,8 @@ export class RequestExecutor {
         timeoutMs,
         signal: entry.controller.signal,
         onLog: (l: { stream: 'stdout' | 'stderr'; line: string }) => logs.push(l.stream, l.line),
+        // A model variant's persistent edit (filled in by the command API from its registration).
+        ...(payload.edit === undefined ? {} : { edit: payload.edit }),
       };
       const req: RunRequest = {
         ...common,
@@ -244,7 +273,11 @@ export class RequestExecutor {
             invokes: invokeSpecs(t.invokes, t.block),
             ...(t.newTokens === undefined ? {} : { newTokens: t.newTokens }),
             ...(t.generation === undefined ? {} : { generation: t.generation }),
+            ...(t.repeat === undefined ? {} : { repeat: t.repeat }),
           })),
+          ...(this.limits.progressIntervalMs === undefined
+            ? {}
+            : { progressIntervalMs: this.limits.progressIntervalMs }),
           onTrace: (e) => {
             if (!entry.aborted)
               void report('ReportRequestTrace', {
@@ -252,6 +285,8 @@ export class RequestExecutor {
                 traces: e.traces,
                 status: e.status,
                 ...(e.ms === undefined ? {} : { ms: Math.round(e.ms * 10) / 10 }),
+                ...(e.iterations === undefined ? {} : { iterations: e.iterations, done: e.done ?? 0 }),
+                ...(e.reported === undefined ? {} : { reported: e.reported }),
               });
           },
         };

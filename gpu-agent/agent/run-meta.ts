@@ -4,6 +4,7 @@ import type { RunResult } from '../runtime/index.js';
 
 export function runMeta(r: RunResult): Record<string, unknown> {
   return {
+    ...(r.iterations === undefined ? {} : { iterations: r.iterations }),
     steps: r.steps,
     stoppedEarly: r.stoppedEarly,
     tokens: r.invokes.map((i) => i.tokens),

@@ -196,7 +196,9 @@ function die(cause, ids) {
   try { writeFileSync(2, 'gpu-agent: ' + cause + '\\n'); } catch {}
   process.kill(process.pid, 'SIGKILL');
 }
-let told = 0, memorySince = 0;
+// told: when the main thread was last told (told again every 500 ms); asked: the first telling it has not turned
+// since (the main thread answers by turning: the beat moves past it).
+let told = 0, asked = 0, memorySince = 0;
 parentPort.on('message', (m) => {
   if (m === 'stop' && wordsAhead) { try { rmSync(lastWordsFile, { force: true }); } catch {} wordsAhead = false; }
 });
@@ -240,8 +242,9 @@ setInterval(() => {
     if (memorySince === now || now - told > 500) {
       parentPort.postMessage({ why: 'memory', detail: what });
       told = now;
+      if (asked === 0 || last >= asked) asked = now;
     }
-    const unanswered = last < told && now - told >= 1000;
+    const unanswered = last < asked && now - asked >= 1000;
     if (unanswered || now - memorySince >= memoryGraceMs) {
       const suspects = culprit(inProcess);
       return die('memory: the trusted block of ' + suspects.join(', ') + ' kept the agent over its memory limits (' + what +
@@ -251,6 +254,7 @@ setInterval(() => {
     return;
   }
   memorySince = 0;
+  asked = 0;
   if (stallMs > 0 && blocked >= stallMs) {
     const suspects = inProcess.length > 0 ? culprit(inProcess) : ids;
     die('watchdog: the event loop was blocked for ' + blocked + ' ms (limit ' + stallMs + ' ms)' +

@@ -61,6 +61,7 @@ export const RequestErrorCode = {
   promptTooLong: 'PROMPT_TOO_LONG',
   paddingUnsupported: 'BATCH_PADDING_UNSUPPORTED',
   noTraces: 'SESSION_NO_TRACES',
+  badRepeat: 'SESSION_BAD_REPEAT',
   modelClosed: 'MODEL_CLOSED',
 } as const;
 
@@ -76,7 +77,10 @@ export class InterventionError extends FabricError {
   /** The trace of a session it failed in (absent for a request of one trace). */
   readonly trace: number | undefined;
 
-  constructor(blockError: BlockError, invoke?: number, trace?: number) {
+  /** The iteration of a repeated trace it failed in. */
+  readonly iteration: number | undefined;
+
+  constructor(blockError: BlockError, invoke?: number, trace?: number, iteration?: number) {
     const c = blockErrorCode(blockError.type);
     const where = invoke === undefined ? '' : ` (invoke ${invoke})`;
     super(c.code, c.status, `${blockError.type}${where}: ${blockError.message}`, {
@@ -84,6 +88,7 @@ export class InterventionError extends FabricError {
         phase: blockError.phase,
         type: blockError.type,
         ...(trace === undefined ? {} : { trace }),
+        ...(iteration === undefined ? {} : { iteration }),
         ...(invoke === undefined ? {} : { invoke }),
         ...(blockError.stack ? { stack: blockError.stack } : {}),
       },
@@ -92,14 +97,20 @@ export class InterventionError extends FabricError {
     this.blockError = blockError;
     this.invoke = invoke;
     this.trace = trace;
+    this.iteration = iteration;
   }
 
-  /** The same failure, said to be in trace `t` of a session (its message starts with it, so the report names it). */
-  inTrace(t: number): InterventionError {
+  /**
+   * The same failure, said to be in trace `t` of a session — and iteration `it` of its `of` when the trace repeats —
+   * (its message starts with it, so the report names it).
+   */
+  inTrace(t: number, iteration?: { it: number; of: number }): InterventionError {
+    const where = iteration === undefined ? `trace ${t}` : `trace ${t} iteration ${iteration.it} of ${iteration.of}`;
     const e = new InterventionError(
-      { ...this.blockError, message: `trace ${t}: ${this.blockError.message}` },
+      { ...this.blockError, message: `${where}: ${this.blockError.message}` },
       this.invoke,
       t,
+      iteration?.it,
     );
     e.stack = this.stack;
     return e;

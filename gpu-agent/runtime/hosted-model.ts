@@ -136,6 +136,7 @@ export class HostedModel {
         timeoutMs: req.timeoutMs,
         signal: req.signal,
         onTrace: req.onTrace,
+        ...(req.progressIntervalMs === undefined ? {} : { progressIntervalMs: req.progressIntervalMs }),
       });
       return { requestId: traces[0]!.start.requestId, traces: results, timings: { totalMs: performance.now() - t0 } };
     });

@@ -14,13 +14,64 @@ export interface AuditState {
   byActor: Map<string, number[]>;
   /** Model of each request and deployment stream (request events other than RequestReceived carry no model key). */
   modelOfStream: Map<string, string>;
-  /** `at` (epoch ms) of each position: atMs[position - firstPosition]. */
+  /**
+   * `at` (epoch ms) of each position: atMs[position - firstPosition]. The index covers the positions from
+   * `firstPosition` on: it keeps the last `recentEvents` events (bounded hot state), older ones are answered by the
+   * audit read models (forensics/audit.ts).
+   */
   firstPosition: number;
   atMs: number[];
+  /** Whether events before `firstPosition` were dropped from the index (then older ones are not answered here). */
+  trimmed: boolean;
+  /** How many of the latest events the index keeps (from the process's settings, not the snapshot). */
+  recentEvents: number;
 }
 
-export function initialAuditState(): AuditState {
-  return { byModel: new Map(), byActor: new Map(), modelOfStream: new Map(), firstPosition: 0, atMs: [] };
+/** Events the in-memory audit index keeps by default (NDIF_VIEW_RECENT_EVENTS). */
+export const DEFAULT_RECENT_EVENTS = 200_000;
+
+export function initialAuditState(recentEvents = DEFAULT_RECENT_EVENTS): AuditState {
+  return {
+    byModel: new Map(),
+    byActor: new Map(),
+    modelOfStream: new Map(),
+    firstPosition: 0,
+    atMs: [],
+    trimmed: false,
+    recentEvents,
+  };
+}
+
+/** The first index of ascending `list` holding a position >= `p`. */
+function lowerBound(list: number[], p: number): number {
+  let lo = 0;
+  let hi = list.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (list[mid]! < p) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+function dropBefore(m: Map<string, number[]>, first: number): void {
+  for (const [k, list] of m) {
+    const i = lowerBound(list, first);
+    if (i === list.length) m.delete(k);
+    else if (i > 0) m.set(k, list.slice(i));
+  }
+}
+
+/** Keeps the last `recentEvents` events; trims once a quarter more has come, so trimming costs O(1) per event. */
+function trim(s: AuditState): void {
+  if (s.atMs.length <= s.recentEvents + (s.recentEvents >> 2) + 1024) return;
+  const cut = s.atMs.length - s.recentEvents;
+  const first = s.firstPosition + cut;
+  s.atMs = s.atMs.slice(cut);
+  s.firstPosition = first;
+  s.trimmed = true;
+  dropBefore(s.byModel, first);
+  dropBefore(s.byActor, first);
 }
 
 function push(m: Map<string, number[]>, key: string, position: number): void {
@@ -53,10 +104,12 @@ export function applyAudit(s: AuditState, e: StoredEvent): AuditState {
   const t = atMs(e.metadata.at);
   while (s.atMs.length < offset) s.atMs.push(s.atMs.length === 0 ? t : s.atMs[s.atMs.length - 1]);
   s.atMs.push(t);
+  trim(s);
   return s;
 }
 
-export const AUDIT_PROJECTION_VERSION = 1;
+// 2: a bounded window of recent events.
+export const AUDIT_PROJECTION_VERSION = 2;
 
 export const auditProjection: Projection<AuditState> = {
   name: 'audit',
@@ -70,21 +123,27 @@ export const auditProjection: Projection<AuditState> = {
       modelOfStream: [...s.modelOfStream.entries()],
       firstPosition: s.firstPosition,
       atMs: s.atMs,
+      trimmed: s.trimmed,
     }) as unknown as JsonValue,
-  fromSnapshot: (j) => {
-    const o = j as unknown as {
-      byModel: [string, number[]][];
-      byActor: [string, number[]][];
-      modelOfStream: [string, string][];
-      firstPosition: number;
-      atMs: number[];
-    };
-    return {
-      byModel: new Map(o.byModel),
-      byActor: new Map(o.byActor),
-      modelOfStream: new Map(o.modelOfStream),
-      firstPosition: o.firstPosition,
-      atMs: o.atMs,
-    };
-  },
+  fromSnapshot: (j) => auditFromSnapshot(j),
 };
+
+export function auditFromSnapshot(j: JsonValue, recentEvents = DEFAULT_RECENT_EVENTS): AuditState {
+  const o = j as unknown as {
+    byModel: [string, number[]][];
+    byActor: [string, number[]][];
+    modelOfStream: [string, string][];
+    firstPosition: number;
+    atMs: number[];
+    trimmed?: boolean;
+  };
+  return {
+    byModel: new Map(o.byModel),
+    byActor: new Map(o.byActor),
+    modelOfStream: new Map(o.modelOfStream),
+    firstPosition: o.firstPosition,
+    atMs: o.atMs,
+    trimmed: o.trimmed === true,
+    recentEvents,
+  };
+}

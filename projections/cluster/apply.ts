@@ -23,6 +23,8 @@ export function applyCluster(
   eventRef?: EventRef,
 ): ClusterState {
   if (d === undefined) return s;
+  // Request events (most of a log) change nothing here: a dispatch names its replica but leaves it as it was.
+  if (d.type.startsWith('Request') || d.type === 'AgentReportIgnored' || d.type === 'ResultExpired') return s;
   applyClusterEvent(s, e, d, eventRef);
   // Keep the derived indexes in step with what the event changed.
   const data = d.data as { replicaId?: string; forReplicaId?: string; agentId?: string; modelKey?: string };
@@ -31,11 +33,14 @@ export function applyCluster(
     const a = s.agents.get(data.agentId);
     if (a !== undefined) reindexAgent(s, a);
   }
-  for (const id of [data.forReplicaId, data.replicaId]) {
-    const r = id === undefined ? undefined : s.replicas.get(id);
-    if (r !== undefined) reindexReplica(s, r);
-  }
+  if (data.forReplicaId !== undefined) reindex(s, data.forReplicaId);
+  if (data.replicaId !== undefined) reindex(s, data.replicaId);
   return s;
+}
+
+function reindex(s: ClusterState, replicaId: string): void {
+  const r = s.replicas.get(replicaId);
+  if (r !== undefined) reindexReplica(s, r);
 }
 
 function applyClusterEvent(s: ClusterState, e: StoredEvent, d: DomainEvent, eventRef?: EventRef): ClusterState {

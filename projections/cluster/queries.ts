@@ -12,6 +12,14 @@ export function activeReplicas(s: ClusterState, modelKey: string): ClusterReplic
   return out;
 }
 
+/** Whether the model has a replica in one of `states` (stops at the first; no array of every replica). */
+export function hasReplicaIn(s: ClusterState, modelKey: string, states: ReadonlySet<string>): boolean {
+  const ids = s.index.liveByModel.get(modelKey);
+  if (ids === undefined) return false;
+  for (const id of ids) if (states.has(s.replicas.get(id)!.state)) return true;
+  return false;
+}
+
 /** What a user waiting for this model is told: READY, DEPLOYING (placed/loading), PROVISIONING (being placed), … */
 export type DeploymentPhase = 'READY' | 'DEPLOYING' | 'PROVISIONING' | 'CACHED' | 'REFUSED' | 'FAILED' | 'NONE';
 

@@ -3,6 +3,7 @@
 import type { EventStore, StoredEvent } from '../../eventstore/port.js';
 import type { ProjectionStatus, SnapshotStore } from '../runner/projection.js';
 import { ProjectionRunner, type StateRunnerOptions } from '../runner/state-runner.js';
+import type { HotStateLimits } from '../requests/state.js';
 import { controlPlaneProjection, type AppliedListener, type ControlPlaneState } from './state.js';
 
 export class ControlPlaneView {
@@ -12,7 +13,11 @@ export class ControlPlaneView {
   constructor(
     store: EventStore,
     snapshots: SnapshotStore,
-    options: StateRunnerOptions & { onListenerError?: (e: unknown) => void } = {},
+    options: StateRunnerOptions & {
+      onListenerError?: (e: unknown) => void;
+      /** How much finished history stays in memory (docs/control-plane.md, "Bounded hot state"). */
+      hot?: Partial<HotStateLimits>;
+    } = {},
   ) {
     const projection = controlPlaneProjection({
       onApplied: (e: StoredEvent, s: ControlPlaneState) => {
@@ -20,8 +25,9 @@ export class ControlPlaneView {
         for (const l of this.listeners) l(e, s);
       },
       onListenerError: options.onListenerError,
+      hot: options.hot,
     });
-    // The composite state is large (every request's view; a snapshot costs ~15–25 ms per 1000 requests here): snapshot
+    // The composite state is large (every live request and the recent finished; ~15–25 ms per 1000 requests): snapshot
     // it every 250k events or 30 s of activity, not the runner's general defaults (50k / 1 s), so a rebuild does not
     // spend its time serializing; a restart then replays at most 250k events (a few seconds).
     this.runner = new ProjectionRunner(store, projection, snapshots, {

@@ -2,7 +2,13 @@
 // cluster, queues, requests and agents as of one and the same position.
 import type { JsonValue, StoredEvent } from '../../eventstore/port.js';
 import { agentsProjection, applyAgents, initialAgentsState, type AgentsState } from '../agents/projection.js';
-import { applyAudit, auditProjection, initialAuditState, type AuditState } from '../audit/projection.js';
+import {
+  applyAudit,
+  auditFromSnapshot,
+  auditProjection,
+  initialAuditState,
+  type AuditState,
+} from '../audit/projection.js';
 import { applyCluster } from '../cluster/apply.js';
 import { clusterFromSnapshot, clusterToSnapshot } from '../cluster/projection.js';
 import { initialClusterState, type ClusterState } from '../cluster/state.js';
@@ -11,7 +17,8 @@ import { queueFromSnapshot, queueToSnapshot } from '../queue/projection.js';
 import { initialQueueState, type QueueState } from '../queue/state.js';
 import { applyRequests } from '../requests/apply.js';
 import { requestsFromSnapshot, requestsToSnapshot } from '../requests/projection.js';
-import { initialRequestsState, type RequestsState } from '../requests/state.js';
+import { evictFinished } from '../requests/evict.js';
+import { DEFAULT_HOT_STATE, initialRequestsState, type HotStateLimits, type RequestsState } from '../requests/state.js';
 import type { Projection } from '../runner/projection.js';
 import {
   applyModels,
@@ -21,6 +28,7 @@ import {
   type ModelsState,
 } from '../models/projection.js';
 import { decode, refOf } from '../decode.js';
+import { requestStream } from '../../domain/shared/ids.js';
 import { emptyDeadlines, rebuildDeadlines, trackDeadlines, type Deadlines } from './deadlines.js';
 
 export interface ControlPlaneState {
@@ -39,22 +47,26 @@ export interface ControlPlaneState {
 
 /** Bump when any part's apply changes its output (the runner then rebuilds from position 0). */
 // 2 (issue 12): fair-share queue order, result expiry and the storage and retention indexes.
-export const CONTROL_PLANE_PROJECTION_VERSION = 2;
+// 3 (issue 22): bounded hot state (finished requests evicted beyond a limit, a bounded audit window).
+export const CONTROL_PLANE_PROJECTION_VERSION = 3;
 
-export function initialControlPlaneState(): ControlPlaneState {
+export function initialControlPlaneState(hot: HotStateLimits = DEFAULT_HOT_STATE): ControlPlaneState {
   return {
     position: 0,
     cluster: initialClusterState(),
     queue: initialQueueState(),
-    requests: initialRequestsState(),
+    requests: initialRequestsState(hot),
     agents: initialAgentsState(),
-    audit: initialAuditState(),
+    audit: initialAuditState(hot.recentEvents),
     models: initialModelsState(),
     deadlines: emptyDeadlines(),
   };
 }
 
 export function applyControlPlane(s: ControlPlaneState, e: StoredEvent): ControlPlaneState {
+  // Before the event, so a request that finished with the previous one is still there for its listeners.
+  if (s.requests.finished.ids.length - s.requests.finished.head > s.requests.hot.recentFinished)
+    evictFinished(s.requests, (id) => forgetRequest(s, id));
   const d = decode(e);
   const ref = refOf(e);
   const data = d?.data as { requestId?: string; replicaId?: string } | undefined;
@@ -72,6 +84,11 @@ export function applyControlPlane(s: ControlPlaneState, e: StoredEvent): Control
   trackEndedWithWork(s, data?.replicaId ?? null);
   s.position = e.position;
   return s;
+}
+
+/** What the other parts keep about a request that left the view. */
+function forgetRequest(s: ControlPlaneState, requestId: string): void {
+  s.audit.modelOfStream.delete(requestStream(requestId));
 }
 
 /** Keeps the set of ended replicas (REMOVED, FAILED) that still have requests in flight, for the preemption rule. */
@@ -97,17 +114,17 @@ export function controlPlaneToSnapshot(s: ControlPlaneState): JsonValue {
   };
 }
 
-export function controlPlaneFromSnapshot(j: JsonValue): ControlPlaneState {
+export function controlPlaneFromSnapshot(j: JsonValue, hot: HotStateLimits = DEFAULT_HOT_STATE): ControlPlaneState {
   const o = j as { [k: string]: JsonValue };
   const cluster = clusterFromSnapshot(o.cluster);
-  const requests = requestsFromSnapshot(o.requests);
+  const requests = requestsFromSnapshot(o.requests, hot);
   const state: ControlPlaneState = {
     position: o.position as number,
     cluster,
     queue: queueFromSnapshot(o.queue),
     requests,
     agents: agentsProjection.fromSnapshot!(o.agents),
-    audit: auditProjection.fromSnapshot!(o.audit),
+    audit: auditFromSnapshot(o.audit, hot.recentEvents),
     models: modelsFromSnapshot(o.models),
     deadlines: rebuildDeadlines(cluster, requests),
   };
@@ -123,13 +140,19 @@ export type AppliedListener = (event: StoredEvent, state: ControlPlaneState) => 
  * outside the projection on a microtask, so it is reported and not swallowed).
  */
 export function controlPlaneProjection(
-  options: { onApplied?: AppliedListener; onListenerError?: (e: unknown) => void } = {},
+  options: {
+    onApplied?: AppliedListener;
+    onListenerError?: (e: unknown) => void;
+    /** How much finished history the view keeps (default DEFAULT_HOT_STATE). */
+    hot?: Partial<HotStateLimits>;
+  } = {},
 ): Projection<ControlPlaneState> {
   const { onApplied, onListenerError } = options;
+  const hot = { ...DEFAULT_HOT_STATE, ...options.hot };
   return {
     name: 'control-plane',
     version: CONTROL_PLANE_PROJECTION_VERSION,
-    initialState: initialControlPlaneState,
+    initialState: () => initialControlPlaneState(hot),
     apply(s, e) {
       applyControlPlane(s, e);
       if (onApplied !== undefined) {
@@ -146,7 +169,7 @@ export function controlPlaneProjection(
       return s;
     },
     toSnapshot: controlPlaneToSnapshot,
-    fromSnapshot: controlPlaneFromSnapshot,
+    fromSnapshot: (j) => controlPlaneFromSnapshot(j, hot),
   };
 }
 

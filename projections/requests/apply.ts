@@ -2,11 +2,17 @@
 import type { StoredEvent } from '../../eventstore/port.js';
 import { atMs as toMs, decode, refOf, type EventRef } from '../decode.js';
 import type { DomainEvent } from '../../domain/events/types.js';
-import { countInFlight, keepResult, storedBytesOf, type RequestsState, type RequestView } from './state.js';
+import { leavesBlockRunning } from '../../domain/request/run-stop.js';
+import { countInFlight, countStored, keepResult, type RequestsState, type RequestView } from './state.js';
 
-function view(s: RequestsState, requestId: string, e: StoredEvent): RequestView {
+/**
+ * The request's view; undefined for a finished request already evicted from the view (a late report, an expiry:
+ * the log and the read models keep its history). Only while nothing was evicted can an unknown id be told apart
+ * from one never received.
+ */
+function view(s: RequestsState, requestId: string, e: StoredEvent): RequestView | undefined {
   const v = s.byId.get(requestId);
-  if (v === undefined)
+  if (v === undefined && s.evicted === 0)
     throw new Error(`${e.type} at position ${e.position} names request ${requestId}, which was never received`);
   return v;
 }
@@ -25,16 +31,7 @@ function finish(s: RequestsState, v: RequestView, atMs: number): void {
   leaveReplica(s, v);
   v.finishedAtMs = atMs;
   s.active.delete(v.requestId);
-}
-
-/** Drops expired results from the front of the retention queue (and the array's dead prefix now and then). */
-function compactRetention(s: RequestsState): void {
-  const r = s.retention;
-  while (r.head < r.queue.length && s.byId.get(r.queue[r.head]!.requestId)?.result?.expiredAt !== undefined) r.head++;
-  if (r.head > 1024 && r.head * 2 > r.queue.length) {
-    r.queue = r.queue.slice(r.head);
-    r.head = 0;
-  }
+  s.finished.ids.push(v.requestId);
 }
 
 export function applyRequests(
@@ -82,6 +79,7 @@ export function applyRequests(
     }
     case 'RequestQueued': {
       const v = view(s, d.data.requestId, e);
+      if (v === undefined) return s;
       v.status = 'QUEUED';
       v.enqueuedAtMs = v.queuedAtMs = toMs(d.data.enqueuedAt);
       v.lastEvent = ref;
@@ -89,6 +87,7 @@ export function applyRequests(
     }
     case 'RequestDispatched': {
       const v = view(s, d.data.requestId, e);
+      if (v === undefined) return s;
       if (v.replicaId !== null && s.inFlightByReplica.get(v.replicaId)?.has(v.requestId)) leaveReplica(s, v);
       v.status = 'DISPATCHED';
       v.attempt = d.data.attempt;
@@ -110,6 +109,7 @@ export function applyRequests(
     }
     case 'RequestStarted': {
       const v = view(s, d.data.requestId, e);
+      if (v === undefined) return s;
       v.status = 'RUNNING';
       v.startedAtMs = toMs(d.data.startedAt);
       v.lastEvent = ref;
@@ -117,6 +117,7 @@ export function applyRequests(
     }
     case 'RequestLogged': {
       const v = view(s, d.data.requestId, e);
+      if (v === undefined) return s;
       v.logLines += d.data.lines.length;
       if (v.status === 'DISPATCHED') v.status = 'RUNNING';
       v.lastEvent = ref;
@@ -124,18 +125,21 @@ export function applyRequests(
     }
     case 'RequestLogTruncated': {
       const v = view(s, d.data.requestId, e);
+      if (v === undefined) return s;
       v.lastEvent = ref;
       return s;
     }
     case 'RequestTokensGenerated':
     case 'RequestTraceProgressed': {
       const v = view(s, d.data.requestId, e);
+      if (v === undefined) return s;
       if (v.status === 'DISPATCHED') v.status = 'RUNNING';
       v.lastEvent = ref;
       return s;
     }
     case 'RequestCompleted': {
       const v = view(s, d.data.requestId, e);
+      if (v === undefined) return s;
       v.status = 'COMPLETED';
       v.result = {
         ref: d.data.resultRef,
@@ -151,17 +155,28 @@ export function applyRequests(
     }
     case 'ResultExpired': {
       const v = view(s, d.data.requestId, e);
-      if (v.result === null || v.result.expiredAt !== undefined) return s;
-      v.result = { ...v.result, expiredAt: d.data.expiredAt, expiredBecause: d.data.reason };
-      v.lastEvent = ref;
-      const left = storedBytesOf(s, v.submitter) - d.data.bytes;
-      if (left > 0) s.storedBytesBySubmitter.set(v.submitter, left);
-      else s.storedBytesBySubmitter.delete(v.submitter);
-      compactRetention(s);
+      const kept = s.kept.get(d.data.requestId);
+      if (v !== undefined && (v.result === null || v.result.expiredAt !== undefined)) return s;
+      if (v === undefined && kept === undefined) return s;
+      if (v !== undefined) {
+        v.result = { ...v.result!, expiredAt: d.data.expiredAt, expiredBecause: d.data.reason };
+        v.lastEvent = ref;
+      }
+      countStored(s, v?.submitter ?? kept!.submitter, -d.data.bytes);
+      s.kept.delete(d.data.requestId);
       return s;
     }
     case 'RequestFailed': {
       const v = view(s, d.data.requestId, e);
+      if (v === undefined) return s;
+      if (v.agentId !== null && leavesBlockRunning(v, d.data)) {
+        let ids = s.blockRunningByAgent.get(v.agentId);
+        if (ids === undefined) {
+          ids = new Set();
+          s.blockRunningByAgent.set(v.agentId, ids);
+        }
+        ids.add(v.requestId);
+      }
       v.status = 'ERROR';
       v.error = {
         phase: d.data.phase,
@@ -177,6 +192,7 @@ export function applyRequests(
     }
     case 'RequestCancelled': {
       const v = view(s, d.data.requestId, e);
+      if (v === undefined) return s;
       v.status = 'CANCELLED';
       v.cancelled = { by: d.data.by, actor: d.data.actor };
       v.lastEvent = ref;
@@ -186,6 +202,7 @@ export function applyRequests(
     }
     case 'RequestRequeued': {
       const v = view(s, d.data.requestId, e);
+      if (v === undefined) return s;
       leaveReplica(s, v);
       v.status = 'QUEUED';
       v.replicaId = null;
@@ -203,6 +220,16 @@ export function applyRequests(
       s.totals.requeued++;
       return s;
     }
+    case 'RequestRunStopped': {
+      const ids = s.blockRunningByAgent.get(d.data.agentId);
+      ids?.delete(d.data.requestId);
+      if (ids?.size === 0) s.blockRunningByAgent.delete(d.data.agentId);
+      return s;
+    }
+    case 'AgentRegistered':
+      // A new boot: the blocks the old process ran ended with it.
+      if (d.data.bootId !== d.data.previousBootId) s.blockRunningByAgent.delete(d.data.agentId);
+      return s;
     case 'AgentReportIgnored': {
       if (d.data.requestId === undefined) return s;
       const v = s.byId.get(d.data.requestId);

@@ -2,36 +2,71 @@
 import type { JsonValue } from '../../eventstore/port.js';
 import type { Projection } from '../runner/projection.js';
 import { applyRequests } from './apply.js';
-import { countInFlight, initialRequestsState, keepResult, type RequestsState, type RequestView } from './state.js';
+import {
+  countInFlight,
+  countStored,
+  DEFAULT_HOT_STATE,
+  initialRequestsState,
+  type HotStateLimits,
+  type KeptResult,
+  type RequestsState,
+  type RequestView,
+} from './state.js';
 
-// 2: ResultExpired, stored bytes per submitter, the retention queue.
-export const REQUESTS_PROJECTION_VERSION = 2;
+// 3: bounded hot state (finished requests evicted beyond a limit; kept results, the finished order in the snapshot).
+export const REQUESTS_PROJECTION_VERSION = 3;
+
+interface RequestsSnapshot {
+  byId: RequestView[];
+  inFlightByReplica: [string, string[]][];
+  totals: RequestsState['totals'];
+  kept: [string, KeptResult][];
+  finished: string[];
+  evicted: number;
+  retention: boolean;
+  blockRunningByAgent?: [string, string[]][];
+}
 
 export function requestsToSnapshot(s: RequestsState): JsonValue {
-  return {
+  const snapshot: RequestsSnapshot = {
     byId: [...s.byId.values()],
     inFlightByReplica: [...s.inFlightByReplica.entries()].map(([r, ids]) => [r, [...ids]]),
     totals: s.totals,
-  } as unknown as JsonValue;
+    kept: [...s.kept.entries()],
+    finished: s.finished.ids.slice(s.finished.head),
+    evicted: s.evicted,
+    retention: s.hot.retention,
+    ...(s.blockRunningByAgent.size === 0
+      ? {}
+      : { blockRunningByAgent: [...s.blockRunningByAgent.entries()].map(([a, ids]) => [a, [...ids]]) }),
+  };
+  return snapshot as unknown as JsonValue;
 }
 
-export function requestsFromSnapshot(j: JsonValue): RequestsState {
-  const o = j as unknown as {
-    byId: RequestView[];
-    inFlightByReplica: [string, string[]][];
-    totals: RequestsState['totals'];
-  };
-  const s = initialRequestsState();
+/**
+ * The state of a snapshot, with this process's limits. A snapshot taken without what retention needs of evicted
+ * results cannot serve a process that expires results: it throws, and the runner rebuilds from the log.
+ */
+export function requestsFromSnapshot(j: JsonValue, hot: HotStateLimits = DEFAULT_HOT_STATE): RequestsState {
+  const o = j as unknown as RequestsSnapshot;
+  if (!Array.isArray(o.finished) || !Array.isArray(o.kept)) throw new Error('snapshot without the bounded hot state');
+  if (hot.retention && !o.retention && o.kept.length > 0)
+    throw new Error('snapshot taken without retention data, and results now expire');
+  const s = initialRequestsState(hot);
   s.byId = new Map(o.byId.map((v) => [v.requestId, v]));
   s.active = new Set(o.byId.filter((v) => v.finishedAtMs === null).map((v) => v.requestId));
   s.inFlightByReplica = new Map(o.inFlightByReplica.map(([r, ids]) => [r, new Set(ids)]));
   s.totals = o.totals;
+  s.kept = new Map(o.kept);
+  s.finished = { ids: o.finished, head: 0 };
+  s.evicted = o.evicted;
+  s.blockRunningByAgent = new Map((o.blockRunningByAgent ?? []).map(([a, ids]) => [a, new Set(ids)]));
   for (const ids of s.inFlightByReplica.values())
     for (const id of ids) {
       const v = s.byId.get(id);
       if (v !== undefined) countInFlight(s, v, 1);
     }
-  for (const v of [...o.byId].sort((a, b) => (a.finishedAtMs ?? 0) - (b.finishedAtMs ?? 0))) keepResult(s, v);
+  for (const k of s.kept.values()) countStored(s, k.submitter, k.bytes);
   return s;
 }
 
@@ -41,5 +76,5 @@ export const requestsProjection: Projection<RequestsState> = {
   initialState: initialRequestsState,
   apply: applyRequests,
   toSnapshot: requestsToSnapshot,
-  fromSnapshot: requestsFromSnapshot,
+  fromSnapshot: (j) => requestsFromSnapshot(j),
 };

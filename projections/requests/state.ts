@@ -56,33 +56,89 @@ export interface RequestsState {
   inFlightByReplica: Map<string, Set<string>>;
   /** Derived from inFlightByReplica (not in the snapshot): requests in flight per agent, and how many run isolated. */
   inFlightByAgent: Map<string, { count: number; isolated: number }>;
+  /**
+   * Requests failed for their time limit whose in-process block may still run on their agent (agent id → request
+   * ids), until the agent reports it stopped or registers a new boot: that agent takes no new work
+   * (domain/request/run-stop.ts).
+   */
+  blockRunningByAgent: Map<string, Set<string>>;
   /** Derived likewise: requests in flight per submitter. */
   runningBySubmitter: Map<string, number>;
   totals: { received: number; completed: number; failed: number; cancelled: number; requeued: number };
-  /** Derived from byId (not in the snapshot): bytes of results kept per submitter (storage quotas). */
+  /** Derived from `kept` (not in the snapshot): bytes of results kept per submitter (storage quotas). */
   storedBytesBySubmitter: Map<string, number>;
-  /** Derived from byId: results not yet expired, oldest completion first from `head` (retention). */
-  retention: { queue: { requestId: string; atMs: number }[]; head: number };
+  /**
+   * Results not yet expired, by request, in completion (log) order: what retention and quotas need, kept also for
+   * requests no longer in `byId`.
+   */
+  kept: Map<string, KeptResult>;
+  /** Finished requests still in `byId`, oldest finish first from `head` (the order they are evicted in). */
+  finished: { ids: string[]; head: number };
+  /** Finished requests evicted from `byId` so far (served from the log and the read models). */
+  evicted: number;
+  hot: HotStateLimits;
 }
 
-export function initialRequestsState(): RequestsState {
+/** How much finished history the in-memory view keeps (docs/control-plane.md, "Bounded hot state"). */
+export interface HotStateLimits {
+  /** Finished requests kept in `byId` beyond the live ones; older ones are evicted. */
+  recentFinished: number;
+  /**
+   * Whether kept results remember what the retention rule needs once their request is evicted (result ref and the
+   * completing event). Off when results are kept forever (NDIF_RESULT_RETENTION_MS=0): only bytes and submitter.
+   */
+  retention: boolean;
+  /** Events the audit index keeps in memory (positions by model and actor); older ones come from the read models. */
+  recentEvents: number;
+}
+
+export const DEFAULT_HOT_STATE: HotStateLimits = { recentFinished: 5000, retention: true, recentEvents: 200_000 };
+
+export interface KeptResult {
+  submitter: string;
+  bytes: number;
+  /** Completion time (the retention clock). */
+  atMs: number;
+  /** With `hot.retention`: the result's ref and the event that completed it (the retention rule's cause). */
+  ref: string | null;
+  cause: EventRef | null;
+}
+
+export function initialRequestsState(hot: HotStateLimits = DEFAULT_HOT_STATE): RequestsState {
   return {
     byId: new Map(),
     active: new Set(),
     inFlightByReplica: new Map(),
     inFlightByAgent: new Map(),
+    blockRunningByAgent: new Map(),
     runningBySubmitter: new Map(),
     totals: { received: 0, completed: 0, failed: 0, cancelled: 0, requeued: 0 },
     storedBytesBySubmitter: new Map(),
-    retention: { queue: [], head: 0 },
+    kept: new Map(),
+    finished: { ids: [], head: 0 },
+    evicted: 0,
+    hot: { ...hot },
   };
 }
 
 /** Counts a result as kept (its bytes against its submitter's quota, its age for retention). */
 export function keepResult(s: RequestsState, v: RequestView): void {
   if (v.result === null || v.result.expiredAt !== undefined) return;
-  s.storedBytesBySubmitter.set(v.submitter, (s.storedBytesBySubmitter.get(v.submitter) ?? 0) + v.result.bytes);
-  s.retention.queue.push({ requestId: v.requestId, atMs: v.finishedAtMs ?? v.receivedAtMs });
+  countStored(s, v.submitter, v.result.bytes);
+  s.kept.set(v.requestId, {
+    submitter: v.submitter,
+    bytes: v.result.bytes,
+    atMs: v.finishedAtMs ?? v.receivedAtMs,
+    ref: s.hot.retention ? v.result.ref : null,
+    cause: s.hot.retention ? v.lastEvent : null,
+  });
+}
+
+/** Adds (or with a negative count, takes away) bytes of results kept by `submitter`. */
+export function countStored(s: RequestsState, submitter: string, bytes: number): void {
+  const n = (s.storedBytesBySubmitter.get(submitter) ?? 0) + bytes;
+  if (n > 0) s.storedBytesBySubmitter.set(submitter, n);
+  else s.storedBytesBySubmitter.delete(submitter);
 }
 
 /** Bytes of results `submitter` keeps stored. */

@@ -51,8 +51,14 @@ export interface CheckpointWrite {
 
 /** Where a state projection keeps its snapshot + checkpoint (one row, written atomically). */
 export interface SnapshotStore {
+  /** The checkpoint; a snapshot written by parts comes back assembled (each part parsed on its own). */
   load(name: string): Promise<Checkpoint | undefined>;
   save(checkpoint: CheckpointWrite): Promise<void>;
+  /**
+   * Writes the checkpoint with its snapshot as parts (projections/runner/snapshot-parts.ts), atomically with the
+   * position. Stores without it get one JSON text.
+   */
+  saveParts?(checkpoint: Omit<CheckpointWrite, 'snapshotJson'>, parts: readonly string[]): Promise<void>;
 }
 
 /** A transactional database for read models: rows and checkpoint commit together. */

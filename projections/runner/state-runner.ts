@@ -2,7 +2,8 @@
 // changed, or the snapshot is unreadable), then follows the store live. Snapshot and checkpoint position are one
 // row, written every N events or T ms of activity, when it catches up and stays idle, and on stop. An apply that
 // throws stops the runner at that event: the state stays as of the event before, and that is what is saved.
-import type { EventStore, StoredEvent, Subscription, SubscriptionEnd } from '../../eventstore/port.js';
+import type { EventStore, JsonValue, StoredEvent, Subscription, SubscriptionEnd } from '../../eventstore/port.js';
+import { DEFAULT_PART_BYTES, snapshotParts } from './snapshot-parts.js';
 import { Progress } from './progress.js';
 import {
   checkProjectionIdentity,
@@ -19,10 +20,29 @@ export interface StateRunnerOptions {
   snapshotEveryEvents?: number;
   /** Snapshot when this long has passed since the last one and events were applied, and when idle. Default 1000 ms. */
   snapshotEveryMs?: number;
+  /** Largest part of a snapshot written by parts (about; one element larger than this stays whole). Default 1 MiB. */
+  snapshotPartBytes?: number;
   /** Events read per page while catching up. Default 1000. */
   batchSize?: number;
   /** Called once when the runner fails, with its status (failing event, error). */
   onFailure?(status: ProjectionStatus): void;
+}
+
+/** Longest stretch spent cutting a snapshot into parts before the event loop gets a turn. */
+const SLICE_MS = 8;
+
+/** Takes the parts of a generator, yielding to the event loop every SLICE_MS. */
+async function cutInSlices(parts: Generator<string>): Promise<string[]> {
+  const out: string[] = [];
+  let start = performance.now();
+  for (const part of parts) {
+    out.push(part);
+    if (performance.now() - start >= SLICE_MS) {
+      await new Promise<void>((r) => setImmediate(r));
+      start = performance.now();
+    }
+  }
+  return out;
 }
 
 export class ProjectionRunner<State> {
@@ -36,6 +56,9 @@ export class ProjectionRunner<State> {
   private saving: Promise<void> = Promise.resolve();
   private idleTimer: NodeJS.Timeout | undefined;
   private ended: Promise<ProjectionStatus> | undefined;
+  /** Set while a snapshot is being cut into parts: events wait for it. */
+  private serializing: Promise<void> | undefined;
+  private readonly partBytes: number;
 
   constructor(
     private readonly store: EventStore,
@@ -47,6 +70,7 @@ export class ProjectionRunner<State> {
     this.progress = new Progress(projection.name, projection.version);
     this.everyEvents = options.snapshotEveryEvents ?? 50_000;
     this.everyMs = options.snapshotEveryMs ?? 1000;
+    this.partBytes = options.snapshotPartBytes ?? DEFAULT_PART_BYTES;
     this.current = projection.initialState();
   }
 
@@ -96,6 +120,8 @@ export class ProjectionRunner<State> {
   }
 
   private onEvent(e: StoredEvent, caughtUp: boolean): Promise<void> | undefined {
+    // While a snapshot is cut into parts (between turns of the event loop) the state must not move: wait for it.
+    if (this.serializing !== undefined) return this.serializing.then(() => this.onEvent(e, caughtUp));
     let next: State;
     try {
       next = this.projection.apply(this.current, e);
@@ -121,13 +147,34 @@ export class ProjectionRunner<State> {
     this.idleTimer.unref();
   }
 
-  /** Writes the snapshot of the current state now (serialized first, so later events cannot leak into it). */
+  /**
+   * Writes the snapshot of the current state now (serialized first, so later events cannot leak into it). With a
+   * store that takes parts, the snapshot is cut into parts of about 1 MiB, a slice of at most SLICE_MS at a time
+   * between turns of the event loop; no event is applied until the parts are cut.
+   */
   saveSnapshot(): Promise<void> {
+    if (this.serializing !== undefined) return this.serializing.then(() => this.saveSnapshot());
     const p = this.projection;
     const position = this.progress.status.position;
-    let snapshotJson: string;
+    const meta = { name: p.name, version: p.version, position };
+    let write: () => Promise<void>;
     try {
-      snapshotJson = JSON.stringify(p.toSnapshot ? p.toSnapshot(this.current) : this.current);
+      const value = p.toSnapshot ? p.toSnapshot(this.current) : (this.current as JsonValue);
+      const saveParts = this.snapshots.saveParts?.bind(this.snapshots);
+      if (saveParts !== undefined) {
+        const cut = cutInSlices(snapshotParts(value, this.partBytes));
+        this.serializing = cut.then(
+          () => undefined,
+          () => undefined,
+        );
+        void this.serializing.then(() => {
+          this.serializing = undefined;
+        });
+        write = async () => saveParts(meta, await cut);
+      } else {
+        const snapshotJson = JSON.stringify(value);
+        write = () => this.snapshots.save({ ...meta, snapshotJson });
+      }
     } catch (e) {
       this.progress.status.snapshotError = describeError(e).message;
       return Promise.resolve();
@@ -136,7 +183,7 @@ export class ProjectionRunner<State> {
     this.lastSaveAt = Date.now();
     this.saving = this.saving.then(async () => {
       try {
-        await this.snapshots.save({ name: p.name, version: p.version, position, snapshotJson });
+        await write();
         this.progress.status.checkpointPosition = position;
         delete this.progress.status.snapshotError;
       } catch (e) {

@@ -85,7 +85,19 @@ export function forensicsRoutes(app: FastifyInstance, deps: RouteDeps, options: 
               return rm.positions(f);
             },
           };
-    const answer = await auditEvents({ store: ctx.store, audit, index }, filter, { data: data === 'true' });
+    const am = ctx.auditModels;
+    const modelIndex =
+      am === undefined
+        ? undefined
+        : {
+            positions: async (modelKey: string, afterPosition: number, limit: number) => {
+              await am.catchUp(5000);
+              return am.positions(modelKey, afterPosition, limit);
+            },
+          };
+    const answer = await auditEvents({ store: ctx.store, audit, index, modelIndex }, filter, {
+      data: data === 'true',
+    });
     return send(reply, fmt, { ...answer, recordedFilters: Object.keys(RECORDED_FILTERS) }, () => renderAudit(answer));
   });
 

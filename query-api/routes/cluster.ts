@@ -14,6 +14,7 @@ import { clusterView } from '../../projections/cluster/queries.js';
 import type { AgentHealth } from '../../projections/agents/projection.js';
 import { queueLength, queueView, submitterQueueView } from '../../projections/queue/queries.js';
 import { seesAll } from '../ws/connection.js';
+import type { ProcessFault } from '../../fabric/context.js';
 
 const queueQuery = z.strictObject({
   model: z.string().regex(MODEL_KEY, 'a model key').optional(),
@@ -37,11 +38,56 @@ function health(h: AgentHealth | undefined) {
   };
 }
 
+interface AgentRow {
+  agentId: string;
+  state: string;
+  bootId: string;
+  gpus: unknown[];
+  ramBytes: number;
+  cpuCacheBudgetBytes: number;
+}
+
+/**
+ * The operator's agent rows with the faults of the processes this fabric supervises: an agent that refused its
+ * configuration after it last registered shows FAULTED with the fault (not the state its last boot left); one that
+ * never registered gets a row of its own.
+ */
+function withFaults<R extends AgentRow>(
+  rows: R[],
+  faults: ProcessFault[],
+  registeredAt: (agentId: string) => number | undefined,
+  empty: (f: ProcessFault) => R,
+): (R & { fault?: Omit<ProcessFault, 'process' | 'agentId'> })[] {
+  const out: (R & { fault?: Omit<ProcessFault, 'process' | 'agentId'> })[] = [...rows];
+  for (const f of faults) {
+    const fault = { code: f.code, message: f.message, at: f.at };
+    const i = out.findIndex((r) => r.agentId === f.agentId);
+    if (i < 0) out.push({ ...empty(f), state: 'FAULTED', fault });
+    else if ((registeredAt(f.agentId) ?? 0) <= Date.parse(f.at)) out[i] = { ...out[i]!, state: 'FAULTED', fault };
+  }
+  return out;
+}
+
 export function clusterRoutes(app: FastifyInstance, deps: RouteDeps): void {
   const { ctx } = deps;
+  const faults = () => ctx.processFaults?.() ?? [];
+  const registeredAt = (agentId: string) => ctx.view.state.agents.byId.get(agentId)?.registeredAtMs;
+  const empty = (f: ProcessFault) => ({
+    agentId: f.agentId,
+    state: 'FAULTED',
+    bootId: '-',
+    gpus: [],
+    ramBytes: 0,
+    cpuCacheBudgetBytes: 0,
+    restarts: 0,
+    health: null,
+  });
 
   app.get('/cluster', async (req) => {
     const me = callerOf(req);
+    // Read your writes: what was acknowledged before this read (a deploy's replicas) is in it. Best effort: a view
+    // that does not get there within readyTimeoutMs answers as of where it is (`asOf`).
+    await ctx.view.catchUp(deps.config.readyTimeoutMs).catch(() => undefined);
     const s = ctx.view.state;
     const c = clusterView(s.cluster);
     if (!seesAll(me)) {
@@ -64,9 +110,17 @@ export function clusterRoutes(app: FastifyInstance, deps: RouteDeps): void {
         totals: s.requests.totals,
       };
     }
+    const f = faults();
     return {
       asOf: s.position,
-      agents: c.agents.map((a) => ({ ...a, health: health(s.agents.byId.get(a.agentId)) })),
+      agents: withFaults(
+        c.agents.map((a) => ({ ...a, state: a.state as string, health: health(s.agents.byId.get(a.agentId)) })),
+        f,
+        registeredAt,
+        empty,
+      ),
+      faults: f,
+      ...(ctx.controlPlaneRestarts === undefined ? {} : { controlPlane: ctx.controlPlaneRestarts() }),
       gpus: c.gpus,
       deployments: c.deployments.map((d) => ({ ...d, queueLength: queueLength(s.queue, d.modelKey) })),
       totals: s.requests.totals,
@@ -111,17 +165,24 @@ export function clusterRoutes(app: FastifyInstance, deps: RouteDeps): void {
 
   app.get('/agents', { config: { access: 'operator' } }, async () => {
     const s = ctx.view.state;
+    const f = faults();
     return {
       asOf: s.position,
-      agents: [...s.cluster.agents.values()].map((a) => ({
-        agentId: a.agentId,
-        state: a.state,
-        bootId: a.bootId,
-        gpus: a.gpus,
-        ramBytes: a.ramBytes,
-        cpuCacheBudgetBytes: a.cpuCacheBudgetBytes,
-        health: health(s.agents.byId.get(a.agentId)),
-      })),
+      agents: withFaults(
+        [...s.cluster.agents.values()].map((a) => ({
+          agentId: a.agentId,
+          state: a.state as string,
+          bootId: a.bootId,
+          gpus: a.gpus,
+          ramBytes: a.ramBytes,
+          cpuCacheBudgetBytes: a.cpuCacheBudgetBytes,
+          health: health(s.agents.byId.get(a.agentId)),
+        })),
+        f,
+        registeredAt,
+        empty,
+      ),
+      faults: f,
     };
   });
 }

@@ -8,6 +8,8 @@ import { parseInput } from '../../http/validate.js';
 import { MODEL_KEY } from '../../domain/shared/ids.js';
 import { activeReplicas, deploymentPhase } from '../../projections/cluster/queries.js';
 import { levelOf } from '../../projections/cluster/state.js';
+import { visibleEdits } from '../../projections/models/projection.js';
+import { callerOf } from '../../http/access.js';
 
 const keyParams = z.strictObject({
   key: z.string().regex(MODEL_KEY, 'a model key: 1–128 of letters, digits and . _ / -'),
@@ -62,5 +64,29 @@ export function modelRoutes(app: FastifyInstance, deps: RouteDeps): void {
         ? { batch: q.batch ?? 1, sequence: q.sequence ?? 1 }
         : undefined;
     return ctx.catalog.manifest(key, shape);
+  });
+
+  // The edits of a model the caller may submit to (public ones, its own private ones; an operator sees all).
+  app.get('/models/:key/edits', { config: { access: 'user' as const } }, async (req) => {
+    const me = callerOf(req);
+    const { key } = parseInput(keyParams, req.params, 'params');
+    const m = ctx.view.state.models.byKey.get(key);
+    if (m === undefined)
+      throw unknownModel(
+        key,
+        ctx.catalog.list().map((e) => e.key),
+      );
+    return {
+      model: key,
+      edits: visibleEdits(m, me.actor, me.tags.operator).map((e) => ({
+        variant: e.variant,
+        name: e.name,
+        fingerprint: e.fingerprint,
+        visibility: e.visibility,
+        author: e.author,
+        registeredAt: e.registeredAt,
+        source: e.source,
+      })),
+    };
   });
 }

@@ -7,7 +7,8 @@ import type { Identity } from '../../auth/keys.js';
 import { requestStream } from '../../domain/shared/ids.js';
 import type { StoredEvent } from '../../eventstore/port.js';
 import { FabricError } from '../../protocol/errors.js';
-import { requestStatus, requestStatusOf, type RequestStatusView } from '../../projections/control-plane/status.js';
+import { requestStatusOf, type RequestStatusView } from '../../projections/control-plane/status.js';
+import { requestViewOr } from '../../projections/requests/from-events.js';
 import type { RequestView } from '../../projections/requests/state.js';
 import { resolveRequestId } from '../../http/request-ids.js';
 import { mayRead } from '../ws/connection.js';
@@ -57,9 +58,9 @@ export async function readRequest(deps: RouteDeps, me: Identity, shownId: string
   const last = events[events.length - 1]!.position;
   if (ctx.view.position < last) await ctx.view.waitForPosition(last, deps.config.readyTimeoutMs);
   const s = ctx.view.state;
-  const v = s.requests.byId.get(requestId);
-  const view = requestStatus(s, requestId);
+  // A finished request evicted from the view (bounded hot state) is folded from its stream, read above.
+  const v = requestViewOr(s.requests.byId, requestId, events);
   // Scoping already keeps other keys' requests out of reach; were one reached, it answers as a missing one.
-  if (v === undefined || view === undefined || !mayRead(me, v.submitter)) throw requestNotFound(shownId);
-  return { requestId, events, view, request: v, submitter: v.submitter };
+  if (v === undefined || !mayRead(me, v.submitter)) throw requestNotFound(shownId);
+  return { requestId, events, view: requestStatusOf(s, v), request: v, submitter: v.submitter };
 }

@@ -12,6 +12,7 @@ import { displayRequestId } from '../../http/request-ids.js';
 import { FabricError } from '../../protocol/errors.js';
 import { userStatus } from '../../projections/control-plane/status.js';
 import type { RequestView } from '../../projections/requests/state.js';
+import { requestViewOr } from '../../projections/requests/from-events.js';
 import { runningBySubmitter, truePosition } from '../../projections/control-plane/positions.js';
 import { resultField } from '../results/result-field.js';
 import { verifyResultToken } from '../results/token.js';
@@ -133,7 +134,8 @@ export function requestQueryRoutes(app: FastifyInstance, deps: RouteDeps): void 
         const events = await ctx.store.readStream(requestStream(id));
         if (events.length === 0) throw requestNotFound(id);
         await ctx.view.waitForPosition(events[events.length - 1]!.position, deps.config.readyTimeoutMs);
-        known = ctx.view.state.requests.byId.get(id);
+        // Evicted from the view once finished (bounded hot state): folded from its stream.
+        known = requestViewOr(ctx.view.state.requests.byId, id, events);
         if (known === undefined) throw requestNotFound(id);
       }
       if (known.result === null) throw notReady(id, userStatus(ctx.view.state, known));

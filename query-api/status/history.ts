@@ -14,6 +14,10 @@ export interface HistoryEntry {
   traces?: number;
   traceStatus?: string;
   ms?: number;
+  /** A repeated trace (a loop): its iterations, how many are done, the latest reported value. */
+  iterations?: number;
+  done?: number;
+  reported?: { iteration: number; value: number | Record<string, number> };
 }
 
 export interface LogEntry {
@@ -58,6 +62,11 @@ export function historyOf(events: StoredEvent[]): {
       h.traces = m.traces as number;
       h.traceStatus = m.traceStatus as string;
       if (typeof m.ms === 'number') h.ms = m.ms;
+      if (typeof m.iterations === 'number') {
+        h.iterations = m.iterations;
+        h.done = m.done as number;
+      }
+      if (m.reported !== undefined) h.reported = m.reported as NonNullable<HistoryEntry['reported']>;
     }
     statuses.push(h);
   }

@@ -189,6 +189,8 @@ export function eventDraft(e: StoredEvent, live: ControlPlaneState | null, repla
           traces: d.data.traces,
           traceStatus: d.data.status,
           ...(d.data.ms === undefined ? {} : { ms: d.data.ms }),
+          ...(d.data.iterations === undefined ? {} : { iterations: d.data.iterations, done: d.data.done ?? 0 }),
+          ...(d.data.reported === undefined ? {} : { reported: d.data.reported }),
         },
         replay,
       );

@@ -11,6 +11,10 @@ export const clientMessage = z.discriminatedUnion('type', [
     type: z.literal('subscribe'),
     requestId,
     since: z.union([z.string().max(64), z.number()]).optional(),
+    /** `binary`: a COMPLETED result follows its message as one binary frame (no base64). Default `inline`. */
+    results: z.enum(['inline', 'binary']).optional(),
+    /** `final`: only LOG, STREAM, TRACE and the final status are sent (no RECEIVED … RUNNING). Default `all`. */
+    statuses: z.enum(['all', 'final']).optional(),
   }),
   z.strictObject({ type: z.literal('unsubscribe'), requestId }),
   z.strictObject({ type: z.literal('watch'), topic: z.literal('cluster') }),

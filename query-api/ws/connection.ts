@@ -7,7 +7,7 @@ import type { Identity } from '../../auth/keys.js';
 import { API_PROTOCOL_VERSION } from '../../protocol/api-version.js';
 import { FabricError, isFabricError } from '../../protocol/errors.js';
 import { fabricVersion } from '../../http/fabric-version.js';
-import { resultField } from '../results/result-field.js';
+import { resultField, type ResultRef } from '../results/result-field.js';
 import { parseCursor } from '../status/cursor.js';
 import { messagesOf, type Draft } from '../status/messages.js';
 import { performance } from 'node:perf_hooks';
@@ -35,17 +35,48 @@ export interface Corkable {
 }
 
 const FRAME_OPTIONS = { fin: true, rsv1: false, opcode: 1, mask: false, readOnly: false } as const;
+const BINARY_FRAME_OPTIONS = { fin: true, rsv1: false, opcode: 2, mask: false, readOnly: true } as const;
+/** Frames at least this large are written as they are, not concatenated into a burst. */
+const LARGE_FRAME_BYTES = 64 * 1024;
 /** ws's frame builder (exported by its ES module entry; not in its type declarations). */
-const Sender = (wsLib as unknown as { Sender: { frame(data: Buffer, options: typeof FRAME_OPTIONS): Buffer[] } })
-  .Sender;
+const Sender = (
+  wsLib as unknown as {
+    Sender: { frame(data: Buffer, options: typeof FRAME_OPTIONS | typeof BINARY_FRAME_OPTIONS): Buffer[] };
+  }
+).Sender;
 
 /** Longest stretch of writing queued messages before the connection lets the event loop turn. */
 const OUTBOX_SLICE_MS = 4;
 
+/** Statuses a `statuses: "final"` subscription is not sent. */
+const PROGRESS_STATUSES: ReadonlySet<string> = new Set([
+  'RECEIVED',
+  'QUEUED',
+  'PROVISIONING',
+  'DEPLOYING',
+  'DISPATCHED',
+  'RUNNING',
+]);
+
+/** What a subscription asked for (docs/http-api.md, "Status websocket"). */
+interface SubscriptionOptions {
+  binary: boolean;
+  finalOnly: boolean;
+}
+
+/** A message followed by one binary frame (a COMPLETED result, on a `results: "binary"` subscription). */
+class WithBinary {
+  constructor(
+    readonly msg: object,
+    readonly data: Buffer,
+  ) {}
+}
+
 export class StatusConnection {
   private readonly subs = new Map<string, RequestSubscription>();
+  private readonly subOptions = new Map<string, SubscriptionOptions>();
   private unwatch: (() => void) | undefined;
-  private readonly outbox = new Fifo<object | (() => Promise<object>)>();
+  private readonly outbox = new Fifo<object | (() => Promise<object | WithBinary>)>();
   private flushing = false;
   private closed = false;
   private notified: { at: string; requestId: string } = { at: '', requestId: '' };
@@ -104,11 +135,12 @@ export class StatusConnection {
           const sub = this.subs.get(m.requestId);
           if (sub !== undefined) this.hub.drop(sub);
           this.subs.delete(m.requestId);
+          this.subOptions.delete(m.requestId);
           this.write({ type: 'unsubscribed', requestId: m.requestId });
           return;
         }
         case 'subscribe':
-          this.subscribe(m.requestId, m.since);
+          this.subscribe(m.requestId, m.since, { binary: m.results === 'binary', finalOnly: m.statuses === 'final' });
           return;
       }
     } catch (e) {
@@ -128,7 +160,7 @@ export class StatusConnection {
     return this.deps.ctx.view.state.requests.byId.has(full) ? full : own!;
   }
 
-  private subscribe(requestId: string, since: string | number | undefined): void {
+  private subscribe(requestId: string, since: string | number | undefined, options: SubscriptionOptions): void {
     const cursor = since === undefined ? null : parseCursor(since);
     const recorded = this.recordedId(requestId);
     const old = this.subs.get(requestId);
@@ -152,11 +184,15 @@ export class StatusConnection {
     );
     if (sub === undefined) throw forbidden(requestId, this.me);
     this.subs.set(requestId, sub);
+    this.subOptions.set(requestId, options);
     this.write({ type: 'subscribed', requestId, since: since === undefined ? null : String(since) });
   }
 
   private ended(sub: RequestSubscription, reason: EndReason, name: string): void {
-    if (this.subs.get(name) === sub) this.subs.delete(name);
+    if (this.subs.get(name) === sub) {
+      this.subs.delete(name);
+      this.subOptions.delete(name);
+    }
     this.push(
       reason === 'forbidden'
         ? { type: 'error', ...forbidden(name, this.me).toBody(), requestId: name }
@@ -168,12 +204,33 @@ export class StatusConnection {
   private send(d: Draft, name: string): void {
     const named = (m: Draft['msg']) => (m.requestId === name ? m : { ...m, requestId: name });
     const result = d.result;
+    const options = this.subOptions.get(name);
     if (result !== undefined) {
+      if (options?.binary === true && result.bytes <= this.deps.config.wsBinaryResultMaxBytes) {
+        this.push(() => this.binaryResult(named(d.msg), result));
+        return;
+      }
       // The result's URL names the recorded id (a signed URL needs no key).
       this.push(async () => named({ ...d.msg, ...(await resultField(this.deps, d.msg.requestId, result)) }));
       return;
     }
+    if (options?.finalOnly === true && PROGRESS_STATUSES.has((d.msg as { status?: string }).status ?? '')) return;
     for (const m of messagesOf(d)) this.push(named(m));
+  }
+
+  /**
+   * A COMPLETED message with `binary: true` and the result container as the binary frame right after it. The blob's
+   * sha256 is not computed here: the message carries it and the client checks the bytes against it. A blob that
+   * cannot be read is shown by URL with the reason, as for inlining.
+   */
+  private async binaryResult(msg: Draft['msg'], r: ResultRef): Promise<object | WithBinary> {
+    const weights = r.weightsFingerprint === undefined ? {} : { weightsFingerprint: r.weightsFingerprint };
+    try {
+      const blob = await this.deps.ctx.blobs.get(r.ref, { sha256: false });
+      return new WithBinary({ ...msg, bytes: r.bytes, sha256: r.sha256, ...weights, binary: true }, blob.bytes);
+    } catch {
+      return { ...msg, ...(await resultField(this.deps, msg.requestId, r)) };
+    }
   }
 
   /**
@@ -181,7 +238,7 @@ export class StatusConnection {
    * what follows it, and a burst (a batch of 1000 log lines is 1000 LOG messages) is written corked, a few ms of
    * it per turn of the event loop, so it neither costs a system call per message nor holds up the process.
    */
-  private push(item: object | (() => Promise<object>)): void {
+  private push(item: object | (() => Promise<object | WithBinary>)): void {
     this.outbox.push(item);
     if (this.flushing) return;
     // Flushed after the current run of code, so the messages of one event (a batch's lines) go out together.
@@ -197,9 +254,26 @@ export class StatusConnection {
     const frames: Buffer[] = [];
     const drain = () => {
       if (frames.length === 0) return;
-      const chunk = frames.length === 1 ? frames[0]! : Buffer.concat(frames);
+      if (frames.length === 1 || !frames.some((f) => f.byteLength >= LARGE_FRAME_BYTES)) {
+        this.socket.write!(frames.length === 1 ? frames[0]! : Buffer.concat(frames));
+      } else {
+        // A result's bytes are not copied into the burst: the small frames around them are, and the socket, corked,
+        // writes the pieces with one writev.
+        this.socket.cork?.();
+        let small: Buffer[] = [];
+        for (const f of frames) {
+          if (f.byteLength < LARGE_FRAME_BYTES) {
+            small.push(f);
+            continue;
+          }
+          if (small.length > 0) this.socket.write!(Buffer.concat(small));
+          small = [];
+          this.socket.write!(f);
+        }
+        if (small.length > 0) this.socket.write!(Buffer.concat(small));
+        this.socket.uncork?.();
+      }
       frames.length = 0;
-      this.socket.write!(chunk);
     };
     const direct = typeof this.socket.write === 'function' && Object.keys(this.ws.extensions ?? {}).length === 0;
     try {
@@ -211,7 +285,19 @@ export class StatusConnection {
             this.deps.ctx.log.error({ err: e }, 'status websocket: a message could not be sent');
             return undefined;
           });
-          if (m !== undefined) this.write(m);
+          // Framed, with what follows (the subscription's `ended`), so they leave together.
+          if (m instanceof WithBinary) {
+            if (direct) {
+              this.frame(m.msg, frames);
+              if (this.writable()) frames.push(...Sender.frame(m.data, BINARY_FRAME_OPTIONS));
+            } else {
+              this.write(m.msg);
+              if (this.writable()) this.ws.send(m.data, { binary: true });
+            }
+          } else if (m !== undefined) {
+            if (direct) this.frame(m, frames);
+            else this.write(m);
+          }
           sliceStart = performance.now();
           continue;
         }
@@ -286,6 +372,7 @@ export class StatusConnection {
     this.closed = true;
     for (const sub of this.subs.values()) this.hub.drop(sub);
     this.subs.clear();
+    this.subOptions.clear();
     this.unwatch?.();
   }
 }

@@ -10,6 +10,8 @@ import { waitingKeyOf } from '../status/cursor.js';
 import { eventDraft, waitingDraft, waitingFacts, type Draft } from '../status/messages.js';
 import { runningBySubmitter } from '../../projections/control-plane/positions.js';
 import { RequestSubscription, type SubscriptionSink } from './subscription.js';
+import { requestStream } from '../../domain/shared/ids.js';
+import { requestViewFromEvents } from '../../projections/requests/from-events.js';
 
 export interface HubWatcher {
   changed(position: number): void;
@@ -82,12 +84,24 @@ export class StatusHub {
     set.add(sub);
     if (known !== undefined) this.index(sub, known.modelKey);
     const current = waitingFacts(s, requestId);
-    const finishedAtStart = known !== undefined && TERMINAL.has(known.status);
-    sub
-      .replay(this.readStream, upTo, current, new Date(this.clock()).toISOString())
+    let finishedAtStart = known !== undefined && TERMINAL.has(known.status);
+    const now = new Date(this.clock()).toISOString();
+    const start = async () => {
+      if (known !== undefined) return sub.replay(this.readStream, upTo, current, now);
+      // Not in the view: not received yet, or finished and evicted (bounded hot state) — then its stream says so.
+      const events = await this.readStream(requestStream(requestId));
+      const v = requestViewFromEvents(
+        requestId,
+        events.filter((e) => e.position <= upTo),
+      );
+      if (v !== undefined && !admit(v.submitter)) return sub.end('forbidden');
+      finishedAtStart = v !== undefined && TERMINAL.has(v.status);
+      return sub.replay(async () => events, upTo, current, now);
+    };
+    start()
       .then(() => {
         // Resubscribed past the end of a finished request: nothing more will come.
-        if (finishedAtStart) sub.end('finished');
+        if (finishedAtStart && !sub.done) sub.end('finished');
       })
       .catch((e) => {
         this.onError(e, `replay of request ${requestId}`);

@@ -10,29 +10,39 @@ import { requeueInFlight } from './requeue.js';
 export function agentHealthRule(ctx: PlanContext): void {
   if (!ctx.input.tick) return;
   const { heartbeats, startedAtMs, config } = ctx.input;
-  for (const a of [...ctx.state.cluster.agents.values()].sort(byId((x) => x.agentId))) {
+  const lastSeenOf = (a: ClusterAgent, sinceMs: number): number => {
+    const hb = heartbeats.get(a.agentId);
+    const lastSeen = Math.max(startedAtMs, sinceMs, a.registeredAtMs);
+    return hb !== undefined && hb.bootId === a.bootId ? Math.max(lastSeen, hb.atMs) : lastSeen;
+  };
+  // Every agent is checked (a comparison each); only the few that are due are sorted (commands in agent order).
+  const due: ClusterAgent[] = [];
+  for (const a of ctx.state.cluster.agents.values()) {
     const health = ctx.state.agents.byId.get(a.agentId);
     if (health === undefined) continue;
     if (a.state === 'ACTIVE' || a.state === 'DRAINING') {
-      const hb = heartbeats.get(a.agentId);
-      let lastSeen = Math.max(startedAtMs, health.sinceMs, a.registeredAtMs);
-      if (hb !== undefined && hb.bootId === a.bootId) lastSeen = Math.max(lastSeen, hb.atMs);
-      const silent = ctx.now - lastSeen;
-      if (silent > config.heartbeatTimeoutMs) {
-        ctx.emit(
-          `sched:unresponsive:${a.agentId}:${a.bootId}:${health.lapses + 1}`,
-          {
-            type: 'MarkAgentUnresponsive',
-            agentId: a.agentId,
-            bootId: a.bootId,
-            lastSeenAt: new Date(lastSeen).toISOString(),
-            timeoutMs: config.heartbeatTimeoutMs,
-            graceMs: config.agentGraceMs,
-          },
-          a.lastEvent,
-        );
-      }
+      if (ctx.now - lastSeenOf(a, health.sinceMs) > config.heartbeatTimeoutMs) due.push(a);
     } else if (a.state === 'UNRESPONSIVE' && health.graceUntilMs !== null && ctx.now >= health.graceUntilMs) {
+      due.push(a);
+    }
+  }
+  for (const a of due.sort(byId((x) => x.agentId))) {
+    const health = ctx.state.agents.byId.get(a.agentId)!;
+    if (a.state === 'ACTIVE' || a.state === 'DRAINING') {
+      const lastSeen = lastSeenOf(a, health.sinceMs);
+      ctx.emit(
+        `sched:unresponsive:${a.agentId}:${a.bootId}:${health.lapses + 1}`,
+        {
+          type: 'MarkAgentUnresponsive',
+          agentId: a.agentId,
+          bootId: a.bootId,
+          lastSeenAt: new Date(lastSeen).toISOString(),
+          timeoutMs: config.heartbeatTimeoutMs,
+          graceMs: config.agentGraceMs,
+        },
+        a.lastEvent,
+      );
+    } else {
       ctx.emit(
         `sched:lost:${a.agentId}:${a.bootId}:${health.lapses}`,
         { type: 'MarkAgentLost', agentId: a.agentId, bootId: a.bootId },

@@ -3,6 +3,8 @@
 // in fair-share order (submitters take turns inside a rank); a submitter already running as many requests as its
 // key allows (maxRunning) is passed over until one of them finishes, as the positions users are told assume.
 //
+// An agent whose trusted block was failed for its time limit and has not stopped yet takes nothing new.
+//
 // A poison suspect (a request that was in flight when an agent died) runs isolated: only on an agent with nothing
 // in flight, and nothing else goes to that agent until it is done. A suspect at the head of its queue that finds no
 // idle agent reserves the agents of its model's replicas (they get no new work, so one becomes idle); the requests
@@ -56,7 +58,13 @@ function hotSlots(ctx: PlanContext, modelKey: string): Slot[] {
     .filter((r) => {
       if (r.state !== 'HOT' || r.agentId === null || ctx.touchedReplicas.has(r.replicaId)) return false;
       const a = s.cluster.agents.get(r.agentId);
-      return a !== undefined && a.state === 'ACTIVE' && a.bootId === r.bootId;
+      // An agent whose timed-out trusted block may still run takes nothing new (domain/request/run-stop.ts).
+      return (
+        a !== undefined &&
+        a.state === 'ACTIVE' &&
+        a.bootId === r.bootId &&
+        !s.requests.blockRunningByAgent.has(r.agentId)
+      );
     })
     .map((r) => ({ r, inFlight: s.requests.inFlightByReplica.get(r.replicaId)?.size ?? 0 }));
 }

@@ -4,7 +4,7 @@
 // A model an operator has disabled is never deployed: its queued requests keep their place (their own queue
 // timeout still applies) and are served once it is enabled.
 import type { PlanContext } from '../plan-context.js';
-import { activeReplicas } from '../../projections/cluster/queries.js';
+import { activeReplicas, hasReplicaIn } from '../../projections/cluster/queries.js';
 import { modelDisabled } from '../../projections/models/projection.js';
 import { heads, queuedModels } from '../../projections/queue/queries.js';
 import type { DeploymentOutcome } from '../../projections/cluster/state.js';
@@ -14,8 +14,8 @@ export function onDemandRule(ctx: PlanContext): void {
   const s = ctx.state;
   for (const modelKey of queuedModels(s.queue)) {
     if (modelDisabled(s.models, modelKey) !== undefined) continue;
+    if (hasReplicaIn(s.cluster, modelKey, LIVE_STATES)) continue;
     const replicas = activeReplicas(s.cluster, modelKey);
-    if (replicas.some((r) => LIVE_STATES.has(r.state))) continue;
     const dep = s.cluster.deployments.get(modelKey);
     const entries = heads(s.queue, modelKey, Number.POSITIVE_INFINITY).filter((e) => !ctx.touchedRequests.has(e.id));
     const failure = failureForWaiting(s, dep?.lastFailure ?? null);

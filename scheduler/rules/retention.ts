@@ -1,5 +1,5 @@
 // Retention: a result kept longer than resultRetentionMs expires (ExpireResult → ResultExpired); the control
-// plane's result reaper then deletes its blob. Read from the requests projection's retention queue (oldest
+// plane's result reaper then deletes its blob. Read from the requests projection's kept results (oldest
 // completion first), so a tick looks only at what is due.
 import { SCHEDULER_ACTOR } from '../config.js';
 import type { PlanContext } from '../plan-context.js';
@@ -12,32 +12,35 @@ export function retentionRule(ctx: PlanContext): void {
   const retentionMs = ctx.input.config.resultRetentionMs;
   if (!ctx.input.tick || retentionMs === null) return;
   const s = ctx.state.requests;
-  const r = s.retention;
   let planned = 0;
-  for (let i = r.head; i < r.queue.length && planned < MAX_PER_ROUND; i++) {
-    const due = r.queue[i]!;
-    if (due.atMs + retentionMs > ctx.now) break;
-    const v = s.byId.get(due.requestId);
-    if (v?.result == null || v.result.expiredAt !== undefined || ctx.touchedRequests.has(v.requestId)) continue;
-    ctx.touchedRequests.add(v.requestId);
+  // `kept` is in completion order and loses each result as it expires: its first entries are the oldest.
+  for (const [requestId, due] of s.kept) {
+    if (planned >= MAX_PER_ROUND || due.atMs + retentionMs > ctx.now) break;
+    if (ctx.touchedRequests.has(requestId)) continue;
+    // A request evicted from the view is expired from what was kept of it (its result's ref and completing event).
+    const v = s.byId.get(requestId);
+    const ref = v?.result?.ref ?? due.ref;
+    const cause = v?.lastEvent ?? due.cause;
+    if (ref === null || cause === null) continue;
+    ctx.touchedRequests.add(requestId);
     planned++;
     const ageMs = ctx.now - due.atMs;
     ctx.emit(
-      `sched:expire:${v.requestId}`,
+      `sched:expire:${requestId}`,
       {
         type: 'ExpireResult',
-        requestId: v.requestId,
+        requestId,
         reason: 'RETENTION',
         actor: SCHEDULER_ACTOR,
         operator: true,
         because: {
           rule: 'result-retention',
           text: `the result was kept ${fmtMs(ageMs)}; results are kept ${fmtMs(retentionMs)}`,
-          numbers: { ageMs, retentionMs, bytes: v.result.bytes },
-          refs: { resultRef: v.result.ref },
+          numbers: { ageMs, retentionMs, bytes: due.bytes },
+          refs: { resultRef: ref },
         },
       },
-      v.lastEvent,
+      cause,
     );
   }
 }

@@ -5,8 +5,10 @@
 // - a memory hog that yields between its 100 MB arrays fails OutOfMemory with the agent alive (before: it completed
 //   or the kernel killed the agent);
 // - one that allocates in a synchronous loop costs one death: the watchdog kills the agent before the kernel does,
-//   with last words naming the request and the memory; its retry runs isolated in a sandbox runner and fails
-//   OutOfMemory there (before: no last words, the retry ran in-process again);
+//   1 s after telling the blocked main thread, with last words naming the request and the memory; its retry runs
+//   isolated in a sandbox runner and fails OutOfMemory there (before: the watchdog told the main thread again every
+//   500 ms and so never saw a telling go unanswered for 1 s: a hog over the limit for less than the 3 s memory
+//   grace completed);
 // - a synchronous spin with a 2 s timeout is ended just past its deadline, the last words naming it (before: the
 //   agent stayed blocked until the 20 s stall watchdog).
 import { after, before, describe, it } from 'node:test';
@@ -16,18 +18,21 @@ import { requestPayloadOf } from './payloads.js';
 
 const PROMPT = 'The Eiffel Tower is in';
 const GOOD = 'async (m) => (await m.transformer.h[0].output).shape';
-const hog = (yields: boolean) => `async (m) => {
+const YIELDING_HOG = `async (m) => {
   const kept = [];
   for (let i = 0; i < 20; i++) {
     kept.push(new Float32Array(25_000_000).fill(i));
-    ${
-      yields
-        ? 'await new Promise((r) => setTimeout(r, 20));'
-        : // Never turning: 150 ms of work an array, so it stays blocked well past the watchdog's 1 s once over 1 GiB
-          // (on a quiet host the 20 arrays alone are filled in under a second).
-          'const t = Date.now(); while (Date.now() - t < 150) {}'
-    }
+    await new Promise((r) => setTimeout(r, 20));
   }
+  return kept.length;
+}`;
+// 1.2 GB in a synchronous loop, then blocked 1.8 s more while holding it: over the 1 GiB limit for less than the
+// watchdog's 3 s memory grace, but with the loop blocked well past the 1 s it gives a main thread it has told.
+const SYNC_HOG = `async (m) => {
+  const kept = [];
+  for (let i = 0; i < 12; i++) kept.push(new Float32Array(25_000_000).fill(i));
+  const t = Date.now();
+  while (Date.now() - t < 1800) {}
   return kept.length;
 }`;
 const SPIN = 'async (m) => {\n  await m.transformer.h[0].output;\n  for (;;) {}\n}';
@@ -82,8 +87,13 @@ describe('a trusted block that hogs memory or the event loop', () => {
   const registrations = async () => (await h.events('agent-agent-hog')).filter((e) => e.type === 'AgentRegistered');
 
   /** The agent died: starts it again (the supervisor's part) and returns its registration. */
-  async function restarted(before: number): Promise<TestEvent> {
-    await agent.exited;
+  async function restarted(before: number, endsFirst?: string): Promise<TestEvent> {
+    // With `endsFirst`, that request ending before the agent does fails the test at once (rather than hanging).
+    const ended = await Promise.race([
+      agent.exited.then(() => undefined),
+      ...(endsFirst === undefined ? [] : [ends(endsFirst)]),
+    ]);
+    assert.equal(ended, undefined, `the agent was not ended: ${endsFirst} ended ${ended?.type} first`);
     agent = spawnAgent(h, 'agent-hog', env());
     await agent.ready;
     const regs = await registrations();
@@ -98,7 +108,7 @@ describe('a trusted block that hogs memory or the event loop', () => {
   }
 
   it('a memory hog that yields fails OutOfMemory, naming the memory, with the agent alive', async () => {
-    const id = await submit(hog(true));
+    const id = await submit(YIELDING_HOG);
     const end = await ends(id);
     assert.equal(end.type, 'RequestFailed', 'the hog did not complete');
     assert.equal(end.data.errorType, 'OutOfMemory');
@@ -108,12 +118,10 @@ describe('a trusted block that hogs memory or the event loop', () => {
     assert.equal(agent.child.exitCode, null);
   });
 
-  it('a memory hog in a synchronous loop: one death naming it, then OutOfMemory isolated in a sandbox', {
-    skip: 'known failure after the merge of the issue 20 branches: the synchronous hog completes and the watchdog never interrupts the agent (investigation open, see the issue 20 note)',
-  }, async () => {
+  it('a memory hog in a synchronous loop: one death naming it, then OutOfMemory isolated in a sandbox', async () => {
     const regs = (await registrations()).length;
-    const id = await submit(hog(false));
-    const reg = await restarted(regs);
+    const id = await submit(SYNC_HOG);
+    const reg = await restarted(regs, id);
     assert.match(reg.data.previousExit.cause, new RegExp(`^memory: the trusted block of ${id} kept the agent over`));
     assert.deepEqual(reg.data.previousExit.running, [id]);
     const end = await ends(id);

@@ -52,3 +52,18 @@ test("a syntax error carries V8's message, line and column", () => {
   );
   assert.equal(checkBlockSource('async (m) => {')?.kind, 'syntax');
 });
+
+test('the verdict is the same the second time: an accepted source is remembered, a refused one is checked again', () => {
+  const ok = 'async (m) => await m.transformer.h[0].output';
+  const bad = 'async (m) => 1\n); }); globalThis.X = 1; (function () { return (async (m) => 1';
+  for (let i = 0; i < 3; i++) {
+    assert.equal(checkBlockSource(ok), undefined);
+    assert.equal(checkBlockSource(bad)?.kind, 'shape');
+    // A source that only starts like an accepted one is checked on its own.
+    assert.equal(checkBlockSource(`${ok}, 1`)?.kind, 'shape');
+  }
+  // Past the cache's bound the oldest entries go; every verdict stays right.
+  for (let i = 0; i < 300; i++) assert.equal(checkBlockSource(`async (m) => ${i}`), undefined);
+  assert.equal(checkBlockSource(ok), undefined);
+  assert.equal(checkBlockSource(bad)?.kind, 'shape');
+});

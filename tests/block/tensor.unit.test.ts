@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Tensor, TensorError } from '../../gpu-agent/block/api/tensor.js';
+import type { SliceSpec } from '../../gpu-agent/block/api/tensor.js';
 
 const close = (a: unknown, b: unknown, eps = 1e-6): void => {
   const fa = JSON.stringify(a);
@@ -99,6 +100,42 @@ test('setSlice writes numbers and broadcast tensors in place', () => {
     [6, 7, 8],
   ]);
   assert.throws(() => t.setSlice([0], Tensor.from([1, 2])), /does not fit/);
+});
+
+test('setSlice over whole trailing dims (copied run by run) writes each selected element, as sliceOffsets lists them', () => {
+  const values = Tensor.arange(24).reshape([2, 3, 4]).add(0.5);
+  const cases: SliceSpec[][] = [
+    [1],
+    [[0, 2]],
+    [null, [1, 3]],
+    [-1, 2],
+    [
+      [0, 2],
+      [0, 3, 2],
+    ],
+  ];
+  for (const specs of cases) {
+    const slice = values.slice(...specs);
+    const got = Tensor.zeros([2, 3, 4]).setSlice(specs, slice);
+    const want = Tensor.zeros([2, 3, 4]);
+    const at = want.sliceOffsets(specs);
+    at.forEach((o, k) => {
+      (want.data as Float32Array)[o] = (slice.data as Float32Array)[k]!;
+    });
+    assert.deepEqual(got.toArray(), want.toArray(), JSON.stringify(specs));
+    const filled = Tensor.zeros([2, 3, 4]).setSlice(specs, 3);
+    assert.deepEqual(filled.slice(...specs).toArray(), slice.mul(0).add(3).toArray());
+    assert.equal(
+      (filled.data as Float32Array).reduce((a, b) => a + b, 0),
+      3 * at.length,
+      'nothing else written',
+    );
+  }
+  const ints = Tensor.from([1, 2, 3, 4], [2, 2], 'int64');
+  assert.deepEqual(ints.setSlice([1], Tensor.from([7, 8], [2], 'int64')).toArray(), [
+    [1, 2],
+    [7, 8],
+  ]);
 });
 
 test('add, sub, mul, div broadcast like numpy; integer arithmetic stays integer', () => {

@@ -136,7 +136,7 @@ describe('kill', () => {
       assert.match(running.out, /^REQUEST +SUBMITTER +MODEL +PHASE +SINCE +RECEIVED +ATTEMPT +AGENT$/m);
       assert.match(
         running.out,
-        new RegExp(`^${full} +key:[0-9a-f]{16} +gpt2-tiny +RUNNING +\\d+ (ms|s) +.* +1 +agent-1$`, 'm'),
+        new RegExp(`^${full} +key:[0-9a-f]{16} +gpt2-tiny +RUNNING +\\d+(\\.\\d+)? (ms|s) +.* +1 +agent-1$`, 'm'),
       );
       const listed = JSON.parse((await ndif(['requests', '--json'])).out) as {
         requests: { requestId: string; status: string; since: string; submitter: string }[];

@@ -1,4 +1,4 @@
-// The worked examples of docs/sdk.md ("Worked examples": activation patching, the logit lens), run as written: each
+// The worked examples of docs/sdk.md (a training loop, "Worked examples": activation patching, the logit lens), run as written: each
 // `<!-- sdk-example: name, value: v -->` block is executed with `ndif` — a Fabric of a real fabric in this process,
 // serving the bundled gpt2-tiny — in scope, and the variable it names must equal the `<!-- example-result -->` after
 // it. The examples cannot drift from what the SDK and the fabric do.
@@ -17,7 +17,7 @@ const examples = sdkExamples(readDoc('sdk.md'));
 test('docs/sdk.md has the worked examples', () => {
   assert.deepEqual(
     examples.map((e) => e.name),
-    ['activation-patching', 'logit-lens', 'scan'],
+    ['training-loop', 'activation-patching', 'logit-lens', 'scan'],
   );
 });
 

@@ -49,7 +49,7 @@ const examples = sdkExamples(readDoc('sdk.md'));
 test('the docs have the worked examples this test runs locally', () => {
   assert.deepEqual(
     examples.map((e) => e.name),
-    ['activation-patching', 'logit-lens', 'scan'],
+    ['training-loop', 'activation-patching', 'logit-lens', 'scan'],
   );
 });
 

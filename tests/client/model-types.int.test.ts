@@ -20,6 +20,7 @@ import type { InProcessFabric } from './fabric-harness.js';
 let fab: InProcessFabric;
 let dir: string;
 const sdk = join(repoRoot, 'client', 'sdk', 'index.js');
+const local = join(repoRoot, 'client', 'sdk', 'local', 'index.js');
 
 before(async () => {
   fab = await startInProcessFabric();
@@ -79,12 +80,14 @@ export const run = ndif.trace<typeof Gpt2Tiny>('gpt2-tiny', 'Hello', async (m, c
   m.transformer.h[0].mlp.output = h.mul(0);
   const lens: Tensor = await m.lm_head.call(await m.transformer.ln_f.call(h));
   const inputs: Tensor[] = await m.transformer.h[1].attn.inputs;
+  const unembed: Tensor = await m.lm_head.weight;
+  m.transformer.h[0].attn.c_attn.bias = (await m.transformer.h[0].attn.c_attn.bias).mul(0);
   for (const layer of m.transformer.h) void layer.path;
   const shapes = await m.all(async (s, i) => (await s.transformer.h[m.transformer.h.length - 1].output).shape[i] ?? 0);
   const c = await ctx.cache({ modules: [m.transformer.h] });
   ctx.shared.h = c;
   await ctx.barrier('b');
-  return { lens: lens.shape, n: inputs.length, shapes };
+  return { lens: lens.shape, n: inputs.length, shapes, unembed: unembed.shape };
 });
 `;
   const ok = typecheck(mkdtempSync(join(dir, 'good-')), { ...decl, 'good.ts': good });
@@ -96,6 +99,14 @@ export const a = ndif.trace<typeof Gpt2Tiny>('gpt2-tiny', 'Hello', async (m) => 
 export const b = ndif.trace<typeof Gpt2Tiny>('gpt2-tiny', 'Hello', async (m) => await m.transformer.h[1].mlpp.output);
 export const c = ndif.trace<typeof Gpt2Tiny>('gpt2-tinyy', 'Hello', async (m) => 1);
 export const d = ndif.trace<typeof Gpt2Tiny>('gpt2-tiny', 'Hello', async (m) => { m.transformer.h[0].output = 'zero'; });
+export const e = ndif.trace<typeof Gpt2Tiny>('gpt2-tiny', 'Hello', async (m) => await m.lm_head.bias);
+export const f = ndif.trace<typeof Gpt2Tiny>('gpt2-tiny', 'Hello', async (m) => { m.lm_head.weight = 'zero'; });
+export const g = ndif.trace('gpt2-tiny@zero-mlp0', 'Hello', async (m) => await m.transformer.hh[0].output);
+declare module ${JSON.stringify(sdk)} {
+  interface ModelRegistry {
+    'gpt2-tiny@zero-mlp0': typeof Gpt2Tiny;
+  }
+}
 `;
   const no = typecheck(mkdtempSync(join(dir, 'bad-')), { ...decl, 'bad.ts': bad });
   assert.equal(no.ok, false);
@@ -107,6 +118,10 @@ export const d = ndif.trace<typeof Gpt2Tiny>('gpt2-tiny', 'Hello', async (m) => 
     /bad\.ts\(6,\d+\): error TS(2345: Argument of type '"gpt2-tinyy"'|2769: No overload matches this call)/,
   );
   assert.match(no.output, /bad\.ts\(7,\d+\): error TS2322: Type 'string' is not assignable to type 'Tensor'/);
+  assert.match(no.output, /bad\.ts\(8,\d+\): error TS2339: Property 'bias' does not exist/);
+  assert.match(no.output, /bad\.ts\(9,\d+\): error TS2322: Type 'string' is not assignable to type 'Tensor'/);
+  // A variant added to ModelRegistry beside its model is typed as the model.
+  assert.match(no.output, /bad\.ts\(10,\d+\): error TS2339: Property 'hh' does not exist/);
   // The typed call is the ordinary trace at run time.
   const { Fabric } = await import('../../client/sdk/index.js');
   const client = new Fabric({ url: fab.url, progress: false });
@@ -117,6 +132,10 @@ export const d = ndif.trace<typeof Gpt2Tiny>('gpt2-tiny', 'Hello', async (m) => 
       async (m: any) => (await m.lm_head.call(await m.transformer.ln_f.call(await m.transformer.h[1].output))).shape,
     );
     assert.deepEqual(shape, [1, 1, 50257]);
+    const bound = await client
+      .model('gpt2-tiny')
+      .trace('Hello', async (m: any) => (await m.transformer.h[1].output).shape);
+    assert.deepEqual(bound, [1, 1, 64]);
   } finally {
     client.close();
   }
@@ -144,6 +163,19 @@ export const st: [string] = (await ndif.stream('gpt2-tiny', 'a', async () => 'y'
 export const explicit: unknown = await ndif.trace<typeof Gpt2Tiny>('gpt2-tiny', 'a', async (m) => await m.transformer.h[0].output);
 export const explicitStream = ndif.stream<typeof Gpt2Tiny>('gpt2-tiny', 'a', async (m) => await m.transformer.h[0].output);
 export const legacy: number[] = await ndif.trace<number[]>('gpt2-tiny', 'a', 'async (m) => [1]');
+declare module ${JSON.stringify(sdk)} {
+  interface ModelRegistry {
+    'gpt2-tiny@zero-mlp0': typeof Gpt2Tiny;
+  }
+}
+export const variant: Tensor = await ndif.trace('gpt2-tiny@zero-mlp0', 'a', async (m) => await m.transformer.h[0].output);
+const gpt2 = ndif.model<typeof Gpt2Tiny>('gpt2-tiny');
+export const bound: Tensor = await gpt2.trace('a', async (m) => await m.transformer.h[0].output);
+export const boundEach: [number, string] = await gpt2.trace(['a', { input: 'b', block: async () => 'x' }], async () => 1);
+export const boundEx: [boolean] = (await gpt2.execute('a', async () => true)).values;
+export const boundS: [number] = await gpt2.session([{ input: 'a', block: async (m) => (await m.output).shape.length }]);
+export const boundES: [number] = (await gpt2.executeSession([{ input: 'a', block: async () => 1 }])).traces;
+export const boundSt: [string] = (await gpt2.stream('a', async () => 'y', { maxNewTokens: 2 }).result).values;
 `;
   const ok = typecheck(mkdtempSync(join(dir, 'typed-good-')), { ...decl, 'good.ts': good });
   assert.ok(ok.ok, ok.output);
@@ -153,10 +185,14 @@ export const c: [number, number] = await ndif.session('gpt2-tiny', [{ input: 'a'
 export const d: [number] = (await ndif.stream('gpt2-tiny', 'a', async () => 'y').result).values;
 export const e = await ndif.trace('gpt2-tiny', 'Hello', async (m) => m.transformer.hh);
 export const f: [string, string] = await ndif.trace('gpt2-tiny', ['a', { input: 'b', block: async () => 2 }], async () => 'x');
+export const g: string = await ndif.model<typeof Gpt2Tiny>('gpt2-tiny').trace('a', async (m) => (await m.output).shape);
+export const h = await ndif.model<typeof Gpt2Tiny>('gpt2-tiny').trace('a', async (m) => m.transformer.hh);
+export const i: [string] = await ndif.model<typeof Gpt2Tiny>('gpt2-tiny').session([{ input: 'a', block: async () => 1 }]);
+export const j = ndif.model<typeof Gpt2Tiny>('gpt2-tinyy');
 `;
   const no = typecheck(mkdtempSync(join(dir, 'typed-bad-')), { ...decl, 'bad.ts': bad });
   assert.equal(no.ok, false);
-  for (const line of [4, 5, 6, 7, 8, 9])
+  for (const line of [4, 5, 6, 7, 8, 9, 10, 11, 12, 13])
     assert.match(
       no.output,
       new RegExp(`bad\\.ts\\(${line},\\d+\\): error TS`),
@@ -166,6 +202,55 @@ export const f: [string, string] = await ndif.trace('gpt2-tiny', ['a', { input: 
     no.output,
     /bad\.ts\(4,\d+\): error TS2322: Type 'readonly number\[\]' is not assignable to type 'string'/,
   );
+  // ndif.model<typeof M>(key) types the value of every entry point (trace<typeof M> gives unknown).
+  assert.match(
+    no.output,
+    /bad\.ts\(10,\d+\): error TS2322: Type 'readonly number\[\]' is not assignable to type 'string'/,
+  );
+  assert.match(no.output, /bad\.ts\(11,\d+\): error TS2339: Property 'hh' does not exist/);
+  assert.match(no.output, /bad\.ts\(8,\d+\): error TS2339: Property 'hh' does not exist/);
+});
+
+test('typed results in the local mode: LocalFabric has the same typed entry points, and a wrong type fails to compile', async () => {
+  const r = await ndif(['types', 'gpt2-tiny', '--from', sdk]);
+  assert.equal(r.code, ExitCode.ok, r.err);
+  const decl = { 'gpt2-tiny.d.ts': r.out };
+  const head = `import type { Tensor } from ${JSON.stringify(sdk)};
+import { LocalFabric } from ${JSON.stringify(local)};
+import type { Gpt2Tiny } from './gpt2-tiny.js';
+declare const local: LocalFabric;
+`;
+  const good = `${head}export const shape: readonly number[] = await local.trace('gpt2-tiny', 'Hello', async (m) => (await m.transformer.h[1].output).shape);
+export const each: [number, string] = await local.trace('gpt2-tiny', ['a', { input: 'b', block: async () => 'x' }], async () => 1);
+export const s: [number, Tensor[]] = await local.session('gpt2-tiny', [
+  { input: 'a', block: async (m) => (await m.transformer.h[0].output).shape.length },
+  { input: ['a', 'b'], block: async (m) => await m.output },
+]);
+export const es: [number] = (await local.executeSession('gpt2-tiny', [{ input: 'a', block: async () => 1 }])).traces;
+export const ex: [boolean] = (await local.execute('gpt2-tiny', 'a', async () => true)).values;
+export const st: [string] = (await local.stream('gpt2-tiny', 'a', async () => 'y', { maxNewTokens: 2 }).result).values;
+export const w: Tensor = await local.trace('gpt2-tiny', 'a', async (m) => await m.lm_head.weight);
+export const legacy: number[] = await local.trace<number[]>('gpt2-tiny', 'a', 'async (m) => [1]');
+export const explicit = local.stream<typeof Gpt2Tiny>('gpt2-tiny', 'a', async (m) => await m.transformer.h[0].output);
+export const bound: Tensor = await local.model<typeof Gpt2Tiny>('gpt2-tiny').trace('a', async (m) => await m.output);
+`;
+  const ok = typecheck(mkdtempSync(join(dir, 'local-good-')), { ...decl, 'good.ts': good });
+  assert.ok(ok.ok, ok.output);
+  const bad = `${head}export const a: string = await local.trace('gpt2-tiny', 'Hello', async (m) => (await m.output).shape);
+export const b: [number, number] = await local.session('gpt2-tiny', [{ input: 'a', block: async () => 1 }, { input: 'b', block: async () => 'no' }]);
+export const c: [number] = (await local.stream('gpt2-tiny', 'a', async () => 'y').result).values;
+export const d = await local.trace('gpt2-tiny', 'Hello', async (m) => m.transformer.hh);
+export const e: [boolean] = (await local.execute('gpt2-tiny', 'a', async () => 1)).values;
+export const f: [string] = (await local.executeSession('gpt2-tiny', [{ input: 'a', block: async () => 1 }])).traces;
+`;
+  const no = typecheck(mkdtempSync(join(dir, 'local-bad-')), { ...decl, 'bad.ts': bad });
+  assert.equal(no.ok, false);
+  for (const line of [5, 6, 7, 8, 9, 10])
+    assert.match(
+      no.output,
+      new RegExp(`bad\\.ts\\(${line},\\d+\\): error TS`),
+      `line ${line} must not compile:\n${no.output}`,
+    );
   assert.match(no.output, /bad\.ts\(8,\d+\): error TS2339: Property 'hh' does not exist/);
 });
 

@@ -56,6 +56,15 @@ test('scan gives every module the shapes a real run reads, for one prompt and fo
   }
   const one = await ndif.scan('gpt2-tiny', 'Hello world');
   assert.deepEqual(one.shape('transformer.h.0'), one.modules.get('transformer.h.0')!.outputs[0]!.shape);
+  // Parameters: every one the manifest lists, with the shape and dtype a read of it has.
+  const names = ['lm_head.weight', 'transformer.wte.weight', 'transformer.h.0.attn.c_attn.bias'];
+  const read = (await ndif.trace(
+    'gpt2-tiny',
+    'Hello world',
+    `async (m) => [await m.lm_head.weight, await m.transformer.wte.weight, await m.transformer.h[0].attn.c_attn.bias].map((t) => ({ shape: t.shape, dtype: t.dtype }))`,
+  )) as Array<{ shape: number[]; dtype: string }>;
+  for (const [i, n] of names.entries()) assert.deepEqual(one.parameters.get(n), read[i], `scan's ${n} is a read's`);
+  assert.ok(one.parameters.size >= 25, `every parameter listed (${one.parameters.size})`);
 });
 
 test('scan refuses what a trace would refuse: an unknown module, an empty input, too many tokens', async () => {

@@ -3,11 +3,14 @@
 // URLs, reconnects and the version handshake.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import {
   Fabric,
   CancelledError,
   ClientTimeoutError,
   FabricHttpError,
+  ProtocolError,
   ProtocolMismatchError,
   RemoteError,
   Tensor,
@@ -276,8 +279,64 @@ describe('cancel, wait limits, non-blocking', () => {
 });
 
 describe('transport of results and statuses', () => {
-  it('a result over the inline limit comes by its signed URL, transparently', async () => {
-    const url = await fab.serveAlso({ inlineResultMaxBytes: 1024 });
+  it('a result comes as a binary frame after its COMPLETED message (no base64), checked and bit-identical', async () => {
+    let completed: StatusMessage | undefined;
+    const out = await ndif.trace('gpt2-tiny', PROMPT, readAndSwap, {
+      onMessage: (m) => {
+        if (m.status === 'COMPLETED') completed = m;
+      },
+    });
+    assert.equal(completed?.binary, true);
+    assert.equal(completed?.inline, undefined);
+    assert.equal(completed?.url, undefined);
+    assert.equal(completed?.resultBytes?.byteLength, completed?.bytes);
+    const want = await runDirect(readAndSwap.toString());
+    assert.ok(bitsOf(out.logits).equals(bitsOf(want.value.logits!)));
+  });
+
+  it('a binary result whose bytes do not match its sha256 is refused (ProtocolError), not decoded', async () => {
+    const requestId = `tamper-${Date.now()}`;
+    await ndif.trace('gpt2-tiny', PROMPT, readAndSwap, { requestId });
+    const ref = await ndif.http.json<{ result: { bytes: number } }>('GET', `/requests/${requestId}`);
+    const files = readdirSync(join(fab.tmp, 'blobs'), { recursive: true, encoding: 'utf8' }).filter((f) =>
+      f.endsWith('.bin'),
+    );
+    const file = files
+      .map((f) => join(fab.tmp, 'blobs', f))
+      .find((f) => statSync(f).size === ref.result.bytes && readFileSync(f).includes('NDIFRES1'));
+    assert.ok(file, 'the result blob is on disk');
+    const bytes = readFileSync(file);
+    bytes[bytes.length - 1] ^= 0xff;
+    writeFileSync(file, bytes);
+    // The same request again (same id and body): the subscription replays its COMPLETED with the tampered bytes.
+    await assert.rejects(ndif.trace('gpt2-tiny', PROMPT, readAndSwap, { requestId }), (e: Error) => {
+      assert.ok(e instanceof ProtocolError, String(e));
+      assert.match(e.message, /does not match its sha256/);
+      return true;
+    });
+  });
+
+  it('a server without binary results (or a result over its binary limit) inlines base64 as before', async () => {
+    const url = await fab.serveAlso({ wsBinaryResultMaxBytes: 1024 });
+    const small = new Fabric({ url, progress: false });
+    try {
+      let completed: StatusMessage | undefined;
+      const out = await small.trace('gpt2-tiny', PROMPT, readAndSwap, {
+        onMessage: (m) => {
+          if (m.status === 'COMPLETED') completed = m;
+        },
+      });
+      assert.equal(completed?.binary, undefined);
+      assert.equal(typeof completed?.inline, 'string');
+      const want = await runDirect(readAndSwap.toString());
+      assert.ok(bitsOf(out.logits).equals(bitsOf(want.value.logits!)));
+    } finally {
+      small.close();
+    }
+  });
+
+  it('a result over the inline and binary limits comes by its signed URL, transparently', async () => {
+    const url = await fab.serveAlso({ inlineResultMaxBytes: 1024, wsBinaryResultMaxBytes: 1024 });
     const small = new Fabric({ url, progress: false });
     try {
       let completed: StatusMessage | undefined;

@@ -23,6 +23,7 @@ import { buildFabricServer } from '../../fabric/embedded/http-server.js';
 import type { FabricContext } from '../../fabric/context.js';
 import { SqliteEventStore } from '../../eventstore/sqlite/store.js';
 import { ControlPlaneView } from '../../projections/control-plane/live.js';
+import type { HotStateLimits } from '../../projections/requests/state.js';
 import { SqliteCheckpoints } from '../../projections/runner/sqlite-checkpoints.js';
 import { encodeResultContainer } from '../../protocol/result-container.js';
 import { Scheduler } from '../../scheduler/scheduler.js';
@@ -61,12 +62,14 @@ export interface HarnessOptions {
   config?: ApiConfigInput;
   /** Give the server a metrics registry (GET /metrics). */
   metrics?: boolean;
+  /** How much finished history the view keeps (default: the fabric's). */
+  hot?: Partial<HotStateLimits>;
 }
 
 export async function startApi(options: HarnessOptions = {}): Promise<ApiHarness> {
   const dir = mkdtempSync(join(tmpdir(), 'ndif-api-'));
   const store = new SqliteEventStore({ path: join(dir, 'events.sqlite'), pollIntervalMs: 20 });
-  const view = new ControlPlaneView(store, new SqliteCheckpoints(store.db));
+  const view = new ControlPlaneView(store, new SqliteCheckpoints(store.db), { hot: options.hot });
   await view.start();
   const clock = { now: START_MS };
   let scheduler: Scheduler | undefined;

@@ -239,6 +239,37 @@ describe('request: agent reports', () => {
         },
       ]);
   });
+  it("a loop's progress carries its iterations, how many are done and the latest reported value", () => {
+    g(running)
+      .when({
+        type: 'ReportRequestTrace',
+        attempt: 1,
+        trace: 0,
+        traces: 1,
+        status: 'RUNNING',
+        ms: 1000,
+        iterations: 2000,
+        done: 812,
+        reported: { iteration: 811, value: { loss: 0.25 } },
+        ...report,
+      })
+      .then([
+        {
+          type: 'RequestTraceProgressed',
+          data: {
+            requestId: 'r1',
+            attempt: 1,
+            trace: 0,
+            traces: 1,
+            status: 'RUNNING',
+            ms: 1000,
+            iterations: 2000,
+            done: 812,
+            reported: { iteration: 811, value: { loss: 0.25 } },
+          },
+        },
+      ]);
+  });
   it('a completion of a stale attempt (requeued meanwhile) is ignored with the reason: no duplicate COMPLETED', () => {
     g([...running, requeued(), dispatched(2)])
       .when({ type: 'ReportRequestCompleted', attempt: 1, resultRef: 'blob:1', bytes: 10, sha256: sha, ...report })

@@ -15,6 +15,7 @@ import { createInProcessBlocks } from '../../gpu-agent/block/index.js';
 import { loadModel, type HostedModel } from '../../gpu-agent/runtime/index.js';
 import { decodeResultContainer } from '../../protocol/result-container.js';
 import { ensureModel } from '../../catalog/bundled/generate-model.js';
+import { descendantsOf } from '../faults/process.js';
 
 const MAIN = fileURLToPath(new URL('../../fabric/embedded/main.js', import.meta.url));
 const BLOCK = `async (m) => {
@@ -178,25 +179,15 @@ describe('embedded fabric (npm start)', () => {
 
   it('starts the agent child again after kill -9, and the child exits when the fabric process is killed', async () => {
     const f = await startFabric(join(dir, 'data-kill'));
-    const { execFileSync } = await import('node:child_process');
-    const childrenOf = (pid: number) => {
-      try {
-        return execFileSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' })
-          .trim()
-          .split('\n')
-          .map(Number)
-          .filter(Boolean);
-      } catch {
-        return [];
-      }
-    };
-    const first = childrenOf(f.child.pid!);
+    // The agent runs under the control plane, which runs under the fabric's supervisor.
+    const agentPids = () => descendantsOf(f.child.pid!, 'gpu-agent.js');
+    const first = agentPids();
     assert.equal(first.length, 1, 'one agent child runs');
     process.kill(first[0], 'SIGKILL');
     let end = Date.now() + 15_000;
     let second: number[] = [];
     while (Date.now() < end) {
-      second = childrenOf(f.child.pid!).filter((p) => p !== first[0]);
+      second = agentPids().filter((p) => p !== first[0]);
       if (second.length === 1) break;
       await sleep(50);
     }

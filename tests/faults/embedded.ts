@@ -1,6 +1,7 @@
 // The embedded fabric as `npm start` runs it, for fault tests: `dist/fabric/embedded/main.js` on a free port
-// over a temp data folder (SQLite), with its GPU agent child (restarted by the fabric when it dies). The agent's
-// pid is read from /proc (the child of the fabric process running gpu-agent.js).
+// over a temp data folder (SQLite): a supervisor process, its control-plane child and that one's GPU agent child
+// (each restarted by its parent when it dies). The agent's pid is read from /proc (the descendant of the fabric
+// process running gpu-agent.js).
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,7 +11,7 @@ import { SqliteApiKeyStore } from '../../auth/sqlite.js';
 import { SqliteEventStore } from '../../eventstore/sqlite/store.js';
 import { COMPRESSED_TIME, type FaultFabric, type FaultFabricOptions } from './fabric.js';
 import { agentBack, bootOf } from './http.js';
-import { FabricProcess, childrenOf } from './process.js';
+import { FabricProcess, controlPlaneOf, descendantsOf, pidAlive } from './process.js';
 
 export async function startEmbedded(options: FaultFabricOptions = {}): Promise<FaultFabric> {
   const own = options.dataDir === undefined;
@@ -42,7 +43,10 @@ export async function startEmbedded(options: FaultFabricOptions = {}): Promise<F
   let main = await start();
   const urlOf = (p: FabricProcess) => /listening on (http:\/\/\S+)/.exec(p.stdout())![1]!;
   const retired: FabricProcess[] = [];
-  const agentPid = () => (main.alive ? childrenOf(main.pid, 'gpu-agent.js')[0] : undefined);
+  const agentPid = () => (main.alive ? descendantsOf(main.pid, 'gpu-agent.js')[0] : undefined);
+  // With `killControlPlaneOnly`, what dies is the control-plane process under the fabric's supervisor, which starts it
+  // again on the same port: killed is its pid and its agent's, to see both gone and a new control plane serving.
+  let killed: { controlPlane: number; agent: number | undefined } | undefined;
 
   const fabric: FaultFabric = {
     mode: 'embedded',
@@ -81,11 +85,39 @@ export async function startEmbedded(options: FaultFabricOptions = {}): Promise<F
       return agentBack(fabric, killed, timeoutMs);
     },
     async killControlPlane() {
+      if (options.killControlPlaneOnly) {
+        const controlPlane = controlPlaneOf(main.pid);
+        if (controlPlane === undefined) throw new Error('no control-plane process to kill');
+        killed = { controlPlane, agent: agentPid() };
+        process.kill(controlPlane, 'SIGKILL');
+        return;
+      }
       await main.kill9();
       retired.push(main);
     },
     async restartControlPlane() {
-      main = await start();
+      if (killed === undefined) {
+        main = await start();
+        return;
+      }
+      // The supervisor does it: a new control plane, serving on the same URL, and the old one's agent gone.
+      const was = killed;
+      killed = undefined;
+      const end = Date.now() + 60_000;
+      for (;;) {
+        const now = controlPlaneOf(main.pid);
+        const serving =
+          now !== undefined &&
+          now !== was.controlPlane &&
+          (await fetch(`${urlOf(main)}/ping`).then(
+            (r) => r.ok,
+            () => false,
+          ));
+        if (serving && !pidAlive(was.controlPlane) && (was.agent === undefined || !pidAlive(was.agent))) return;
+        if (!main.alive || Date.now() > end)
+          throw new Error(`the supervisor did not bring the control plane back: ${main.stderrTail()}`);
+        await sleep(50);
+      }
     },
     async restartControlPlaneCleanly() {
       await main.stop();

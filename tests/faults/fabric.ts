@@ -52,6 +52,8 @@ export interface KilledAgent {
 }
 
 export interface FaultFabricOptions {
+  /** Embedded: killControlPlane kills only the control-plane process, which the fabric's supervisor restarts. */
+  killControlPlaneOnly?: boolean;
   /** Extra environment for every process. */
   env?: NodeJS.ProcessEnv;
   /** Declared GPUs of the agent (default 1x16GiB). */

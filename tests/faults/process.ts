@@ -127,6 +127,31 @@ export function childrenOf(parent: number, needle: string): number[] {
     });
 }
 
+/**
+ * The pids of `ancestor`'s descendants (children, their children, …) whose command line contains `needle`: the
+ * embedded fabric's top process supervises the control plane, which runs the agent.
+ */
+export function descendantsOf(ancestor: number, needle: string): number[] {
+  const out: number[] = [];
+  const walk = (pid: number, depth: number) => {
+    if (depth > 4) return;
+    for (const child of childrenOf(pid, '')) {
+      try {
+        if (readFileSync(`/proc/${child}/cmdline`, 'utf8').includes(needle)) out.push(child);
+      } catch {
+        continue;
+      }
+      walk(child, depth + 1);
+    }
+  };
+  walk(ancestor, 0);
+  return out;
+}
+
+/** The embedded fabric's control-plane process under its supervisor (the process `npm start` runs). */
+export const controlPlaneOf = (fabricPid: number): number | undefined =>
+  childrenOf(fabricPid, 'control-plane-process.js')[0];
+
 export function pidAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);

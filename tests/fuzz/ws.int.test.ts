@@ -80,6 +80,18 @@ const frame: fc.Arbitrary<Frame> = fc.oneof(
     ),
   },
   {
+    weight: 2,
+    arbitrary: fc
+      .tuple(validId, fc.constantFrom('inline', 'binary', undefined), fc.constantFrom('all', 'final', undefined))
+      .map(
+        ([requestId, results, statuses]): Frame => ({
+          data: j({ type: 'subscribe', requestId, results, statuses }),
+          binary: false,
+          expect: 'subscribed',
+        }),
+      ),
+  },
+  {
     weight: 3,
     arbitrary: fc
       .tuple(
@@ -106,6 +118,18 @@ const frame: fc.Arbitrary<Frame> = fc.oneof(
         badId.map((requestId) => j({ type: 'subscribe', requestId })),
         badId.map((requestId) => j({ type: 'unsubscribe', requestId })),
         fc.tuple(validId, anyJson).map(([requestId, extra]) => j({ type: 'subscribe', requestId, extra })),
+        fc
+          .tuple(
+            validId,
+            anyJson.filter((v) => v !== 'inline' && v !== 'binary'),
+          )
+          .map(([requestId, results]) => j({ type: 'subscribe', requestId, results })),
+        fc
+          .tuple(
+            validId,
+            anyJson.filter((v) => v !== 'all' && v !== 'final'),
+          )
+          .map(([requestId, statuses]) => j({ type: 'subscribe', requestId, statuses })),
         fc
           .tuple(
             validId,

@@ -3,6 +3,7 @@
 // resubscription with a cursor (nothing missed, nothing twice), true queue positions as they change, a requeue
 // back to QUEUED, ERROR with the user's stack, CANCELLED.
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { decodeResultContainer } from '../../protocol/result-container.js';
 import { ReportingAgent, settle, startApi, submitBody, type ApiHarness } from '../command-api/harness.js';
@@ -83,6 +84,44 @@ describe('status websocket', () => {
     const decoded = decodeResultContainer(new Uint8Array(Buffer.from(done.inline as string, 'base64')));
     assert.deepEqual(decoded.invokes[0]!.tree, { out: { $tensor: 0 } });
     assert.deepEqual(ws.messages.at(-1), { type: 'ended', requestId: 'r-first', reason: 'finished' });
+    await ws.close();
+  });
+
+  it('results: "binary" sends the result container as the binary frame after COMPLETED; statuses: "final" only LOG and the final status', async () => {
+    const ws = await TestSocket.open(url);
+    ws.send({ type: 'subscribe', requestId: 'r-first', results: 'binary', statuses: 'final' });
+    await ws.until((m) => m.some((x) => x.type === 'ended'), 'ended');
+    const s = ws.statuses('r-first');
+    assert.deepEqual(names(s), ['LOG', 'LOG', 'COMPLETED']);
+    const done = s[2]!;
+    assert.equal(done.binary, true);
+    assert.equal(done.inline, undefined);
+    assert.equal(done.url, undefined);
+    const i = ws.messages.indexOf(done);
+    const frame = ws.messages[i + 1]!;
+    assert.equal(frame.type, 'binary', 'the binary frame comes right after its COMPLETED message');
+    const data = frame.data as Buffer;
+    assert.equal(data.byteLength, done.bytes);
+    assert.equal(createHash('sha256').update(data).digest('hex'), done.sha256);
+    assert.deepEqual(decodeResultContainer(new Uint8Array(data)).invokes[0]!.tree, { out: { $tensor: 0 } });
+    assert.deepEqual(ws.messages.at(-1), { type: 'ended', requestId: 'r-first', reason: 'finished' });
+    await ws.close();
+  });
+
+  it('subscribe refuses results or statuses it does not know (WS_BAD_MESSAGE)', async () => {
+    const ws = await TestSocket.open(url);
+    ws.send({ type: 'subscribe', requestId: 'r-first', results: 'base64' });
+    ws.send({ type: 'subscribe', requestId: 'r-first', statuses: 'some' });
+    await ws.until((m) => m.filter((x) => x.type === 'error').length === 2, 'two refusals');
+    const errors = ws.messages.filter((x) => x.type === 'error');
+    assert.deepEqual(
+      errors.map((e) => [e.code, String(e.message).split(':')[0]]),
+      [
+        ['WS_BAD_MESSAGE', 'results'],
+        ['WS_BAD_MESSAGE', 'statuses'],
+      ],
+    );
+    assert.equal(ws.statuses('r-first').length, 0, 'nothing was subscribed');
     await ws.close();
   });
 

@@ -11,8 +11,8 @@ export class TestSocket {
   private waiters: Array<{ test: (m: WsMessage[]) => boolean; resolve: () => void }> = [];
 
   private constructor(readonly ws: WebSocket) {
-    ws.on('message', (data) => {
-      this.messages.push(JSON.parse(String(data)) as WsMessage);
+    ws.on('message', (data, isBinary) => {
+      this.messages.push(isBinary ? { type: 'binary', data: data as Buffer } : (JSON.parse(String(data)) as WsMessage));
       this.waiters = this.waiters.filter((w) => {
         if (!w.test(this.messages)) return true;
         w.resolve();

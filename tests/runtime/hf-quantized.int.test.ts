@@ -11,7 +11,7 @@ import type { HostedModel } from '../../gpu-agent/runtime/index.js';
 import type { QuantDtype } from '../../gpu-agent/runtime/hf/quantize.js';
 import { snapshotWeightsBytes } from '../../gpu-agent/runtime/hf/snapshot-files.js';
 import type { Tensor } from '../../gpu-agent/block/api/tensor.js';
-import { maxAbsDiff, run, tensor } from './tiny-model.js';
+import { maxAbsDiff, run, sameBits, tensor } from './tiny-model.js';
 import { hfDir, readReference, readSafetensors } from './hf-fixtures.js';
 
 const TOLERANCE: Record<QuantDtype, number> = { int8: 2e-2, int4: 1.5e-1 };
@@ -105,6 +105,35 @@ for (const family of ['gpt2', 'llama']) {
           return true;
         },
       );
+    });
+  }
+}
+
+// A quantized product takes no other kernel path for a row alone: each row's logits are bit-identical whether it
+// runs alone or beside another (one token each, where the batch has the fewest rows, and whole prompts).
+for (const family of ['gpt2', 'llama']) {
+  for (const dtype of ['int8', 'int4'] as const) {
+    test(`${family}/snapshot ${dtype}: a row's logits are the same bits alone and in a batch`, async () => {
+      const hm = await load(family, dtype);
+      const block = 'async (m) => await m.output';
+      for (const [a, b] of [
+        [[7], [11]],
+        [
+          [7, 3, 9],
+          [11, 2, 5],
+        ],
+      ] as const) {
+        const alone = await run(hm, { invokes: [{ tokens: [...a], block }] });
+        const both = await run(hm, {
+          invokes: [
+            { tokens: [...a], block },
+            { tokens: [...b], block },
+          ],
+        });
+        const x = tensor(alone.invokes[0]!.result);
+        const y = tensor(both.invokes[0]!.result);
+        assert.ok(maxAbsDiff(x, y) === 0 && sameBits(x, y), `${a.length} token(s): ${maxAbsDiff(x, y)}`);
+      }
     });
   }
 }

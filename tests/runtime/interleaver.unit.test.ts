@@ -116,6 +116,10 @@ function fakeContext(): HostContext {
     padTokenId: 0,
     kv: NO_CACHE('no generation here'),
     eosTokenIds: [],
+    parameters: new Map(),
+    parameterValue: () => {
+      throw new Error('the fake graph has no parameters');
+    },
     gradients: () => {
       throw new Error('these blocks take no gradients');
     },

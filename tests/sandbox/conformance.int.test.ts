@@ -33,6 +33,25 @@ const SCRIPTS: Record<string, RunRequest> = {
       },
     ],
   },
+  'a model variant: its edit runs with the block, first': {
+    edit: {
+      key: 'gpt2-tiny@zero-mlp0',
+      source: `async (m) => { m.transformer.h[0].mlp.output = (await m.transformer.h[0].mlp.output).mul(0); }`,
+    },
+    invokes: [{ tokens: A, block: 'async (m) => ({ h: await m.transformer.h[1].output, logits: await m.output })' }],
+  },
+  'a parameter read and swapped for the request': {
+    invokes: [
+      {
+        tokens: A,
+        block: `async (m) => {
+          const w = await m.transformer.h[0].attn.c_attn.weight;
+          m.transformer.h[0].attn.c_attn.weight = w.mul(0.5);
+          return { w, unembed: (await m.lm_head.weight).shape, logits: await m.output };
+        }`,
+      },
+    ],
+  },
   'input swap and skip': {
     invokes: [
       {
@@ -269,6 +288,47 @@ test('bit-exact trusted and untrusted: a training loop (a steering vector and a 
   let n = 0;
   for (const [i, t] of control.traces.entries()) n += assertSame(t, untrusted.traces[i]!, `trace ${i}`);
   assert.ok(n >= 12, `compared ${n} tensors`);
+});
+
+test('bit-exact trusted and untrusted: a loop (a repeated trace of 40 iterations over a data set of 3, batch 2) with reports', async () => {
+  const block = `async (m, ctx) => {
+    const s = ctx.shared;
+    if (!s.v) {
+      s.v = ctx.Tensor.randn([64], 5).mul(0.01).requiresGrad_();
+      s.opt = new ctx.optim.SGD([s.v], { lr: 0.05, momentum: 0.9 });
+    }
+    const h = await m.transformer.h[0].output;
+    m.transformer.h[0].output = h.add(s.v);
+    const out = (await m.transformer.h[1].output).index(0);
+    const loss = out.mseLoss(ctx.Tensor.ones(out.shape));
+    if (ctx.invoke === 0) s.opt.zeroGrad();
+    await loss.backward();
+    await ctx.barrier('step');
+    if (ctx.invoke === 1) await s.opt.step();
+    ctx.report({ loss: loss.item(), it: ctx.iteration });
+    return { loss, v: s.v.detach(), tokens: ctx.tokens.length, it: ctx.iteration };
+  }`;
+  const events: Record<string, unknown[]> = { control: [], untrusted: [] };
+  const req = (side: string): SessionRequest => ({
+    traces: [
+      {
+        invokes: [A, B, [...A, 13]].map((tokens) => ({ tokens, block })),
+        repeat: { times: 40, batch: 2 },
+      },
+    ],
+    progressIntervalMs: 1_000_000,
+    onTrace: (e) => events[side]!.push(e.status === 'COMPLETED' ? { ...e, ms: 0 } : e),
+  });
+  const control = await hm.runSession(req('control'), inProcess(hm));
+  const untrusted = await hm.runSession(req('untrusted'), sb.opener('gpt2-tiny'));
+  assert.equal(untrusted.traces[0]!.iterations, 40);
+  const n = assertSame(control.traces[0]!, untrusted.traces[0]!, 'the last iteration');
+  assert.ok(n >= 4, `compared ${n} tensors`);
+  assert.deepEqual(events.untrusted, events.control, 'the same progress, reports included');
+  const end = events.control!.at(-1) as { done: number; reported: { iteration: number; value: { it: number } } };
+  assert.equal(end.done, 40);
+  assert.equal(end.reported.iteration, 39);
+  assert.equal(end.reported.value.it, 39);
 });
 
 for (const [name, req] of Object.entries(SCRIPTS)) {

@@ -53,13 +53,18 @@ const agentToRunner: fc.Arbitrary<AgentToRunner> = fc.oneof(
       kind: fc.constant('START' as const),
       requestId: text,
       invokes: fc.array(
-        fc.record({
-          invoke: small,
-          source: text,
-          tokens: fc.array(fc.integer({ min: 0, max: 50_256 }), { maxLength: 8 }),
-          batchStart: small,
-          batchSize: small,
-        }),
+        fc.record(
+          {
+            invoke: small,
+            source: text,
+            tokens: fc.array(fc.integer({ min: 0, max: 50_256 }), { maxLength: 8 }),
+            batchStart: small,
+            batchSize: small,
+            // A model variant's edit, present or not.
+            edit: fc.record({ key: text, source: text }),
+          },
+          { requiredKeys: ['invoke', 'source', 'tokens', 'batchStart', 'batchSize'] },
+        ),
         { maxLength: 3 },
       ),
       steps: small,
@@ -70,7 +75,21 @@ const agentToRunner: fc.Arbitrary<AgentToRunner> = fc.oneof(
         .option(
           fc
             .integer({ min: 1, max: 9 })
-            .chain((count) => fc.record({ index: fc.integer({ min: 0, max: count - 1 }), count: fc.constant(count) })),
+            .chain((count) => fc.record({ index: fc.integer({ min: 0, max: count - 1 }), count: fc.constant(count) }))
+            .chain((t) =>
+              // A loop's iteration of its count, or none.
+              fc
+                .option(
+                  fc.integer({ min: 1, max: 1_000_000 }).chain((iterations) =>
+                    fc.record({
+                      iteration: fc.integer({ min: 0, max: iterations - 1 }),
+                      iterations: fc.constant(iterations),
+                    }),
+                  ),
+                  { nil: undefined },
+                )
+                .map((loop) => (loop === undefined ? t : { ...t, ...loop })),
+            ),
           { nil: undefined },
         )
         .map((trace) => (trace === undefined ? start : { ...start, trace })),
@@ -120,6 +139,7 @@ const runnerToAgent: fc.Arbitrary<RunnerToAgent> = fc.oneof(
     }),
   }),
   fc.record({ kind: fc.constant('EXCEPTION' as const), invoke: u32, error: blockError }),
+  fc.record({ kind: fc.constant('REPORT' as const), invoke: u32, value: text }),
   fc.record({ kind: fc.constant('CALL' as const), invoke: u32, id: u32, path: text, values: tensors }),
   fc.record({
     kind: fc.constant('CACHE' as const),
@@ -357,6 +377,18 @@ test('the encoder refuses what it cannot write exactly', () => {
         cache: false,
       }),
     /trace 2 of 2: the index must be below the count/,
+  );
+  refuses(
+    () =>
+      encodeAgentToRunner({
+        kind: 'START',
+        requestId: 'r',
+        trace: { index: 0, count: 1, iteration: 5, iterations: 5 },
+        invokes: [],
+        steps: 1,
+        cache: false,
+      }),
+    /iteration 5 of 5: the iteration must be below the count/,
   );
   refuses(
     () =>

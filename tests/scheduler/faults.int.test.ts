@@ -260,13 +260,19 @@ describe('faults: time limits', () => {
     h = await startHarness({ onDemand: { gpt2: { settings: { concurrency: 1, weightsBytes: GIB } } } });
     const a = new SimAgent(h, 'a1');
     a.serviceMs = 5000;
+    a.abortsTimedOut = false; // the run ends on its own before the abort reaches it
     await a.register();
     await submit(h, 'r1', 'gpt2', { options: { timeoutMs: 1000 } });
     await settle(h, [a]);
     await runFor(6000, [a]);
     const v = requestStatus(h.state(), 'r1')!;
     assert.deepEqual([v.status, v.error?.type, v.error?.phase], ['ERROR', 'Timeout', 'execution']);
-    assert.ok((await types(h, 'request-r1')).includes('AgentReportIgnored'));
+    // Ignored, and it says that the (trusted, in-process) block has stopped: the agent takes new work again.
+    assert.deepEqual(
+      (await types(h, 'request-r1')).filter((t) => t === 'AgentReportIgnored' || t === 'RequestRunStopped'),
+      ['AgentReportIgnored', 'RequestRunStopped'],
+    );
+    assert.equal(h.state().requests.blockRunningByAgent.size, 0);
   });
 
   it('a queue timeout fails a request that waited too long', async () => {

@@ -1,6 +1,7 @@
 // A control plane on a real SQLite event store (in memory) with the live projections, the command handlers and
 // the scheduler on a clock the test moves; and a simulated GPU agent that answers assignments the way the real
 // agent does, through the same commands (the GPU work itself is a service time on that clock).
+import { RUN_STOPPED } from '../../domain/request/run-stop.js';
 import { ControlPlaneCommands } from '../../command-api/handlers/service.js';
 import type { ControlPlaneCommand } from '../../command-api/handlers/commands.js';
 import { GIB } from '../../domain/placement/size.js';
@@ -87,6 +88,8 @@ export class SimAgent {
     { attempt: number; doneAtMs: number; cause: { id: string; correlationId: string } }
   >();
   completed = 0;
+  /** Off: a run the control plane failed for its time limit goes on to its end here (its end then says it stopped). */
+  abortsTimedOut = true;
 
   constructor(
     private readonly h: Harness,
@@ -188,6 +191,28 @@ export class SimAgent {
           acted++;
         }
       }
+    }
+    // A run the control plane failed for its time limit (a trusted block in this process) is aborted, as the real
+    // agent does, and the agent says it has stopped (until then it gets no new work: domain/request/run-stop.ts).
+    const held = this.abortsTimedOut ? s.requests.blockRunningByAgent.get(this.agentId) : undefined;
+    for (const [id, run] of [...this.running]) {
+      if (!held?.has(id) || s.requests.byId.get(id)?.attempt !== run.attempt) continue;
+      this.running.delete(id);
+      await this.report(
+        {
+          type: 'ReportRequestFailed',
+          requestId: id,
+          attempt: run.attempt,
+          agentId: this.agentId,
+          agentMessageId: this.msg(),
+          phase: 'execution',
+          errorType: RUN_STOPPED,
+          message: `the block of attempt ${run.attempt} stopped after the control plane had failed it`,
+          stack: null,
+        },
+        run.cause,
+      );
+      acted++;
     }
     for (const [id, run] of [...this.running]) {
       if (run.doneAtMs > this.h.clock.now) continue;

@@ -61,29 +61,26 @@ describe('a hostile user on the embedded fabric', () => {
       headers: alice,
     });
     assert.equal(sub.status, 202, JSON.stringify(sub.body));
-    const pings: number[] = [];
+    // How fast /ping answers during a flood is measured by `npm run bench -- tenants` (timing stays out of tests);
+    // here every ping sent while the block logs must be answered.
+    const pingStatuses: number[] = [];
     let done = false;
     const pinger = (async () => {
       while (!done) {
-        const t = performance.now();
-        await call(f.commandUrl, '/ping');
-        pings.push(performance.now() - t);
+        pingStatuses.push((await call(f.commandUrl, '/ping')).status);
         await sleep(10);
       }
     })();
-    const t0 = Date.now();
     const r = await waitDone('spam', 20_000);
     done = true;
     await pinger;
     assert.equal(r.status, 'COMPLETED', JSON.stringify(r.error));
-    assert.ok(Date.now() - t0 < 8000, `completed in ${Date.now() - t0} ms`);
     assert.equal(r.logLines, 10_000, 'the default cap: 10,000 lines per attempt');
     const logs = r.logs as { line: string }[];
     assert.match(logs.at(-1)!.line, /^LOG_TRUNCATED: attempt 1 reached its log limit \(10000 lines/);
     assert.equal(logs.at(-2)!.line, 'line 9999');
-    pings.sort((a, b) => a - b);
-    const p90 = pings[Math.floor(pings.length * 0.9)]!;
-    assert.ok(p90 < 50, `/ping p90 ${p90.toFixed(1)} ms while logging (${pings.length} pings)`);
+    assert.ok(pingStatuses.length > 0, 'no /ping was answered while the block logged');
+    assert.deepEqual(new Set(pingStatuses), new Set([200]), `/ping statuses while logging: ${pingStatuses}`);
     const { store, close } = await f.openStore();
     try {
       const events = (await store.readAll({ limit: 10_000 })).filter(

@@ -9,7 +9,7 @@ import { operatorSecretsVisible } from '../../fabric/operator-secrets.js';
 import { startEmbedded } from '../faults/embedded.js';
 import type { FaultFabric } from '../faults/fabric.js';
 import { call, until } from '../faults/http.js';
-import { childrenOf } from '../faults/process.js';
+import { controlPlaneOf, descendantsOf } from '../faults/process.js';
 
 const bootstrap = newKey().key;
 const secrets = {
@@ -69,11 +69,16 @@ describe('a trusted block and the operator’s secrets', () => {
     assert.equal(who.status, 200, JSON.stringify(who.body));
     // … and no process of the fabric (the control plane and its agent) shows it, or another secret, in /proc.
     const fabricPid = f.processes()[0]!.pid;
-    const agentPid = childrenOf(fabricPid, 'gpu-agent.js')[0];
+    const controlPlanePid = controlPlaneOf(fabricPid);
+    const agentPid = descendantsOf(fabricPid, 'gpu-agent.js')[0];
+    assert.ok(controlPlanePid !== undefined, 'the control-plane process runs under the fabric’s supervisor');
     assert.ok(agentPid !== undefined, 'the agent process is running');
     // The fabric overwrites the operator-grade secrets it knows; the agent holds none of the four.
     const { NDIF_EXTRA_API_TOKEN: _other, ...known } = secrets;
-    assert.deepEqual(operatorSecretsVisible(known, {}, [`/proc/${fabricPid}/environ`]), []);
+    assert.deepEqual(
+      operatorSecretsVisible(known, {}, [`/proc/${fabricPid}/environ`, `/proc/${controlPlanePid}/environ`]),
+      [],
+    );
     assert.deepEqual(operatorSecretsVisible(secrets, {}, [`/proc/${agentPid}/environ`]), []);
   });
 });

@@ -22,12 +22,26 @@ import type { SessionResult, TraceOptions, TraceResult } from '../fabric.js';
 import { defaultLog, progressFor, type ProgressOutput } from '../progress.js';
 import { buildSessionBody, buildSubmitBody, isInvokeList } from '../request-body.js';
 import type { Invoke, SessionTrace, SubmitBody } from '../request-body.js';
+import { type ReportsSeen, traceProgress } from '../trace-progress.js';
 import { decodeResult } from '../results.js';
 import { invokeLengths, scanManifest, type ScanResult } from '../scan.js';
 import { updateFromMessage, type LogLine } from '../status.js';
 import { GenerationStream } from '../token-stream.js';
 import { ModelTokenizer } from '../tokenizer.js';
 import type { StatusMessage } from '../wire.js';
+import type { TypedModel } from '../model-types.js';
+import type {
+  InvokeValues,
+  ModelOf,
+  ResultOnly,
+  SessionValues,
+  TraceValue,
+  TypedBlock,
+  TypedInvoke,
+  TypedSessionTrace,
+  BoundModel,
+} from '../typed-calls.js';
+import { bindModel } from '../bound-model.js';
 import {
   createInProcessBlocks,
   failureReport,
@@ -68,27 +82,100 @@ export class LocalFabric {
     return new LocalFabric({ ...opts, models: { [opts.key ?? basename(resolve(dir))]: dir } });
   }
 
-  async trace<T = any>(model: string, input: Invoke | Invoke[], block?: BlockFn | string, opts: TraceOptions = {}) {
-    const r = await this.execute(model, input, block, opts);
-    return (isInvokeList(input) ? r.values : r.values[0]) as T;
+  // The same typed entry points as Fabric's (client/sdk/typed-calls.ts): a key `ndif types` registered types the
+  // block's `m` and the value of trace, execute, session, executeSession, stream and per-invoke blocks.
+  /**
+   * The entry points bound to one model: `ndif.model<typeof Gpt2Tiny>('gpt2-tiny').trace(prompt, async (m) => …)` types
+   * `m` from the model's declaration and the value from the block, for trace, execute, session, executeSession and
+   * stream (a registered key does the same without the type argument).
+   */
+  model<T extends TypedModel>(key: T['key']): BoundModel<T['m']> {
+    return bindModel<T['m']>(this, key);
   }
 
-  execute(model: string, input: Invoke | Invoke[], block?: BlockFn | string, opts: TraceOptions = {}) {
+  trace<
+    K extends string,
+    R,
+    const I extends string | number[] | TypedInvoke<ModelOf<K>> | readonly TypedInvoke<ModelOf<K>>[],
+  >(model: K, input: I, block: TypedBlock<ModelOf<K>, R>, opts?: TraceOptions): Promise<TraceValue<I, R>>;
+  trace<T = any>(
+    model: ResultOnly<T>,
+    input: Invoke | Invoke[],
+    block?: BlockFn | string,
+    opts?: TraceOptions,
+  ): Promise<T>;
+  trace<T extends TypedModel>(
+    model: T['key'],
+    input: TypedInvoke<T['m']> | TypedInvoke<T['m']>[],
+    block?: TypedBlock<T['m'], unknown> | string,
+    opts?: TraceOptions,
+  ): Promise<unknown>;
+  async trace(
+    model: string,
+    input: Invoke | Invoke[],
+    block?: BlockFn | string,
+    opts: TraceOptions = {},
+  ): Promise<unknown> {
+    const r = await this.execute(model, input, block, opts);
+    return isInvokeList(input) ? r.values : r.values[0];
+  }
+
+  execute<
+    K extends string,
+    R,
+    const I extends string | number[] | TypedInvoke<ModelOf<K>> | readonly TypedInvoke<ModelOf<K>>[],
+  >(
+    model: K,
+    input: I,
+    block: TypedBlock<ModelOf<K>, R>,
+    opts?: TraceOptions,
+  ): Promise<TraceResult<InvokeValues<I, R>>>;
+  execute(model: string, input: Invoke | Invoke[], block?: BlockFn | string, opts?: TraceOptions): Promise<TraceResult>;
+  execute(
+    model: string,
+    input: Invoke | Invoke[],
+    block?: BlockFn | string,
+    opts: TraceOptions = {},
+  ): Promise<TraceResult> {
     const requestId = opts.requestId ?? randomUUID();
     return this.runBody(buildSubmitBody(model, input, block, opts, requestId, true), opts);
   }
 
-  async session<T extends unknown[] = any[]>(model: string, traces: SessionTrace[], opts: TraceOptions = {}) {
-    return (await this.executeSession(model, traces, opts)).traces as T;
+  session<K extends string, const S extends readonly TypedSessionTrace<ModelOf<K>>[]>(
+    model: K,
+    traces: S,
+    opts?: TraceOptions,
+  ): Promise<SessionValues<S>>;
+  session<T extends unknown[] = any[]>(model: string, traces: SessionTrace[], opts?: TraceOptions): Promise<T>;
+  async session(model: string, traces: SessionTrace[], opts: TraceOptions = {}): Promise<unknown[]> {
+    return (await this.executeSession(model, traces, opts)).traces;
   }
 
+  executeSession<K extends string, const S extends readonly TypedSessionTrace<ModelOf<K>>[]>(
+    model: K,
+    traces: S,
+    opts?: TraceOptions,
+  ): Promise<SessionResult<SessionValues<S>>>;
+  executeSession(model: string, traces: SessionTrace[], opts?: TraceOptions): Promise<SessionResult>;
   async executeSession(model: string, traces: SessionTrace[], opts: TraceOptions = {}): Promise<SessionResult> {
     const requestId = opts.requestId ?? randomUUID();
     const r = await this.runBody(buildSessionBody(model, traces, opts, requestId, true), opts);
     return { requestId: r.requestId, traces: sessionValues(traces, r.values, r.meta), meta: r.meta };
   }
 
-  stream(model: string, input: Invoke | Invoke[], block?: BlockFn | string, opts: TraceOptions = {}) {
+  stream<
+    K extends string,
+    R,
+    const I extends string | number[] | TypedInvoke<ModelOf<K>> | readonly TypedInvoke<ModelOf<K>>[],
+  >(model: K, input: I, block: TypedBlock<ModelOf<K>, R>, opts?: TraceOptions): GenerationStream<InvokeValues<I, R>>;
+  stream<T extends TypedModel>(
+    model: T['key'],
+    input: TypedInvoke<T['m']> | TypedInvoke<T['m']>[],
+    block?: TypedBlock<T['m'], unknown> | string,
+    opts?: TraceOptions,
+  ): GenerationStream;
+  stream(model: string, input: Invoke | Invoke[], block?: BlockFn | string, opts?: TraceOptions): GenerationStream;
+  stream(model: string, input: Invoke | Invoke[], block?: BlockFn | string, opts: TraceOptions = {}): GenerationStream {
     const requestId = opts.requestId ?? randomUUID();
     return new GenerationStream(requestId, (onTokens) =>
       this.execute(model, input, block, {
@@ -105,7 +192,7 @@ export class LocalFabric {
 
   /** The model's module tree and shapes, as the fabric's `GET /models/:key/manifest` gives it. */
   async manifest(model: string, shape?: { batch: number; sequence: number }): Promise<Manifest> {
-    const hm = await this.model(model);
+    const hm = await this.hosted(model);
     return shape ? hm.manifest(shape.batch, shape.sequence) : hm.manifest();
   }
 
@@ -175,7 +262,7 @@ export class LocalFabric {
     return dir;
   }
 
-  private model(key: string): Promise<HostedModel> {
+  private hosted(key: string): Promise<HostedModel> {
     let m = this.loaded.get(key);
     if (m === undefined) {
       m = loadModel(this.dirOf(key), { key });
@@ -189,7 +276,7 @@ export class LocalFabric {
     const requestId = body.requestId;
     if (opts.signal?.aborted) throw new CancelledError(requestId, 'this client, before submitting');
     const payload = accepted(body);
-    const hm = await this.model(body.model);
+    const hm = await this.hosted(body.model);
 
     const progress = progressFor(opts.progress ?? this.opts.progress ?? false, requestId);
     const onLog =
@@ -198,6 +285,7 @@ export class LocalFabric {
         : this.opts.onLog !== undefined
           ? this.opts.onLog
           : defaultLog(progress, requestId);
+    const reports: ReportsSeen = new Map();
     const send = (m: Omit<StatusMessage, 'type' | 'requestId'>) => {
       const msg = { type: 'status', requestId, ...m } as StatusMessage;
       opts.onMessage?.(msg);
@@ -242,12 +330,19 @@ export class LocalFabric {
                 invokes: invokeSpecs(t.invokes, t.block),
                 ...(t.newTokens === undefined ? {} : { newTokens: t.newTokens }),
                 ...(t.generation === undefined ? {} : { generation: t.generation }),
+                ...(t.repeat === undefined ? {} : { repeat: t.repeat }),
               })),
               onTrace: (e) => {
-                if (e.status === 'RUNNING') progress?.trace(e.trace, e.traces);
-                const t = { trace: e.trace, traces: e.traces, traceStatus: e.status, ms: e.ms ?? null };
+                const t = {
+                  trace: e.trace,
+                  traces: e.traces,
+                  traceStatus: e.status,
+                  ...(e.ms === undefined ? {} : { ms: e.ms }),
+                  ...(e.iterations === undefined ? {} : { iterations: e.iterations, done: e.done ?? 0 }),
+                  ...(e.reported === undefined ? {} : { reported: e.reported }),
+                };
                 send({ status: 'TRACE', ...t } as Omit<StatusMessage, 'type' | 'requestId'>);
-                opts.onTrace?.({ requestId, trace: e.trace, traces: e.traces, status: e.status, ms: e.ms ?? null });
+                traceProgress(requestId, t, opts, progress, reports);
               },
             },
             open,

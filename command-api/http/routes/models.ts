@@ -11,7 +11,16 @@ import { registerModelFolder } from '../../../catalog/register.js';
 import { entryOf } from '../../../catalog/registered.js';
 import { activeReplicas } from '../../../projections/cluster/queries.js';
 import { commandIdOf, metaOf } from '../meta.js';
-import { disableModelSchema, enableModelSchema, registerModelSchema, removeModelSchema } from '../schemas.js';
+import {
+  disableModelSchema,
+  enableModelSchema,
+  registerEditSchema,
+  registerModelSchema,
+  removeEditSchema,
+  removeModelSchema,
+} from '../schemas.js';
+import { createHash } from 'node:crypto';
+import { checkBlockSource } from '../submit/block-check.js';
 
 const operator = { config: { access: 'operator' as const } };
 
@@ -89,5 +98,47 @@ export function modelCommandRoutes(app: FastifyInstance, deps: RouteDeps): void 
     );
     if (out.position !== undefined) await ctx.view.waitForPosition(out.position, 10_000);
     return { model: b.model, disabled: false, changed: out.events.length > 0, logPosition: out.position ?? null };
+  });
+
+  // Persistent edits (nnsight's model.edit()): any key registers private ones (only it may submit to the variant), an
+  // operator public ones; the source is compiled (never run) here, as a block is at submission.
+  const user = { config: { access: 'user' as const } };
+  app.post('/models/edits', user, async (req, reply) => {
+    const me = callerOf(req);
+    const b = parseInput(registerEditSchema, req.body ?? {}, 'body');
+    checkBlockSource(b.source, 'shared');
+    const fingerprint = createHash('sha256').update(b.source, 'utf8').digest('hex');
+    const out = await ctx.commands.execute(
+      {
+        type: 'RegisterModelEdit',
+        modelKey: b.model,
+        name: b.name,
+        source: b.source,
+        fingerprint,
+        visibility: b.visibility ?? 'private',
+        actor: me.actor,
+        operator: me.tags.operator,
+      },
+      metaOf(ctx, me, commandIdOf(req, me, ctx)),
+    );
+    if (out.position !== undefined) await ctx.view.waitForPosition(out.position, 10_000);
+    return reply.code(out.events.length > 0 ? 201 : 200).send({
+      variant: `${b.model}@${b.name}`,
+      fingerprint,
+      visibility: b.visibility ?? 'private',
+      registered: out.events.length > 0,
+      logPosition: out.position ?? null,
+    });
+  });
+
+  app.post('/models/edits/remove', user, async (req) => {
+    const me = callerOf(req);
+    const b = parseInput(removeEditSchema, req.body ?? {}, 'body');
+    const out = await ctx.commands.execute(
+      { type: 'RemoveModelEdit', modelKey: b.model, name: b.name, actor: me.actor, operator: me.tags.operator },
+      metaOf(ctx, me, commandIdOf(req, me, ctx)),
+    );
+    if (out.position !== undefined) await ctx.view.waitForPosition(out.position, 10_000);
+    return { variant: `${b.model}@${b.name}`, removed: out.events.length > 0, logPosition: out.position ?? null };
   });
 }

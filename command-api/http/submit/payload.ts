@@ -21,6 +21,7 @@ type TraceBody = {
   block?: string;
   newTokens?: number;
   generation?: Record<string, unknown>;
+  repeat?: { times: number; batch?: number };
 };
 
 /** One trace's invokes and options as the payload holds them; bad generation options throw their coded 400. */
@@ -40,6 +41,8 @@ function traceOf(body: TraceBody, where: string): TracePayload & { newTokens: nu
   const t: TracePayload & { newTokens: number } = { invokes, newTokens };
   if (body.block !== undefined) t.block = body.block;
   if (Object.keys(generation).length > 0) t.generation = generation;
+  if (body.repeat !== undefined)
+    t.repeat = body.repeat.batch === undefined ? { times: body.repeat.times } : { ...body.repeat };
   return t;
 }
 
@@ -92,7 +95,7 @@ export function differences(
 ): string[] {
   const out: string[] = [];
   const p = (recorded.payload ?? {}) as Record<string, unknown>;
-  for (const k of ['invokes', 'traces', 'block', 'newTokens', 'generation', 'timeoutMs', 'blocking'] as const) {
+  for (const k of ['invokes', 'traces', 'block', 'newTokens', 'generation', 'timeoutMs', 'blocking', 'edit'] as const) {
     if (!same(p[k], (s.payload as unknown as Record<string, unknown>)[k])) out.push(k);
   }
   if (p.format !== s.payload.format) out.push('format');

@@ -1,6 +1,10 @@
 // The body of POST /requests (docs/http-api.md, "POST /requests — submit"). Unknown fields are refused.
 import { z } from 'zod';
+
+/** A model key, or a model variant `<model>@<edit name>` (a persistent edit's). */
+const MODEL_OR_VARIANT = new RegExp(`${MODEL_KEY.source.slice(0, -1)}(?:@[a-z0-9][a-z0-9._-]{0,63})?$`);
 import { ENTITY_ID, MODEL_KEY } from '../../../domain/shared/ids.js';
+import { repeatSchema } from '../../../protocol/request-payload.js';
 
 const blockSource = z.string().min(1, 'a block must not be empty').max(1_000_000);
 
@@ -28,13 +32,20 @@ const invokes = z
   .min(1, 'send at least one invoke ({ "input": "<prompt>" })')
   .max(64, 'at most 64 invokes per trace');
 
-/** One trace of a session: its invokes, the block of those without their own, its generation. */
-export const traceSchema = z.strictObject({
-  invokes,
-  block: blockSource.optional(),
-  newTokens: z.number().int().min(0).max(4095).optional(),
-  generation: z.record(z.string(), z.unknown()).optional(),
-});
+/** One trace of a session: its invokes, the block of those without their own, its generation, how often it runs. */
+export const traceSchema = z
+  .strictObject({
+    invokes,
+    block: blockSource.optional(),
+    newTokens: z.number().int().min(0).max(4095).optional(),
+    generation: z.record(z.string(), z.unknown()).optional(),
+    /** A loop: the trace runs `times` times (protocol/request-payload.ts, RepeatPayload). */
+    repeat: repeatSchema.optional(),
+  })
+  .refine((t) => (t.repeat?.batch ?? 0) <= t.invokes.length, {
+    message: "repeat.batch is at most the trace's number of invokes (the data set it takes batch at a time)",
+    path: ['repeat', 'batch'],
+  });
 
 export const submitSchema = z
   .strictObject({
@@ -44,7 +55,10 @@ export const submitSchema = z
       .optional(),
     model: z
       .string()
-      .regex(MODEL_KEY, 'a model key: 1–128 of letters, digits and . _ / -, starting with a letter or digit'),
+      .regex(
+        MODEL_OR_VARIANT,
+        'a model key (1–128 of letters, digits and . _ / -, starting with a letter or digit), or a variant <model>@<edit>',
+      ),
     invokes: invokes.optional(),
     /** A session: traces run one after the other in this request (instead of `invokes`). */
     traces: z

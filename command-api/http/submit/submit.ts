@@ -7,7 +7,8 @@ import type { CommandOutcome } from '../../handlers/service.js';
 import { requestStream } from '../../../domain/shared/ids.js';
 import type { RouteDeps } from '../../../http/deps.js';
 import { nowIso } from '../../../http/deps.js';
-import { modelDisabled, unknownModel } from '../../../http/errors.js';
+import { modelDisabled, unknownModel, unknownVariant } from '../../../http/errors.js';
+import { type RegisteredEdit, variantEdit, visibleEdits } from '../../../projections/models/projection.js';
 import { limitsOf, type EffectiveLimits } from '../../../http/key-limits.js';
 import { scopedRequestId } from '../../../http/request-ids.js';
 import type { Identity } from '../../../auth/keys.js';
@@ -55,13 +56,25 @@ function checkTimeout(body: SubmitBody, limits: EffectiveLimits): void {
 
 export async function submit(deps: RouteDeps, me: Identity, body: SubmitBody): Promise<SubmitAnswer> {
   const { ctx } = deps;
-  const entry = ctx.catalog.get(body.model);
+  const at = body.model.indexOf('@');
+  const modelKey = at < 0 ? body.model : body.model.slice(0, at);
+  const entry = ctx.catalog.get(modelKey);
   if (entry === undefined)
     throw unknownModel(
-      body.model,
+      modelKey,
       ctx.catalog.list().map((e) => e.key),
     );
-  if (entry.disabled !== undefined) throw modelDisabled(body.model, entry.disabled);
+  if (entry.disabled !== undefined) throw modelDisabled(modelKey, entry.disabled);
+  let edit: RegisteredEdit | undefined;
+  if (at >= 0) {
+    const found = variantEdit(ctx.view.state.models, body.model, me.actor);
+    if (found.edit === undefined)
+      throw unknownVariant(
+        body.model,
+        found.model === undefined ? [] : visibleEdits(found.model, me.actor, false).map((e) => e.variant),
+      );
+    edit = found.edit;
+  }
   if (body.block !== undefined) checkBlockSource(body.block, 'shared');
   body.invokes?.forEach((inv, i) => {
     if (inv.block !== undefined) checkBlockSource(inv.block, i);
@@ -75,6 +88,7 @@ export async function submit(deps: RouteDeps, me: Identity, body: SubmitBody): P
   const limits = limitsOf(me, deps.config);
   checkTimeout(body, limits);
   const s = submissionOf(body, me.tags);
+  if (edit !== undefined) s.payload.edit = { key: edit.variant, source: edit.source };
   const clientId = body.requestId ?? ctx.newId();
   const requestId = scopedRequestId(me, clientId);
   const admitted = await admissionOf(ctx).admit(
@@ -88,8 +102,11 @@ export async function submit(deps: RouteDeps, me: Identity, body: SubmitBody): P
       {
         type: 'SubmitRequest',
         requestId,
-        modelKey: body.model,
+        modelKey,
         submitter: me.actor,
+        ...(edit === undefined
+          ? {}
+          : { edit: { variant: edit.variant, name: edit.name, fingerprint: edit.fingerprint, author: edit.author } }),
         priority: s.priority,
         trusted: s.trusted,
         payload: s.payload,

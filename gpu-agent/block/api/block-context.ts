@@ -48,6 +48,15 @@ export interface BlockContext {
   /** This trace's index in its session (0 for a request of one trace) and the session's count of traces. */
   trace: number;
   traceCount: number;
-  /** What the invokes of the session's earlier traces returned: `traces[t][invoke]`. */
+  /** What the invokes of the session's earlier traces returned: `traces[t][invoke]` (a repeated trace: its last iteration). */
   readonly traces: unknown[][];
+  /** A repeated trace (a loop, `repeat`): this iteration, 0-based, and how many the trace runs (0 and 1 otherwise). */
+  iteration: number;
+  iterations: number;
+  /**
+   * Reports a value as progress — a finite number (a loss) or an object of at most 8 finite numbers (`{ loss, acc }`).
+   * The latest one rides on the session's TRACE statuses (at most one a second while a loop runs); the SDK's
+   * `onTrace` and progress line show it. Anything else throws a TypeError.
+   */
+  report(value: number | Record<string, number>): void;
 }

@@ -4,7 +4,19 @@ import type { Manifest, ManifestModule } from '../../../protocol/manifest.js';
 import { pointKey } from '../../../protocol/manifest.js';
 import type { Point } from '../../../protocol/interleave.js';
 
+/** One index per manifest object: a model's manifest is the same object for every request, and never changes. */
+const indexes = new WeakMap<Manifest, ManifestIndex>();
+
 export class ManifestIndex {
+  static of(manifest: Manifest): ManifestIndex {
+    let index = indexes.get(manifest);
+    if (index === undefined) {
+      index = new ManifestIndex(manifest);
+      indexes.set(manifest, index);
+    }
+    return index;
+  }
+
   readonly modules: Map<string, ManifestModule>;
   readonly paths: string[];
   private readonly ranks: Map<string, number>;

@@ -10,6 +10,9 @@
 //   await m.transformer.h[5].output.grad     after ctx.backward(loss): the gradient there (`.input.grad`, … too)
 //   m.transformer.h[5].output.grad = g       swap that gradient (everything before it in the model sees g)
 //   m.transformer.h[3].skip(t)               do not compute h.3: use t as its output
+//   await m.lm_head.weight                   a parameter (a Tensor, PyTorch's layout), at any time
+//   m.lm_head.weight = t                     replace it for this trace (every invoke, every step), before the pass
+//                                            reads it
 //   await m.output                           the model's output (logits)
 //   m.step(2).transformer.h[5].output        the same at generation step 2 (m itself is step 0)
 //   await m.iter([1, 4], async (s, i) => …)  the function at steps 1, 2, 3 (s is m.step(i)); m.iter(2, f) one step,
@@ -232,6 +235,8 @@ export function createModelProxy(session: InvokeSession, index: ManifestIndex, s
           case 'skip':
             return (value: unknown) => session.skip(path, step, asTensors(value, `skip of ${label}`));
         }
+        const param = mod.parameters?.find((p) => p.name === prop);
+        if (param) return session.readParam(child(path, prop), (v) => v[0]);
         if (path === '') {
           if (prop === 'step') {
             return (i: number) => {
@@ -302,13 +307,21 @@ export function createModelProxy(session: InvokeSession, index: ManifestIndex, s
           session.swap(path, 'input', step, [first!, ...(rest ?? [])]);
           return true;
         }
+        const param = mod.parameters?.find((p) => p.name === prop);
+        if (param) {
+          session.swapParam(child(path, String(prop)), param, value);
+          return true;
+        }
         throw new InterleaveError(
           'BlockError',
-          `cannot assign ${String(prop)} on ${label}: only .output, .outputs, .input, .inputs and .namedInputs can be replaced`,
+          `cannot assign ${String(prop)} on ${label}: only .output, .outputs, .input, .inputs, .namedInputs and parameters (${(mod.parameters ?? []).map((p) => p.name).join(', ') || 'it has none'}) can be replaced`,
         );
       },
       has(_t, prop) {
-        return typeof prop === 'string' && (API.has(prop) || index.modules.has(child(path, prop)));
+        return (
+          typeof prop === 'string' &&
+          (API.has(prop) || index.modules.has(child(path, prop)) || !!mod.parameters?.some((p) => p.name === prop))
+        );
       },
     });
     cache.set(path, proxy);

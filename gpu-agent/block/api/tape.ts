@@ -129,9 +129,11 @@ const DERIVATIVES: Record<string, Derivative> = {
   reshape: (n, g) => [g.reshape(n.inputs[0]!.tensor.shape)],
   slice: (n, g) => {
     const x = n.inputs[0]!.tensor;
-    const at = x.sliceOffsets(n.args[0] as SliceSpec[]);
-    if (at.length <= x.size * SPARSE_SHARE)
+    // g has the slice's elements: only a sparse gradient needs their offsets.
+    if (g.size <= x.size * SPARSE_SHARE) {
+      const at = x.sliceOffsets(n.args[0] as SliceSpec[]);
       return [{ shape: x.shape, at, values: (g.dtype === 'float32' ? g : g.to('float32')).data as Float32Array }];
+    }
     const gx = Tensor.zeros(x.shape);
     gx.setSlice(n.args[0] as SliceSpec[], g);
     return [gx];

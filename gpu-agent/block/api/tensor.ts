@@ -536,7 +536,18 @@ export class Tensor {
 
   /** Writes `value` (a number, or a tensor broadcastable to the slice) into the slice, in place. */
   setSlice(specs: readonly SliceSpec[], value: Tensor | number): this {
-    const { offsets, shape } = this.selection(specs);
+    const runs = this.contiguousRuns(specs);
+    // Runs of whole trailing dims and a value of the slice's own shape and dtype: copied run by run (a slice's
+    // gradient into a model output's zeros is one run).
+    const fast =
+      runs !== undefined &&
+      (typeof value === 'number'
+        ? this.dtype === 'float32'
+        : value.dtype === this.dtype &&
+          this.dtype !== 'float16' &&
+          value.shape.length === runs.shape.length &&
+          value.shape.every((d, i) => d === runs.shape[i]));
+    const { offsets, shape } = fast ? { offsets: new Int32Array(0), shape: runs!.shape } : this.selection(specs);
     const before: TapeInput = { tensor: this, node: this.tape, version: this.version };
     const taped = this.tape !== undefined || (value instanceof Tensor && value.tape !== undefined);
     this.version++;
@@ -544,6 +555,21 @@ export class Tensor {
       const inputs =
         value instanceof Tensor ? [before, { tensor: value, node: value.tape, version: value.version }] : [before];
       this.tape = { op: 'setSlice', inputs, args: [specs], out: this, outVersion: this.version };
+    }
+    if (fast) {
+      const { starts, run } = runs!;
+      const dst = this.data as unknown as {
+        set(a: ArrayLike<number>, at: number): void;
+        fill(v: number, a: number, b: number): void;
+      };
+      if (typeof value === 'number') for (const s of starts) dst.fill(value, s, s + run);
+      else {
+        const src = value.data as unknown as { subarray(a: number, b: number): ArrayLike<number> };
+        starts.forEach((s, k) => {
+          dst.set(src.subarray(k * run, (k + 1) * run), s);
+        });
+      }
+      return this;
     }
     if (typeof value === 'number') {
       for (let k = 0; k < offsets.length; k++) this.setFlat(offsets[k]!, value);

@@ -26,6 +26,7 @@ import { Tensor } from '../api/tensor.js';
 import { optim } from '../api/optim.js';
 import '../api/ops/index.js';
 import type { BlockContext } from '../api/block-context.js';
+import { reportProblem } from '../../../protocol/progress-report.js';
 
 export type { BlockContext } from '../api/block-context.js';
 import { GradSession } from './grad-session.js';
@@ -93,6 +94,16 @@ function context(
     trace: start.trace?.index ?? 0,
     traceCount: start.trace?.count ?? 1,
     traces: state.traces,
+    iteration: start.trace?.iteration ?? 0,
+    iterations: start.trace?.iterations ?? 1,
+    report: (value) => {
+      const problem = reportProblem(value);
+      if (problem !== undefined)
+        throw new TypeError(
+          `ctx.report: ${problem}; report a finite number (a loss) or { name: number, … } (≤ 8 keys)`,
+        );
+      session.report(JSON.stringify(value));
+    },
   };
 }
 
@@ -102,7 +113,7 @@ const nextMacrotask = () => new Promise<void>((resolve) => realSetImmediate(reso
 export async function serveBlocks(channel: BlockEndpoint, env: BlockEnvironment): Promise<void> {
   installTimerGuards();
   installBlockFaultHandlers();
-  const index = new ManifestIndex(env.manifest);
+  const index = ManifestIndex.of(env.manifest);
   const state: SessionState = { shared: {}, traces: [] };
   let open = true;
   const send: BlockEndpoint['send'] = (msg) => {
@@ -196,10 +207,13 @@ async function serveTrace(
     output.guard = guard;
     guards.push(guard);
     let fn: BlockFunction;
+    let editFn: BlockFunction | undefined;
     try {
       fn = runAsInvoke(output, () =>
         compileBlock(inv.source.trim() === '' ? EMPTY_BLOCK : inv.source, inv.invoke, cons),
       );
+      if (inv.edit)
+        editFn = runAsInvoke(output, () => compileBlock(inv.edit!.source, inv.invoke, cons, `edit-${inv.invoke}.js`));
     } catch (e) {
       end({
         kind: 'EXCEPTION',
@@ -212,7 +226,7 @@ async function serveTrace(
     const ctx = context(start, i, env, session, grads, index, state);
     void (async () => {
       try {
-        const value = await runAsInvoke(output, () => fn(m, ctx));
+        const value = await runAsInvoke(output, () => withEdit(editFn, inv.edit?.key, fn, m, ctx));
         const left = [...session.blockReturned(), ...grads.blockReturned()];
         await nextMacrotask();
         if (ended) return;
@@ -245,8 +259,13 @@ async function serveTrace(
     if (msg.kind === 'STOP') {
       closeAll(msg.reason);
       canSend = false;
-      const more = msg.reason === 'completed' && start.trace !== undefined && start.trace.index < start.trace.count - 1;
-      if (more) state.traces.push(returned);
+      const t = start.trace;
+      const more =
+        msg.reason === 'completed' &&
+        t !== undefined &&
+        (t.index < t.count - 1 || (t.iterations !== undefined && t.iteration! < t.iterations - 1));
+      // A repeated trace keeps only its latest iteration's returns: a loop of thousands of steps holds one.
+      if (more) state.traces[t.index] = returned;
       return more;
     }
     if (msg.kind === 'START') continue;
@@ -273,4 +292,36 @@ async function serveTrace(
       });
     }
   }
+}
+
+/**
+ * The block with the model variant's edit: the edit is started first, on the same `m` and `ctx` (so its reads and swaps
+ * are the invoke's own, in forward order with the block's), and the block's value is returned once both have ended. A
+ * failure of the edit names it.
+ */
+async function withEdit(
+  edit: BlockFunction | undefined,
+  key: string | undefined,
+  fn: BlockFunction,
+  m: unknown,
+  ctx: unknown,
+): Promise<unknown> {
+  if (!edit) return fn(m, ctx);
+  const named = (e: unknown) => {
+    try {
+      if (e instanceof Error) e.message = `edit ${key}: ${e.message}`;
+    } catch {
+      // A frozen error (or one whose message cannot be set) goes as it is.
+    }
+    throw e;
+  };
+  let edited: Promise<unknown>;
+  try {
+    edited = Promise.resolve(edit(m, ctx)).catch(named);
+  } catch (e) {
+    return named(e);
+  }
+  // The block started after the edit; Promise.all holds both, so a failure of either is handled, never left unhandled.
+  const [, value] = await Promise.all([edited, Promise.resolve().then(() => fn(m, ctx))]);
+  return value;
 }

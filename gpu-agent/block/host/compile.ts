@@ -20,15 +20,19 @@ export class BlockCompileError extends Error {
 }
 
 /** Compiles `async (m, ctx) => { … }`; throws BlockCompileError (BlockSyntaxError) when it is not one. */
-export function compileBlock(source: string, invoke: number, consoleObj: unknown): BlockFunction {
-  const filename = blockFileName(invoke);
+export function compileBlock(
+  source: string,
+  invoke: number,
+  consoleObj: unknown,
+  filename = blockFileName(invoke),
+): BlockFunction {
   let factory: (c: unknown) => unknown;
   try {
     const script = new Script(`${BLOCK_PREFIX}${source}${BLOCK_SUFFIX}`, { filename });
     factory = script.runInThisContext() as (c: unknown) => unknown;
   } catch (e) {
     const err = e as Error;
-    const line = /block-\d+\.js:(\d+)/.exec(err.stack ?? '')?.[1];
+    const line = /(?:block|edit)-\d+\.js:(\d+)/.exec(err.stack ?? '')?.[1];
     throw new BlockCompileError({
       phase: 'deserialize',
       type: 'BlockSyntaxError',

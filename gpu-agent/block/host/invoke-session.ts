@@ -3,9 +3,9 @@
 // a mistake throws at the user's own line: out-of-order access, shape and dtype of swaps, non-finite values.
 import type { BlockError, BlockToHost, Point, TensorPayload } from '../../../protocol/interleave.js';
 import { formatAddr, stepAddr } from '../../../protocol/interleave.js';
-import { barrierAddr, cacheAddr, callAddr, parseExtraAddr } from '../../../protocol/extra-addrs.js';
+import { barrierAddr, cacheAddr, callAddr, paramAddr, parseExtraAddr } from '../../../protocol/extra-addrs.js';
 import { resolveShape } from '../../../protocol/manifest.js';
-import type { ManifestTensor } from '../../../protocol/manifest.js';
+import type { ManifestParameter, ManifestTensor } from '../../../protocol/manifest.js';
 import { firstNonFinite, isFloatDtype } from '../../../protocol/tensor-payload.js';
 import { InterleaveError } from '../api/block-errors.js';
 import type { ManifestIndex } from '../api/manifest-index.js';
@@ -187,7 +187,7 @@ export class InvokeSession {
     const w = this.queue.answered(addr, 'VALUE');
     const tensors = values.map((p) => Tensor.fromPayload(p));
     const extra = parseExtraAddr(addr);
-    if (extra?.kind === 'call' || extra?.kind === 'barrier') {
+    if (extra?.kind === 'call' || extra?.kind === 'barrier' || extra?.kind === 'param') {
       w.resolve(tensors);
       return [];
     }
@@ -289,6 +289,29 @@ export class InvokeSession {
       send: () => this.send({ kind: 'CALL', invoke: this.layout.invoke, id, path, values: payloads }),
     });
     return pendingRead(`${label}.call(…)`, w.promise, map, this.reads);
+  }
+
+  /**
+   * A module parameter's value (`m.lm_head.weight`), answered at once by the host whatever the pass is at: the stored
+   * weights, or this trace's swap of them. Tracked as a read.
+   */
+  readParam<T>(path: string, map: (v: Tensor[]) => T): PendingRead<T> {
+    if (this.closed) throw this.closed;
+    if (this.returned) throw new InterleaveError('BlockError', `${path} was read after the block returned`);
+    const w = this.queue.enqueue(paramAddr(path), -1, -1, {});
+    return pendingRead(path, w.promise, map, this.reads);
+  }
+
+  /**
+   * Replaces a module parameter for the rest of this trace (every invoke's rows and every step: a parameter is shared
+   * by the batch). It must come before the forward pass runs anything that reads it.
+   */
+  swapParam(path: string, want: ManifestParameter, value: unknown): void {
+    if (this.closed) throw this.closed;
+    if (!(value instanceof Tensor))
+      throw new InterleaveError('ShapeMismatch', `the new ${path} must be a Tensor (e.g. (await ${path}).mul(0))`);
+    checkValues(`swap of ${path}`, [value], [{ dtype: String(want.dtype), shape: want.shape }]);
+    this.send({ kind: 'SWAP', invoke: this.layout.invoke, addr: paramAddr(path), values: [value.clone().toPayload()] });
   }
 
   /**
@@ -460,6 +483,12 @@ export class InvokeSession {
       step,
       values: values.map((t) => t.clone().toPayload()),
     });
+  }
+
+  /** A progress value (`ctx.report`, JSON text already checked); the host keeps the latest. */
+  report(value: string): void {
+    if (this.closed) return;
+    this.send({ kind: 'REPORT', invoke: this.layout.invoke, value });
   }
 
   stop(): void {

@@ -10,6 +10,7 @@
 // forward pass's own cuts: only the cut tensors are kept between the forward and the backward). Shapes of tensors
 // that are not otherwise needed are fed by the host from the probed dims (`shape::<tensor>`), so a shape never
 // forces a recomputation.
+import { QUANTIZED_PLUMBING, QUANTIZED_PRODUCT } from '../graph/source-ops.js';
 import type { ModelProto, NodeProto, TensorProto, ValueInfoProto } from '../onnx/types.js';
 import { TensorDataType } from '../onnx/types.js';
 import type { ModelGraph } from '../graph/model-graph.js';
@@ -61,7 +62,7 @@ export interface GradSegmentPlan extends SegmentPlan {
 }
 
 /** The products and lookups of a quantized replica (gpu-agent/runtime/hf/quantize.ts). */
-const QUANTIZED_OPS = new Set(['MatMulNBits', 'GatherBlockQuantized']);
+const QUANTIZED_OPS = new Set(['MatMulNBits']);
 
 /** Why a backward segment cannot be built: the node and op that have no derivative (or not for this use). */
 export class GradientRefused extends Error {
@@ -132,10 +133,14 @@ export function planGradSegment(m: GradModelContext, spec: GradSegmentSpec): Gra
     const rule = ruleFor(node);
     const scope = g.scopes[k]!;
     const refuse = (reason: string) => new GradientRefused(node.op_type, node.name ?? `#${k}`, scope, reason);
-    if (!rule)
+    const quantized =
+      QUANTIZED_OPS.has(node.op_type ?? '') ||
+      node.doc_string === QUANTIZED_PLUMBING ||
+      node.doc_string === QUANTIZED_PRODUCT;
+    if (!rule || quantized)
       throw refuse(
-        QUANTIZED_OPS.has(node.op_type ?? '')
-          ? `op ${node.domain ? `${node.domain}:` : ''}${node.op_type} multiplies by quantized weights (a replica deployed with --dtype int8 or int4), which have no derivative here; deploy the model with float weights to compute gradients`
+        quantized
+          ? `op ${node.domain ? `${node.domain}:` : ''}${node.op_type} is part of a product with quantized weights (a replica deployed with --dtype int8 or int4: MatMulNBits, or DequantizeLinear before a float product), which has no derivative here; deploy the model with float weights to compute gradients`
           : `op ${node.domain ? `${node.domain}:` : ''}${node.op_type} has no derivative rule`,
       );
     const ctx: RuleCtx = {

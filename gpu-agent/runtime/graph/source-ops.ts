@@ -7,6 +7,11 @@ import type { NodeProto } from '../onnx/types.js';
 
 export const SOURCE_SEGMENT = 'source';
 
+/** `doc_string` of the nodes that carry a quantized replica's weights to a product (hf/graph-context.ts). */
+export const QUANTIZED_PLUMBING = 'ndif:quantized';
+/** `doc_string` of the node standing where the float graph has a product's output (hf/graph-context.ts). */
+export const QUANTIZED_PRODUCT = 'ndif:quantized-product';
+
 /** ONNX op types whose node is addressable as an operation inside its module. */
 export const SOURCE_OPS = new Set([
   'Softmax',
@@ -46,9 +51,18 @@ export function withSourceScopes(
   const counts = new Map<string, number>();
   return scopes.map((s, i) => {
     const n = nodes[i]!;
-    // Every matrix product is a `matmul` (a Gemm, or the weight-quantized MatMulNBits standing where the float graph
-    // has its product), so a quantized replica has the float one's tree.
-    const raw = (n.domain ?? '') === '' ? n.op_type : n.op_type === 'MatMulNBits' ? 'MatMul' : '';
+    // Every matrix product is a `matmul` (a Gemm, or where a quantized replica has the float product: the
+    // MatMulNBits, or the node that gives a padded quantized product its shape back — hf/graph-context.ts), so a
+    // quantized replica has the float one's tree; the nodes that carry its weights there are no operations.
+    if (n.doc_string === QUANTIZED_PLUMBING) return s;
+    const raw =
+      n.doc_string === QUANTIZED_PRODUCT
+        ? 'MatMul'
+        : (n.domain ?? '') === ''
+          ? n.op_type
+          : n.op_type === 'MatMulNBits'
+            ? 'MatMul'
+            : '';
     const op = raw === 'Gemm' ? 'MatMul' : raw;
     if (s === '' || !SOURCE_OPS.has(op)) return s;
     const outs = writes[i]!;

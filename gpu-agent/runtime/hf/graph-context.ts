@@ -2,9 +2,11 @@
 // initializers whose external data is a byte range of a safetensors file (checked for presence, dtype and shape),
 // linear layers (optionally weight-only quantized: hf/quantize.ts), norms and the attention bias.
 import { GraphBuilder, floatTensor, int64Tensor } from '../onnx/graph-builder.js';
+import type { AttrValue } from '../onnx/graph-builder.js';
 import { DataLocation, TensorDataType } from '../onnx/types.js';
 import type { TensorProto } from '../onnx/types.js';
 import { ModelLoadError } from '../errors.js';
+import { QUANTIZED_PLUMBING, QUANTIZED_PRODUCT } from '../graph/source-ops.js';
 import { INDEX_FILE, SINGLE_FILE } from './safetensors.js';
 import type { StoredTensor } from './safetensors.js';
 import { quantizeRows, quantizedShape } from './quantize.js';
@@ -33,13 +35,14 @@ export interface GraphContextOptions {
   dryRun?: boolean;
 }
 
+/** How a quantized weight's codes are laid out: `nbits` `[rows, blocks, blob]` (MatMulNBits);
+ * `dq` `[rows · blocks, 32]` 8-bit codes, so one per-axis DequantizeLinear (opset 13) gives each block its scale. */
+type Layout = 'nbits' | 'dq';
+
 interface Quantized {
   data: string;
   scales: string;
-  /** The scales shaped [rows, blocks, 1] for GatherBlockQuantized, added on first use. */
-  rowScales: string;
-  addRowScales?: () => void;
-  /** 4 bits: the blocks' zero points (MatMulNBits input 3). */
+  /** 4 bits: the blocks' zero points (MatMulNBits input 3); `dq` layout: 128 per block (DequantizeLinear's). */
   zeroPoints?: string;
   k: number;
   blocks: number;
@@ -52,15 +55,6 @@ export class GraphContext {
   private readonly quantized = new Map<string, Quantized>();
 
   constructor(private readonly o: GraphContextOptions) {}
-
-  /**
-   * Bits of a quantized weight: the deployment's, except the language-model head (and the embedding tied to it),
-   * which int4 keeps at 8 bits: every logit comes straight out of it (4-bit heads doubled the logits' error on the
-   * fixtures), and it is one matrix of many.
-   */
-  private bitsFor(head: boolean): 8 | 4 {
-    return this.o.quantize === 'int8' || head ? 8 : 4;
-  }
 
   get quantize(): QuantDtype | undefined {
     return this.o.quantize;
@@ -139,22 +133,26 @@ export class GraphContext {
   }
 
   /** Weight-only quantized rows of `[rows, k]` (a Linear's `[out, in]`, an embedding's `[vocab, d]`), made once. */
-  private quantizedRows(name: string, rows: number, k: number, transposed: boolean, bits: 8 | 4): Quantized {
+  private quantizedRows(
+    name: string,
+    rows: number,
+    k: number,
+    transposed: boolean,
+    bits: 8 | 4,
+    layout: Layout,
+  ): Quantized {
     const t = this.stored(name, transposed ? [k, rows] : [rows, k]);
-    let q = this.quantized.get(t.name);
+    const key = `${t.name}\u0000${bits}\u0000${layout}`;
+    let q = this.quantized.get(key);
     if (!q) {
+      const dtype = bits === 8 ? 'int8' : 'int4';
       const r = this.o.dryRun
-        ? quantizedShape(rows, k, bits === 8 ? 'int8' : 'int4')
-        : quantizeRows(this.o.read(t), t.dtype as 'F32' | 'F16', rows, k, transposed, bits === 8 ? 'int8' : 'int4');
+        ? quantizedShape(rows, k, dtype)
+        : quantizeRows(this.o.read(t), t.dtype as 'F32' | 'F16', rows, k, transposed, dtype);
       const data = `${t.name}::int${bits}`;
       const bytes = new Uint8Array(r.scales.buffer, r.scales.byteOffset, r.scales.byteLength);
       const withData = (p: TensorProto, raw: Uint8Array): TensorProto => (this.o.dryRun ? p : { ...p, raw_data: raw });
-      q = { data, scales: `${t.name}::scales`, rowScales: `${t.name}::row_scales`, k, blocks: r.blocks } as Quantized;
-      const rowScales = withData(
-        { name: q.rowScales, dims: [rows, r.blocks, 1], data_type: TensorDataType.FLOAT },
-        bytes,
-      );
-      q.addRowScales = () => this.initializers.push(rowScales);
+      q = { data, scales: `${t.name}::scales`, k, blocks: r.blocks } as Quantized;
       if (r.zeroPoints) {
         q.zeroPoints = `${t.name}::zero_points`;
         this.initializers.push(
@@ -167,14 +165,95 @@ export class GraphContext {
             r.zeroPoints,
           ),
         );
+      } else if (layout === 'dq') {
+        q.zeroPoints = `${t.name}::zero_points`;
+        this.initializers.push(
+          withData(
+            { name: q.zeroPoints, dims: [rows * r.blocks], data_type: TensorDataType.UINT8 },
+            new Uint8Array(rows * r.blocks).fill(128),
+          ),
+        );
       }
+      const dims = layout === 'dq' ? [rows * r.blocks, BLOCK] : [rows, r.blocks, r.blobBytes];
       this.initializers.push(
-        withData({ name: data, dims: [rows, r.blocks, r.blobBytes], data_type: TensorDataType.UINT8 }, r.data),
+        withData({ name: data, dims, data_type: TensorDataType.UINT8 }, r.data),
         withData({ name: q.scales, dims: [rows * r.blocks], data_type: TensorDataType.FLOAT }, bytes),
       );
-      this.quantized.set(t.name, q);
+      this.quantized.set(key, q);
     }
     return q;
+  }
+
+  /** A node of a quantized weight's plumbing (not an operation of the model's). */
+  private plumb(
+    scope: string,
+    op: string,
+    inputs: string[],
+    attrs: Record<string, AttrValue> = {},
+    domain = '',
+  ): string {
+    const out = this.g.one(scope, op, inputs, attrs);
+    const node = this.g.nodes[this.g.nodes.length - 1]!;
+    node.doc_string = QUANTIZED_PLUMBING;
+    if (domain) node.domain = domain;
+    return out;
+  }
+
+  /**
+   * `product(rows)` of x `[..., k]` flattened to 2-d rows with one zero row appended, given x's leading dims back
+   * (`[..., n]`). Products of a weight computed at run time (and onnxruntime's 4-bit ones) take another kernel path
+   * for a single row, so a row's result would depend on how many rows share the call (the KV cache's one-token
+   * steps against the whole pass); with the extra row no row is ever alone.
+   */
+  private paddedRows(
+    scope: string,
+    x: string,
+    k: number,
+    n: number,
+    product: (rows: string, count: string) => string,
+  ): string {
+    const flat = this.plumb(scope, 'Reshape', [x, this.i64(scope, [-1, k])]);
+    const padded = this.plumb(scope, 'Pad', [flat, this.i64(scope, [0, 0, 1, 0])]);
+    const count = this.plumb(scope, 'Shape', [flat], { start: 0, end: 1 });
+    const y = product(padded, count);
+    const rows = this.plumb(scope, 'Slice', [y, this.i64(scope, [0]), count, this.i64(scope, [0])]);
+    const lead = this.plumb(scope, 'Shape', [x], { start: 0, end: -1 });
+    const shape = this.plumb(scope, 'Concat', [lead, this.i64(scope, [n])], { axis: 0 });
+    const out = this.g.one(scope, 'Reshape', [rows, shape]);
+    this.g.nodes[this.g.nodes.length - 1]!.doc_string = QUANTIZED_PRODUCT;
+    return out;
+  }
+
+  /**
+   * x · Wᵀ for `dq`-layout 8-bit codes of W `[n, k]`: per-axis DequantizeLinear to float32, then Gemm, in chunks of
+   * rows whose float32 is at most DEQUANTIZED_CHUNK_BYTES (the float32 copy lives only during its product; GPT-2's
+   * 50,257-row head whole would be 147 MiB). Each chunk's codes are a Slice whose bounds are computed at run time
+   * (from the row count), so onnxruntime's constant folding does not store a second copy of the codes.
+   */
+  private dequantizedProduct(scope: string, x: string, q: Quantized, k: number, n: number): string {
+    const width = q.blocks * BLOCK;
+    const chunk = Math.max(1, Math.floor(DEQUANTIZED_CHUNK_BYTES / (width * 4)));
+    const weight = (codes: string, scales: string, zeroPoints: string, rows: number) => {
+      const w = this.plumb(scope, 'DequantizeLinear', [codes, scales, zeroPoints], { axis: 0 });
+      const full = this.plumb(scope, 'Reshape', [w, this.i64(scope, [rows, width])]);
+      if (width === k) return full;
+      return this.plumb(scope, 'Slice', [full, this.i64(scope, [0]), this.i64(scope, [k]), this.i64(scope, [1])]);
+    };
+    return this.paddedRows(scope, x, k, n, (rows, count) => {
+      if (chunk >= n)
+        return this.plumb(scope, 'Gemm', [rows, weight(q.data, q.scales, q.zeroPoints!, n)], { transB: 1 });
+      const zero = this.plumb(scope, 'Sub', [count, count]);
+      const parts: string[] = [];
+      for (let r0 = 0; r0 < n; r0 += chunk) {
+        const r1 = Math.min(n, r0 + chunk);
+        const start = this.plumb(scope, 'Add', [zero, this.i64(scope, [r0 * q.blocks])]);
+        const end = this.plumb(scope, 'Add', [zero, this.i64(scope, [r1 * q.blocks])]);
+        const part = (t: string) => this.plumb(scope, 'Slice', [t, start, end, this.i64(scope, [0])]);
+        const w = weight(part(q.data), part(q.scales), part(q.zeroPoints!), r1 - r0);
+        parts.push(this.plumb(scope, 'Gemm', [rows, w], { transB: 1 }));
+      }
+      return this.plumb(scope, 'Concat', parts, { axis: 1 });
+    });
   }
 
   /** x · Wᵀ (+ b) for a weight stored `[nOut, nIn]` (nn.Linear), or x · W for one stored `[nIn, nOut]` (GPT-2's Conv1D). */
@@ -188,21 +267,25 @@ export class GraphContext {
     const scope = scopeOf(path);
     const wName = opts.weight ?? `${path}.weight`;
     let y: string;
-    if (this.o.quantize) {
-      const bits = this.bitsFor(opts.head === true);
-      const q = this.quantizedRows(wName, nOut, nIn, opts.stored === 'in_out', bits);
-      const n = this.g.nodes.length;
-      y = this.g.one(scope, 'MatMulNBits', [x, q.data, q.scales, ...(q.zeroPoints ? [q.zeroPoints] : [])], {
-        K: nIn,
-        N: nOut,
-        bits,
-        block_size: BLOCK,
-        // int8 products of activations quantized per row and block of 32 (a row's result depends on that row
-        // alone): onnxruntime 1.30's 8-bit kernel otherwise dequantizes the whole matrix on every call (82 ms vs
-        // 0.4 ms for one row of 768 × 3072 here; 122 vs 217 ms for 256 rows).
-        accuracy_level: 4,
-      });
-      this.g.nodes[n]!.domain = 'com.microsoft';
+    if (this.o.quantize === 'int8' || (this.o.quantize && opts.head === true)) {
+      // 8 bits (int8, and int4's language-model head: every logit comes straight out of it, and a 4-bit head
+      // doubled the logits' error on the fixtures), weight-only: the codes dequantized to float32 at run time and
+      // multiplied in float, so a row's result depends on that row alone and on nothing but the weights' rounding.
+      const q = this.quantizedRows(wName, nOut, nIn, opts.stored === 'in_out', 8, 'dq');
+      y = this.dequantizedProduct(scope, x, q, nIn, nOut);
+    } else if (this.o.quantize) {
+      // 4 bits, computed in float32 (accuracy_level 1: each block of codes dequantized into the float kernel), so
+      // the only error is the weights' rounding.
+      const q = this.quantizedRows(wName, nOut, nIn, opts.stored === 'in_out', 4, 'nbits');
+      y = this.paddedRows(scope, x, nIn, nOut, (rows) =>
+        this.plumb(
+          scope,
+          'MatMulNBits',
+          [rows, q.data, q.scales, q.zeroPoints!],
+          { K: nIn, N: nOut, bits: 4, block_size: BLOCK, accuracy_level: 1 },
+          'com.microsoft',
+        ),
+      );
     } else if (opts.stored === 'in_out') {
       y = this.g.one(scope, 'MatMul', [x, this.weight(scope, wName, [nIn, nOut])]);
     } else {
@@ -217,17 +300,36 @@ export class GraphContext {
   embedding(path: string, ids: string, vocab: number, d: number, quantize = false, weight = `${path}.weight`): string {
     const scope = scopeOf(path);
     if (quantize && this.o.quantize) {
-      const q = this.quantizedRows(weight, vocab, d, false, this.bitsFor(true));
-      q.addRowScales?.();
-      q.addRowScales = undefined;
-      const out = this.g.one(scope, 'GatherBlockQuantized', [q.data, ids, q.rowScales], {
-        gather_axis: 0,
-        quantize_axis: 2,
-        block_size: BLOCK,
-        bits: this.bitsFor(true),
+      // The rows of the head's `dq`-layout codes: block rows ids · blocks + j, each dequantized with its scale.
+      const q = this.quantizedRows(weight, vocab, d, false, 8, 'dq');
+      const first = this.plumb(scope, 'Mul', [
+        this.plumb(scope, 'Unsqueeze', [ids, this.i64(scope, [-1])]),
+        this.i64(scope, [q.blocks], []),
+      ]);
+      const at = this.plumb(scope, 'Add', [
+        first,
+        this.i64(
+          scope,
+          Array.from({ length: q.blocks }, (_, j) => j),
+        ),
+      ]);
+      const flatAt = this.plumb(scope, 'Reshape', [at, this.i64(scope, [-1])]);
+      const pick = (t: string) => this.plumb(scope, 'Gather', [t, flatAt]);
+      const rows = this.plumb(scope, 'DequantizeLinear', [pick(q.data), pick(q.scales), pick(q.zeroPoints!)], {
+        axis: 0,
       });
-      this.g.nodes[this.g.nodes.length - 1]!.domain = 'com.microsoft';
-      return this.g.one(scope, 'Reshape', [out, this.i64(scope, [0, 0, d])]);
+      const shape = this.plumb(
+        scope,
+        'Concat',
+        [this.plumb(scope, 'Shape', [ids]), this.i64(scope, [q.blocks * BLOCK])],
+        {
+          axis: 0,
+        },
+      );
+      let out = this.g.one(scope, 'Reshape', [rows, shape]);
+      if (q.blocks * BLOCK !== d)
+        out = this.g.one(scope, 'Slice', [out, this.i64(scope, [0]), this.i64(scope, [d]), this.i64(scope, [-1])]);
+      return out;
     }
     return this.g.one(scope, 'Gather', [this.weight(scope, weight, [vocab, d]), ids]);
   }
@@ -299,3 +401,5 @@ export class GraphContext {
 
 /** Elements per quantization block (one float32 scale each). */
 export const BLOCK = 32;
+/** The most float32 bytes of a dequantized weight alive at once (hf: dequantizedProduct). */
+const DEQUANTIZED_CHUNK_BYTES = 4 * 1024 * 1024;

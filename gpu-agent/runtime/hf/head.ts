@@ -1,7 +1,7 @@
 // The language-model head: logits = x · Wᵀ for W `[vocab, d]` (lm_head.weight, or the tied token embedding).
 // Float weights: a Gemm with transB on the stored matrix (x flattened to 2-d and the result reshaped back), so a
-// tied embedding is held once (a Transpose would be constant-folded into a second copy). Quantized: MatMulNBits on
-// the same codes the embedding gathers from.
+// tied embedding is held once (a Transpose would be constant-folded into a second copy). Quantized: 8-bit codes
+// dequantized in chunks into float products (hf/graph-context.ts), the same codes a tied embedding gathers from.
 import type { GraphContext } from './graph-context.js';
 
 export function lmHead(ctx: GraphContext, x: string, d: number, vocab: number, weight: string): string {

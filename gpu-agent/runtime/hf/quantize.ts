@@ -1,6 +1,7 @@
-// Weight-only quantization of a weight matrix at load, in onnxruntime's MatMulNBits / GatherBlockQuantized layout:
+// Weight-only quantization of a weight matrix at load, in the layout of onnxruntime's MatMulNBits
+// (8-bit codes are also read as `[rows · blocks, 32]` by a per-axis DequantizeLinear: hf/graph-context.ts):
 // rows of K values (a Linear's output features, an embedding's tokens) cut into blocks of 32, each block stored
-// as 8- or 4-bit unsigned codes with one float32 scale: 8 bits symmetric around the kernels' default zero point
+// as 8- or 4-bit unsigned codes with one float32 scale: 8 bits symmetric around the zero point
 // 128, w ≈ (code − 128) · scale, scale = max|w| / 127; 4 bits asymmetric, w ≈ (code − zp) · scale with
 // scale = (max − min) / 15 and the block's own zero point zp (half the error of symmetric 4-bit codes). 4-bit codes
 // and zero points are packed two to a byte, the even one in the low nibble.
@@ -43,57 +44,88 @@ export function quantizeRows(
   const blobBytes = (BLOCK * bits) / 8;
   const data = new Uint8Array(rows * blocks * blobBytes);
   const scales = new Float32Array(rows * blocks);
-  const qmax = bits === 8 ? 127 : 7;
-  const zero = bits === 8 ? 128 : 8;
-  const lo = -zero;
   // 4 bits: asymmetric, each block's [min, max] over the 16 codes with its own zero point (two to a byte).
-  const zeroPoints = bits === 4 ? new Uint8Array(rows * Math.ceil(blocks / 2)) : undefined;
   const zpRow = Math.ceil(blocks / 2);
-  const row = new Float32Array(k);
+  const zeroPoints = bits === 4 ? new Uint8Array(rows * zpRow) : undefined;
   for (let r = 0; r < rows; r++) {
-    row.set(values.subarray(r * k, r * k + k));
+    const rowStart = r * k;
     for (let b = 0; b < blocks; b++) {
-      const start = b * BLOCK;
-      const end = Math.min(k, start + BLOCK);
+      const start = rowStart + b * BLOCK;
+      const end = Math.min(rowStart + k, start + BLOCK);
       const base = (r * blocks + b) * blobBytes;
-      if (zeroPoints) {
-        let min = 0;
-        let max = 0;
-        for (let c = start; c < end; c++) {
-          min = Math.min(min, row[c]!);
-          max = Math.max(max, row[c]!);
-        }
-        const scale = (max - min) / 15;
-        const inv = scale === 0 ? 0 : 1 / scale;
-        const zp = scale === 0 ? 8 : Math.min(15, Math.max(0, Math.round(-min * inv)));
-        scales[r * blocks + b] = scale;
-        zeroPoints[r * zpRow + (b >> 1)]! |= b & 1 ? zp << 4 : zp;
-        for (let c = start; c < end; c++) {
-          const code = Math.min(15, Math.max(0, Math.round(row[c]! * inv) + zp));
-          const j = c - start;
-          data[base + (j >> 1)]! |= j & 1 ? code << 4 : code;
-        }
-        for (let j = end - start; j < BLOCK; j++) data[base + (j >> 1)]! |= j & 1 ? zp << 4 : zp;
-        continue;
-      }
-      let amax = 0;
-      for (let c = start; c < end; c++) amax = Math.max(amax, Math.abs(row[c]!));
-      const scale = amax / qmax;
-      scales[r * blocks + b] = scale;
-      const inv = scale === 0 ? 0 : 1 / scale;
-      for (let c = start; c < end; c++) {
-        const code = Math.min(qmax, Math.max(lo, Math.round(row[c]! * inv))) + zero;
-        const j = c - start;
-        if (bits === 8) data[base + j] = code;
-        else data[base + (j >> 1)]! |= j & 1 ? code << 4 : code;
-      }
-      // Padding past k (k not a multiple of 32) decodes to 0.
-      for (let j = end - start; j < BLOCK; j++)
-        if (bits === 8) data[base + j] = zero;
-        else data[base + (j >> 1)]! |= j & 1 ? zero << 4 : zero;
+      if (zeroPoints) quantizeBlock4(values, start, end, data, base, scales, r * blocks + b, zeroPoints, r * zpRow, b);
+      else quantizeBlock8(values, start, end, data, base, scales, r * blocks + b);
     }
   }
   return { data, scales, blocks, blobBytes, ...(zeroPoints ? { zeroPoints } : {}) };
+}
+
+/** 8 bits symmetric: code = round(w / scale) + 128, scale = max|w| / 127; padding past k decodes to 0. */
+function quantizeBlock8(
+  v: Float32Array,
+  start: number,
+  end: number,
+  data: Uint8Array,
+  base: number,
+  scales: Float32Array,
+  at: number,
+): void {
+  let amax = 0;
+  for (let c = start; c < end; c++) {
+    const x = v[c]!;
+    const a = x < 0 ? -x : x;
+    if (a > amax) amax = a;
+  }
+  const scale = amax / 127;
+  scales[at] = scale;
+  const inv = scale === 0 ? 0 : 1 / scale;
+  let j = base;
+  for (let c = start; c < end; c++, j++) {
+    let code = Math.round(v[c]! * inv);
+    if (code > 127) code = 127;
+    else if (code < -128) code = -128;
+    data[j] = code + 128;
+  }
+  for (; j < base + BLOCK; j++) data[j] = 128;
+}
+
+/** 4 bits asymmetric: code = round(w / scale) + zp over the block's [min(0, ·), max(0, ·)], two codes a byte. */
+function quantizeBlock4(
+  v: Float32Array,
+  start: number,
+  end: number,
+  data: Uint8Array,
+  base: number,
+  scales: Float32Array,
+  at: number,
+  zeroPoints: Uint8Array,
+  zpBase: number,
+  b: number,
+): void {
+  let min = 0;
+  let max = 0;
+  for (let c = start; c < end; c++) {
+    const x = v[c]!;
+    if (x < min) min = x;
+    if (x > max) max = x;
+  }
+  const scale = (max - min) / 15;
+  const inv = scale === 0 ? 0 : 1 / scale;
+  let zp = scale === 0 ? 8 : Math.round(-min * inv);
+  if (zp > 15) zp = 15;
+  else if (zp < 0) zp = 0;
+  scales[at] = scale;
+  zeroPoints[zpBase + (b >> 1)] |= b & 1 ? zp << 4 : zp;
+  for (let j = 0; j < BLOCK; j++) {
+    const c = start + j;
+    let code = zp;
+    if (c < end) {
+      code = Math.round(v[c]! * inv) + zp;
+      if (code > 15) code = 15;
+      else if (code < 0) code = 0;
+    }
+    data[base + (j >> 1)] |= j & 1 ? code << 4 : code;
+  }
 }
 
 /** The layout quantizeRows gives, with empty-but-sized arrays (for sizes only). */
@@ -111,8 +143,11 @@ export function quantizedShape(_rows: number, k: number, q: QuantDtype): Quantiz
 }
 
 function floats(bytes: Uint8Array, dtype: 'F32' | 'F16'): Float32Array {
-  const copy = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength);
-  return dtype === 'F32' ? new Float32Array(copy) : Float32Array.from(new Uint16Array(copy), halfToFloat);
+  const aligned = bytes.byteOffset % (dtype === 'F32' ? 4 : 2) === 0;
+  const buf = aligned ? bytes.buffer : bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength);
+  const offset = aligned ? bytes.byteOffset : 0;
+  if (dtype === 'F32') return new Float32Array(buf, offset, bytes.byteLength / 4);
+  return Float32Array.from(new Uint16Array(buf, offset, bytes.byteLength / 2), halfToFloat);
 }
 
 /** `[rows, cols]` → `[cols, rows]`, in 32 × 32 tiles (a GPT-2 Conv1D weight is stored `[in, out]`). */

@@ -8,6 +8,7 @@ import { runSegment } from '../segments/segment-cache.js';
 import type { InputAlias, SegmentSpec } from '../segments/segment-model.js';
 import type { ForwardRecord } from '../grad/forward-record.js';
 import type { ForwardRun } from './host-context.js';
+import { isParameterAlias } from './host-context.js';
 
 export interface PassTimings {
   /** Time inside session.run, summed over segments. */
@@ -129,17 +130,24 @@ export class ForwardPass implements ForwardRun {
    * layer (~0.3 ms each), and a generation does not compile its stretch twice over (pieces first, then whole).
    */
   private async stretch(start: number, end: number): Promise<void> {
-    const whole = start === 0 && end === this.g.nodes.length;
+    // A swapped parameter makes a variant of every segment that reads it: run such a pass as layer pieces, so only the
+    // pieces reading the parameter are variants (a whole-graph variant would compile and pre-pack every weight again).
+    const params = this.aliases.some((a) => isParameterAlias(a.alias));
+    const whole = start === 0 && end === this.g.nodes.length && !params;
     const at = whole ? [] : (this.hooks.splits ?? []).filter((p) => p > start && p < end);
     if (at.length === 0) return this.run({ start, end });
     const full = this.fullSpec({ start, end });
-    if (this.cache.holds(full) || this.cache.promote(full, this.hooks.repeated ? 0 : PROMOTE_AFTER))
+    if (!params && (this.cache.holds(full) || this.cache.promote(full, this.hooks.repeated ? 0 : PROMOTE_AFTER)))
       return this.run({ start, end }, full);
     let from = start;
     for (const p of [...at, end]) {
       await this.run({ start: from, end: p });
       from = p;
     }
+  }
+
+  private reads(tensor: string, start: number, end: number): boolean {
+    return (this.g.consumers.get(tensor) ?? []).some((c) => c >= start && c < end);
   }
 
   /** Marks a tensor as this pass's own copy (rows may be written into it until the next segment runs). */
@@ -154,7 +162,13 @@ export class ForwardPass implements ForwardRun {
 
   /** The segment `spec` runs as: with the aliases crossing it and the extra outputs the request adds. */
   private fullSpec(spec: SegmentSpec): SegmentSpec {
-    const aliases = this.aliases.filter((a) => a.from < spec.end && a.to > spec.start);
+    const aliases = this.aliases.filter(
+      (a) =>
+        a.from < spec.end &&
+        a.to > spec.start &&
+        // A parameter's readers may lie far apart (tied embedding and unembedding): only a segment reading it has it.
+        (!isParameterAlias(a.alias) || this.reads(a.tensor, spec.start, spec.end)),
+    );
     const extra = spec.only ? [] : (this.hooks.extraOutputs?.(spec.start, spec.end) ?? []);
     const withExtra = extra.length > 0 ? { ...spec, extraOutputs: [...(spec.extraOutputs ?? []), ...extra] } : spec;
     return aliases.length > 0 ? { ...withExtra, aliases } : withExtra;

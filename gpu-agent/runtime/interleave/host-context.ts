@@ -4,6 +4,8 @@
 import type { StartRequest } from '../../../protocol/interleave.js';
 import type { AddressTable } from '../graph/addresses.js';
 import type { ModelGraph, ModuleNode } from '../graph/model-graph.js';
+import type { ParameterInfo } from '../graph/parameters.js';
+import type { TensorPayload } from '../../../protocol/interleave.js';
 import type { InputPlan, PaddingSide } from '../graph/model-inputs.js';
 import type { OrtTensor } from '../ort/session.js';
 import type { SegmentCache } from '../segments/segment-cache.js';
@@ -72,6 +74,10 @@ export interface HostContext {
   /** How the KV cache is carried (mode none: each step runs the whole sequence). */
   kv: KvLayout;
   eosTokenIds: number[];
+  /** The modules' parameters by `<module>.<name>` (graph/parameters.ts). */
+  parameters: Map<string, ParameterInfo>;
+  /** A parameter's stored value, in PyTorch's layout. */
+  parameterValue: (p: ParameterInfo) => TensorPayload;
   /** The model's backward side (built on first use). */
   gradients: () => GradModel;
 }
@@ -89,6 +95,8 @@ export interface TraceRun {
   req: RunRequest;
   start: StartRequest;
   plan: GenerationPlan | null;
+  /** A repeated trace: iteration i runs `runs[i % runs.length]` (its data-set window; this run is `runs[0]`). */
+  repeat?: { times: number; runs: Array<Omit<TraceRun, 'repeat'>> };
 }
 
 export interface TraceOptions {
@@ -97,7 +105,18 @@ export interface TraceOptions {
   timeoutMs?: number;
   signal?: AbortSignal;
   onTrace?: (e: TraceEvent) => void;
+  /** Least time between two RUNNING events of a repeated trace (default 1000 ms). */
+  progressIntervalMs?: number;
 }
 
 /** Separates a tensor's name from the module whose swapped input an alias carries. */
 export const ALIAS_MARK = '::input_of::';
+
+/** The alias a swapped parameter's replacement is fed under (the graph's readers of the initializer read it). */
+export function parameterAlias(tensor: string): string {
+  return `${tensor}${ALIAS_MARK}@param`;
+}
+
+export function isParameterAlias(alias: string): boolean {
+  return alias.endsWith(`${ALIAS_MARK}@param`);
+}

@@ -2,13 +2,10 @@
 // stopping at each point some invoke's mediator (mediator.ts) waits for, and talks to the blocks only through a
 // BlockChannel (protocol/interleave.ts).
 //
-// At each point the invokes waiting for it are served in index order: VALUE with the invoke's own batch rows,
-// then the host reads that invoke's messages until it waits for a later point, ends, or fails. Swaps replace
-// the invoke's rows in the tensor table before the pass continues (edits.ts). Generation (generation/) feeds each
-// step's inputs — with the KV cache only the new position after step 0 — and after each step chooses every live row's
-// next token; a row that finished (EOS, a stop, its maxNewTokens) is fed the pad token, masked, and its invoke sees
-// no later step. At the start of each step ≥ 1 the blocks get STEP (the tokens chosen, who finished), and waits
-// for `step.<i>` (m.iter) are answered.
+// At each point the invokes waiting for it are served in index order (VALUE with the invoke's own rows, then its
+// messages until it waits for a later point, ends or fails); swaps replace its rows before the pass goes on
+// (edits.ts). Generation (generation/) feeds each step's inputs and chooses every live row's next token; a finished
+// row is fed the pad token, masked, and its invoke sees no later step; STEP starts each step ≥ 1.
 //
 // Besides module points a block may CALL a module on tensors (module-call.ts), wait at a barrier (barriers.ts) and
 // CACHE points (caches.ts). Messages and their rules: messages.ts. Several traces on one channel: trace-session.ts.
@@ -29,16 +26,18 @@ import { usesGradients } from '../grad/uses-gradients.js';
 import type { PassHooks, PassTimings } from './forward-pass.js';
 import type { Deadline } from './deadline.js';
 import type { ForwardRun, GenerationPlan, HostContext } from './host-context.js';
-import { Mediator, waitAddr } from './mediator.js';
+import { Mediator, neverReached, waitAddr } from './mediator.js';
 import { Barriers } from './barriers.js';
 import { Caches } from './caches.js';
 import { Edits } from './edits.js';
+import { ParameterSwaps } from './parameter-swaps.js';
 import { Messages } from './messages.js';
 import type { PassView } from './pass-view.js';
 import { invokeResults } from './invoke-results.js';
 import type { BatchHooks, Outcome } from './batch-trace.js';
 import { strictlyInside } from './pass-view.js';
 import type { InvokeResult, LogLine, RunRequest } from './request-types.js';
+import type { ReportedValue } from '../../../protocol/progress-report.js';
 
 export class Interleaver implements PassView {
   readonly mediators: Mediator[];
@@ -55,6 +54,8 @@ export class Interleaver implements PassView {
   /** Set when every row finished before the last step: the step after the last one run. */
   private allFinishedAt: number | undefined;
   readonly logs: LogLine[] = [];
+  /** The latest value a block reported (`ctx.report`), as JSON-able data. */
+  reported: ReportedValue | undefined;
   readonly timings: PassTimings = { forwardMs: 0, segmentRuns: 0 };
   blockMs = 0;
   readonly backward = { backwardMs: 0, backwardRuns: 0 };
@@ -63,6 +64,7 @@ export class Interleaver implements PassView {
   readonly barriers: Barriers;
   readonly caches: Caches;
   readonly edits: Edits;
+  readonly params: ParameterSwaps;
   private readonly messages: Messages;
 
   constructor(
@@ -98,6 +100,7 @@ export class Interleaver implements PassView {
     this.barriers = new Barriers(this.mediators, send);
     this.caches = new Caches(this, send);
     this.edits = new Edits(this, plan?.cached ?? false, this.width);
+    this.params = new ParameterSwaps(this, () => this.grads.recording);
     this.messages = new Messages(this);
     this.grads = new GradientHost(
       start.invokes.some((i) => usesGradients(i.source)),
@@ -185,14 +188,7 @@ export class Interleaver implements PassView {
         );
         continue;
       }
-      const a =
-        w.kind === 'step'
-          ? `the start of step ${w.step}`
-          : formatAddr({ path: w.point.path, point: w.point.point, step: w.step });
-      const why = stoppedEarly
-        ? `the request stopped early (m.stop()) before the forward pass reached ${a}`
-        : (this.finishedBefore(inv, w.step) ??
-          `the forward pass never reached ${a} (${this.steps} step${this.steps === 1 ? '' : 's'}${w.step >= this.steps ? `; steps are numbered from 0` : ''})`);
+      const why = neverReached(w, stoppedEarly, this.steps, this.finishedBefore(inv, w.step));
       await this.raise(inv, waitAddr(w), blockError('NotProvided', why));
     }
     await this.settleAll();
@@ -214,7 +210,9 @@ export class Interleaver implements PassView {
     const feeds = this.gen ? this.gen.feeder.feeds() : feedsFor(this.ctx.inputs, padded!);
     this.grads.endStep();
     const record = this.grads.recording ? new ForwardRecord(this.step, fed.batch, fed.seq) : undefined;
-    return this.ctx.startPass(feeds, this.timings, record, this.passHooks(record !== undefined));
+    const pass = this.ctx.startPass(feeds, this.timings, record, this.passHooks(record !== undefined));
+    this.params.applyTo(pass);
+    return pass;
   }
 
   protected passHooks(recorded: boolean): PassHooks {

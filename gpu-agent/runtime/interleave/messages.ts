@@ -1,6 +1,7 @@
 // What the blocks send, and the rules each message is checked by: a WAIT for a point behind the pass is OutOfOrder,
 // for a point the pass will not reach NotProvided, for the point the pass is at answered at once, else the invoke
 // parks; a SWAP is applied now or kept for its point; a SKIP is checked and kept for its module. LOG lines are kept,
+// a REPORT (ctx.report) replaces the trace's latest reported value,
 // END records the result, EXCEPTION fails the request, gradients go to the gradient host (grad/grad-host.ts).
 import type { Addr, BlockError, BlockToHost, TensorPayload } from '../../../protocol/interleave.js';
 import { parseAddr, parseStepAddr } from '../../../protocol/interleave.js';
@@ -14,6 +15,7 @@ import type { Interleaver } from './interleaver.js';
 import type { Mediator } from './mediator.js';
 import { runModuleCall } from './module-call.js';
 import type { LogLine } from './request-types.js';
+import { parseReported } from '../../../protocol/progress-report.js';
 
 const protocolError = (message: string, invoke?: number) =>
   new InterventionError(blockError('ProtocolError', message, 'protocol'), invoke);
@@ -51,7 +53,14 @@ export class Messages {
     // An invoke that ended has said all it will: what its side sends after END (a second END from a hostile runner,
     // a dangling promise of the block still using m) changes nothing. Late console lines are still kept.
     const of = typeof (msg as { invoke?: unknown }).invoke === 'number' ? r.mediators[msg.invoke] : undefined;
-    if (msg.kind !== 'LOG' && of !== undefined && of.index === msg.invoke && of.status === 'ended') return;
+    if (
+      msg.kind !== 'LOG' &&
+      msg.kind !== 'REPORT' &&
+      of !== undefined &&
+      of.index === msg.invoke &&
+      of.status === 'ended'
+    )
+      return;
     switch (msg.kind) {
       case 'LOG': {
         this.invoke(msg.invoke);
@@ -63,6 +72,14 @@ export class Messages {
         };
         r.logs.push(line);
         r.req.onLog?.(line);
+        return;
+      }
+      case 'REPORT': {
+        this.invoke(msg.invoke);
+        const v = parseReported(msg.value);
+        if (v === undefined)
+          throw protocolError(`REPORT of ${msg.value.slice(0, 80)}: not a reportable value`, msg.invoke);
+        r.reported = v;
         return;
       }
       case 'END': {
@@ -83,6 +100,13 @@ export class Messages {
         if (extra?.kind === 'barrier')
           return r.barriers.arrive(this.invoke(msg.invoke), msg.addr, extra.seq, extra.name, extra.parties);
         if (extra?.kind === 'cache') return r.caches.wait(this.invoke(msg.invoke), msg.addr, extra.id);
+        if (extra?.kind === 'param') {
+          const inv = this.invoke(msg.invoke);
+          const read = r.params.read(normalizePath(extra.path));
+          if ('type' in read) return this.raiseNow(inv, msg.addr, read);
+          r.channel.send({ kind: 'VALUE', invoke: inv.index, addr: msg.addr, values: read });
+          return;
+        }
         if (extra?.kind === 'call')
           throw protocolError(`WAIT for ${msg.addr}: a module call is a CALL message, not a WAIT`, msg.invoke);
         return this.onWait(this.invoke(msg.invoke), msg.addr);
@@ -93,6 +117,11 @@ export class Messages {
         return r.caches.register(this.invoke(msg.invoke), msg.id, msg.step, msg.points);
       case 'SWAP':
         if (isGradAddr(msg.addr)) return r.grads.onSwap(this.rowsOf(msg.invoke), msg.addr, msg.values);
+        {
+          const extra = parseExtraAddr(msg.addr);
+          if (extra?.kind === 'param')
+            return r.params.swap(this.invoke(msg.invoke), normalizePath(extra.path), msg.values);
+        }
         return this.onSwap(this.invoke(msg.invoke), msg.addr, msg.values);
       case 'BACKWARD':
         return r.grads.onBackward(

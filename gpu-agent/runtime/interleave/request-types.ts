@@ -2,6 +2,7 @@
 import type { BlockChannel, SavedTree, StartRequest } from '../../../protocol/interleave.js';
 import type { GenerationOptions } from '../../../protocol/generation.js';
 import type { Finish } from '../generation/stopping.js';
+import type { ReportedValue } from '../../../protocol/progress-report.js';
 
 export interface InvokeSpec {
   /** Text to tokenize with the model's tokenizer … */
@@ -31,9 +32,18 @@ export interface LogLine {
   line: string;
 }
 
+/** A persistent edit (a model variant's interventions): run with every invoke's block, started first. */
+export interface EditSpec {
+  /** The variant key, e.g. `gpt2@ablate-h0`. */
+  key: string;
+  source: string;
+}
+
 export interface RunRequest {
   requestId?: string;
   invokes: InvokeSpec[];
+  /** The variant's edit, when the request names one. */
+  edit?: EditSpec;
   /** Tokens to generate (0: a single forward pass); the older name of generation.maxNewTokens. */
   newTokens?: number;
   /** How tokens are generated: maxNewTokens, sampling, stopping, the KV cache (protocol/generation.ts). */
@@ -79,6 +89,8 @@ export interface RunTimings {
 
 export interface RunResult {
   requestId: string;
+  /** A repeated trace: the iterations it ran (its invokes are the last iteration's, its timings the sum of all). */
+  iterations?: number;
   invokes: InvokeResult[];
   /** Forward passes run (fewer than requested when a block stopped the request or every row finished). */
   steps: number;
@@ -99,6 +111,11 @@ export interface TraceSpec {
   invokes: InvokeSpec[];
   newTokens?: number;
   generation?: GenerationOptions;
+  /**
+   * Run the trace `times` times in a row (a training loop) on the same channel, `ctx.shared` kept. With `batch` its
+   * invokes are a data set taken `batch` at a time, in order, wrapping around.
+   */
+  repeat?: { times: number; batch?: number };
 }
 
 /**
@@ -109,21 +126,30 @@ export interface TraceSpec {
 export interface SessionRequest {
   requestId?: string;
   traces: TraceSpec[];
+  /** The variant's edit, run in every trace. */
+  edit?: EditSpec;
   /** Wall-clock limit for the whole session (default 60 s). */
   timeoutMs?: number;
   signal?: AbortSignal;
   onLog?: (line: LogLine) => void;
   onToken?: (t: TokenEvent & { trace: number }) => void;
-  /** Each trace as it starts, completes or fails. */
+  /** Each trace as it starts, completes or fails; a repeated trace also as it goes (at most one per progressIntervalMs). */
   onTrace?: (e: TraceEvent) => void;
+  /** Least time between two RUNNING events of a repeated trace (default 1000 ms). */
+  progressIntervalMs?: number;
 }
 
 export interface TraceEvent {
   trace: number;
   traces: number;
   status: 'RUNNING' | 'COMPLETED' | 'ERROR';
-  /** How long it ran (COMPLETED, ERROR). */
+  /** How long it ran (COMPLETED, ERROR; a repeated trace's RUNNING: so far). */
   ms?: number;
+  /** A repeated trace: its iterations, and how many have completed. */
+  iterations?: number;
+  done?: number;
+  /** The latest value its blocks reported (`ctx.report`), and the iteration that reported it. */
+  reported?: { iteration: number; value: ReportedValue };
 }
 
 export interface SessionResult {

@@ -39,6 +39,9 @@ import { loadTokenizer } from './tokenizer.js';
 import type { LoadedTokenizer } from './tokenizer.js';
 import { ModelLoadError } from '../errors.js';
 import { ALIAS_MARK } from '../interleave/host-context.js';
+import { findParameters } from '../graph/parameters.js';
+import type { ParameterInfo } from '../graph/parameters.js';
+import { parameterPayload } from './parameter-data.js';
 import type { HostContext } from '../interleave/host-context.js';
 import { ForwardPass } from '../interleave/forward-pass.js';
 import { GradModel } from '../grad/grad-model.js';
@@ -119,7 +122,9 @@ export async function loadServedModel(dirArg: string, opts: LoadOptions = {}): P
     const key = opts.key ?? basename(dir);
     const logits = findLmHead(graph, facts, cfg.vocabSize);
     const cacheBudget = opts.segmentCacheBytes ?? 4 * weights.totalBytes;
-    const elemType = (t: string) => facts.get(aliasedTensor(t))?.elemType;
+    // A swapped parameter's alias is fed in place of its initializer: its type is the initializer's.
+    const elemType = (t: string) =>
+      facts.get(aliasedTensor(t))?.elemType ?? weights.initializers.get(aliasedTensor(t))?.data_type;
     // Serving state for one graph: its points, segment cache and padding side.
     const serve = async (b: ModelProto, g: ModelGraph) => {
       const cache = new SegmentCache(b, g, weights.initializers, elemType, settings, cacheBudget);
@@ -198,7 +203,8 @@ export async function loadServedModel(dirArg: string, opts: LoadOptions = {}): P
           };
     const active = differentiableTensors(graph, (t) => facts.get(t)?.elemType, addresses);
     const memory = estimateMemory(graph, (t) => facts.get(t), active, Math.min(cfg.maxPositions, 1024));
-    const manifest = buildManifest(key, graph, addresses, facts, cfg, weights.totalBytes, {
+    const parameters = findParameters(graph);
+    const manifest = buildManifest(key, graph, addresses, facts, cfg, weights.totalBytes, parameters, {
       padding,
       logits,
       memory,
@@ -218,6 +224,8 @@ export async function loadServedModel(dirArg: string, opts: LoadOptions = {}): P
       logits,
       kv: layout,
       eosTokenIds: cfg.eosTokenIds,
+      parameters,
+      weights,
     });
     return {
       key,
@@ -291,10 +299,13 @@ interface HostContextParts {
   logits: string | null;
   kv: KvLayout;
   eosTokenIds: number[];
+  parameters: Map<string, ParameterInfo>;
+  weights: WeightStore;
 }
 
 function hostContext(parts: HostContextParts): HostContext {
   const { base, graph, addresses, cache, facts, active, padTokenId, plan, padding, logits, kv, eosTokenIds } = parts;
+  const { parameters, weights } = parts;
   let gradients: GradModel | undefined;
   const lastRead = new Map<string, number>();
   for (const [t, cs] of graph.consumers) lastRead.set(t, cs[cs.length - 1]!);
@@ -325,6 +336,8 @@ function hostContext(parts: HostContextParts): HostContext {
     padTokenId,
     kv,
     eosTokenIds,
+    parameters,
+    parameterValue: (p) => parameterPayload(p, weights.initializers.get(p.tensor)!, weights.folder),
     gradients: () => (gradients ??= new GradModel(graph, base, (t) => facts.get(t), active, aliasedTensor)),
   };
 }

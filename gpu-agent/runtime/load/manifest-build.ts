@@ -1,7 +1,7 @@
 // Builds the model-level manifest (protocol/manifest.ts) from the graph analysis, the probed tensor facts and
 // config.json.
 import { MANIFEST_FORMAT } from '../../../protocol/manifest.js';
-import type { Manifest, ManifestModule, ManifestTensor } from '../../../protocol/manifest.js';
+import type { Manifest, ManifestModule, ManifestParameter, ManifestTensor } from '../../../protocol/manifest.js';
 import type { Dtype } from '../../../protocol/interleave.js';
 import type { ModelGraph, ModuleNode } from '../graph/model-graph.js';
 import { moduleCallPlan } from '../interleave/module-call.js';
@@ -9,6 +9,7 @@ import { FUSED_ATTENTION_OPS } from '../graph/source-ops.js';
 import type { TensorProto } from '../onnx/types.js';
 import { isCacheInput, isCacheOutput } from '../graph/cache-names.js';
 import type { AddressTable } from '../graph/addresses.js';
+import type { ParameterInfo } from '../graph/parameters.js';
 import type { TensorFacts } from './probe.js';
 import { formatDim } from './dims.js';
 import { tensorBytes } from '../onnx/tensor-bytes.js';
@@ -125,8 +126,14 @@ export function buildManifest(
   facts: Map<string, TensorFacts>,
   cfg: ModelConfigFacts,
   weightsBytes: number,
+  parameters: Map<string, ParameterInfo>,
   iface: InterfaceFacts,
 ): Manifest {
+  const paramsOf = new Map<string, ManifestParameter[]>();
+  for (const p of parameters.values()) {
+    const list = paramsOf.get(p.module) ?? paramsOf.set(p.module, []).get(p.module)!;
+    list.push({ name: p.name, dtype: dtypeOf(p.elemType), shape: p.shape, ...(p.tiedTo ? { tiedTo: p.tiedTo } : {}) });
+  }
   const served = weightsDtype(g.initializers.values());
   const modules: ManifestModule[] = [...g.modules.values()]
     .sort((a, b) => a.start - b.start || a.path.length - b.path.length)
@@ -139,6 +146,7 @@ export function buildManifest(
       contiguous: m.contiguous,
       ...notCallable(g, m),
       ...fusedOpsOf(g, m),
+      ...(paramsOf.has(m.path) ? { parameters: paramsOf.get(m.path)! } : {}),
     }));
   return {
     format: MANIFEST_FORMAT,

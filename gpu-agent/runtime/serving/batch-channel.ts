@@ -199,6 +199,12 @@ export class BatchChannel {
         this.fail(m, new InterventionError(blockError('ProtocolError', why, 'protocol')));
         return;
       }
+      if (msg.kind === 'SWAP' && msg.addr.startsWith('@param:') && this.members.length > 1) {
+        // A parameter is shared by every row of the pass: a swap in a batch would reach the other requests' rows.
+        const why = `${msg.addr.slice(7)}: a parameter swap cannot run in a batch of requests (it would hold for the other requests' rows); name the parameter in the block's source (m.x.weight) so the request runs on its own`;
+        this.fail(m, new InterventionError(blockError('ProtocolError', why, 'protocol'), i));
+        return;
+      }
       const b = msg.kind === 'WAIT' ? BARRIER.exec(msg.addr) : null;
       const addr = b ? { addr: `@barrier:${b[1]}:${b[2]}:${m.offset}/${b[3]}` } : {};
       this.push({ ...msg, invoke: i + m.offset, ...addr } as BlockToHost);

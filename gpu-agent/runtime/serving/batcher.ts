@@ -2,7 +2,7 @@
 // and the batch runs as one forward pass once it gets the model's turn (batch-run.ts) — what was queued when the
 // replica takes its turn, with no gather window, so a request that finds the model idle starts at once, alone.
 // Compatible requests: a single forward pass (no generation, no session), no gradients, no barriers (their parties
-// are the request's invokes), and prompts padded to the same length (a batch of one padded width is bit for bit the
+// are the request's invokes), no parameters named (a parameter swap holds for every row of the pass), and prompts padded to the same length (a batch of one padded width is bit for bit the
 // requests alone; padding to another width would change the sums' order). Batches hold at most `maxRows` rows.
 import type { BlockChannel, StartRequest } from '../../../protocol/interleave.js';
 import { usesGradients } from '../grad/uses-gradients.js';
@@ -22,12 +22,17 @@ interface Gathering {
   closed: boolean;
 }
 
+/** A block naming a parameter (`m.lm_head.weight = t`): a parameter swap holds for every row of the pass. */
+const PARAMETER = /\.(weight|bias)\b/;
+
 /** Whether a planned single-pass request may share its forward pass with other requests. */
 export function batchable(start: StartRequest): boolean {
   return (
     start.steps === 1 &&
     start.trace === undefined &&
-    start.invokes.every((inv) => !usesGradients(inv.source) && !inv.source.includes('barrier'))
+    start.invokes.every(
+      (inv) => !usesGradients(inv.source) && !inv.source.includes('barrier') && !PARAMETER.test(inv.source),
+    )
   );
 }
 

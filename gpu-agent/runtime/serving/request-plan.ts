@@ -21,7 +21,7 @@ import type { TextTokenizer } from '../load/tokenizer.js';
 import { usesGradients } from '../grad/uses-gradients.js';
 import { InterventionError, RequestError, RequestErrorCode } from '../errors.js';
 import type { GenerationPlan, TraceRun } from '../interleave/host-context.js';
-import type { RunRequest, SessionRequest } from '../interleave/request-types.js';
+import type { EditSpec, InvokeSpec, RunRequest, SessionRequest } from '../interleave/request-types.js';
 
 /** What planning needs to know of the model. */
 export interface RequestModel {
@@ -65,7 +65,7 @@ export function planRequest(model: RequestModel, req: RunRequest): PlannedReques
   }
   const options: GenerationOptions[] = [];
   const ownSeeds: Array<number | undefined> = [];
-  const invokes = req.invokes.map((inv, i) => {
+  const invokes: StartRequest['invokes'] = req.invokes.map((inv, i) => {
     let tokens: number[];
     if (inv.prompt !== undefined && inv.tokens !== undefined)
       throw new RequestError(RequestErrorCode.badInput, `invoke ${i}: give a prompt or tokens, not both`);
@@ -121,6 +121,8 @@ export function planRequest(model: RequestModel, req: RunRequest): PlannedReques
       );
     return { invoke: i, source: inv.block ?? '', tokens, batchStart: i, batchSize: 1 };
   });
+  const edit = req.edit === undefined ? undefined : checkedEdit(req.edit);
+  if (edit) for (const inv of invokes) inv.edit = edit;
   const lengths = new Set(invokes.map((inv) => inv.tokens.length));
   if (m.padding === 'none' && lengths.size > 1) {
     throw new RequestError(
@@ -169,30 +171,71 @@ export function planSession(model: RequestModel, req: SessionRequest): TraceRun[
   if (!Array.isArray(req.traces) || req.traces.length === 0)
     throw new RequestError(RequestErrorCode.noTraces, 'a session needs at least one trace (invokes to run)');
   const requestId = req.requestId ?? randomUUID();
+  const count = req.traces.length;
   return req.traces.map((t, i) => {
-    const run: RunRequest = {
-      requestId,
-      invokes: t.invokes,
-      ...(t.newTokens === undefined ? {} : { newTokens: t.newTokens }),
-      ...(t.generation === undefined ? {} : { generation: t.generation }),
-      ...(req.onToken ? { onToken: (e) => req.onToken!({ ...e, trace: i }) } : {}),
-      ...(req.onLog ? { onLog: req.onLog } : {}),
+    const planOne = (invokes: InvokeSpec[], trace: NonNullable<StartRequest['trace']>) => {
+      const run: RunRequest = {
+        requestId,
+        invokes,
+        ...(req.edit === undefined ? {} : { edit: req.edit }),
+        ...(t.newTokens === undefined ? {} : { newTokens: t.newTokens }),
+        ...(t.generation === undefined ? {} : { generation: t.generation }),
+        ...(req.onToken ? { onToken: (e) => req.onToken!({ ...e, trace: i }) } : {}),
+        ...(req.onLog ? { onLog: req.onLog } : {}),
+      };
+      let planned: PlannedRequest;
+      try {
+        planned = planRequest(model, run);
+      } catch (e) {
+        if (e instanceof RequestError)
+          throw new RequestError(e.code, `trace ${i}: ${e.message}`, { ...e.details, trace: i }, e.httpStatus);
+        if (e instanceof InterventionError) throw e.inTrace(i);
+        throw e;
+      }
+      return { req: run, start: { ...planned.start, trace }, plan: planned.generation };
     };
-    let planned: PlannedRequest;
-    try {
-      planned = planRequest(model, run);
-    } catch (e) {
-      if (e instanceof RequestError)
-        throw new RequestError(e.code, `trace ${i}: ${e.message}`, { ...e.details, trace: i }, e.httpStatus);
-      if (e instanceof InterventionError) throw e.inTrace(i);
-      throw e;
-    }
-    return {
-      req: run,
-      start: { ...planned.start, trace: { index: i, count: req.traces.length } },
-      plan: planned.generation,
-    };
+    if (t.repeat === undefined) return planOne(t.invokes, { index: i, count });
+    const times = t.repeat.times;
+    if (!Number.isSafeInteger(times) || times < 1)
+      throw new RequestError(RequestErrorCode.badRepeat, `trace ${i}: repeat.times must be a positive integer`, {
+        trace: i,
+      });
+    const n = t.invokes.length;
+    const batch = t.repeat.batch ?? n;
+    if (!Number.isSafeInteger(batch) || batch < 1 || batch > n)
+      throw new RequestError(
+        RequestErrorCode.badRepeat,
+        `trace ${i}: repeat.batch must be 1 to the trace's ${n} invokes, got ${String(batch)}`,
+        { trace: i },
+      );
+    // Iteration w starts at invoke (w·batch) mod n: the windows repeat every n / gcd(n, batch) iterations.
+    const period = Math.min(times, n / gcd(n, batch));
+    const runs = Array.from({ length: period }, (_, w) =>
+      planOne(
+        Array.from({ length: batch }, (_, j) => t.invokes[(w * batch + j) % n]!),
+        { index: i, count, iteration: 0, iterations: times },
+      ),
+    );
+    return { ...runs[0]!, repeat: { times, runs } };
   });
+}
+
+/** The edit as START carries it; one that is not exactly one function expression is refused like a block. */
+function checkedEdit(e: EditSpec): { key: string; source: string } {
+  if (typeof e.key !== 'string' || typeof e.source !== 'string')
+    throw new RequestError(RequestErrorCode.badInput, 'the edit must be { key, source } with source text');
+  const problem = checkBlockSource(e.source);
+  if (problem)
+    throw new InterventionError({
+      phase: 'deserialize',
+      type: 'BlockSyntaxError',
+      message: `edit ${e.key}: ${blockSourceMessage(problem)}`,
+    });
+  return { key: e.key, source: e.source };
+}
+
+function gcd(a: number, b: number): number {
+  return b === 0 ? a : gcd(b, a % b);
 }
 
 /** Options that need the model: stop token ids in its vocabulary, stop strings need its tokenizer. */

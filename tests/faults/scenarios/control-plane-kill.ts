@@ -77,6 +77,8 @@ export async function controlPlaneKillDuringBurst(
   f: FaultFabric,
   opts: {
     snapshots: (store: EventStore) => Promise<{ position: number; version: number; snapshot?: unknown } | undefined>;
+    /** Checks of the caller's, once the control plane is back. */
+    afterRestart?: () => Promise<void>;
   },
   say: (s: string) => void = () => undefined,
 ): Promise<void> {
@@ -95,6 +97,7 @@ export async function controlPlaneKillDuringBurst(
 
   await f.restartControlPlane();
   log('restarted');
+  await opts.afterRestart?.();
   // Every acknowledged submit is there, at the position its answer gave.
   for (const id of acked.keys()) assert.equal((await getRequest(f, id)).status, 200, `${id} was acknowledged`);
   {
