@@ -233,3 +233,34 @@ test("a barrier reached without naming it in the source pairs its own request's 
     ['from invoke 1', 'from invoke 1'],
   );
 });
+
+test("a parameter swap never reaches another request's rows", async () => {
+  const hm = await tinyModel();
+  const alone = await run(hm, { invokes: [{ tokens: tokens(1), block: READ }] });
+  // Named in the source: the request runs on its own.
+  const named = run(hm, {
+    invokes: [
+      {
+        tokens: tokens(2),
+        block: 'async (m) => { m.lm_head.weight = (await m.lm_head.weight).mul(0); return await m.output; }',
+      },
+    ],
+  });
+  // Not named: it reaches the batch, where the swap fails its own request only.
+  const hidden = run(hm, {
+    invokes: [
+      {
+        tokens: tokens(3),
+        block: `async (m) => { const k = 'wei' + 'ght'; m.lm_head[k] = (await m.lm_head[k]).mul(0); return await m.output; }`,
+      },
+    ],
+  });
+  const reader = run(hm, { invokes: [{ tokens: tokens(1), block: READ }] });
+  const [n, h, r] = await Promise.allSettled([named, hidden, reader]);
+  assert.equal(n.status, 'fulfilled');
+  assert.equal((n as PromiseFulfilledResult<RunResult>).value.batch, undefined, 'named: on its own');
+  assert.equal(h.status, 'rejected');
+  assert.match(String((h as PromiseRejectedResult).reason.message), /parameter swap cannot run in a batch/);
+  assert.equal(r.status, 'fulfilled');
+  assert.ok(sameRead((r as PromiseFulfilledResult<RunResult>).value, alone), 'the reader: bit for bit alone');
+});
