@@ -106,9 +106,12 @@ it('moves as requests run: queue while they wait, then outcomes, phases, replica
   assert.equal(sampleValue(end, 'ndif_queue_depth', { model: MODEL }), 0);
   assert.equal(grew('ndif_requests_received_total', { model: MODEL }), 5);
   for (const phase of ['submit', 'schedule', 'start', 'run', 'notify']) {
+    // notify is observed for live status messages only: the SDK posts before its subscription is confirmed, so a
+    // quick request may finish first and its COMPLETED come as a replay. The slow one is followed live.
+    const least = phase === 'notify' ? 1 : 5;
     assert.ok(
-      grew('ndif_request_phase_seconds_count', { model: MODEL, phase }) >= 5,
-      `${phase}: one observation per request at least`,
+      grew('ndif_request_phase_seconds_count', { model: MODEL, phase }) >= least,
+      `${phase}: ${least} observation(s) at least`,
     );
     assert.ok(grew('ndif_request_phase_seconds_sum', { model: MODEL, phase }) > 0, `${phase}: took time`);
   }
