@@ -376,6 +376,31 @@ const editOfVariant: Field<Start['invokes'][number]['edit']> = {
   },
 };
 
+/** The uploaded tensors of a START: a count, then each name and its tensor; none is written as a count of 0. */
+const namedTensors: Field<Start['inputs']> = {
+  write(w, v) {
+    const list = v ?? [];
+    if (!Array.isArray(list)) unencodable('inputs must be an array of { name, tensor }');
+    w.u32(list.length, 'input count');
+    list.forEach((t, i) => {
+      w.str(t.name, `input ${i} name`);
+      writeTensors(w, [t.tensor], `input ${t.name}`);
+    });
+  },
+  read(r) {
+    const n = r.count('inputs', 9);
+    if (n === 0) return undefined;
+    const out: NonNullable<Start['inputs']> = [];
+    for (let i = 0; i < n; i++) {
+      const name = r.str(`input ${i} name`);
+      const [tensor] = readTensors(r, `input ${name}`);
+      if (tensor === undefined) throw malformed(`START frame: input ${name} has no tensor`);
+      out.push({ name, tensor });
+    }
+    return out;
+  },
+};
+
 const startInvoke = recordOf<Start['invokes'][number]>([
   ['invoke', u32, 'invoke'],
   ['source', str, 'block source'],
@@ -402,6 +427,7 @@ const AGENT_TO_RUNNER: Table<AgentToRunner> = {
     ['cache', flag, 'cache'],
     ['trace', traceOfSession, 'trace'],
     ['invokes', listOf(startInvoke, 20, () => 'invoke'), 'invoke'],
+    ['inputs', namedTensors, 'inputs'],
   ]),
   VALUE: recordOf<Body<AgentToRunner, 'VALUE'>>([
     ['invoke', u32, 'invoke'],
