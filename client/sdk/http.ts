@@ -87,7 +87,8 @@ export class FabricHttp {
           },
           opts.auth ?? true,
         ),
-        body: opts.rawBody !== undefined ? opts.rawBody : opts.body !== undefined ? JSON.stringify(opts.body) : undefined,
+        body:
+          opts.rawBody !== undefined ? opts.rawBody : opts.body !== undefined ? JSON.stringify(opts.body) : undefined,
         signal,
       });
     } catch (e) {

@@ -16,16 +16,17 @@ export async function readInputTensors(blobs: BlobStore, refs: TensorRefPayload[
       if (blob.size !== r.bytes || blob.sha256 !== r.sha256) throw new Error('its bytes are not the ones uploaded');
       bytes = blob.bytes;
     } catch (err) {
-      throw new FabricError(
-        TENSOR_UNAVAILABLE,
-        404,
-        `tensor ${r.name} cannot be read: ${(err as Error).message}`,
-        { hint: 'it was deleted or expired after the request was submitted; upload it again and resubmit' },
-      );
+      throw new FabricError(TENSOR_UNAVAILABLE, 404, `tensor ${r.name} cannot be read: ${(err as Error).message}`, {
+        hint: 'it was deleted or expired after the request was submitted; upload it again and resubmit',
+      });
     }
     out.push({
       name: r.name,
-      tensor: { dtype: r.dtype, shape: [...r.shape], data: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength) },
+      tensor: {
+        dtype: r.dtype,
+        shape: [...r.shape],
+        data: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength),
+      },
     });
   }
   return out;

@@ -32,7 +32,11 @@ export function tensorRoutes(app: FastifyInstance, deps: RouteDeps): void {
       const name = (req.params as { name: string }).name;
       const raw = req.body as Readable | undefined;
       const drain = () => raw?.resume();
-      const checked = checkTensorHeaders(name, header(req.headers['x-ndif-dtype']), header(req.headers['x-ndif-shape']));
+      const checked = checkTensorHeaders(
+        name,
+        header(req.headers['x-ndif-dtype']),
+        header(req.headers['x-ndif-shape']),
+      );
       if ('problem' in checked) {
         drain();
         throw tensorInvalid(checked.problem, checked.hint);
@@ -53,7 +57,7 @@ export function tensorRoutes(app: FastifyInstance, deps: RouteDeps): void {
         drain();
         throw tensorInvalid(
           `the body is ${length} bytes; a ${checked.dtype} tensor of shape [${checked.shape.join(', ')}] is ${checked.bytes} bytes`,
-          'send exactly the tensor\'s bytes, little-endian, row-major, and its dtype and shape in the headers',
+          "send exactly the tensor's bytes, little-endian, row-major, and its dtype and shape in the headers",
           { contentLength: length, expectedBytes: checked.bytes },
         );
       }
@@ -67,7 +71,8 @@ export function tensorRoutes(app: FastifyInstance, deps: RouteDeps): void {
             'delete tensors you no longer need (DELETE /tensors/:name)',
           );
         if (quota !== null) {
-          const stored = storedBytesOf(ctx.view.state.requests, me.actor) + tensorBytesOf(kept) - (replaced?.bytes ?? 0);
+          const stored =
+            storedBytesOf(ctx.view.state.requests, me.actor) + tensorBytesOf(kept) - (replaced?.bytes ?? 0);
           if (stored + checked.bytes > quota) throw tensorQuota(me.actor, stored, checked.bytes, quota);
         }
         return { kept, replaced };
@@ -96,7 +101,8 @@ export function tensorRoutes(app: FastifyInstance, deps: RouteDeps): void {
         blobRef: blob.ref,
         sha256: blob.sha256,
         uploadedAt: at,
-        expiresAt: config.tensorRetentionMs === null ? null : new Date(ctx.clock() + config.tensorRetentionMs).toISOString(),
+        expiresAt:
+          config.tensorRetentionMs === null ? null : new Date(ctx.clock() + config.tensorRetentionMs).toISOString(),
       };
       // Recorded under the revision the quota was checked at; a concurrent upload or delete of this key: checked again.
       for (let attempt = 0; ; attempt++) {
@@ -108,7 +114,12 @@ export function tensorRoutes(app: FastifyInstance, deps: RouteDeps): void {
             [
               ...(replaced === undefined
                 ? []
-                : [{ type: 'TensorDeleted' as const, data: { name, blobRef: replaced.blobRef, reason: 'REPLACED' as const } }]),
+                : [
+                    {
+                      type: 'TensorDeleted' as const,
+                      data: { name, blobRef: replaced.blobRef, reason: 'REPLACED' as const },
+                    },
+                  ]),
               { type: 'TensorUploaded', data: record },
             ],
             kept.revision,

@@ -3,7 +3,7 @@ import { FabricError } from '../../../protocol/errors.js';
 
 export function unknownTensor(name: string, known: string[]): FabricError {
   return new FabricError('API_UNKNOWN_TENSOR', 404, `this key has no tensor named ${JSON.stringify(name)}`, {
-    hint: 'upload it first (PUT /tensors/:name); GET /tensors lists this key\'s tensors (an expired or deleted one is gone)',
+    hint: "upload it first (PUT /tensors/:name); GET /tensors lists this key's tensors (an expired or deleted one is gone)",
     details: { name, known: known.slice(0, 50) },
   });
 }
