@@ -461,3 +461,30 @@ test('tensor bytes arrive 8-byte aligned, viewable as typed arrays without copyi
   assert.equal(msg2.values[0]!.data.byteOffset % 8, 0);
   assert.deepEqual([...new Float32Array(msg2.values[0]!.data.buffer, msg2.values[0]!.data.byteOffset, 3)], values);
 });
+
+test("START carries a request's uploaded tensors by name, bit for bit; none reads back as absent", () => {
+  const data = new Uint8Array(new Float32Array([1.5, -0, Number.NaN, 3e-39]).buffer);
+  const ids = new Uint8Array(new BigInt64Array([-1n, 2n ** 62n]).buffer);
+  const start: AgentToRunner = {
+    kind: 'START',
+    requestId: 'r1',
+    invokes: [{ invoke: 0, source: 'async () => 1', tokens: [1, 2], batchStart: 0, batchSize: 1 }],
+    steps: 1,
+    cache: false,
+    inputs: [
+      { name: 'probe_w', tensor: { dtype: 'float32', shape: [2, 2], data } },
+      { name: 'ids', tensor: { dtype: 'int64', shape: [2], data: ids } },
+    ],
+  };
+  const frame = encodeAgentToRunner(start);
+  const back = decodeFrame('agent-to-runner', frame) as Extract<AgentToRunner, { kind: 'START' }>;
+  assert.deepEqual(
+    back.inputs?.map((t) => [t.name, t.tensor.dtype, t.tensor.shape, Buffer.from(t.tensor.data).toString('hex')]),
+    [
+      ['probe_w', 'float32', [2, 2], Buffer.from(data).toString('hex')],
+      ['ids', 'int64', [2], Buffer.from(ids).toString('hex')],
+    ],
+  );
+  const { inputs: _, ...without } = start;
+  assert.equal((decodeFrame('agent-to-runner', encodeAgentToRunner(without)) as typeof back).inputs, undefined);
+});
