@@ -20,7 +20,7 @@ import type { BlockError, BlockToHost, Dtype, GradSeed, HostToBlock, SavedTree, 
 export { ProtocolError, type ProtocolErrorCode } from './frame-io.js';
 
 /** Bumped whenever a frame layout changes; INIT and READY carry it so mismatched builds refuse each other. */
-export const FRAME_VERSION = 5;
+export const FRAME_VERSION = 6;
 export { FRAME_HEADER_BYTES } from './frame-io.js';
 /** Default cap on one frame (tag + body). GPT-2-small logits for 1024 tokens are ~206 MB. */
 export const DEFAULT_MAX_FRAME_BYTES = 1 << 30;

@@ -30,7 +30,8 @@ export function tensorRoutes(app: FastifyInstance, deps: RouteDeps): void {
     scope.put('/tensors/:name', async (req, reply) => {
       const me = callerOf(req);
       const name = (req.params as { name: string }).name;
-      const raw = req.body as Readable | undefined;
+      const body = req.body as Readable | undefined;
+      const raw = typeof body?.resume === 'function' ? body : undefined;
       const drain = () => raw?.resume();
       const checked = checkTensorHeaders(
         name,

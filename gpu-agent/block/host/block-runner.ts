@@ -51,6 +51,12 @@ interface SessionState {
   tensors: Readonly<Record<string, Tensor>> | undefined;
 }
 
+/** The session's uploaded tensors, taken from its first START. */
+function sessionTensors(state: SessionState, start: StartRequest): Readonly<Record<string, Tensor>> {
+  if (state.tensors === undefined) state.tensors = inputTensors(start);
+  return state.tensors;
+}
+
 /** The uploaded tensors of a START as `ctx.tensors` (a frozen object without a prototype: names are plain keys). */
 function inputTensors(start: StartRequest): Readonly<Record<string, Tensor>> {
   const out: Record<string, Tensor> = Object.create(null);
@@ -87,7 +93,7 @@ function context(
       return session.finished;
     },
     Tensor,
-    tensors: (state.tensors ??= inputTensors(start)),
+    tensors: sessionTensors(state, start),
     encode: (text) => (env.tokenizer ? env.tokenizer.encode(text) : noTokenizer()),
     decode: (ids) => {
       const list = ids instanceof Tensor ? Array.from({ length: ids.size }, (_, k) => ids.flat(k)) : ids;
