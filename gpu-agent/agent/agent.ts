@@ -69,7 +69,14 @@ export class GpuAgent {
     const { config, transport, log } = options;
     this.bootId = options.bootId ?? randomUUID();
     this.reporter = new Reporter(transport, config.topics.agentEvents, config.agentId, this.bootId, log, options.clock);
-    this.replicas = new ReplicaHost(config.agentId, options.catalog, this.reporter, log, config.provider);
+    this.replicas = new ReplicaHost(
+      config.agentId,
+      options.catalog,
+      this.reporter,
+      log,
+      config.provider,
+      config.batchRows,
+    );
     this.requests = new RequestExecutor(
       config.agentId,
       this.replicas,

@@ -61,6 +61,8 @@ export class ReplicaHost {
     private readonly reporter: Reporter,
     private readonly log: Logger,
     private readonly provider: ProviderChoice,
+    /** NDIF_AGENT_BATCH_ROWS: most rows a batch of requests stacks (1: no batching). */
+    private readonly batchRows?: number,
   ) {}
 
   /** The desired and actual state of every replica here. */
@@ -171,6 +173,7 @@ export class ReplicaHost {
       model = await loadModel(dir, {
         key: slot.modelKey,
         provider: this.provider,
+        ...(this.batchRows === undefined ? {} : { batchRows: this.batchRows }),
         ...(a.quantize === undefined ? {} : { quantize: a.quantize }),
       });
     } catch (err) {

@@ -1,5 +1,5 @@
 // What a request's result metadata says of one run (a trace): its steps, tokens, finish reasons, seeds, cache and
-// timings. The agent writes it into every result; the SDK's local mode writes the same.
+// timings, and the batch of requests it ran in. The agent writes it into every result; the SDK's local mode writes the same.
 import type { RunResult } from '../runtime/index.js';
 
 export function runMeta(r: RunResult): Record<string, unknown> {
@@ -13,5 +13,6 @@ export function runMeta(r: RunResult): Record<string, unknown> {
     seeds: r.invokes.map((i) => i.seed ?? null),
     cache: r.cache,
     timings: r.timings,
+    ...(r.batch ? { batch: r.batch } : {}),
   };
 }

@@ -20,12 +20,15 @@ import type { TraceRun } from './interleave/host-context.js';
 import { planRequest, planSession } from './serving/request-plan.js';
 import type { PlannedRequest, RequestModel } from './serving/request-plan.js';
 import { ModelTurns } from './serving/model-turns.js';
+import { DEFAULT_BATCH_ROWS, RequestBatcher, batchable } from './serving/batcher.js';
 import type { OpenChannel, RunRequest, RunResult, SessionRequest, SessionResult } from './interleave/request-types.js';
 
 export type { LoadOptions } from './load/load-model.js';
 
 export class HostedModel {
   private readonly turns = new ModelTurns();
+  /** Batching across requests (serving/batcher.ts); undefined when off (`batchRows` ≤ 1). */
+  private readonly batcher: RequestBatcher | undefined;
   private closed = false;
   readonly key: string;
   readonly dir: string;
@@ -35,7 +38,11 @@ export class HostedModel {
   /** What request planning knows of the model. */
   private readonly requestModel: RequestModel;
 
-  private constructor(private readonly loaded: LoadedModel) {
+  private constructor(
+    private readonly loaded: LoadedModel,
+    batchRows: number,
+  ) {
+    this.batcher = batchRows > 1 ? new RequestBatcher(loaded.ctx, this.turns, batchRows) : undefined;
     this.key = loaded.key;
     this.dir = loaded.dir;
     this.tokenizer = loaded.tokenizer;
@@ -56,7 +63,7 @@ export class HostedModel {
   }
 
   static async load(dir: string, opts: LoadOptions = {}): Promise<HostedModel> {
-    return new HostedModel(await loadServedModel(dir, opts));
+    return new HostedModel(await loadServedModel(dir, opts), opts.batchRows ?? DEFAULT_BATCH_ROWS);
   }
 
   /** The model-level manifest (symbolic shapes), or with shapes resolved for `batch` rows of `sequence` tokens. */
@@ -84,7 +91,8 @@ export class HostedModel {
 
   /**
    * Runs one request: tokenizes, batches the invokes (padded on the model's side), opens the channel to the blocks (or
-   * uses the one given, fresh for this request) and interleaves them with the forward pass. Rejects with RequestError (bad input, nothing ran) or
+   * uses the one given, fresh for this request) and interleaves them with the forward pass. A single forward pass that
+   * arrives while the model computes for others runs in one batch with the compatible ones (serving/batcher.ts). Rejects with RequestError (bad input, nothing ran) or
    * InterventionError (a block failed, timed out or was cancelled).
    */
   run(req: RunRequest, open: OpenChannel | BlockChannel): Promise<RunResult> {
@@ -99,6 +107,8 @@ export class HostedModel {
       return Promise.reject(e);
     }
     const { start, generation } = planned;
+    if (this.batcher && generation === null && batchable(start))
+      return this.batcher.submit(req, start, typeof open === 'function' ? () => open(start) : () => open);
     const opener = typeof open === 'function' ? () => open(start) : () => open;
     return this.turns.serve(opener, (o) => runRequest(this.loaded.ctx, req, start, o, generation));
   }

@@ -99,7 +99,8 @@ if (postgresAvailable('PostgreSQL read models')) {
         const id = (e.data as { requestId?: unknown } | null)?.requestId;
         if (
           typeof id === 'string' &&
-          (e.type.startsWith('Request') || e.type === 'AgentReportIgnored') &&
+          // RequestRunStopped frees the agent of a timed-out block: it changes the agent's state, not the request's row.
+          ((e.type.startsWith('Request') && e.type !== 'RequestRunStopped') || e.type === 'AgentReportIgnored') &&
           folded.requests.byId.has(id)
         )
           lastTouch.set(id, e.position);

@@ -13,7 +13,7 @@ import { metricTypes, sampleValue } from './prom-text.js';
 const MODEL = 'gpt2-tiny';
 const QUICK = 'async (m) => (await m.transformer.h[1].output).mean()';
 const SLOW =
-  'async (m) => { const t = Date.now(); while (Date.now() - t < 1500) {} return (await m.transformer.h[0].output).mean(); }';
+  'async (m) => { const t = Date.now(); while (Date.now() - t < 5000) {} return (await m.transformer.h[0].output).mean(); }';
 
 let fabric: MetricsFabric;
 let api: string;

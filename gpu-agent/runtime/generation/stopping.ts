@@ -46,3 +46,11 @@ export class RowStopper {
     return undefined;
   }
 }
+
+/** How a finish reads in a message (`invoke 0 finished at step 2 (its EOS token)`). */
+export const FINISH_TEXT: Record<Finish['reason'], string> = {
+  eos: 'its EOS token',
+  'stop-token': 'a stop token',
+  'stop-string': 'a stop string',
+  length: 'its maxNewTokens',
+};

@@ -56,6 +56,27 @@ export class ForwardPass implements ForwardRun {
     this.table = new Map(Object.entries(feeds));
   }
 
+  /**
+   * The pass as it stands, continued apart (a batch split because some of its requests' blocks keep the others
+   * waiting: serving/batch-run.ts): the same position and tensors — shared, so neither writes rows in place into one
+   * the other may read — with its own timings and hooks.
+   */
+  fork(timings: PassTimings, hooks: PassHooks): ForwardRun {
+    const f = new ForwardPass(
+      this.g,
+      this.cache,
+      this.lastRead,
+      Object.fromEntries(this.table),
+      timings,
+      undefined,
+      hooks,
+    );
+    f.pos = this.pos;
+    f.aliases.push(...this.aliases);
+    f.unread = this.unread;
+    return f;
+  }
+
   get done(): boolean {
     return this.pos >= this.g.nodes.length;
   }

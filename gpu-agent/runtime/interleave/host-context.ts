@@ -15,6 +15,7 @@ import type { KvLayout } from '../generation/kv-layout.js';
 import type { ForwardRecord } from '../grad/forward-record.js';
 import type { GradModel } from '../grad/grad-model.js';
 import type { PassHooks, PassTimings } from './forward-pass.js';
+import type { Deadline } from './deadline.js';
 import type { RunRequest, TraceEvent } from './request-types.js';
 
 /** One forward pass as the interleaver drives it. */
@@ -36,6 +37,8 @@ export interface ForwardRun {
   /** Marks a tensor as the pass's own copy (a later swap may write its rows in place). */
   own(t: OrtTensor): OrtTensor;
   isOwned(t: OrtTensor): boolean;
+  /** The pass continued apart from here (forward-pass.ts); absent where a pass cannot be split. */
+  fork?(timings: PassTimings, hooks: PassHooks): ForwardRun;
 }
 
 /** Starts one forward pass on `feeds`. */
@@ -97,6 +100,8 @@ export interface TraceRun {
 }
 
 export interface TraceOptions {
+  /** A deadline already running (a request that waited in a batch); else one of timeoutMs and signal. */
+  deadline?: Deadline;
   timeoutMs?: number;
   signal?: AbortSignal;
   onTrace?: (e: TraceEvent) => void;

@@ -2,52 +2,42 @@
 // stopping at each point some invoke's mediator (mediator.ts) waits for, and talks to the blocks only through a
 // BlockChannel (protocol/interleave.ts).
 //
-// At each point the invokes waiting for it are served in index order: VALUE with the invoke's own batch rows,
-// then the host reads that invoke's messages until it waits for a later point, ends, or fails. Swaps replace
-// the invoke's rows in the tensor table before the pass continues (edits.ts). Generation (generation/) feeds each
-// step's inputs — with the KV cache only the new position after step 0 — and after each step chooses every live row's
-// next token; a row that finished (EOS, a stop, its maxNewTokens) is fed the pad token, masked, and its invoke sees
-// no later step. At the start of each step ≥ 1 the blocks get STEP (the tokens chosen, who finished), and waits
-// for `step.<i>` (m.iter) are answered.
+// At each point the invokes waiting for it are served in index order (VALUE with the invoke's own rows, then its
+// messages until it waits for a later point, ends or fails); swaps replace its rows before the pass goes on
+// (edits.ts). Generation (generation/) feeds each step's inputs and chooses every live row's next token; a finished
+// row is fed the pad token, masked, and its invoke sees no later step; STEP starts each step ≥ 1.
 //
-// Besides module points a block may CALL a module on tensors (run at once, outside the pass: module-call.ts), wait at
-// a barrier (barriers.ts) and CACHE points (caches.ts). Messages and the rules a WAIT or SWAP is checked by:
-// messages.ts. Several traces on one channel: trace-session.ts.
+// Besides module points a block may CALL a module on tensors (module-call.ts), wait at a barrier (barriers.ts) and
+// CACHE points (caches.ts). Messages and their rules: messages.ts. Several traces on one channel: trace-session.ts.
 import type { BlockChannel, BlockError, StartRequest, TensorPayload } from '../../../protocol/interleave.js';
 import { formatAddr, stepAddr } from '../../../protocol/interleave.js';
 import { rowsView, sliceRows } from '../../../protocol/tensor-payload.js';
-import { isSampling } from '../../../protocol/generation.js';
 import { pointKey } from '../../../protocol/manifest.js';
 import type { ObservationPoint } from '../graph/addresses.js';
 import type { ModuleNode } from '../graph/model-graph.js';
 import { feedsFor, padRows } from '../graph/model-inputs.js';
 import { Generation } from '../generation/generation.js';
-import type { Finish } from '../generation/stopping.js';
+import { FINISH_TEXT } from '../generation/stopping.js';
 import { ortToPayload } from '../onnx/tensor-convert.js';
 import { InterventionError, blockError } from '../errors.js';
 import { GradientHost } from '../grad/grad-host.js';
 import { ForwardRecord } from '../grad/forward-record.js';
 import { usesGradients } from '../grad/uses-gradients.js';
-import type { PassTimings } from './forward-pass.js';
+import type { PassHooks, PassTimings } from './forward-pass.js';
 import type { Deadline } from './deadline.js';
 import type { ForwardRun, GenerationPlan, HostContext } from './host-context.js';
-import { Mediator, waitAddr } from './mediator.js';
+import { Mediator, neverReached, waitAddr } from './mediator.js';
 import { Barriers } from './barriers.js';
 import { Caches } from './caches.js';
 import { Edits } from './edits.js';
 import { ParameterSwaps } from './parameter-swaps.js';
 import { Messages } from './messages.js';
 import type { PassView } from './pass-view.js';
+import { invokeResults } from './invoke-results.js';
+import type { BatchHooks, Outcome } from './batch-trace.js';
 import { strictlyInside } from './pass-view.js';
 import type { InvokeResult, LogLine, RunRequest } from './request-types.js';
 import type { ReportedValue } from '../../../protocol/progress-report.js';
-
-const FINISH_TEXT: Record<Finish['reason'], string> = {
-  eos: 'its EOS token',
-  'stop-token': 'a stop token',
-  'stop-string': 'a stop string',
-  length: 'its maxNewTokens',
-};
 
 export class Interleaver implements PassView {
   readonly mediators: Mediator[];
@@ -59,6 +49,8 @@ export class Interleaver implements PassView {
   readonly gen: Generation | null;
   /** Padded prompt length (sequence at step 0). */
   private readonly width: number;
+  /** Set once the passes are over (the end answers what is left). */
+  protected endedWith: Outcome | undefined;
   /** Set when every row finished before the last step: the step after the last one run. */
   private allFinishedAt: number | undefined;
   readonly logs: LogLine[] = [];
@@ -78,12 +70,13 @@ export class Interleaver implements PassView {
   constructor(
     readonly ctx: HostContext,
     readonly req: RunRequest,
-    private readonly start: StartRequest,
+    protected readonly start: StartRequest,
     readonly channel: BlockChannel,
     readonly deadline: Deadline,
     private readonly plan: GenerationPlan | null,
     /** The trace's index in a session of several (its log lines carry it); undefined for a request of one. */
     readonly trace?: number,
+    protected readonly batch?: BatchHooks,
   ) {
     this.steps = start.steps;
     this.width = Math.max(...start.invokes.map((inv) => inv.tokens.length));
@@ -127,24 +120,19 @@ export class Interleaver implements PassView {
   }
 
   results(): InvokeResult[] {
-    return this.mediators.map((inv) => {
-      const row = this.plan?.rows[inv.index];
-      const sampled = row !== undefined && this.gen !== null && isSampling(row.options);
-      return {
-        result: inv.result ?? { tree: null, tensors: [] },
-        tokens: this.start.invokes[inv.index]!.tokens,
-        generated: inv.generated,
-        ...(inv.finish ? { finish: inv.finish } : {}),
-        ...(sampled ? { seed: row.seed } : {}),
-      };
-    });
+    return invokeResults(this.mediators, this.start, this.plan, this.gen !== null);
   }
 
   // ---------------------------------------------------------------- the pass
 
-  async drive(): Promise<{ steps: number; stoppedEarly: boolean }> {
+  async drive(): Promise<Outcome> {
     this.channel.send(this.start);
     await this.settleAll();
+    return this.passes();
+  }
+
+  /** The forward passes once the blocks have started, then the end. */
+  protected async passes(): Promise<Outcome> {
     let steps = 0;
     let stoppedEarly = false;
     for (this.step = 0; this.step < this.steps; this.step++) {
@@ -176,6 +164,13 @@ export class Interleaver implements PassView {
       }
       if (this.gen) this.chooseTokens(this.gen, this.pass);
     }
+    return this.end({ steps, stoppedEarly });
+  }
+
+  /** After the last pass: the waits it left unanswered are NotProvided. */
+  protected async end(outcome: Outcome): Promise<Outcome> {
+    const { steps, stoppedEarly } = outcome;
+    this.endedWith = outcome;
     this.finished = stoppedEarly ? 'stopped' : 'done';
     // The last step's tokens (and who finished) reach blocks still running, before their waits are answered.
     if (this.gen && steps > 0 && !stoppedEarly) {
@@ -193,18 +188,11 @@ export class Interleaver implements PassView {
         );
         continue;
       }
-      const a =
-        w.kind === 'step'
-          ? `the start of step ${w.step}`
-          : formatAddr({ path: w.point.path, point: w.point.point, step: w.step });
-      const why = stoppedEarly
-        ? `the request stopped early (m.stop()) before the forward pass reached ${a}`
-        : (this.finishedBefore(inv, w.step) ??
-          `the forward pass never reached ${a} (${this.steps} step${this.steps === 1 ? '' : 's'}${w.step >= this.steps ? `; steps are numbered from 0` : ''})`);
+      const why = neverReached(w, stoppedEarly, this.steps, this.finishedBefore(inv, w.step));
       await this.raise(inv, waitAddr(w), blockError('NotProvided', why));
     }
     await this.settleAll();
-    return { steps, stoppedEarly };
+    return outcome;
   }
 
   /** The pass of this step: the whole prompts, or (generating with the cache) only the newest position. */
@@ -222,16 +210,20 @@ export class Interleaver implements PassView {
     const feeds = this.gen ? this.gen.feeder.feeds() : feedsFor(this.ctx.inputs, padded!);
     this.grads.endStep();
     const record = this.grads.recording ? new ForwardRecord(this.step, fed.batch, fed.seq) : undefined;
-    const pass = this.ctx.startPass(feeds, this.timings, record, {
+    const pass = this.ctx.startPass(feeds, this.timings, record, this.passHooks(record !== undefined));
+    this.params.applyTo(pass);
+    return pass;
+  }
+
+  protected passHooks(recorded: boolean): PassHooks {
+    return {
       extraOutputs: (start, end) => this.caches.tensorsIn(start, end),
       ran: (end) => this.caches.capture(end),
       // A recorded pass keeps its own cuts: the backward's checkpoints are where blocks cut it.
-      splits: record ? undefined : this.ctx.layerCuts,
+      splits: recorded ? undefined : this.ctx.layerCuts,
       // The steps of a generation run the same cut set again and again.
       repeated: this.steps > 1,
-    });
-    this.params.applyTo(pass);
-    return pass;
+    };
   }
 
   /** Why step `step` does not run for the invoke (its row finished, or every row did), or undefined. */
@@ -269,7 +261,7 @@ export class Interleaver implements PassView {
   }
 
   /** Answers the waits for the start of this step, in invoke order. */
-  private async serveStepStart(): Promise<void> {
+  protected async serveStepStart(): Promise<void> {
     for (const inv of this.mediators) {
       const w = inv.wait;
       if (w?.kind !== 'step' || w.step !== this.step) continue;
@@ -302,7 +294,7 @@ export class Interleaver implements PassView {
   }
 
   /** Runs the current step to its end; false when the request stopped early. */
-  private async runStep(): Promise<boolean> {
+  protected async runStep(): Promise<boolean> {
     for (;;) {
       this.deadline.check();
       if (this.shouldStop()) return false;
@@ -318,20 +310,10 @@ export class Interleaver implements PassView {
         await this.advance(this.ctx.graph.nodes.length);
         return true;
       }
-      const insideSkip = this.skippedByAll().find((m) => strictlyInside(target, m));
-      if (insideSkip) {
+      if (this.skippedByAll().some((m) => strictlyInside(target, m))) {
         this.rank = target.rank;
         this.caches.capture(target.cut, target.rank);
-        for (const inv of this.mediators) {
-          const w = inv.pointWaitAt(this.step);
-          if (!w || w.point.rank !== target.rank) continue;
-          if (w.kind === 'cache') await this.answerCache(inv, w.id);
-          else {
-            const addr = this.addrOf(target);
-            const why = `${addr} is inside ${insideSkip.path}, which every invoke skipped`;
-            await this.raise(inv, addr, blockError('NotProvided', why));
-          }
-        }
+        await this.serveWaiters(target);
         continue;
       }
       await this.advance(target.cut);
@@ -402,7 +384,7 @@ export class Interleaver implements PassView {
       const pending = inv.swaps.get(this.step, p.key);
       if (pending) {
         inv.swaps.delete(this.step, p.key);
-        this.edits.applySwap(inv, p, pending);
+        await this.guarded(() => this.edits.applySwap(inv, p, pending));
       }
     }
     if (p.point === 'output') {
@@ -410,11 +392,17 @@ export class Interleaver implements PassView {
       const all = this.skippedByAll().includes(m);
       for (const inv of this.mediators) {
         const values = inv.skips.get(this.step, p.path);
-        if (values && !all) this.edits.writeRows(inv, p, values);
+        if (values && !all) await this.guarded(() => this.edits.writeRows(inv, p, values));
       }
     }
     // Cached points here (and up to here) are final now: the invokes' own swaps and skips of them are applied.
     this.caches.capture(p.cut, p.rank);
+    await this.serveWaiters(p);
+  }
+
+  /** Answers, in invoke order, the waits at `p` (the point the pass is at). */
+  protected async serveWaiters(p: ObservationPoint): Promise<void> {
+    const insideSkip = this.skippedByAll().find((m) => strictlyInside(p, m));
     for (const inv of this.mediators) {
       const w = inv.pointWaitAt(this.step);
       if (!w || w.point.rank !== p.rank) continue;
@@ -422,18 +410,16 @@ export class Interleaver implements PassView {
         await this.answerCache(inv, w.id);
         continue;
       }
-      const skippedBy = this.skippedFor(inv, p);
-      if (skippedBy) {
-        const addr = this.addrOf(p);
-        await this.raise(
-          inv,
-          addr,
-          blockError('NotProvided', `${addr} is inside ${skippedBy}, which this invoke skipped`),
-        );
+      const addr = this.addrOf(p);
+      const by = insideSkip
+        ? `${insideSkip.path}, which every invoke`
+        : this.skippedFor(inv, p)?.concat(', which this invoke');
+      if (by) {
+        await this.raise(inv, addr, blockError('NotProvided', `${addr} is inside ${by} skipped`));
         continue;
       }
       inv.resume();
-      this.channel.send({ kind: 'VALUE', invoke: inv.index, addr: this.addrOf(p), values: this.valuesFor(inv, p) });
+      this.channel.send({ kind: 'VALUE', invoke: inv.index, addr, values: this.valuesFor(inv, p) });
       await this.settleAll();
     }
   }
@@ -479,8 +465,21 @@ export class Interleaver implements PassView {
 
   /** Reads messages until no invoke is running. */
   async settleAll(): Promise<void> {
-    while (this.mediators.some((i) => i.status === 'running'))
-      await this.messages.handle(await this.messages.receive());
+    while (this.mediators.some((i) => i.status === 'running')) {
+      const b = this.batch;
+      const stall = b ? setTimeout(() => b.stalled(this), b.stallMs) : undefined;
+      const msg = await this.messages.receive().finally(() => clearTimeout(stall));
+      await this.guarded(() => this.messages.handle(msg));
+    }
+  }
+
+  /** Runs `f`; in a batch of requests, a failure the `isolate` hook claims ends that request's invokes only. */
+  private async guarded(f: () => void | Promise<void>): Promise<void> {
+    try {
+      await f();
+    } catch (e) {
+      if (!(e instanceof InterventionError && this.batch?.isolate(e, this.mediators))) throw e;
+    }
   }
 
   /** RAISE for the invoke's wait, then reads on. */

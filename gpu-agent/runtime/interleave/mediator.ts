@@ -36,6 +36,24 @@ export function waitAddr(w: Wait): string {
   }
 }
 
+/** Why a wait the pass left unanswered has no value (`finished`: the invoke's row finished before its step). */
+export function neverReached(
+  w: Exclude<Wait, { kind: 'barrier' }>,
+  stoppedEarly: boolean,
+  steps: number,
+  finished: string | undefined,
+): string {
+  const a =
+    w.kind === 'step'
+      ? `the start of step ${w.step}`
+      : formatAddr({ path: w.point.path, point: w.point.point, step: w.step });
+  if (stoppedEarly) return `the request stopped early (m.stop()) before the forward pass reached ${a}`;
+  return (
+    finished ??
+    `the forward pass never reached ${a} (${steps} step${steps === 1 ? '' : 's'}${w.step >= steps ? `; steps are numbered from 0` : ''})`
+  );
+}
+
 /** A map keyed by (step, key): swaps by point key, skips by module path. */
 export class StepKeyed<T> {
   private readonly byStep = new Map<number, Map<string, T>>();

@@ -101,6 +101,11 @@ export interface RunResult {
   cache: 'past' | 'carried' | 'none';
   logs: LogLine[];
   timings: RunTimings;
+  /**
+   * The batch the request ran in (serving/batcher.ts): requests with the same `id` ran in one forward pass, their
+   * invokes stacked (`requests` of them, `rows` batch rows). Absent for a session's traces.
+   */
+  batch?: { id: number; requests: number; rows: number };
 }
 
 /** One trace of a session: its invokes (batched into one forward pass, or generation) and options. */

@@ -30,7 +30,7 @@ export async function runTraces(
   open: Open,
   opts: TraceOptions,
 ): Promise<RunResult[]> {
-  const deadline = new Deadline(opts.timeoutMs ?? 60_000, opts.signal);
+  const deadline = opts.deadline ?? new Deadline(opts.timeoutMs ?? 60_000, opts.signal);
   const intervalMs = opts.progressIntervalMs ?? PROGRESS_INTERVAL_MS;
   let channel: BlockChannel | undefined;
   let stopReason = 'completed';

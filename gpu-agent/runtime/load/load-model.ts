@@ -60,6 +60,8 @@ export interface LoadOptions {
   segmentCacheBytes?: number;
   /** Weight-only quantization of a snapshot's linear layers at load (`int8`, `int4`; hf/quantize.ts). */
   quantize?: QuantDtype;
+  /** Most rows a batch of requests stacks into one forward pass (serving/batcher.ts; default 64; ≤ 1: no batching). */
+  batchRows?: number;
 }
 
 /** A model ready to serve. */

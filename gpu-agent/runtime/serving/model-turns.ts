@@ -17,8 +17,16 @@ export class ModelTurns {
     open: () => BlockChannel | Promise<BlockChannel>,
     f: (opener: () => Promise<BlockChannel>) => Promise<T>,
   ): Promise<T> {
+    return this.serveTurn((turn) => f(() => turn.around(open())));
+  }
+
+  /**
+   * Runs `f` with a turn of its own, which it takes and gives as it needs (a batch of requests decides its members
+   * when first granted the turn: serving/batcher.ts); the turn is given up for good when `f` settles.
+   */
+  serveTurn<T>(f: (turn: Turn) => Promise<T>): Promise<T> {
     const turn = this.turn();
-    const run = (async () => f(() => turn.around(open())))().finally(() => turn.done());
+    const run = (async () => f(turn))().finally(() => turn.done());
     const settled = run.then(
       () => undefined,
       () => undefined,
