@@ -605,10 +605,19 @@ function checkLength(length: number, maxFrameBytes: number): void {
  * Splits a byte stream into messages, across any chunking. After the first ProtocolError the decoder is
  * poisoned: a stream cannot be resynchronised, so every later push rethrows it.
  */
+/**
+ * A frame at least this large is assembled in one buffer of its size as its bytes arrive (each chunk copied in and
+ * let go), rather than held as chunks and copied out at the end: a 256 MiB START (a request's uploaded tensors)
+ * then takes 256 MiB in a sandbox runner, not twice that.
+ */
+export const ASSEMBLE_FRAME_BYTES = 1024 * 1024;
+
 export class FrameDecoder<D extends FrameDirection> {
   private chunks: Uint8Array[] = [];
   private head = 0;
   private size = 0;
+  /** A large frame being assembled: its buffer and the bytes filled so far. */
+  private pending: { buf: Uint8Array; filled: number } | undefined;
   private failed: ProtocolError | undefined;
   private readonly maxFrameBytes: number;
 
@@ -621,7 +630,7 @@ export class FrameDecoder<D extends FrameDirection> {
 
   /** Bytes received but not yet part of a complete frame. */
   get buffered(): number {
-    return this.size;
+    return this.size + (this.pending?.filled ?? 0);
   }
 
   push(chunk: Uint8Array): MessageOf<D>[] {
@@ -635,19 +644,38 @@ export class FrameDecoder<D extends FrameDirection> {
    * reader delivers those, then stops at the error): a runner's last LOG lines or EXCEPTION are not lost because
    * garbage followed them in the same read.
    */
-  pushAll(chunk: Uint8Array): { messages: MessageOf<D>[]; error?: ProtocolError } {
+  pushAll(received: Uint8Array): { messages: MessageOf<D>[]; error?: ProtocolError } {
+    let chunk = received;
     if (this.failed) return { messages: [], error: this.failed };
-    if (chunk.length > 0) {
-      this.chunks.push(chunk);
-      this.size += chunk.length;
-    }
     const out: MessageOf<D>[] = [];
     try {
+      const p = this.pending;
+      if (p !== undefined && chunk.length > 0) {
+        const k = Math.min(chunk.length, p.buf.length - p.filled);
+        p.buf.set(chunk.subarray(0, k), p.filled);
+        p.filled += k;
+        chunk = chunk.subarray(k);
+        if (p.filled < p.buf.length) return { messages: out };
+        this.pending = undefined;
+        out.push(decodeFrame(this.direction, p.buf, { maxFrameBytes: this.maxFrameBytes }));
+      }
+      if (chunk.length > 0) {
+        this.chunks.push(chunk);
+        this.size += chunk.length;
+      }
       for (;;) {
         if (this.size < 4) break;
         const length = this.peekLength();
         checkLength(length, this.maxFrameBytes);
-        if (this.size < 4 + length) break;
+        if (this.size < 4 + length) {
+          if (4 + length >= ASSEMBLE_FRAME_BYTES) {
+            const buf = new Uint8Array(4 + length);
+            const have = this.size;
+            buf.set(this.copyOut(have, true), 0);
+            this.pending = { buf, filled: have };
+          }
+          break;
+        }
         out.push(decodeFrame(this.direction, this.take(4 + length), { maxFrameBytes: this.maxFrameBytes }));
       }
     } catch (e) {
@@ -663,12 +691,14 @@ export class FrameDecoder<D extends FrameDirection> {
   /** The stream ended: anything still buffered is a truncated frame. */
   end(): void {
     if (this.failed) throw this.failed;
-    if (this.size > 0) {
-      const expected = this.size >= 4 ? 4 + this.peekLength() : undefined;
+    const p = this.pending;
+    if (this.size > 0 || p !== undefined) {
+      const buffered = this.buffered;
+      const expected = p !== undefined ? p.buf.length : this.size >= 4 ? 4 + this.peekLength() : undefined;
       this.failed = new ProtocolError(
         'FRAME_TRUNCATED',
-        `stream ended inside a frame: ${this.size} bytes buffered${expected === undefined ? '' : ` of ${expected}`}`,
-        { buffered: this.size, ...(expected === undefined ? {} : { expected }) },
+        `stream ended inside a frame: ${buffered} bytes buffered${expected === undefined ? '' : ` of ${expected}`}`,
+        { buffered, ...(expected === undefined ? {} : { expected }) },
       );
       throw this.failed;
     }

@@ -2,7 +2,8 @@
 // its GPU agent child) over real HTTP: a tensor uploaded once (PUT /tensors/:name, raw bytes) is read by blocks as
 // `ctx.tensors.<name>` in trusted and sandboxed runs, bit for bit what the same values sent inline give, and kept
 // across a session's traces; deleted, it is refused (API_UNKNOWN_TENSOR). A 256 MiB upload streams through the
-// control plane: its RSS grows by far less than the tensor.
+// control plane (its RSS grows by far less than the tensor) and
+// reaches a sandboxed block within the runner's default 512 MiB memory cap.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -177,7 +178,7 @@ describe('uploaded tensors end to end', () => {
     );
   });
 
-  it('a 256 MiB tensor streams through the control plane (RSS grows far less than the tensor) and reaches a block', async (t) => {
+  it('a 256 MiB tensor streams through the control plane (RSS grows far less than the tensor) and reaches a trusted and a sandboxed block', async (t) => {
     const n = (256 * 1024 * 1024) / 4 + 1024;
     const big = new Float32Array(n);
     for (let i = 0; i < n; i += 4096) big[i] = i;
@@ -206,6 +207,13 @@ describe('uploaded tensors end to end', () => {
       { tensors: ['big'], waitMs: 120_000 },
     )) as number[];
     assert.deepEqual(out, [n, 4096, 42.5]);
+    const sandboxed = (await ndif.trace(
+      'gpt2-tiny',
+      PROMPT,
+      'async (m, ctx) => [ctx.tensors.big.shape[0], ctx.tensors.big.flat(4096), ctx.tensors.big.flat(ctx.tensors.big.shape[0] - 1)]',
+      { tensors: ['big'], untrusted: true, waitMs: 120_000 },
+    )) as number[];
+    assert.deepEqual(sandboxed, [n, 4096, 42.5]);
     await ndif.tensors.remove('big');
   });
 });
