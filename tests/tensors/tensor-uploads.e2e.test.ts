@@ -115,6 +115,7 @@ describe('uploaded tensors end to end', () => {
   }`;
 
   it('upload → a trusted and a sandboxed block read ctx.tensors bit for bit, as the same values sent inline', async () => {
+    assert.ok((await ndif.version()).capabilities.includes('tensors'), 'the fabric says it takes uploaded tensors');
     const h = (await ndif.trace('gpt2-tiny', PROMPT, 'async (m) => await m.transformer.h[0].output')) as Tensor;
     width = h.shape[h.shape.length - 1]!;
     const bias = probe(width, 7);
