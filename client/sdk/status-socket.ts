@@ -111,7 +111,8 @@ export class StatusSocket {
 
   private drop(requestId: string): void {
     this.subs.delete(requestId);
-    if (this.subs.size === 0) this.tcp?.unref();
+    // A result frame still due keeps the socket referenced: unreferenced, the process could exit before it arrives.
+    if (this.subs.size === 0 && this.awaitingBinary === null) this.tcp?.unref();
   }
 
   private sendSubscribe(ws: WebSocket, sub: Sub): void {
@@ -182,6 +183,7 @@ export class StatusSocket {
         this.failAll(new ProtocolError('the status websocket sent a message where a binary result was due'), ws);
         return;
       }
+      if (this.subs.size === 0) this.tcp?.unref();
       pending.sub.handlers.message({
         ...pending.message,
         resultBytes: new Uint8Array(data.buffer, data.byteOffset, data.byteLength),
@@ -208,9 +210,9 @@ export class StatusSocket {
       const s = this.subs.get(m.requestId);
       if (!s) return;
       s.cursor = m.cursor;
-      if (FINAL_STATUSES.has(m.status)) this.drop(m.requestId);
       if (m.binary === true) this.awaitingBinary = { sub: s, message: m };
-      else s.handlers.message(m);
+      if (FINAL_STATUSES.has(m.status)) this.drop(m.requestId);
+      if (m.binary !== true) s.handlers.message(m);
     } else if (m.type === 'ended') {
       const s = this.subs.get(m.requestId);
       if (!s) return;
