@@ -65,6 +65,7 @@ export default {
       'command-api/ → the control plane below it, auth/, http/, the block check',
     ),
     may('^command-api/', '^catalog/', 'command-api/ → catalog/ (registering a model folder)'),
+    may('^command-api/', '^blobstore/', 'command-api/ → blobstore/ (uploaded tensors streamed in)'),
     may('^command-api/', '^fabric/context\\.[jt]s$', 'command-api/ → fabric/context.ts types', true),
     pkg('^command-api/', ['fastify', 'zod'], 'command-api/ HTTP'),
     core('^command-api/', 'command-api/'),

@@ -7,6 +7,7 @@ export const BlobErrorCode = {
   Invalid: 'BLOB_INVALID',
   TooLarge: 'BLOB_TOO_LARGE',
   Corrupt: 'BLOB_CORRUPT',
+  SizeMismatch: 'BLOB_SIZE_MISMATCH',
   ConfigInvalid: 'BLOB_CONFIG_INVALID',
 } as const;
 
@@ -55,4 +56,15 @@ export function blobCorrupt(
 
 export function configInvalid(message: string, hint: string): FabricError {
   return new FabricError(BlobErrorCode.ConfigInvalid, 500, message, { hint });
+}
+
+export function blobSizeMismatch(declared: number, got: number, more: boolean): FabricError {
+  return new FabricError(
+    BlobErrorCode.SizeMismatch,
+    400,
+    more
+      ? `the bytes go on past the declared ${declared} bytes`
+      : `the bytes ended after ${got} of the declared ${declared} bytes`,
+    { hint: 'send exactly the number of bytes declared (Content-Length)', details: { declared, got } },
+  );
 }

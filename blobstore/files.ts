@@ -5,7 +5,8 @@
 import { closeSync, mkdirSync, openSync, read, readFileSync, renameSync, write, writeSync } from 'node:fs';
 import { chmod, mkdir, open, readFile, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
-import { blobCorrupt, blobNotFound } from './errors.js';
+import { blobCorrupt, blobNotFound, blobSizeMismatch, blobTooLarge } from './errors.js';
+import { createHash } from 'node:crypto';
 import { checkPut, checkRef, DEFAULT_MAX_BLOB_BYTES, newRef, sha256 } from './checks.js';
 import type { BlobInfo, BlobStore, GetOptions, PutOptions, StoredBlob } from './port.js';
 
@@ -149,6 +150,41 @@ export class FileBlobStore implements BlobStore {
       throw e;
     }
     return info;
+  }
+
+  async putStream(source: AsyncIterable<Uint8Array>, size: number, options?: PutOptions): Promise<BlobInfo> {
+    const { contentType } = checkPut(new Uint8Array(0), options, this.maxBytes);
+    if (size > this.maxBytes) throw blobTooLarge(size, this.maxBytes);
+    const ref = newRef();
+    const p = this.paths(ref);
+    await mkdir(p.shard, { recursive: true, mode: 0o700 });
+    const tmpData = join(this.tmp, `${ref}.bin`);
+    const tmpMeta = join(this.tmp, `${ref}.json`);
+    const hash = createHash('sha256');
+    let got = 0;
+    const fh = await open(tmpData, 'wx', 0o600);
+    try {
+      try {
+        for await (const piece of source) {
+          if (got + piece.byteLength > size) throw blobSizeMismatch(size, got + piece.byteLength, true);
+          hash.update(piece);
+          await fh.write(piece, 0, piece.byteLength, got);
+          got += piece.byteLength;
+        }
+        if (got !== size) throw blobSizeMismatch(size, got, false);
+        if (this.sync) await fh.sync();
+      } finally {
+        await fh.close();
+      }
+      const info: BlobInfo = { ref, size, sha256: hash.digest('hex'), contentType };
+      await writeFileSynced(tmpMeta, JSON.stringify(info), this.sync);
+      await rename(tmpData, p.data);
+      await rename(tmpMeta, p.meta);
+      return info;
+    } catch (e) {
+      await Promise.all([rm(tmpData, { force: true }), rm(tmpMeta, { force: true }), rm(p.data, { force: true })]);
+      throw e;
+    }
   }
 
   async head(ref: string): Promise<BlobInfo | undefined> {

@@ -5,3 +5,4 @@ export { DEFAULT_CONTENT_TYPE, DEFAULT_MAX_BLOB_BYTES } from './checks.js';
 export { FileBlobStore, type FileBlobStoreOptions } from './files.js';
 export { PgBlobStore, type PgBlobStoreOptions } from './postgres.js';
 export { blobStoreConfigFromEnv, openBlobStore, type BlobStoreConfig } from './config.js';
+export { putStream } from './stream-put.js';

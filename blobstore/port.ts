@@ -28,6 +28,12 @@ export interface BlobStore {
   readonly kind: 'files' | 'postgres';
   put(bytes: Uint8Array, options?: PutOptions): Promise<BlobInfo>;
   /**
+   * Puts exactly `size` bytes read from `source` piece by piece, never holding them all (the files store writes each
+   * piece as it comes); a source that ends early or goes on past `size` is refused with BLOB_SIZE_MISMATCH and leaves
+   * nothing. Stores without it are given the whole buffer (blobstore/stream-put.ts).
+   */
+  putStream?(source: AsyncIterable<Uint8Array>, size: number, options?: PutOptions): Promise<BlobInfo>;
+  /**
    * The bytes, checked against the stored size and sha256 (`sha256: false`: the size only, for a reader that checks
    * the hash itself, e.g. a client that gets the bytes with their sha256); BLOB_NOT_FOUND when absent.
    */

@@ -32,6 +32,10 @@ export interface ApiConfig {
   downloadRateLimit: RateLimitConfig | null;
   /** Every key's limits unless its own limit tags say otherwise (applied with auth on). */
   keyLimits: Required<KeyLimits>;
+  /** Largest tensor one PUT /tensors/:name may upload (413 API_TENSOR_TOO_LARGE above). */
+  tensorMaxBytes: number;
+  /** How long an uploaded tensor is kept after its upload; null: until deleted. */
+  tensorRetentionMs: number | null;
   /** Results up to this size are sent inline (base64); larger ones by a signed URL. */
   inlineResultMaxBytes: number;
   /**
@@ -60,6 +64,8 @@ export const DEFAULT_API_CONFIG: Omit<ApiConfig, 'resultSecret'> = {
   downloadRateLimit: { perSecond: 5, burst: 20 },
   authFailureLimit: { perSecond: 1, burst: 10 },
   keyLimits: { maxTimeoutMs: 600_000, maxQueued: 200, maxRunning: 8, storageQuotaBytes: 1024 * MIB },
+  tensorMaxBytes: 512 * MIB,
+  tensorRetentionMs: 7 * 24 * 3_600_000,
   inlineResultMaxBytes: 4 * MIB,
   wsBinaryResultMaxBytes: 32 * MIB,
   resultUrlTtlMs: 3_600_000,
@@ -91,6 +97,7 @@ export function resolveApiConfig(input: ApiConfigInput = {}): ApiConfig {
   const c = { ...DEFAULT_API_CONFIG, ...input };
   if (input.rateLimit === undefined && !c.auth) c.rateLimit = null;
   positiveInt(c.bodyLimitBytes, 'bodyLimitBytes');
+  positiveInt(c.tensorMaxBytes, 'tensorMaxBytes');
   positiveInt(c.inlineResultMaxBytes, 'inlineResultMaxBytes');
   positiveInt(c.wsBinaryResultMaxBytes, 'wsBinaryResultMaxBytes');
   positiveInt(c.resultUrlTtlMs, 'resultUrlTtlMs');
@@ -130,7 +137,7 @@ export function resolveApiConfig(input: ApiConfigInput = {}): ApiConfig {
 /**
  * Reads the settings from the environment: NDIF_AUTH (on|off), NDIF_BODY_LIMIT_BYTES, NDIF_RATE_LIMIT and
  * NDIF_DOWNLOAD_RATE_LIMIT (`<perSecond>/<burst>[/<maxInFlight>]` or off), NDIF_KEY_MAX_TIMEOUT_MS,
- * NDIF_KEY_MAX_QUEUED, NDIF_KEY_MAX_RUNNING, NDIF_KEY_STORAGE_QUOTA_BYTES (every key's default limits), NDIF_INLINE_RESULT_MAX_BYTES, NDIF_RESULT_URL_TTL_S, NDIF_RESULT_SECRET,
+ * NDIF_KEY_MAX_QUEUED, NDIF_KEY_MAX_RUNNING, NDIF_KEY_STORAGE_QUOTA_BYTES (every key's default limits), NDIF_TENSOR_MAX_BYTES, NDIF_TENSOR_RETENTION_MS (0: kept until deleted), NDIF_INLINE_RESULT_MAX_BYTES, NDIF_RESULT_URL_TTL_S, NDIF_RESULT_SECRET,
  * NDIF_PUBLIC_URL. Unset variables keep the defaults.
  */
 export function apiConfigFromEnv(env: NodeJS.ProcessEnv = process.env, base: ApiConfigInput = {}): ApiConfig {
@@ -179,6 +186,10 @@ export function apiConfigFromEnv(env: NodeJS.ProcessEnv = process.env, base: Api
     if (v !== undefined) keyLimits[field] = v;
   }
   if (Object.keys(keyLimits).length > 0) out.keyLimits = keyLimits as Required<KeyLimits>;
+  const tensorMax = int('NDIF_TENSOR_MAX_BYTES');
+  if (tensorMax !== undefined) out.tensorMaxBytes = tensorMax;
+  const tensorRetention = int('NDIF_TENSOR_RETENTION_MS');
+  if (tensorRetention !== undefined) out.tensorRetentionMs = tensorRetention === 0 ? null : tensorRetention;
   const inline = int('NDIF_INLINE_RESULT_MAX_BYTES');
   if (inline !== undefined) out.inlineResultMaxBytes = inline;
   const binary = int('NDIF_WS_BINARY_RESULT_MAX_BYTES');

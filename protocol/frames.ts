@@ -20,7 +20,7 @@ import type { BlockError, BlockToHost, Dtype, GradSeed, HostToBlock, SavedTree, 
 export { ProtocolError, type ProtocolErrorCode } from './frame-io.js';
 
 /** Bumped whenever a frame layout changes; INIT and READY carry it so mismatched builds refuse each other. */
-export const FRAME_VERSION = 5;
+export const FRAME_VERSION = 6;
 export { FRAME_HEADER_BYTES } from './frame-io.js';
 /** Default cap on one frame (tag + body). GPT-2-small logits for 1024 tokens are ~206 MB. */
 export const DEFAULT_MAX_FRAME_BYTES = 1 << 30;
@@ -376,6 +376,31 @@ const editOfVariant: Field<Start['invokes'][number]['edit']> = {
   },
 };
 
+/** The uploaded tensors of a START: a count, then each name and its tensor; none is written as a count of 0. */
+const namedTensors: Field<Start['inputs']> = {
+  write(w, v) {
+    const list = v ?? [];
+    if (!Array.isArray(list)) unencodable('inputs must be an array of { name, tensor }');
+    w.u32(list.length, 'input count');
+    list.forEach((t, i) => {
+      w.str(t.name, `input ${i} name`);
+      writeTensors(w, [t.tensor], `input ${t.name}`);
+    });
+  },
+  read(r) {
+    const n = r.count('inputs', 9);
+    if (n === 0) return undefined;
+    const out: NonNullable<Start['inputs']> = [];
+    for (let i = 0; i < n; i++) {
+      const name = r.str(`input ${i} name`);
+      const [tensor] = readTensors(r, `input ${name}`);
+      if (tensor === undefined) throw malformed(`START frame: input ${name} has no tensor`);
+      out.push({ name, tensor });
+    }
+    return out;
+  },
+};
+
 const startInvoke = recordOf<Start['invokes'][number]>([
   ['invoke', u32, 'invoke'],
   ['source', str, 'block source'],
@@ -402,6 +427,7 @@ const AGENT_TO_RUNNER: Table<AgentToRunner> = {
     ['cache', flag, 'cache'],
     ['trace', traceOfSession, 'trace'],
     ['invokes', listOf(startInvoke, 20, () => 'invoke'), 'invoke'],
+    ['inputs', namedTensors, 'inputs'],
   ]),
   VALUE: recordOf<Body<AgentToRunner, 'VALUE'>>([
     ['invoke', u32, 'invoke'],
@@ -579,10 +605,19 @@ function checkLength(length: number, maxFrameBytes: number): void {
  * Splits a byte stream into messages, across any chunking. After the first ProtocolError the decoder is
  * poisoned: a stream cannot be resynchronised, so every later push rethrows it.
  */
+/**
+ * A frame at least this large is assembled in one buffer of its size as its bytes arrive (each chunk copied in and
+ * let go), rather than held as chunks and copied out at the end: a 256 MiB START (a request's uploaded tensors)
+ * then takes 256 MiB in a sandbox runner, not twice that.
+ */
+export const ASSEMBLE_FRAME_BYTES = 1024 * 1024;
+
 export class FrameDecoder<D extends FrameDirection> {
   private chunks: Uint8Array[] = [];
   private head = 0;
   private size = 0;
+  /** A large frame being assembled: its buffer and the bytes filled so far. */
+  private pending: { buf: Uint8Array; filled: number } | undefined;
   private failed: ProtocolError | undefined;
   private readonly maxFrameBytes: number;
 
@@ -595,7 +630,7 @@ export class FrameDecoder<D extends FrameDirection> {
 
   /** Bytes received but not yet part of a complete frame. */
   get buffered(): number {
-    return this.size;
+    return this.size + (this.pending?.filled ?? 0);
   }
 
   push(chunk: Uint8Array): MessageOf<D>[] {
@@ -609,19 +644,38 @@ export class FrameDecoder<D extends FrameDirection> {
    * reader delivers those, then stops at the error): a runner's last LOG lines or EXCEPTION are not lost because
    * garbage followed them in the same read.
    */
-  pushAll(chunk: Uint8Array): { messages: MessageOf<D>[]; error?: ProtocolError } {
+  pushAll(received: Uint8Array): { messages: MessageOf<D>[]; error?: ProtocolError } {
+    let chunk = received;
     if (this.failed) return { messages: [], error: this.failed };
-    if (chunk.length > 0) {
-      this.chunks.push(chunk);
-      this.size += chunk.length;
-    }
     const out: MessageOf<D>[] = [];
     try {
+      const p = this.pending;
+      if (p !== undefined && chunk.length > 0) {
+        const k = Math.min(chunk.length, p.buf.length - p.filled);
+        p.buf.set(chunk.subarray(0, k), p.filled);
+        p.filled += k;
+        chunk = chunk.subarray(k);
+        if (p.filled < p.buf.length) return { messages: out };
+        this.pending = undefined;
+        out.push(decodeFrame(this.direction, p.buf, { maxFrameBytes: this.maxFrameBytes }));
+      }
+      if (chunk.length > 0) {
+        this.chunks.push(chunk);
+        this.size += chunk.length;
+      }
       for (;;) {
         if (this.size < 4) break;
         const length = this.peekLength();
         checkLength(length, this.maxFrameBytes);
-        if (this.size < 4 + length) break;
+        if (this.size < 4 + length) {
+          if (4 + length >= ASSEMBLE_FRAME_BYTES) {
+            const buf = new Uint8Array(4 + length);
+            const have = this.size;
+            buf.set(this.copyOut(have, true), 0);
+            this.pending = { buf, filled: have };
+          }
+          break;
+        }
         out.push(decodeFrame(this.direction, this.take(4 + length), { maxFrameBytes: this.maxFrameBytes }));
       }
     } catch (e) {
@@ -637,12 +691,14 @@ export class FrameDecoder<D extends FrameDirection> {
   /** The stream ended: anything still buffered is a truncated frame. */
   end(): void {
     if (this.failed) throw this.failed;
-    if (this.size > 0) {
-      const expected = this.size >= 4 ? 4 + this.peekLength() : undefined;
+    const p = this.pending;
+    if (this.size > 0 || p !== undefined) {
+      const buffered = this.buffered;
+      const expected = p !== undefined ? p.buf.length : this.size >= 4 ? 4 + this.peekLength() : undefined;
       this.failed = new ProtocolError(
         'FRAME_TRUNCATED',
-        `stream ended inside a frame: ${this.size} bytes buffered${expected === undefined ? '' : ` of ${expected}`}`,
-        { buffered: this.size, ...(expected === undefined ? {} : { expected }) },
+        `stream ended inside a frame: ${buffered} bytes buffered${expected === undefined ? '' : ` of ${expected}`}`,
+        { buffered, ...(expected === undefined ? {} : { expected }) },
       );
       throw this.failed;
     }

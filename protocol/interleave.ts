@@ -103,6 +103,17 @@ export interface StartRequest {
    * False: every step runs the whole sequence (length = prompt + step).
    */
   cache: boolean;
+  /**
+   * The request's uploaded tensors (PUT /tensors/:name), read by the blocks as `ctx.tensors.<name>`. Sent with the
+   * first START of a request only (a session's later traces keep them on the block side).
+   */
+  inputs?: NamedTensor[];
+}
+
+/** An uploaded tensor as START carries it. */
+export interface NamedTensor {
+  name: string;
+  tensor: TensorPayload;
 }
 
 /** The address of the start of step i (`step.<i>`): a WAIT for it is answered, with no tensors, before the step's first point. */

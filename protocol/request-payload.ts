@@ -15,6 +15,8 @@ export const PAYLOAD_LIMITS = {
   /** Iterations of one repeated trace (`repeat.times`): the request's time limit and the tape limit bound it first. */
   repeat: 1_000_000,
   tokens: 100_000,
+  /** Uploaded tensors one request names. */
+  tensors: 64,
   newTokens: 4095,
   /** Characters of one prompt or block source (the HTTP body limit, 4 MiB, bounds them first). */
   textChars: 4 * 1024 * 1024,
@@ -70,6 +72,20 @@ export interface RequestPayload {
    * the request names a variant: its interventions run with every block of every trace.
    */
   edit?: { key: string; source: string };
+  /**
+   * The key's uploaded tensors the request names (PUT /tensors/:name), resolved by the command API at submission: the
+   * agent reads each blob (checked against its size and sha256) and the blocks read it as `ctx.tensors.<name>`.
+   */
+  tensors?: TensorRefPayload[];
+}
+
+export interface TensorRefPayload {
+  name: string;
+  dtype: 'float32' | 'int32' | 'int64';
+  shape: number[];
+  bytes: number;
+  ref: string;
+  sha256: string;
 }
 
 const text = z.string().max(PAYLOAD_LIMITS.textChars);
@@ -114,6 +130,19 @@ const payload = z
     timeoutMs: z.number().int().positive().nullable().optional(),
     blocking: z.boolean().optional(),
     edit: z.strictObject({ key: z.string().min(1).max(300), source: text }).optional(),
+    tensors: z
+      .array(
+        z.strictObject({
+          name: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/),
+          dtype: z.enum(['float32', 'int32', 'int64']),
+          shape: z.array(z.number().int().positive()).min(1).max(8),
+          bytes: z.number().int().nonnegative(),
+          ref: z.string().max(100),
+          sha256: z.string().regex(/^[0-9a-f]{64}$/),
+        }),
+      )
+      .max(PAYLOAD_LIMITS.tensors)
+      .optional(),
   })
   .refine(
     (p) =>

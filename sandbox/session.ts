@@ -108,6 +108,8 @@ export class SandboxSession implements BlockChannel {
             'START sent twice on one sandbox session (only the next trace of a session may start, once the last one ended)',
           );
       } else this.startedAt = performance.now();
+      // Uploaded tensors travel with the first START only: the runner keeps them for the session's later traces.
+      if (this.started && msg.inputs !== undefined) msg = { ...msg, inputs: undefined };
       this.started = true;
       this.trace = msg.trace;
       for (const inv of msg.invokes) this.open.add(inv.invoke);

@@ -46,6 +46,7 @@ import type {
 } from './wire.js';
 import { blockSource } from './block-source.js';
 import { GenerationStream } from './token-stream.js';
+import { TensorUploads } from './tensor-uploads.js';
 
 export interface FabricOptions {
   /** The fabric's API (default: $NDIF_URL, else http://127.0.0.1:8080). */
@@ -138,6 +139,8 @@ export class Fabric {
   private readonly tokenizers = new Map<string, Promise<ModelTokenizer>>();
   private readonly tokenizerCache: TokenizerCache | null;
   private readonly scanManifests = new Map<string, Promise<Manifest>>();
+  /** Uploaded tensors: `upload(name, tensor)`, `list()`, `remove(name)`; a request names them with `tensors: [...]`. */
+  readonly tensors: TensorUploads;
 
   constructor(opts: FabricOptions = {}) {
     const cfg = resolveClientConfig({ url: opts.url ?? null, apiKey: opts.apiKey ?? null });
@@ -154,6 +157,7 @@ export class Fabric {
       opts.reconnectAttempts !== undefined ? { reconnectAttempts: opts.reconnectAttempts } : {},
     );
     this.checkVersion = versionChecker(this.http);
+    this.tensors = new TensorUploads(this.http, () => this.ready());
     this.tokenizerCache = opts.cacheDir === false ? null : new TokenizerCache(opts.cacheDir ?? defaultCacheDir());
   }
 

@@ -25,6 +25,10 @@ export interface CallOptions {
   accept?: number[];
   /** More request headers (If-None-Match, …). */
   headers?: Record<string, string>;
+  /** Raw bytes sent as application/octet-stream instead of a JSON body. */
+  rawBody?: Uint8Array;
+  /** This call's timeout instead of the client's (a large upload). */
+  timeoutMs?: number;
 }
 
 export interface HttpReply<T> {
@@ -66,17 +70,25 @@ export class FabricHttp {
   async call<T>(method: string, path: string, opts: CallOptions = {}): Promise<HttpReply<T>> {
     const target = this.resolve(path, opts.query);
     const call = `${method} ${path}`;
-    const timeout = AbortSignal.timeout(this.timeoutMs);
+    const timeout = AbortSignal.timeout(opts.timeoutMs ?? this.timeoutMs);
     const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
     let res: Response;
     try {
       res = await fetch(target, {
         method,
         headers: this.headers(
-          { ...opts.headers, ...(opts.body !== undefined ? { 'content-type': 'application/json' } : {}) },
+          {
+            ...opts.headers,
+            ...(opts.rawBody !== undefined
+              ? { 'content-type': 'application/octet-stream' }
+              : opts.body !== undefined
+                ? { 'content-type': 'application/json' }
+                : {}),
+          },
           opts.auth ?? true,
         ),
-        body: opts.body !== undefined ? JSON.stringify(opts.body) : undefined,
+        body:
+          opts.rawBody !== undefined ? opts.rawBody : opts.body !== undefined ? JSON.stringify(opts.body) : undefined,
         signal,
       });
     } catch (e) {

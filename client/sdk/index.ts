@@ -37,3 +37,4 @@ export {
   UnreachableError,
 } from './errors.js';
 export { API_PROTOCOL_VERSION } from '../../protocol/api-version.js';
+export { TensorUploads, type UploadedTensor } from './tensor-uploads.js';

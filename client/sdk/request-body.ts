@@ -33,6 +33,8 @@ export interface RequestOptions extends GenerationFields {
   queueTimeoutMs?: number;
   /** Run in the sandbox even with a trusted key. */
   untrusted?: boolean;
+  /** This key's uploaded tensors (`ndif.tensors.upload`) the blocks read as `ctx.tensors.<name>`. */
+  tensors?: string[];
   /** JSON values the block reads as the variable `params` (a block cannot see the caller's variables). */
   params?: unknown;
   /** The request id (default: a fresh uuid). Resubmitting the same id and body is idempotent. */
@@ -78,6 +80,7 @@ export interface SubmitBody {
   timeoutMs?: number;
   queueTimeoutMs?: number;
   untrusted?: boolean;
+  tensors?: string[];
   blocking: boolean;
 }
 
@@ -213,6 +216,7 @@ function withRequestOptions(body: SubmitBody, opts: RequestOptions): SubmitBody 
   if (opts.timeoutMs !== undefined) body.timeoutMs = opts.timeoutMs;
   if (opts.queueTimeoutMs !== undefined) body.queueTimeoutMs = opts.queueTimeoutMs;
   if (opts.untrusted) body.untrusted = true;
+  if (opts.tensors !== undefined && opts.tensors.length > 0) body.tensors = [...opts.tensors];
   return body;
 }
 

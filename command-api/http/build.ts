@@ -11,6 +11,7 @@ import { deploymentRoutes } from './routes/deployments.js';
 import { keyRoutes } from './routes/keys.js';
 import { modelCommandRoutes } from './routes/models.js';
 import { requestRoutes } from './routes/requests.js';
+import { tensorRoutes } from './routes/tensors.js';
 
 export const COMMAND_CAPABILITIES = [
   'submit',
@@ -22,6 +23,8 @@ export const COMMAND_CAPABILITIES = [
   /** A session's trace may repeat (`repeat`: a loop run on the agent, reported by throttled TRACE statuses). */
   'session-loops',
   'register-models',
+  /** PUT /tensors/:name, GET /tensors, DELETE /tensors/:name; a request names them (`tensors`). */
+  'tensors',
 ];
 
 /** Registers the command routes on an instance whose edge is installed. */
@@ -32,6 +35,7 @@ export function registerCommandRoutes(app: FastifyInstance, deps: RouteDeps): vo
   agentRoutes(app, deps);
   keyRoutes(app, deps);
   modelCommandRoutes(app, deps);
+  tensorRoutes(app, deps);
 }
 
 /** The command API alone (distributed mode). Call `listen` on it; `close` stops it. */

@@ -21,6 +21,7 @@ import {
   type SessionRequest,
 } from '../runtime/index.js';
 import type { OpenChannel } from '../runtime/index.js';
+import { readInputTensors } from './input-tensors.js';
 import { parseRequestPayload, type InvokePayload, type RequestPayload } from '../../protocol/request-payload.js';
 import { encodeResultContainer } from '../../protocol/result-container.js';
 import { FabricError } from '../../protocol/errors.js';
@@ -233,6 +234,7 @@ export class RequestExecutor {
     );
     try {
       const payload = await this.payload(a);
+      const inputs = await readInputTensors(this.blobs, payload.tensors);
       const timeoutMs = a.options.timeoutMs ?? payload.timeoutMs ?? this.maxRunMs;
       entry.deadline = Date.now() + timeoutMs;
       this.onRunningChange?.(this.watched());
@@ -243,6 +245,7 @@ export class RequestExecutor {
         onLog: (l: { stream: 'stdout' | 'stderr'; line: string }) => logs.push(l.stream, l.line),
         // A model variant's persistent edit (filled in by the command API from its registration).
         ...(payload.edit === undefined ? {} : { edit: payload.edit }),
+        ...(inputs.length === 0 ? {} : { inputs }),
       };
       const req: RunRequest = {
         ...common,

@@ -2,7 +2,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
-import type { BlobStore } from '../../blobstore/index.js';
+import { type BlobStore, putStream } from '../../blobstore/index.js';
 
 export interface BlobHarness {
   /** A store on the harness's backing storage; two opens see the same blobs. */
@@ -40,6 +40,19 @@ export function blobStoreContract(name: string, makeHarness: () => Promise<BlobH
         assert.deepEqual({ ...got, bytes: undefined }, { ...info, bytes: undefined });
         assert.deepEqual(await store.head(info.ref), info);
       }
+    });
+
+    it('puts a stream of known size piece by piece; one that ends early or goes on is BLOB_SIZE_MISMATCH', async () => {
+      const bytes = randomBytes(1024 * 1024 + 3);
+      async function* pieces(b: Buffer, size = 65_536) {
+        for (let i = 0; i < b.byteLength; i += size) yield b.subarray(i, i + size);
+      }
+      const info = await putStream(store, pieces(bytes), bytes.byteLength);
+      assert.equal(info.size, bytes.byteLength);
+      assert.equal(info.sha256, hex(bytes));
+      assert.ok((await store.get(info.ref)).bytes.equals(bytes));
+      await assert.rejects(putStream(store, pieces(bytes), bytes.byteLength + 1), code('BLOB_SIZE_MISMATCH'));
+      await assert.rejects(putStream(store, pieces(bytes), bytes.byteLength - 1), code('BLOB_SIZE_MISMATCH'));
     });
 
     it('defaults the content type to application/octet-stream and gives each put its own ref', async () => {

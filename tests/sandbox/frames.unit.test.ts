@@ -461,3 +461,65 @@ test('tensor bytes arrive 8-byte aligned, viewable as typed arrays without copyi
   assert.equal(msg2.values[0]!.data.byteOffset % 8, 0);
   assert.deepEqual([...new Float32Array(msg2.values[0]!.data.buffer, msg2.values[0]!.data.byteOffset, 3)], values);
 });
+
+test("START carries a request's uploaded tensors by name, bit for bit; none reads back as absent", () => {
+  const data = new Uint8Array(new Float32Array([1.5, -0, Number.NaN, 3e-39]).buffer);
+  const ids = new Uint8Array(new BigInt64Array([-1n, 2n ** 62n]).buffer);
+  const start: AgentToRunner = {
+    kind: 'START',
+    requestId: 'r1',
+    invokes: [{ invoke: 0, source: 'async () => 1', tokens: [1, 2], batchStart: 0, batchSize: 1 }],
+    steps: 1,
+    cache: false,
+    inputs: [
+      { name: 'probe_w', tensor: { dtype: 'float32', shape: [2, 2], data } },
+      { name: 'ids', tensor: { dtype: 'int64', shape: [2], data: ids } },
+    ],
+  };
+  const frame = encodeAgentToRunner(start);
+  const back = decodeFrame('agent-to-runner', frame) as Extract<AgentToRunner, { kind: 'START' }>;
+  assert.deepEqual(
+    back.inputs?.map((t) => [t.name, t.tensor.dtype, t.tensor.shape, Buffer.from(t.tensor.data).toString('hex')]),
+    [
+      ['probe_w', 'float32', [2, 2], Buffer.from(data).toString('hex')],
+      ['ids', 'int64', [2], Buffer.from(ids).toString('hex')],
+    ],
+  );
+  const { inputs: _, ...without } = start;
+  assert.equal((decodeFrame('agent-to-runner', encodeAgentToRunner(without)) as typeof back).inputs, undefined);
+});
+
+test('a large frame is assembled as its chunks arrive; a frame after it in the same chunk is read too; cut short it is FRAME_TRUNCATED', () => {
+  const data = new Uint8Array(3 * 1024 * 1024 + 4);
+  for (let i = 0; i < data.length; i += 997) data[i] = i % 251;
+  const big: AgentToRunner = {
+    kind: 'START',
+    requestId: 'big',
+    invokes: [{ invoke: 0, source: 'async () => 1', tokens: [1], batchStart: 0, batchSize: 1 }],
+    steps: 1,
+    cache: false,
+    inputs: [{ name: 'w', tensor: { dtype: 'uint8', shape: [data.length], data } }],
+  };
+  const stop: AgentToRunner = { kind: 'STOP', reason: 'done' };
+  const bytes = Buffer.concat([encodeAgentToRunner(big), encodeAgentToRunner(stop)]);
+  const decoder = new FrameDecoder('agent-to-runner');
+  const got: AgentToRunner[] = [];
+  for (let i = 0; i < bytes.length; i += 65_536) got.push(...decoder.push(bytes.subarray(i, i + 65_536)));
+  assert.equal(decoder.buffered, 0);
+  assert.deepEqual(
+    got.map((m) => m.kind),
+    ['START', 'STOP'],
+  );
+  const back = got[0] as Extract<AgentToRunner, { kind: 'START' }>;
+  assert.ok(Buffer.from(back.inputs![0]!.tensor.data).equals(Buffer.from(data)));
+
+  const cut = new FrameDecoder('agent-to-runner');
+  const frame = encodeAgentToRunner(big);
+  cut.push(frame.subarray(0, 2_000_000));
+  assert.equal(cut.buffered, 2_000_000);
+  assert.throws(
+    () => cut.end(),
+    (e: unknown) =>
+      e instanceof ProtocolError && e.code === 'FRAME_TRUNCATED' && e.message.includes(`of ${frame.length}`),
+  );
+});

@@ -78,6 +78,12 @@ export const submitSchema = z
       .max(7 * 86_400_000)
       .optional(),
     untrusted: z.boolean().optional(),
+    /** Uploaded tensors (PUT /tensors/:name) the blocks read as ctx.tensors.<name>. */
+    tensors: z
+      .array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/, 'a tensor name: an identifier of at most 64 characters'))
+      .max(64, 'at most 64 tensors per request')
+      .refine((a) => new Set(a).size === a.length, 'each tensor is named once')
+      .optional(),
     blocking: z.boolean().optional(),
   })
   .superRefine((b, ctx) => {

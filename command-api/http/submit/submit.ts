@@ -16,6 +16,7 @@ import type { FabricContext } from '../../../fabric/context.js';
 import { requestStatus } from '../../../projections/control-plane/status.js';
 import { SubmitAdmission } from './admission.js';
 import { checkBlockSource } from './block-check.js';
+import { resolveTensors } from './tensor-refs.js';
 import { differences, submissionOf } from './payload.js';
 import type { SubmitBody } from './schema.js';
 
@@ -89,6 +90,8 @@ export async function submit(deps: RouteDeps, me: Identity, body: SubmitBody): P
   checkTimeout(body, limits);
   const s = submissionOf(body, me.tags);
   if (edit !== undefined) s.payload.edit = { key: edit.variant, source: edit.source };
+  if (body.tensors !== undefined && body.tensors.length > 0)
+    s.payload.tensors = await resolveTensors(ctx, me, body.tensors, deps.config.tensorMaxBytes);
   const clientId = body.requestId ?? ctx.newId();
   const requestId = scopedRequestId(me, clientId);
   const admitted = await admissionOf(ctx).admit(

@@ -20,6 +20,8 @@ export interface BlockContext {
   /** Its row has finished (EOS, a stop, its maxNewTokens): no later step runs for it. */
   readonly finished: boolean;
   Tensor: typeof Tensor;
+  /** The uploaded tensors the request names (`tensors: [...]`), by name: the same objects in every trace of a session. */
+  readonly tensors: Readonly<Record<string, Tensor>>;
   encode(text: string): number[];
   decode(ids: number[] | Tensor): string;
   /**

@@ -47,6 +47,21 @@ export interface BlockEnvironment {
 interface SessionState {
   shared: Record<string, unknown>;
   traces: unknown[][];
+  /** The request's uploaded tensors, from its first START. */
+  tensors: Readonly<Record<string, Tensor>> | undefined;
+}
+
+/** The session's uploaded tensors, taken from its first START. */
+function sessionTensors(state: SessionState, start: StartRequest): Readonly<Record<string, Tensor>> {
+  if (state.tensors === undefined) state.tensors = inputTensors(start);
+  return state.tensors;
+}
+
+/** The uploaded tensors of a START as `ctx.tensors` (a frozen object without a prototype: names are plain keys). */
+function inputTensors(start: StartRequest): Readonly<Record<string, Tensor>> {
+  const out: Record<string, Tensor> = Object.create(null);
+  for (const t of start.inputs ?? []) out[t.name] = Tensor.fromPayload(t.tensor);
+  return Object.freeze(out);
 }
 
 const EMPTY_BLOCK = 'async () => undefined';
@@ -78,6 +93,7 @@ function context(
       return session.finished;
     },
     Tensor,
+    tensors: sessionTensors(state, start),
     encode: (text) => (env.tokenizer ? env.tokenizer.encode(text) : noTokenizer()),
     decode: (ids) => {
       const list = ids instanceof Tensor ? Array.from({ length: ids.size }, (_, k) => ids.flat(k)) : ids;
@@ -114,7 +130,7 @@ export async function serveBlocks(channel: BlockEndpoint, env: BlockEnvironment)
   installTimerGuards();
   installBlockFaultHandlers();
   const index = ManifestIndex.of(env.manifest);
-  const state: SessionState = { shared: {}, traces: [] };
+  const state: SessionState = { shared: {}, traces: [], tensors: undefined };
   let open = true;
   const send: BlockEndpoint['send'] = (msg) => {
     if (!open) return;

@@ -1,5 +1,5 @@
 // The request the model host runs and what it returns.
-import type { BlockChannel, SavedTree, StartRequest } from '../../../protocol/interleave.js';
+import type { BlockChannel, NamedTensor, SavedTree, StartRequest } from '../../../protocol/interleave.js';
 import type { GenerationOptions } from '../../../protocol/generation.js';
 import type { Finish } from '../generation/stopping.js';
 import type { ReportedValue } from '../../../protocol/progress-report.js';
@@ -42,6 +42,8 @@ export interface EditSpec {
 export interface RunRequest {
   requestId?: string;
   invokes: InvokeSpec[];
+  /** Uploaded tensors the blocks read as `ctx.tensors.<name>`. */
+  inputs?: NamedTensor[];
   /** The variant's edit, when the request names one. */
   edit?: EditSpec;
   /** Tokens to generate (0: a single forward pass); the older name of generation.maxNewTokens. */
@@ -126,6 +128,8 @@ export interface TraceSpec {
 export interface SessionRequest {
   requestId?: string;
   traces: TraceSpec[];
+  /** Uploaded tensors the blocks of every trace read as `ctx.tensors.<name>`. */
+  inputs?: NamedTensor[];
   /** The variant's edit, run in every trace. */
   edit?: EditSpec;
   /** Wall-clock limit for the whole session (default 60 s). */

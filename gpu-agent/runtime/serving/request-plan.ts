@@ -142,6 +142,7 @@ export function planRequest(model: RequestModel, req: RunRequest): PlannedReques
     invokes,
     steps,
     cache: cached,
+    ...(req.inputs === undefined || req.inputs.length === 0 ? {} : { inputs: req.inputs }),
   };
   if (newTokens === 0) return { start, generation: null };
   const requestSeed = gen.seed ?? (req.requestId !== undefined ? seedOfRequestId(req.requestId) : undefined);
@@ -178,6 +179,7 @@ export function planSession(model: RequestModel, req: SessionRequest): TraceRun[
         requestId,
         invokes,
         ...(req.edit === undefined ? {} : { edit: req.edit }),
+        ...(req.inputs === undefined ? {} : { inputs: req.inputs }),
         ...(t.newTokens === undefined ? {} : { newTokens: t.newTokens }),
         ...(t.generation === undefined ? {} : { generation: t.generation }),
         ...(req.onToken ? { onToken: (e) => req.onToken!({ ...e, trace: i }) } : {}),
