@@ -94,3 +94,6 @@ export const modelEventSchemas = {
     removedAt: isoTime,
   }),
 } as const;
+
+/** A persistent edit as the model's state keeps it: what its registration recorded, less the model's key. */
+export type ModelEdit = Omit<z.infer<typeof modelEventSchemas.ModelEditRegistered>, 'modelKey'>;

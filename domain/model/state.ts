@@ -1,6 +1,6 @@
 // State of one model key, folded from its stream.
 import type { ModelEvent } from '../events/index.js';
-import type { ModelFacts } from '../events/model.js';
+import type { ModelEdit, ModelFacts } from '../events/model.js';
 
 export interface ModelState {
   status: 'NONE' | 'REGISTERED' | 'REMOVED';
@@ -9,16 +9,6 @@ export interface ModelState {
   disabled: { reason: string; by: string; at: string } | null;
   /** Persistent edits registered and not removed, by name. */
   edits: Record<string, ModelEdit>;
-}
-
-export interface ModelEdit {
-  name: string;
-  variant: string;
-  fingerprint: string;
-  source: string;
-  visibility: 'public' | 'private';
-  author: string;
-  registeredAt: string;
 }
 
 export function initialModelState(): ModelState {

@@ -2,7 +2,7 @@
 // found in them), whether an operator has it offline and its persistent edits, from ModelRegistered / ModelRemoved /
 // ModelDisabled / ModelEnabled / ModelEditRegistered / ModelEditRemoved. The control plane's catalog (catalog/registered.ts) is a
 // view of it.
-import type { ModelFacts } from '../../domain/events/model.js';
+import type { ModelEdit, ModelFacts } from '../../domain/events/model.js';
 import type { DomainEvent } from '../../domain/events/types.js';
 import type { JsonValue, StoredEvent } from '../../eventstore/port.js';
 import { decode } from '../decode.js';
@@ -21,15 +21,7 @@ export interface RegisteredModel extends ModelFacts {
 }
 
 /** A persistent edit of a registered model: what a request of its variant runs with. */
-export interface RegisteredEdit {
-  name: string;
-  variant: string;
-  fingerprint: string;
-  source: string;
-  visibility: 'public' | 'private';
-  author: string;
-  registeredAt: string;
-}
+export type RegisteredEdit = ModelEdit;
 
 export interface ModelDisabledNote {
   reason: string;
