@@ -66,6 +66,7 @@ async function main(): Promise<void> {
   const blobs = await openBlobStore(blobStoreConfigFromEnv(env));
   const catalog = await FabricModelCatalog.open(catalogConfigFromEnv(env));
   const metrics = processMetrics(env);
+  const scheduler = schedulerConfigFromEnv(env);
   const cp = new ControlPlane({
     store: opened.store,
     snapshots: opened.snapshots,
@@ -75,8 +76,8 @@ async function main(): Promise<void> {
     log,
     topics: relayTopicsFromEnv(env),
     relayGroupId: env.NDIF_RELAY_GROUP || undefined,
-    scheduler: schedulerConfigFromEnv(env),
-    hot: hotStateFromEnv(env, schedulerConfigFromEnv(env)),
+    scheduler,
+    hot: hotStateFromEnv(env, scheduler),
     onDemandDefaults: onDemandDefaultsFromEnv(env),
     logLimits: logLimitsFromEnv(env),
     metrics,

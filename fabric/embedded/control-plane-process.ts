@@ -73,6 +73,7 @@ async function main(): Promise<void> {
   const broker = new InProcessBroker();
   const transport = new InProcessTransport({ broker });
   const ipc = await IpcTransportServer.listen({ path: socketPath(config.dataDir), broker });
+  const scheduler = schedulerConfigFromEnv(env);
   const cp = new ControlPlane({
     store: opened.store,
     snapshots: opened.snapshots,
@@ -80,8 +81,8 @@ async function main(): Promise<void> {
     blobs,
     catalog,
     log,
-    scheduler: schedulerConfigFromEnv(env),
-    hot: hotStateFromEnv(env, schedulerConfigFromEnv(env)),
+    scheduler,
+    hot: hotStateFromEnv(env, scheduler),
     onDemandDefaults: onDemandDefaultsFromEnv(env),
     logLimits: logLimitsFromEnv(env),
     metrics,
