@@ -182,13 +182,6 @@ export class Fabric {
   }
 
   /**
-   * Runs `block` on `model` for `input` and returns what the block returned: for one prompt (a string, or a token
-   * list) its value; for a list of invokes the list of values. The value is typed from the block; with a model key
-   * that `ndif types` registered, the block's `m` (and `ctx`) are typed from the key alone, so a misspelt module fails
-   * to compile. `trace<typeof Gpt2>('gpt2', …)` types `m` (the value is then `unknown`); `trace<T>` with another `T`
-   * says what the block returns.
-   */
-  /**
    * The entry points bound to one model: `ndif.model<typeof Gpt2Tiny>('gpt2-tiny').trace(prompt, async (m) => …)` types
    * `m` from the model's declaration and the value from the block, for trace, execute, session, executeSession and
    * stream (a registered key does the same without the type argument).
@@ -197,6 +190,13 @@ export class Fabric {
     return bindModel<T['m']>(this, key);
   }
 
+  /**
+   * Runs `block` on `model` for `input` and returns what the block returned: for one prompt (a string, or a token
+   * list) its value; for a list of invokes the list of values. The value is typed from the block; with a model key
+   * that `ndif types` registered, the block's `m` (and `ctx`) are typed from the key alone, so a misspelt module fails
+   * to compile. `trace<typeof Gpt2>('gpt2', …)` types `m` (the value is then `unknown`); `trace<T>` with another `T`
+   * says what the block returns.
+   */
   trace<
     K extends string,
     R,
