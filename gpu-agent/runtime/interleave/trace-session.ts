@@ -6,6 +6,7 @@
 import type { BlockChannel, StartRequest } from '../../../protocol/interleave.js';
 import { InterventionError } from '../errors.js';
 import { Deadline } from './deadline.js';
+import { passTimings } from './pass-timings.js';
 import type { GenerationPlan, HostContext, TraceOptions, TraceRun } from './host-context.js';
 import { Interleaver } from './interleaver.js';
 import type { RunRequest, RunResult, TraceEvent } from './request-types.js';
@@ -74,19 +75,7 @@ export async function runTraces(
             throw e.inTrace(t, loop === undefined ? undefined : { it, of: iterations });
           throw e;
         }
-        const stats1 = ctx.cache.getStats();
-        const timings = {
-          totalMs: performance.now() - i0,
-          forwardMs: run.timings.forwardMs,
-          compileMs: stats1.compileMs - stats0.compileMs,
-          segmentRuns: run.timings.segmentRuns,
-          segmentsCompiled: stats1.compiled - stats0.compiled,
-          blockMs: run.blockMs,
-          backwardMs: run.backward.backwardMs,
-          backwardRuns: run.backward.backwardRuns,
-          callMs: run.calls.callMs,
-          calls: run.calls.calls,
-        };
+        const timings = passTimings(run, performance.now() - i0, stats0, ctx.cache.getStats());
         result = {
           requestId: start.requestId,
           ...(loop === undefined ? {} : { iterations: it + 1 }),

@@ -10,6 +10,7 @@ import type { HostContext } from '../interleave/host-context.js';
 import { BatchTrace } from '../interleave/batch-trace.js';
 import type { BatchHooks, Outcome } from '../interleave/batch-trace.js';
 import type { LogLine, RunRequest, RunResult } from '../interleave/request-types.js';
+import { passTimings } from '../interleave/pass-timings.js';
 import { runTraces } from '../interleave/trace-session.js';
 import type { ModelTurns, Turn } from './model-turns.js';
 import { BatchChannel } from './batch-channel.js';
@@ -140,18 +141,7 @@ async function runStacked(
           logs: logs
             .filter((l) => l.invoke >= m.offset && l.invoke < m.offset + m.count)
             .map((l) => ({ ...l, invoke: l.invoke - m.offset })),
-          timings: {
-            totalMs: performance.now() - t0,
-            forwardMs: run.timings.forwardMs,
-            compileMs: stats1.compileMs - stats0.compileMs,
-            segmentRuns: run.timings.segmentRuns,
-            segmentsCompiled: stats1.compiled - stats0.compiled,
-            blockMs: run.blockMs,
-            backwardMs: 0,
-            backwardRuns: 0,
-            callMs: run.calls.callMs,
-            calls: run.calls.calls,
-          },
+          timings: passTimings(run, performance.now() - t0, stats0, stats1),
           batch: { id, requests: members.length, rows },
         });
         mux.finish(m, 'completed');
