@@ -5,24 +5,23 @@
 // sha256, and once removed (`ndif edits rm`) a submission to the variant is refused API_UNKNOWN_VARIANT.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { type EmbeddedFabric, startEmbeddedFabric, stopEmbeddedFabric } from '../../bench/_embedded-fabric.js';
 import { Fabric, FabricHttpError, type Tensor } from '../../client/sdk/index.js';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
 const distDir = resolve(here, '..', '..');
 const repoRoot = resolve(distDir, '..');
 const BIN = join(repoRoot, 'client', 'cli', 'bin.mjs');
-const MAIN = join(distDir, 'fabric', 'embedded', 'main.js');
 
 let tmp: string;
-let fabric: ChildProcess;
-let fabricLog = '';
+let fabric: EmbeddedFabric | undefined;
 let url: string;
 let ndif: Fabric;
 
@@ -55,50 +54,20 @@ const bits = (t: Tensor) => Buffer.from(t.data.buffer, t.data.byteOffset, t.data
 
 before(async () => {
   tmp = mkdtempSync(join(tmpdir(), 'ndif-edits-e2e-'));
-  fabric = spawn(process.execPath, ['--enable-source-maps', MAIN], {
-    cwd: repoRoot,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: {
-      ...process.env,
-      NDIF_PORT: '0',
-      NDIF_DATA_DIR: join(tmp, 'data'),
-      NDIF_CATALOG_CACHE: join(tmp, 'catalog'),
-      NDIF_MODELS: 'gpt2-tiny',
-      NDIF_AGENT_GPUS: '1x16GiB',
-      NDIF_AGENT_RAM: '8GiB',
-      NDIF_LOG_LEVEL: process.env.NDIF_TEST_LOG_LEVEL ?? 'warn',
-    },
+  fabric = await startEmbeddedFabric(join(tmp, 'data'), {
+    NDIF_CATALOG_CACHE: join(tmp, 'catalog'),
+    NDIF_MODELS: 'gpt2-tiny',
+    NDIF_AGENT_GPUS: '1x16GiB',
+    NDIF_AGENT_RAM: '8GiB',
+    NDIF_LOG_LEVEL: process.env.NDIF_TEST_LOG_LEVEL ?? 'warn',
   });
-  fabric.stderr!.setEncoding('utf8').on('data', (d: string) => (fabricLog = (fabricLog + d).slice(-20_000)));
-  url = await new Promise<string>((resolveUrl, reject) => {
-    let out = '';
-    const timer = setTimeout(
-      () => reject(new Error(`the fabric did not start within 60 s:\n${out}\n${fabricLog}`)),
-      60_000,
-    );
-    fabric.stdout!.setEncoding('utf8').on('data', (d: string) => {
-      out += d;
-      const m = /NDIF fabric listening on (http:\/\/\S+)/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolveUrl(m[1]!);
-      }
-    });
-    fabric.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`the fabric exited (${code}) before it listened:\n${out}\n${fabricLog}`));
-    });
-  });
+  url = fabric.url;
   ndif = new Fabric({ url, progress: false, onLog: null });
 });
 
 after(async () => {
   ndif?.close();
-  if (fabric && fabric.exitCode === null) {
-    const exited = once(fabric, 'exit');
-    fabric.kill('SIGTERM');
-    await exited;
-  }
+  await stopEmbeddedFabric(fabric);
   if (tmp) rmSync(tmp, { recursive: true, force: true });
 });
 
@@ -108,7 +77,7 @@ describe('persistent edits end to end', () => {
     writeFileSync(file, EDIT);
     const fingerprint = createHash('sha256').update(EDIT, 'utf8').digest('hex');
     const add = await cli(['edits', 'add', 'gpt2-tiny', 'zero-mlp0', file]);
-    assert.equal(add.code, 0, `${add.out}\n${add.err}\n${fabricLog}`);
+    assert.equal(add.code, 0, `${add.out}\n${add.err}\n${fabric?.log()}`);
     assert.match(add.out, new RegExp(`^gpt2-tiny@zero-mlp0 registered \\(private\\): sha256 ${fingerprint}$`, 'm'));
     const ls = await cli(['edits', 'ls', 'gpt2-tiny']);
     assert.equal(ls.code, 0, ls.err);

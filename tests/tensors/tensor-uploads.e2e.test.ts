@@ -6,22 +6,14 @@
 // reaches a sandboxed block within the runner's default 512 MiB memory cap.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { type EmbeddedFabric, startEmbeddedFabric, stopEmbeddedFabric } from '../../bench/_embedded-fabric.js';
 import { Fabric, FabricHttpError, Tensor } from '../../client/sdk/index.js';
 
-const here = fileURLToPath(new URL('.', import.meta.url));
-const distDir = resolve(here, '..', '..');
-const repoRoot = resolve(distDir, '..');
-const MAIN = join(distDir, 'fabric', 'embedded', 'main.js');
-
 let tmp: string;
-let fabric: ChildProcess;
-let fabricLog = '';
+let fabric: EmbeddedFabric | undefined;
 let url: string;
 let ndif: Fabric;
 
@@ -41,59 +33,27 @@ function probe(n: number, seed: number): Tensor {
 
 before(async () => {
   tmp = mkdtempSync(join(tmpdir(), 'ndif-tensors-e2e-'));
-  fabric = spawn(process.execPath, ['--enable-source-maps', MAIN], {
-    cwd: repoRoot,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: {
-      ...process.env,
-      NDIF_PORT: '0',
-      NDIF_DATA_DIR: join(tmp, 'data'),
-      NDIF_CATALOG_CACHE: join(tmp, 'catalog'),
-      NDIF_MODELS: 'gpt2-tiny',
-      NDIF_AGENT_GPUS: '1x16GiB',
-      NDIF_AGENT_RAM: '8GiB',
-      NDIF_LOG_LEVEL: process.env.NDIF_TEST_LOG_LEVEL ?? 'warn',
-    },
+  fabric = await startEmbeddedFabric(join(tmp, 'data'), {
+    NDIF_CATALOG_CACHE: join(tmp, 'catalog'),
+    NDIF_MODELS: 'gpt2-tiny',
+    NDIF_AGENT_GPUS: '1x16GiB',
+    NDIF_AGENT_RAM: '8GiB',
+    NDIF_LOG_LEVEL: process.env.NDIF_TEST_LOG_LEVEL ?? 'warn',
   });
-  fabric.stderr!.setEncoding('utf8').on('data', (d: string) => (fabricLog = (fabricLog + d).slice(-20_000)));
-  url = await new Promise<string>((resolveUrl, reject) => {
-    let out = '';
-    const timer = setTimeout(
-      () => reject(new Error(`the fabric did not start within 60 s:\n${out}\n${fabricLog}`)),
-      60_000,
-    );
-    fabric.stdout!.setEncoding('utf8').on('data', (d: string) => {
-      out += d;
-      const m = /NDIF fabric listening on (http:\/\/\S+)/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolveUrl(m[1]!);
-      }
-    });
-    fabric.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`the fabric exited (${code}) before it listened:\n${out}\n${fabricLog}`));
-    });
-  });
+  url = fabric.url;
   ndif = new Fabric({ url, progress: false, onLog: null });
 });
 
 after(async () => {
   ndif?.close();
-  if (fabric && fabric.exitCode === null) {
-    const exited = once(fabric, 'exit');
-    fabric.kill('SIGTERM');
-    await exited;
-  }
+  await stopEmbeddedFabric(fabric);
   if (tmp) rmSync(tmp, { recursive: true, force: true });
 });
 
 /** The control plane process: the supervisor's child running control-plane-process.js. */
 function controlPlanePid(): number {
-  const pid = fabric.pid!;
-  const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).map(Number);
-  const cp = children.find((c) => readFileSync(`/proc/${c}/cmdline`, 'utf8').includes('control-plane-process'));
-  assert.ok(cp !== undefined, `no control plane child among ${children.join(', ')}`);
+  const cp = fabric?.controlPlanePid();
+  assert.ok(cp !== undefined, 'no control plane under the fabric process');
   return cp;
 }
 
