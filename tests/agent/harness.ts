@@ -45,7 +45,11 @@ export interface Harness {
   catalog: FabricModelCatalog;
   run(command: ControlPlaneCommand, actor?: string): ReturnType<ControlPlane['commands']['execute']>;
   deploy(modelKey: string, replicas?: number): Promise<void>;
-  submit(requestId: string, invokes: TestInvoke[], opts?: { trusted?: boolean; newTokens?: number }): Promise<void>;
+  submit(
+    requestId: string,
+    invokes: TestInvoke[],
+    opts?: { trusted?: boolean; newTokens?: number; timeoutMs?: number },
+  ): Promise<void>;
   /** The first event of `type` in `streamId` (after `afterRevision`) matching `where`; polls until it appears. */
   waitFor(
     streamId: string,
@@ -110,7 +114,10 @@ export async function startHarness(
           priority: false,
           trusted: opts.trusted ?? true,
           payload: requestPayloadOf(invokes, opts.newTokens),
-          options: { steps: (opts.newTokens ?? 0) + 1 },
+          options: {
+            steps: (opts.newTokens ?? 0) + 1,
+            ...(opts.timeoutMs === undefined ? {} : { timeoutMs: opts.timeoutMs }),
+          },
         },
         'key:user',
       );

@@ -14,7 +14,6 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { startHarness, spawnAgent, type AgentProcess, type Harness, type TestEvent } from './harness.js';
-import { requestPayloadOf } from './payloads.js';
 
 const PROMPT = 'The Eiffel Tower is in';
 const GOOD = 'async (m) => (await m.transformer.h[0].output).shape';
@@ -62,19 +61,7 @@ describe('a trusted block that hogs memory or the event loop', () => {
 
   async function submit(block: string, timeoutMs?: number): Promise<string> {
     const id = `hog-${++n}`;
-    await h.run(
-      {
-        type: 'SubmitRequest',
-        requestId: id,
-        modelKey: 'gpt2-tiny',
-        submitter: 'key:user',
-        priority: false,
-        trusted: true,
-        payload: requestPayloadOf([{ prompt: PROMPT, block }]),
-        options: { steps: 1, ...(timeoutMs === undefined ? {} : { timeoutMs }) },
-      },
-      'key:user',
-    );
+    await h.submit(id, [{ prompt: PROMPT, block }], { timeoutMs });
     return id;
   }
   const ends = (id: string, ms = 90_000): Promise<TestEvent> =>

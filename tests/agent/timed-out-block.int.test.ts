@@ -10,7 +10,6 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { startHarness, spawnAgent, type AgentProcess, type Harness, type TestEvent } from './harness.js';
-import { requestPayloadOf } from './payloads.js';
 
 const PROMPT = 'The Eiffel Tower is in';
 const GOOD = 'async (m) => (await m.transformer.h[0].output).shape';
@@ -44,19 +43,7 @@ describe('an agent whose timed-out trusted block has not stopped takes no new wo
 
   async function submit(block: string, timeoutMs?: number): Promise<string> {
     const id = `req-${++n}`;
-    await h.run(
-      {
-        type: 'SubmitRequest',
-        requestId: id,
-        modelKey: 'gpt2-tiny',
-        submitter: 'key:user',
-        priority: false,
-        trusted: true,
-        payload: requestPayloadOf([{ prompt: PROMPT, block }]),
-        options: { steps: 1, ...(timeoutMs === undefined ? {} : { timeoutMs }) },
-      },
-      'key:user',
-    );
+    await h.submit(id, [{ prompt: PROMPT, block }], { timeoutMs });
     return id;
   }
 
