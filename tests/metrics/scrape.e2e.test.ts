@@ -12,8 +12,10 @@ import { metricTypes, sampleValue } from './prom-text.js';
 
 const MODEL = 'gpt2-tiny';
 const QUICK = 'async (m) => (await m.transformer.h[1].output).mean()';
+// Waits without blocking the agent's event loop, so that its /metrics answers while the request runs (a spin would
+// hold the reply until the request had ended, and the running gauge would read 0).
 const SLOW =
-  'async (m) => { const t = Date.now(); while (Date.now() - t < 5000) {} return (await m.transformer.h[0].output).mean(); }';
+  'async (m) => { await new Promise((r) => setTimeout(r, 5000)); return (await m.transformer.h[0].output).mean(); }';
 
 let fabric: MetricsFabric;
 let api: string;
