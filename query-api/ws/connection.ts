@@ -12,6 +12,7 @@ import { parseCursor } from '../status/cursor.js';
 import { messagesOf, type Draft } from '../status/messages.js';
 import { performance } from 'node:perf_hooks';
 import { candidateRequestIds } from '../../http/request-ids.js';
+import { requestStream } from '../../domain/shared/ids.js';
 import { Fifo } from '../../protocol/fifo.js';
 import { clientMessage } from './client-messages.js';
 import type { StatusHub } from './hub.js';
@@ -80,6 +81,8 @@ export class StatusConnection {
   private flushing = false;
   private closed = false;
   private notified: { at: string; requestId: string } = { at: '', requestId: '' };
+  /** A message still being handled (an operator's subscription resolved against the log): later ones wait for it. */
+  private handling: Promise<void> | undefined;
 
   constructor(
     private readonly ws: WebSocket,
@@ -99,6 +102,19 @@ export class StatusConnection {
   }
 
   private onMessage(data: RawData, isBinary: boolean): void {
+    if (this.closed) return;
+    // Messages are handled in the order they came: one behind a message still being handled waits for it.
+    const handled =
+      this.handling === undefined ? this.handle(data, isBinary) : this.handling.then(() => this.handle(data, isBinary));
+    if (handled === undefined) return;
+    const settled: Promise<void> = handled.finally(() => {
+      if (this.handling === settled) this.handling = undefined;
+    });
+    this.handling = settled;
+  }
+
+  /** Handles one message; a promise when its answer needs a read of the log first. */
+  private handle(data: RawData, isBinary: boolean): Promise<void> | undefined {
     if (this.closed) return;
     let parsed: unknown;
     try {
@@ -139,30 +155,62 @@ export class StatusConnection {
           this.write({ type: 'unsubscribed', requestId: m.requestId });
           return;
         }
-        case 'subscribe':
-          this.subscribe(m.requestId, m.since, { binary: m.results === 'binary', finalOnly: m.statuses === 'final' });
-          return;
+        case 'subscribe': {
+          const options = { binary: m.results === 'binary', finalOnly: m.statuses === 'final' };
+          const cursor = m.since === undefined ? null : parseCursor(m.since);
+          const known = this.knownId(m.requestId);
+          if (known !== undefined) {
+            this.subscribe(m.requestId, known, cursor, m.since, options);
+            return;
+          }
+          return this.loggedId(m.requestId)
+            .then((recorded) => {
+              if (!this.closed) this.subscribe(m.requestId, recorded, cursor, m.since, options);
+            })
+            .catch((e: unknown) => this.failed(e, m));
+        }
       }
     } catch (e) {
-      if (isFabricError(e))
-        this.write({ type: 'error', ...e.toBody(), requestId: (m as { requestId?: string }).requestId });
-      else {
-        this.deps.ctx.log.error({ err: e }, `status websocket: ${m.type} failed`);
-        this.refuse('API_INTERNAL', `internal error: ${(e as Error).message}`);
-      }
+      this.failed(e, m);
     }
   }
 
-  /** The recorded id a subscription by `name` follows: the caller's own scope; for an operator a full id it knows. */
-  private recordedId(name: string): string {
-    const [own, full] = candidateRequestIds(this.me, name);
-    if (full === undefined || this.deps.ctx.view.state.requests.byId.has(own!)) return own!;
-    return this.deps.ctx.view.state.requests.byId.has(full) ? full : own!;
+  private failed(e: unknown, m: { type: string }): void {
+    if (isFabricError(e))
+      this.write({ type: 'error', ...e.toBody(), requestId: (m as { requestId?: string }).requestId });
+    else {
+      this.deps.ctx.log.error({ err: e }, `status websocket: ${m.type} failed`);
+      this.refuse('API_INTERNAL', `internal error: ${(e as Error).message}`);
+    }
   }
 
-  private subscribe(requestId: string, since: string | number | undefined, options: SubscriptionOptions): void {
-    const cursor = since === undefined ? null : parseCursor(since);
-    const recorded = this.recordedId(requestId);
+  /**
+   * The recorded id a subscription by `name` follows, where the live view decides it: the caller's own scope; for
+   * an operator a full id the view holds. Undefined when only the log can tell (an operator's name that neither
+   * scope holds in the view: a request finished and evicted from it, or one not submitted yet).
+   */
+  private knownId(name: string): string | undefined {
+    const [own, full] = candidateRequestIds(this.me, name);
+    const byId = this.deps.ctx.view.state.requests.byId;
+    if (full === undefined || byId.has(own!)) return own!;
+    return byId.has(full) ? full : undefined;
+  }
+
+  /** An operator's name looked up in the log: its own scope's request, else the full id's, else its own scope. */
+  private async loggedId(name: string): Promise<string> {
+    const [own, full] = candidateRequestIds(this.me, name) as [string, string];
+    const store = this.deps.ctx.store;
+    if ((await store.readStream(requestStream(own), { limit: 1 })).length > 0) return own;
+    return (await store.readStream(requestStream(full), { limit: 1 })).length > 0 ? full : own;
+  }
+
+  private subscribe(
+    requestId: string,
+    recorded: string,
+    cursor: ReturnType<typeof parseCursor> | null,
+    since: string | number | undefined,
+    options: SubscriptionOptions,
+  ): void {
     const old = this.subs.get(requestId);
     if (old !== undefined) {
       this.hub.drop(old);

@@ -94,3 +94,52 @@ describe('websocket admission', () => {
     await early.close();
   });
 });
+
+describe('following a finished request evicted from the live view', () => {
+  it('its owner by its own id and an operator by its full id get its history replayed, then ended; nobody else learns of it', async () => {
+    const small = await startApi({ auth: true, config: { rateLimit: null }, hot: { recentFinished: 2 } });
+    try {
+      await small.listen();
+      const owner = await small.newKey('owner');
+      const stranger = await small.newKey('stranger');
+      const op = await small.newKey('ops', { operator: true });
+      const post = (url: string, payload: object | undefined) =>
+        small.app.inject({ method: 'POST', url, payload: payload ?? {}, headers: { 'x-api-key': owner } });
+      for (const id of ['old', 'n-1', 'n-2', 'n-3', 'n-4']) {
+        assert.equal((await post('/requests', submitBody({ requestId: id }))).statusCode, 202, id);
+        assert.equal((await post(`/requests/${id}/cancel`, undefined)).statusCode, 200, id);
+      }
+      const full = `${owner.slice(5, 21)}:old`;
+      await small.view.catchUp();
+      assert.equal(small.view.state.requests.byId.has(full), false, 'the first request is evicted from the view');
+      const expected = ['RECEIVED', 'QUEUED', 'CANCELLED'];
+      const follow = async (key: string, name: string) => {
+        const ws = await TestSocket.open(small.url, { 'x-api-key': key });
+        await ws.subscribe(name);
+        await ws.until((m) => m.some((x) => x.type === 'ended' || x.type === 'error'), `${name}: ended`);
+        await ws.close();
+        return ws;
+      };
+      const mine = await follow(owner, 'old');
+      assert.deepEqual(
+        mine.statuses('old').map((m) => m.status),
+        expected,
+      );
+      const ops = await follow(op, full);
+      assert.deepEqual(
+        ops.statuses(full).map((m) => m.status),
+        expected,
+        'the operator, by the full id',
+      );
+      assert.deepEqual(ops.messages.at(-1), { type: 'ended', requestId: full, reason: 'finished' });
+      // Another key naming the full id is in its own scope, where nothing has that id: no status comes.
+      const other = await TestSocket.open(small.url, { 'x-api-key': stranger });
+      await other.subscribe(full);
+      await new Promise((r) => setTimeout(r, 200));
+      assert.equal(other.statuses(full).length, 0);
+      await other.close();
+    } finally {
+      await small.close();
+    }
+  });
+});
