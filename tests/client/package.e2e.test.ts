@@ -1,5 +1,5 @@
 // The SDK as a researcher installs it: `npm pack` of the client workspace, `npm install <tarball>` into a fresh
-// `npm init -y` project (CommonJS, nothing else installed; offline, its two dependencies from npm's cache), then — against a started embedded fabric, a real
+// `npm init -y` project (CommonJS, nothing else installed; its two dependencies from npm's cache where it has them, else the registry), then — against a started embedded fabric, a real
 // process with its agent child — the README's example (a trace with local tokens), a token stream (ndif.stream), the status stream of a
 // request over the websocket (every status and console line, in order), `ndif status` from the installed bin,
 // the README's CommonJS example by `require`, and TypeScript consumers (a CommonJS and an ES module file) checked
@@ -67,7 +67,11 @@ before(async () => {
     (JSON.parse(readFileSync(join(project, 'package.json'), 'utf8')) as { type?: string }).type ?? 'commonjs',
     'commonjs',
   );
-  const install = sh('npm', ['install', join(tmp, packed.filename), '--offline', '--no-audit', '--no-fund'], project);
+  const install = sh(
+    'npm',
+    ['install', join(tmp, packed.filename), '--prefer-offline', '--no-audit', '--no-fund'],
+    project,
+  );
   installLog = install.stdout + install.stderr;
 
   const child = spawn(process.execPath, [MAIN], {
