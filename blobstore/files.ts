@@ -1,7 +1,8 @@
 // The embedded blob store: one folder, a data file and a metadata file per blob. A blob becomes
 // visible when its metadata file is renamed into place, after its data file was written and synced,
-// so a crash mid-put leaves no half blob behind (only a temp file, removed at an open once it is old). Folders are 0700
-// and files 0600.
+// so a crash mid-put leaves no half blob behind (only a temp file, removed at an open once it is old). Blobs up to
+// 256 KiB are rows of one SQLite file in the folder instead (blobstore/small-blobs.ts: one commit, no files made).
+// Folders are 0700 and files 0600.
 import { closeSync, mkdirSync, openSync, read, readFileSync, renameSync, write, writeSync } from 'node:fs';
 import { chmod, mkdir, open, readFile, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -9,6 +10,7 @@ import { blobCorrupt, blobNotFound, blobSizeMismatch, blobTooLarge } from './err
 import { createHash } from 'node:crypto';
 import { checkPut, checkRef, DEFAULT_MAX_BLOB_BYTES, newRef, sha256 } from './checks.js';
 import type { BlobInfo, BlobStore, GetOptions, PutOptions, StoredBlob } from './port.js';
+import { SMALL_BLOB_MAX_BYTES, SmallBlobs } from './small-blobs.js';
 
 export interface FileBlobStoreOptions {
   dir: string;
@@ -81,6 +83,7 @@ export class FileBlobStore implements BlobStore {
   private readonly maxBytes: number;
   private readonly sync: boolean;
   private readonly tmp: string;
+  private small: SmallBlobs | undefined;
 
   private constructor(
     private readonly dir: string,
@@ -96,6 +99,7 @@ export class FileBlobStore implements BlobStore {
     // Results are other users' data: the folder and every file in it are the owner's only (0700 / 0600).
     await mkdir(store.tmp, { recursive: true, mode: 0o700 });
     await chmod(options.dir, 0o700);
+    store.small = new SmallBlobs(options.dir, store.sync);
     // Temp files of puts that never finished (a crash) are removed — only old ones: several processes may share the
     // folder (an agent restarting next to another one writing), and a fresh temp file is someone's put in progress.
     const now = Date.now();
@@ -116,6 +120,10 @@ export class FileBlobStore implements BlobStore {
     const { contentType } = checkPut(bytes, options, this.maxBytes);
     const ref = newRef();
     const info: BlobInfo = { ref, size: bytes.byteLength, sha256: sha256(bytes), contentType };
+    if (bytes.byteLength <= SMALL_BLOB_MAX_BYTES) {
+      this.smallBlobs().put(info, bytes);
+      return info;
+    }
     const p = this.paths(ref);
     if (this.sync) await mkdir(p.shard, { recursive: true, mode: 0o700 });
     else mkdirSync(p.shard, { recursive: true, mode: 0o700 });
@@ -189,6 +197,8 @@ export class FileBlobStore implements BlobStore {
 
   async head(ref: string): Promise<BlobInfo | undefined> {
     checkRef(ref);
+    const small = this.smallBlobs().head(ref);
+    if (small !== undefined) return small;
     try {
       return JSON.parse(await readFile(this.paths(ref).meta, 'utf8')) as BlobInfo;
     } catch (e) {
@@ -199,6 +209,8 @@ export class FileBlobStore implements BlobStore {
 
   async get(ref: string, options: GetOptions = {}): Promise<StoredBlob> {
     checkRef(ref);
+    const small = this.smallBlobs().get(ref);
+    if (small !== undefined) return checked(small.info, small.bytes, options);
     const paths = this.paths(ref);
     let info: BlobInfo;
     try {
@@ -214,13 +226,12 @@ export class FileBlobStore implements BlobStore {
       if ((e as NodeJS.ErrnoException).code === 'ENOENT') throw blobCorrupt(ref, info, { size: 0, sha256: '' });
       throw e;
     }
-    const actual = { size: bytes.byteLength, sha256: options.sha256 === false ? info.sha256 : sha256(bytes) };
-    if (actual.size !== info.size || actual.sha256 !== info.sha256) throw blobCorrupt(ref, info, actual);
-    return { ...info, bytes };
+    return checked(info, bytes, options);
   }
 
   async delete(ref: string): Promise<boolean> {
     checkRef(ref);
+    if (this.smallBlobs().delete(ref)) return true;
     const p = this.paths(ref);
     try {
       await unlink(p.meta); // the blob is gone from here on
@@ -232,5 +243,19 @@ export class FileBlobStore implements BlobStore {
     return true;
   }
 
-  async close(): Promise<void> {}
+  async close(): Promise<void> {
+    this.small?.close();
+  }
+
+  private smallBlobs(): SmallBlobs {
+    if (this.small === undefined) throw new Error('the files blob store is used before FileBlobStore.open resolved');
+    return this.small;
+  }
+}
+
+/** The stored blob, once its bytes match its recorded size and (unless `sha256: false`) hash. */
+function checked(info: BlobInfo, bytes: Buffer, options: GetOptions): StoredBlob {
+  const actual = { size: bytes.byteLength, sha256: options.sha256 === false ? info.sha256 : sha256(bytes) };
+  if (actual.size !== info.size || actual.sha256 !== info.sha256) throw blobCorrupt(info.ref, info, actual);
+  return { ...info, bytes };
 }

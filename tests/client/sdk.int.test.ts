@@ -3,7 +3,6 @@
 // URLs, reconnects and the version handshake.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   Fabric,
@@ -21,6 +20,7 @@ import type { HostedModel } from '../../gpu-agent/runtime/index.js';
 import { createInProcessBlocks } from '../../gpu-agent/block/index.js';
 import { materializeTree } from '../../protocol/result-container.js';
 import { ensureModel } from '../../catalog/bundled/generate-model.js';
+import { tamperStoredBlob } from '../blobstore/tamper.js';
 import { startInProcessFabric } from './fabric-harness.js';
 import type { InProcessFabric } from './fabric-harness.js';
 
@@ -298,16 +298,16 @@ describe('transport of results and statuses', () => {
     const requestId = `tamper-${Date.now()}`;
     await ndif.trace('gpt2-tiny', PROMPT, readAndSwap, { requestId });
     const ref = await ndif.http.json<{ result: { bytes: number } }>('GET', `/requests/${requestId}`);
-    const files = readdirSync(join(fab.tmp, 'blobs'), { recursive: true, encoding: 'utf8' }).filter((f) =>
-      f.endsWith('.bin'),
+    const tampered = tamperStoredBlob(
+      join(fab.tmp, 'blobs'),
+      (_ref, bytes) => bytes.byteLength === ref.result.bytes && bytes.includes('NDIFRES1'),
+      (bytes) => {
+        const copy = Buffer.from(bytes);
+        copy[copy.length - 1]! ^= 0xff;
+        return copy;
+      },
     );
-    const file = files
-      .map((f) => join(fab.tmp, 'blobs', f))
-      .find((f) => statSync(f).size === ref.result.bytes && readFileSync(f).includes('NDIFRES1'));
-    assert.ok(file, 'the result blob is on disk');
-    const bytes = readFileSync(file);
-    bytes[bytes.length - 1] ^= 0xff;
-    writeFileSync(file, bytes);
+    assert.ok(tampered, 'the result blob is stored');
     // The same request again (same id and body): the subscription replays its COMPLETED with the tampered bytes.
     await assert.rejects(ndif.trace('gpt2-tiny', PROMPT, readAndSwap, { requestId }), (e: Error) => {
       assert.ok(e instanceof ProtocolError, String(e));
