@@ -111,7 +111,7 @@ export default {
     core('^transport/', 'transport/ adapters'),
     // blobstore/
     may('^blobstore/', '^protocol/', 'blobstore/ → protocol/'),
-    pkg('^blobstore/', ['pg'], 'blobstore/ PostgreSQL'),
+    pkg('^blobstore/', ['pg', 'better-sqlite3'], 'blobstore/ PostgreSQL; the files store keeps small blobs in SQLite'),
     core('^blobstore/', 'blobstore/ files'),
     // block-source/: the block source check.
     may('^block-source/', '^protocol/', 'block-source/ → protocol/'),
