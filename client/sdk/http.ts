@@ -3,6 +3,7 @@
 import { API_PROTOCOL_VERSION, PROTOCOL_HEADER } from '../../protocol/api-version.js';
 import type { ErrorBody } from '../../protocol/errors.js';
 import { FabricHttpError, ProtocolMismatchError, UnreachableError } from './errors.js';
+import { type Exchange, ExchangeError, exchange } from './http-exchange.js';
 
 export interface HttpOptions {
   url: string;
@@ -72,11 +73,12 @@ export class FabricHttp {
     const call = `${method} ${path}`;
     const timeout = AbortSignal.timeout(opts.timeoutMs ?? this.timeoutMs);
     const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
-    let res: Response;
+    let res: Exchange;
     try {
-      res = await fetch(target, {
+      res = await exchange(
+        target,
         method,
-        headers: this.headers(
+        this.headers(
           {
             ...opts.headers,
             ...(opts.rawBody !== undefined
@@ -87,22 +89,20 @@ export class FabricHttp {
           },
           opts.auth ?? true,
         ),
-        body:
-          opts.rawBody !== undefined ? opts.rawBody : opts.body !== undefined ? JSON.stringify(opts.body) : undefined,
+        opts.rawBody !== undefined ? opts.rawBody : opts.body !== undefined ? JSON.stringify(opts.body) : undefined,
         signal,
-      });
+      );
     } catch (e) {
       if (opts.signal?.aborted) throw opts.signal.reason ?? e;
-      throw new UnreachableError(this.url, call, e);
+      const cause = e instanceof ExchangeError ? e.cause : e;
+      throw new UnreachableError(
+        this.url,
+        e instanceof ExchangeError && e.phase === 'reply' ? `${call} (reading the reply)` : call,
+        cause,
+      );
     }
-    let raw: Uint8Array;
-    try {
-      raw = new Uint8Array(await res.arrayBuffer());
-    } catch (e) {
-      if (opts.signal?.aborted) throw opts.signal.reason ?? e;
-      throw new UnreachableError(this.url, `${call} (reading the reply)`, e);
-    }
-    const ok = res.ok || (opts.accept ?? []).includes(res.status);
+    const raw = res.body;
+    const ok = (res.status >= 200 && res.status < 300) || (opts.accept ?? []).includes(res.status);
     if (!ok) throw httpFailure(this.url, res.status, errorBodyOf(res.status, raw), call);
     if (opts.binary) return { status: res.status, body: raw as T, headers: res.headers };
     const text = new TextDecoder().decode(raw);

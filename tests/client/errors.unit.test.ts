@@ -1,3 +1,4 @@
+import { createServer as createHttpServer } from 'node:http';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
@@ -114,6 +115,37 @@ test('an unreachable fabric: real refused connection, message says how to start 
     return true;
   });
   assert.equal(describeNetworkCause(Object.assign(new Error('x'), { cause: { code: 'ENOTFOUND' } })), 'ENOTFOUND');
+});
+
+test('a reply cut off mid-body is unreachable while reading the reply; a timeout is unreachable; a caller abort is its reason', async () => {
+  const srv = createHttpServer((req, res) => {
+    if (req.url === '/slow') return; // never answers
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': '100' });
+    res.write('{"partial":');
+    setTimeout(() => res.socket?.destroy(), 20);
+  });
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${(srv.address() as { port: number }).port}`;
+  try {
+    const http = new FabricHttp({ url, timeoutMs: 300 });
+    await assert.rejects(http.json('GET', '/cut'), (e: unknown) => {
+      assert.ok(e instanceof UnreachableError, String(e));
+      assert.match(e.message, /GET \/cut \(reading the reply\)/);
+      return true;
+    });
+    await assert.rejects(http.json('GET', '/slow'), (e: unknown) => {
+      assert.ok(e instanceof UnreachableError, String(e));
+      assert.doesNotMatch(e.message, /reading the reply/);
+      return true;
+    });
+    const caller = new AbortController();
+    const reason = new Error('the caller gave up');
+    setTimeout(() => caller.abort(reason), 20);
+    await assert.rejects(http.json('GET', '/slow', { signal: caller.signal }), (e: unknown) => e === reason);
+  } finally {
+    srv.closeAllConnections();
+    await new Promise<void>((r) => srv.close(() => r()));
+  }
 });
 
 test('URL and key: option, else environment, else default; keys are masked', () => {
