@@ -137,13 +137,12 @@ export class ForwardPass implements ForwardRun {
     const at = whole ? [] : (this.hooks.splits ?? []).filter((p) => p > start && p < end);
     if (at.length === 0) return this.run({ start, end });
     const full = this.fullSpec({ start, end });
-    if (!params && (this.cache.holds(full) || this.cache.promote(full, this.hooks.repeated ? 0 : PROMOTE_AFTER)))
-      return this.run({ start, end }, full);
-    let from = start;
-    for (const p of [...at, end]) {
-      await this.run({ start: from, end: p });
-      from = p;
-    }
+    const bounds = [start, ...at, end];
+    const pieces = at.concat(end).map((p, i) => this.fullSpec({ start: bounds[i]!, end: p }));
+    // A pass with a swapped parameter never compiles a stretch (it only counts which stretches run its pieces).
+    const after = params ? Number.POSITIVE_INFINITY : this.hooks.repeated ? 0 : PROMOTE_AFTER;
+    if (this.cache.holds(full) || this.cache.promote(full, after, pieces)) return this.run({ start, end }, full);
+    for (const piece of pieces) await this.run({ start: piece.start, end: piece.end }, piece);
   }
 
   private reads(tensor: string, start: number, end: number): boolean {

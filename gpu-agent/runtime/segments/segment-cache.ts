@@ -32,6 +32,8 @@ export interface SegmentCacheStats {
   compileMs: number;
   hits: number;
   evicted: number;
+  /** Compiles of a segment that had been evicted (the cache is too small for what comes back). */
+  recompiled: number;
   cachedBytes: number;
   entries: number;
 }
@@ -42,9 +44,13 @@ const MAX_SPLIT_COUNTS = 4096;
 export class SegmentCache {
   private readonly entries = new Map<string, Entry>();
   private clock = 0;
-  private readonly stats = { compiled: 0, hits: 0, evicted: 0, compileMs: 0 };
+  private readonly stats = { compiled: 0, hits: 0, evicted: 0, recompiled: 0, compileMs: 0 };
+  /** Keys evicted (the latest MAX_SPLIT_COUNTS), to count what is compiled again. */
+  private readonly evictedKeys = new Set<string>();
   /** Stretches run split into layer pieces: how often, and (once asked) the weight bytes of the stretch as one segment. */
   private readonly splitRuns = new Map<string, { runs: number; bytes: number | undefined }>();
+  /** Layer pieces: the one stretch that runs each, or null once several do (a piece shared by cut sets). */
+  private readonly pieceOwner = new Map<string, string | null>();
 
   constructor(
     private readonly base: ModelProto,
@@ -94,6 +100,7 @@ export class SegmentCache {
       e = { seg: this.compile(p, () => model(p), bytes), bytes, pinned, inUse: 0, lastUsed: 0 };
       this.entries.set(key, e);
       this.stats.compiled++;
+      if (this.evictedKeys.delete(key)) this.stats.recompiled++;
       const failed = e;
       failed.seg.catch(() => this.entries.get(key) === failed && this.entries.delete(key));
     }
@@ -115,10 +122,13 @@ export class SegmentCache {
   }
 
   /**
-   * Counts one more time the segment `spec` is asked for while not compiled; true once it has been asked for more
-   * than `after` times (0: at once) and compiling it now would keep the cache within its budget (evict nothing).
+   * Counts one more time the stretch `spec` is asked for while not compiled, run as `pieces`; true once it has been
+   * asked for more than `after` times (0: at once; Infinity: never, only counted) and compiling it now keeps the cache
+   * within its budget. The pieces that only this stretch runs make room for it: once it runs as one segment nothing
+   * runs them, so they go first when the cache evicts. A piece other stretches run too (a layer piece every cut set
+   * shares) neither makes room nor is pushed out.
    */
-  promote(spec: SegmentSpec, after: number): boolean {
+  promote(spec: SegmentSpec, after: number, pieces: SegmentSpec[] = []): boolean {
     const key = segmentKey(spec);
     let counted = this.splitRuns.get(key);
     if (counted === undefined) {
@@ -126,9 +136,24 @@ export class SegmentCache {
       counted = { runs: 0, bytes: undefined };
       this.splitRuns.set(key, counted);
     }
+    const pieceKeys = pieces.map(segmentKey);
+    for (const p of pieceKeys) {
+      const owner = this.pieceOwner.get(p);
+      if (owner === undefined) {
+        if (this.pieceOwner.size >= MAX_SPLIT_COUNTS) this.pieceOwner.delete(this.pieceOwner.keys().next().value!);
+        this.pieceOwner.set(p, key);
+      } else if (owner !== key) this.pieceOwner.set(p, null);
+    }
     if (++counted.runs <= after) return false;
     counted.bytes ??= this.weightBytes(planSegment(this.graph, spec));
-    return this.unpinnedBytes() + counted.bytes <= this.budgetBytes;
+    const own = pieceKeys
+      .filter((p) => this.pieceOwner.get(p) === key)
+      .map((p) => this.entries.get(p))
+      .filter((e): e is Entry => e !== undefined && !e.pinned && e.inUse === 0);
+    const freed = own.reduce((n, e) => n + e.bytes, 0);
+    if (this.unpinnedBytes() - freed + counted.bytes > this.budgetBytes) return false;
+    for (const e of own) e.lastUsed = 0;
+    return true;
   }
 
   /** Weight bytes a segment's session pre-packs: its initializers'. */
@@ -166,6 +191,8 @@ export class SegmentCache {
       this.entries.delete(key);
       total -= e.bytes;
       this.stats.evicted++;
+      if (this.evictedKeys.size >= MAX_SPLIT_COUNTS) this.evictedKeys.delete(this.evictedKeys.values().next().value!);
+      this.evictedKeys.add(key);
       e.seg.then((s) => s.session?.release()).catch(() => {});
     }
   }
