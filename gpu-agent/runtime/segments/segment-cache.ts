@@ -20,6 +20,8 @@ export interface CompiledSegment {
 
 interface Entry {
   seg: Promise<CompiledSegment>;
+  /** The segment once compiled. */
+  ready?: CompiledSegment;
   bytes: number;
   pinned: boolean;
   inUse: number;
@@ -62,7 +64,7 @@ export class SegmentCache {
   ) {}
 
   /** The compiled segment, marked in use until `release` is called with it. */
-  acquire(spec: SegmentSpec): Promise<CompiledSegment> {
+  acquire(spec: SegmentSpec): CompiledSegment | Promise<CompiledSegment> {
     const pinned =
       spec.start === 0 && spec.end === this.graph.nodes.length && !spec.extraOutputs?.length && !spec.aliases?.length;
     return this.acquireBuilt(
@@ -74,7 +76,7 @@ export class SegmentCache {
   }
 
   /** A plan made elsewhere over this model's graph (a module call's sub-graph), compiled like a segment under its key. */
-  acquirePlan(plan: SegmentPlan): Promise<CompiledSegment> {
+  acquirePlan(plan: SegmentPlan): CompiledSegment | Promise<CompiledSegment> {
     return this.acquireBuilt(
       plan.key,
       () => plan,
@@ -86,7 +88,23 @@ export class SegmentCache {
    * A sub-model planned elsewhere (the backward's gradient segments), compiled and cached with the forward segments
    * under its own key: the same LRU and weight-bytes budget, the same session settings.
    */
-  async acquireBuilt<P extends SegmentPlan>(
+  acquireBuilt<P extends SegmentPlan>(
+    key: string,
+    plan: () => P,
+    model: (plan: P) => ModelProto,
+    pinned = false,
+  ): CompiledSegment | Promise<CompiledSegment> {
+    // Compiled already (the common case): answered at once, so a request's cut adds no promises here.
+    const e = this.entries.get(key);
+    if (e?.ready === undefined) return this.acquireAsync(key, plan, model, pinned);
+    this.stats.hits++;
+    e.inUse++;
+    e.lastUsed = ++this.clock;
+    this.evict();
+    return e.ready;
+  }
+
+  private async acquireAsync<P extends SegmentPlan>(
     key: string,
     plan: () => P,
     model: (plan: P) => ModelProto,
@@ -101,8 +119,13 @@ export class SegmentCache {
       this.entries.set(key, e);
       this.stats.compiled++;
       if (this.evictedKeys.delete(key)) this.stats.recompiled++;
-      const failed = e;
-      failed.seg.catch(() => this.entries.get(key) === failed && this.entries.delete(key));
+      const made = e;
+      made.seg.then(
+        (seg) => {
+          made.ready = seg;
+        },
+        () => this.entries.get(key) === made && this.entries.delete(key),
+      );
     }
     e.inUse++;
     e.lastUsed = ++this.clock;
@@ -112,7 +135,7 @@ export class SegmentCache {
       e.inUse--;
       throw err;
     } finally {
-      void this.evict();
+      this.evict();
     }
   }
 
@@ -162,13 +185,15 @@ export class SegmentCache {
   }
 
   private unpinnedBytes(): number {
-    return [...this.entries.values()].reduce((n, e) => n + (e.pinned ? 0 : e.bytes), 0);
+    let n = 0;
+    for (const e of this.entries.values()) if (!e.pinned) n += e.bytes;
+    return n;
   }
 
   release(seg: CompiledSegment): void {
     const e = this.entries.get(seg.plan.key);
     if (e && e.inUse > 0) e.inUse--;
-    void this.evict();
+    this.evict();
   }
 
   private async compile(plan: SegmentPlan, build: () => ModelProto, bytes: number): Promise<CompiledSegment> {
@@ -180,7 +205,7 @@ export class SegmentCache {
     return { plan, session, weightBytes: bytes, compileMs };
   }
 
-  private async evict(): Promise<void> {
+  private evict(): void {
     let total = this.unpinnedBytes();
     if (total <= this.budgetBytes) return;
     const victims = [...this.entries.entries()]
