@@ -25,4 +25,5 @@ COPY --from=build /app/models ./models
 COPY --from=build /app/protocol ./protocol
 USER node
 # exec: the role's process is PID 1's only child and receives SIGTERM from `docker stop` directly.
-CMD ["sh", "-c", "case \"$NDIF_ROLE\" in command-api|query-api|scheduler-relay|gpu-agent|gateway) exec node --enable-source-maps dist/fabric/$NDIF_ROLE.js ;; *) echo \"NDIF_ROLE must be command-api, query-api, scheduler-relay, gpu-agent or gateway (got '$NDIF_ROLE')\" >&2; exit 64 ;; esac"]
+# A GPU agent starts with fabric/agent-node-flags.ts's V8 flags.
+CMD ["sh", "-c", "case \"$NDIF_ROLE\" in gpu-agent) exec node --enable-source-maps --initial-old-space-size=256 dist/fabric/gpu-agent.js ;; command-api|query-api|scheduler-relay|gateway) exec node --enable-source-maps dist/fabric/$NDIF_ROLE.js ;; *) echo \"NDIF_ROLE must be command-api, query-api, scheduler-relay, gpu-agent or gateway (got '$NDIF_ROLE')\" >&2; exit 64 ;; esac"]

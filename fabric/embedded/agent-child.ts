@@ -10,6 +10,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 import { CONFIG_FAULT_EXIT } from '../health.js';
+import { AGENT_NODE_FLAGS } from '../agent-node-flags.js';
 
 export interface AgentChildOptions {
   env: NodeJS.ProcessEnv;
@@ -67,7 +68,7 @@ export class AgentChild {
     const child = fork(ENTRY, [], {
       env,
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-      execArgv: ['--enable-source-maps'],
+      execArgv: ['--enable-source-maps', ...AGENT_NODE_FLAGS],
     });
     this.child = child;
     const tail: string[] = [];

@@ -18,5 +18,7 @@ export type {
 export type { Finish, FinishReason } from './generation/stopping.js';
 export { InterventionError, ModelLoadError, RequestError } from './errors.js';
 export { cudaAvailable } from './ort/session.js';
+/** Times a cut set's stretch runs as layer pieces before it is compiled as one segment (docs/runtime.md). */
+export { PROMOTE_AFTER } from './interleave/forward-pass.js';
 export type { TextTokenizer, LoadedTokenizer } from './load/tokenizer.js';
 export { tokenizerFromJson } from './load/tokenizer.js';

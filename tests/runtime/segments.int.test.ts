@@ -121,3 +121,54 @@ test('the steps of a generation run a stretch across several layers as one segme
   assert.equal(r.timings.segmentRuns, 2 * r.steps, 'each step: up to the read, then the rest of the pass in one run');
   assert.equal(hm.segmentStats().compiled - before, 2, 'the two segments of the cut, and nothing else');
 });
+
+test('a stretch that comes back is compiled when the pieces only it runs make room for it, and they are evicted', async () => {
+  const dir = ensureModel('gpt2-mini');
+  const req = { invokes: [{ tokens: tokens[0]!.tokens, block: readAll(['transformer.h[1].attn.output']) }] };
+  const probe = await loadModel(dir, { key: 'mini-probe' });
+  fixtures.push(probe);
+  const pinned = probe.segmentStats().cachedBytes;
+  await run(probe, req);
+  const pieces = probe.segmentStats().cachedBytes - pinned;
+  // Room for the pieces, not for the pieces and the stretches as well.
+  const budget = Math.ceil(pieces * 1.2);
+  const hm = await loadModel(dir, { key: 'mini-room', segmentCacheBytes: budget });
+  fixtures.push(hm);
+  const whole = await run(hm, { invokes: [{ tokens: tokens[0]!.tokens, block: 'async (m) => await m.output' }] });
+  const runs: number[] = [];
+  for (let i = 0; i <= PROMOTE_AFTER + 1; i++) {
+    const r = await run(hm, req);
+    runs.push(r.timings.segmentRuns);
+    assert.ok(sameBits(tensor(whole.invokes[0]!.result), tensor(r.invokes[0]!.result)), `run ${i}: bit-identical`);
+  }
+  assert.ok(runs[0]! > 2, `pieces first: ${runs}`);
+  assert.deepEqual(runs.slice(PROMOTE_AFTER), [2, 2], 'then each stretch as one segment');
+  const stats = hm.segmentStats();
+  assert.ok(stats.evicted > 0, 'the pieces were evicted');
+  assert.ok(stats.cachedBytes - pinned <= budget, `the cache keeps to its budget: ${stats.cachedBytes - pinned}`);
+});
+
+test('a piece another cut set runs too neither makes room for a stretch nor is evicted for it', async () => {
+  const dir = ensureModel('gpt2-mini');
+  const a = { invokes: [{ tokens: tokens[0]!.tokens, block: readAll(['transformer.h[0].attn.output']) }] };
+  const b = { invokes: [{ tokens: tokens[0]!.tokens, block: readAll(['transformer.h[1].attn.output']) }] };
+  const probe = await loadModel(dir, { key: 'mini-probe-shared' });
+  fixtures.push(probe);
+  const pinned = probe.segmentStats().cachedBytes;
+  await run(probe, a);
+  await run(probe, b);
+  const pieces = probe.segmentStats().cachedBytes - pinned;
+  // Room for both cut sets' pieces, not for a stretch on top unless pieces only it runs go.
+  const hm = await loadModel(dir, { key: 'mini-shared', segmentCacheBytes: Math.ceil(pieces * 1.2) });
+  fixtures.push(hm);
+  const whole = await run(hm, { invokes: [{ tokens: tokens[0]!.tokens, block: 'async (m) => await m.output' }] });
+  for (let i = 0; i <= PROMOTE_AFTER + 2; i++) {
+    for (const req of [a, b]) {
+      const r = await run(hm, req);
+      assert.ok(sameBits(tensor(whole.invokes[0]!.result), tensor(r.invokes[0]!.result)), `round ${i}: bit-identical`);
+    }
+  }
+  const stats = hm.segmentStats();
+  assert.equal(stats.recompiled, 0, `no segment was evicted and compiled again: ${JSON.stringify(stats)}`);
+  assert.ok(stats.cachedBytes - pinned <= Math.ceil(pieces * 1.2), 'the cache keeps to its budget');
+});

@@ -137,13 +137,13 @@ export class ForwardPass implements ForwardRun {
     const at = whole ? [] : (this.hooks.splits ?? []).filter((p) => p > start && p < end);
     if (at.length === 0) return this.run({ start, end });
     const full = this.fullSpec({ start, end });
-    if (!params && (this.cache.holds(full) || this.cache.promote(full, this.hooks.repeated ? 0 : PROMOTE_AFTER)))
-      return this.run({ start, end }, full);
-    let from = start;
-    for (const p of [...at, end]) {
-      await this.run({ start: from, end: p });
-      from = p;
-    }
+    if (this.cache.holds(full)) return this.run({ start, end }, full);
+    const bounds = [start, ...at, end];
+    const pieces = at.concat(end).map((p, i) => this.fullSpec({ start: bounds[i]!, end: p }));
+    // A pass with a swapped parameter never compiles a stretch (it only counts which stretches run its pieces).
+    const after = params ? Number.POSITIVE_INFINITY : this.hooks.repeated ? 0 : PROMOTE_AFTER;
+    if (this.cache.promote(full, after, pieces)) return this.run({ start, end }, full);
+    for (const piece of pieces) await this.run({ start: piece.start, end: piece.end }, piece);
   }
 
   private reads(tensor: string, start: number, end: number): boolean {
@@ -177,7 +177,8 @@ export class ForwardPass implements ForwardRun {
   /** Runs one segment; `full` is `spec` as it runs, when the caller has worked it out already. */
   private async run(spec: SegmentSpec, full = this.fullSpec(spec)): Promise<void> {
     const aliases = full.aliases ?? [];
-    const seg = await this.cache.acquire(full);
+    const got = this.cache.acquire(full);
+    const seg = got instanceof Promise ? await got : got;
     try {
       const kept = this.record ? new Map(seg.plan.inputs.map((n) => [n, this.table.get(n)!])) : undefined;
       const t0 = performance.now();
@@ -197,11 +198,23 @@ export class ForwardPass implements ForwardRun {
 
   /** Drops tensors no later node reads (graph outputs and alias tensors stay until the pass ends). */
   private prune(): void {
-    const graphOutputs = new Set(this.g.graphOutputs.map((v) => v.name));
+    const graphOutputs = graphOutputNames(this.g);
     for (const name of this.table.keys()) {
       if (graphOutputs.has(name)) continue;
       const last = this.lastRead.get(name);
       if (last !== undefined && last < this.pos) this.table.delete(name);
     }
   }
+}
+
+const outputNames = new WeakMap<ModelGraph, ReadonlySet<string>>();
+
+/** The graph's output names (made once per graph). */
+function graphOutputNames(g: ModelGraph): ReadonlySet<string> {
+  let names = outputNames.get(g);
+  if (names === undefined) {
+    names = new Set(g.graphOutputs.map((v) => v.name));
+    outputNames.set(g, names);
+  }
+  return names;
 }

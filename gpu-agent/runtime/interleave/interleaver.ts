@@ -9,7 +9,13 @@
 //
 // Besides module points a block may CALL a module on tensors (module-call.ts), wait at a barrier (barriers.ts) and
 // CACHE points (caches.ts). Messages and their rules: messages.ts. Several traces on one channel: trace-session.ts.
-import type { BlockChannel, BlockError, StartRequest, TensorPayload } from '../../../protocol/interleave.js';
+import type {
+  BlockChannel,
+  BlockError,
+  BlockToHost,
+  StartRequest,
+  TensorPayload,
+} from '../../../protocol/interleave.js';
 import { formatAddr, stepAddr } from '../../../protocol/interleave.js';
 import { rowsView, sliceRows } from '../../../protocol/tensor-payload.js';
 import { pointKey } from '../../../protocol/manifest.js';
@@ -358,8 +364,9 @@ export class Interleaver implements PassView {
   skippedByAll(): ModuleNode[] {
     const first = this.mediators[0];
     if (!first) return [];
-    return first.skips
-      .keysAt(this.step)
+    const keys = first.skips.keysAt(this.step);
+    if (keys.length === 0) return [];
+    return keys
       .filter((path) => this.mediators.every((i) => i.skips.has(this.step, path)))
       .map((path) => this.ctx.graph.modules.get(path)!);
   }
@@ -467,8 +474,11 @@ export class Interleaver implements PassView {
   async settleAll(): Promise<void> {
     while (this.mediators.some((i) => i.status === 'running')) {
       const b = this.batch;
-      const stall = b ? setTimeout(() => b.stalled(this), b.stallMs) : undefined;
-      const msg = await this.messages.receive().finally(() => clearTimeout(stall));
+      let msg: BlockToHost;
+      if (b) {
+        const stall = setTimeout(() => b.stalled(this), b.stallMs);
+        msg = await this.messages.receive().finally(() => clearTimeout(stall));
+      } else msg = await this.messages.receive();
       await this.guarded(() => this.messages.handle(msg));
     }
   }

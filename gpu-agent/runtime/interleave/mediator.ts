@@ -80,10 +80,14 @@ export class StepKeyed<T> {
   }
 
   /** The keys set for `step`, in the order they were set. */
-  keysAt(step: number): string[] {
-    return [...(this.byStep.get(step)?.keys() ?? [])];
+  keysAt(step: number): readonly string[] {
+    const m = this.byStep.get(step);
+    return m === undefined || m.size === 0 ? NONE : [...m.keys()];
   }
 }
+
+/** The keys of a step with nothing set (shared: callers only read it). */
+const NONE: readonly string[] = [];
 
 export class Mediator {
   private state: MediatorState = { status: 'running' };

@@ -20,6 +20,8 @@ export interface CompiledSegment {
 
 interface Entry {
   seg: Promise<CompiledSegment>;
+  /** The segment once compiled. */
+  ready?: CompiledSegment;
   bytes: number;
   pinned: boolean;
   inUse: number;
@@ -32,6 +34,8 @@ export interface SegmentCacheStats {
   compileMs: number;
   hits: number;
   evicted: number;
+  /** Compiles of a segment that had been evicted (the cache is too small for what comes back). */
+  recompiled: number;
   cachedBytes: number;
   entries: number;
 }
@@ -42,9 +46,13 @@ const MAX_SPLIT_COUNTS = 4096;
 export class SegmentCache {
   private readonly entries = new Map<string, Entry>();
   private clock = 0;
-  private readonly stats = { compiled: 0, hits: 0, evicted: 0, compileMs: 0 };
+  private readonly stats = { compiled: 0, hits: 0, evicted: 0, recompiled: 0, compileMs: 0 };
+  /** Keys evicted (the latest MAX_SPLIT_COUNTS), to count what is compiled again. */
+  private readonly evictedKeys = new Set<string>();
   /** Stretches run split into layer pieces: how often, and (once asked) the weight bytes of the stretch as one segment. */
   private readonly splitRuns = new Map<string, { runs: number; bytes: number | undefined }>();
+  /** Layer pieces: the one stretch that runs each, or null once several do (a piece shared by cut sets). */
+  private readonly pieceOwner = new Map<string, string | null>();
 
   constructor(
     private readonly base: ModelProto,
@@ -56,7 +64,7 @@ export class SegmentCache {
   ) {}
 
   /** The compiled segment, marked in use until `release` is called with it. */
-  acquire(spec: SegmentSpec): Promise<CompiledSegment> {
+  acquire(spec: SegmentSpec): CompiledSegment | Promise<CompiledSegment> {
     const pinned =
       spec.start === 0 && spec.end === this.graph.nodes.length && !spec.extraOutputs?.length && !spec.aliases?.length;
     return this.acquireBuilt(
@@ -68,7 +76,7 @@ export class SegmentCache {
   }
 
   /** A plan made elsewhere over this model's graph (a module call's sub-graph), compiled like a segment under its key. */
-  acquirePlan(plan: SegmentPlan): Promise<CompiledSegment> {
+  acquirePlan(plan: SegmentPlan): CompiledSegment | Promise<CompiledSegment> {
     return this.acquireBuilt(
       plan.key,
       () => plan,
@@ -80,7 +88,23 @@ export class SegmentCache {
    * A sub-model planned elsewhere (the backward's gradient segments), compiled and cached with the forward segments
    * under its own key: the same LRU and weight-bytes budget, the same session settings.
    */
-  async acquireBuilt<P extends SegmentPlan>(
+  acquireBuilt<P extends SegmentPlan>(
+    key: string,
+    plan: () => P,
+    model: (plan: P) => ModelProto,
+    pinned = false,
+  ): CompiledSegment | Promise<CompiledSegment> {
+    // Compiled already (the common case): answered at once, so a request's cut adds no promises here.
+    const e = this.entries.get(key);
+    if (e?.ready === undefined) return this.acquireAsync(key, plan, model, pinned);
+    this.stats.hits++;
+    e.inUse++;
+    e.lastUsed = ++this.clock;
+    this.evict();
+    return e.ready;
+  }
+
+  private async acquireAsync<P extends SegmentPlan>(
     key: string,
     plan: () => P,
     model: (plan: P) => ModelProto,
@@ -94,8 +118,14 @@ export class SegmentCache {
       e = { seg: this.compile(p, () => model(p), bytes), bytes, pinned, inUse: 0, lastUsed: 0 };
       this.entries.set(key, e);
       this.stats.compiled++;
-      const failed = e;
-      failed.seg.catch(() => this.entries.get(key) === failed && this.entries.delete(key));
+      if (this.evictedKeys.delete(key)) this.stats.recompiled++;
+      const made = e;
+      made.seg.then(
+        (seg) => {
+          made.ready = seg;
+        },
+        () => this.entries.get(key) === made && this.entries.delete(key),
+      );
     }
     e.inUse++;
     e.lastUsed = ++this.clock;
@@ -105,7 +135,7 @@ export class SegmentCache {
       e.inUse--;
       throw err;
     } finally {
-      void this.evict();
+      this.evict();
     }
   }
 
@@ -115,10 +145,13 @@ export class SegmentCache {
   }
 
   /**
-   * Counts one more time the segment `spec` is asked for while not compiled; true once it has been asked for more
-   * than `after` times (0: at once) and compiling it now would keep the cache within its budget (evict nothing).
+   * Counts one more time the stretch `spec` is asked for while not compiled, run as `pieces`; true once it has been
+   * asked for more than `after` times (0: at once; Infinity: never, only counted) and compiling it now keeps the cache
+   * within its budget. The pieces that only this stretch runs make room for it: once it runs as one segment nothing
+   * runs them, so they go first when the cache evicts. A piece other stretches run too (a layer piece every cut set
+   * shares) neither makes room nor is pushed out.
    */
-  promote(spec: SegmentSpec, after: number): boolean {
+  promote(spec: SegmentSpec, after: number, pieces: SegmentSpec[] = []): boolean {
     const key = segmentKey(spec);
     let counted = this.splitRuns.get(key);
     if (counted === undefined) {
@@ -126,9 +159,24 @@ export class SegmentCache {
       counted = { runs: 0, bytes: undefined };
       this.splitRuns.set(key, counted);
     }
+    const pieceKeys = pieces.map(segmentKey);
+    for (const p of pieceKeys) {
+      const owner = this.pieceOwner.get(p);
+      if (owner === undefined) {
+        if (this.pieceOwner.size >= MAX_SPLIT_COUNTS) this.pieceOwner.delete(this.pieceOwner.keys().next().value!);
+        this.pieceOwner.set(p, key);
+      } else if (owner !== key) this.pieceOwner.set(p, null);
+    }
     if (++counted.runs <= after) return false;
     counted.bytes ??= this.weightBytes(planSegment(this.graph, spec));
-    return this.unpinnedBytes() + counted.bytes <= this.budgetBytes;
+    const own = pieceKeys
+      .filter((p) => this.pieceOwner.get(p) === key)
+      .map((p) => this.entries.get(p))
+      .filter((e): e is Entry => e !== undefined && !e.pinned && e.inUse === 0);
+    const freed = own.reduce((n, e) => n + e.bytes, 0);
+    if (this.unpinnedBytes() - freed + counted.bytes > this.budgetBytes) return false;
+    for (const e of own) e.lastUsed = 0;
+    return true;
   }
 
   /** Weight bytes a segment's session pre-packs: its initializers'. */
@@ -137,13 +185,15 @@ export class SegmentCache {
   }
 
   private unpinnedBytes(): number {
-    return [...this.entries.values()].reduce((n, e) => n + (e.pinned ? 0 : e.bytes), 0);
+    let n = 0;
+    for (const e of this.entries.values()) if (!e.pinned) n += e.bytes;
+    return n;
   }
 
   release(seg: CompiledSegment): void {
     const e = this.entries.get(seg.plan.key);
     if (e && e.inUse > 0) e.inUse--;
-    void this.evict();
+    this.evict();
   }
 
   private async compile(plan: SegmentPlan, build: () => ModelProto, bytes: number): Promise<CompiledSegment> {
@@ -155,7 +205,7 @@ export class SegmentCache {
     return { plan, session, weightBytes: bytes, compileMs };
   }
 
-  private async evict(): Promise<void> {
+  private evict(): void {
     let total = this.unpinnedBytes();
     if (total <= this.budgetBytes) return;
     const victims = [...this.entries.entries()]
@@ -166,6 +216,8 @@ export class SegmentCache {
       this.entries.delete(key);
       total -= e.bytes;
       this.stats.evicted++;
+      if (this.evictedKeys.size >= MAX_SPLIT_COUNTS) this.evictedKeys.delete(this.evictedKeys.values().next().value!);
+      this.evictedKeys.add(key);
       e.seg.then((s) => s.session?.release()).catch(() => {});
     }
   }

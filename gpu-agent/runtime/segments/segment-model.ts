@@ -37,6 +37,7 @@ export interface SegmentPlan {
 }
 
 export function segmentKey(spec: SegmentSpec): string {
+  if (!spec.extraOutputs?.length && !spec.aliases?.length && !spec.only) return `${spec.start}:${spec.end}||`;
   const extra = [...(spec.extraOutputs ?? [])].sort().join(',');
   const aliases = (spec.aliases ?? [])
     .map((a) => `${a.tensor}>${a.alias}@${a.from}-${a.to}`)
