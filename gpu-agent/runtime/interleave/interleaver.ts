@@ -38,6 +38,7 @@ import type { BatchHooks, Outcome } from './batch-trace.js';
 import { strictlyInside } from './pass-view.js';
 import type { InvokeResult, LogLine, RunRequest } from './request-types.js';
 import type { ReportedValue } from '../../../protocol/progress-report.js';
+import { type PrefixStore, feedsKey } from './prefix-reuse.js';
 
 export class Interleaver implements PassView {
   readonly mediators: Mediator[];
@@ -66,6 +67,10 @@ export class Interleaver implements PassView {
   readonly edits: Edits;
   readonly params: ParameterSwaps;
   private readonly messages: Messages;
+  /** The session's prefixes (prefix-reuse.ts): set by the session for its traces; absent for a lone request or a batch. */
+  prefixes: PrefixStore | undefined;
+  /** The current pass's feeds key, while the pass may still take or leave a prefix (until its first stop). */
+  private prefixKey: string | undefined;
 
   constructor(
     readonly ctx: HostContext,
@@ -212,6 +217,10 @@ export class Interleaver implements PassView {
     const record = this.grads.recording ? new ForwardRecord(this.step, fed.batch, fed.seq) : undefined;
     const pass = this.ctx.startPass(feeds, this.timings, record, this.passHooks(record !== undefined));
     this.params.applyTo(pass);
+    this.prefixKey =
+      this.prefixes && this.gen === null && this.step === 0 && !record && pass.aliases.length === 0 && pass.resume
+        ? feedsKey(feeds)
+        : undefined;
     return pass;
   }
 
@@ -375,8 +384,34 @@ export class Interleaver implements PassView {
   private async advance(cut: number): Promise<void> {
     const pass = this.pass!;
     if (pass.pos >= cut) return;
+    // The pass's first stop, nothing served yet: it may start from an earlier trace's prefix and leave its own.
+    const key = this.rank === -1 ? this.prefixKey : undefined;
+    this.prefixKey = undefined;
+    const prefixes = key === undefined ? undefined : this.prefixes;
+    if (prefixes && pass.pos === 0) {
+      const s = prefixes.find(key!, cut, (pos) => this.untouchedBefore(pos));
+      if (s) {
+        pass.resume!(s.pos, s.table);
+        prefixes.reused++;
+        prefixes.nodesSkipped += s.pos;
+      }
+    }
     await pass.runTo(cut, this.skippedByAll(), (m) => this.edits.skipOutputs(m));
     this.deadline.check();
+    if (prefixes && cut < this.ctx.graph.nodes.length && this.untouchedBefore(cut)) prefixes.put(key!, cut, pass.table);
+  }
+
+  /**
+   * True when nothing of this step changes or records the pass before node `pos`: no invoke skips a module starting
+   * there and no cached point lies at or before it (the pass there is the same for every trace with these feeds).
+   */
+  private untouchedBefore(pos: number): boolean {
+    const modules = this.ctx.graph.modules;
+    for (const inv of this.mediators) {
+      if (inv.skips.keysAt(this.step).some((path) => modules.get(path)!.start < pos)) return false;
+      for (const c of inv.caches.values()) if (c.step === this.step && c.points.some((p) => p.cut <= pos)) return false;
+    }
+    return true;
   }
 
   private async serve(p: ObservationPoint): Promise<void> {
