@@ -10,6 +10,7 @@ import { loadModel } from '../../gpu-agent/runtime/index.js';
 import type { HostedModel, SessionRequest } from '../../gpu-agent/runtime/index.js';
 import type { Tensor } from '../../gpu-agent/block/api/tensor.js';
 import { tinyModel as sandboxModel, tinySandbox } from '../sandbox/helpers.js';
+import { variants } from './hf-fixtures.js';
 import { inProcess, run, sameBits, tinyModel, value } from './tiny-model.js';
 
 const A = [464, 2068, 7586, 21831, 18045, 625, 262];
@@ -138,5 +139,38 @@ test('a sandboxed session reuses prefixes too and gives the in-process bits', as
     assert.equal(inside.traces[3]!.timings.segmentRuns, control.traces[3]!.timings.segmentRuns);
   } finally {
     await sb.close();
+  }
+});
+
+test("a model output a snapshot holds reaches a trusted block as a copy: writing into it leaves later traces' bits alone", async () => {
+  // BERT's last_hidden_state is a graph output computed before the pooler: a snapshot at the pooler's input holds it.
+  const v = variants().find((x) => x.label === 'bert/dynamo')!;
+  const hm = await loadModel(v.dir, { key: v.label });
+  try {
+    const tokens = [1, 5, 9, 2];
+    const s = await hm.runSession(
+      {
+        traces: [
+          { invokes: [{ tokens, block: 'async (m) => { await m.pooler.input; return 1; }' }] },
+          {
+            invokes: [
+              {
+                tokens,
+                block:
+                  'async (m) => { const [h] = await m.output; const before = h.clone(); h.data.fill(7); return before; }',
+              },
+            ],
+          },
+          { invokes: [{ tokens, block: 'async (m) => (await m.output)[0]' }] },
+        ],
+      },
+      inProcess(hm),
+    );
+    assert.ok(s.traces[2]!.timings.segmentRuns < s.traces[0]!.timings.segmentRuns, 'the last trace took the prefix');
+    const before = value(s.traces[1]!.invokes[0]!.result) as Tensor;
+    const after = value(s.traces[2]!.invokes[0]!.result) as Tensor;
+    assert.ok(sameBits(before, after), 'trace 2 sees what trace 1 saw before writing into it');
+  } finally {
+    await hm.close();
   }
 });

@@ -462,8 +462,8 @@ export class Interleaver implements PassView {
   /**
    * The invoke's rows of the point's tensors: copies, so a block can never change what the pass computes next — except
    * where the host will not read the tensor again (the model's outputs once the pass has ended, when no tokens are
-   * chosen from them and no backward reads them): there the rows are a view, and N invokes reading a 50257-wide
-   * logits batch cost no copy of it.
+   * chosen from them and no backward reads them, and no prefix snapshot of the session holds them): there the rows are a
+   * view, and N invokes reading a 50257-wide logits batch cost no copy of it.
    */
   valuesFor(inv: Mediator, p: ObservationPoint): TensorPayload[] {
     const pass = this.pass!;
@@ -477,7 +477,10 @@ export class Interleaver implements PassView {
         );
       const payload = ortToPayload(t);
       if (!this.ctx.batched(name)) return { ...payload, data: payload.data.slice() };
-      return final ? rowsView(payload, inv.row, inv.rows) : sliceRows(payload, inv.row, inv.rows);
+      // A model output computed before a prefix snapshot (a KV output of an early layer) is shared with later traces.
+      return final && !this.prefixes?.holds(t)
+        ? rowsView(payload, inv.row, inv.rows)
+        : sliceRows(payload, inv.row, inv.rows);
     });
   }
 

@@ -25,6 +25,8 @@ export class PrefixStore {
   /** Least recently used first. */
   private readonly entries: PrefixSnapshot[] = [];
   private held = 0;
+  /** Every tensor some snapshot holds (never handed to a block as a view: a trusted block could write into it). */
+  private readonly kept = new WeakSet<OrtTensor>();
   /** Passes that started from a snapshot, and the nodes they did not run. */
   reused = 0;
   nodesSkipped = 0;
@@ -60,6 +62,12 @@ export class PrefixStore {
     while (this.held + bytes > this.limitBytes) this.held -= this.entries.shift()!.bytes;
     this.entries.push({ key, pos, table: new Map(table), bytes });
     this.held += bytes;
+    for (const t of table.values()) this.kept.add(t);
+  }
+
+  /** Whether a snapshot holds (or held) `t`. */
+  holds(t: OrtTensor): boolean {
+    return this.kept.has(t);
   }
 }
 
