@@ -390,11 +390,7 @@ export class Interleaver implements PassView {
     const prefixes = key === undefined ? undefined : this.prefixes;
     if (prefixes && pass.pos === 0) {
       const s = prefixes.find(key!, cut, (pos) => this.untouchedBefore(pos));
-      if (s) {
-        pass.resume!(s.pos, s.table);
-        prefixes.reused++;
-        prefixes.nodesSkipped += s.pos;
-      }
+      if (s) pass.resume!(s.pos, s.table);
     }
     await pass.runTo(cut, this.skippedByAll(), (m) => this.edits.skipOutputs(m));
     this.deadline.check();

@@ -6,7 +6,7 @@
 // generation), not recorded for a backward, no parameter swapped, no module skipped and no point cached before the
 // snapshot's position. The snapshot's tensors are the pass's own segment outputs, which nothing writes in place (a swap
 // copies a tensor it does not own), so reusing one is bit-identical to computing it again. The store holds at most
-// `limitBytes` of tensors (the least recently used snapshots go first); it lives as long as its session.
+// `limitBytes` of distinct tensors (the least recently used snapshots go first); it lives as long as its session.
 import { createHash } from 'node:crypto';
 import type { OrtTensor } from '../ort/session.js';
 
@@ -15,7 +15,6 @@ export interface PrefixSnapshot {
   /** The pass's position (node index) when the snapshot was taken. */
   pos: number;
   table: ReadonlyMap<string, OrtTensor>;
-  bytes: number;
 }
 
 /** Default bytes of snapshots one session keeps (the agent's NDIF_AGENT_PREFIX_CACHE). */
@@ -24,15 +23,18 @@ export const DEFAULT_PREFIX_CACHE_BYTES = 256 * 2 ** 20;
 export class PrefixStore {
   /** Least recently used first. */
   private readonly entries: PrefixSnapshot[] = [];
+  /**
+   * How many snapshots hold each tensor: a later snapshot of the same pass shares the earlier one's tensors (its KV
+   * outputs, its mask), and a tensor counts once towards the limit however many hold it.
+   */
+  private readonly refs = new Map<OrtTensor, number>();
   private held = 0;
-  /** Every tensor some snapshot holds (never handed to a block as a view: a trusted block could write into it). */
+  /** Every tensor some snapshot holds or held (never handed to a block as a view: a trusted block could write into it). */
   private readonly kept = new WeakSet<OrtTensor>();
-  /** Passes that started from a snapshot, and the nodes they did not run. */
-  reused = 0;
-  nodesSkipped = 0;
 
   constructor(readonly limitBytes: number) {}
 
+  /** Bytes of the distinct tensors the snapshots hold. */
   get bytes(): number {
     return this.held;
   }
@@ -41,7 +43,7 @@ export class PrefixStore {
     return this.entries.length;
   }
 
-  /** The snapshot of `key` furthest along at or before `cut` that `usable` accepts. */
+  /** The snapshot of `key` furthest along at or before `cut` that `usable` accepts (it becomes the most recently used). */
   find(key: string, cut: number, usable: (pos: number) => boolean): PrefixSnapshot | undefined {
     let best: PrefixSnapshot | undefined;
     for (const e of this.entries)
@@ -53,21 +55,38 @@ export class PrefixStore {
     return best;
   }
 
-  /** Keeps the table as it is at `pos` (a copy of the map; the tensors are shared). */
+  /**
+   * Keeps the table as it is at `pos` (a copy of the map; the tensors are shared), dropping the least recently used
+   * snapshots until it fits; a table larger than the limit on its own is not kept.
+   */
   put(key: string, pos: number, table: ReadonlyMap<string, OrtTensor>): void {
     if (this.entries.some((e) => e.key === key && e.pos === pos)) return;
-    let bytes = 0;
-    for (const t of table.values()) bytes += tensorBytes(t);
-    if (bytes > this.limitBytes) return;
-    while (this.held + bytes > this.limitBytes) this.held -= this.entries.shift()!.bytes;
-    this.entries.push({ key, pos, table: new Map(table), bytes });
-    this.held += bytes;
-    for (const t of table.values()) this.kept.add(t);
+    const tensors = [...new Set(table.values())];
+    if (tensors.reduce((n, t) => n + tensorBytes(t), 0) > this.limitBytes) return;
+    const fresh = () => tensors.reduce((n, t) => n + (this.refs.has(t) ? 0 : tensorBytes(t)), 0);
+    while (this.held + fresh() > this.limitBytes) this.drop(this.entries.shift()!);
+    this.held += fresh();
+    for (const t of tensors) {
+      this.refs.set(t, (this.refs.get(t) ?? 0) + 1);
+      this.kept.add(t);
+    }
+    this.entries.push({ key, pos, table: new Map(table) });
   }
 
   /** Whether a snapshot holds (or held) `t`. */
   holds(t: OrtTensor): boolean {
     return this.kept.has(t);
+  }
+
+  private drop(e: PrefixSnapshot): void {
+    for (const t of new Set(e.table.values())) {
+      const n = this.refs.get(t)! - 1;
+      if (n > 0) this.refs.set(t, n);
+      else {
+        this.refs.delete(t);
+        this.held -= tensorBytes(t);
+      }
+    }
   }
 }
 
