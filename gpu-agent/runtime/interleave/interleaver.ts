@@ -39,6 +39,8 @@ import { strictlyInside } from './pass-view.js';
 import type { InvokeResult, LogLine, RunRequest } from './request-types.js';
 import type { ReportedValue } from '../../../protocol/progress-report.js';
 import { type PrefixStore, feedsKey } from './prefix-reuse.js';
+import { headOnlyAt, keepPosition } from './head-positions.js';
+import { positionOf } from '../../../protocol/tensor-payload.js';
 
 export class Interleaver implements PassView {
   readonly mediators: Mediator[];
@@ -71,6 +73,8 @@ export class Interleaver implements PassView {
   prefixes: PrefixStore | undefined;
   /** The current pass's feeds key, while the pass may still take or leave a prefix (until its first stop). */
   private prefixKey: string | undefined;
+  /** The one position (from 0) the current pass computed the model's head for (head-positions.ts), if so. */
+  private headAt: number | undefined;
 
   constructor(
     readonly ctx: HostContext,
@@ -214,6 +218,7 @@ export class Interleaver implements PassView {
       : { batch: padded!.batch, seq: padded!.seq };
     const feeds = this.gen ? this.gen.feeder.feeds() : feedsFor(this.ctx.inputs, padded!);
     this.grads.endStep();
+    this.headAt = undefined;
     const record = this.grads.recording ? new ForwardRecord(this.step, fed.batch, fed.seq) : undefined;
     const pass = this.ctx.startPass(feeds, this.timings, record, this.passHooks(record !== undefined));
     this.params.applyTo(pass);
@@ -324,6 +329,18 @@ export class Interleaver implements PassView {
         this.caches.capture(target.cut, target.rank);
         await this.serveWaiters(target);
         continue;
+      }
+      const head =
+        this.gen === null && !this.pass!.record
+          ? headOnlyAt(
+              { ctx: this.ctx, mediators: this.mediators, step: this.step, width: this.width },
+              target,
+              this.pass!.pos,
+            )
+          : undefined;
+      if (head) {
+        await this.advance(head.start);
+        if (keepPosition(this.ctx, this.pass!.table, head.start, head.q, this.width)) this.headAt = head.q;
       }
       await this.advance(target.cut);
       this.rank = target.rank;
@@ -441,7 +458,7 @@ export class Interleaver implements PassView {
         await this.answerCache(inv, w.id);
         continue;
       }
-      const addr = this.addrOf(p);
+      const addr = waitAddr(w);
       const by = insideSkip
         ? `${insideSkip.path}, which every invoke`
         : this.skippedFor(inv, p)?.concat(', which this invoke');
@@ -450,7 +467,8 @@ export class Interleaver implements PassView {
         continue;
       }
       inv.resume();
-      this.channel.send({ kind: 'VALUE', invoke: inv.index, addr, values: this.valuesFor(inv, p) });
+      const position = w.kind === 'point' ? w.position : undefined;
+      this.channel.send({ kind: 'VALUE', invoke: inv.index, addr, values: this.valuesFor(inv, p, position) });
       await this.settleAll();
     }
   }
@@ -461,9 +479,36 @@ export class Interleaver implements PassView {
    * chosen from them and no backward reads them, and no prefix snapshot of the session holds them): there the rows are a
    * view, and N invokes reading a 50257-wide logits batch cost no copy of it.
    */
-  valuesFor(inv: Mediator, p: ObservationPoint): TensorPayload[] {
+  valuesFor(inv: Mediator, p: ObservationPoint, position?: number): TensorPayload[] {
     const pass = this.pass!;
     const final = pass.done && this.gen === null && !pass.record && p.path === '' && p.point === 'output';
+    const fail = (why: string) =>
+      new InterventionError(blockError('NotProvided', `${this.addrOf(p)}: ${why}`), inv.index);
+    if (final && this.headAt !== undefined) {
+      // The head ran for one position only: only a read of that position has a value.
+      const at = position === undefined ? undefined : position < 0 ? this.width + position : position;
+      if (at !== this.headAt)
+        throw fail(
+          `the model's last module was computed for position ${this.headAt} only (every invoke waiting there asked for that position alone)`,
+        );
+      return p.tensors.map((name) => {
+        const t = pass.table.get(name)!;
+        return this.ctx.batched(name) ? sliceRows(ortToPayload(t), inv.row, inv.rows) : ortToPayload(t);
+      });
+    }
+    const rows = this.rowsFor(inv, p, final);
+    if (position === undefined) return rows;
+    return rows.map((r, j) => {
+      if (!this.ctx.batched(p.tensors[j]!)) return r;
+      const one = positionOf(r, position);
+      if (!one) throw fail(`no position ${position} in a tensor of shape [${r.shape.join(', ')}]`);
+      return one;
+    });
+  }
+
+  /** The invoke's rows of the point's tensors (views of the final outputs where nothing reads them after). */
+  private rowsFor(inv: Mediator, p: ObservationPoint, final: boolean): TensorPayload[] {
+    const pass = this.pass!;
     return p.tensors.map((name) => {
       const t = pass.table.get(this.aliasFor(name, p) ?? name);
       if (!t)
