@@ -74,7 +74,7 @@ export class Interleaver implements PassView {
   /** The current pass's feeds key, while the pass may still take or leave a prefix (until its first stop). */
   private prefixKey: string | undefined;
   /** The one position (from 0) the current pass computed the model's head for (head-positions.ts), if so. */
-  private headAt: number | undefined;
+  protected headAt: number | undefined;
 
   constructor(
     readonly ctx: HostContext,
