@@ -137,14 +137,17 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
         params: { l },
       })),
     ];
-    const docsOnce = async (block: string) => {
+    const docsOnce = async (block: string, untrusted = false) => {
       const s = performance.now();
-      const values = (await ndif!.session(model, docsTraces(block), { timeoutMs: 120_000 })) as unknown[][];
+      const values = (await ndif!.session(model, docsTraces(block), {
+        timeoutMs: 120_000,
+        ...(untrusted ? { untrusted } : {}),
+      })) as unknown[][];
       return { ms: performance.now() - s, grid: values.slice(1) as number[][] };
     };
-    const docsWay = async (block: string) => {
-      await docsOnce(block);
-      const runs = [await docsOnce(block), await docsOnce(block)];
+    const docsWay = async (block: string, untrusted = false) => {
+      await docsOnce(block, untrusted);
+      const runs = [await docsOnce(block, untrusted), await docsOnce(block, untrusted)];
       let diff = 0;
       for (let l = 0; l < layers; l++)
         for (let p = 0; p < positions; p++) diff = Math.max(diff, Math.abs(runs[1]!.grid[l]![p]! - grid[l]![p]!));
@@ -152,6 +155,8 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
     };
     const docs = await docsWay(DOCS_PATCH);
     const awaited = await docsWay(DOCS_PATCH_AWAITED);
+    // The same session with its blocks in a sandbox runner (the values cross the runner's socket).
+    const sandboxed = await docsWay(DOCS_PATCH, true);
     const docsMs = docs.ms;
 
     // ---- the same sweep as one request per (layer, position)
@@ -224,6 +229,8 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
       docs_way_per_patch_ms: round(docsMs / (layers * positions)),
       docs_way_speedup: round(baselineS / (docsMs / 1000)),
       docs_way_max_abs_diff_vs_sweep: Number(docs.diff.toExponential(3)),
+      docs_way_sandboxed_per_patch_ms: round(sandboxed.ms / (layers * positions)),
+      docs_way_sandboxed_max_abs_diff_vs_sweep: Number(sandboxed.diff.toExponential(3)),
       awaited_logits_per_patch_ms: round(awaited.ms / (layers * positions)),
       awaited_logits_speedup: round(baselineS / (awaited.ms / 1000)),
       awaited_logits_max_abs_diff_vs_sweep: Number(awaited.diff.toExponential(3)),
