@@ -45,6 +45,22 @@ const PATCH_BLOCK = `async (m, ctx, { l, n }) => {
   return S.logits.get(p, 0, ${A}) - S.logits.get(p, 0, ${B});
 }`;
 
+/**
+ * The sweep written as docs/sdk.md's patching example (no skips, no stop, no head call): trace 0 caches the clean run's
+ * layer outputs; trace l (params { l }) has one corrupt invoke per position, each swapping its position of layer l's
+ * output and reading the logits at the last position (`m.output.slice(0, -1)` before the await; DOCS_PATCH_AWAITED
+ * awaits the whole logits and slices them).
+ */
+const DOCS_CACHE = 'async (m, ctx) => { ctx.shared.clean = await ctx.cache({ modules: [m.transformer.h] }); }';
+const DOCS_PATCH = `async (m, ctx, { l }) => {
+  const h = (await m.transformer.h[l].output).clone();
+  h.setSlice([0, ctx.invoke], ctx.shared.clean.transformer.h[l].output.slice(0, ctx.invoke));
+  m.transformer.h[l].output = h;
+  const last = await m.output.slice(0, -1);
+  return last.get(${A}) - last.get(${B});
+}`;
+const DOCS_PATCH_AWAITED = DOCS_PATCH.replace('await m.output.slice(0, -1)', '(await m.output).slice(0, -1)');
+
 /** The baseline's patching invoke (params { l, p }): the clean invoke hands layer l's output over at a barrier. */
 const BASELINE_CLEAN =
   'async (m, ctx, { l }) => { ctx.shared.h = await m.transformer.h[l].output; await ctx.barrier("h"); }';
@@ -80,6 +96,7 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
       NDIF_MODELS: model,
       NDIF_AGENT_GPUS: '1x16GiB',
       NDIF_AGENT_RAM: '8GiB',
+      ...(args.includes('--no-reuse') ? { NDIF_AGENT_PREFIX_CACHE: '0' } : {}),
     });
     ndif = new Fabric({ url: fabric.url, progress: false, onLog: null });
     const admin = new FabricAdmin(ndif.http);
@@ -110,6 +127,37 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
     const sweeps = [await sweepOnce(), await sweepOnce()];
     const sweepMs = median(sweeps.map((x) => x.ms));
     const grid = sweeps[1]!.grid;
+
+    // ---- the same sweep written the docs' way (docs/sdk.md): the session reuses each trace's unpatched prefix itself
+    const docsTraces = (block: string): SessionTrace[] => [
+      { input: clean, block: DOCS_CACHE },
+      ...Array.from({ length: layers }, (_, l) => ({
+        input: Array.from({ length: positions }, () => corrupt),
+        block,
+        params: { l },
+      })),
+    ];
+    const docsOnce = async (block: string, untrusted = false) => {
+      const s = performance.now();
+      const values = (await ndif!.session(model, docsTraces(block), {
+        timeoutMs: 120_000,
+        ...(untrusted ? { untrusted } : {}),
+      })) as unknown[][];
+      return { ms: performance.now() - s, grid: values.slice(1) as number[][] };
+    };
+    const docsWay = async (block: string, untrusted = false) => {
+      await docsOnce(block, untrusted);
+      const runs = [await docsOnce(block, untrusted), await docsOnce(block, untrusted)];
+      let diff = 0;
+      for (let l = 0; l < layers; l++)
+        for (let p = 0; p < positions; p++) diff = Math.max(diff, Math.abs(runs[1]!.grid[l]![p]! - grid[l]![p]!));
+      return { ms: median(runs.map((x) => x.ms)), diff };
+    };
+    const docs = await docsWay(DOCS_PATCH);
+    const awaited = await docsWay(DOCS_PATCH_AWAITED);
+    // The same session with its blocks in a sandbox runner (the values cross the runner's socket).
+    const sandboxed = await docsWay(DOCS_PATCH, true);
+    const docsMs = docs.ms;
 
     // ---- the same sweep as one request per (layer, position)
     const baselineOne = async (l: number, p: number) =>
@@ -177,6 +225,16 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
       per_patch_ms: round(sweepMs / (layers * positions)),
       max_abs_diff_vs_baseline: Number(worst.toExponential(3)),
       agree: worst <= 1e-4,
+      docs_way_s: round(docsMs / 1000),
+      docs_way_per_patch_ms: round(docsMs / (layers * positions)),
+      docs_way_speedup: round(baselineS / (docsMs / 1000)),
+      docs_way_max_abs_diff_vs_sweep: Number(docs.diff.toExponential(3)),
+      docs_way_sandboxed_per_patch_ms: round(sandboxed.ms / (layers * positions)),
+      docs_way_sandboxed_max_abs_diff_vs_sweep: Number(sandboxed.diff.toExponential(3)),
+      awaited_logits_per_patch_ms: round(awaited.ms / (layers * positions)),
+      awaited_logits_speedup: round(baselineS / (awaited.ms / 1000)),
+      awaited_logits_max_abs_diff_vs_sweep: Number(awaited.diff.toExponential(3)),
+      prefix_reuse: !args.includes('--no-reuse'),
       batch_requests_ms: round(median(batchMs)),
       plain_forward_ms: round(median(plainMs)),
       batch_over_forward: Number((median(batchMs) / median(plainMs)).toFixed(3)),

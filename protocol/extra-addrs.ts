@@ -1,5 +1,5 @@
 // Addresses of answers that are not module points: a module call's result (`@call:<id>`), a cache's values
-// (`@cache:<id>`), a module parameter (`@param:<path>`) and a barrier (`@barrier:<seq>:<parties>:<name>`). They travel in the ordinary WAIT / VALUE /
+// (`@cache:<id>`), a module parameter (`@param:<path>`), one position of a point (`@at:<position>:<addr>`) and a barrier (`@barrier:<seq>:<parties>:<name>`). They travel in the ordinary WAIT / VALUE /
 // RAISE messages; `@` never starts a module path, so none of them can be mistaken for `<path>.<point>.<step>`.
 
 /** The answer to CALL `id`: the module's outputs, or a RAISE saying why it could not be called. */
@@ -28,17 +28,30 @@ export function paramAddr(path: string): string {
   return `@param:${path}`;
 }
 
+/**
+ * One position (dim 1, the sequence) of a module point's tensors, `@at:<position>:<path>.<point>.<step>` (negative
+ * counts from the end): a WAIT for it is answered, where the point's WAIT would be, with the invoke's rows at that
+ * position only ([rows, 1, …]). `await m.output.slice(0, -1)`: the pass may then compute the model's last module for
+ * that position only.
+ */
+export function positionAddr(position: number, addr: string): string {
+  return `@at:${position}:${addr}`;
+}
+
 export type ExtraAddr =
   | { kind: 'call'; id: number }
   | { kind: 'cache'; id: number }
   | { kind: 'barrier'; name: string; seq: number; parties: number }
-  | { kind: 'param'; path: string };
+  | { kind: 'param'; path: string }
+  | { kind: 'at'; position: number; addr: string };
 
 /** The extra address `addr` names, or undefined when it is not one (a module point, a step start, a gradient). */
 export function parseExtraAddr(addr: string): ExtraAddr | undefined {
   if (!addr.startsWith('@')) return undefined;
   let m = /^@(call|cache):(\d+)$/.exec(addr);
   if (m) return { kind: m[1] as 'call' | 'cache', id: Number(m[2]) };
+  m = /^@at:(-?\d+):([^@][\s\S]*)$/.exec(addr);
+  if (m) return { kind: 'at', position: Number(m[1]), addr: m[2]! };
   m = /^@param:([\s\S]+)$/.exec(addr);
   if (m) return { kind: 'param', path: m[1]! };
   m = /^@barrier:(\d+):(\d+):([\s\S]+)$/.exec(addr);

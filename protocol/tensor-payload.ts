@@ -88,6 +88,21 @@ export function sliceRows(p: TensorPayload, start: number, count: number): Tenso
   return { dtype: p.dtype, shape: [count, ...p.shape.slice(1)], data };
 }
 
+/**
+ * A copy of position `position` along dimension 1 (negative: from the end), keeping the dimension: [rows, 1, …].
+ * Undefined when the tensor has fewer than two dimensions or no such position.
+ */
+export function positionOf(p: TensorPayload, position: number): TensorPayload | undefined {
+  const [rows, seq] = p.shape;
+  if (rows === undefined || seq === undefined) return undefined;
+  const q = position < 0 ? seq + position : position;
+  if (!Number.isInteger(q) || q < 0 || q >= seq) return undefined;
+  const inner = rows * seq === 0 ? 0 : p.data.byteLength / (rows * seq);
+  const data = new Uint8Array(rows * inner);
+  for (let r = 0; r < rows; r++) data.set(p.data.subarray((r * seq + q) * inner, (r * seq + q + 1) * inner), r * inner);
+  return { dtype: p.dtype, shape: [rows, 1, ...p.shape.slice(2)], data };
+}
+
 /** Index of the first NaN or ±Infinity, or -1. Non-float payloads are always finite. */
 export function firstNonFinite(p: TensorPayload): number {
   if (p.dtype === 'float32') {

@@ -8,10 +8,16 @@ import type { BlockContext } from '../../gpu-agent/block/api/block-context.js';
 /** A read of a module point: awaited for its value; `.grad` (after ctx.backward) reads the gradient there. */
 export type Read<T> = Promise<T> & { readonly grad: Promise<T> };
 
+/**
+ * A read of a module's output: also `.slice(i, q, …)` before the await, `q` an integer position of dim 1 (the
+ * sequence): the host sends that position alone (docs/interleaving.md, "One position of a read").
+ */
+export type OutputRead<T> = Read<T> & { slice(...specs: Parameters<Tensor['slice']>): Promise<Tensor> };
+
 /** One module of a hosted model as a block's `m` has it (docs/interleaving.md, "Block side API"). */
 export interface Module<O = Tensor | Tensor[]> {
   /** Its output: one Tensor, or Tensor[] when it has several; assigning swaps it (this invoke's rows). */
-  get output(): Read<O>;
+  get output(): OutputRead<O>;
   set output(v: O);
   get outputs(): Read<Tensor[]>;
   set outputs(v: Tensor[]);

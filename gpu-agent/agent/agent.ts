@@ -76,6 +76,7 @@ export class GpuAgent {
       log,
       config.provider,
       config.batchRows,
+      config.prefixCacheBytes,
     );
     this.requests = new RequestExecutor(
       config.agentId,

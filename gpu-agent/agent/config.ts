@@ -15,6 +15,7 @@
 //   NDIF_TOPIC_ASSIGNMENTS, NDIF_TOPIC_AGENT_EVENTS   topic names (defaults ndif.assignments, ndif.agent-events)
 //   NDIF_AGENT_STATE_DIR     where the agent keeps its last words for its next boot (default <tmp>/ndif-agent)
 //   NDIF_AGENT_BATCH_ROWS    most rows one batch of requests stacks into a forward pass (default 64; 1: no batching)
+//   NDIF_AGENT_PREFIX_CACHE  bytes of pass prefixes one session keeps for its later traces (default 256MiB; 0: no reuse)
 //   NDIF_AGENT_STALL_MS      the watchdog ends a process whose event loop is blocked this long (default 20000; 0: off)
 //   NDIF_AGENT_MEMORY_MAX    the agent's RSS at which a trusted block is stopped as OutOfMemory (default: 90 % of its cgroup's limit)
 //   NDIF_AGENT_MEMORY_FLOOR  the host's available memory at which the same happens (default max(256MiB, 5 % of RAM))
@@ -44,6 +45,8 @@ export interface AgentConfig {
   stallMs: number;
   /** Most rows a batch of requests stacks (gpu-agent/runtime/serving/batcher.ts); 1: no batching. */
   batchRows: number;
+  /** Bytes of pass prefixes one session keeps for its later traces (gpu-agent/runtime/interleave/prefix-reuse.ts). */
+  prefixCacheBytes: number | undefined;
   /** The agent's RSS above which the block running in it is stopped (OutOfMemory); undefined: the cgroup's, if any. */
   memoryMaxBytes: number | undefined;
   /** The host's available memory below which the same happens (before the kernel's OOM killer acts). */
@@ -152,6 +155,7 @@ export function agentConfigFromEnv(env: NodeJS.ProcessEnv = process.env, cuda = 
     stateDir: env.NDIF_AGENT_STATE_DIR || join(tmpdir(), 'ndif-agent'),
     stallMs: int(env, 'NDIF_AGENT_STALL_MS', 20_000, 0),
     batchRows: int(env, 'NDIF_AGENT_BATCH_ROWS', 64, 1),
+    prefixCacheBytes: env.NDIF_AGENT_PREFIX_CACHE?.trim() === '0' ? 0 : bytes(env, 'NDIF_AGENT_PREFIX_CACHE'),
     memoryMaxBytes: bytes(env, 'NDIF_AGENT_MEMORY_MAX'),
     memoryFloorBytes: bytes(env, 'NDIF_AGENT_MEMORY_FLOOR') ?? Math.max(256 * 2 ** 20, Math.round(totalmem() * 0.05)),
     logLimits: readLogLimits(env),

@@ -63,6 +63,8 @@ export class ReplicaHost {
     private readonly provider: ProviderChoice,
     /** NDIF_AGENT_BATCH_ROWS: most rows a batch of requests stacks (1: no batching). */
     private readonly batchRows?: number,
+    /** NDIF_AGENT_PREFIX_CACHE: bytes of pass prefixes one session keeps (0: no reuse). */
+    private readonly prefixCacheBytes?: number,
   ) {}
 
   /** The desired and actual state of every replica here. */
@@ -174,6 +176,7 @@ export class ReplicaHost {
         key: slot.modelKey,
         provider: this.provider,
         ...(this.batchRows === undefined ? {} : { batchRows: this.batchRows }),
+        ...(this.prefixCacheBytes === undefined ? {} : { prefixCacheBytes: this.prefixCacheBytes }),
         ...(a.quantize === undefined ? {} : { quantize: a.quantize }),
       });
     } catch (err) {

@@ -20,6 +20,7 @@ import type { TraceRun } from './interleave/host-context.js';
 import { planRequest, planSession } from './serving/request-plan.js';
 import type { PlannedRequest, RequestModel } from './serving/request-plan.js';
 import { ModelTurns } from './serving/model-turns.js';
+import { DEFAULT_PREFIX_CACHE_BYTES } from './interleave/prefix-reuse.js';
 import { DEFAULT_BATCH_ROWS, RequestBatcher, batchable } from './serving/batcher.js';
 import type { OpenChannel, RunRequest, RunResult, SessionRequest, SessionResult } from './interleave/request-types.js';
 
@@ -41,6 +42,8 @@ export class HostedModel {
   private constructor(
     private readonly loaded: LoadedModel,
     batchRows: number,
+    /** Bytes of pass prefixes a session keeps for its later traces (interleave/prefix-reuse.ts); 0: none. */
+    private readonly prefixCacheBytes: number,
   ) {
     this.batcher = batchRows > 1 ? new RequestBatcher(loaded.ctx, this.turns, batchRows) : undefined;
     this.key = loaded.key;
@@ -63,7 +66,11 @@ export class HostedModel {
   }
 
   static async load(dir: string, opts: LoadOptions = {}): Promise<HostedModel> {
-    return new HostedModel(await loadServedModel(dir, opts), opts.batchRows ?? DEFAULT_BATCH_ROWS);
+    return new HostedModel(
+      await loadServedModel(dir, opts),
+      opts.batchRows ?? DEFAULT_BATCH_ROWS,
+      opts.prefixCacheBytes ?? DEFAULT_PREFIX_CACHE_BYTES,
+    );
   }
 
   /** The model-level manifest (symbolic shapes), or with shapes resolved for `batch` rows of `sequence` tokens. */
@@ -136,6 +143,7 @@ export class HostedModel {
         timeoutMs: req.timeoutMs,
         signal: req.signal,
         onTrace: req.onTrace,
+        prefixCacheBytes: this.prefixCacheBytes,
         ...(req.progressIntervalMs === undefined ? {} : { progressIntervalMs: req.progressIntervalMs }),
       });
       return { requestId: traces[0]!.start.requestId, traces: results, timings: { totalMs: performance.now() - t0 } };

@@ -81,13 +81,14 @@ export const run = ndif.trace<typeof Gpt2Tiny>('gpt2-tiny', 'Hello', async (m, c
   const lens: Tensor = await m.lm_head.call(await m.transformer.ln_f.call(h));
   const inputs: Tensor[] = await m.transformer.h[1].attn.inputs;
   const unembed: Tensor = await m.lm_head.weight;
+  const last: Tensor = await m.output.slice(0, -1);
   m.transformer.h[0].attn.c_attn.bias = (await m.transformer.h[0].attn.c_attn.bias).mul(0);
   for (const layer of m.transformer.h) void layer.path;
   const shapes = await m.all(async (s, i) => (await s.transformer.h[m.transformer.h.length - 1].output).shape[i] ?? 0);
   const c = await ctx.cache({ modules: [m.transformer.h] });
   ctx.shared.h = c;
   await ctx.barrier('b');
-  return { lens: lens.shape, n: inputs.length, shapes, unembed: unembed.shape };
+  return { lens: lens.shape, n: inputs.length, shapes, unembed: unembed.shape, last: last.shape };
 });
 `;
   const ok = typecheck(mkdtempSync(join(dir, 'good-')), { ...decl, 'good.ts': good });

@@ -27,6 +27,7 @@ import { BLOCK_API_NAMES } from '../../../protocol/block-api-names.js';
 import { unknownModuleMessage } from '../../../protocol/module-paths.js';
 import { InterleaveError } from './block-errors.js';
 import type { InvokeSession } from '../host/invoke-session.js';
+import { withSlice } from './read-slice.js';
 import type { ManifestIndex } from './manifest-index.js';
 import { Tensor } from './tensor.js';
 import type { GradSession } from '../host/grad-session.js';
@@ -204,8 +205,11 @@ export function createModelProxy(session: InvokeSession, index: ManifestIndex, s
           case 'module':
             return (name: string) => moduleProxy(resolveChild(name));
           case 'output':
-            return graded(session.read(path, 'output', step, single), 'output', single, (v) =>
-              asTensors(v, `the new ${label}.output.grad`),
+            return withSlice(
+              graded(session.read(path, 'output', step, single), 'output', single, (v) =>
+                asTensors(v, `the new ${label}.output.grad`),
+              ),
+              { session, path, step, label },
             );
           case 'outputs':
             return graded(session.read(path, 'output', step, all), 'output', all, (v) =>

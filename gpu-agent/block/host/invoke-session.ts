@@ -3,7 +3,14 @@
 // a mistake throws at the user's own line: out-of-order access, shape and dtype of swaps, non-finite values.
 import type { BlockError, BlockToHost, Point, TensorPayload } from '../../../protocol/interleave.js';
 import { formatAddr, stepAddr } from '../../../protocol/interleave.js';
-import { barrierAddr, cacheAddr, callAddr, paramAddr, parseExtraAddr } from '../../../protocol/extra-addrs.js';
+import {
+  barrierAddr,
+  cacheAddr,
+  callAddr,
+  paramAddr,
+  parseExtraAddr,
+  positionAddr,
+} from '../../../protocol/extra-addrs.js';
 import { resolveShape } from '../../../protocol/manifest.js';
 import type { ManifestParameter, ManifestTensor } from '../../../protocol/manifest.js';
 import { firstNonFinite, isFloatDtype } from '../../../protocol/tensor-payload.js';
@@ -156,6 +163,20 @@ export class InvokeSession {
     return r;
   }
 
+  /** A read of one position (dim 1) of `path.point`: the invoke's rows there, [rows, 1, …] (read-slice.ts). */
+  readAt<T>(path: string, point: Point, step: number, position: number, map: (v: Tensor[]) => T): PendingRead<T> {
+    const addr = positionAddr(position, formatAddr({ path, point, step }));
+    let promise: Promise<Tensor[]>;
+    if (this.closed) promise = Promise.reject(this.closed);
+    else {
+      const rank = this.rankOf(path, point);
+      this.checkStep(step);
+      const r = this.enqueue(addr, step, rank, path || 'the model');
+      promise = r instanceof Promise ? r : r.promise;
+    }
+    return pendingRead(addr, promise, map, this.reads);
+  }
+
   /**
    * The read was made only to reach its `.grad` (`m.x.output.grad`, in the same expression): it is no read of the
    * value, so it is not tracked, and its WAIT, not sent yet, is withdrawn unless another read shares it.
@@ -192,6 +213,11 @@ export class InvokeSession {
       return [];
     }
     this.last = { step: w.step, rank: w.rank, addr };
+    if (extra?.kind === 'at') {
+      this.cache.set(addr, tensors);
+      w.resolve(tensors);
+      return [];
+    }
     if (extra?.kind === 'cache') {
       const points = this.cachePoints.get(addr) ?? [];
       this.cachePoints.delete(addr);

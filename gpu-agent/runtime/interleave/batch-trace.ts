@@ -29,6 +29,7 @@ export class BatchTrace extends Interleaver {
     f.rank = this.rank;
     f.endedWith = this.endedWith;
     f.finished = this.finished;
+    f.headAt = this.headAt;
     const ended = (i: Mediator) => {
       const m = new Mediator(i.index, i.row, i.rows);
       m.end({ tree: null, tensors: [] });

@@ -77,6 +77,15 @@ export class ForwardPass implements ForwardRun {
     return f;
   }
 
+  /** Continues from `table` at `pos`: what an identical pass had there, before anything was served (prefix-reuse.ts). */
+  resume(pos: number, table: ReadonlyMap<string, OrtTensor>): void {
+    if (this.pos !== 0 || this.aliases.length > 0 || this.record)
+      throw new Error('internal: resume of a pass under way');
+    this.table.clear();
+    for (const [name, t] of table) this.table.set(name, t);
+    this.pos = pos;
+  }
+
   get done(): boolean {
     return this.pos >= this.g.nodes.length;
   }

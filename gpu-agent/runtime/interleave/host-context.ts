@@ -37,6 +37,8 @@ export interface ForwardRun {
   /** Marks a tensor as the pass's own copy (a later swap may write its rows in place). */
   own(t: OrtTensor): OrtTensor;
   isOwned(t: OrtTensor): boolean;
+  /** Continues from a snapshot of an identical pass's table at `pos` (prefix-reuse.ts); absent where not supported. */
+  resume?(pos: number, table: ReadonlyMap<string, OrtTensor>): void;
   /** The pass continued apart from here (forward-pass.ts); absent where a pass cannot be split. */
   fork?(timings: PassTimings, hooks: PassHooks): ForwardRun;
 }
@@ -107,6 +109,8 @@ export interface TraceOptions {
   onTrace?: (e: TraceEvent) => void;
   /** Least time between two RUNNING events of a repeated trace (default 1000 ms). */
   progressIntervalMs?: number;
+  /** Bytes of pass prefixes a session of several traces (or a loop) keeps for its later traces (prefix-reuse.ts); 0: none. */
+  prefixCacheBytes?: number;
 }
 
 /** Separates a tensor's name from the module whose swapped input an alias carries. */

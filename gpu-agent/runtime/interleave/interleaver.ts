@@ -44,6 +44,9 @@ import type { BatchHooks, Outcome } from './batch-trace.js';
 import { strictlyInside } from './pass-view.js';
 import type { InvokeResult, LogLine, RunRequest } from './request-types.js';
 import type { ReportedValue } from '../../../protocol/progress-report.js';
+import { type PrefixStore, feedsKey } from './prefix-reuse.js';
+import { headOnlyAt, keepPosition } from './head-positions.js';
+import { positionOf } from '../../../protocol/tensor-payload.js';
 
 export class Interleaver implements PassView {
   readonly mediators: Mediator[];
@@ -72,6 +75,12 @@ export class Interleaver implements PassView {
   readonly edits: Edits;
   readonly params: ParameterSwaps;
   private readonly messages: Messages;
+  /** The session's prefixes (prefix-reuse.ts): set by the session for its traces; absent for a lone request or a batch. */
+  prefixes: PrefixStore | undefined;
+  /** The current pass's feeds key, while the pass may still take or leave a prefix (until its first stop). */
+  private prefixKey: string | undefined;
+  /** The one position (from 0) the current pass computed the model's head for (head-positions.ts), if so. */
+  protected headAt: number | undefined;
 
   constructor(
     readonly ctx: HostContext,
@@ -215,9 +224,14 @@ export class Interleaver implements PassView {
       : { batch: padded!.batch, seq: padded!.seq };
     const feeds = this.gen ? this.gen.feeder.feeds() : feedsFor(this.ctx.inputs, padded!);
     this.grads.endStep();
+    this.headAt = undefined;
     const record = this.grads.recording ? new ForwardRecord(this.step, fed.batch, fed.seq) : undefined;
     const pass = this.ctx.startPass(feeds, this.timings, record, this.passHooks(record !== undefined));
     this.params.applyTo(pass);
+    this.prefixKey =
+      this.prefixes && this.gen === null && this.step === 0 && !record && pass.aliases.length === 0 && pass.resume
+        ? feedsKey(feeds)
+        : undefined;
     return pass;
   }
 
@@ -322,6 +336,18 @@ export class Interleaver implements PassView {
         await this.serveWaiters(target);
         continue;
       }
+      const head =
+        this.gen === null && !this.pass!.record
+          ? headOnlyAt(
+              { ctx: this.ctx, mediators: this.mediators, step: this.step, width: this.width },
+              target,
+              this.pass!.pos,
+            )
+          : undefined;
+      if (head) {
+        await this.advance(head.start);
+        if (keepPosition(this.ctx, this.pass!.table, head.start, head.q, this.width)) this.headAt = head.q;
+      }
       await this.advance(target.cut);
       this.rank = target.rank;
       await this.serve(target);
@@ -382,8 +408,30 @@ export class Interleaver implements PassView {
   private async advance(cut: number): Promise<void> {
     const pass = this.pass!;
     if (pass.pos >= cut) return;
+    // The pass's first stop, nothing served yet: it may start from an earlier trace's prefix and leave its own.
+    const key = this.rank === -1 ? this.prefixKey : undefined;
+    this.prefixKey = undefined;
+    const prefixes = key === undefined ? undefined : this.prefixes;
+    if (prefixes && pass.pos === 0) {
+      const s = prefixes.find(key!, cut, (pos) => this.untouchedBefore(pos));
+      if (s) pass.resume!(s.pos, s.table);
+    }
     await pass.runTo(cut, this.skippedByAll(), (m) => this.edits.skipOutputs(m));
     this.deadline.check();
+    if (prefixes && cut < this.ctx.graph.nodes.length && this.untouchedBefore(cut)) prefixes.put(key!, cut, pass.table);
+  }
+
+  /**
+   * True when nothing of this step changes or records the pass before node `pos`: no invoke skips a module starting
+   * there and no cached point lies at or before it (the pass there is the same for every trace with these feeds).
+   */
+  private untouchedBefore(pos: number): boolean {
+    const modules = this.ctx.graph.modules;
+    for (const inv of this.mediators) {
+      if (inv.skips.keysAt(this.step).some((path) => modules.get(path)!.start < pos)) return false;
+      for (const c of inv.caches.values()) if (c.step === this.step && c.points.some((p) => p.cut <= pos)) return false;
+    }
+    return true;
   }
 
   private async serve(p: ObservationPoint): Promise<void> {
@@ -417,7 +465,7 @@ export class Interleaver implements PassView {
         await this.answerCache(inv, w.id);
         continue;
       }
-      const addr = this.addrOf(p);
+      const addr = waitAddr(w);
       const by = insideSkip
         ? `${insideSkip.path}, which every invoke`
         : this.skippedFor(inv, p)?.concat(', which this invoke');
@@ -426,7 +474,8 @@ export class Interleaver implements PassView {
         continue;
       }
       inv.resume();
-      this.channel.send({ kind: 'VALUE', invoke: inv.index, addr, values: this.valuesFor(inv, p) });
+      const position = w.kind === 'point' ? w.position : undefined;
+      this.channel.send({ kind: 'VALUE', invoke: inv.index, addr, values: this.valuesFor(inv, p, position) });
       await this.settleAll();
     }
   }
@@ -434,12 +483,39 @@ export class Interleaver implements PassView {
   /**
    * The invoke's rows of the point's tensors: copies, so a block can never change what the pass computes next — except
    * where the host will not read the tensor again (the model's outputs once the pass has ended, when no tokens are
-   * chosen from them and no backward reads them): there the rows are a view, and N invokes reading a 50257-wide
-   * logits batch cost no copy of it.
+   * chosen from them and no backward reads them, and no prefix snapshot of the session holds them): there the rows are a
+   * view, and N invokes reading a 50257-wide logits batch cost no copy of it.
    */
-  valuesFor(inv: Mediator, p: ObservationPoint): TensorPayload[] {
+  valuesFor(inv: Mediator, p: ObservationPoint, position?: number): TensorPayload[] {
     const pass = this.pass!;
     const final = pass.done && this.gen === null && !pass.record && p.path === '' && p.point === 'output';
+    const fail = (why: string) =>
+      new InterventionError(blockError('NotProvided', `${this.addrOf(p)}: ${why}`), inv.index);
+    if (final && this.headAt !== undefined) {
+      // The head ran for one position only: only a read of that position has a value.
+      const at = position === undefined ? undefined : position < 0 ? this.width + position : position;
+      if (at !== this.headAt)
+        throw fail(
+          `the model's last module was computed for position ${this.headAt} only (every invoke waiting there asked for that position alone)`,
+        );
+      return p.tensors.map((name) => {
+        const t = pass.table.get(name)!;
+        return this.ctx.batched(name) ? sliceRows(ortToPayload(t), inv.row, inv.rows) : ortToPayload(t);
+      });
+    }
+    const rows = this.rowsFor(inv, p, final);
+    if (position === undefined) return rows;
+    return rows.map((r, j) => {
+      if (!this.ctx.batched(p.tensors[j]!)) return r;
+      const one = positionOf(r, position);
+      if (!one) throw fail(`no position ${position} in a tensor of shape [${r.shape.join(', ')}]`);
+      return one;
+    });
+  }
+
+  /** The invoke's rows of the point's tensors (views of the final outputs where nothing reads them after). */
+  private rowsFor(inv: Mediator, p: ObservationPoint, final: boolean): TensorPayload[] {
+    const pass = this.pass!;
     return p.tensors.map((name) => {
       const t = pass.table.get(this.aliasFor(name, p) ?? name);
       if (!t)
@@ -449,7 +525,10 @@ export class Interleaver implements PassView {
         );
       const payload = ortToPayload(t);
       if (!this.ctx.batched(name)) return { ...payload, data: payload.data.slice() };
-      return final ? rowsView(payload, inv.row, inv.rows) : sliceRows(payload, inv.row, inv.rows);
+      // A model output computed before a prefix snapshot (a KV output of an early layer) is shared with later traces.
+      return final && !this.prefixes?.holds(t)
+        ? rowsView(payload, inv.row, inv.rows)
+        : sliceRows(payload, inv.row, inv.rows);
     });
   }
 

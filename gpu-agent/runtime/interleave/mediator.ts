@@ -3,6 +3,7 @@
 // pass: swaps and skips ahead, caches, its generated tokens and how it finished.
 import type { SavedTree, TensorPayload } from '../../../protocol/interleave.js';
 import { formatAddr, stepAddr } from '../../../protocol/interleave.js';
+import { positionAddr } from '../../../protocol/extra-addrs.js';
 import type { ObservationPoint } from '../graph/addresses.js';
 import type { Finish } from '../generation/stopping.js';
 import type { HostCache } from './caches.js';
@@ -10,7 +11,7 @@ import type { HostCache } from './caches.js';
 /** What a waiting invoke waits for. */
 export type Wait =
   /** A module point of step `step`. */
-  | { kind: 'point'; step: number; point: ObservationPoint }
+  | { kind: 'point'; step: number; point: ObservationPoint; position?: number }
   /** The start of step `step` (`step.<i>`, m.iter): before every point of the step. */
   | { kind: 'step'; step: number }
   /** Cache `id`: answered where the pass serves its last point. */
@@ -26,8 +27,10 @@ export type MediatorState = { status: 'running' } | { status: 'waiting'; wait: W
 /** The address a wait answers at. */
 export function waitAddr(w: Wait): string {
   switch (w.kind) {
-    case 'point':
-      return formatAddr({ path: w.point.path, point: w.point.point, step: w.step });
+    case 'point': {
+      const addr = formatAddr({ path: w.point.path, point: w.point.point, step: w.step });
+      return w.position === undefined ? addr : positionAddr(w.position, addr);
+    }
     case 'step':
       return stepAddr(w.step);
     case 'cache':

@@ -109,6 +109,7 @@ export class Messages {
         }
         if (extra?.kind === 'call')
           throw protocolError(`WAIT for ${msg.addr}: a module call is a CALL message, not a WAIT`, msg.invoke);
+        if (extra?.kind === 'at') return this.onWait(this.invoke(msg.invoke), extra.addr, extra.position, msg.addr);
         return this.onWait(this.invoke(msg.invoke), msg.addr);
       }
       case 'CALL':
@@ -180,14 +181,16 @@ export class Messages {
     return `${n} step${n === 1 ? '' : 's'} (numbered from 0)`;
   }
 
-  private onWait(inv: Mediator, addr: string): void {
+  /** A WAIT for a point (`position`: one position of it, asked as `sent`: `@at:<position>:<addr>`). */
+  private onWait(inv: Mediator, point: string, position?: number, sent = point): void {
     const r = this.run;
-    const stepWait = parseStepAddr(addr);
+    const addr = sent;
+    const stepWait = position === undefined ? parseStepAddr(point) : undefined;
     if (stepWait !== undefined) {
       this.onStepWait(inv, addr, stepWait);
       return;
     }
-    const resolved = this.resolve(addr);
+    const resolved = this.resolve(point);
     if ('type' in resolved) {
       this.raiseNow(inv, addr, resolved);
       return;
@@ -214,10 +217,10 @@ export class Messages {
       return;
     }
     if (a.step === r.step && p.rank === r.rank) {
-      r.channel.send({ kind: 'VALUE', invoke: inv.index, addr, values: r.valuesFor(inv, p) });
+      r.channel.send({ kind: 'VALUE', invoke: inv.index, addr, values: r.valuesFor(inv, p, position) });
       return;
     }
-    inv.park({ kind: 'point', step: a.step, point: p });
+    inv.park({ kind: 'point', step: a.step, point: p, ...(position === undefined ? {} : { position }) });
   }
 
   /** A wait for the start of step `step` (m.iter): answered there, or now when the pass is at it. */

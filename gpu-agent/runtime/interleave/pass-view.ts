@@ -26,7 +26,7 @@ export interface PassView {
   /** Whether (step, rank) lies behind the pass. */
   before(step: number, rank: number): boolean;
   /** The invoke's rows of the point's tensors. */
-  valuesFor(inv: Mediator, p: ObservationPoint): TensorPayload[];
+  valuesFor(inv: Mediator, p: ObservationPoint, position?: number): TensorPayload[];
   /** The alias carrying a swapped module input, when the point is that module's input. */
   aliasFor(tensor: string, p: ObservationPoint): string | undefined;
   /** Modules every invoke skips at this step. */

@@ -10,6 +10,7 @@ import { passTimings } from './pass-timings.js';
 import type { GenerationPlan, HostContext, TraceOptions, TraceRun } from './host-context.js';
 import { Interleaver } from './interleaver.js';
 import type { RunRequest, RunResult, TraceEvent } from './request-types.js';
+import { DEFAULT_PREFIX_CACHE_BYTES, PrefixStore } from './prefix-reuse.js';
 
 type Open = () => BlockChannel | Promise<BlockChannel>;
 
@@ -36,6 +37,10 @@ export async function runTraces(
   let channel: BlockChannel | undefined;
   let stopReason = 'completed';
   const results: RunResult[] = [];
+  // Traces after the first (or a loop's iterations) start from an earlier one's prefix where they share it.
+  const prefixBytes = opts.prefixCacheBytes ?? DEFAULT_PREFIX_CACHE_BYTES;
+  const severalPasses = traces.length > 1 || traces.some((t) => t.repeat !== undefined);
+  const prefixes = severalPasses && prefixBytes > 0 ? new PrefixStore(prefixBytes) : undefined;
   try {
     channel = await Promise.race([Promise.resolve(open()), deadline.expired]);
     for (let t = 0; t < traces.length; t++) {
@@ -64,6 +69,7 @@ export async function runTraces(
         const stats0 = ctx.cache.getStats();
         const session = traces.length > 1 || loop !== undefined;
         const run = new Interleaver(ctx, req, begin, channel, deadline, plan, session ? t : undefined);
+        run.prefixes = prefixes;
         let outcome: { steps: number; stoppedEarly: boolean };
         try {
           if (it > 0) deadline.check();

@@ -62,6 +62,8 @@ export interface LoadOptions {
   quantize?: QuantDtype;
   /** Most rows a batch of requests stacks into one forward pass (serving/batcher.ts; default 64; ≤ 1: no batching). */
   batchRows?: number;
+  /** Bytes of pass prefixes a session keeps for its later traces (interleave/prefix-reuse.ts; default 256 MiB; 0: none). */
+  prefixCacheBytes?: number;
 }
 
 /** A model ready to serve. */
