@@ -9,7 +9,11 @@ import type { ControlPlaneState } from '../projections/control-plane/state.js';
 import { DEFAULT_SCHEDULER_CONFIG, SCHEDULER_ACTOR, type SchedulerConfig } from './config.js';
 import { planRound } from './plan.js';
 
-/** Commands executed between two turns given to the event loop. */
+/**
+ * Commands executed between two turns given to the event loop. They are issued together: commands on different
+ * streams run concurrently (one stream's in order, StreamLocks) and their appends commit in one transaction of the
+ * store (one command at a time was one transaction each).
+ */
 const COMMANDS_PER_TURN = 8;
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
@@ -158,16 +162,7 @@ export class Scheduler {
       report.rounds++;
       let progressed = false;
       let head = 0;
-      let sinceYield = 0;
-      for (const p of planned) {
-        // Commands on an embedded store complete without a turn of the event loop: give HTTP and the
-        // transport a turn every few commands, so a round of hundreds of decisions does not hold the process.
-        if (++sinceYield > COMMANDS_PER_TURN) {
-          sinceYield = 0;
-          await nextTurn();
-        }
-        const entry: ExecutedCommand = { commandId: p.commandId, type: p.command.type, appended: 0 };
-        report.executed.push(entry);
+      const run = async (p: (typeof planned)[number], entry: ExecutedCommand): Promise<void> => {
         try {
           const r = await commands.execute(p.command, {
             commandId: p.commandId,
@@ -185,6 +180,20 @@ export class Scheduler {
           if (!isFabricError(e) || e.httpStatus >= 500) throw e;
           entry.refused = { code: e.code, message: e.message };
         }
+      };
+      for (let i = 0; i < planned.length; i += COMMANDS_PER_TURN) {
+        // Commands on an embedded store complete without a turn of the event loop: give HTTP and the
+        // transport a turn between groups, so a round of hundreds of decisions does not hold the process.
+        if (i > 0) await nextTurn();
+        const group: Promise<void>[] = [];
+        for (const p of planned.slice(i, i + COMMANDS_PER_TURN)) {
+          const entry: ExecutedCommand = { commandId: p.commandId, type: p.command.type, appended: 0 };
+          report.executed.push(entry);
+          group.push(run(p, entry));
+        }
+        // Every command of the group has ended before an error of one is thrown.
+        const ended = await Promise.allSettled(group);
+        for (const x of ended) if (x.status === 'rejected') throw x.reason;
       }
       if (!progressed) break;
       await view.waitForPosition(head);

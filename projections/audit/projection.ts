@@ -12,7 +12,11 @@ export interface AuditState {
   byModel: Map<string, number[]>;
   /** Positions per actor, ascending. */
   byActor: Map<string, number[]>;
-  /** Model of each request and deployment stream (request events other than RequestReceived carry no model key). */
+  /**
+   * Model of each request and deployment stream (request events other than RequestReceived carry no model key). In
+   * the control plane's composite view request streams are left out: their model is read from the request's view
+   * (`applyAudit`'s `model`), which holds the same requests (one map fewer to look up and keep per request).
+   */
   modelOfStream: Map<string, string>;
   /**
    * `at` (epoch ms) of each position: atMs[position - firstPosition]. The index covers the positions from
@@ -94,9 +98,13 @@ function modelOf(s: AuditState, e: StoredEvent): string | undefined {
   return stream.id;
 }
 
-export function applyAudit(s: AuditState, e: StoredEvent): AuditState {
-  const model = modelOf(s, e);
-  if (model !== undefined) push(s.byModel, model, e.position);
+/**
+ * `model`: the event's model when the caller knows it (the composite view: a request's, from its view), `null` when
+ * the caller knows the event has none; without it the index finds it through `modelOfStream`.
+ */
+export function applyAudit(s: AuditState, e: StoredEvent, model?: string | null): AuditState {
+  if (model === undefined) model = modelOf(s, e);
+  if (model !== undefined && model !== null) push(s.byModel, model, e.position);
   push(s.byActor, e.metadata.actor, e.position);
   if (s.atMs.length === 0) s.firstPosition = e.position;
   // Positions may have gaps (KurrentDB); the time index is by offset from the first, gaps filled with the last time.
@@ -115,7 +123,7 @@ export const auditProjection: Projection<AuditState> = {
   name: 'audit',
   version: AUDIT_PROJECTION_VERSION,
   initialState: initialAuditState,
-  apply: applyAudit,
+  apply: (s, e) => applyAudit(s, e),
   toSnapshot: (s) =>
     ({
       byModel: [...s.byModel.entries()],

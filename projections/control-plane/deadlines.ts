@@ -80,10 +80,10 @@ export function trackDeadlines(
 ): void {
   const v = requests.byId.get(requestId);
   if (type === 'RequestReceived') x.seq.set(requestId, position);
-  const seq = x.seq.get(requestId) ?? position;
   if (v !== undefined && v.finishedAtMs !== null) x.seq.delete(requestId);
   if (v !== undefined && type === 'RequestDispatched' && v.dispatchedAtMs !== null) {
     const limit = executionLimitMs(cluster, v);
+    const seq = x.seq.get(requestId) ?? position;
     if (limit !== null)
       push(x.heap, { atMs: v.dispatchedAtMs + limit, requestId, kind: 'execution', mark: v.attempt, seq });
   }
@@ -93,8 +93,10 @@ export function trackDeadlines(
     v.status === 'QUEUED' &&
     v.queuedAtMs !== null &&
     v.options.queueTimeoutMs !== null
-  )
+  ) {
+    const seq = x.seq.get(requestId) ?? position;
     push(x.heap, { atMs: v.queuedAtMs + v.options.queueTimeoutMs, requestId, kind: 'queue', mark: v.queuedAtMs, seq });
+  }
   while (x.heap.length > 0 && !stillHolds(x.heap[0], requests.byId.get(x.heap[0].requestId))) pop(x.heap);
   // Entries behind a long deadline at the top are not reached: drop the ones that no longer hold now and then.
   if (x.heap.length > 2 * requests.active.size + 1024) {

@@ -29,11 +29,13 @@ export class ControlPlaneView {
     });
     // The composite state is large (every live request and the recent finished; ~15–25 ms per 1000 requests): snapshot
     // it every 250k events or 30 s of activity, not the runner's general defaults (50k / 1 s), so a rebuild does not
-    // spend its time serializing; a restart then replays at most 250k events (a few seconds).
+    // spend its time serializing; a restart then replays at most 250k events (a few seconds). Pages of 256 events: the
+    // page being applied and the one read ahead are alive at every young-generation GC, and with pages of thousands
+    // of events copying them made the collector's work (a rebuild ran 25–35 % faster in CPU time than with 5000).
     this.runner = new ProjectionRunner(store, projection, snapshots, {
       snapshotEveryEvents: 250_000,
       snapshotEveryMs: 30_000,
-      batchSize: 5000,
+      batchSize: 256,
       ...options,
     });
   }

@@ -63,32 +63,47 @@ export function initialControlPlaneState(hot: HotStateLimits = DEFAULT_HOT_STATE
   };
 }
 
+/** Request events after which the request may no longer be in flight on the replica it was on. */
+const LEAVES_REPLICA: ReadonlySet<string> = new Set([
+  'RequestDispatched',
+  'RequestRequeued',
+  'RequestCompleted',
+  'RequestFailed',
+  'RequestCancelled',
+]);
+
+const REQUEST_STREAM_PREFIX = requestStream('');
+
 export function applyControlPlane(s: ControlPlaneState, e: StoredEvent): ControlPlaneState {
   // Before the event, so a request that finished with the previous one is still there for its listeners.
   if (s.requests.finished.ids.length - s.requests.finished.head > s.requests.hot.recentFinished)
-    evictFinished(s.requests, (id) => forgetRequest(s, id));
+    evictFinished(s.requests);
   const d = decode(e);
   const ref = refOf(e);
   const data = d?.data as { requestId?: string; replicaId?: string } | undefined;
-  const leftReplica = data?.requestId === undefined ? null : (s.requests.byId.get(data.requestId)?.replicaId ?? null);
+  const requestId = data?.requestId;
+  // Only an event that moves a request off its replica can change whether that replica still has work in flight.
+  const leftReplica =
+    requestId === undefined || !LEAVES_REPLICA.has(e.type) ? null : (s.requests.byId.get(requestId)?.replicaId ?? null);
   applyCluster(s.cluster, e, d, ref);
   applyQueue(s.queue, e, d);
   applyRequests(s.requests, e, d, ref);
   applyAgents(s.agents, e, d, ref);
-  applyAudit(s.audit, e);
+  // An event of a request's own stream is about the request's model: the request's view knows it (none once the
+  // request left the view, as when the audit index forgot its stream).
+  const ofRequest =
+    requestId !== undefined &&
+    e.streamId.length === REQUEST_STREAM_PREFIX.length + requestId.length &&
+    e.streamId.startsWith(REQUEST_STREAM_PREFIX) &&
+    e.streamId.endsWith(requestId);
+  applyAudit(s.audit, e, ofRequest ? (s.requests.byId.get(requestId)?.modelKey ?? null) : undefined);
   applyModels(s.models, e, d);
-  const requestId = data?.requestId;
   if (requestId !== undefined && d!.type.startsWith('Request'))
     trackDeadlines(s.deadlines, s.cluster, s.requests, d!.type, requestId, e.position);
   trackEndedWithWork(s, leftReplica);
   trackEndedWithWork(s, data?.replicaId ?? null);
   s.position = e.position;
   return s;
-}
-
-/** What the other parts keep about a request that left the view. */
-function forgetRequest(s: ControlPlaneState, requestId: string): void {
-  s.audit.modelOfStream.delete(requestStream(requestId));
 }
 
 /** Keeps the set of ended replicas (REMOVED, FAILED) that still have requests in flight, for the preemption rule. */
@@ -124,12 +139,19 @@ export function controlPlaneFromSnapshot(j: JsonValue, hot: HotStateLimits = DEF
     queue: queueFromSnapshot(o.queue),
     requests,
     agents: agentsProjection.fromSnapshot!(o.agents),
-    audit: auditFromSnapshot(o.audit, hot.recentEvents),
+    audit: withoutRequestStreams(auditFromSnapshot(o.audit, hot.recentEvents)),
     models: modelsFromSnapshot(o.models),
     deadlines: rebuildDeadlines(cluster, requests),
   };
   for (const id of requests.inFlightByReplica.keys()) trackEndedWithWork(state, id);
   return state;
+}
+
+/** The composite's audit index finds a request's model in its view: request streams a snapshot may hold go. */
+function withoutRequestStreams(audit: AuditState): AuditState {
+  for (const stream of audit.modelOfStream.keys())
+    if (stream.startsWith(REQUEST_STREAM_PREFIX)) audit.modelOfStream.delete(stream);
+  return audit;
 }
 
 export type AppliedListener = (event: StoredEvent, state: ControlPlaneState) => void;

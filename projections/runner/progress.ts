@@ -13,6 +13,8 @@ interface Waiter {
 export class Progress {
   readonly status: ProjectionStatus;
   private waiters: Waiter[] = [];
+  /** The lowest position a waiter waits for (Infinity: none): an applied event below it settles nothing. */
+  private lowestAwaited = Number.POSITIVE_INFINITY;
 
   constructor(name: string, version: number) {
     this.status = {
@@ -43,7 +45,7 @@ export class Progress {
   }
 
   private settle(): void {
-    if (this.waiters.length === 0) return;
+    if (this.status.position < this.lowestAwaited) return;
     const still: Waiter[] = [];
     for (const w of this.waiters) {
       if (this.status.position >= w.position) {
@@ -51,7 +53,13 @@ export class Progress {
         w.resolve();
       } else still.push(w);
     }
-    this.waiters = still;
+    this.setWaiters(still);
+  }
+
+  private setWaiters(waiters: Waiter[]): void {
+    this.waiters = waiters;
+    this.lowestAwaited = Number.POSITIVE_INFINITY;
+    for (const w of waiters) if (w.position < this.lowestAwaited) this.lowestAwaited = w.position;
   }
 
   /** The end of a runner's subscription: records the error of a failure that is not an event's, ends the phase. */
@@ -78,7 +86,7 @@ export class Progress {
       if (w.timer) clearTimeout(w.timer);
       w.reject(error);
     }
-    this.waiters = [];
+    this.setWaiters([]);
   }
 
   /** Resolves once the projection has applied every event up to `position`; rejects if it fails or stops first. */
@@ -97,7 +105,7 @@ export class Progress {
     return new Promise((resolve, reject) => {
       const w: Waiter = { position, resolve, reject, timer: undefined };
       w.timer = setTimeout(() => {
-        this.waiters = this.waiters.filter((x) => x !== w);
+        this.setWaiters(this.waiters.filter((x) => x !== w));
         reject(
           new FabricError(
             ProjectionErrorCode.waitTimeout,
@@ -110,6 +118,7 @@ export class Progress {
         );
       }, timeoutMs);
       this.waiters.push(w);
+      if (position < this.lowestAwaited) this.lowestAwaited = position;
     });
   }
 }
