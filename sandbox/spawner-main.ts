@@ -29,6 +29,14 @@ function send(msg: Record<string, unknown>, handle?: unknown): void {
   process.send!(msg, handle as never, {}, () => {});
 }
 
+/** Stops node from reading the pipe into this process (no public API: the socket's libuv handle). */
+function stopReading(pipe: unknown): void {
+  const handle = (pipe as { _handle?: { reading?: boolean; readStop?: () => number } } | null)?._handle;
+  if (!handle?.readStop) return;
+  handle.reading = false;
+  handle.readStop();
+}
+
 function killAll(): void {
   for (const c of children.values()) {
     if (c.pid === undefined) continue;
@@ -80,6 +88,11 @@ process.on('message', (m: SpawnCommand) => {
     children.delete(m.id);
     send({ op: 'exit', id: m.id, code, signal });
   });
+  // The pipes go to the agent unread. node starts reading a child's pipe as soon as it makes its socket, and what
+  // this process had read before handing the pipe on went with its copy of the socket: on a loaded machine the
+  // agent got a runner's last stderr line without the error above it (a handle message waits for the agent's
+  // acknowledgement of the one before). Stopped here, the bytes stay in the pipe until the agent reads them.
+  for (const pipe of [child.stdio[3], child.stdout, child.stderr]) stopReading(pipe);
   send({ op: 'spawned', id: m.id, pid: child.pid }, child.stdio[3]);
   send({ op: 'stdout', id: m.id }, child.stdout);
   send({ op: 'stderr', id: m.id }, child.stderr);

@@ -4,6 +4,7 @@
 // file imports only what it loads. Uses dependency-cruiser's API with the swc parser: its TypeScript parser does
 // not support TypeScript 7.
 import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { cruise } from 'dependency-cruiser';
 import config, { typeOnlyArrows } from '../.dependency-cruiser.mjs';
 
@@ -50,14 +51,19 @@ const sources = await cruise(
 for (const v of sources.output.summary.violations)
   problems.push(`${v.rule.name === 'not-in-allowed' ? 'not in the layering table' : v.rule.name}: ${v.from} → ${v.to}`);
 
-// The compiled JavaScript: paths relative to dist/, so the same regexes apply (.js for .ts).
+// The compiled JavaScript: paths relative to dist/, so the same regexes apply (.js for .ts). Cruised from inside
+// dist/: dependency-cruiser decides whether its cache is fresh by hashing the files under the working directory, which
+// must be the files cruised (from the root it hashed the sources, never matched the cached modules, and cruised the
+// whole of dist/ again on every other run).
+const cacheDir = join(process.cwd(), 'node_modules', '.cache', 'dependency-cruiser');
+const folders = FOLDERS.filter((f) => f !== 'scripts' && existsSync(`dist/${f}`));
+process.chdir('dist');
 const compiled = await cruise(
-  FOLDERS.filter((f) => f !== 'scripts' && existsSync(`dist/${f}`)),
+  folders,
   {
     ...options,
     parser: 'acorn',
-    baseDir: 'dist',
-    cache: { folder: 'node_modules/.cache/dependency-cruiser/compiled', strategy: 'content' },
+    cache: { folder: join(cacheDir, 'compiled'), strategy: 'content' },
     validate: true,
     ruleSet: {
       forbidden: typeOnlyArrows.map((a) => ({
@@ -71,6 +77,7 @@ const compiled = await cruise(
   },
   { extensions: ['.js'] },
 );
+process.chdir('..');
 for (const v of compiled.output.summary.violations) {
   // A stale file of dist/ (its source is gone) is not the code's.
   if (!existsSync(v.from.replace(/\.js$/, '.ts'))) continue;

@@ -3,10 +3,12 @@
 // tests need unless DATABASE_URL / KAFKA_BROKERS / ... are given; see scripts/services/index.mjs.
 import { spawn } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startServices } from './services/index.mjs';
+import { longestFirst } from './test-durations.mjs';
 
+const CONCURRENCY = 6;
 const root = join(fileURLToPath(new URL('.', import.meta.url)), '..');
 const testsDir = join(root, process.env.NDIF_DIST ?? 'dist', 'tests');
 
@@ -20,9 +22,12 @@ function listTests(dir) {
   return out.sort();
 }
 
-const filters = process.argv.slice(2);
-const files = listTests(testsDir).filter(
-  (f) => filters.length === 0 || filters.some((s) => relative(root, f).includes(s)),
+const args = process.argv.slice(2);
+const recordDurations = args.includes('--record-durations');
+const filters = args.filter((a) => a !== '--record-durations');
+const files = longestFirst(
+  listTests(testsDir).filter((f) => filters.length === 0 || filters.some((s) => relative(root, f).includes(s))),
+  dirname(testsDir),
 );
 if (files.length === 0) {
   console.error(`no test files match ${JSON.stringify(filters)}`);
@@ -52,13 +57,36 @@ const onSignal = (sig) => {
 process.on('SIGINT', onSignal);
 process.on('SIGTERM', onSignal);
 
+// Files run in processes of their own, CONCURRENCY at a time (NDIF_TEST_CONCURRENCY overrides it), the longest
+// first (scripts/test-durations.json): most of a file's time is spent waiting on processes, sockets and the
+// services, not on the CPU.
+const concurrency = Number(process.env.NDIF_TEST_CONCURRENCY ?? CONCURRENCY);
+// node's default reporter (spec on a terminal, TAP otherwise), and with --record-durations the one writing the table.
+const reporters = [`--test-reporter=${process.stdout.isTTY ? 'spec' : 'tap'}`, '--test-reporter-destination=stdout'];
+if (recordDurations)
+  reporters.push(
+    `--test-reporter=${join(root, 'scripts', 'test-durations.mjs')}`,
+    '--test-reporter-destination=stderr',
+  );
+
 let code = 1;
 try {
   code = await new Promise((resolve) => {
     child = spawn(
       process.execPath,
-      ['--enable-source-maps', '--test', '--test-concurrency=2', '--test-timeout=240000', ...files],
-      { cwd: root, stdio: 'inherit', env: { ...process.env, ...services.env, NDIF_TEST: '1' } },
+      [
+        '--enable-source-maps',
+        '--test',
+        `--test-concurrency=${concurrency}`,
+        '--test-timeout=240000',
+        ...reporters,
+        ...files,
+      ],
+      {
+        cwd: root,
+        stdio: 'inherit',
+        env: { ...process.env, ...services.env, NDIF_TEST: '1', NDIF_TEST_DIST_DIR: dirname(testsDir) },
+      },
     );
     child.on('exit', (c, sig) => resolve(c ?? (sig ? 1 : 0)));
   });

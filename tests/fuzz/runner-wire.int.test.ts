@@ -1,15 +1,16 @@
 // The sandbox runner's whole wire conversation from a hostile runner, seeded. protocol/frames.ts's own fuzz
 // (tests/sandbox/frames.unit.test.ts) checks the decoder frame by frame; this one drives the model host
 // (HostedModel.run over gpt2-tiny) through the agent's end of a real Unix socket (sandbox/socket-channel.ts, the
-// channel a SandboxSession reads) while the other end — the "runner" — answers START with a fuzzed script:
-// well-formed frames of every kind (progress REPORTs too) with wrong invokes, addresses, shapes, dtypes, steps and orders, frames of the
-// other direction, sandbox-only frames, random bytes, corrupted and truncated frames, early closes.
-// BACKWARD frames (well-formed and damaged seeds) and gradient WAITs and SWAPs, with the forward pass recorded for a
-// backward or not. 10,500 conversations. Properties: the run always settles; a failure is an InterventionError with a BlockError
-// (ProtocolError for what is not the protocol, else one of the host's own types or the runner's EXCEPTION type),
-// never another exception; a run that succeeds returns exactly what the runner's first END of each invoke said;
-// LOG lines sent before a byte-level corruption all arrive, and the corruption is a ProtocolError naming a FRAME_
-// code. Then a sample through real runner processes (the block writes the fuzzed bytes on its own socket, fd 3).
+// channel a SandboxSession reads) while the other end — the "runner" — answers START with a fuzzed script: well-formed
+// frames of every kind (progress REPORTs too) with wrong invokes, addresses, shapes, dtypes, steps and orders, frames
+// of the other direction, sandbox-only frames, random bytes, corrupted and truncated frames, early closes. BACKWARD
+// frames (well-formed and damaged seeds) and gradient WAITs and SWAPs, with the forward pass recorded for a backward or
+// not. 2,500 conversations (10,500 with NDIF_FUZZ=long, tests/fuzz/runs.ts). Properties: the run always settles; a
+// failure is an InterventionError with a BlockError (ProtocolError for what is not the protocol, else one of the host's
+// own types or the runner's EXCEPTION type), never another exception; a run that succeeds returns exactly what the
+// runner's first END of each invoke said; LOG lines sent before a byte-level corruption all arrive, and the corruption
+// is a ProtocolError naming a FRAME_ code. Then a sample through real runner processes (the block writes the fuzzed
+// bytes on its own socket, fd 3).
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -32,9 +33,11 @@ import type {
 import { agentEnd } from '../../sandbox/socket-channel.js';
 import type { Sandbox } from '../../sandbox/sandbox.js';
 import { tinyModel, tinySandbox } from '../sandbox/helpers.js';
+import { fuzzRuns, share } from './runs.js';
 
 const SEED = 20_251_206;
-const RUNS = 10_500;
+const LONG_RUNS = 10_500;
+const RUNS = fuzzRuns(2_500, LONG_RUNS);
 const REAL_RUNNERS = 12;
 const TOKENS = [464, 2068, 7586];
 const D = 64;
@@ -494,7 +497,10 @@ describe('runner wire protocol from a hostile runner', () => {
       { seed: SEED, numRuns: RUNS, endOnFailure: true, includeErrorInReport: true },
     );
     t.diagnostic(`${RUNS} conversations in ${Date.now() - started} ms: ${JSON.stringify(Object.fromEntries(tally))}`);
-    assert.ok((tally.get('ProtocolError') ?? 0) > 1000 && (tally.get('damage-after-logs') ?? 0) > 100);
+    assert.ok(
+      (tally.get('ProtocolError') ?? 0) > share(1000, LONG_RUNS, RUNS) &&
+        (tally.get('damage-after-logs') ?? 0) > share(100, LONG_RUNS, RUNS),
+    );
   });
 
   describe('through real runner processes', () => {

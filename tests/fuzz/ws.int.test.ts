@@ -1,6 +1,6 @@
-// Bad-input fuzzing of the status websocket over a real socket, seeded: 10,500 frames (valid messages with fuzzed
-// fields, wrong types, unknown fields, bad ids and cursors, broken JSON, non-objects, binary frames, frames over the
-// 64 KiB limit, invalid UTF-8) in lockstep — each frame followed by a ping, everything before the pong is its
+// Bad-input fuzzing of the status websocket over a real socket, seeded: 3,000 frames, 10,500 with NDIF_FUZZ=long
+// (tests/fuzz/runs.ts): valid messages with fuzzed fields, wrong types, unknown fields, bad ids and cursors, broken
+// JSON, non-objects, binary frames, frames over the 64 KiB limit, invalid UTF-8, in lockstep — each frame followed by a ping, everything before the pong is its
 // answer. A message the protocol does not accept gets WS_BAD_MESSAGE (a bad cursor WS_BAD_CURSOR) and the socket
 // stays usable; an accepted one gets its answer and never WS_BAD_MESSAGE; a frame over the limit or not UTF-8
 // closes the socket with 1009 / 1007. Then 300 upgrades with fuzzed keys and protocol versions. Nothing is logged as
@@ -10,9 +10,11 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import WebSocket from 'ws';
 import { startApiFabric, type ApiFabric } from './api-fabric.js';
+import { fuzzRuns, share } from './runs.js';
 
 const SEED = 20_251_205;
-const FRAMES = 10_500;
+const LONG_FRAMES = 10_500;
+const FRAMES = fuzzRuns(3_000, LONG_FRAMES);
 const UPGRADES = 300;
 
 let f: ApiFabric;
@@ -311,7 +313,9 @@ describe('websocket fuzz', () => {
     assert.deepEqual(f.errors, [], 'nothing was logged as an error');
     t.diagnostic(`${FRAMES} frames in ${Date.now() - started} ms: ${JSON.stringify(Object.fromEntries(tally))}`);
     assert.ok(
-      (tally.get('bad') ?? 0) > 3000 && (tally.get('close-1009') ?? 0) > 10 && (tally.get('subscribed') ?? 0) > 500,
+      (tally.get('bad') ?? 0) > share(3000, LONG_FRAMES, FRAMES) &&
+        (tally.get('close-1009') ?? 0) > share(10, LONG_FRAMES, FRAMES) &&
+        (tally.get('subscribed') ?? 0) > share(500, LONG_FRAMES, FRAMES),
     );
   });
 

@@ -1,6 +1,7 @@
 // The distributed transport over Kafka (kafkajs): an idempotent producer (acks from all in-sync
 // replicas) behind a batching sender, one consumer per subscription, topics created on first use.
 import { partitionsFor } from '../topic-partitions.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 import kafkajs from 'kafkajs';
 import type { Admin, Kafka as KafkaClient, Producer } from 'kafkajs';
 import { configInvalid, transportClosed, transportUnavailable } from '../errors.js';
@@ -21,6 +22,8 @@ import type {
 } from '../port.js';
 
 const { Kafka, Partitioners } = kafkajs;
+/** How long a new topic's partitions may take to get leaders once the broker knows it (createTopic). */
+const TOPIC_LEADERS_WAIT_MS = 30_000;
 
 export class KafkaTransport implements Transport {
   readonly kind = 'kafka' as const;
@@ -96,16 +99,43 @@ export class KafkaTransport implements Transport {
     checkTopic(topic);
     let p = this.topics.get(topic);
     if (!p) {
-      p = this.admin
-        .createTopics({ topics: [{ topic, numPartitions: this.partitionsOf(topic) }], waitForLeaders: true })
-        .then(() => undefined)
-        .catch((e: unknown) => {
-          this.topics.delete(topic);
-          throw transportUnavailable(this.options.brokers, e);
-        });
+      p = this.createTopic(topic).catch((e: unknown) => {
+        this.topics.delete(topic);
+        throw transportUnavailable(this.options.brokers, e);
+      });
       this.topics.set(topic, p);
     }
     return p;
+  }
+
+  /**
+   * Creates the topic (if missing) and waits for its partitions' leaders. Right after the create, the broker can
+   * answer the leaders query with UNKNOWN_TOPIC_OR_PARTITION (its metadata has not caught up; seen with several
+   * fabrics starting at once on a loaded machine), which kafkajs does not retry: the query is asked again until
+   * every partition has a leader, within TOPIC_LEADERS_WAIT_MS.
+   */
+  private async createTopic(topic: string): Promise<void> {
+    try {
+      await this.admin.createTopics({
+        topics: [{ topic, numPartitions: this.partitionsOf(topic) }],
+        waitForLeaders: true,
+      });
+      return;
+    } catch (e) {
+      if ((e as { type?: unknown }).type !== 'UNKNOWN_TOPIC_OR_PARTITION') throw e;
+    }
+    const deadline = Date.now() + TOPIC_LEADERS_WAIT_MS;
+    for (;;) {
+      try {
+        const { topics } = await this.admin.fetchTopicMetadata({ topics: [topic] });
+        const partitions = topics.find((t) => t.name === topic)?.partitions ?? [];
+        if (partitions.length > 0 && partitions.every((q) => q.leader >= 0)) return;
+        if (Date.now() > deadline) throw new Error(`topic ${topic} has no leader after ${TOPIC_LEADERS_WAIT_MS} ms`);
+      } catch (e) {
+        if (Date.now() > deadline) throw e;
+      }
+      await sleep(100);
+    }
   }
 
   async publish(topic: string, messages: OutgoingMessage | readonly OutgoingMessage[]): Promise<void> {

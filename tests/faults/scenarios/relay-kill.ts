@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { readLog, requestStream } from '../fabric.js';
 import type { DistributedFaultFabric } from '../distributed.js';
-import { deploy, expectOk, hot, requestIn, slowBlock, submit } from '../http.js';
+import { deploy, expectOk, getRequest, hot, requestIn, slowBlock, submit, until } from '../http.js';
 
 export async function relayKillWithWorkInFlight(
   f: DistributedFaultFabric,
@@ -17,10 +17,21 @@ export async function relayKillWithWorkInFlight(
   await expectOk(deploy(f, { model: 'gpt2-tiny', minDeploymentMs: 0 }), 'deploy');
   await hot(f, 'gpt2-tiny', 1, 45_000);
   const ids = Array.from({ length: 10 }, (_, i) => `relay-kill-${i}`);
-  for (const id of ids) await expectOk(submit(f, id, { block: slowBlock(300) }), `submit ${id}`);
-  await requestIn(f, ids[0]!, ['RUNNING'], 30_000);
+  // The first runs 3 s, the others 300 ms each behind it (one at a time): the kill comes while one of them is
+  // RUNNING, whichever the query API shows first. Waiting for the first alone missed it on a loaded machine: its
+  // RUNNING can be over before the ten submits are, or last less than the read model's lag.
+  for (const [i, id] of ids.entries())
+    await expectOk(submit(f, id, { block: slowBlock(i === 0 ? 3000 : 300) }), `submit ${id}`);
+  const running = await until(
+    'one of the ten requests RUNNING',
+    async () => {
+      for (const id of ids) if ((await getRequest(f, id)).body.status === 'RUNNING') return id;
+      return undefined;
+    },
+    30_000,
+  );
   await f.killSchedulerRelay();
-  log('scheduler-relay killed with one request running, nine queued');
+  log(`scheduler-relay killed with ${running} running, the ones after it queued`);
   await sleep(1500);
   await f.restartSchedulerRelay();
   log('scheduler-relay restarted');
