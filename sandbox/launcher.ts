@@ -10,7 +10,7 @@ import type { RunnerLimits } from './config.js';
 import { SandboxError } from './errors.js';
 import type { IsolationPlan } from './isolation.js';
 import { MemoryCgroup } from './memory-cgroup.js';
-import { RunnerProcess } from './runner-process.js';
+import { type RunnerExit, RunnerProcess } from './runner-process.js';
 import { runnerEnv } from './runner-env.js';
 import { bundleRunnerSource } from './runner-bundle.js';
 import { RunnerDir } from './runner-dir.js';
@@ -184,24 +184,21 @@ export class RunnerLauncher {
       cgroup?.remove();
       throw e;
     }
+    const channel = agentEnd(spawned.socket);
+    const runner = new RunnerProcess(id, spawned, channel, cgroup, spawnedAt, this.nice !== 0);
     try {
       cgroup?.add(spawned.pid);
     } catch (e) {
-      try {
-        process.kill(spawned.pid, 'SIGKILL');
-      } catch {
-        /* already gone */
-      }
-      await spawned.exited;
-      cgroup?.remove();
+      // ESRCH: the runner already exited (a script that cannot load ends in milliseconds); say why it did.
+      if ((e as NodeJS.ErrnoException).code === 'ESRCH') throw exitedBeforeReady(runner, await runner.exited);
+      runner.kill('refused');
+      await runner.exited;
       throw new SandboxError(
         'SANDBOX_RUNNER_START_FAILED',
         `could not move runner ${spawned.pid} into its memory cgroup ${cgroup!.dir}: ${(e as Error).message}`,
         { cause: e },
       );
     }
-    const channel = agentEnd(spawned.socket);
-    const runner = new RunnerProcess(id, spawned, channel, cgroup, spawnedAt, this.nice !== 0);
     channel.sendFrame(this.initFrame(model));
 
     let timer: NodeJS.Timeout | undefined;
@@ -227,15 +224,7 @@ export class RunnerLauncher {
       }
       if (first === 'closed' || first === 'exited') {
         runner.kill('refused');
-        const exit = await runner.exited;
-        throw new SandboxError(
-          'SANDBOX_RUNNER_START_FAILED',
-          `sandbox runner ${runner.pid} exited before it was ready (${describeExit(exit.code, exit.signal)})${exit.stderrTail.length ? `: ${exit.stderrTail.join(' | ')}` : ''}`,
-          {
-            hint: 'run `npm run build` so dist/ holds the runner, and check the stderr lines above',
-            details: { pid: runner.pid, code: exit.code, signal: exit.signal, stderr: exit.stderrTail },
-          },
-        );
+        throw exitedBeforeReady(runner, await runner.exited);
       }
       if (first.kind === 'FAILED') {
         runner.kill('refused');
@@ -262,6 +251,17 @@ export class RunnerLauncher {
       clearTimeout(timer);
     }
   }
+}
+
+function exitedBeforeReady(runner: RunnerProcess, exit: RunnerExit): SandboxError {
+  return new SandboxError(
+    'SANDBOX_RUNNER_START_FAILED',
+    `sandbox runner ${runner.pid} exited before it was ready (${describeExit(exit.code, exit.signal)})${exit.stderrTail.length ? `: ${exit.stderrTail.join(' | ')}` : ''}`,
+    {
+      hint: 'run `npm run build` so dist/ holds the runner, and check the stderr lines above',
+      details: { pid: runner.pid, code: exit.code, signal: exit.signal, stderr: exit.stderrTail },
+    },
+  );
 }
 
 function createCgroup(plan: IsolationPlan, id: string, limits: RunnerLimits): MemoryCgroup {

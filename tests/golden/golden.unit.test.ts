@@ -6,6 +6,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { foldControlPlane } from '../../projections/control-plane/state.js';
+import { requestStream } from '../../domain/shared/ids.js';
 import { currentVersion, isDomainEventType, upcast } from '../../domain/events/registry.js';
 import type { StoredEvent } from '../../eventstore/port.js';
 import { eventLine, GOLDEN_DIR, parseEventLines, RE_RECORD, readFixture, recordScenario, stateJson } from './record.js';
@@ -159,6 +160,20 @@ describe('golden logs', () => {
   }
 });
 
+type RecordedState = { audit?: { modelOfStream?: [string, string][] } };
+
+/**
+ * The control plane's view no longer keeps the model of each request stream in its audit index (it reads a request's
+ * model from the requests view, one map fewer per request): states recorded before that list them, and that one
+ * removal is set aside. The check fails if one is still there today.
+ */
+function withoutRequestStreamModels(state: RecordedState): RecordedState {
+  const pairs = state.audit?.modelOfStream;
+  if (pairs !== undefined)
+    state.audit!.modelOfStream = pairs.filter(([stream]) => !stream.startsWith(requestStream('')));
+  return state;
+}
+
 describe('golden logs written by an earlier build', () => {
   for (const s of SCENARIOS) {
     it(`${s.name}: folded with today's projections (older schema versions upcast), it gives the state recorded then (fields added since aside)`, () => {
@@ -167,7 +182,9 @@ describe('golden logs written by an earlier build', () => {
         events.some((e) => e.type === 'RequestLogged' && e.version === 1),
         'the old log holds RequestLogged v1 events',
       );
-      const then = JSON.parse(readFileSync(join(LEGACY_DIR, s.name, 'state.json'), 'utf8')) as unknown;
+      const then = withoutRequestStreamModels(
+        JSON.parse(readFileSync(join(LEGACY_DIR, s.name, 'state.json'), 'utf8')) as RecordedState,
+      );
       const diff = firstChangedField(then, JSON.parse(stateJson(foldControlPlane(events))));
       assert.equal(diff, undefined, `${s.name} (earlier build) reads differently today at ${diff}`);
     });
