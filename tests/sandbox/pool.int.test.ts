@@ -4,6 +4,8 @@
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, readlinkSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { DEFAULT_LIMITS } from '../../sandbox/config.js';
 import { planIsolation } from '../../sandbox/isolation.js';
 import { removeCgroupParent } from '../../sandbox/memory-cgroup.js';
@@ -92,14 +94,25 @@ test('a runner given a manifest it cannot read refuses with SANDBOX_RUNNER_REFUS
 });
 
 test('a runner not ready in time is killed and reported with SANDBOX_RUNNER_START_TIMEOUT', async () => {
-  const slow = new RunnerLauncher({ plan, limits: { ...DEFAULT_LIMITS, startTimeoutMs: 1 } });
+  // A runner that starts and never answers INIT (a real runner can be ready within a 1 ms limit once the spawner
+  // has its modules loaded, so the limit alone does not make one late).
+  const dir = join(dirname(fileURLToPath(import.meta.url)), 'fixtures');
+  const script = join(dir, 'silent-runner.js');
+  const silent = new RunnerLauncher({
+    plan,
+    limits: { ...DEFAULT_LIMITS, startTimeoutMs: 300 },
+    script,
+    readPaths: [`${dir}/`],
+  });
   try {
-    await assert.rejects(
-      slow.launch(await tinyAssets()),
-      (e: unknown) => e instanceof SandboxError && e.code === 'SANDBOX_RUNNER_START_TIMEOUT',
-    );
+    await assert.rejects(silent.launch(await tinyAssets()), (e: unknown) => {
+      assert.ok(e instanceof SandboxError, String(e));
+      assert.equal(e.code, 'SANDBOX_RUNNER_START_TIMEOUT');
+      assert.match(e.message, /was not ready within 300 ms/);
+      return true;
+    });
   } finally {
-    await slow.close();
+    await silent.close();
   }
 });
 
