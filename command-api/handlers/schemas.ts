@@ -153,7 +153,6 @@ export const commandSchema = z.discriminatedUnion('type', [
     bytes: count,
     sha256,
     weightsFingerprint: sha256.optional(),
-    started: z.literal(true).optional(),
   }),
   z.strictObject({
     type: z.literal('ReportRequestFailed'),

@@ -121,11 +121,6 @@ export interface ReportRequestCompleted extends AgentReport {
   sha256: string;
   /** Fingerprint of the model files the attempt ran on. */
   weightsFingerprint?: string;
-  /**
-   * The run ended before the agent reported it started (a short run): RequestStarted is recorded with this
-   * completion, at the same time, where the attempt is still DISPATCHED.
-   */
-  started?: true;
 }
 
 export interface ReportRequestFailed extends AgentReport {

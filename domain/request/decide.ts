@@ -406,14 +406,6 @@ function report(c: Report, s: RequestState): RequestEvent[] {
       ];
     case 'ReportRequestCompleted':
       return [
-        ...(c.started === true && s.status === 'DISPATCHED'
-          ? [
-              {
-                type: 'RequestStarted' as const,
-                data: { requestId: c.requestId, attempt: c.attempt, agentId: c.agentId, startedAt: c.at },
-              },
-            ]
-          : []),
         {
           type: 'RequestCompleted',
           data: {

@@ -47,7 +47,6 @@ import { BlockTurns } from './block-turns.js';
 import type { WatchedRequest } from './watchdog.js';
 import type { BlockError } from '../../protocol/interleave.js';
 import { LogPace } from './log-pace.js';
-import { StartedReport } from './started-report.js';
 
 type RunAssignment = Extract<Assignment, { kind: 'run' }>;
 type AbortAssignment = Extract<Assignment, { kind: 'abort' }>;
@@ -179,11 +178,7 @@ export class RequestExecutor {
 
   private async execute(a: RunAssignment, entry: Running): Promise<void> {
     const cause: Cause = { correlationId: a.correlationId, causationId: a.eventId };
-    const started = new StartedReport(() => {
-      if (!entry.aborted) void report('ReportRequestStarted', {});
-    });
     const report = (type: string, extra: Record<string, unknown>, notBefore?: number) => {
-      if (type !== 'ReportRequestStarted' && type !== 'ReportRequestCompleted') started.flush();
       const agentMessageId = this.reporter.nextMessageId();
       const command = {
         type,
@@ -269,7 +264,7 @@ export class RequestExecutor {
       let t1 = t0;
       const open: OpenChannel = (start) => {
         t1 = performance.now();
-        started.runStarted();
+        void report('ReportRequestStarted', {});
         return opener(start);
       };
       let container: Parameters<typeof encodeResultContainer>[0];
@@ -339,7 +334,6 @@ export class RequestExecutor {
       logs.close();
       const weights = this.replicas.weightsOf(a.replicaId);
       await report('ReportRequestCompleted', {
-        ...(started.takeForCompletion() ? { started: true } : {}),
         resultRef: blob.ref,
         bytes: blob.size,
         sha256: blob.sha256,

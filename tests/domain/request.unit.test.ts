@@ -212,44 +212,6 @@ describe('request: requeue', () => {
 
 describe('request: agent reports', () => {
   const running = [...received(), dispatched()];
-  it('a completion that carries its start (a short run) records RequestStarted with it, once', () => {
-    const completed = {
-      type: 'RequestCompleted' as const,
-      data: {
-        requestId: 'r1',
-        attempt: 1,
-        agentId: 'a1',
-        resultRef: 'blob:1',
-        bytes: 10,
-        sha256: sha,
-        completedAt: T2,
-        agentMessageId: 'm1',
-      },
-    };
-    const short = {
-      type: 'ReportRequestCompleted' as const,
-      attempt: 1,
-      resultRef: 'blob:1',
-      bytes: 10,
-      sha256: sha,
-      started: true as const,
-      ...report,
-    };
-    g(running)
-      .when(short)
-      .then([
-        { type: 'RequestStarted', data: { requestId: 'r1', attempt: 1, agentId: 'a1', startedAt: T2 } },
-        completed,
-      ]);
-    // Already RUNNING (its start was reported after all): the completion alone.
-    g([...running, { type: 'RequestStarted', data: { requestId: 'r1', attempt: 1, agentId: 'a1', startedAt: T1 } }])
-      .when(short)
-      .then([completed]);
-    // A completion without `started` never adds a start.
-    const { started: _, ...plain } = short;
-    g(running).when(plain).then([completed]);
-  });
-
   it('started, log, completed of the current attempt are recorded', () => {
     g(running)
       .when({ type: 'ReportRequestStarted', attempt: 1, ...report })
