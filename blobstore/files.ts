@@ -6,6 +6,7 @@
 import { closeSync, mkdirSync, openSync, read, readFileSync, renameSync, write, writeSync } from 'node:fs';
 import { chmod, mkdir, open, readFile, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import { blobCorrupt, blobNotFound, blobSizeMismatch, blobTooLarge } from './errors.js';
 import { createHash } from 'node:crypto';
 import { checkPut, checkRef, DEFAULT_MAX_BLOB_BYTES, newRef, sha256 } from './checks.js';
@@ -229,6 +230,29 @@ export class FileBlobStore implements BlobStore {
     return checked(info, bytes, options);
   }
 
+  async getStream(ref: string): Promise<{ info: BlobInfo; stream: Readable }> {
+    checkRef(ref);
+    const small = this.smallBlobs().get(ref);
+    if (small !== undefined)
+      return { info: small.info, stream: Readable.from([checked(small.info, small.bytes, {}).bytes]) };
+    const paths = this.paths(ref);
+    let info: BlobInfo;
+    try {
+      info = JSON.parse(readFileSync(paths.meta, 'utf8')) as BlobInfo;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') throw blobNotFound(ref);
+      throw e;
+    }
+    let file: Awaited<ReturnType<typeof open>>;
+    try {
+      file = await open(paths.data, 'r');
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') throw blobCorrupt(ref, info, { size: 0, sha256: '' });
+      throw e;
+    }
+    return { info, stream: Readable.from(verifiedPieces(file, info), { objectMode: false }) };
+  }
+
   async delete(ref: string): Promise<boolean> {
     checkRef(ref);
     if (this.smallBlobs().delete(ref)) return true;
@@ -254,6 +278,39 @@ export class FileBlobStore implements BlobStore {
 }
 
 /** The stored blob, once its bytes match its recorded size and (unless `sha256: false`) hash. */
+/** Pieces read from a stream, at most this many bytes each. */
+const STREAM_PIECE_BYTES = 1024 * 1024;
+
+/**
+ * The stored size of the file's bytes piece by piece, each a fresh buffer (as `get` reads it: what lies past the stored
+ * size is not read); at the end, BLOB_CORRUPT unless they are all there and their sha256 matches.
+ */
+async function* verifiedPieces(file: Awaited<ReturnType<typeof open>>, info: BlobInfo): AsyncGenerator<Buffer> {
+  const hash = createHash('sha256');
+  let size = 0;
+  // Each piece goes out once the next one is read, and the last once the whole was checked: a corrupt blob never
+  // gives its reader all of its stored size (a download is cut short, not completed with wrong bytes).
+  let held: Buffer | undefined;
+  try {
+    while (size < info.size) {
+      const want = Math.min(STREAM_PIECE_BYTES, info.size - size);
+      const piece = Buffer.allocUnsafe(want);
+      const { bytesRead } = await file.read(piece, 0, want, size);
+      if (bytesRead === 0) break;
+      size += bytesRead;
+      const got = bytesRead === want ? piece : piece.subarray(0, bytesRead);
+      hash.update(got);
+      if (held !== undefined) yield held;
+      held = got;
+    }
+  } finally {
+    await file.close();
+  }
+  const actual = { size, sha256: hash.digest('hex') };
+  if (actual.size !== info.size || actual.sha256 !== info.sha256) throw blobCorrupt(info.ref, info, actual);
+  if (held !== undefined) yield held;
+}
+
 function checked(info: BlobInfo, bytes: Buffer, options: GetOptions): StoredBlob {
   const actual = { size: bytes.byteLength, sha256: options.sha256 === false ? info.sha256 : sha256(bytes) };
   if (actual.size !== info.size || actual.sha256 !== info.sha256) throw blobCorrupt(info.ref, info, actual);

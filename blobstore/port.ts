@@ -1,5 +1,6 @@
 // The blob store: large results live here, events carry only { ref, size, sha256 }. Blobs are
 // immutable: put returns a new reference every time, get returns exactly the bytes that were put.
+import type { Readable } from 'node:stream';
 
 export interface BlobInfo {
   /** Opaque reference, safe to put in URLs and events. */
@@ -38,6 +39,13 @@ export interface BlobStore {
    * the hash itself, e.g. a client that gets the bytes with their sha256); BLOB_NOT_FOUND when absent.
    */
   get(ref: string, options?: GetOptions): Promise<StoredBlob>;
+  /**
+   * The bytes as a stream read piece by piece (never held whole), hashed as they go: the stream fails with
+   * BLOB_CORRUPT at its end where the size or sha256 differ from the stored ones, so a reader passes the pieces on
+   * and still learns of a corrupt blob (a download is cut short). BLOB_NOT_FOUND when absent. Stores without it are
+   * read with `get`.
+   */
+  getStream?(ref: string): Promise<{ info: BlobInfo; stream: Readable }>;
   /** The metadata without the bytes; undefined when absent. */
   head(ref: string): Promise<BlobInfo | undefined>;
   /** True when a blob was removed, false when there was none. */

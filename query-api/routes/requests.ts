@@ -159,15 +159,23 @@ export function requestQueryRoutes(app: FastifyInstance, deps: RouteDeps): void 
     // Downloads count against the submitter of the result, signed URLs included (a shared URL is not a free pass).
     const release = downloads?.take(`${view.submitter} (downloads)`) ?? (() => undefined);
     reply.raw.once('close', release);
-    const blob = await ctx.blobs.get(view.result!.ref);
-    return reply
+    const answer = reply
       .code(200)
       .header('content-type', 'application/vnd.ndif.result')
-      .header('x-ndif-sha256', blob.sha256)
-      .header('content-disposition', `attachment; filename="${id}.ndifres"`)
-      .send(blob.bytes);
+      .header('content-disposition', `attachment; filename="${id}.ndifres"`);
+    if (ctx.blobs.getStream !== undefined && view.result!.bytes > STREAMED_DOWNLOAD_MIN_BYTES) {
+      // Read and sent piece by piece: the first bytes leave at once and no download holds a whole result here. A
+      // blob found corrupt at its end cuts the download short (the client checks the sha256 in this header too).
+      const { info, stream } = await ctx.blobs.getStream(view.result!.ref);
+      return answer.header('x-ndif-sha256', info.sha256).header('content-length', String(info.size)).send(stream);
+    }
+    const blob = await ctx.blobs.get(view.result!.ref);
+    return answer.header('x-ndif-sha256', blob.sha256).send(blob.bytes);
   });
 }
+
+/** Results above this size are downloaded as a stream from the blob store (where it can stream). */
+export const STREAMED_DOWNLOAD_MIN_BYTES = 1024 * 1024;
 
 function resultExpired(requestId: string, expiredAt: string, why: 'RETENTION' | 'DELETED'): FabricError {
   return new FabricError(

@@ -2,12 +2,38 @@
 // the result container's bytes for a valid token (no key needed) and refuses expired, forged or foreign tokens;
 // GET /requests/:id shows status, history, logs, error and result.
 import assert from 'node:assert/strict';
+import { get, type IncomingHttpHeaders } from 'node:http';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { decodeResultContainer } from '../../protocol/result-container.js';
 import { signResultToken } from '../../query-api/results/token.js';
 import { ReportingAgent, settle, startApi, submitBody, type ApiHarness } from '../command-api/harness.js';
 import { TestSocket } from './ws-client.js';
 import { bearer } from '../support/http.js';
+import { STREAMED_DOWNLOAD_MIN_BYTES } from '../../query-api/routes/requests.js';
+import { tamperStoredBlob } from '../blobstore/tamper.js';
+
+/** A GET over a real socket: the status, headers, the bytes that came and how the body ended. */
+function download(
+  url: string,
+): Promise<{ status: number; headers: IncomingHttpHeaders; body: Buffer; error: unknown }> {
+  return new Promise((resolve, reject) => {
+    get(url, (res) => {
+      const chunks: Buffer[] = [];
+      let error: unknown;
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('error', (e) => (error = e));
+      res.on('close', () =>
+        resolve({
+          status: res.statusCode ?? 0,
+          headers: res.headers,
+          body: Buffer.concat(chunks),
+          error: error ?? (res.complete ? undefined : new Error('the body ended before its end')),
+        }),
+      );
+    }).on('error', reject);
+  });
+}
 
 let h: ApiHarness;
 let agent: ReportingAgent;
@@ -105,6 +131,30 @@ describe('results', () => {
     await ws.close();
   });
 
+  it('a result above 1 MiB is sent as it is read from the store; one changed on disk is cut short', async () => {
+    const huge = await complete('r-huge', 400_000); // 1.6 MB of float32
+    assert.ok(huge.byteLength > STREAMED_DOWNLOAD_MIN_BYTES);
+    const v = (await h.app.inject({ method: 'GET', url: '/requests/r-huge', headers: bearer(user) })).json();
+    const got = await download(`${h.url}${v.result.url}`);
+    assert.equal(got.status, 200);
+    assert.equal(got.headers['content-length'], String(huge.byteLength));
+    assert.equal(got.headers['x-ndif-sha256'], v.result.sha256);
+    assert.equal(got.error, undefined);
+    assert.ok(got.body.equals(Buffer.from(huge)));
+    // The blob's last bytes changed behind the store's back: the first pieces go out, then the download is cut
+    // before its end (the store finds the sha256 wrong once it has read everything).
+    const changed = tamperStoredBlob(
+      join(h.dir, 'blobs'),
+      (_ref, bytes) => bytes.equals(Buffer.from(huge)),
+      (b) => Buffer.concat([b.subarray(0, b.byteLength - 1), Buffer.from([b[b.byteLength - 1]! ^ 0xff])]),
+    );
+    assert.notEqual(changed, undefined, 'the result blob is stored in a data file');
+    const cut = await download(`${h.url}${v.result.url}`);
+    assert.equal(cut.status, 200);
+    assert.ok(cut.body.byteLength < huge.byteLength, `${cut.body.byteLength} of ${huge.byteLength} bytes came`);
+    assert.notEqual(cut.error, undefined, 'the client sees the download end early');
+  });
+
   it('an expired token is 403 RESULT_TOKEN_EXPIRED; a fresh GET gives a new URL', async () => {
     const { url } = (await h.app.inject({ method: 'GET', url: '/requests/r-large', headers: bearer(user) })).json()
       .result;
@@ -187,7 +237,7 @@ describe('results', () => {
       .requests;
     assert.deepEqual(
       mine.map((r: { requestId: string }) => r.requestId),
-      ['r-instant', 'r-pending', 'r-large'],
+      ['r-instant', 'r-pending', 'r-huge'],
     );
     const theirs = (await h.app.inject({ method: 'GET', url: '/requests', headers: bearer(other) })).json().requests;
     assert.deepEqual(theirs, []);
