@@ -132,10 +132,18 @@ describe('results', () => {
   });
 
   it('a result above 1 MiB is sent as it is read from the store; one changed on disk is cut short', async () => {
-    const huge = await complete('r-huge', 400_000); // 1.6 MB of float32
+    const huge = await complete('r-huge', 32 * 1024 * 1024); // 128 MiB of float32
     assert.ok(huge.byteLength > STREAMED_DOWNLOAD_MIN_BYTES);
     const v = (await h.app.inject({ method: 'GET', url: '/requests/r-huge', headers: bearer(user) })).json();
+    // This process serves the download and receives it: read whole first, its resident memory grew by 314-319 MB
+    // while it ran (the bytes read, then sent); sent as read, by 45-50 MB.
+    const rssBefore = process.memoryUsage().rss;
+    let rssPeak = rssBefore;
+    const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, process.memoryUsage().rss)), 2);
     const got = await download(`${h.url}${v.result.url}`);
+    clearInterval(sampler);
+    const grewMb = (rssPeak - rssBefore) / 2 ** 20;
+    assert.ok(grewMb < 96, `resident memory grew by ${grewMb.toFixed(1)} MB while a 128 MiB result was downloaded`);
     assert.equal(got.status, 200);
     assert.equal(got.headers['content-length'], String(huge.byteLength));
     assert.equal(got.headers['x-ndif-sha256'], v.result.sha256);
