@@ -213,13 +213,7 @@ export class FileBlobStore implements BlobStore {
     const small = this.smallBlobs().get(ref);
     if (small !== undefined) return checked(small.info, small.bytes, options);
     const paths = this.paths(ref);
-    let info: BlobInfo;
-    try {
-      info = JSON.parse(readFileSync(paths.meta, 'utf8')) as BlobInfo;
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'ENOENT') throw blobNotFound(ref);
-      throw e;
-    }
+    const info = readMeta(paths.meta, ref);
     let bytes: Buffer;
     try {
       bytes = info.size <= SYNC_IO_MAX_BYTES ? readFileSync(paths.data) : await readAll(paths.data, info.size);
@@ -236,13 +230,7 @@ export class FileBlobStore implements BlobStore {
     if (small !== undefined)
       return { info: small.info, stream: Readable.from([checked(small.info, small.bytes, {}).bytes]) };
     const paths = this.paths(ref);
-    let info: BlobInfo;
-    try {
-      info = JSON.parse(readFileSync(paths.meta, 'utf8')) as BlobInfo;
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'ENOENT') throw blobNotFound(ref);
-      throw e;
-    }
+    const info = readMeta(paths.meta, ref);
     let file: Awaited<ReturnType<typeof open>>;
     try {
       file = await open(paths.data, 'r');
@@ -278,6 +266,16 @@ export class FileBlobStore implements BlobStore {
 }
 
 /** The stored blob, once its bytes match its recorded size and (unless `sha256: false`) hash. */
+/** A data-file blob's metadata; BLOB_NOT_FOUND when it has none. */
+function readMeta(path: string, ref: string): BlobInfo {
+  try {
+    return JSON.parse(readFileSync(path, 'utf8')) as BlobInfo;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') throw blobNotFound(ref);
+    throw e;
+  }
+}
+
 /** Pieces read from a stream, at most this many bytes each. */
 const STREAM_PIECE_BYTES = 1024 * 1024;
 
