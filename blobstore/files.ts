@@ -265,7 +265,6 @@ export class FileBlobStore implements BlobStore {
   }
 }
 
-/** The stored blob, once its bytes match its recorded size and (unless `sha256: false`) hash. */
 /** A data-file blob's metadata; BLOB_NOT_FOUND when it has none. */
 function readMeta(path: string, ref: string): BlobInfo {
   try {
@@ -309,6 +308,7 @@ async function* verifiedPieces(file: Awaited<ReturnType<typeof open>>, info: Blo
   if (held !== undefined) yield held;
 }
 
+/** The stored blob, once its bytes match its recorded size and (unless `sha256: false`) hash. */
 function checked(info: BlobInfo, bytes: Buffer, options: GetOptions): StoredBlob {
   const actual = { size: bytes.byteLength, sha256: options.sha256 === false ? info.sha256 : sha256(bytes) };
   if (actual.size !== info.size || actual.sha256 !== info.sha256) throw blobCorrupt(info.ref, info, actual);

@@ -103,18 +103,7 @@ export function feedsKey(feeds: Record<string, OrtTensor>): string {
   return h.digest('hex');
 }
 
-const ELEMENT_BYTES: Record<string, number> = {
-  float64: 8,
-  int64: 8,
-  uint64: 8,
-  float16: 2,
-  int16: 2,
-  uint16: 2,
-  bool: 1,
-  int8: 1,
-  uint8: 1,
-};
-
+/** A tensor's bytes: its typed array's (a tensor without one, as a string tensor, counts 4 bytes an element). */
 function tensorBytes(t: OrtTensor): number {
-  return t.size * (ELEMENT_BYTES[t.type] ?? 4);
+  return ArrayBuffer.isView(t.data) ? t.data.byteLength : t.size * 4;
 }
