@@ -9,6 +9,8 @@ export const BlobErrorCode = {
   Corrupt: 'BLOB_CORRUPT',
   SizeMismatch: 'BLOB_SIZE_MISMATCH',
   ConfigInvalid: 'BLOB_CONFIG_INVALID',
+  WriteAborted: 'BLOB_WRITE_ABORTED',
+  WriteStalled: 'BLOB_WRITE_STALLED',
 } as const;
 
 export function blobNotFound(ref: string): FabricError {
@@ -66,5 +68,29 @@ export function blobSizeMismatch(declared: number, got: number, more: boolean): 
       ? `the bytes go on past the declared ${declared} bytes`
       : `the bytes ended after ${got} of the declared ${declared} bytes`,
     { hint: 'send exactly the number of bytes declared (Content-Length)', details: { declared, got } },
+  );
+}
+
+export function blobWriteAborted(ref: string, got: number, size: number): FabricError {
+  return new FabricError(
+    BlobErrorCode.WriteAborted,
+    410,
+    `blob ${ref} was being written and its writer gave it up after ${got} of ${size} bytes were read`,
+    {
+      hint: 'the attempt that wrote it ended without it (it failed, or the request was requeued): read the result the request completes with',
+      details: { ref, got, size },
+    },
+  );
+}
+
+export function blobWriteStalled(ref: string, got: number, size: number, stalledMs: number): FabricError {
+  return new FabricError(
+    BlobErrorCode.WriteStalled,
+    504,
+    `blob ${ref} is being written but gained no bytes for ${stalledMs} ms (${got} of ${size} read)`,
+    {
+      hint: 'its writer may have died; read the result once the request completes',
+      details: { ref, got, size, stalledMs },
+    },
   );
 }

@@ -7,10 +7,13 @@ import { closeSync, mkdirSync, openSync, read, readFileSync, renameSync, write, 
 import { chmod, mkdir, open, readFile, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { blobCorrupt, blobNotFound, blobSizeMismatch, blobTooLarge } from './errors.js';
+import { blobCorrupt, blobNotFound, blobTooLarge } from './errors.js';
 import { createHash } from 'node:crypto';
 import { checkPut, checkRef, DEFAULT_MAX_BLOB_BYTES, newRef, sha256 } from './checks.js';
-import type { BlobInfo, BlobStore, GetOptions, PutOptions, StoredBlob } from './port.js';
+import { type BlobPaths, blobPaths, tmpDir } from './files-paths.js';
+import { growingPieces, openGrowing } from './files-growing.js';
+import { FileBlobWriter } from './files-writer.js';
+import type { BlobInfo, BlobStore, BlobWriter, GetOptions, GrowingOptions, PutOptions, StoredBlob } from './port.js';
 import { SMALL_BLOB_MAX_BYTES, SmallBlobs } from './small-blobs.js';
 
 export interface FileBlobStoreOptions {
@@ -92,7 +95,7 @@ export class FileBlobStore implements BlobStore {
   ) {
     this.maxBytes = options.maxBytes ?? DEFAULT_MAX_BLOB_BYTES;
     this.sync = options.sync ?? true;
-    this.tmp = join(dir, '.tmp');
+    this.tmp = tmpDir(dir);
   }
 
   static async open(options: FileBlobStoreOptions): Promise<FileBlobStore> {
@@ -112,9 +115,8 @@ export class FileBlobStore implements BlobStore {
     return store;
   }
 
-  private paths(ref: string): { data: string; meta: string; shard: string } {
-    const shard = join(this.dir, ref.slice(5, 7));
-    return { shard, data: join(shard, `${ref}.bin`), meta: join(shard, `${ref}.json`) };
+  private paths(ref: string): BlobPaths {
+    return blobPaths(this.dir, ref);
   }
 
   async put(bytes: Uint8Array, options?: PutOptions): Promise<BlobInfo> {
@@ -128,8 +130,7 @@ export class FileBlobStore implements BlobStore {
     const p = this.paths(ref);
     if (this.sync) await mkdir(p.shard, { recursive: true, mode: 0o700 });
     else mkdirSync(p.shard, { recursive: true, mode: 0o700 });
-    const tmpData = join(this.tmp, `${ref}.bin`);
-    const tmpMeta = join(this.tmp, `${ref}.json`);
+    const { tmpData, tmpMeta } = p;
     try {
       if (!this.sync) {
         if (bytes.byteLength <= SYNC_IO_MAX_BYTES) writeFileNew(tmpData, bytes);
@@ -162,38 +163,30 @@ export class FileBlobStore implements BlobStore {
   }
 
   async putStream(source: AsyncIterable<Uint8Array>, size: number, options?: PutOptions): Promise<BlobInfo> {
+    const w = await this.openWriter(size, options);
+    try {
+      for await (const piece of source) await w.write(piece);
+      return await w.finish();
+    } catch (e) {
+      await w.abort();
+      throw e;
+    }
+  }
+
+  async openWriter(size: number, options?: PutOptions): Promise<BlobWriter> {
     const { contentType } = checkPut(new Uint8Array(0), options, this.maxBytes);
     if (size > this.maxBytes) throw blobTooLarge(size, this.maxBytes);
     const ref = newRef();
-    const p = this.paths(ref);
-    await mkdir(p.shard, { recursive: true, mode: 0o700 });
-    const tmpData = join(this.tmp, `${ref}.bin`);
-    const tmpMeta = join(this.tmp, `${ref}.json`);
-    const hash = createHash('sha256');
-    let got = 0;
-    const fh = await open(tmpData, 'wx', 0o600);
-    try {
-      try {
-        for await (const piece of source) {
-          if (got + piece.byteLength > size) throw blobSizeMismatch(size, got + piece.byteLength, true);
-          hash.update(piece);
-          await fh.write(piece, 0, piece.byteLength, got);
-          got += piece.byteLength;
-        }
-        if (got !== size) throw blobSizeMismatch(size, got, false);
-        if (this.sync) await fh.sync();
-      } finally {
-        await fh.close();
-      }
-      const info: BlobInfo = { ref, size, sha256: hash.digest('hex'), contentType };
-      await writeFileSynced(tmpMeta, JSON.stringify(info), this.sync);
-      await rename(tmpData, p.data);
-      await rename(tmpMeta, p.meta);
-      return info;
-    } catch (e) {
-      await Promise.all([rm(tmpData, { force: true }), rm(tmpMeta, { force: true }), rm(p.data, { force: true })]);
-      throw e;
-    }
+    return FileBlobWriter.open(ref, size, contentType, blobPaths(this.dir, ref), this.sync);
+  }
+
+  async getGrowing(ref: string, size: number, options?: GrowingOptions): Promise<Readable> {
+    checkRef(ref);
+    const small = this.smallBlobs().get(ref);
+    if (small !== undefined) return Readable.from([checked(small.info, small.bytes, {}).bytes]);
+    const paths = blobPaths(this.dir, ref);
+    const file = await openGrowing(ref, size, paths);
+    return Readable.from(growingPieces(file, ref, size, paths, options), { objectMode: false });
   }
 
   async head(ref: string): Promise<BlobInfo | undefined> {

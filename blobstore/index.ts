@@ -1,5 +1,5 @@
 // The blob store port and its adapters; see docs/transport.md ("Blob store").
-export type { BlobInfo, BlobStore, PutOptions, StoredBlob } from './port.js';
+export type { BlobInfo, BlobStore, BlobWriter, GrowingOptions, PutOptions, StoredBlob } from './port.js';
 export { BlobErrorCode } from './errors.js';
 export { DEFAULT_CONTENT_TYPE, DEFAULT_MAX_BLOB_BYTES } from './checks.js';
 export { FileBlobStore, type FileBlobStoreOptions } from './files.js';

@@ -25,6 +25,25 @@ export interface GetOptions {
   sha256?: boolean;
 }
 
+/** A blob written piece by piece under a ref known before its first byte (BlobStore.openWriter). */
+export interface BlobWriter {
+  readonly ref: string;
+  readonly size: number;
+  /** Appends a piece; pieces past `size` are refused with BLOB_SIZE_MISMATCH. Call one at a time. */
+  write(piece: Uint8Array): Promise<void>;
+  /** Once exactly `size` bytes were written: syncs them and records the blob, which exists from then on. */
+  finish(): Promise<BlobInfo>;
+  /** Gives the blob up: what was written is removed, and a reader following it fails with BLOB_WRITE_ABORTED. */
+  abort(): Promise<void>;
+}
+
+export interface GrowingOptions {
+  /** A blob still written that gains no bytes this long fails its reader with BLOB_WRITE_STALLED (default 30 s). */
+  stalledMs?: number;
+  /** Asked whenever there are no new bytes: true fails the reader with BLOB_WRITE_ABORTED (its writer is gone). */
+  abandoned?: () => boolean;
+}
+
 export interface BlobStore {
   readonly kind: 'files' | 'postgres';
   put(bytes: Uint8Array, options?: PutOptions): Promise<BlobInfo>;
@@ -46,6 +65,18 @@ export interface BlobStore {
    * read with `get`.
    */
   getStream?(ref: string): Promise<{ info: BlobInfo; stream: Readable }>;
+  /**
+   * Starts a blob of exactly `size` bytes whose ref is known before its bytes are (BLOB_TOO_LARGE over the store's
+   * limit): a reader can follow it with `getGrowing` while it is written. Stores without it take whole puts only.
+   */
+  openWriter?(size: number, options?: PutOptions): Promise<BlobWriter>;
+  /**
+   * The bytes of a blob that `openWriter` started, as they are written (a finished one is read as it is): pieces as
+   * they land, hashed as they go; at the end the stream fails with BLOB_CORRUPT unless the writer recorded the same
+   * `size` and sha256, and its last piece is held back until then. It fails with BLOB_WRITE_ABORTED where the writer
+   * gave the blob up, BLOB_WRITE_STALLED where it stopped writing.
+   */
+  getGrowing?(ref: string, size: number, options?: GrowingOptions): Promise<Readable>;
   /** The metadata without the bytes; undefined when absent. */
   head(ref: string): Promise<BlobInfo | undefined>;
   /** True when a blob was removed, false when there was none. */
