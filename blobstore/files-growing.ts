@@ -1,6 +1,7 @@
 // Reads a files-store blob while its writer (files-writer.ts) still writes it: the pieces as they land in its data
-// file, then, once the writer finished, a check of the whole against the recorded size and sha256. The last piece is
-// held back until that check passed, so a reader never gets all of a blob's bytes unless they are the ones recorded.
+// file, each passed on at once, then, once the writer finished, a check of the whole against the recorded size and
+// sha256. The piece that completes the size is held back until that check passed, so a reader never gets all of a
+// blob's bytes unless they are the ones recorded.
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { open } from 'node:fs/promises';
@@ -56,8 +57,8 @@ export async function* growingPieces(
           got += bytesRead;
           const part = bytesRead === want ? piece : piece.subarray(0, bytesRead);
           hash.update(part);
-          if (held !== undefined) yield held;
-          held = part;
+          if (got < size) yield part;
+          else held = part;
           wait = FIRST_WAIT_MS;
           lastGrowth = performance.now();
           continue;

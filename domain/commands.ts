@@ -25,6 +25,7 @@ export const REQUEST_COMMANDS = everyOf<RequestCommand['type']>()([
   'ReportRequestLog',
   'ReportRequestTokens',
   'ReportRequestTrace',
+  'ReportRequestResultWriting',
   'ReportRequestCompleted',
   'ReportRequestFailed',
   'ExpireResult',

@@ -150,6 +150,11 @@ export function explainDomainEvent(d: DomainEvent): EventExplanation {
         `attempt ${d.data.attempt}: trace ${d.data.trace + 1} of ${d.data.traces} ${d.data.status === 'RUNNING' ? (d.data.done ? 'running' : 'started') : d.data.status === 'COMPLETED' ? 'completed' : 'failed'}${d.data.iterations === undefined ? '' : ` (${d.data.done ?? 0} of ${d.data.iterations} iterations done${d.data.reported === undefined ? '' : `, reported ${JSON.stringify(d.data.reported.value)} at iteration ${d.data.reported.iteration}`})`}${d.data.ms === undefined ? '' : ` after ${Math.round(d.data.ms)} ms`}`,
         { attempt: d.data.attempt, trace: d.data.trace },
       );
+    case 'RequestResultWriting':
+      return plain(
+        `attempt ${d.data.attempt} on agent ${d.data.agentId} began writing its result ${d.data.resultRef} (${d.data.bytes} B): it can be read while it is written`,
+        { attempt: d.data.attempt, bytes: d.data.bytes },
+      );
     case 'RequestCompleted':
       return plain(
         `attempt ${d.data.attempt} completed on agent ${d.data.agentId}${onWeights(d.data.weightsFingerprint)}: result ${d.data.resultRef} (${d.data.bytes} B, sha256 ${d.data.sha256.slice(0, 12)}…)`,

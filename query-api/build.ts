@@ -20,6 +20,7 @@ export const QUERY_CAPABILITIES = [
   'ws-since-cursor',
   'inline-results',
   'ws-binary-results',
+  'ws-result-stream',
   'ws-final-statuses',
   'result-urls',
   'result-container:NDIFRES1',

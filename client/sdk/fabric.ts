@@ -8,7 +8,7 @@ import type { TypedModel } from './model-types.js';
 import { resolveClientConfig } from './config.js';
 import { CancelledError, ClientTimeoutError, FabricHttpError, RemoteError, UnreachableError } from './errors.js';
 import { versionChecker } from './version-check.js';
-import { fetchResult } from './fetch-result.js';
+import { downloadEarly, type EarlyResult, earlyFor, fetchResult } from './fetch-result.js';
 import { FabricHttp } from './http.js';
 import { defaultLog, progressFor } from './progress.js';
 import type { Progress, ProgressOutput } from './progress.js';
@@ -67,6 +67,11 @@ export interface FabricOptions {
   reconnectAttempts?: number;
   /** Where model tokenizers are cached (default: $NDIF_CACHE_DIR, else ~/.cache/ndif); `false` keeps them in memory only. */
   cacheDir?: string | false;
+  /**
+   * Download a large result while the agent still writes it (RESULT_WRITING), where the fabric offers it (capability
+   * `ws-result-stream`); `false` waits for COMPLETED (default true).
+   */
+  resultStream?: boolean;
 }
 
 export interface TraceOptions extends RequestOptions {
@@ -175,8 +180,13 @@ export class Fabric {
     if (this.opts.checkVersion === false) return {};
     const capabilities = new Set((await this.version()).capabilities ?? []);
     const quiet = progress == null && opts.onStatus === undefined && opts.onMessage === undefined;
+    const stream = this.opts.resultStream !== false && capabilities.has('ws-result-stream');
     return {
-      ...(capabilities.has('ws-binary-results') ? { results: 'binary' as const } : {}),
+      ...(stream
+        ? { results: 'stream' as const }
+        : capabilities.has('ws-binary-results')
+          ? { results: 'binary' as const }
+          : {}),
       ...(quiet && capabilities.has('ws-final-statuses') ? { statuses: 'final' as const } : {}),
     };
   }
@@ -315,6 +325,7 @@ export class Fabric {
     let settle!: { resolve: (r: TraceResult) => void; reject: (e: unknown) => void };
     const outcome = new Promise<TraceResult>((resolve, reject) => (settle = { resolve, reject }));
     outcome.catch(() => undefined); // may settle while the submission is still in flight; awaited below
+    let early: EarlyResult | undefined;
     let finished = false;
     const finish = (f: () => void) => {
       if (finished) return;
@@ -343,6 +354,10 @@ export class Fabric {
             traceProgress(requestId, m, opts, progress, reports);
           return;
         }
+        if (m.status === 'RESULT_WRITING') {
+          if (typeof m.url === 'string') early = downloadEarly(this.http, m);
+          return;
+        }
         const u = updateFromMessage(m);
         progress?.status(u);
         opts.onStatus?.(u);
@@ -351,7 +366,7 @@ export class Fabric {
         return;
       }
       if (m.status === 'COMPLETED') {
-        fetchResult(this.http, requestId, m).then(
+        fetchResult(this.http, requestId, { ...m, ...earlyFor(m, early) }).then(
           (d) => finish(() => settle.resolve({ requestId, values: d.values, meta: d.meta })),
           (e) => finish(() => settle.reject(e)),
         );

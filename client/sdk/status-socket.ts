@@ -33,8 +33,11 @@ export class SubscriptionEndedError extends FabricClientError {
 
 /** What a subscription asks the server for (docs/http-api.md, "Status websocket"). */
 export interface SubscribeOptions {
-  /** `binary`: a COMPLETED result comes as the binary frame after its message (`resultBytes` on the message). */
-  results?: 'inline' | 'binary';
+  /**
+   * `binary`: a COMPLETED result comes as the binary frame after its message (`resultBytes` on the message). `stream`:
+   * as `binary`, and a large result is announced while the agent writes it (RESULT_WRITING, with its `url`).
+   */
+  results?: 'inline' | 'binary' | 'stream';
   /** `final`: only LOG, STREAM, TRACE and the final status. */
   statuses?: 'all' | 'final';
 }

@@ -96,6 +96,7 @@ export interface StatusMessage {
     | 'LOG'
     | 'STREAM'
     | 'TRACE'
+    | 'RESULT_WRITING'
     | 'COMPLETED'
     | 'ERROR'
     | 'CANCELLED';
@@ -104,6 +105,8 @@ export interface StatusMessage {
   replay: boolean;
   /** COMPLETED on a `results: "binary"` subscription: the result container is the binary frame after this message. */
   binary?: boolean;
+  /** COMPLETED on a `results: "stream"` subscription: the result is the one its RESULT_WRITING announced (by `url`). */
+  streamed?: boolean;
   /** Not on the wire: the binary frame's bytes, attached by the SDK's status socket. */
   resultBytes?: Uint8Array;
   model?: string;

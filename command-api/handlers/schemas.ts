@@ -147,6 +147,12 @@ export const commandSchema = z.discriminatedUnion('type', [
     ...loopProgress,
   }),
   z.strictObject({
+    type: z.literal('ReportRequestResultWriting'),
+    ...agentReport,
+    resultRef: z.string().min(1).max(1000),
+    bytes: count,
+  }),
+  z.strictObject({
     type: z.literal('ReportRequestCompleted'),
     ...agentReport,
     resultRef: z.string().min(1).max(1000),

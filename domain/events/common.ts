@@ -57,6 +57,7 @@ export const agentReportIgnored = z.object({
     'RequestLogged',
     'RequestTokensGenerated',
     'RequestTraceProgressed',
+    'RequestResultWriting',
     'RequestCompleted',
     'RequestFailed',
     'ReplicaLoading',

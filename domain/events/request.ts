@@ -132,6 +132,17 @@ export const requestEventSchemas = {
     ms: z.number().nonnegative().optional(),
     ...loopProgress,
   }),
+  /**
+   * The agent began writing the attempt's result under `resultRef` (results of at least NDIF_RESULT_STREAM_MIN_BYTES,
+   * where the blob store can be read while written): a reader may follow it; RequestCompleted names the same ref.
+   */
+  RequestResultWriting: z.object({
+    requestId: id,
+    attempt: z.number().int().positive(),
+    agentId: id,
+    resultRef: z.string().min(1).max(1000),
+    bytes,
+  }),
   RequestCompleted: z.object({
     requestId: id,
     attempt: z.number().int().positive(),

@@ -114,6 +114,16 @@ export interface ReportRequestLog extends AgentReport {
   limits?: LogLimits;
 }
 
+/**
+ * The agent began writing the attempt's result to the blob store under `resultRef`: it can be read while it is
+ * written (GET /requests/:id/result). A ReportRequestCompleted with the same ref follows once it is whole.
+ */
+export interface ReportRequestResultWriting extends AgentReport {
+  type: 'ReportRequestResultWriting';
+  resultRef: string;
+  bytes: number;
+}
+
 export interface ReportRequestCompleted extends AgentReport {
   type: 'ReportRequestCompleted';
   resultRef: string;
@@ -155,5 +165,6 @@ export type RequestCommand =
   | ReportRequestLog
   | ReportRequestTokens
   | ReportRequestTrace
+  | ReportRequestResultWriting
   | ReportRequestCompleted
   | ReportRequestFailed;

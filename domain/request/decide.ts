@@ -16,6 +16,7 @@ import type {
   ReportRequestLog,
   ReportRequestTokens,
   ReportRequestTrace,
+  ReportRequestResultWriting,
   ReportRequestStarted,
   RequestCommand,
   RequeueRequest,
@@ -47,6 +48,7 @@ export function decideRequest(c: RequestCommand, s: RequestState): RequestEvent[
     case 'ReportRequestLog':
     case 'ReportRequestTokens':
     case 'ReportRequestTrace':
+    case 'ReportRequestResultWriting':
     case 'ReportRequestCompleted':
     case 'ReportRequestFailed':
       return report(c, s);
@@ -303,6 +305,7 @@ type Report =
   | ReportRequestLog
   | ReportRequestTokens
   | ReportRequestTrace
+  | ReportRequestResultWriting
   | ReportRequestCompleted
   | ReportRequestFailed;
 
@@ -311,6 +314,7 @@ const REPORT_EVENT = {
   ReportRequestLog: 'RequestLogged',
   ReportRequestTokens: 'RequestTokensGenerated',
   ReportRequestTrace: 'RequestTraceProgressed',
+  ReportRequestResultWriting: 'RequestResultWriting',
   ReportRequestCompleted: 'RequestCompleted',
   ReportRequestFailed: 'RequestFailed',
 } as const;
@@ -401,6 +405,19 @@ function report(c: Report, s: RequestState): RequestEvent[] {
             ...(c.ms === undefined ? {} : { ms: c.ms }),
             ...(c.iterations === undefined ? {} : { iterations: c.iterations, done: c.done ?? 0 }),
             ...(c.reported === undefined ? {} : { reported: c.reported }),
+          },
+        },
+      ];
+    case 'ReportRequestResultWriting':
+      return [
+        {
+          type: 'RequestResultWriting',
+          data: {
+            requestId: c.requestId,
+            attempt: c.attempt,
+            agentId: c.agentId,
+            resultRef: c.resultRef,
+            bytes: c.bytes,
           },
         },
       ];

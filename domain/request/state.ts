@@ -129,6 +129,7 @@ export function evolveRequest(s: RequestState, e: RequestEvent): RequestState {
       return { ...s, log: { ...logOf(s, e.data.attempt), truncated: true } };
     case 'RequestTokensGenerated':
     case 'RequestTraceProgressed':
+    case 'RequestResultWriting':
       return s.status === 'DISPATCHED' ? { ...s, status: 'RUNNING' } : s;
     case 'RequestCompleted':
       return {

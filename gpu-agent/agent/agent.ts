@@ -90,6 +90,7 @@ export class GpuAgent {
         log: config.logLimits,
         logLinesPerSecond: config.logLinesPerSecond,
         resultMaxBytes: config.resultMaxBytes,
+        resultStreamMinBytes: config.resultStreamMinBytes,
         progressIntervalMs: config.progressIntervalMs,
       },
     );

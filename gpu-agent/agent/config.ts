@@ -9,6 +9,8 @@
 //   NDIF_LOG_MAX_LINES, NDIF_LOG_MAX_BYTES  what one attempt may log (defaults 10000 lines, 1 MiB; the control plane
 //                            enforces the same settings, the agent stops sending at them)
 //   NDIF_RESULT_MAX_BYTES    largest encoded result of one request (default 64 MiB; larger: RESULT_TOO_LARGE)
+//   NDIF_RESULT_STREAM_MIN_BYTES  results this large are written piece by piece and can be read meanwhile (default
+//                            4MiB; 0: every result is one put)
 //   NDIF_AGENT_EP            cpu (default) | cuda: onnxruntime's execution provider; cuda refuses to start where
 //                            onnxruntime-node's CUDA binaries are not installed (AGENT_CUDA_UNAVAILABLE)
 //   NDIF_AGENT_PROVIDER      the older name: auto (CUDA when its binaries are installed, else CPU) | cpu | cuda
@@ -27,6 +29,7 @@ import { ENTITY_ID } from '../../domain/shared/ids.js';
 import { relayTopicsFromEnv, type RelayTopics } from '../../transport/relay/wire.js';
 import { agentConfigInvalid, cudaUnavailable } from './errors.js';
 import { parseBytes } from './sizes.js';
+import { DEFAULT_RESULT_STREAM_MIN_BYTES } from './result-store.js';
 import { logLimitsFromEnv, type LogLimits } from '../../protocol/log-limits.js';
 
 export type ProviderChoice = 'auto' | 'cpu' | 'cuda';
@@ -53,6 +56,8 @@ export interface AgentConfig {
   memoryFloorBytes: number;
   logLimits: LogLimits;
   resultMaxBytes: number;
+  /** NDIF_RESULT_STREAM_MIN_BYTES: results this large are written piece by piece and readable meanwhile; 0: none. */
+  resultStreamMinBytes: number;
   /** NDIF_LOG_LINES_PER_S: how fast one request's log lines leave the agent. */
   logLinesPerSecond: number;
   /** NDIF_PROGRESS_INTERVAL_MS: least time between two progress reports (TRACE) of a loop. */
@@ -160,6 +165,10 @@ export function agentConfigFromEnv(env: NodeJS.ProcessEnv = process.env, cuda = 
     memoryFloorBytes: bytes(env, 'NDIF_AGENT_MEMORY_FLOOR') ?? Math.max(256 * 2 ** 20, Math.round(totalmem() * 0.05)),
     logLimits: readLogLimits(env),
     resultMaxBytes: bytes(env, 'NDIF_RESULT_MAX_BYTES') ?? DEFAULT_RESULT_MAX_BYTES,
+    resultStreamMinBytes:
+      env.NDIF_RESULT_STREAM_MIN_BYTES?.trim() === '0'
+        ? 0
+        : (bytes(env, 'NDIF_RESULT_STREAM_MIN_BYTES') ?? DEFAULT_RESULT_STREAM_MIN_BYTES),
     logLinesPerSecond: int(env, 'NDIF_LOG_LINES_PER_S', DEFAULT_LOG_LINES_PER_S, 1),
     progressIntervalMs: int(env, 'NDIF_PROGRESS_INTERVAL_MS', 1000, 100),
   };

@@ -39,6 +39,8 @@ export interface RunLimits {
   /** A request's log lines leave the agent at most this fast (NDIF_LOG_LINES_PER_S). */
   logLinesPerSecond: number;
   resultMaxBytes: number;
+  /** Results this large are written piece by piece, readable meanwhile (NDIF_RESULT_STREAM_MIN_BYTES; 0: never). */
+  resultStreamMinBytes?: number;
   /** Least time between two progress reports of a repeated trace (NDIF_PROGRESS_INTERVAL_MS; default 1000). */
   progressIntervalMs?: number;
 }
@@ -47,6 +49,7 @@ import { BlockTurns } from './block-turns.js';
 import type { WatchedRequest } from './watchdog.js';
 import type { BlockError } from '../../protocol/interleave.js';
 import { LogPace } from './log-pace.js';
+import { DEFAULT_RESULT_STREAM_MIN_BYTES, storeResult } from './result-store.js';
 
 type RunAssignment = Extract<Assignment, { kind: 'run' }>;
 type AbortAssignment = Extract<Assignment, { kind: 'abort' }>;
@@ -69,8 +72,6 @@ interface Running {
   /** Set when the agent stopped its block (the watchdog: memory, a stall): the failure it is reported with. */
   stopped?: BlockError;
 }
-
-export const RESULT_CONTENT_TYPE = 'application/vnd.ndif.result';
 
 export class RequestExecutor {
   private readonly running = new Map<string, Running>();
@@ -323,8 +324,12 @@ export class RequestExecutor {
           },
         );
       }
-      const blob = await this.blobs.put(bytes, { contentType: RESULT_CONTENT_TYPE });
-      if (entry.aborted) return logs.discard();
+      const blob = await storeResult(this.blobs, bytes, {
+        streamMinBytes: this.limits.resultStreamMinBytes ?? DEFAULT_RESULT_STREAM_MIN_BYTES,
+        announce: (ref) => void report('ReportRequestResultWriting', { resultRef: ref, bytes: bytes.byteLength }),
+        aborted: () => entry.aborted,
+      });
+      if (blob === undefined || entry.aborted) return logs.discard();
       this.completed++;
       const t3 = performance.now();
       this.log.debug(

@@ -29,6 +29,7 @@ function leaveReplica(s: RequestsState, v: RequestView): void {
 
 function finish(s: RequestsState, v: RequestView, atMs: number): void {
   leaveReplica(s, v);
+  delete v.writing;
   v.finishedAtMs = atMs;
   s.active.delete(v.requestId);
   s.finished.ids.push(v.requestId);
@@ -137,6 +138,14 @@ export function applyRequests(
       v.lastEvent = ref;
       return s;
     }
+    case 'RequestResultWriting': {
+      const v = view(s, d.data.requestId, e);
+      if (v === undefined) return s;
+      if (v.status === 'DISPATCHED') v.status = 'RUNNING';
+      v.writing = { ref: d.data.resultRef, bytes: d.data.bytes, attempt: d.data.attempt };
+      v.lastEvent = ref;
+      return s;
+    }
     case 'RequestCompleted': {
       const v = view(s, d.data.requestId, e);
       if (v === undefined) return s;
@@ -204,6 +213,7 @@ export function applyRequests(
       const v = view(s, d.data.requestId, e);
       if (v === undefined) return s;
       leaveReplica(s, v);
+      delete v.writing;
       v.status = 'QUEUED';
       v.replicaId = null;
       v.agentId = null;

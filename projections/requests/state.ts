@@ -35,6 +35,8 @@ export interface RequestView {
     expiredAt?: string;
     expiredBecause?: 'RETENTION' | 'DELETED';
   } | null;
+  /** While the attempt in flight writes its result: where, how large (a reader may follow it; cleared when it ends). */
+  writing?: { ref: string; bytes: number; attempt: number };
   error: { phase: string; type: string; message: string; stack: string | null; reportedBy: string } | null;
   cancelled: { by: 'user' | 'operator'; actor: string } | null;
   requeues: { reason: RequeueReason; attempt: number; atMs: number; text: string }[];

@@ -261,7 +261,7 @@ export const STATUS_PAGE_HTML = `<!doctype html>
     try {
       const r = await get('/requests/' + encodeURIComponent(id));
       const final = ['COMPLETED', 'ERROR', 'CANCELLED'].includes(r.status);
-      const changes = r.statuses.filter((x) => !['LOG', 'STREAM', 'TRACE'].includes(x.status));
+      const changes = r.statuses.filter((x) => !['LOG', 'STREAM', 'TRACE', 'RESULT_WRITING'].includes(x.status));
       const last = changes.length ? Date.parse(changes[changes.length - 1].at) : Date.now();
       $('rq-summary').textContent = r.model + ' · ' + r.status + ' · attempt ' + r.attempt + (r.agentId ? ' · on ' + r.agentId : '') + (r.replicaId ? ' (' + r.replicaId + ')' : '');
       $('rq-timeline').replaceChildren(bar(changes.map((x) => ({ status: x.status, at: x.at, attempt: x.attempt, detail: x.reason })), final ? last : Date.now()));

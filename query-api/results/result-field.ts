@@ -29,7 +29,7 @@ export type ResultField =
       inlineError?: { code: string; message: string };
     } & Weights);
 
-export function resultUrl(deps: RouteDeps, requestId: string, r: ResultRef): { url: string; expiresAt: string } {
+export function resultUrl(deps: RouteDeps, requestId: string, r: { ref: string }): { url: string; expiresAt: string } {
   const expiresAtMs = deps.ctx.clock() + deps.config.resultUrlTtlMs;
   const path = `/requests/${encodeURIComponent(requestId)}/result?token=${signResultToken(deps.config.resultSecret, requestId, r.ref, expiresAtMs)}`;
   return { url: `${deps.config.publicUrl ?? ''}${path}`, expiresAt: new Date(expiresAtMs).toISOString() };

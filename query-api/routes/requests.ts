@@ -138,8 +138,9 @@ export function requestQueryRoutes(app: FastifyInstance, deps: RouteDeps): void 
         known = requestViewOr(ctx.view.state.requests.byId, id, events);
         if (known === undefined) throw requestNotFound(id);
       }
-      if (known.result === null) throw notReady(id, userStatus(ctx.view.state, known));
-      verifyResultToken(deps.config.resultSecret, token, id, known.result.ref, ctx.clock());
+      const target = downloadable(known);
+      if (target === undefined) throw notReady(id, userStatus(ctx.view.state, known));
+      verifyResultToken(deps.config.resultSecret, token, id, target.ref, ctx.clock());
       view = known;
     } else {
       if (req.identity === null) {
@@ -152,10 +153,12 @@ export function requestQueryRoutes(app: FastifyInstance, deps: RouteDeps): void 
         );
       }
       view = (await readRequest(deps, req.identity, id)).request;
-      if (view.result === null) throw notReady(id, userStatus(ctx.view.state, view));
     }
-    if (view.result!.expiredAt !== undefined)
-      throw resultExpired(id, view.result!.expiredAt, view.result!.expiredBecause ?? 'RETENTION');
+    const target = downloadable(view);
+    if (target === undefined || (target.writing && ctx.blobs.getGrowing === undefined))
+      throw notReady(id, userStatus(ctx.view.state, view));
+    if (view.result?.expiredAt !== undefined)
+      throw resultExpired(id, view.result.expiredAt, view.result.expiredBecause ?? 'RETENTION');
     // Downloads count against the submitter of the result, signed URLs included (a shared URL is not a free pass).
     const release = downloads?.take(`${view.submitter} (downloads)`) ?? (() => undefined);
     reply.raw.once('close', release);
@@ -163,6 +166,19 @@ export function requestQueryRoutes(app: FastifyInstance, deps: RouteDeps): void 
       .code(200)
       .header('content-type', 'application/vnd.ndif.result')
       .header('content-disposition', `attachment; filename="${id}.ndifres"`);
+    if (target.writing) {
+      // Sent as the agent writes it; the client checks the whole against the sha256 its COMPLETED carries. An attempt
+      // that ends without it (requeued, failed) or a corrupt whole cuts the download short.
+      const recorded = view.requestId;
+      const ref = target.ref;
+      const stream = await ctx.blobs.getGrowing!(ref, target.bytes, {
+        abandoned: () => {
+          const now = ctx.view.state.requests.byId.get(recorded);
+          return now === undefined || (now.result?.ref !== ref && now.writing?.ref !== ref);
+        },
+      });
+      return answer.header('x-ndif-result-writing', 'true').header('content-length', String(target.bytes)).send(stream);
+    }
     if (ctx.blobs.getStream !== undefined && view.result!.bytes > STREAMED_DOWNLOAD_MIN_BYTES) {
       // Read and sent piece by piece: the first bytes leave at once and no download holds a whole result here. A
       // blob found corrupt at its end cuts the download short (the client checks the sha256 in this header too).
@@ -172,6 +188,15 @@ export function requestQueryRoutes(app: FastifyInstance, deps: RouteDeps): void 
     const blob = await ctx.blobs.get(view.result!.ref);
     return answer.header('x-ndif-sha256', blob.sha256).send(blob.bytes);
   });
+}
+
+/** What a download of the request reads: its result, else the one its attempt in flight is writing. */
+function downloadable(v: RequestView): { ref: string; bytes: number; writing: boolean } | undefined {
+  if (v.result !== null) return { ref: v.result.ref, bytes: v.result.bytes, writing: false };
+  const w = v.writing;
+  if (w === undefined || w.attempt !== v.attempt || (v.status !== 'RUNNING' && v.status !== 'DISPATCHED'))
+    return undefined;
+  return { ref: w.ref, bytes: w.bytes, writing: true };
 }
 
 /** Results above this size are downloaded as a stream from the blob store (where it can stream). */

@@ -17,6 +17,7 @@ export type StatusName =
   | 'LOG'
   | 'STREAM'
   | 'TRACE'
+  | 'RESULT_WRITING'
   | 'COMPLETED'
   | 'ERROR'
   | 'CANCELLED';
@@ -41,6 +42,8 @@ export interface Draft {
    * from the projection after another event (sent when it differs from the last one said). */
   kind: 'event' | 'waiting';
   terminal: boolean;
+  /** RESULT_WRITING: the blob being written, for its download URL. */
+  writing?: { ref: string; bytes: number };
   /** COMPLETED: the blob to show inline or by URL. */
   result?: { ref: string; bytes: number; sha256: string; weightsFingerprint?: string };
   /** Further messages of the same event, sent right after `msg` (a batch of log lines: one LOG message per line). */
@@ -194,6 +197,11 @@ export function eventDraft(e: StoredEvent, live: ControlPlaneState | null, repla
         },
         replay,
       );
+    case 'RequestResultWriting': {
+      const x = draft(e, d.data.requestId, 'RESULT_WRITING', { attempt: d.data.attempt, bytes: d.data.bytes }, replay);
+      x.writing = { ref: d.data.resultRef, bytes: d.data.bytes };
+      return x;
+    }
     case 'RequestCompleted': {
       const weights = d.data.weightsFingerprint === undefined ? {} : { weightsFingerprint: d.data.weightsFingerprint };
       const x = draft(

@@ -11,8 +11,12 @@ export const clientMessage = z.discriminatedUnion('type', [
     type: z.literal('subscribe'),
     requestId,
     since: z.union([z.string().max(64), z.number()]).optional(),
-    /** `binary`: a COMPLETED result follows its message as one binary frame (no base64). Default `inline`. */
-    results: z.enum(['inline', 'binary']).optional(),
+    /**
+     * `binary`: a COMPLETED result follows its message as one binary frame (no base64). `stream`: as `binary`, and a
+     * result the agent writes piece by piece is announced by RESULT_WRITING (its download URL) while it is written,
+     * and its COMPLETED says `streamed: true` instead of carrying it. Default `inline`.
+     */
+    results: z.enum(['inline', 'binary', 'stream']).optional(),
     /** `final`: only LOG, STREAM, TRACE and the final status are sent (no RECEIVED … RUNNING). Default `all`. */
     statuses: z.enum(['all', 'final']).optional(),
   }),

@@ -7,7 +7,7 @@ import type { Identity } from '../../auth/keys.js';
 import { API_PROTOCOL_VERSION } from '../../protocol/api-version.js';
 import { FabricError, isFabricError } from '../../protocol/errors.js';
 import { fabricVersion } from '../../http/fabric-version.js';
-import { resultField, type ResultRef } from '../results/result-field.js';
+import { resultField, resultUrl, type ResultRef } from '../results/result-field.js';
 import { parseCursor } from '../status/cursor.js';
 import { messagesOf, type Draft } from '../status/messages.js';
 import { performance } from 'node:perf_hooks';
@@ -63,6 +63,10 @@ const PROGRESS_STATUSES: ReadonlySet<string> = new Set([
 interface SubscriptionOptions {
   binary: boolean;
   finalOnly: boolean;
+  /** `results: "stream"`: told of results while they are written. */
+  stream: boolean;
+  /** The result last announced by RESULT_WRITING: its COMPLETED does not carry it again. */
+  announced?: string;
 }
 
 /** A message followed by one binary frame (a COMPLETED result, on a `results: "binary"` subscription). */
@@ -156,7 +160,11 @@ export class StatusConnection {
           return;
         }
         case 'subscribe': {
-          const options = { binary: m.results === 'binary', finalOnly: m.statuses === 'final' };
+          const options: SubscriptionOptions = {
+            binary: m.results === 'binary' || m.results === 'stream',
+            finalOnly: m.statuses === 'final',
+            stream: m.results === 'stream',
+          };
           const cursor = m.since === undefined ? null : parseCursor(m.since);
           const known = this.knownId(m.requestId);
           if (known !== undefined) {
@@ -253,6 +261,28 @@ export class StatusConnection {
     const named = (m: Draft['msg']) => (m.requestId === name ? m : { ...m, requestId: name });
     const result = d.result;
     const options = this.subOptions.get(name);
+    if (d.writing !== undefined) {
+      // Only a client that reads results while they are written is told; its URL names the recorded id.
+      if (options?.stream !== true) return;
+      options.announced = d.writing.ref;
+      this.push(named({ ...d.msg, ...resultUrl(this.deps, d.msg.requestId, d.writing) }));
+      return;
+    }
+    if (result !== undefined && options?.announced === result.ref) {
+      // The client is reading it already; the URL again in case that read failed.
+      const weights = result.weightsFingerprint === undefined ? {} : { weightsFingerprint: result.weightsFingerprint };
+      this.push(
+        named({
+          ...d.msg,
+          bytes: result.bytes,
+          sha256: result.sha256,
+          ...weights,
+          streamed: true,
+          ...resultUrl(this.deps, d.msg.requestId, result),
+        }),
+      );
+      return;
+    }
     if (result !== undefined) {
       if (options?.binary === true && result.bytes <= this.deps.config.wsBinaryResultMaxBytes) {
         this.push(() => this.binaryResult(named(d.msg), result));

@@ -354,6 +354,33 @@ describe('transport of results and statuses', () => {
     }
   });
 
+  it('a result of 4 MiB or more is downloaded while the agent writes it (RESULT_WRITING), or, asked not to, after', async () => {
+    const big = 'async (m, ctx) => ctx.Tensor.full([1048576 + 7], 0.5)';
+    for (const resultStream of [true, false]) {
+      const client = new Fabric({ url: fab.url, progress: false, resultStream });
+      try {
+        const seen: StatusMessage[] = [];
+        const out: Tensor = await client.trace('gpt2-tiny', PROMPT, big, { onMessage: (m) => seen.push(m) });
+        assert.deepEqual(out.shape, [1048576 + 7]);
+        assert.ok(out.data.every((x) => x === 0.5));
+        const writing = seen.findIndex((m) => m.status === 'RESULT_WRITING');
+        const completed = seen.find((m) => m.status === 'COMPLETED')!;
+        if (resultStream) {
+          assert.ok(writing >= 0 && writing < seen.indexOf(completed), seen.map((m) => m.status).join(' '));
+          assert.match(seen[writing]!.url ?? '', /\/result\?token=/);
+          assert.equal(completed.streamed, true);
+          assert.equal(completed.resultBytes, undefined, 'no binary frame: the result came by its early download');
+        } else {
+          assert.equal(writing, -1);
+          assert.equal(completed.binary, true);
+          assert.equal(completed.resultBytes?.byteLength, completed.bytes);
+        }
+      } finally {
+        client.close();
+      }
+    }
+  });
+
   it('a dropped websocket reconnects from the last cursor: nothing missed, nothing twice', async () => {
     const seen: string[] = [];
     const p = ndif.trace(

@@ -304,6 +304,33 @@ export class ReportingAgent {
     return bytes;
   }
 
+  /** Reports that the attempt began writing its result under `ref` (ReportRequestResultWriting). */
+  writing(requestId: string, attempt: number, ref: string, bytes: number) {
+    return this.report({
+      type: 'ReportRequestResultWriting',
+      requestId,
+      attempt,
+      agentId: this.agentId,
+      agentMessageId: '',
+      resultRef: ref,
+      bytes,
+    });
+  }
+
+  /** Completes with a blob already stored. */
+  completeWith(requestId: string, attempt: number, blob: { ref: string; size: number; sha256: string }) {
+    return this.report({
+      type: 'ReportRequestCompleted',
+      requestId,
+      attempt,
+      agentId: this.agentId,
+      agentMessageId: '',
+      resultRef: blob.ref,
+      bytes: blob.size,
+      sha256: blob.sha256,
+    });
+  }
+
   fail(requestId: string, attempt: number, message: string, stack: string | null) {
     return this.report({
       type: 'ReportRequestFailed',

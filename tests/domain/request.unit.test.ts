@@ -270,6 +270,22 @@ describe('request: agent reports', () => {
         },
       ]);
   });
+  it('a result being written is recorded for its attempt; one of a stale attempt is ignored', () => {
+    g(running)
+      .when({ type: 'ReportRequestResultWriting', attempt: 1, resultRef: 'blob:1', bytes: 10, ...report })
+      .then([
+        {
+          type: 'RequestResultWriting',
+          data: { requestId: 'r1', attempt: 1, agentId: 'a1', resultRef: 'blob:1', bytes: 10 },
+        },
+      ]);
+    g([...running, requeued(), dispatched(2)])
+      .when({ type: 'ReportRequestResultWriting', attempt: 1, resultRef: 'blob:1', bytes: 10, ...report })
+      .thenMatch(([e]) => {
+        assert.equal(e.type === 'AgentReportIgnored' && e.data.report, 'RequestResultWriting');
+        assert.equal(e.type === 'AgentReportIgnored' && e.data.reason, 'STALE_ATTEMPT');
+      });
+  });
   it('a completion of a stale attempt (requeued meanwhile) is ignored with the reason: no duplicate COMPLETED', () => {
     g([...running, requeued(), dispatched(2)])
       .when({ type: 'ReportRequestCompleted', attempt: 1, resultRef: 'blob:1', bytes: 10, sha256: sha, ...report })

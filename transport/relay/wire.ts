@@ -118,6 +118,7 @@ export const AGENT_COMMAND_TYPES = [
   'ReportRequestLog',
   'ReportRequestTokens',
   'ReportRequestTrace',
+  'ReportRequestResultWriting',
   'ReportRequestCompleted',
   'ReportRequestFailed',
 ] as const;
