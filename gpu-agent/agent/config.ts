@@ -10,7 +10,7 @@
 //                            enforces the same settings, the agent stops sending at them)
 //   NDIF_RESULT_MAX_BYTES    largest encoded result of one request (default 64 MiB; larger: RESULT_TOO_LARGE)
 //   NDIF_RESULT_STREAM_MIN_BYTES  results this large are written piece by piece and can be read meanwhile (default
-//                            4MiB; 0: every result is one put)
+//                            16MiB; 0: every result is one put)
 //   NDIF_AGENT_EP            cpu (default) | cuda: onnxruntime's execution provider; cuda refuses to start where
 //                            onnxruntime-node's CUDA binaries are not installed (AGENT_CUDA_UNAVAILABLE)
 //   NDIF_AGENT_PROVIDER      the older name: auto (CUDA when its binaries are installed, else CPU) | cpu | cuda

@@ -5,7 +5,7 @@ import type { BlobInfo, BlobStore } from '../../blobstore/index.js';
 
 export const RESULT_CONTENT_TYPE = 'application/vnd.ndif.result';
 /** Default NDIF_RESULT_STREAM_MIN_BYTES: results this large are written piece by piece and announced. */
-export const DEFAULT_RESULT_STREAM_MIN_BYTES = 4 * 1024 * 1024;
+export const DEFAULT_RESULT_STREAM_MIN_BYTES = 16 * 1024 * 1024;
 /** Pieces a result is written in (a reader's first bytes wait for the first of them). */
 const PIECE_BYTES = 1024 * 1024;
 

@@ -59,6 +59,8 @@ export async function startInProcessFabric(
     NDIF_AGENT_GPUS: opts.gpus ?? '1x16GiB',
     NDIF_AGENT_RAM: '8GiB',
     NDIF_AGENT_HEARTBEAT_MS: '500',
+    // Results from 4 MiB on are written piece by piece (the default is 16 MiB): the tests' large results are small.
+    NDIF_RESULT_STREAM_MIN_BYTES: '4MiB',
   });
   const agent = new GpuAgent({ config, transport, blobs, catalog, log });
   await agent.start();

@@ -354,7 +354,7 @@ describe('transport of results and statuses', () => {
     }
   });
 
-  it('a result of 4 MiB or more is downloaded while the agent writes it (RESULT_WRITING), or, asked not to, after', async () => {
+  it("a result over the agent's stream size (4 MiB here) is downloaded while written (RESULT_WRITING), or, asked not to, after", async () => {
     const big = 'async (m, ctx) => ctx.Tensor.full([1048576 + 7], 0.5)';
     for (const resultStream of [true, false]) {
       const client = new Fabric({ url: fab.url, progress: false, resultStream });
