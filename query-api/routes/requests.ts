@@ -162,10 +162,12 @@ export function requestQueryRoutes(app: FastifyInstance, deps: RouteDeps): void 
     // Downloads count against the submitter of the result, signed URLs included (a shared URL is not a free pass).
     const release = downloads?.take(`${view.submitter} (downloads)`) ?? (() => undefined);
     reply.raw.once('close', release);
-    const answer = reply
-      .code(200)
-      .header('content-type', 'application/vnd.ndif.result')
-      .header('content-disposition', `attachment; filename="${id}.ndifres"`);
+    // The headers of a result are set once its bytes can be read: an error before then is answered as JSON.
+    const answer = () =>
+      reply
+        .code(200)
+        .header('content-type', 'application/vnd.ndif.result')
+        .header('content-disposition', `attachment; filename="${id}.ndifres"`);
     if (target.writing) {
       // Sent as the agent writes it; the client checks the whole against the sha256 its COMPLETED carries. An attempt
       // that ends without it (requeued, failed) or a corrupt whole cuts the download short.
@@ -177,16 +179,19 @@ export function requestQueryRoutes(app: FastifyInstance, deps: RouteDeps): void 
           return now === undefined || (now.result?.ref !== ref && now.writing?.ref !== ref);
         },
       });
-      return answer.header('x-ndif-result-writing', 'true').header('content-length', String(target.bytes)).send(stream);
+      return answer()
+        .header('x-ndif-result-writing', 'true')
+        .header('content-length', String(target.bytes))
+        .send(stream);
     }
     if (ctx.blobs.getStream !== undefined && view.result!.bytes > STREAMED_DOWNLOAD_MIN_BYTES) {
       // Read and sent piece by piece: the first bytes leave at once and no download holds a whole result here. A
       // blob found corrupt at its end cuts the download short (the client checks the sha256 in this header too).
       const { info, stream } = await ctx.blobs.getStream(view.result!.ref);
-      return answer.header('x-ndif-sha256', info.sha256).header('content-length', String(info.size)).send(stream);
+      return answer().header('x-ndif-sha256', info.sha256).header('content-length', String(info.size)).send(stream);
     }
     const blob = await ctx.blobs.get(view.result!.ref);
-    return answer.header('x-ndif-sha256', blob.sha256).send(blob.bytes);
+    return answer().header('x-ndif-sha256', blob.sha256).send(blob.bytes);
   });
 }
 

@@ -185,10 +185,17 @@ describe('a result read while it is written', () => {
     await ws.close();
   });
 
-  it('a running request that writes nothing has no result to download', async () => {
-    await running('r-nothing');
+  it('a running request that writes nothing has no result to download; one whose writer gave up is 410', async () => {
+    const d = await running('r-nothing');
     const r = await h.app.inject({ method: 'GET', url: '/requests/r-nothing/result', headers: bearer(user) });
     assert.equal(r.statusCode, 409, r.body);
     assert.equal(r.json().code, 'RESULT_NOT_READY');
+    const w = await h.blobs.openWriter(2 * MIB);
+    await agent.writing(d.requestId, d.attempt, w.ref, 2 * MIB);
+    await h.view.catchUp();
+    await w.abort();
+    const gone = await h.app.inject({ method: 'GET', url: '/requests/r-nothing/result', headers: bearer(user) });
+    assert.equal(gone.statusCode, 410, gone.body);
+    assert.equal(gone.json().code, 'BLOB_WRITE_ABORTED');
   });
 });
