@@ -26,6 +26,7 @@ import { ControlPlaneView } from '../../projections/control-plane/live.js';
 import type { HotStateLimits } from '../../projections/requests/state.js';
 import { SqliteCheckpoints } from '../../projections/runner/sqlite-checkpoints.js';
 import { encodeResultContainer } from '../../protocol/result-container.js';
+import { RESULT_CONTENT_TYPE } from '../../gpu-agent/agent/result-store.js';
 import { Scheduler } from '../../scheduler/scheduler.js';
 import { reportAsAgent, settle as settleAll, simulatedGpus } from '../support/sim-agent.js';
 
@@ -290,17 +291,7 @@ export class ReportingAgent {
         },
       ],
     });
-    const blob = await this.h.blobs.put(bytes, { contentType: 'application/vnd.ndif.result' });
-    await this.report({
-      type: 'ReportRequestCompleted',
-      requestId,
-      attempt,
-      agentId: this.agentId,
-      agentMessageId: '',
-      resultRef: blob.ref,
-      bytes: blob.size,
-      sha256: blob.sha256,
-    });
+    await this.completeWith(requestId, attempt, await this.h.blobs.put(bytes, { contentType: RESULT_CONTENT_TYPE }));
     return bytes;
   }
 
@@ -355,6 +346,28 @@ export const PROTOCOL = { 'x-ndif-protocol': '1.0' };
 
 export const BLOCK =
   'async (m, ctx) => {\n  const h = await m.transformer.h[0].output;\n  console.log("shape", h.shape);\n  return h;\n}';
+
+/** Submits `requestId` with `key` (auth on), lets `agent` load and starts it: its recorded id and attempt. */
+export async function submitAndStart(
+  h: ApiHarness,
+  agent: ReportingAgent,
+  key: string,
+  requestId: string,
+): Promise<{ requestId: string; attempt: number }> {
+  const r = await h.app.inject({
+    method: 'POST',
+    url: '/requests',
+    payload: submitBody({ requestId }),
+    headers: { authorization: `Bearer ${key}` },
+  });
+  if (r.statusCode !== 202) throw new Error(`submitting ${requestId}: ${r.statusCode} ${r.body}`);
+  await settle(h, [agent]);
+  // Recorded under the key's scope: <its key id>:<the id chosen>.
+  const d = (await agent.dispatched()).find((x) => x.requestId.endsWith(`:${requestId}`));
+  if (d === undefined) throw new Error(`${requestId} was not dispatched to ${agent.agentId}`);
+  await agent.started(d.requestId, d.attempt);
+  return d;
+}
 
 export function submitBody(extra: Record<string, unknown> = {}) {
   return { model: MODEL, invokes: [{ input: 'The Eiffel Tower is in' }], block: BLOCK, ...extra };

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { get, type IncomingHttpHeaders } from 'node:http';
 import { after, before, describe, it } from 'node:test';
-import { ReportingAgent, settle, startApi, submitBody, type ApiHarness } from '../command-api/harness.js';
+import { ReportingAgent, settle, startApi, submitAndStart, type ApiHarness } from '../command-api/harness.js';
 import { TestSocket, type WsMessage } from './ws-client.js';
 import { bearer } from '../support/http.js';
 
@@ -70,19 +70,7 @@ before(async () => {
 after(() => h.close());
 
 /** Submits as alice and starts it; the recorded id and attempt. */
-async function running(requestId: string): Promise<{ requestId: string; attempt: number }> {
-  const r = await h.app.inject({
-    method: 'POST',
-    url: '/requests',
-    payload: submitBody({ requestId }),
-    headers: bearer(user),
-  });
-  assert.equal(r.statusCode, 202, r.body);
-  await settle(h, [agent]);
-  const d = (await agent.dispatched()).find((x) => x.requestId.endsWith(`:${requestId}`))!;
-  await agent.started(d.requestId, d.attempt);
-  return d;
-}
+const running = (requestId: string) => submitAndStart(h, agent, user, requestId);
 
 const statusOf = (ms: WsMessage[], status: string) => ms.find((m) => m.status === status);
 

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { decodeResultContainer } from '../../protocol/result-container.js';
 import { signResultToken } from '../../query-api/results/token.js';
-import { ReportingAgent, settle, startApi, submitBody, type ApiHarness } from '../command-api/harness.js';
+import { ReportingAgent, startApi, submitAndStart, submitBody, type ApiHarness } from '../command-api/harness.js';
 import { TestSocket } from './ws-client.js';
 import { bearer } from '../support/http.js';
 import { STREAMED_DOWNLOAD_MIN_BYTES } from '../../query-api/routes/requests.js';
@@ -56,17 +56,7 @@ after(() => h.close());
 
 /** Submits as alice, runs it to COMPLETED with a result of `elements` float32 values; returns the bytes. */
 async function complete(requestId: string, elements: number): Promise<Uint8Array> {
-  const r = await h.app.inject({
-    method: 'POST',
-    url: '/requests',
-    payload: submitBody({ requestId }),
-    headers: bearer(user),
-  });
-  assert.equal(r.statusCode, 202, r.body);
-  await settle(h, [agent]);
-  // Recorded under alice's scope: <her key id>:<the id she chose>.
-  const d = (await agent.dispatched()).find((x) => x.requestId.endsWith(`:${requestId}`))!;
-  await agent.started(d.requestId, d.attempt);
+  const d = await submitAndStart(h, agent, user, requestId);
   await agent.log(d.requestId, d.attempt, 'hello from the block');
   const bytes = await agent.complete(d.requestId, d.attempt, elements);
   await h.view.catchUp();
