@@ -153,3 +153,28 @@ describe('submit and wait for the final status', () => {
     });
   }
 });
+
+describe('a waiting submission and the rate limit', () => {
+  it('does not hold its in-flight slot while it waits: the key’s next call is served', async () => {
+    const limited = await startApi({
+      auth: true,
+      config: { rateLimit: { perSecond: 100, burst: 100, maxInFlight: 1 } },
+    });
+    try {
+      const key = await limited.newKey('one-at-a-time');
+      const headers = { 'x-api-key': key, 'x-ndif-protocol': '1.0' };
+      const waiting = limited.app.inject({
+        method: 'POST',
+        url: '/requests?waitMs=300',
+        payload: submitBody({ requestId: 'r-slot' }),
+        headers,
+      });
+      await until('r-slot received', () => limited.view.state.requests.byId.size > 0);
+      const next = await limited.app.inject({ method: 'GET', url: '/requests/r-slot', headers });
+      assert.equal(next.statusCode, 200, next.body);
+      assert.equal((await waiting).json().final, null);
+    } finally {
+      await limited.close();
+    }
+  });
+});

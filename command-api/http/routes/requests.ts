@@ -26,6 +26,8 @@ export function requestRoutes(app: FastifyInstance, deps: RouteDeps): void {
     const code = answer.existing ? 200 : 202;
     if (waitMs === undefined) return reply.code(code).send(answer);
     const recordedId = scopedRequestId(me, answer.requestId);
+    // Waiting holds a socket and a listener, not work: the key's other calls may use the slot meanwhile.
+    req.freeSlot?.();
     const final = await waitForFinal(deps, recordedId, answer.requestId, answer.existing, waitMs, (cancel) =>
       reply.raw.once('close', cancel),
     );
