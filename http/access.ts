@@ -12,6 +12,11 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The caller; null on public routes and on optional ones called without a key. */
     identity: Identity | null;
+    /**
+     * Frees the call's in-flight slot of the rate limit before its answer (null: it holds none): a call that waits
+     * for something else (a submission waiting for its request's final status) is not work in flight.
+     */
+    freeSlot: (() => void) | null;
   }
 }
 

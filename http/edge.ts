@@ -24,6 +24,7 @@ export interface EdgeDeps {
 export function installEdge(app: FastifyInstance, deps: EdgeDeps): void {
   const limiter = deps.config.rateLimit === null ? undefined : new RateLimiter(deps.config.rateLimit, deps.clock);
   app.decorateRequest('identity', null);
+  app.decorateRequest('freeSlot', null);
   installJsonBody(app);
   installErrorHandling(app, deps.config.bodyLimitBytes);
   app.addHook('onRequest', async (req, reply) => {
@@ -47,8 +48,10 @@ export function installEdge(app: FastifyInstance, deps: EdgeDeps): void {
     if (access === 'operator' && !identity.tags.operator) throw operatorRequired(identity.actor);
     if (limiter !== undefined && access !== 'optional') {
       // A websocket upgrade is one call; the socket it opens is not a call in flight.
-      // The in-flight slot is freed when the response closes (answered, or the client went away).
-      reply.raw.once('close', limiter.take(identity.actor, req.headers.upgrade === undefined));
+      // The in-flight slot is freed when the response closes (answered, or the client went away), or before.
+      const free = limiter.take(identity.actor, req.headers.upgrade === undefined);
+      reply.raw.once('close', free);
+      req.freeSlot = free;
     }
   });
 }

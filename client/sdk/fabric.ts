@@ -72,6 +72,12 @@ export interface FabricOptions {
    * `ws-result-stream`); `false` waits for COMPLETED (default true).
    */
   resultStream?: boolean;
+  /**
+   * How long a trace's submission waits for its final status (ms, 0–10000, default 1000, at most half of `httpTimeoutMs`) when
+   * nothing reads its progress as it comes; a request not finished by then is followed on the status websocket. 0
+   * follows every request there from the start.
+   */
+  submitWaitMs?: number;
 }
 
 export interface TraceOptions extends RequestOptions {
@@ -149,6 +155,9 @@ export class Fabric {
 
   constructor(opts: FabricOptions = {}) {
     const cfg = resolveClientConfig({ url: opts.url ?? null, apiKey: opts.apiKey ?? null });
+    const wait = opts.submitWaitMs;
+    if (wait !== undefined && !(Number.isInteger(wait) && wait >= 0 && wait <= 10_000))
+      throw new TypeError(`submitWaitMs ${wait} is not a number of milliseconds from 0 to 10000 (the fabric's limit)`);
     this.opts = opts;
     this.http = new FabricHttp({
       url: cfg.url,
@@ -175,19 +184,39 @@ export class Fabric {
     if (this.opts.checkVersion !== false) await this.version();
   }
 
-  /** How to subscribe to a request: binary results and, with nobody reading progress, only the final statuses. */
-  private async subscribeOptions(opts: TraceOptions, progress: unknown): Promise<SubscribeOptions> {
-    if (this.opts.checkVersion === false) return {};
+  /**
+   * How to follow a request: with nothing reading its progress as it comes, the submission waits for the final
+   * status (`submitWaitMs`, POST /requests?waitMs) and the websocket is needed only when it does not come in time;
+   * subscriptions ask for binary results and, with nobody reading progress, only the final statuses.
+   */
+  private async following(
+    opts: TraceOptions,
+    progress: unknown,
+  ): Promise<{ subscribe: SubscribeOptions; submitWaitMs: number | null }> {
+    if (this.opts.checkVersion === false) return { subscribe: {}, submitWaitMs: null };
     const capabilities = new Set((await this.version()).capabilities ?? []);
     const quiet = progress == null && opts.onStatus === undefined && opts.onMessage === undefined;
     const stream = this.opts.resultStream !== false && capabilities.has('ws-result-stream');
+    // A cancel signal or a client-side limit acts on a submitted request: those follow the websocket from the start.
+    const waits =
+      quiet &&
+      this.opts.submitWaitMs !== 0 &&
+      capabilities.has('submit-wait') &&
+      opts.onTokens === undefined &&
+      opts.onTrace === undefined &&
+      opts.onReport === undefined &&
+      opts.signal === undefined &&
+      opts.waitMs === undefined;
     return {
-      ...(stream
-        ? { results: 'stream' as const }
-        : capabilities.has('ws-binary-results')
-          ? { results: 'binary' as const }
-          : {}),
-      ...(quiet && capabilities.has('ws-final-statuses') ? { statuses: 'final' as const } : {}),
+      subscribe: {
+        ...(stream
+          ? { results: 'stream' as const }
+          : capabilities.has('ws-binary-results')
+            ? { results: 'binary' as const }
+            : {}),
+        ...(quiet && capabilities.has('ws-final-statuses') ? { statuses: 'final' as const } : {}),
+      },
+      submitWaitMs: waits ? Math.min(this.opts.submitWaitMs ?? 1000, Math.floor(this.http.timeoutMs / 2)) : null,
     };
   }
 
@@ -401,12 +430,27 @@ export class Fabric {
           (err: unknown) => finish(() => settle.reject(err)),
         );
       };
-      const subscribeOptions = await this.subscribeOptions(opts, progress);
+      const follow = await this.following(opts, progress);
+      let submitted = false;
+      if (follow.submitWaitMs !== null) {
+        const reply = await this.http.json<SubmitReply>('POST', '/requests', {
+          body,
+          query: { waitMs: follow.submitWaitMs },
+        });
+        submitted = true;
+        const final = reply.final;
+        if (final && (final.status !== 'COMPLETED' || final.inline !== undefined)) {
+          onMessage(final);
+          return await outcome;
+        }
+        // Not finished within the wait, something streamed from it, or a result too large to come inline: the
+        // websocket replays the request's history (a result as its binary frame), then follows it.
+      }
       const subscribing = this.socket.subscribe(
         requestId,
         { message: onMessage, error: (e) => fallBack(e) },
         null,
-        subscribeOptions,
+        follow.subscribe,
       );
       cleanup.push(
         () =>
@@ -416,12 +460,14 @@ export class Fabric {
           ),
       );
       subscribing.catch(() => undefined);
-      // Where progress is shown, the submission waits for the subscription, so the statuses come live, in the
-      // order they happen. Where only the outcome is read, it does not wait (a round trip): a subscription replays
-      // the request's history first, so one confirmed after the request was received misses nothing; one that fails
-      // once the request is submitted leaves the outcome to polling.
-      if (subscribeOptions.statuses !== 'final') await subscribing;
-      await this.http.json<SubmitReply>('POST', '/requests', { body });
+      if (!submitted) {
+        // Where progress is shown, the submission waits for the subscription, so the statuses come live, in the
+        // order they happen. Where only the outcome is read, it does not wait (a round trip): a subscription replays
+        // the request's history first, so one confirmed after the request was received misses nothing; one that
+        // fails once the request is submitted leaves the outcome to polling.
+        if (follow.subscribe.statuses !== 'final') await subscribing;
+        await this.http.json<SubmitReply>('POST', '/requests', { body });
+      }
       subscribing.catch((e: Error) => fallBack(e, true));
 
       if (opts.signal) {

@@ -44,7 +44,8 @@ export class FabricHttp {
   readonly url: string;
   readonly apiKey: string | null;
   readonly protocolVersion: string;
-  private readonly timeoutMs: number;
+  /** The limit of one exchange (ms). */
+  readonly timeoutMs: number;
 
   constructor(opts: HttpOptions) {
     this.url = normalizeUrl(opts.url);

@@ -25,6 +25,11 @@ export interface SubmitReply {
   trusted: boolean;
   priority: boolean;
   links: { self: string; result: string; ws: string };
+  /**
+   * Submitted with `?waitMs`: the final status message (COMPLETED with its result `inline` when small) when the
+   * request finished within the wait; null when it did not, or when something streamed from it first.
+   */
+  final?: StatusMessage | null;
 }
 
 export type ResultRef =

@@ -17,6 +17,8 @@ export const COMMAND_CAPABILITIES = [
   'submit',
   'client-request-id',
   'idempotent-submit',
+  /** POST /requests?waitMs=N answers with the request's final status when it comes within N ms. */
+  'submit-wait',
   'cancel',
   'untrusted',
   'generation',

@@ -15,6 +15,9 @@ export const replicaId = z
   .regex(/^[A-Za-z0-9][A-Za-z0-9._/-]*#[1-9][0-9]*$/, 'a replica id <modelKey>#<n>');
 
 export const idParams = z.strictObject({ id: entityId });
+/** `POST /requests?waitMs=N`: hold the answer up to N ms for the request's final status (submit/final-wait.ts). */
+export const submitQuery = (maxWaitMs: number) =>
+  z.strictObject({ waitMs: z.coerce.number().int().min(0).max(maxWaitMs).optional() });
 /** A route without a body takes none, or an empty object. */
 export const noBody = z.strictObject({}).optional();
 

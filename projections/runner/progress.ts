@@ -89,6 +89,11 @@ export class Progress {
     this.setWaiters([]);
   }
 
+  /** Whether someone waits for a position not reached yet. */
+  get awaited(): boolean {
+    return this.waiters.length > 0;
+  }
+
   /** Resolves once the projection has applied every event up to `position`; rejects if it fails or stops first. */
   waitFor(position: number, timeoutMs: number): Promise<void> {
     if (this.status.position >= position) return Promise.resolve();

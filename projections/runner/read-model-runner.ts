@@ -1,8 +1,9 @@
 // Runs a read-model projection: its rows for a batch of events and its checkpoint commit in one transaction, so a
 // crash anywhere leaves both at the same position and a restart applies each event exactly once. A batch is
 // committed when it is full, when the runner has caught up with the store, or when it has been open too long.
-// When a batch fails (a handler throws or the commit is refused) the runner replays it one event per transaction,
-// committing the events before the culprit, and stops at the culprit with its error: it never skips an event.
+// Live, a runner may linger before each commit (`liveBatchMs`), unless someone waits for a position. When a batch
+// fails (a handler throws or the commit is refused) the runner replays it one event per transaction, committing the
+// events before the culprit, and stops at the culprit with its error: it never skips an event.
 import type { EventStore, StoredEvent, Subscription, SubscriptionEnd } from '../../eventstore/port.js';
 import { Progress } from './progress.js';
 import {
@@ -19,6 +20,12 @@ export interface ReadModelRunnerOptions {
   batchSize?: number;
   /** Commit a batch that has been open this long even if more events are coming. Default 200 ms. */
   maxBatchMs?: number;
+  /**
+   * Once caught up with the store, wait this long before committing (the subscription reads on after it): live, at
+   * most one commit per `liveBatchMs`, holding the events appended meanwhile, instead of one per event. A wait for a
+   * position (`waitForPosition`, `catchUp`) ends the wait. Default 0: commit as soon as caught up.
+   */
+  liveBatchMs?: number;
   /** Called once when the runner fails, with its status (failing event, error). */
   onFailure?(status: ProjectionStatus): void;
 }
@@ -27,6 +34,9 @@ export class ReadModelRunner<Tx> {
   private readonly progress: Progress;
   private readonly batchSize: number;
   private readonly maxBatchMs: number;
+  private readonly liveBatchMs: number;
+  /** Ends the current linger early (a position is awaited, or the runner stops). */
+  private endLinger: (() => void) | undefined;
   private buffer: StoredEvent[] = [];
   private batchStartedAt = 0;
   private subscription: Subscription | undefined;
@@ -42,6 +52,7 @@ export class ReadModelRunner<Tx> {
     this.progress = new Progress(projection.name, projection.version);
     this.batchSize = options.batchSize ?? 500;
     this.maxBatchMs = options.maxBatchMs ?? 200;
+    this.liveBatchMs = options.liveBatchMs ?? 0;
   }
 
   status(): ProjectionStatus {
@@ -81,11 +92,28 @@ export class ReadModelRunner<Tx> {
     if (this.buffer.length === 0) this.batchStartedAt = Date.now();
     this.buffer.push(e);
     if (this.buffer.length >= this.batchSize || caughtUp || Date.now() - this.batchStartedAt >= this.maxBatchMs) {
-      return this.flush().then(() => {
-        if (caughtUp) this.progress.caughtUp();
-      });
+      const flushed = () =>
+        this.flush().then(() => {
+          if (caughtUp) this.progress.caughtUp();
+        });
+      if (caughtUp && this.liveBatchMs > 0 && this.buffer.length < this.batchSize && !this.progress.awaited)
+        return this.linger().then(flushed);
+      return flushed();
     }
     return undefined;
+  }
+
+  /** Sleeps up to liveBatchMs (the subscription reads no further meanwhile), less when a position is awaited. */
+  private linger(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.endLinger = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, this.liveBatchMs);
+      this.endLinger = done;
+    });
   }
 
   private commit(events: readonly StoredEvent[]): Promise<void> {
@@ -155,7 +183,9 @@ export class ReadModelRunner<Tx> {
 
   /** Resolves once the rows of every event up to `position` are committed; rejects if the runner fails first. */
   waitForPosition(position: number, timeoutMs = 30_000): Promise<void> {
-    return this.progress.waitFor(position, timeoutMs);
+    const reached = this.progress.waitFor(position, timeoutMs);
+    this.endLinger?.();
+    return reached;
   }
 
   async catchUp(timeoutMs = 30_000): Promise<void> {
@@ -165,7 +195,9 @@ export class ReadModelRunner<Tx> {
   /** Commits what is buffered, stops following the store; resolves with the final status. */
   async stop(): Promise<ProjectionStatus> {
     if (this.subscription === undefined) return this.status();
-    await this.subscription.stop();
+    const stopping = this.subscription.stop();
+    this.endLinger?.();
+    await stopping;
     return this.done;
   }
 }

@@ -2,6 +2,7 @@
 // status (QUEUED / PROVISIONING / DEPLOYING with the true queue position) read from the live projection.
 import type { StoredEvent } from '../../eventstore/port.js';
 import { decode } from '../../projections/decode.js';
+import { finalStatusOf } from '../../projections/requests/final-status.js';
 import type { ControlPlaneState } from '../../projections/control-plane/state.js';
 import { userStatus } from '../../projections/control-plane/status.js';
 import { currentFailure, deploymentPhase } from '../../projections/cluster/queries.js';
@@ -202,37 +203,14 @@ export function eventDraft(e: StoredEvent, live: ControlPlaneState | null, repla
       x.writing = { ref: d.data.resultRef, bytes: d.data.bytes };
       return x;
     }
-    case 'RequestCompleted': {
-      const weights = d.data.weightsFingerprint === undefined ? {} : { weightsFingerprint: d.data.weightsFingerprint };
-      const x = draft(
-        e,
-        d.data.requestId,
-        'COMPLETED',
-        { attempt: d.data.attempt, bytes: d.data.bytes, sha256: d.data.sha256, ...weights },
-        replay,
-      );
-      x.result = { ref: d.data.resultRef, bytes: d.data.bytes, sha256: d.data.sha256, ...weights };
+    case 'RequestCompleted':
+    case 'RequestFailed':
+    case 'RequestCancelled': {
+      const f = finalStatusOf(d)!;
+      const x = draft(e, f.requestId, f.status, f.fields, replay);
+      if (f.result !== undefined) x.result = f.result;
       return x;
     }
-    case 'RequestFailed':
-      return draft(
-        e,
-        d.data.requestId,
-        'ERROR',
-        {
-          attempt: d.data.attempt,
-          error: { phase: d.data.phase, type: d.data.errorType, message: d.data.message, stack: d.data.stack },
-        },
-        replay,
-      );
-    case 'RequestCancelled':
-      return draft(
-        e,
-        d.data.requestId,
-        'CANCELLED',
-        { by: d.data.by, actor: d.data.actor, attempt: d.data.attempt },
-        replay,
-      );
     default:
       return undefined;
   }

@@ -375,6 +375,11 @@ describe('transport of results and statuses', () => {
           assert.equal(completed.binary, true);
           assert.equal(completed.resultBytes?.byteLength, completed.bytes);
         }
+        // Read by nothing as it comes: the submission waits, its wait ends when the result is being written, and the
+        // subscription's replay starts the download.
+        const quiet: Tensor = await client.trace('gpt2-tiny', PROMPT, big);
+        assert.deepEqual(quiet.shape, [1048576 + 7]);
+        assert.ok(quiet.data.every((x) => x === 0.5));
       } finally {
         client.close();
       }
