@@ -73,9 +73,9 @@ export interface FabricOptions {
    */
   resultStream?: boolean;
   /**
-   * How long a trace's submission waits for its final status (ms, 0–10000, default 1000, at most half of `httpTimeoutMs`) when
-   * nothing reads its progress as it comes; a request not finished by then is followed on the status websocket. 0
-   * follows every request there from the start.
+   * How long a trace's submission waits for its final status (ms, 0–10000, default 1000, at most half of
+   * `httpTimeoutMs`) when nothing reads its progress as it comes; a request not finished by then is followed on the
+   * status websocket. 0 follows every request there from the start.
    */
   submitWaitMs?: number;
 }

@@ -1,6 +1,7 @@
 // Read models on SQLite: rows and checkpoint commit in one transaction on the read model's own connection to the
 // event store's file; a throwing handler rolls its batch back to the event before and stops there; live, a runner
-// with `liveBatchMs` commits the events of its wait together, and a wait for a position or a stop ends its wait.
+// with `liveBatchMs` waits before each commit (the events appended meanwhile share the next), and a wait for a position
+// or a stop ends its wait.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -72,7 +73,8 @@ describe('read-model runner on SQLite', () => {
   });
 
   for (const liveBatchMs of [0, 60_000]) {
-    it(`live events one at a time, liveBatchMs ${liveBatchMs}: ${liveBatchMs === 0 ? 'a commit each' : 'two commits, however long the wait'}; stop commits what waits`, async () => {
+    const commits = liveBatchMs === 0 ? 'a commit each' : 'two commits, however long the wait';
+    it(`live events one at a time, liveBatchMs ${liveBatchMs}: ${commits}; a stop commits what waits`, async () => {
       const dir = mkdtempSync(join(tmpdir(), 'ndif-rms-'));
       const path = join(dir, 'events.db');
       const store = new SqliteEventStore({ path });
@@ -80,16 +82,16 @@ describe('read-model runner on SQLite', () => {
       db.pragma('busy_timeout = 5000');
       try {
         const target = new SqliteCheckpoints(db);
-        let commits = 0;
+        let transactions = 0;
         const counted = Object.assign(Object.create(target) as SqliteCheckpoints, {
           transaction: <T>(fn: (tx: Database.Database) => Promise<T>) => {
-            commits++;
+            transactions++;
             return target.transaction(fn);
           },
         });
         const r = new ReadModelRunner(store, perStream(), counted, { liveBatchMs });
         await r.start();
-        const setupCommits = commits;
+        const setup = transactions;
         for (let i = 1; i <= 10; i++) {
           await store.append('tally-0', [event('Counted', i)], { expectedRevision: 'any' });
           // A turn of the event loop: the runner reads each event on its own, at the head.
@@ -97,7 +99,7 @@ describe('read-model runner on SQLite', () => {
         }
         // The runner's wait would outlast the test's limit: the wait for the head ends it.
         await r.catchUp(5000);
-        assert.equal(commits - setupCommits, liveBatchMs === 0 ? 10 : 2);
+        assert.equal(transactions - setup, liveBatchMs === 0 ? 10 : 2);
         assert.equal((await target.load('per_stream'))?.position, 10);
         await store.append('tally-1', [event('Counted', 11)], { expectedRevision: 'any' });
         await new Promise((resolve) => setTimeout(resolve, 50));
