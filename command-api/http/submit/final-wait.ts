@@ -11,8 +11,13 @@ import { requestStream } from '../../../domain/shared/ids.js';
 
 /** The longest wait a submission may ask for (ms). */
 export const SUBMIT_WAIT_MAX_MS = 10_000;
-/** The largest result a waited-for COMPLETED carries inline (base64); a larger one is read from its result route. */
-export const SUBMIT_WAIT_INLINE_MAX_BYTES = 64 * 1024;
+/**
+ * The largest result a waited-for COMPLETED carries inline (base64); a larger one is read by the client on the status
+ * websocket (a binary frame). With 64 KiB a 96 KiB result (GPT-2-small's layer read at 32 tokens) took the websocket's
+ * extra round trip and replay: the overhead bench's 8 clients at once over one after the other 0.92–1.25 in four runs
+ * (1.23–1.32 before submissions waited), 1.58 in one run with 256 KiB.
+ */
+export const SUBMIT_WAIT_INLINE_MAX_BYTES = 256 * 1024;
 
 const FINAL = new Set(['RequestCompleted', 'RequestFailed', 'RequestCancelled']);
 /** Events followed on the status websocket instead: output as it comes, and a result that can be read while written. */
