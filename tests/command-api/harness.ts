@@ -347,6 +347,15 @@ export const PROTOCOL = { 'x-ndif-protocol': '1.0' };
 export const BLOCK =
   'async (m, ctx) => {\n  const h = await m.transformer.h[0].output;\n  console.log("shape", h.shape);\n  return h;\n}';
 
+/** An API with rate limits off, listening, and one registered reporting agent. */
+export async function startApiWithAgent(): Promise<{ h: ApiHarness; url: string; agent: ReportingAgent }> {
+  const h = await startApi({ config: { rateLimit: null } });
+  const url = await h.listen();
+  const agent = new ReportingAgent(h);
+  await agent.register();
+  return { h, url, agent };
+}
+
 /** Submits `requestId` with `key` (auth on), lets `agent` load and starts it: its recorded id and attempt. */
 export async function submitAndStart(
   h: ApiHarness,

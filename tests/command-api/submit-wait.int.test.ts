@@ -7,17 +7,14 @@ import { after, before, describe, it } from 'node:test';
 import { SUBMIT_WAIT_INLINE_MAX_BYTES } from '../../command-api/http/submit/final-wait.js';
 import { TestSocket } from '../query-api/ws-client.js';
 import { until } from '../support/until.js';
-import { ReportingAgent, settle, startApi, submitBody, type ApiHarness } from './harness.js';
+import { type ReportingAgent, settle, startApi, startApiWithAgent, submitBody, type ApiHarness } from './harness.js';
 
 let h: ApiHarness;
 let agent: ReportingAgent;
 let url: string;
 
 before(async () => {
-  h = await startApi({ config: { rateLimit: null } });
-  url = await h.listen();
-  agent = new ReportingAgent(h);
-  await agent.register();
+  ({ h, url, agent } = await startApiWithAgent());
 });
 after(() => h.close());
 

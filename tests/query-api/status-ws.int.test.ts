@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { decodeResultContainer } from '../../protocol/result-container.js';
-import { ReportingAgent, settle, startApi, submitBody, type ApiHarness } from '../command-api/harness.js';
+import { type ReportingAgent, settle, startApiWithAgent, submitBody, type ApiHarness } from '../command-api/harness.js';
 import { statusHubOf } from '../../query-api/build.js';
 import { TestSocket, type WsMessage } from './ws-client.js';
 
@@ -15,10 +15,7 @@ let agent: ReportingAgent;
 let url: string;
 
 before(async () => {
-  h = await startApi({ config: { rateLimit: null } });
-  url = await h.listen();
-  agent = new ReportingAgent(h);
-  await agent.register();
+  ({ h, url, agent } = await startApiWithAgent());
 });
 after(() => h.close());
 
