@@ -33,12 +33,17 @@ export async function openGrowing(ref: string, size: number, paths: BlobPaths): 
   throw blobWriteAborted(ref, 0, size);
 }
 
+/**
+ * The blob's `size` bytes from `file` as they land, checked at the end against its recorded metadata. `finished`: the
+ * metadata of a blob already recorded, read as it is (nothing is waited for: bytes missing from its file are corrupt).
+ */
 export async function* growingPieces(
   file: FileHandle,
   ref: string,
   size: number,
   paths: BlobPaths,
   options: GrowingOptions = {},
+  finished?: BlobInfo,
 ): AsyncGenerator<Buffer> {
   const stalledMs = options.stalledMs ?? DEFAULT_STALLED_MS;
   const hash = createHash('sha256');
@@ -46,7 +51,7 @@ export async function* growingPieces(
   let held: Buffer | undefined;
   let wait = FIRST_WAIT_MS;
   let lastGrowth = performance.now();
-  let info: BlobInfo | undefined;
+  let info: BlobInfo | undefined = finished;
   try {
     for (;;) {
       if (got < size) {

@@ -4,11 +4,10 @@
 // 256 KiB are rows of one SQLite file in the folder instead (blobstore/small-blobs.ts: one commit, no files made).
 // Folders are 0700 and files 0600.
 import { closeSync, mkdirSync, openSync, read, readFileSync, renameSync, write, writeSync } from 'node:fs';
-import { chmod, mkdir, open, readFile, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
+import { chmod, mkdir, open, readFile, readdir, rm, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { blobCorrupt, blobNotFound, blobTooLarge } from './errors.js';
-import { createHash } from 'node:crypto';
 import { checkPut, checkRef, DEFAULT_MAX_BLOB_BYTES, newRef, sha256 } from './checks.js';
 import { type BlobPaths, blobPaths, tmpDir } from './files-paths.js';
 import { growingPieces, openGrowing } from './files-growing.js';
@@ -29,16 +28,17 @@ const STALE_TEMP_MS = 10 * 60_000;
 /**
  * Without fsync, a put's and a get's small steps (mkdir, open, the metadata file, renames, close) are synchronous
  * calls: in the page cache each takes microseconds, while a round trip through libuv's thread pool costs 0.1–0.3 ms,
- * more under load (a trivial request's put and get made twelve of them). Data up to this size is written and read
- * synchronously too; larger data in one thread-pool call (fs/promises' writeFile and readFile go in 512 KiB pieces,
+ * more under load (a trivial request's put and get made twelve of them). Data up to this size is read synchronously
+ * too (a data file that small comes from putStream or a writer: put keeps such blobs in small.sqlite); larger data in
+ * one thread-pool call (fs/promises' writeFile and readFile go in 512 KiB pieces,
  * one round trip each: a 4.7 MB result took 89 ms to write at load ~18, a few ms once it is one call).
  */
 const SYNC_IO_MAX_BYTES = 256 * 1024;
 
-function writeFileNew(path: string, data: Uint8Array | string): void {
+function writeFileNew(path: string, data: string): void {
   const fd = openSync(path, 'wx', 0o600);
   try {
-    const buf = typeof data === 'string' ? Buffer.from(data) : data;
+    const buf = Buffer.from(data);
     for (let off = 0; off < buf.byteLength; ) off += writeSync(fd, buf, off);
   } finally {
     closeSync(fd);
@@ -69,16 +69,6 @@ async function readAll(path: string, size: number): Promise<Buffer> {
     return buf;
   } finally {
     closeSync(fd);
-  }
-}
-
-async function writeFileSynced(path: string, data: Uint8Array | string, sync: boolean): Promise<void> {
-  const fh = await open(path, 'wx', 0o600);
-  try {
-    await fh.writeFile(data);
-    if (sync) await fh.sync();
-  } finally {
-    await fh.close();
   }
 }
 
@@ -121,6 +111,9 @@ export class FileBlobStore implements BlobStore {
 
   async put(bytes: Uint8Array, options?: PutOptions): Promise<BlobInfo> {
     const { contentType } = checkPut(bytes, options, this.maxBytes);
+    // Synced, a data-file blob is a stream of one piece: the writer writes and syncs its data, then its metadata, then
+    // renames both into place and syncs the folder.
+    if (this.sync && bytes.byteLength > SMALL_BLOB_MAX_BYTES) return this.putStream([bytes], bytes.byteLength, options);
     const ref = newRef();
     const info: BlobInfo = { ref, size: bytes.byteLength, sha256: sha256(bytes), contentType };
     if (bytes.byteLength <= SMALL_BLOB_MAX_BYTES) {
@@ -128,41 +121,31 @@ export class FileBlobStore implements BlobStore {
       return info;
     }
     const p = this.paths(ref);
-    if (this.sync) await mkdir(p.shard, { recursive: true, mode: 0o700 });
-    else mkdirSync(p.shard, { recursive: true, mode: 0o700 });
+    mkdirSync(p.shard, { recursive: true, mode: 0o700 });
     const { tmpData, tmpMeta } = p;
     try {
-      if (!this.sync) {
-        if (bytes.byteLength <= SYNC_IO_MAX_BYTES) writeFileNew(tmpData, bytes);
-        else {
-          const fd = openSync(tmpData, 'wx', 0o600);
-          try {
-            await writeAll(fd, bytes);
-          } finally {
-            closeSync(fd);
-          }
-        }
-        writeFileNew(tmpMeta, JSON.stringify(info));
-        renameSync(tmpData, p.data);
-        renameSync(tmpMeta, p.meta);
-        return info;
+      // Data files are larger than a small blob: one thread-pool call writes them.
+      const fd = openSync(tmpData, 'wx', 0o600);
+      try {
+        await writeAll(fd, bytes);
+      } finally {
+        closeSync(fd);
       }
-      await writeFileSynced(tmpData, bytes, this.sync);
-      await writeFileSynced(tmpMeta, JSON.stringify(info), this.sync);
-      await rename(tmpData, p.data);
-      await rename(tmpMeta, p.meta);
-      if (this.sync) {
-        const d = await open(p.shard, 'r');
-        await d.sync().finally(() => d.close());
-      }
+      writeFileNew(tmpMeta, JSON.stringify(info));
+      renameSync(tmpData, p.data);
+      renameSync(tmpMeta, p.meta);
+      return info;
     } catch (e) {
       await Promise.all([rm(tmpData, { force: true }), rm(tmpMeta, { force: true }), rm(p.data, { force: true })]);
       throw e;
     }
-    return info;
   }
 
-  async putStream(source: AsyncIterable<Uint8Array>, size: number, options?: PutOptions): Promise<BlobInfo> {
+  async putStream(
+    source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
+    size: number,
+    options?: PutOptions,
+  ): Promise<BlobInfo> {
     const w = await this.openWriter(size, options);
     try {
       for await (const piece of source) await w.write(piece);
@@ -231,7 +214,7 @@ export class FileBlobStore implements BlobStore {
       if ((e as NodeJS.ErrnoException).code === 'ENOENT') throw blobCorrupt(ref, info, { size: 0, sha256: '' });
       throw e;
     }
-    return { info, stream: Readable.from(verifiedPieces(file, info), { objectMode: false }) };
+    return { info, stream: Readable.from(growingPieces(file, ref, info.size, paths, {}, info), { objectMode: false }) };
   }
 
   async delete(ref: string): Promise<boolean> {
@@ -266,39 +249,6 @@ function readMeta(path: string, ref: string): BlobInfo {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') throw blobNotFound(ref);
     throw e;
   }
-}
-
-/** Pieces read from a stream, at most this many bytes each. */
-const STREAM_PIECE_BYTES = 1024 * 1024;
-
-/**
- * The stored size of the file's bytes piece by piece, each a fresh buffer (as `get` reads it: what lies past the stored
- * size is not read); at the end, BLOB_CORRUPT unless they are all there and their sha256 matches.
- */
-async function* verifiedPieces(file: Awaited<ReturnType<typeof open>>, info: BlobInfo): AsyncGenerator<Buffer> {
-  const hash = createHash('sha256');
-  let size = 0;
-  // Each piece goes out once the next one is read, and the last once the whole was checked: a corrupt blob never
-  // gives its reader all of its stored size (a download is cut short, not completed with wrong bytes).
-  let held: Buffer | undefined;
-  try {
-    while (size < info.size) {
-      const want = Math.min(STREAM_PIECE_BYTES, info.size - size);
-      const piece = Buffer.allocUnsafe(want);
-      const { bytesRead } = await file.read(piece, 0, want, size);
-      if (bytesRead === 0) break;
-      size += bytesRead;
-      const got = bytesRead === want ? piece : piece.subarray(0, bytesRead);
-      hash.update(got);
-      if (held !== undefined) yield held;
-      held = got;
-    }
-  } finally {
-    await file.close();
-  }
-  const actual = { size, sha256: hash.digest('hex') };
-  if (actual.size !== info.size || actual.sha256 !== info.sha256) throw blobCorrupt(info.ref, info, actual);
-  if (held !== undefined) yield held;
 }
 
 /** The stored blob, once its bytes match its recorded size and (unless `sha256: false`) hash. */
