@@ -138,9 +138,6 @@ export function requestQueryRoutes(app: FastifyInstance, deps: RouteDeps): void 
         known = requestViewOr(ctx.view.state.requests.byId, id, events);
         if (known === undefined) throw requestNotFound(id);
       }
-      const target = downloadable(known);
-      if (target === undefined) throw notReady(id, userStatus(ctx.view.state, known));
-      verifyResultToken(deps.config.resultSecret, token, id, target.ref, ctx.clock());
       view = known;
     } else {
       if (req.identity === null) {
@@ -157,6 +154,7 @@ export function requestQueryRoutes(app: FastifyInstance, deps: RouteDeps): void 
     const target = downloadable(view);
     if (target === undefined || (target.writing && ctx.blobs.getGrowing === undefined))
       throw notReady(id, userStatus(ctx.view.state, view));
+    if (token !== undefined) verifyResultToken(deps.config.resultSecret, token, id, target.ref, ctx.clock());
     if (view.result?.expiredAt !== undefined)
       throw resultExpired(id, view.result.expiredAt, view.result.expiredBecause ?? 'RETENTION');
     // Downloads count against the submitter of the result, signed URLs included (a shared URL is not a free pass).

@@ -269,18 +269,8 @@ export class StatusConnection {
       return;
     }
     if (result !== undefined && options?.announced === result.ref) {
-      // The client is reading it already; the URL again in case that read failed.
-      const weights = result.weightsFingerprint === undefined ? {} : { weightsFingerprint: result.weightsFingerprint };
-      this.push(
-        named({
-          ...d.msg,
-          bytes: result.bytes,
-          sha256: result.sha256,
-          ...weights,
-          streamed: true,
-          ...resultUrl(this.deps, d.msg.requestId, result),
-        }),
-      );
+      // The client is reading it already (the message has its size and sha256); the URL again in case that read failed.
+      this.push(named({ ...d.msg, streamed: true, ...resultUrl(this.deps, d.msg.requestId, result) }));
       return;
     }
     if (result !== undefined) {

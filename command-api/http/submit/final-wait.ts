@@ -1,7 +1,7 @@
 // A submission that waits (`POST /requests?waitMs=N`): its answer is held until the request reaches its final
 // status, until something streams from it (a log line, generated tokens, a trace's progress, a result being written:
-// those are followed on the status websocket) or until N ms pass. A quick request is then submitted and read in one exchange, without a
-// websocket subscription.
+// those are followed on the status websocket) or until N ms pass. A quick request is then submitted and read in one
+// exchange, without a websocket subscription.
 import type { RouteDeps } from '../../../http/deps.js';
 import type { StoredEvent } from '../../../eventstore/port.js';
 import type { ControlPlaneView } from '../../../projections/control-plane/live.js';
