@@ -59,11 +59,13 @@ function download(url: string, headers: Record<string, string> = {}): Promise<Do
 let h: ApiHarness;
 let agent: ReportingAgent;
 let user: string;
+let other: string;
 
 before(async () => {
   h = await startApi({ auth: true, config: { rateLimit: null, resultUrlTtlMs: 60_000 } });
   await h.listen();
   user = await h.newKey('alice');
+  other = await h.newKey('bob');
   agent = new ReportingAgent(h);
   await agent.register();
 });
@@ -98,6 +100,16 @@ describe('a result read while it is written', () => {
     assert.equal(v.status, 'RUNNING');
     assert.equal(v.result, null);
     assert.ok(v.statuses.some((s: { status: string }) => s.status === 'RESULT_WRITING'));
+
+    // Another key does not see it; a token changed by one character is refused; neither starts a download.
+    const foreign = await h.app.inject({ method: 'GET', url: '/requests/r-writing/result', headers: bearer(other) });
+    assert.equal(foreign.statusCode, 404, foreign.body);
+    assert.equal(foreign.json().code, 'API_REQUEST_NOT_FOUND');
+    const url = announced.url as string;
+    const forged = `${url.slice(0, -2)}${url.endsWith('AA') ? 'BB' : 'AA'}`;
+    const refused = await h.app.inject({ method: 'GET', url: forged });
+    assert.equal(refused.statusCode, 403, refused.body);
+    assert.equal(refused.json().code, 'RESULT_TOKEN_INVALID');
 
     // The answer's head goes out with its first bytes.
     const answering = download(`${h.url}${announced.url as string}`);
