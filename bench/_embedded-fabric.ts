@@ -39,7 +39,11 @@ function controlPlaneOf(supervisor: number | undefined): number | undefined {
 }
 
 export async function startEmbeddedFabric(dataDir: string, env: Record<string, string>): Promise<EmbeddedFabric> {
-  const child = spawn(process.execPath, [join(distDir, 'fabric', 'embedded', 'main.js')], {
+  // NDIF_BENCH_CPU_PROF=<folder>: the fabric's processes write V8 CPU profiles there (the supervisor passes its
+  // node flags on to the control plane it forks).
+  const prof = process.env.NDIF_BENCH_CPU_PROF;
+  const flags = prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : [];
+  const child = spawn(process.execPath, [...flags, join(distDir, 'fabric', 'embedded', 'main.js')], {
     cwd: repoRoot,
     stdio: ['ignore', 'pipe', 'pipe'],
     env: {

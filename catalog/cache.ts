@@ -1,6 +1,6 @@
 // The catalog's cache: one JSON file per model folder and key, `<cacheDir>/<key>-<stamp>-v<version>.json`, holding what
 // is costly to compute (the weights bytes read from the ONNX file; the manifest, which needs the model loaded; the
-// files' sha256 fingerprint).
+// files' sha256 fingerprint; that the tokenizer loads).
 // Written to a temp file and renamed, so a reader never sees half a file; an unreadable file counts as absent.
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -18,6 +18,11 @@ export interface CacheEntry {
   manifest?: Manifest;
   /** The files' sha256s (reading every byte of the weights: cached like the manifest). */
   weights?: WeightsFingerprint;
+  /**
+   * The folder's tokenizer loaded and encoded a sample (registration's check, catalog/inspect.ts), with its files as
+   * the stamp says: loading GPT-2's tokenizer costs about half a second of CPU at every start otherwise.
+   */
+  tokenizerLoads?: true;
 }
 
 export class CatalogCache {

@@ -153,6 +153,18 @@ export class FabricModelCatalog implements ModelCatalog {
     return withShape(await p, shape);
   }
 
+  /**
+   * Runs `check` (registration's tokenizer check, which throws when the tokenizer does not load) unless it passed
+   * before on the folder as it is now (same folder stamp: names, sizes and modification times); a pass is cached.
+   */
+  checkTokenizerOnce(key: string, dir: string, check: () => void): void {
+    const cache = this.cache.read(key, dir, folderStamp(dir));
+    if (cache.tokenizerLoads === true) return;
+    check();
+    cache.tokenizerLoads = true;
+    this.cache.write(cache);
+  }
+
   /** The sha256 fingerprint of the model files in `dir` (cached by folder stamp: the bytes are read once). */
   weights(key: string, dir: string): WeightsFingerprint {
     const slot = this.slots.get(key);

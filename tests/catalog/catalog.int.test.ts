@@ -95,6 +95,38 @@ describe('model catalog', () => {
     assert.ok(readdirSync(cacheDir).some((f) => f.startsWith('tiny-copy-')));
   });
 
+  it("checks a folder's tokenizer once per folder stamp: a pass is cached across catalogs, a failure is not", async () => {
+    const cacheDir = join(tmp, 'cache-tok');
+    const copy = join(tmp, 'tok-copy');
+    cpSync(tiny, copy, { recursive: true });
+    const open = () => FabricModelCatalog.open({ models: parseModelList(`tok=${copy}`), cacheDir });
+    const ran: string[] = [];
+    const first = await open();
+    first.checkTokenizerOnce('tok', copy, () => ran.push('first'));
+    first.checkTokenizerOnce('tok', copy, () => ran.push('again'));
+    // Another process's catalog over the same cache folder.
+    (await open()).checkTokenizerOnce('tok', copy, () => ran.push('second catalog'));
+    assert.deepEqual(ran, ['first'], 'passed once, then cached');
+
+    // Another key over the same folder is checked on its own; a failing check throws and records nothing.
+    const refused = new Error('the tokenizer does not load');
+    assert.throws(
+      () =>
+        first.checkTokenizerOnce('other', copy, () => {
+          throw refused;
+        }),
+      (e) => e === refused,
+    );
+    first.checkTokenizerOnce('other', copy, () => ran.push('other after a failure'));
+    assert.deepEqual(ran, ['first', 'other after a failure']);
+
+    // A changed tokenizer.json is another folder stamp: checked again.
+    const later = new Date(Date.now() + 5000);
+    utimesSync(join(copy, 'tokenizer.json'), later, later);
+    first.checkTokenizerOnce('tok', copy, () => ran.push('changed'));
+    assert.deepEqual(ran, ['first', 'other after a failure', 'changed']);
+  });
+
   it('refuses unknown keys, bad shapes and unreadable folders with codes', async () => {
     const catalog = await FabricModelCatalog.open({
       models: parseModelList('gpt2-tiny'),
