@@ -7,6 +7,7 @@ import { availableParallelism } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startServices } from './services/index.mjs';
+import { servicesNeededEach } from './services/needs.mjs';
 import { readDurations, sourceOf, writeDurations } from './test-durations.mjs';
 import { pickNext, planFiles } from './test-schedule.mjs';
 
@@ -52,7 +53,13 @@ const cores = availableParallelism();
 const capacity = positive('NDIF_TEST_CAPACITY', cores * 1.25);
 const maxFiles = positive('NDIF_TEST_CONCURRENCY', Math.max(8, cores * 2));
 const fileTimeoutMs = positive('NDIF_TEST_FILE_TIMEOUT_S', 480) * 1000;
-const queue = planFiles(files, readDurations(), (f) => sourceOf(f, distDir));
+const needs = servicesNeededEach(files);
+const queue = planFiles(
+  files,
+  readDurations(),
+  (f) => sourceOf(f, distDir),
+  (f) => needs.get(f).has('postgres') || needs.get(f).has('kafka'),
+);
 
 // The unit tier (`*.unit.test.ts`) starts no service by definition: a run of unit tests alone starts nothing, even
 // where a test names a service's variable (a config test parsing DATABASE_URL).

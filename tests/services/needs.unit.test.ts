@@ -10,6 +10,7 @@ const root = new URL('../../../', import.meta.url);
 interface Needs {
   SERVICE_VARS: Record<string, string>;
   servicesNeeded(files: string[]): Set<string>;
+  servicesNeededEach(files: string[]): Map<string, Set<string>>;
 }
 interface Index {
   selectServices(o: { files?: string[]; fullRun?: boolean; env?: Record<string, string> }): Set<string>;
@@ -36,6 +37,13 @@ test('a test needs the services whose variables it or its relative imports name,
   });
   try {
     assert.deepEqual([...needs.servicesNeeded([join(f.dir, 'a.test.js')])].sort(), ['chromium', 'kafka', 'postgres']);
+    // Each file on its own, the modules they share read once: the same answers as one call per file.
+    const files = ['a.test.js', 'dyn.js', 'side.js', 'unrelated.js', 'absent.js'].map((n) => join(f.dir, n));
+    const each = needs.servicesNeededEach(files);
+    for (const file of files)
+      assert.deepEqual([...each.get(file)!].sort(), [...needs.servicesNeeded([file])].sort(), file);
+    assert.deepEqual([...each.get(join(f.dir, 'dyn.js'))!], ['kafka']);
+    assert.deepEqual([...each.get(join(f.dir, 'absent.js'))!], []);
   } finally {
     await f.done();
   }

@@ -1,5 +1,5 @@
-// Which test file starts next (scripts/test-schedule.mjs): files start while their loads fit the capacity, and a
-// light file passes a heavy head only where the head still fits beside it.
+// Which test file starts next (scripts/test-schedule.mjs): files start while their loads fit the capacity, a file
+// that fits passes a head that does not for a while only, and a file using PostgreSQL or Kafka weighs more.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
@@ -14,7 +14,9 @@ interface Schedule {
     files: string[],
     table: Record<string, { wall: number; cpu: number }>,
     sourceOf: (f: string) => string,
+    usesServers?: (f: string) => boolean,
   ): Item[];
+  SERVICE_LOAD: number;
   pickNext(
     queue: Item[],
     running: Array<{ load: number }>,
@@ -42,6 +44,24 @@ test('planFiles orders known files longest first, new ones after them in their o
     plan.map((p) => p.load),
     [0.25, 0.9, 1.5, 0.1, 1, 1],
     'bounded to 0.1..1.5; a file the table lacks counts as one core',
+  );
+});
+
+test('planFiles adds SERVICE_LOAD to a file using PostgreSQL or Kafka', () => {
+  const table = { 'a.ts': { wall: 10, cpu: 5 }, 'b.ts': { wall: 8, cpu: 4 } };
+  const plan = schedule.planFiles(
+    ['a.js', 'b.js'],
+    table,
+    (f) => f.replace(/\.js$/, '.ts'),
+    (f) => f === 'a.js',
+  );
+  assert.equal(schedule.SERVICE_LOAD, 0.3);
+  assert.deepEqual(
+    plan.map((p) => [p.file, p.load]),
+    [
+      ['a.js', 0.8],
+      ['b.js', 0.5],
+    ],
   );
 });
 

@@ -26,7 +26,10 @@ export interface SoakOptions {
   clients: number;
   /** How long clients, operator and kills run. */
   activeMs: number;
-  /** Longest wait, after that, for every request to finish. */
+  /**
+   * How long the drain waits, after that, without a request finishing: a request still open then is stuck. A slow
+   * machine drains slowly but keeps finishing requests; the drain stops at 5 × drainMs in all.
+   */
   drainMs: number;
   killEveryMs: number;
   operatorEveryMs: number;
@@ -228,9 +231,12 @@ export async function runSoak(options: Partial<SoakOptions> = {}): Promise<SoakR
       return r.status === 200 ? String(r.body.status) : `HTTP ${r.status}`;
     };
     let open = sent;
-    while (Date.now() - drainStart < o.drainMs) {
+    let progressAt = drainStart;
+    while (Date.now() - progressAt < o.drainMs && Date.now() - drainStart < 5 * o.drainMs) {
       const statuses = await Promise.all(open.map(statusOf));
-      open = open.filter((_, i) => !TERMINAL.has(statuses[i]!));
+      const still = open.filter((_, i) => !TERMINAL.has(statuses[i]!));
+      if (still.length < open.length) progressAt = Date.now();
+      open = still;
       if (open.length === 0) break;
       await sleep(250);
     }
