@@ -93,7 +93,12 @@ it('moves as requests run: queue while they wait, then outcomes, phases, replica
   assert.equal(sampleValue((await scrape(agentMetrics)).samples, 'ndif_agent_requests_running'), 1);
   await slow.result({ waitMs: 30_000 });
   for (const h of waiting) await h.result({ waitMs: 30_000 });
-  await ndif.trace(MODEL, 'Hello', QUICK, { untrusted: true }); // in the sandbox: a runner is spawned
+  // In the sandbox (a runner is spawned), followed live: with a status observer the SDK subscribes before it posts,
+  // so its statuses are sent as they happen (a quiet trace's submission waits for its final status instead, and the
+  // slow request's handle polls).
+  const statuses: string[] = [];
+  await ndif.trace(MODEL, 'Hello', QUICK, { untrusted: true, onStatus: (u) => void statuses.push(u.status) });
+  assert.ok(statuses.includes('COMPLETED'), statuses.join(', '));
 
   const end = await until('all five counted', async () => {
     const s = (await scrape(`${api}/metrics`)).samples;
@@ -108,8 +113,7 @@ it('moves as requests run: queue while they wait, then outcomes, phases, replica
   assert.equal(sampleValue(end, 'ndif_queue_depth', { model: MODEL }), 0);
   assert.equal(grew('ndif_requests_received_total', { model: MODEL }), 5);
   for (const phase of ['submit', 'schedule', 'start', 'run', 'notify']) {
-    // notify is observed for live status messages only: the SDK posts before its subscription is confirmed, so a
-    // quick request may finish first and its COMPLETED come as a replay. The slow one is followed live.
+    // notify is observed for live status messages only: the untrusted trace's.
     const least = phase === 'notify' ? 1 : 5;
     assert.ok(
       grew('ndif_request_phase_seconds_count', { model: MODEL, phase }) >= least,
