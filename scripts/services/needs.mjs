@@ -12,12 +12,10 @@ export const SERVICE_VARS = {
 
 const IMPORT = /(?:import|export)\s[^'"]*?from\s*['"](\.{1,2}\/[^'"]+)['"]|import\s*\(?\s*['"](\.{1,2}\/[^'"]+)['"]/g;
 
-/**
- * Each file's services, as `servicesNeeded([file])` gives them, reading every module once: Map file → Set of names.
- */
-export function servicesNeededEach(files) {
+/** Reads a compiled module once: the services it names and the relative modules it imports (absent: none). */
+function moduleReader() {
   const modules = new Map();
-  const moduleOf = (file) => {
+  return (file) => {
     let m = modules.get(file);
     if (m === undefined) {
       const text = existsSync(file) ? readFileSync(file, 'utf8') : '';
@@ -31,36 +29,33 @@ export function servicesNeededEach(files) {
     }
     return m;
   };
-  const out = new Map();
-  for (const root of files) {
-    const seen = new Set();
-    const needed = new Set();
-    const stack = [root];
-    while (stack.length > 0) {
-      const file = stack.pop();
-      if (seen.has(file)) continue;
-      seen.add(file);
-      const m = moduleOf(file);
-      for (const s of m.named) needed.add(s);
-      stack.push(...m.imports);
-    }
-    out.set(root, needed);
+}
+
+/** The services the modules `roots` and what they import (transitively) name. */
+function walk(roots, moduleOf) {
+  const seen = new Set();
+  const needed = new Set();
+  const stack = [...roots];
+  while (stack.length > 0) {
+    const file = stack.pop();
+    if (seen.has(file)) continue;
+    seen.add(file);
+    const m = moduleOf(file);
+    for (const s of m.named) needed.add(s);
+    stack.push(...m.imports);
   }
-  return out;
+  return needed;
+}
+
+/**
+ * Each file's services, as `servicesNeeded([file])` gives them, reading every module once: Map file → Set of names.
+ */
+export function servicesNeededEach(files) {
+  const moduleOf = moduleReader();
+  return new Map(files.map((f) => [f, walk([f], moduleOf)]));
 }
 
 /** Returns the set of service names (keys of SERVICE_VARS) the files reference. */
 export function servicesNeeded(files) {
-  const seen = new Set();
-  const needed = new Set();
-  const stack = [...files];
-  while (stack.length > 0) {
-    const file = stack.pop();
-    if (seen.has(file) || !existsSync(file)) continue;
-    seen.add(file);
-    const text = readFileSync(file, 'utf8');
-    for (const [service, name] of Object.entries(SERVICE_VARS)) if (text.includes(name)) needed.add(service);
-    for (const m of text.matchAll(IMPORT)) stack.push(resolve(dirname(file), m[1] ?? m[2]));
-  }
-  return needed;
+  return walk(files, moduleReader());
 }
