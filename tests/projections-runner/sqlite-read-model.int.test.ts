@@ -31,14 +31,25 @@ const perStream = (poison?: string): ReadModelProjection<Database.Database> => (
   },
 });
 
+/** An event store in a fresh folder and the read model's own connection to its file; both closed, the folder removed. */
+async function withStore(fn: (store: SqliteEventStore, db: Database.Database) => Promise<void>): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'ndif-rms-'));
+  const path = join(dir, 'events.db');
+  const store = new SqliteEventStore({ path });
+  const db = new Database(path);
+  db.pragma('busy_timeout = 5000');
+  try {
+    await fn(store, db);
+  } finally {
+    db.close();
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 describe('read-model runner on SQLite', () => {
   it('commits rows with the checkpoint, resumes after it, and stops at a throwing handler', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'ndif-rms-'));
-    const path = join(dir, 'events.db');
-    const store = new SqliteEventStore({ path });
-    const db = new Database(path);
-    db.pragma('busy_timeout = 5000');
-    try {
+    await withStore(async (store, db) => {
       const target = new SqliteCheckpoints(db);
       await appendMany(store, 300, 4);
       const r = new ReadModelRunner(store, perStream(), target, { batchSize: 64 });
@@ -65,22 +76,13 @@ describe('read-model runner on SQLite', () => {
         { stream_id: 'tally-1', n: 75 },
       ]);
       assert.equal((await target.load('per_stream'))?.position, 301);
-    } finally {
-      db.close();
-      await store.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 
   for (const liveBatchMs of [0, 60_000]) {
     const commits = liveBatchMs === 0 ? 'a commit each' : 'two commits, however long the wait';
     it(`live events one at a time, liveBatchMs ${liveBatchMs}: ${commits}; a stop commits what waits`, async () => {
-      const dir = mkdtempSync(join(tmpdir(), 'ndif-rms-'));
-      const path = join(dir, 'events.db');
-      const store = new SqliteEventStore({ path });
-      const db = new Database(path);
-      db.pragma('busy_timeout = 5000');
-      try {
+      await withStore(async (store, db) => {
         const target = new SqliteCheckpoints(db);
         let transactions = 0;
         const counted = Object.assign(Object.create(target) as SqliteCheckpoints, {
@@ -105,11 +107,7 @@ describe('read-model runner on SQLite', () => {
         await new Promise((resolve) => setTimeout(resolve, 50));
         await r.stop();
         assert.equal((await target.load('per_stream'))?.position, 11, 'the stop committed the waiting event');
-      } finally {
-        db.close();
-        await store.close();
-        rmSync(dir, { recursive: true, force: true });
-      }
+      });
     });
   }
 });
