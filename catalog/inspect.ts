@@ -1,7 +1,8 @@
 // What registering a model folder checks and records: the files a served model needs are there (model.onnx with
 // its external data, config.json, tokenizer.json), config.json parses, the tokenizer loads (checked once per folder
 // stamp, catalog/cache.ts), the runtime loads the model and builds its manifest (ONNX parses, ops and inputs
-// supported, dims dynamic), and the files' sha256 fingerprint. Each failure is a coded error naming the file and the fix; nothing is recorded then.
+// supported, dims dynamic), and the files' sha256 fingerprint. Each failure is a coded error naming the file and the
+// fix; nothing is recorded then.
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { ModelFacts } from '../domain/events/model.js';
