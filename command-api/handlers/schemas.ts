@@ -67,6 +67,9 @@ const settingsInput = z.strictObject({
 });
 
 const agentReport = { attempt, agentId: entityId, agentMessageId: z.string().min(1).max(200), requestId };
+// A start folded into the run's end (domain/request/commands.ts FoldedStart): the agent holds its start report for
+// NDIF_AGENT_START_HOLD_MS at most, so the run ended within about that; a day bounds it whatever the setting.
+const startedMsBefore = z.number().int().nonnegative().max(86_400_000).optional();
 const replicaReport = { replicaId, agentId: entityId, agentMessageId: z.string().min(1).max(200) };
 
 export const commandSchema = z.discriminatedUnion('type', [
@@ -159,6 +162,7 @@ export const commandSchema = z.discriminatedUnion('type', [
     bytes: count,
     sha256,
     weightsFingerprint: sha256.optional(),
+    startedMsBefore,
   }),
   z.strictObject({
     type: z.literal('ReportRequestFailed'),
@@ -168,6 +172,7 @@ export const commandSchema = z.discriminatedUnion('type', [
     message: z.string().max(20000),
     stack: z.string().max(65536).nullable(),
     weightsFingerprint: sha256.optional(),
+    startedMsBefore,
   }),
   z.strictObject({
     type: z.literal('RequestDeployment'),

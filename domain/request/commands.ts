@@ -124,7 +124,16 @@ export interface ReportRequestResultWriting extends AgentReport {
   bytes: number;
 }
 
-export interface ReportRequestCompleted extends AgentReport {
+/**
+ * The end of a run whose start the agent has not reported yet: a run that ends within the agent's hold on its start
+ * report (NDIF_AGENT_START_HOLD_MS) reports both at once, and this says how long before the report it started.
+ * The decision records RequestStarted (at `at` minus this) with the end, in one append.
+ */
+interface FoldedStart {
+  startedMsBefore?: number;
+}
+
+export interface ReportRequestCompleted extends AgentReport, FoldedStart {
   type: 'ReportRequestCompleted';
   resultRef: string;
   bytes: number;
@@ -133,7 +142,7 @@ export interface ReportRequestCompleted extends AgentReport {
   weightsFingerprint?: string;
 }
 
-export interface ReportRequestFailed extends AgentReport {
+export interface ReportRequestFailed extends AgentReport, FoldedStart {
   type: 'ReportRequestFailed';
   phase: 'validation' | 'load' | 'execution' | 'result';
   errorType: string;

@@ -25,6 +25,7 @@ import type {
 import { evolveRequest, initialRequestState, STREAMED_REPORTS, TERMINAL, type RequestState } from './state.js';
 import { RUN_STOPPED } from './run-stop.js';
 import { implicates, isAgentDeath, POISON_ERROR_TYPE, poisonMessage } from './poison.js';
+import { toIso, toMs } from '../shared/time.js';
 
 export const DEFAULT_MAX_ATTEMPTS = 5;
 /** The error type the agent reports when a sandbox runner died under the request (sandbox/session.ts). */
@@ -423,6 +424,7 @@ function report(c: Report, s: RequestState): RequestEvent[] {
       ];
     case 'ReportRequestCompleted':
       return [
+        ...foldedStart(c, s),
         {
           type: 'RequestCompleted',
           data: {
@@ -439,45 +441,65 @@ function report(c: Report, s: RequestState): RequestEvent[] {
         },
       ];
     case 'ReportRequestFailed':
-      if (s.isolated && s.crashes.length > 0 && c.errorType === SANDBOX_CRASHED) {
-        // The isolated attempt's sandbox runner died: the request killed a process twice.
-        const finalAttempt = `attempt ${c.attempt} ran isolated in a sandbox runner, which died too: ${c.message.slice(0, 600)}`;
-        return [
-          {
-            type: 'RequestFailed',
-            data: {
-              requestId: c.requestId,
-              attempt: c.attempt,
-              phase: 'execution',
-              errorType: POISON_ERROR_TYPE,
-              message: poisonMessage(c.requestId, s.crashes, finalAttempt),
-              stack: c.stack,
-              reportedBy: 'agent',
-              failedAt: c.at,
-              because: null,
-              evidence: { crashes: s.crashes, finalAttempt },
-            },
-          },
-        ];
-      }
-      return [
-        {
-          type: 'RequestFailed',
-          data: {
-            requestId: c.requestId,
-            attempt: c.attempt,
-            phase: c.phase,
-            errorType: c.errorType,
-            message: c.message,
-            stack: c.stack,
-            reportedBy: 'agent',
-            failedAt: c.at,
-            because: null,
-            ...(c.weightsFingerprint === undefined ? {} : { weightsFingerprint: c.weightsFingerprint }),
-          },
-        },
-      ];
+      return [...foldedStart(c, s), ...failure(c, s)];
   }
+}
+
+/** The start the agent reported with the run's end (`startedMsBefore`), unless the request is RUNNING already. */
+function foldedStart(c: ReportRequestCompleted | ReportRequestFailed, s: RequestState): RequestEvent[] {
+  if (c.startedMsBefore === undefined || s.status !== 'DISPATCHED') return [];
+  return [
+    {
+      type: 'RequestStarted',
+      data: {
+        requestId: c.requestId,
+        attempt: c.attempt,
+        agentId: c.agentId,
+        startedAt: toIso(toMs(c.at) - c.startedMsBefore),
+      },
+    },
+  ];
+}
+
+function failure(c: ReportRequestFailed, s: RequestState): RequestEvent[] {
+  if (s.isolated && s.crashes.length > 0 && c.errorType === SANDBOX_CRASHED) {
+    // The isolated attempt's sandbox runner died: the request killed a process twice.
+    const finalAttempt = `attempt ${c.attempt} ran isolated in a sandbox runner, which died too: ${c.message.slice(0, 600)}`;
+    return [
+      {
+        type: 'RequestFailed',
+        data: {
+          requestId: c.requestId,
+          attempt: c.attempt,
+          phase: 'execution',
+          errorType: POISON_ERROR_TYPE,
+          message: poisonMessage(c.requestId, s.crashes, finalAttempt),
+          stack: c.stack,
+          reportedBy: 'agent',
+          failedAt: c.at,
+          because: null,
+          evidence: { crashes: s.crashes, finalAttempt },
+        },
+      },
+    ];
+  }
+  return [
+    {
+      type: 'RequestFailed',
+      data: {
+        requestId: c.requestId,
+        attempt: c.attempt,
+        phase: c.phase,
+        errorType: c.errorType,
+        message: c.message,
+        stack: c.stack,
+        reportedBy: 'agent',
+        failedAt: c.at,
+        because: null,
+        ...(c.weightsFingerprint === undefined ? {} : { weightsFingerprint: c.weightsFingerprint }),
+      },
+    },
+  ];
 }
 
 /** The batch's lines that fit the attempt's limits, and the LOG_TRUNCATED note once they are reached. */

@@ -92,6 +92,7 @@ export class GpuAgent {
         resultMaxBytes: config.resultMaxBytes,
         resultStreamMinBytes: config.resultStreamMinBytes,
         progressIntervalMs: config.progressIntervalMs,
+        startHoldMs: config.startHoldMs,
       },
     );
   }

@@ -62,11 +62,19 @@ export interface AgentConfig {
   logLinesPerSecond: number;
   /** NDIF_PROGRESS_INTERVAL_MS: least time between two progress reports (TRACE) of a loop. */
   progressIntervalMs: number;
+  /** NDIF_AGENT_START_HOLD_MS: how long a run's start report waits to go with its end (0: sent at once). */
+  startHoldMs: number;
 }
 
 export const DEFAULT_RESULT_MAX_BYTES = 64 * 1024 * 1024;
 /** A request's log lines per second out of the agent: the rate the control plane keeps up with while answering HTTP within 10 ms on 2 cores (bench/tenants.ts). */
 export const DEFAULT_LOG_LINES_PER_S = 60_000;
+/**
+ * A run's start report waits this long to go with its end: a run that ends sooner costs the control plane one report,
+ * one decision and one append instead of two (a trivial request's CPU there, bench/overhead.ts); RUNNING shows this
+ * much later for a longer run.
+ */
+export const DEFAULT_START_HOLD_MS = 20;
 
 /** `2x24GiB` → two GPUs of 24 GiB; `24GiB,16GiB` → two GPUs of those sizes. */
 export function parseGpus(spec: string, name: string): GpuSpec[] | undefined {
@@ -171,7 +179,10 @@ export function agentConfigFromEnv(env: NodeJS.ProcessEnv = process.env, cuda = 
         : (bytes(env, 'NDIF_RESULT_STREAM_MIN_BYTES') ?? DEFAULT_RESULT_STREAM_MIN_BYTES),
     logLinesPerSecond: int(env, 'NDIF_LOG_LINES_PER_S', DEFAULT_LOG_LINES_PER_S, 1),
     progressIntervalMs: int(env, 'NDIF_PROGRESS_INTERVAL_MS', 1000, 100),
+    startHoldMs: int(env, 'NDIF_AGENT_START_HOLD_MS', DEFAULT_START_HOLD_MS, 0),
   };
+  if (config.startHoldMs > 10_000)
+    throw agentConfigInvalid('NDIF_AGENT_START_HOLD_MS', env.NDIF_AGENT_START_HOLD_MS!, 'at most 10000 (ms)');
   if (config.stallMs > 0 && config.stallMs < 1000)
     throw agentConfigInvalid('NDIF_AGENT_STALL_MS', env.NDIF_AGENT_STALL_MS!, '0 (no watchdog) or at least 1000');
   if (cache !== undefined) config.cpuCacheBudgetBytes = cache;

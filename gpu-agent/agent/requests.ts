@@ -31,6 +31,8 @@ import { failureReport, type FailureReport } from './failure.js';
 import type { ReplicaHost } from './replicas.js';
 import type { Cause, Reporter } from './reporter.js';
 import { LogBatcher } from './log-batcher.js';
+import { DEFAULT_START_HOLD_MS } from './config.js';
+import { StartHold } from './start-hold.js';
 import { LogQuota, type LogLimits } from '../../protocol/log-limits.js';
 
 /** What one attempt may produce: log lines and bytes, and the size of its encoded result. */
@@ -43,6 +45,8 @@ export interface RunLimits {
   resultStreamMinBytes?: number;
   /** Least time between two progress reports of a repeated trace (NDIF_PROGRESS_INTERVAL_MS; default 1000). */
   progressIntervalMs?: number;
+  /** How long the start report waits to be folded into the run's end (NDIF_AGENT_START_HOLD_MS; 0: sent at once). */
+  startHoldMs?: number;
 }
 import { TokenStream } from './token-stream.js';
 import { BlockTurns } from './block-turns.js';
@@ -179,7 +183,7 @@ export class RequestExecutor {
 
   private async execute(a: RunAssignment, entry: Running): Promise<void> {
     const cause: Cause = { correlationId: a.correlationId, causationId: a.eventId };
-    const report = (type: string, extra: Record<string, unknown>, notBefore?: number) => {
+    const send = (type: string, extra: Record<string, unknown>, notBefore?: number) => {
       const agentMessageId = this.reporter.nextMessageId();
       const command = {
         type,
@@ -190,6 +194,19 @@ export class RequestExecutor {
         ...extra,
       } as Parameters<Reporter['send']>[1];
       return this.reporter.send(agentMessageId, command, cause, notBefore);
+    };
+    const startReport = new StartHold(
+      this.limits.startHoldMs ?? DEFAULT_START_HOLD_MS,
+      () => void send('ReportRequestStarted', {}),
+      () => performance.now(),
+    );
+    const report = (type: string, extra: Record<string, unknown>, notBefore?: number) => {
+      if (type === 'ReportRequestCompleted' || type === 'ReportRequestFailed') {
+        const ms = startReport.fold();
+        return send(type, ms === undefined ? extra : { ...extra, startedMsBefore: ms }, notBefore);
+      }
+      startReport.flush();
+      return send(type, extra, notBefore);
     };
     const pace = new LogPace(this.limits.logLinesPerSecond, this.reporter.clock);
     const logs = new LogBatcher({
@@ -265,7 +282,7 @@ export class RequestExecutor {
       let t1 = t0;
       const open: OpenChannel = (start) => {
         t1 = performance.now();
-        void report('ReportRequestStarted', {});
+        startReport.started();
         return opener(start);
       };
       let container: Parameters<typeof encodeResultContainer>[0];
@@ -349,6 +366,8 @@ export class RequestExecutor {
       tokens.close();
       this.log.debug({ err, requestId: a.requestId }, 'request failed');
       await fail(failureReport(entry.stopped ? new InterventionError(entry.stopped) : err, stage));
+    } finally {
+      startReport.drop();
     }
   }
 

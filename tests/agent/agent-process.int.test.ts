@@ -13,6 +13,7 @@ import { startHarness, spawnAgent, type AgentProcess, type Harness } from './har
 import { HANGING_BLOCK, READ_SWAP_BLOCK, slowBlock } from './payloads.js';
 
 const PROMPT = 'The Eiffel Tower is in';
+const HOLD = { NDIF_AGENT_START_HOLD_MS: '10000' };
 
 /** The lines of a RequestLogged event (a batch). */
 const linesOf = (e: { data: unknown }): string[] => (e.data as { lines: { line: string }[] }).lines.map((l) => l.line);
@@ -33,7 +34,8 @@ describe('GPU agent process', () => {
   });
 
   it('registers its declared GPUs and loads the replica the control plane places on it', async () => {
-    agent = spawnAgent(h, 'agent-p1');
+    // The start report is held long enough that a quick run always folds it into its end, however loaded the host.
+    agent = spawnAgent(h, 'agent-p1', HOLD);
     const bootId = await agent.ready;
     const reg = await h.waitFor('agent-agent-p1', 'AgentRegistered');
     assert.equal(reg.data.bootId, bootId);
@@ -50,6 +52,22 @@ describe('GPU agent process', () => {
     // Agent reports name the assignment as their cause and carry its correlation.
     assert.equal(loading.metadata.causationId, placed.id);
     assert.equal(hot.metadata.correlationId, placed.metadata.correlationId);
+  });
+
+  it('a run that ends within the start hold reports its start with its end: one report, both events', async () => {
+    await h.submit('r-quick', [{ prompt: PROMPT, block: 'async (m) => 1' }]);
+    await h.waitFor('request-r-quick', 'RequestCompleted');
+    const stream = await h.events('request-r-quick');
+    assert.deepEqual(
+      stream.map((e) => e.type),
+      ['RequestReceived', 'RequestQueued', 'RequestDispatched', 'RequestStarted', 'RequestCompleted'],
+    );
+    const [dispatched, started, completed] = stream.slice(2);
+    assert.equal(started!.metadata.commandId, completed!.metadata.commandId, 'one command recorded both');
+    assert.ok(started!.metadata.commandId !== undefined);
+    const at = (e: typeof started, f: string) => Date.parse((e!.data as Record<string, string>)[f]!);
+    assert.ok(at(started, 'startedAt') >= at(dispatched, 'dispatchedAt') - 5);
+    assert.ok(at(started, 'startedAt') <= at(completed, 'completedAt'));
   });
 
   it('runs a trusted read+swap block; the result in the blob store equals the runtime called directly', async () => {
@@ -168,7 +186,7 @@ describe('GPU agent process', () => {
     await h.submit('r-killed', [{ prompt: PROMPT, block: slowBlock(1500) }]);
     await h.waitFor('request-r-killed', 'RequestLogged', (e) => linesOf(e).includes('slow'));
     await agent.kill9();
-    agent = spawnAgent(h, 'agent-p1');
+    agent = spawnAgent(h, 'agent-p1', HOLD);
     const newBoot = await agent.ready;
     assert.notEqual(newBoot, oldBoot);
     const reg = await h.waitFor('agent-agent-p1', 'AgentRegistered', (e) => e.data.bootId === newBoot);

@@ -34,6 +34,8 @@ test('defaults, CUDA naming and refusals with AGENT_CONFIG_INVALID', () => {
   assert.equal(c.cpuCacheBudgetBytes, undefined);
   assert.equal(c.logLinesPerSecond, 60_000);
   assert.equal(agentConfigFromEnv({ NDIF_AGENT_ID: 'a-1', NDIF_LOG_LINES_PER_S: '500' }).logLinesPerSecond, 500);
+  assert.equal(c.startHoldMs, 20);
+  assert.equal(agentConfigFromEnv({ NDIF_AGENT_ID: 'a-1', NDIF_AGENT_START_HOLD_MS: '0' }).startHoldMs, 0);
   assert.equal(c.prefixCacheBytes, undefined, "the runtime's default (256 MiB) unless set");
   assert.equal(agentConfigFromEnv({ NDIF_AGENT_ID: 'a-1', NDIF_AGENT_PREFIX_CACHE: '0' }).prefixCacheBytes, 0);
   assert.equal(
@@ -78,6 +80,8 @@ test('defaults, CUDA naming and refusals with AGENT_CONFIG_INVALID', () => {
   refused({ NDIF_AGENT_ID: 'a', NDIF_LOG_LINES_PER_S: '0' }, 'NDIF_LOG_LINES_PER_S');
   refused({ NDIF_AGENT_ID: 'a', NDIF_LOG_LINES_PER_S: 'fast' }, 'NDIF_LOG_LINES_PER_S');
   refused({ NDIF_AGENT_ID: 'a', NDIF_AGENT_PREFIX_CACHE: 'lots' }, 'NDIF_AGENT_PREFIX_CACHE');
+  refused({ NDIF_AGENT_ID: 'a', NDIF_AGENT_START_HOLD_MS: '-1' }, 'NDIF_AGENT_START_HOLD_MS');
+  refused({ NDIF_AGENT_ID: 'a', NDIF_AGENT_START_HOLD_MS: '10001' }, 'NDIF_AGENT_START_HOLD_MS');
   refused({ NDIF_AGENT_ID: 'a', NDIF_AGENT_PROVIDER: 'tpu' }, 'NDIF_AGENT_PROVIDER');
   refused({ NDIF_AGENT_ID: 'a', NDIF_AGENT_EP: 'rocm' }, 'NDIF_AGENT_EP');
   refused({ NDIF_AGENT_ID: 'a', NDIF_AGENT_EP: 'cpu', NDIF_AGENT_PROVIDER: 'cuda' }, 'NDIF_AGENT_PROVIDER');

@@ -29,6 +29,7 @@ const submit: ControlPlaneCommand = {
   payload: { prompt: 'x' },
 };
 const meta = (commandId: string, actor = 'key:a') => ({ commandId, actor, at: AT });
+const why = { rule: 'test', text: 'test' };
 const code = (c: string) => (e: unknown) => (e as { code?: string }).code === c;
 
 describe('validation', () => {
@@ -49,6 +50,42 @@ describe('validation', () => {
       /metadata at/.test(e.message),
     );
     assert.equal(await store.headPosition(), 0);
+  });
+  it("an agent's end that carries its start: a bad startedMsBefore is refused by name; a good one stores both", async () => {
+    await cp.execute(submit, meta('c1'));
+    await cp.execute(
+      { type: 'DispatchRequest', requestId: 'r1', attempt: 1, replicaId: 'gpt2#1', agentId: 'a1', because: why },
+      meta('c2', 'scheduler'),
+    );
+    const head = await store.headPosition();
+    const end = (startedMsBefore: number) =>
+      ({
+        type: 'ReportRequestCompleted',
+        requestId: 'r1',
+        attempt: 1,
+        agentId: 'a1',
+        agentMessageId: `m-${startedMsBefore}`,
+        resultRef: 'blob:1',
+        bytes: 10,
+        sha256: 'a'.repeat(64),
+        startedMsBefore,
+      }) as ControlPlaneCommand;
+    for (const bad of [-1, 1.5, 86_400_001])
+      await assert.rejects(
+        cp.execute(end(bad), meta(`bad-${bad}`, 'agent:a1')),
+        (e: Error & { code?: string }) => e.code === 'CP_INVALID_COMMAND' && /startedMsBefore/.test(e.message),
+      );
+    assert.equal(await store.headPosition(), head, 'a refused report stores nothing');
+    await cp.execute(end(40), meta('c3', 'agent:a1'));
+    const stored = await store.readStream('request-r1');
+    assert.deepEqual(
+      stored.slice(-2).map((e) => [e.type, e.metadata.at]),
+      [
+        ['RequestStarted', AT],
+        ['RequestCompleted', AT],
+      ],
+    );
+    assert.equal((stored.at(-2)!.data as { startedAt: string }).startedAt, '2025-03-01T09:59:59.960Z');
   });
   it('passes refusals through with their code and HTTP status', async () => {
     await cp.execute(submit, meta('c1'));

@@ -270,6 +270,65 @@ describe('request: agent reports', () => {
         },
       ]);
   });
+  it('an end that carries its start (startedMsBefore) records RequestStarted before it, in the same decision', () => {
+    const started = (startedAt: string): RequestEvent => ({
+      type: 'RequestStarted',
+      data: { requestId: 'r1', attempt: 1, agentId: 'a1', startedAt },
+    });
+    const completed = {
+      type: 'ReportRequestCompleted',
+      attempt: 1,
+      resultRef: 'blob:1',
+      bytes: 10,
+      sha256: sha,
+    } as const;
+    g(running)
+      .when({ ...completed, ...report, startedMsBefore: 250 })
+      .thenMatch((events) => {
+        assert.deepEqual(
+          events.map((e) => e.type),
+          ['RequestStarted', 'RequestCompleted'],
+        );
+        assert.deepEqual(events[0], started('2025-03-01T10:00:01.750Z'));
+      });
+    // Already RUNNING (its start was reported on its own): the end alone.
+    g([...running, started(T1)])
+      .when({ ...completed, ...report, startedMsBefore: 250 })
+      .thenMatch((events) =>
+        assert.deepEqual(
+          events.map((e) => e.type),
+          ['RequestCompleted'],
+        ),
+      );
+    // A failure folds its start the same way.
+    g(running)
+      .when({
+        type: 'ReportRequestFailed',
+        attempt: 1,
+        phase: 'execution',
+        errorType: 'TypeError',
+        message: 'boom',
+        stack: null,
+        ...report,
+        startedMsBefore: 0,
+      })
+      .thenMatch((events) => {
+        assert.deepEqual(
+          events.map((e) => e.type),
+          ['RequestStarted', 'RequestFailed'],
+        );
+        assert.deepEqual(events[0], started(T2));
+      });
+    // A stale attempt's end is ignored, its folded start with it.
+    g([...running, requeued(), dispatched(2)])
+      .when({ ...completed, ...report, startedMsBefore: 250 })
+      .thenMatch((events) =>
+        assert.deepEqual(
+          events.map((e) => e.type),
+          ['AgentReportIgnored'],
+        ),
+      );
+  });
   it('a result being written is recorded for its attempt; one of a stale attempt is ignored', () => {
     g(running)
       .when({ type: 'ReportRequestResultWriting', attempt: 1, resultRef: 'blob:1', bytes: 10, ...report })
