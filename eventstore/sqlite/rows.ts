@@ -49,6 +49,11 @@ export class EventRows {
     );
   }
 
+  /** The interned string of an event type (the one the events read here carry). */
+  internType(type: string): string {
+    return this.types.get(type) ?? this.intern(type);
+  }
+
   private intern(type: string): string {
     // A property key is interned by V8; reading it back gives the interned string.
     const interned = Object.keys({ [type]: true })[0];

@@ -34,6 +34,7 @@ import {
 import { BackgroundCheckpointer } from './checkpointer.js';
 import { eventIdKey } from './event-key.js';
 import { EventRows, STORED_EVENT } from './rows.js';
+import { TailCache } from './tail-cache.js';
 import { migrate } from './schema.js';
 
 export interface SqliteEventStoreOptions {
@@ -112,6 +113,13 @@ export class SqliteEventStore implements EventStore {
   private readonly groupTx: Database.Transaction<(batch: PendingAppend[]) => (AppendResult | { error: unknown })[]>;
   private readonly auditTx: Database.Transaction<() => void>;
   private pending: PendingAppend[] = [];
+  /** This connection's latest commits, decoded once for the subscriptions (tail-cache.ts). */
+  private readonly tail = new TailCache();
+  /** Events inserted by the transaction in progress, for the tail once it commits. */
+  private inserted: StoredEvent[] = [];
+  private insertedSizes: number[] = [];
+  /** SQLite's data_version when the tail was last known to hold every commit (another connection's changes it). */
+  private tailVersion = -1;
   private auditLag = 0;
   private auditTimer: NodeJS.Timeout | undefined;
 
@@ -182,6 +190,7 @@ export class SqliteEventStore implements EventStore {
         `SELECT ${STORED_EVENT} FROM es_events WHERE stream_id = ? AND revision >= ? ORDER BY revision`,
       ),
       head: db.prepare(`SELECT max(position) FROM es_events`).pluck(true),
+      dataVersion: db.prepare('PRAGMA data_version').pluck(true),
       // Rows by rowid from a JSON array of positions, ascending: the IN list is a sorted ephemeral index walked in
       // order, one rowid lookup per element, no sort step (a sort would evaluate es_stored_event() before it).
       readPositions: events(
@@ -263,6 +272,24 @@ export class SqliteEventStore implements EventStore {
         eventIdKey(e.id),
       );
       position = Number(r.lastInsertRowid);
+      const metadata: StoredEvent['metadata'] = {
+        correlationId: m.correlationId,
+        causationId: m.causationId,
+        actor: m.actor,
+        at: m.at,
+      };
+      if (extraJson !== null) Object.assign(metadata, JSON.parse(extraJson));
+      this.inserted.push({
+        id: e.id,
+        type: this.rows.internType(e.type),
+        version: e.version,
+        data: JSON.parse(dataJson),
+        metadata,
+        streamId,
+        revision: first + i,
+        position,
+      });
+      this.insertedSizes.push(dataJson.length);
     }
     return { nextRevision: first + events.length - 1, position };
   }
@@ -301,9 +328,11 @@ export class SqliteEventStore implements EventStore {
       results = this.groupTx.immediate(batch);
     } catch (error) {
       // The transaction itself failed (lock timeout, disk full): none of the batch was written.
+      this.takeInserted();
       for (const a of batch) a.reject(error);
       return;
     }
+    this.toTail(this.takeInserted());
     let written = 0;
     for (let i = 0; i < batch.length; i++) {
       const r = results[i];
@@ -322,9 +351,41 @@ export class SqliteEventStore implements EventStore {
     checkStreamId(streamId);
     checkExpectedRevision(options?.expectedRevision);
     const checked = checkNewEvents(events);
-    const result = this.appendTx.immediate(streamId, checked, options.expectedRevision);
+    let result: AppendResult;
+    try {
+      result = this.appendTx.immediate(streamId, checked, options.expectedRevision);
+    } catch (error) {
+      this.takeInserted(); // rolled back
+      throw error;
+    }
+    this.toTail(this.takeInserted());
     this.afterCommit(checked.length);
     return result;
+  }
+
+  private takeInserted(): { events: StoredEvent[]; sizes: number[] } {
+    const taken = { events: this.inserted, sizes: this.insertedSizes };
+    this.inserted = [];
+    this.insertedSizes = [];
+    return taken;
+  }
+
+  /** Adds committed events to the tail. */
+  private toTail(x: { events: StoredEvent[]; sizes: number[] }): void {
+    if (x.events.length === 0) return;
+    // Another connection committed since the tail was last in step (before these events or after them): its events
+    // are not in the tail, which starts again with this connection's next commit.
+    const version = this.currentDataVersion();
+    if (version !== this.tailVersion) {
+      this.tail.clear();
+      this.tailVersion = version;
+      return;
+    }
+    this.tail.add(x.events, x.sizes);
+  }
+
+  private currentDataVersion(): number {
+    return this.stmt.dataVersion.get() as number;
   }
 
   private afterCommit(written: number): void {
@@ -373,6 +434,24 @@ export class SqliteEventStore implements EventStore {
     return this.readPageSync(afterPosition, limit);
   }
 
+  /**
+   * A subscription's next page: from the tail of this connection's commits when it holds the page (shared, frozen
+   * events), else from SQL. The tail is dropped when another connection has committed since it was in step.
+   */
+  private readSubscriptionPage(afterPosition: number, limit: number): StoredEvent[] {
+    if (this.tail.size > 0) {
+      const version = this.currentDataVersion();
+      if (version !== this.tailVersion) {
+        this.tail.clear();
+        this.tailVersion = version;
+      } else {
+        const page = this.tail.read(afterPosition, limit);
+        if (page !== undefined) return page;
+      }
+    }
+    return this.readPageSync(afterPosition, limit);
+  }
+
   /** Synchronous page read (used by subscriptions and replays on the embedded store). */
   readPageSync(afterPosition: number, limit: number): StoredEvent[] {
     return this.rows.read(this.limited('all', limit), afterPosition);
@@ -387,7 +466,7 @@ export class SqliteEventStore implements EventStore {
     const source = {
       // The sleep between empty pages is the poll that notices appends made by other processes.
       pollIntervalMs: this.pollIntervalMs,
-      readPage: async (after: number, n: number) => (this.closed ? [] : this.readPageSync(after, n)),
+      readPage: async (after: number, n: number) => (this.closed ? [] : this.readSubscriptionPage(after, n)),
       onAppend: (listener: () => void) => this.signal.listen(listener),
     };
     const sub = startSubscription(source, afterPosition, limit, handler, (s) => this.subscriptions.delete(s));
