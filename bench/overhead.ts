@@ -156,9 +156,14 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
     for (let k = 0; k < clients * perClient; k++) await small(t32, block32);
     const sequentialMs = performance.now() - ts;
     const tc = performance.now();
+    // How many requests shared each concurrent request's forward pass (the agent's batches across requests).
+    const batchedWith: number[] = [];
     await Promise.all(
       many.map(async (c) => {
-        for (let k = 0; k < perClient; k++) await small(t32, block32, c);
+        for (let k = 0; k < perClient; k++) {
+          const r = await small(t32, block32, c);
+          batchedWith.push(Number((r.meta.batch as { requests?: number } | undefined)?.requests ?? 1));
+        }
       }),
     );
     const concurrentMs = performance.now() - tc;
@@ -193,6 +198,7 @@ export async function run(args: string[]): Promise<Record<string, unknown>> {
       read_rounds: rounds.rounds,
       sequential_ms: round(sequentialMs),
       concurrent_ms: round(concurrentMs),
+      concurrent_mean_batch_requests: round(batchedWith.reduce((a, b) => a + b, 0) / batchedWith.length, 2),
       gc_ms: round(gc.gcMs),
       gc_cpu_ms: round(gc.cpuMs),
       start_s: round(startS),

@@ -134,10 +134,21 @@ export class GpuAgent {
     const { config, transport, log } = this.options;
     // Its own topic; a group without a committed position starts at the next message: everything for this boot
     // is published after it registers, below, and what came before was for earlier boots.
-    this.subscription = await transport.subscribe(
+    // In batches: assignments that queued while a forward pass held this process's event loop (onnxruntime's run is
+    // synchronous) arrive together, and the requests among them reach the model together and run as one batch
+    // (gpu-agent/runtime/serving/batcher.ts). One at a time, each took a delivery round trip behind the next pass.
+    this.subscription = await transport.subscribeBatch(
       this.assignmentsTopic,
       this.assignmentsGroup,
-      (m) => this.onMessage(m),
+      (ms) => {
+        // A batch delivered again after a failure skips what was handled already (positions only grow).
+        try {
+          for (const m of ms) this.onMessage(m);
+          return Promise.resolve();
+        } catch (err) {
+          return Promise.reject(err);
+        }
+      },
       {
         fromBeginning: false,
         onError: (err) => log.error({ err }, 'assignment handler failed; delivered again'),
@@ -177,7 +188,7 @@ export class GpuAgent {
     });
   }
 
-  private async onMessage(m: TransportMessage): Promise<void> {
+  private onMessage(m: TransportMessage): void {
     if (m.key !== this.agentId || this.stopped) return;
     let parsed: AgentInbound;
     try {
@@ -189,7 +200,10 @@ export class GpuAgent {
       return;
     }
     if (parsed.agentId !== this.agentId || parsed.bootId !== this.bootId) return;
-    if (parsed.kind === 'refused') return this.onRefused(parsed);
+    if (parsed.kind === 'refused') {
+      this.onRefused(parsed);
+      return;
+    }
     if (parsed.position <= this.lastPosition) return;
     this.lastPosition = parsed.position;
     switch (parsed.kind) {

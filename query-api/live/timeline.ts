@@ -29,10 +29,18 @@ export function timelineOf(events: readonly StoredEvent[]): TimelineEntry[] {
   for (const e of events) {
     const status = STATUS[e.type];
     if (status === undefined) continue;
-    const d = e.data as { attempt?: number; replicaId?: string; agentId?: string; reason?: string };
+    const d = e.data as {
+      attempt?: number;
+      replicaId?: string;
+      agentId?: string;
+      reason?: string;
+      startedAt?: string;
+    };
     const detail =
       status === 'REQUEUED' ? (d.reason ?? null) : status === 'DISPATCHED' ? `${d.replicaId} on ${d.agentId}` : null;
-    out.push({ status, at: e.metadata.at, attempt: d.attempt ?? null, detail });
+    // RUNNING at its start (a start folded into the run's end is recorded with the end).
+    const at = status === 'RUNNING' && d.startedAt !== undefined ? d.startedAt : e.metadata.at;
+    out.push({ status, at, attempt: d.attempt ?? null, detail });
   }
   return out;
 }

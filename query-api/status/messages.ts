@@ -159,7 +159,14 @@ export function eventDraft(e: StoredEvent, live: ControlPlaneState | null, repla
         replay,
       );
     case 'RequestStarted':
-      return draft(e, d.data.requestId, 'RUNNING', { attempt: d.data.attempt, agentId: d.data.agentId }, replay);
+      // When it started: a start the agent reported with the run's end is recorded with it, at the end's time.
+      return draft(
+        e,
+        d.data.requestId,
+        'RUNNING',
+        { at: d.data.startedAt, attempt: d.data.attempt, agentId: d.data.agentId },
+        replay,
+      );
     case 'RequestLogged': {
       const [first, ...rest] = d.data.lines;
       const x = draft(

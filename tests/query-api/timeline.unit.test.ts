@@ -61,3 +61,29 @@ test('a timeline is read once, then only past what was read, and kept while the 
   await t.of('r1', 106);
   assert.deepEqual(reads.at(-1), 0, 'a forgotten request is read from its start again');
 });
+
+test('RUNNING is placed at its start: a start the agent reported with the run end is recorded at the end time', async () => {
+  const stream: StoredEvent[] = [
+    event(0, 'RequestReceived'),
+    event(1, 'RequestQueued'),
+    event(2, 'RequestDispatched', { attempt: 1, replicaId: 'm#1', agentId: 'a1' }),
+    // Both recorded at :04 by one report; the run started at :03.5.
+    {
+      ...event(3, 'RequestStarted', { attempt: 1, startedAt: '2026-01-01T00:00:03.500Z' }),
+      metadata: event(4, 'x').metadata,
+    },
+    event(4, 'RequestCompleted', { attempt: 1 }),
+  ];
+  const t = new Timelines(async (_streamId, fromRevision) => stream.slice(fromRevision));
+  const timeline = await t.of('r1', 104);
+  assert.deepEqual(
+    timeline.map((e) => [e.status, e.at]),
+    [
+      ['RECEIVED', '2026-01-01T00:00:00.000Z'],
+      ['QUEUED', '2026-01-01T00:00:01.000Z'],
+      ['DISPATCHED', '2026-01-01T00:00:02.000Z'],
+      ['RUNNING', '2026-01-01T00:00:03.500Z'],
+      ['COMPLETED', '2026-01-01T00:00:04.000Z'],
+    ],
+  );
+});
