@@ -48,6 +48,9 @@ const requeued = (attempt = 1, priority = false): RequestEvent => ({
   },
 });
 const report = { requestId: 'r1', agentId: 'a1', agentMessageId: 'm1', at: T2 };
+/** An agent's failure report of attempt 1 in the execution phase. */
+const failedReport = (errorType: string, message: string, stack: string | null) =>
+  ({ type: 'ReportRequestFailed', attempt: 1, phase: 'execution', errorType, message, stack, ...report }) as const;
 
 describe('request: submit', () => {
   it('a new request is received and queued at rank 3 (normal) with its enqueue time', () => {
@@ -302,16 +305,7 @@ describe('request: agent reports', () => {
       );
     // A failure folds its start the same way.
     g(running)
-      .when({
-        type: 'ReportRequestFailed',
-        attempt: 1,
-        phase: 'execution',
-        errorType: 'TypeError',
-        message: 'boom',
-        stack: null,
-        ...report,
-        startedMsBefore: 0,
-      })
+      .when({ ...failedReport('TypeError', 'boom', null), startedMsBefore: 0 })
       .thenMatch((events) => {
         assert.deepEqual(
           events.map((e) => e.type),
@@ -382,15 +376,7 @@ describe('request: agent reports', () => {
       data: { requestId: 'r1', by: 'user', actor: 'key-a', previousStatus: 'DISPATCHED', attempt: 1, cancelledAt: T2 },
     };
     g([...running, cancelled])
-      .when({
-        type: 'ReportRequestFailed',
-        attempt: 1,
-        phase: 'execution',
-        errorType: 'Aborted',
-        message: 'aborted',
-        stack: null,
-        ...report,
-      })
+      .when(failedReport('Aborted', 'aborted', null))
       .thenMatch(([e]) => assert.equal(e.type === 'AgentReportIgnored' && e.data.reason, 'FINISHED'));
   });
   it('a report from another agent than the one running the attempt is ignored', () => {
@@ -414,15 +400,7 @@ describe('request: agent reports', () => {
   });
   it('a failure of the current attempt is an ERROR with phase, type and message', () => {
     g(running)
-      .when({
-        type: 'ReportRequestFailed',
-        attempt: 1,
-        phase: 'execution',
-        errorType: 'TypeError',
-        message: 'x is undefined',
-        stack: 'at block:3',
-        ...report,
-      })
+      .when(failedReport('TypeError', 'x is undefined', 'at block:3'))
       .then([
         {
           type: 'RequestFailed',
