@@ -67,8 +67,8 @@ const settingsInput = z.strictObject({
 });
 
 const agentReport = { attempt, agentId: entityId, agentMessageId: z.string().min(1).max(200), requestId };
-// A start folded into the run's end (domain/request/commands.ts FoldedStart): the agent holds its start report for
-// NDIF_AGENT_START_HOLD_MS at most, so the run ended within about that; a day bounds it whatever the setting.
+// How long before a report its run started (domain/request/commands.ts StartedBefore): the agent's start hold, or the
+// run's length when its start came with its end; a day bounds it whatever the setting.
 const startedMsBefore = z.number().int().nonnegative().max(86_400_000).optional();
 const replicaReport = { replicaId, agentId: entityId, agentMessageId: z.string().min(1).max(200) };
 
@@ -121,7 +121,7 @@ export const commandSchema = z.discriminatedUnion('type', [
     message: z.string().max(20000),
     because,
   }),
-  z.strictObject({ type: z.literal('ReportRequestStarted'), ...agentReport }),
+  z.strictObject({ type: z.literal('ReportRequestStarted'), ...agentReport, startedMsBefore }),
   z
     .strictObject({
       type: z.literal('ReportRequestLog'),

@@ -78,7 +78,7 @@ interface AgentReport {
   at: string;
 }
 
-export interface ReportRequestStarted extends AgentReport {
+export interface ReportRequestStarted extends AgentReport, StartedBefore {
   type: 'ReportRequestStarted';
 }
 
@@ -125,15 +125,15 @@ export interface ReportRequestResultWriting extends AgentReport {
 }
 
 /**
- * The end of a run whose start the agent has not reported yet: a run that ends within the agent's hold on its start
- * report (NDIF_AGENT_START_HOLD_MS) reports both at once, and this says how long before the report it started.
- * The decision records RequestStarted (at `at` minus this) with the end, in one append.
+ * How long before the report the run started. The agent holds its start report (NDIF_AGENT_START_HOLD_MS): a start
+ * sent after the hold says how long it was held, and a run that ends within the hold reports its start with its end,
+ * whose decision records RequestStarted (at `at` minus this) with the end, in one append.
  */
-interface FoldedStart {
+interface StartedBefore {
   startedMsBefore?: number;
 }
 
-export interface ReportRequestCompleted extends AgentReport, FoldedStart {
+export interface ReportRequestCompleted extends AgentReport, StartedBefore {
   type: 'ReportRequestCompleted';
   resultRef: string;
   bytes: number;
@@ -142,7 +142,7 @@ export interface ReportRequestCompleted extends AgentReport, FoldedStart {
   weightsFingerprint?: string;
 }
 
-export interface ReportRequestFailed extends AgentReport, FoldedStart {
+export interface ReportRequestFailed extends AgentReport, StartedBefore {
   type: 'ReportRequestFailed';
   phase: 'validation' | 'load' | 'execution' | 'result';
   errorType: string;

@@ -384,7 +384,7 @@ function report(c: Report, s: RequestState): RequestEvent[] {
         : [
             {
               type: 'RequestStarted',
-              data: { requestId: c.requestId, attempt: c.attempt, agentId: c.agentId, startedAt: c.at },
+              data: { requestId: c.requestId, attempt: c.attempt, agentId: c.agentId, startedAt: startedAt(c) },
             },
           ];
     case 'ReportRequestLog':
@@ -455,10 +455,15 @@ function foldedStart(c: ReportRequestCompleted | ReportRequestFailed, s: Request
         requestId: c.requestId,
         attempt: c.attempt,
         agentId: c.agentId,
-        startedAt: toIso(toMs(c.at) - c.startedMsBefore),
+        startedAt: startedAt(c),
       },
     },
   ];
+}
+
+/** When the run started: the report's time less what the agent says it waited to report it. */
+function startedAt(c: ReportRequestStarted | ReportRequestCompleted | ReportRequestFailed): string {
+  return c.startedMsBefore === undefined || c.startedMsBefore === 0 ? c.at : toIso(toMs(c.at) - c.startedMsBefore);
 }
 
 function failure(c: ReportRequestFailed, s: RequestState): RequestEvent[] {

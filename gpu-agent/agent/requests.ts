@@ -197,7 +197,7 @@ export class RequestExecutor {
     };
     const startReport = new StartHold(
       this.limits.startHoldMs ?? DEFAULT_START_HOLD_MS,
-      () => void send('ReportRequestStarted', {}),
+      (heldMs) => void send('ReportRequestStarted', heldMs > 0 ? { startedMsBefore: heldMs } : {}),
       () => performance.now(),
     );
     const report = (type: string, extra: Record<string, unknown>, notBefore?: number) => {

@@ -7,15 +7,16 @@ import { StartHold } from '../../gpu-agent/agent/start-hold.js';
 
 function hold(holdMs: number) {
   let now = 1_000;
-  let sent = 0;
+  const held: number[] = [];
   const h = new StartHold(
     holdMs,
-    () => sent++,
+    (ms) => held.push(ms),
     () => now,
   );
   return {
     h,
-    sent: () => sent,
+    sent: () => held.length,
+    held,
     advance: (ms: number) => {
       now += ms;
     },
@@ -46,20 +47,21 @@ it('a run that outlasts the hold sends its start once, and its end carries none'
   assert.equal(x.sent(), 1);
 });
 
-it('another report first (a log batch): the start goes before it, at once', async () => {
+it('another report first (a log batch): the start goes before it, at once, saying how long it was held', async () => {
   const x = hold(10_000);
   x.h.flush();
   assert.equal(x.sent(), 0, 'no start to send before the run started');
   x.h.started();
+  x.advance(3.6);
   x.h.flush();
-  assert.equal(x.sent(), 1);
+  assert.deepEqual(x.held, [4]);
   assert.equal(x.h.fold(), undefined);
 });
 
 it('a hold of 0 sends the start as the run starts', () => {
   const x = hold(0);
   x.h.started();
-  assert.equal(x.sent(), 1);
+  assert.deepEqual(x.held, [0]);
   assert.equal(x.h.fold(), undefined);
 });
 

@@ -219,6 +219,15 @@ describe('request: agent reports', () => {
     g(running)
       .when({ type: 'ReportRequestStarted', attempt: 1, ...report })
       .then([{ type: 'RequestStarted', data: { requestId: 'r1', attempt: 1, agentId: 'a1', startedAt: T2 } }]);
+    // A start the agent held before sending: recorded at the run's start, not the report's.
+    g(running)
+      .when({ type: 'ReportRequestStarted', attempt: 1, ...report, startedMsBefore: 20 })
+      .then([
+        {
+          type: 'RequestStarted',
+          data: { requestId: 'r1', attempt: 1, agentId: 'a1', startedAt: '2025-03-01T10:00:01.980Z' },
+        },
+      ]);
     g(running)
       .when({ type: 'ReportRequestLog', attempt: 1, lines: [{ stream: 'stdout', line: 'hello' }], ...report })
       .then([
