@@ -34,7 +34,7 @@ import {
 import { BackgroundCheckpointer } from './checkpointer.js';
 import { eventIdKey } from './event-key.js';
 import { EventRows, STORED_EVENT } from './rows.js';
-import { TailCache } from './tail-cache.js';
+import { decodeWritten, TailCache, type WrittenEvent } from './tail-cache.js';
 import { migrate } from './schema.js';
 
 export interface SqliteEventStoreOptions {
@@ -114,10 +114,9 @@ export class SqliteEventStore implements EventStore {
   private readonly auditTx: Database.Transaction<() => void>;
   private pending: PendingAppend[] = [];
   /** This connection's latest commits, decoded once for the subscriptions (tail-cache.ts). */
-  private readonly tail = new TailCache();
+  private readonly tail: TailCache;
   /** Events inserted by the transaction in progress, for the tail once it commits. */
-  private inserted: StoredEvent[] = [];
-  private insertedSizes: number[] = [];
+  private inserted: WrittenEvent[] = [];
   /** SQLite's data_version when the tail was last known to hold every commit (another connection's changes it). */
   private tailVersion = -1;
   private auditLag = 0;
@@ -137,6 +136,7 @@ export class SqliteEventStore implements EventStore {
     this.signalKey = memory ? `:memory:${++memoryCounter}` : resolve(options.path);
     this.signal = acquireSignal(this.signalKey);
     this.rows = new EventRows(this.db);
+    this.tail = new TailCache((w) => decodeWritten(w, (t) => this.rows.internType(t)));
     this.checkpointer =
       memory || this.walPages <= 0
         ? undefined
@@ -272,24 +272,20 @@ export class SqliteEventStore implements EventStore {
         eventIdKey(e.id),
       );
       position = Number(r.lastInsertRowid);
-      const metadata: StoredEvent['metadata'] = {
+      this.inserted.push({
+        position,
+        streamId,
+        revision: first + i,
+        id: e.id,
+        type: e.type,
+        version: e.version,
+        dataJson,
         correlationId: m.correlationId,
         causationId: m.causationId,
         actor: m.actor,
         at: m.at,
-      };
-      if (extraJson !== null) Object.assign(metadata, JSON.parse(extraJson));
-      this.inserted.push({
-        id: e.id,
-        type: this.rows.internType(e.type),
-        version: e.version,
-        data: JSON.parse(dataJson),
-        metadata,
-        streamId,
-        revision: first + i,
-        position,
+        extraJson,
       });
-      this.insertedSizes.push(dataJson.length);
     }
     return { nextRevision: first + events.length - 1, position };
   }
@@ -363,25 +359,17 @@ export class SqliteEventStore implements EventStore {
     return result;
   }
 
-  private takeInserted(): { events: StoredEvent[]; sizes: number[] } {
-    const taken = { events: this.inserted, sizes: this.insertedSizes };
+  private takeInserted(): WrittenEvent[] {
+    const taken = this.inserted;
     this.inserted = [];
-    this.insertedSizes = [];
     return taken;
   }
 
   /** Adds committed events to the tail. */
-  private toTail(x: { events: StoredEvent[]; sizes: number[] }): void {
-    if (x.events.length === 0) return;
-    // Another connection committed since the tail was last in step (before these events or after them): its events
-    // are not in the tail, which starts again with this connection's next commit.
-    const version = this.currentDataVersion();
-    if (version !== this.tailVersion) {
-      this.tail.clear();
-      this.tailVersion = version;
-      return;
-    }
-    this.tail.add(x.events, x.sizes);
+  private toTail(events: WrittenEvent[]): void {
+    // Another connection's events before these leave a gap, and the tail starts again from these; its events after
+    // them, or before them in an empty tail, change data_version, which the next read checks.
+    if (events.length > 0) this.tail.add(events);
   }
 
   private currentDataVersion(): number {

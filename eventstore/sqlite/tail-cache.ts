@@ -1,13 +1,36 @@
-// The events a store connection committed last, decoded once and shared by the process's subscriptions: a caught-up
-// subscription reads its next page here instead of running a query and parsing each event's JSON again (with three
-// subscriptions on the embedded control plane's store, each event was read three times). Events are deep-frozen,
-// since every subscriber gets the same objects: one that tried to change an event would change it for the others,
-// and fails loudly instead.
+// The events a store connection committed last, shared by the process's subscriptions: a caught-up subscription reads
+// its next page here instead of running a query and parsing each event's JSON again (with three subscriptions on the
+// embedded control plane's store, each event was read three times). An event is kept as the row written (its JSON
+// text) and decoded the first time a subscription reads it, then shared: appends that no subscription reads cost a
+// push. Decoded events are deep-frozen, since every subscriber gets the same objects: one that tried to change an
+// event would change it for the others, and fails loudly instead.
 //
 // The cache knows only this connection's commits. Another connection's commit (another process, or another store on
 // the same file) is seen by the caller through SQLite's `PRAGMA data_version`, and the caller clears the cache:
 // positions are then read from SQL until this connection commits again.
 import type { StoredEvent } from '../port.js';
+
+/** An event as this connection wrote it. */
+export interface WrittenEvent {
+  position: number;
+  streamId: string;
+  revision: number;
+  id: string;
+  type: string;
+  version: number;
+  dataJson: string;
+  correlationId: string;
+  causationId: string;
+  actor: string;
+  at: string;
+  /** Metadata beyond the four fields, as JSON text, or null. */
+  extraJson: string | null;
+}
+
+interface Entry {
+  written: WrittenEvent;
+  decoded: StoredEvent | undefined;
+}
 
 export interface TailCacheLimits {
   /** Most events kept. */
@@ -16,7 +39,7 @@ export interface TailCacheLimits {
   bytes: number;
 }
 
-export const DEFAULT_TAIL_LIMITS: TailCacheLimits = { events: 4096, bytes: 16 * 1024 * 1024 };
+export const DEFAULT_TAIL_LIMITS: TailCacheLimits = { events: 512, bytes: 4 * 1024 * 1024 };
 
 export function deepFreeze<T>(value: T): T {
   if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
@@ -26,33 +49,54 @@ export function deepFreeze<T>(value: T): T {
   return value;
 }
 
+/** The stored event of a written one (`internType`: the interned string of its type, as SQL reads give). */
+export function decodeWritten(w: WrittenEvent, internType: (type: string) => string): StoredEvent {
+  const metadata: StoredEvent['metadata'] = {
+    correlationId: w.correlationId,
+    causationId: w.causationId,
+    actor: w.actor,
+    at: w.at,
+  };
+  if (w.extraJson !== null) Object.assign(metadata, JSON.parse(w.extraJson));
+  return {
+    id: w.id,
+    type: internType(w.type),
+    version: w.version,
+    data: JSON.parse(w.dataJson),
+    metadata,
+    streamId: w.streamId,
+    revision: w.revision,
+    position: w.position,
+  };
+}
+
 export class TailCache {
-  private events: StoredEvent[] = [];
-  private sizes: number[] = [];
+  private entries: Entry[] = [];
   /** Index of the first live entry (entries before it are dropped lazily, in chunks). */
   private start = 0;
   private bytes = 0;
 
-  constructor(private readonly limits: TailCacheLimits = DEFAULT_TAIL_LIMITS) {}
+  constructor(
+    private readonly decode: (w: WrittenEvent) => StoredEvent,
+    private readonly limits: TailCacheLimits = DEFAULT_TAIL_LIMITS,
+  ) {}
 
   /** Adds events just committed, in position order; a gap before them (another writer's events) starts afresh. */
-  add(events: readonly StoredEvent[], sizes: readonly number[]): void {
+  add(events: readonly WrittenEvent[]): void {
     if (events.length === 0) return;
     const last = this.last();
     if (last !== undefined && events[0]!.position !== last + 1) this.clear();
-    for (let i = 0; i < events.length; i++) {
-      this.events.push(deepFreeze(events[i]!));
-      this.sizes.push(sizes[i]!);
-      this.bytes += sizes[i]!;
+    for (const written of events) {
+      this.entries.push({ written, decoded: undefined });
+      this.bytes += written.dataJson.length;
     }
-    while (this.events.length - this.start > this.limits.events || this.bytes > this.limits.bytes) {
-      this.bytes -= this.sizes[this.start]!;
+    while (this.entries.length - this.start > this.limits.events || this.bytes > this.limits.bytes) {
+      this.bytes -= this.entries[this.start]!.written.dataJson.length;
       this.start++;
     }
     // Compact once the dropped prefix is as long as what is kept.
-    if (this.start > 1024 && this.start * 2 > this.events.length) {
-      this.events = this.events.slice(this.start);
-      this.sizes = this.sizes.slice(this.start);
+    if (this.start > 256 && this.start * 2 > this.entries.length) {
+      this.entries = this.entries.slice(this.start);
       this.start = 0;
     }
   }
@@ -67,25 +111,31 @@ export class TailCache {
     if (first === undefined || last === undefined) return undefined;
     if (afterPosition + 1 < first || afterPosition > last) return undefined;
     const from = this.start + (afterPosition + 1 - first);
-    return this.events.slice(from, Math.min(this.events.length, from + limit));
+    const to = Math.min(this.entries.length, from + limit);
+    const page: StoredEvent[] = new Array(to - from);
+    for (let i = from; i < to; i++) {
+      const e = this.entries[i]!;
+      if (e.decoded === undefined) e.decoded = deepFreeze(this.decode(e.written));
+      page[i - from] = e.decoded;
+    }
+    return page;
   }
 
   clear(): void {
-    this.events = [];
-    this.sizes = [];
+    this.entries = [];
     this.start = 0;
     this.bytes = 0;
   }
 
   get size(): number {
-    return this.events.length - this.start;
+    return this.entries.length - this.start;
   }
 
   private first(): number | undefined {
-    return this.events[this.start]?.position;
+    return this.entries[this.start]?.written.position;
   }
 
   private last(): number | undefined {
-    return this.events.length > this.start ? this.events[this.events.length - 1]!.position : undefined;
+    return this.entries.length > this.start ? this.entries[this.entries.length - 1]!.written.position : undefined;
   }
 }

@@ -1,27 +1,42 @@
 // The tail of a connection's commits that subscriptions read from: pages after a position, [] at the head, nothing
-// (read SQL) before its first event or past a gap, bounded by events and bytes, and frozen events.
+// (read SQL) before its first event or past a gap, bounded by events and bytes, each event decoded once (when first
+// read, not when written) and frozen.
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import type { StoredEvent } from '../../eventstore/port.js';
-import { deepFreeze, TailCache } from '../../eventstore/sqlite/tail-cache.js';
+import { decodeWritten, deepFreeze, TailCache, type WrittenEvent } from '../../eventstore/sqlite/tail-cache.js';
 
-const ev = (position: number): StoredEvent => ({
-  id: `id-${position}`,
-  type: 'Noted',
-  version: 1,
-  data: { position, nested: { list: [position] } },
-  metadata: { correlationId: 'c', causationId: 'c', actor: 'a', at: '2025-03-01T10:00:00.000Z' },
-  streamId: `s-${position}`,
-  revision: 0,
-  position,
-});
-const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => ev(from + i));
+const written = (position: number, dataJson = JSON.stringify({ position, nested: { list: [position] } })) =>
+  ({
+    position,
+    streamId: `s-${position}`,
+    revision: 0,
+    id: `id-${position}`,
+    type: 'Noted',
+    version: 1,
+    dataJson,
+    correlationId: 'c',
+    causationId: 'c',
+    actor: 'a',
+    at: '2025-03-01T10:00:00.000Z',
+    extraJson: position % 2 === 0 ? JSON.stringify({ commandId: `cmd-${position}` }) : null,
+  }) satisfies WrittenEvent;
+const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => written(from + i));
 const positions = (page: StoredEvent[] | undefined) => page?.map((e) => e.position);
 
+function tail(limits?: { events: number; bytes: number }) {
+  const decoded: number[] = [];
+  const t = new TailCache((w) => {
+    decoded.push(w.position);
+    return decodeWritten(w, (type) => type);
+  }, limits);
+  return { t, decoded };
+}
+
 it('serves pages after a position it holds, [] at its head, and nothing before its first event', () => {
-  const t = new TailCache();
+  const { t } = tail();
   assert.equal(t.read(0, 10), undefined, 'empty: read SQL');
-  t.add(range(5, 9), [1, 1, 1, 1, 1]);
+  t.add(range(5, 9));
   assert.deepEqual(positions(t.read(4, 10)), [5, 6, 7, 8, 9]);
   assert.deepEqual(positions(t.read(6, 2)), [7, 8]);
   assert.deepEqual(t.read(9, 10), [], 'at the head');
@@ -29,38 +44,58 @@ it('serves pages after a position it holds, [] at its head, and nothing before i
   assert.equal(t.read(10, 10), undefined, 'past what this connection committed');
 });
 
+it('decodes an event when first read, once, into what a read from SQL gives', () => {
+  const { t, decoded } = tail();
+  t.add(range(1, 3));
+  assert.deepEqual(decoded, [], 'nothing decoded on add');
+  const [one, two] = t.read(0, 2)!;
+  assert.deepEqual(decoded, [1, 2]);
+  assert.equal(t.read(0, 2)![0], one, 'the same object for every reader');
+  assert.deepEqual(decoded, [1, 2], 'not decoded again');
+  assert.deepEqual(two, {
+    id: 'id-2',
+    type: 'Noted',
+    version: 1,
+    data: { position: 2, nested: { list: [2] } },
+    metadata: { correlationId: 'c', causationId: 'c', actor: 'a', at: '2025-03-01T10:00:00.000Z', commandId: 'cmd-2' },
+    streamId: 's-2',
+    revision: 0,
+    position: 2,
+  });
+});
+
 it('a gap before new events (another writer committed between) starts afresh from them', () => {
-  const t = new TailCache();
-  t.add(range(1, 3), [1, 1, 1]);
-  t.add(range(6, 7), [1, 1]);
+  const { t } = tail();
+  t.add(range(1, 3));
+  t.add(range(6, 7));
   assert.equal(t.size, 2);
   assert.equal(t.read(3, 10), undefined, 'positions 4 and 5 are not held');
   assert.deepEqual(positions(t.read(5, 10)), [6, 7]);
 });
 
 it('keeps at most its limits of events and bytes, dropping the oldest', () => {
-  const t = new TailCache({ events: 3, bytes: 1000 });
-  t.add(range(1, 5), [1, 1, 1, 1, 1]);
+  const { t } = tail({ events: 3, bytes: 1000 });
+  t.add(range(1, 5));
   assert.equal(t.size, 3);
   assert.equal(t.read(1, 10), undefined);
   assert.deepEqual(positions(t.read(2, 10)), [3, 4, 5]);
-  const b = new TailCache({ events: 100, bytes: 10 });
-  b.add(range(1, 3), [4, 4, 4]);
+  const b = tail({ events: 100, bytes: 10 }).t;
+  b.add([written(1, '"abc"'), written(2, '"abc"'), written(3, '"abc"')]);
   assert.deepEqual(positions(b.read(1, 10)), [2, 3], 'the first event went for bytes');
   // Many adds: the dropped prefix is compacted and reads stay right.
-  const c = new TailCache({ events: 10, bytes: 1e9 });
-  for (let p = 1; p <= 5000; p++) c.add([ev(p)], [1]);
+  const c = tail({ events: 10, bytes: 1e9 }).t;
+  for (let p = 1; p <= 5000; p++) c.add([written(p)]);
   assert.equal(c.size, 10);
   assert.deepEqual(positions(c.read(4995, 3)), [4996, 4997, 4998]);
   assert.equal(c.read(4989, 3), undefined);
 });
 
 it('events are deep-frozen: a subscriber that tries to change one fails instead of changing it for the others', () => {
-  const t = new TailCache();
-  t.add([ev(1)], [1]);
-  const [e] = t.read(0, 1)!;
+  const { t } = tail();
+  t.add([written(2)]);
+  const [e] = t.read(1, 1)!;
   assert.throws(() => {
-    (e!.data as { position: number }).position = 2;
+    (e!.data as { position: number }).position = 3;
   }, TypeError);
   assert.throws(() => {
     ((e!.data as { nested: { list: number[] } }).nested.list as number[]).push(3);
