@@ -7,7 +7,6 @@
 import { resolve } from 'node:path';
 import { configInvalid } from './errors.js';
 import { FileBlobStore } from './files.js';
-import { PgBlobStore } from './postgres.js';
 import type { BlobStore } from './port.js';
 
 export type BlobStoreConfig =
@@ -43,8 +42,9 @@ export function blobStoreConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Bl
   );
 }
 
-export function openBlobStore(config: BlobStoreConfig): Promise<BlobStore> {
-  return config.kind === 'files'
-    ? FileBlobStore.open({ dir: config.dir, maxBytes: config.maxBytes })
-    : PgBlobStore.open({ connectionString: config.connectionString, maxBytes: config.maxBytes });
+export async function openBlobStore(config: BlobStoreConfig): Promise<BlobStore> {
+  if (config.kind === 'files') return FileBlobStore.open({ dir: config.dir, maxBytes: config.maxBytes });
+  // Loaded only where it is used: pg costs ~65 ms of CPU to import, in every agent started.
+  const { PgBlobStore } = await import('./postgres.js');
+  return PgBlobStore.open({ connectionString: config.connectionString, maxBytes: config.maxBytes });
 }

@@ -12,7 +12,6 @@ import { DEFAULT_TOPICS } from './relay/wire.js';
 import { configInvalid } from './errors.js';
 import type { InProcessBroker } from './inprocess/broker.js';
 import { InProcessTransport } from './inprocess/transport.js';
-import { KafkaTransport } from './kafka/transport.js';
 import { IpcTransport } from './ipc/client.js';
 import type { KafkaTransportOptions } from './kafka/options.js';
 import type { Transport } from './port.js';
@@ -88,5 +87,7 @@ export async function openTransport(
 ): Promise<Transport> {
   if (config.kind === 'inprocess') return new InProcessTransport({ broker: inprocess.broker });
   if (config.kind === 'ipc') return IpcTransport.connect({ path: config.socketPath });
+  // Loaded only where it is used: kafkajs costs ~150 ms of CPU to import, in every agent and control plane started.
+  const { KafkaTransport } = await import('./kafka/transport.js');
   return KafkaTransport.connect(config.kafka);
 }
