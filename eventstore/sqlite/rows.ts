@@ -4,6 +4,7 @@
 // arguments into the page being read: ~30% less time per event on a replay here (docs/event-store.md).
 import type Database from 'better-sqlite3';
 import type { EventMetadata, JsonValue, StoredEvent } from '../port.js';
+import type { WrittenEvent } from './tail-cache.js';
 
 const COLUMNS =
   'position, stream_id, revision, event_id, type, version, data, correlation_id, causation_id, actor, at, metadata_extra';
@@ -27,31 +28,76 @@ export class EventRows {
       (position, streamId, revision, id, type, version, data, correlationId, causationId, actor, at, extra) => {
         const page = this.page;
         if (page === undefined) throw new Error('es_stored_event() builds events for EventRows.read only');
-        const metadata: EventMetadata = {
-          correlationId: correlationId as string,
-          causationId: causationId as string,
-          actor: actor as string,
-          at: at as string,
-        };
-        if (extra !== null) Object.assign(metadata, JSON.parse(extra as string) as Record<string, JsonValue>);
-        page.push({
-          id: id as string,
-          type: this.types.get(type as string) ?? this.intern(type as string),
-          version: version as number,
-          data: JSON.parse(data as string) as JsonValue,
-          metadata,
-          streamId: streamId as string,
-          revision: revision as number,
-          position: position as number,
-        });
+        page.push(
+          this.event(
+            position as number,
+            streamId as string,
+            revision as number,
+            id as string,
+            type as string,
+            version as number,
+            data as string,
+            correlationId as string,
+            causationId as string,
+            actor as string,
+            at as string,
+            extra as string | null,
+          ),
+        );
         return null;
       },
     );
   }
 
-  /** The interned string of an event type (the one the events read here carry). */
-  internType(type: string): string {
-    return this.types.get(type) ?? this.intern(type);
+  /**
+   * The stored event of one row's columns (`data` and `extra` as the JSON text stored). Positional, as SQLite hands
+   * the columns over: no object per row before the event itself. The store's tail of its own commits decodes with it
+   * too (tail-cache.ts), so both give the same events.
+   */
+  event(
+    position: number,
+    streamId: string,
+    revision: number,
+    id: string,
+    type: string,
+    version: number,
+    data: string,
+    correlationId: string,
+    causationId: string,
+    actor: string,
+    at: string,
+    extra: string | null,
+  ): StoredEvent {
+    const metadata: EventMetadata = { correlationId, causationId, actor, at };
+    if (extra !== null) Object.assign(metadata, JSON.parse(extra) as Record<string, JsonValue>);
+    return {
+      id,
+      type: this.types.get(type) ?? this.intern(type),
+      version,
+      data: JSON.parse(data) as JsonValue,
+      metadata,
+      streamId,
+      revision,
+      position,
+    };
+  }
+
+  /** The stored event of a row this connection wrote (the store's tail of its commits, tail-cache.ts). */
+  written(w: WrittenEvent): StoredEvent {
+    return this.event(
+      w.position,
+      w.streamId,
+      w.revision,
+      w.id,
+      w.type,
+      w.version,
+      w.dataJson,
+      w.correlationId,
+      w.causationId,
+      w.actor,
+      w.at,
+      w.extraJson,
+    );
   }
 
   private intern(type: string): string {

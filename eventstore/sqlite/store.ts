@@ -34,7 +34,7 @@ import {
 import { BackgroundCheckpointer } from './checkpointer.js';
 import { eventIdKey } from './event-key.js';
 import { EventRows, STORED_EVENT } from './rows.js';
-import { decodeWritten, TailCache, type WrittenEvent } from './tail-cache.js';
+import { TailCache, type WrittenEvent } from './tail-cache.js';
 import { migrate } from './schema.js';
 
 export interface SqliteEventStoreOptions {
@@ -115,7 +115,11 @@ export class SqliteEventStore implements EventStore {
   private pending: PendingAppend[] = [];
   /** This connection's latest commits, decoded once for the subscriptions (tail-cache.ts). */
   private readonly tail: TailCache;
-  /** Events inserted by the transaction in progress, for the tail once it commits. */
+  /**
+   * Events inserted by the transaction in progress, for the tail once it commits. Another connection's events before
+   * them leave a gap, and the tail starts again from them; its events after them, or before them in an empty tail,
+   * change data_version, which the next tail read checks.
+   */
   private inserted: WrittenEvent[] = [];
   /** SQLite's data_version when the tail was last known to hold every commit (another connection's changes it). */
   private tailVersion = -1;
@@ -136,7 +140,7 @@ export class SqliteEventStore implements EventStore {
     this.signalKey = memory ? `:memory:${++memoryCounter}` : resolve(options.path);
     this.signal = acquireSignal(this.signalKey);
     this.rows = new EventRows(this.db);
-    this.tail = new TailCache((w) => decodeWritten(w, (t) => this.rows.internType(t)));
+    this.tail = new TailCache((w) => this.rows.written(w));
     this.checkpointer =
       memory || this.walPages <= 0
         ? undefined
@@ -328,7 +332,7 @@ export class SqliteEventStore implements EventStore {
       for (const a of batch) a.reject(error);
       return;
     }
-    this.toTail(this.takeInserted());
+    this.tail.add(this.takeInserted());
     let written = 0;
     for (let i = 0; i < batch.length; i++) {
       const r = results[i];
@@ -354,7 +358,7 @@ export class SqliteEventStore implements EventStore {
       this.takeInserted(); // rolled back
       throw error;
     }
-    this.toTail(this.takeInserted());
+    this.tail.add(this.takeInserted());
     this.afterCommit(checked.length);
     return result;
   }
@@ -363,13 +367,6 @@ export class SqliteEventStore implements EventStore {
     const taken = this.inserted;
     this.inserted = [];
     return taken;
-  }
-
-  /** Adds committed events to the tail. */
-  private toTail(events: WrittenEvent[]): void {
-    // Another connection's events before these leave a gap, and the tail starts again from these; its events after
-    // them, or before them in an empty tail, change data_version, which the next read checks.
-    if (events.length > 0) this.tail.add(events);
   }
 
   private currentDataVersion(): number {

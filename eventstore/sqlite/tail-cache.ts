@@ -49,27 +49,6 @@ export function deepFreeze<T>(value: T): T {
   return value;
 }
 
-/** The stored event of a written one (`internType`: the interned string of its type, as SQL reads give). */
-export function decodeWritten(w: WrittenEvent, internType: (type: string) => string): StoredEvent {
-  const metadata: StoredEvent['metadata'] = {
-    correlationId: w.correlationId,
-    causationId: w.causationId,
-    actor: w.actor,
-    at: w.at,
-  };
-  if (w.extraJson !== null) Object.assign(metadata, JSON.parse(w.extraJson));
-  return {
-    id: w.id,
-    type: internType(w.type),
-    version: w.version,
-    data: JSON.parse(w.dataJson),
-    metadata,
-    streamId: w.streamId,
-    revision: w.revision,
-    position: w.position,
-  };
-}
-
 export class TailCache {
   private entries: Entry[] = [];
   /** Index of the first live entry (entries before it are dropped lazily, in chunks). */

@@ -140,14 +140,9 @@ export class GpuAgent {
     this.subscription = await transport.subscribeBatch(
       this.assignmentsTopic,
       this.assignmentsGroup,
-      (ms) => {
-        // A batch delivered again after a failure skips what was handled already (positions only grow).
-        try {
-          for (const m of ms) this.onMessage(m);
-          return Promise.resolve();
-        } catch (err) {
-          return Promise.reject(err);
-        }
+      // A batch delivered again after a failure skips what was handled already (positions only grow).
+      async (ms) => {
+        for (const m of ms) this.onMessage(m);
       },
       {
         fromBeginning: false,

@@ -4,7 +4,12 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import type { StoredEvent } from '../../eventstore/port.js';
-import { decodeWritten, deepFreeze, TailCache, type WrittenEvent } from '../../eventstore/sqlite/tail-cache.js';
+import Database from 'better-sqlite3';
+import { EventRows } from '../../eventstore/sqlite/rows.js';
+import { deepFreeze, TailCache, type WrittenEvent } from '../../eventstore/sqlite/tail-cache.js';
+
+// The store's own row decoder (an in-memory database holds its SQL function), as the store's tail uses it.
+const rows = new EventRows(new Database(':memory:'));
 
 const written = (position: number, dataJson = JSON.stringify({ position, nested: { list: [position] } })) =>
   ({
@@ -28,7 +33,7 @@ function tail(limits?: { events: number; bytes: number }) {
   const decoded: number[] = [];
   const t = new TailCache((w) => {
     decoded.push(w.position);
-    return decodeWritten(w, (type) => type);
+    return rows.written(w);
   }, limits);
   return { t, decoded };
 }
