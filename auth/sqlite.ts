@@ -1,6 +1,7 @@
 // API keys in a SQLite file (the embedded fabric), through better-sqlite3.
 import Database from 'better-sqlite3';
 import { limitsFromText, limitsToText, type ApiKeyStore, type KeyTags, type StoredApiKey } from './port.js';
+import { enableWal } from '../protocol/sqlite-wal.js';
 
 export interface SqliteApiKeyStoreOptions {
   /** Database file (created when missing), or ':memory:'. */
@@ -46,8 +47,8 @@ export class SqliteApiKeyStore implements ApiKeyStore {
 
   constructor(options: SqliteApiKeyStoreOptions) {
     this.db = new Database(options.path);
-    this.db.pragma('journal_mode = WAL');
     this.db.pragma('busy_timeout = 5000');
+    enableWal(this.db, 5000);
     this.db.exec(`CREATE TABLE IF NOT EXISTS api_keys (
       id TEXT PRIMARY KEY, hash TEXT NOT NULL, label TEXT NOT NULL,
       trusted INTEGER NOT NULL, priority INTEGER NOT NULL, operator INTEGER NOT NULL,

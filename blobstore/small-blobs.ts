@@ -7,6 +7,7 @@
 import { closeSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import { enableWal } from '../protocol/sqlite-wal.js';
 import type { BlobInfo } from './port.js';
 
 /** Blobs up to this size are rows; larger ones are files. */
@@ -35,7 +36,7 @@ export class SmallBlobs {
     closeSync(openSync(path, 'a', 0o600));
     this.db = new Database(path);
     this.db.pragma('busy_timeout = 10000');
-    this.db.pragma('journal_mode = WAL');
+    enableWal(this.db, 10_000);
     this.db.pragma(`synchronous = ${sync ? 'FULL' : 'NORMAL'}`);
     this.db.exec(
       `CREATE TABLE IF NOT EXISTS small_blobs (

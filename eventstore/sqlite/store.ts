@@ -35,6 +35,7 @@ import { BackgroundCheckpointer } from './checkpointer.js';
 import { eventIdKey } from './event-key.js';
 import { EventRows, STORED_EVENT } from './rows.js';
 import { TailCache, type WrittenEvent } from './tail-cache.js';
+import { enableWal } from '../../protocol/sqlite-wal.js';
 import { migrate } from './schema.js';
 
 export interface SqliteEventStoreOptions {
@@ -129,8 +130,9 @@ export class SqliteEventStore implements EventStore {
   constructor(options: SqliteEventStoreOptions) {
     const memory = options.path === ':memory:';
     this.db = new Database(options.path);
-    this.db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
-    if (!memory) this.db.pragma('journal_mode = WAL');
+    const busyTimeoutMs = options.busyTimeoutMs ?? 5000;
+    this.db.pragma(`busy_timeout = ${busyTimeoutMs}`);
+    if (!memory) enableWal(this.db, busyTimeoutMs);
     this.db.pragma(`synchronous = ${options.synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
     this.db.pragma('cache_size = -65536');
     this.walPages = options.walAutocheckpointPages ?? 16000;
