@@ -6,7 +6,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { ModelFacts } from '../domain/events/model.js';
-import { loadTokenizer } from '../gpu-agent/runtime/formats.js';
+import { loadTokenizer, TokenizerLoadError } from '../gpu-agent/runtime/formats.js';
 import type { Manifest } from '../protocol/manifest.js';
 import { FabricError, isFabricError } from '../protocol/errors.js';
 import type { FabricModelCatalog } from './catalog.js';
@@ -77,7 +77,7 @@ function checkTokenizer(dir: string): void {
     throw new FabricError(
       CatalogErrorCode.TokenizerInvalid,
       422,
-      `the tokenizer in ${dir} does not load: ${(e as Error).message}`,
+      `the tokenizer in ${dir} does not load: ${((e instanceof TokenizerLoadError ? e.cause : e) as Error).message}`,
       {
         hint: "tokenizer.json (and tokenizer_config.json) must be what transformers' tokenizer.save_pretrained writes for a fast tokenizer",
         details: { file: join(dir, 'tokenizer.json') },

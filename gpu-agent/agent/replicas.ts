@@ -179,6 +179,13 @@ export class ReplicaHost {
         ...(this.prefixCacheBytes === undefined ? {} : { prefixCacheBytes: this.prefixCacheBytes }),
         ...(a.quantize === undefined ? {} : { quantize: a.quantize }),
       });
+      // Built while loading, as a replica's sessions are, so that no request waits for it.
+      try {
+        model.tokenizer?.build();
+      } catch (e) {
+        await model.close();
+        throw e;
+      }
     } catch (err) {
       slot.phase = 'FAILED';
       this.log.error({ err, replicaId: slot.replicaId, reason: a.reason }, 'replica load failed');

@@ -55,6 +55,7 @@ export const RequestErrorCode = {
   badNewTokens: 'REQUEST_BAD_NEW_TOKENS',
   notGenerative: 'MODEL_NOT_GENERATIVE',
   noTokenizer: 'MODEL_NO_TOKENIZER',
+  tokenizerInvalid: 'MODEL_TOKENIZER_INVALID',
   badInput: 'INVOKE_BAD_INPUT',
   tokenOutOfRange: 'INVOKE_TOKEN_OUT_OF_RANGE',
   emptyPrompt: 'INVOKE_EMPTY_PROMPT',

@@ -12,7 +12,7 @@ export type {
   TensorProto,
   ValueInfoProto,
 } from './onnx/types.js';
-export { loadTokenizer, tokenizerFromJson } from './load/tokenizer.js';
+export { loadTokenizer, tokenizerFromJson, TokenizerLoadError } from './load/tokenizer.js';
 export type { LoadedTokenizer, TextTokenizer } from './load/tokenizer.js';
 export { Sfc32 } from './generation/sfc32.js';
 export { GraphBuilder, floatTensor, int64Tensor, tensorInfo } from './onnx/graph-builder.js';

@@ -17,7 +17,7 @@ import type { PaddingSide } from '../graph/model-inputs.js';
 import type { KvMode } from '../generation/kv-layout.js';
 import { resolveSeed, seedOfRequestId } from '../generation/generation.js';
 import type { RowSpec } from '../generation/generation.js';
-import type { TextTokenizer } from '../load/tokenizer.js';
+import { TokenizerLoadError, type TextTokenizer } from '../load/tokenizer.js';
 import { usesGradients } from '../grad/uses-gradients.js';
 import { InterventionError, RequestError, RequestErrorCode } from '../errors.js';
 import type { GenerationPlan, TraceRun } from '../interleave/host-context.js';
@@ -75,7 +75,7 @@ export function planRequest(model: RequestModel, req: RunRequest): PlannedReques
           RequestErrorCode.noTokenizer,
           `invoke ${i}: model ${m.key} has no tokenizer.json; send token ids instead of text`,
         );
-      tokens = m.tokenizer.encode(inv.prompt);
+      tokens = encodePrompt(m, inv.prompt);
     } else if (Array.isArray(inv.tokens)) {
       tokens = inv.tokens;
       const bad = tokens.findIndex((t) => !Number.isInteger(t) || t < 0 || (m.vocabSize > 0 && t >= m.vocabSize));
@@ -268,5 +268,20 @@ function asRequestError<T>(f: () => T): T {
     if (e instanceof FabricError && !(e instanceof RequestError))
       throw new RequestError(e.code, e.hint ? `${e.message} (${e.hint})` : e.message, e.details);
     throw e;
+  }
+}
+
+/** The prompt's ids; a tokenizer.json the library refuses (a folder changed after registration) is the model's fault. */
+function encodePrompt(m: RequestModel, prompt: string): number[] {
+  try {
+    return m.tokenizer!.encode(prompt);
+  } catch (e) {
+    if (!(e instanceof TokenizerLoadError)) throw e;
+    throw new RequestError(
+      RequestErrorCode.tokenizerInvalid,
+      `model ${m.key}: ${e.message}; send token ids instead of text, and ask the operator to re-register the model`,
+      { file: e.file },
+      500,
+    );
   }
 }
