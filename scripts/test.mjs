@@ -2,8 +2,8 @@
 // Starts the local PostgreSQL and Kafka (and, when a test names them, Chromium and a Compose CLI) the
 // tests need unless DATABASE_URL / KAFKA_BROKERS / ... are given; see scripts/services/index.mjs.
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startServices } from './services/index.mjs';
@@ -74,7 +74,15 @@ try {
   process.exit(1);
 }
 
-const env = { ...process.env, ...services.env, NDIF_TEST: '1', NDIF_TEST_DIST_DIR: distDir };
+// One catalog cache for the run's fabrics (tests/support/catalog-cache.ts), removed with the run.
+const catalogCache = mkdtempSync(join(tmpdir(), 'ndif-test-catalog-'));
+const env = {
+  ...process.env,
+  ...services.env,
+  NDIF_TEST: '1',
+  NDIF_TEST_DIST_DIR: distDir,
+  NDIF_TEST_CATALOG_CACHE: catalogCache,
+};
 const reporter = process.stdout.isTTY ? 'spec' : 'tap';
 const running = new Set();
 let signalled;
@@ -173,6 +181,7 @@ try {
   });
 } finally {
   await services.stop();
+  rmSync(catalogCache, { recursive: true, force: true });
 }
 if (recordDurations)
   console.error(`test durations: ${Object.keys(measured).length} files measured, ${writeDurations(measured)} updated`);

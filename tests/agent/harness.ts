@@ -26,6 +26,7 @@ import {
   withDuplicateDelivery,
   type Transport,
 } from '../../transport/index.js';
+import { testCatalogCache } from '../support/catalog-cache.js';
 
 /** A stored event with its data readable field by field (tests know what they wait for). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -78,7 +79,7 @@ export async function startHarness(
   const blobs = await FileBlobStore.open({ dir: blobDir });
   const catalog = await FabricModelCatalog.open({
     models: parseModelList('gpt2-tiny'),
-    cacheDir: join(tmp, 'catalog'),
+    cacheDir: testCatalogCache(join(tmp, 'catalog')),
   });
   const cp = new ControlPlane({ store, snapshots, transport, blobs, catalog, log: silent });
   await cp.start();
@@ -175,7 +176,7 @@ export function spawnAgent(h: Harness, agentId: string, env: NodeJS.ProcessEnv =
       NDIF_AGENT_RAM: '8GiB',
       NDIF_AGENT_HEARTBEAT_MS: '500',
       NDIF_MODELS: 'gpt2-tiny',
-      NDIF_CATALOG_CACHE: join(h.tmp, 'catalog'),
+      NDIF_CATALOG_CACHE: testCatalogCache(join(h.tmp, 'catalog')),
       NDIF_LOG_LEVEL: process.env.NDIF_TEST_LOG_LEVEL ?? 'warn',
       ...env,
     },

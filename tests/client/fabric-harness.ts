@@ -22,6 +22,7 @@ import { agentConfigFromEnv } from '../../gpu-agent/agent/config.js';
 import { SqliteCheckpoints } from '../../projections/runner/sqlite-checkpoints.js';
 import { InProcessBroker, InProcessTransport } from '../../transport/index.js';
 import { Fabric } from '../../client/sdk/index.js';
+import { testCatalogCache } from '../support/catalog-cache.js';
 
 export interface InProcessFabric {
   url: string;
@@ -50,7 +51,7 @@ export async function startInProcessFabric(
   const blobs = await FileBlobStore.open({ dir: join(tmp, 'blobs') });
   const catalog = await FabricModelCatalog.open({
     models: parseModelList(opts.models ?? 'gpt2-tiny'),
-    cacheDir: join(tmp, 'catalog'),
+    cacheDir: testCatalogCache(join(tmp, 'catalog')),
   });
   const cp = new ControlPlane({ store, snapshots, transport, blobs, catalog, log });
   await cp.start();

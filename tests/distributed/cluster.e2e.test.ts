@@ -21,6 +21,7 @@ import { getJson, startProcess } from '../fabric/processes.js';
 import { requireService } from '../services/require.js';
 import { readAll, startCluster, type Cluster } from './cluster.js';
 import { MODELS, runOn, workload } from './workload.js';
+import { testCatalogCache } from '../support/catalog-cache.js';
 
 const databaseUrl = requireService('DATABASE_URL', 'NDIF_ALLOW_SKIP_POSTGRES');
 const brokers = requireService('KAFKA_BROKERS', 'NDIF_ALLOW_SKIP_KAFKA');
@@ -49,7 +50,7 @@ async function embeddedResults(items: ReturnType<typeof workload>): Promise<unkn
     NDIF_MODELS: MODELS.join(','),
     NDIF_AGENT_GPUS: '2x4GiB',
     NDIF_AGENT_RAM: '4GiB',
-    NDIF_CATALOG_CACHE: join(data, 'catalog'),
+    NDIF_CATALOG_CACHE: testCatalogCache(join(data, 'catalog')),
   };
   const fabric = await startProcess('embedded/main', env, /NDIF fabric listening on (http:\/\/\S+)/);
   const clients = Array.from({ length: 4 }, () => new Fabric({ url: fabric.match[1], progress: false, onLog: null }));

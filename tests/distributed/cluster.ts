@@ -12,6 +12,7 @@ import pg from 'pg';
 import { PostgresEventStore } from '../../eventstore/postgres/store.js';
 import type { StoredEvent } from '../../eventstore/port.js';
 import { getJson, startProcess, type FabricProcess } from '../fabric/processes.js';
+import { testCatalogCache } from '../support/catalog-cache.js';
 
 export interface ClusterAgent {
   id: string;
@@ -110,7 +111,7 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
   };
   const common: NodeJS.ProcessEnv = {
     NDIF_MODELS: o.models,
-    NDIF_CATALOG_CACHE: join(tmp, 'catalog'),
+    NDIF_CATALOG_CACHE: testCatalogCache(join(tmp, 'catalog')),
     NDIF_BLOB_STORE: 'postgres',
     BLOB_DATABASE_URL: blobsUrl,
     ...o.env,

@@ -28,6 +28,7 @@ import { withDuplicateDelivery } from '../../transport/faults.js';
 import type { Transport, TransportMessage } from '../../transport/port.js';
 import { requestPayloadOf, HANGING_BLOCK, READ_SWAP_BLOCK } from '../agent/payloads.js';
 import { requireService } from '../services/require.js';
+import { testCatalogCache } from '../support/catalog-cache.js';
 
 const databaseUrl = requireService('DATABASE_URL', 'NDIF_ALLOW_SKIP_POSTGRES');
 const brokers = requireService('KAFKA_BROKERS', 'NDIF_ALLOW_SKIP_KAFKA');
@@ -113,7 +114,7 @@ async function scenario(duplicate: boolean): Promise<Outcome> {
   const blobs = await PgBlobStore.open({ connectionString: databaseUrl!, table: `${schema}_blobs` });
   const catalog = await FabricModelCatalog.open({
     models: parseModelList('gpt2-tiny'),
-    cacheDir: join(tmp, 'catalog'),
+    cacheDir: testCatalogCache(join(tmp, 'catalog')),
   });
   const kafka = (clientId: string) => KafkaTransport.connect({ brokers: brokers!.split(','), clientId });
   const relaySide = await kafka(`dup-cp-${tag}`);

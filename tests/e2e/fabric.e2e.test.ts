@@ -18,6 +18,7 @@ import { loadModel } from '../../gpu-agent/runtime/index.js';
 import type { HostedModel } from '../../gpu-agent/runtime/index.js';
 import { materializeTree } from '../../protocol/result-container.js';
 import { ensureModel } from '../../catalog/bundled/generate-model.js';
+import { testCatalogCache } from '../support/catalog-cache.js';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
 const distDir = resolve(here, '..', '..');
@@ -83,7 +84,7 @@ before(async () => {
       ...process.env,
       NDIF_PORT: '0',
       NDIF_DATA_DIR: join(tmp, 'data'),
-      NDIF_CATALOG_CACHE: join(tmp, 'catalog'),
+      NDIF_CATALOG_CACHE: testCatalogCache(join(tmp, 'catalog')),
       // A second key for the same files, never deployed by hand: a request for it deploys it on demand.
       NDIF_MODELS: `gpt2-tiny,tiny-on-demand=${tinyDir}`,
       NDIF_AGENT_GPUS: '1x16GiB',

@@ -14,6 +14,7 @@ import { basename, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type EmbeddedFabric, startEmbeddedFabric, stopEmbeddedFabric } from '../../bench/_embedded-fabric.js';
 import { Fabric, FabricHttpError, type Tensor } from '../../client/sdk/index.js';
+import { testCatalogCache } from '../support/catalog-cache.js';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
 const distDir = resolve(here, '..', '..');
@@ -55,7 +56,7 @@ const bits = (t: Tensor) => Buffer.from(t.data.buffer, t.data.byteOffset, t.data
 before(async () => {
   tmp = mkdtempSync(join(tmpdir(), 'ndif-edits-e2e-'));
   fabric = await startEmbeddedFabric(join(tmp, 'data'), {
-    NDIF_CATALOG_CACHE: join(tmp, 'catalog'),
+    NDIF_CATALOG_CACHE: testCatalogCache(join(tmp, 'catalog')),
     NDIF_MODELS: 'gpt2-tiny',
     NDIF_AGENT_GPUS: '1x16GiB',
     NDIF_AGENT_RAM: '8GiB',

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parsePrometheus, sampleValue } from '../metrics/prom-text.js';
 import { getJson, startProcess, waitForStatus, type FabricProcess } from './processes.js';
+import { testCatalogCache } from '../support/catalog-cache.js';
 
 /**
  * Each role's /metrics after the four requests: the command API timed the submissions, the query API counted the
@@ -74,7 +75,7 @@ export async function runDistributed(
     NDIF_BLOB_STORE: 'files',
     NDIF_BLOB_DIR: join(tmp, 'blobs'),
     NDIF_MODELS: 'gpt2-tiny',
-    NDIF_CATALOG_CACHE: join(tmp, 'catalog'),
+    NDIF_CATALOG_CACHE: testCatalogCache(join(tmp, 'catalog')),
   };
   const started: FabricProcess[] = [];
   try {

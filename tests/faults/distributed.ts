@@ -15,6 +15,7 @@ import { PostgresCheckpoints } from '../../projections/runner/postgres-checkpoin
 import { COMPRESSED_TIME, type FaultFabric, type FaultFabricOptions } from './fabric.js';
 import { agentBack, bootOf } from './http.js';
 import { FabricProcess } from './process.js';
+import { testCatalogCache } from '../support/catalog-cache.js';
 
 export interface DistributedFaultFabric extends FaultFabric {
   /** kill -9 the scheduler-relay (scheduler, relay, projection); the agent and the APIs stay up. */
@@ -50,7 +51,7 @@ export async function startDistributed(
   const common: NodeJS.ProcessEnv = {
     ...COMPRESSED_TIME,
     NDIF_MODELS: options.models ? `gpt2-tiny,${options.models}` : 'gpt2-tiny',
-    NDIF_CATALOG_CACHE: join(tmp, 'catalog'),
+    NDIF_CATALOG_CACHE: testCatalogCache(join(tmp, 'catalog')),
     NDIF_BLOB_STORE: 'files',
     NDIF_BLOB_DIR: join(tmp, 'blobs'),
     ...options.env,

@@ -18,6 +18,7 @@ import { SqliteEventStore } from '../../eventstore/sqlite/store.js';
 import { ControlPlane } from '../../fabric/control-plane.js';
 import { SqliteCheckpoints } from '../../projections/runner/sqlite-checkpoints.js';
 import { InProcessBroker, InProcessTransport } from '../../transport/index.js';
+import { testCatalogCache } from '../support/catalog-cache.js';
 
 export interface ApiFabric {
   app: FastifyInstance;
@@ -52,7 +53,7 @@ export async function startApiFabric(): Promise<ApiFabric> {
   const blobs = await FileBlobStore.open({ dir: join(tmp, 'blobs') });
   const catalog = await FabricModelCatalog.open({
     models: parseModelList('gpt2-tiny'),
-    cacheDir: join(tmp, 'catalog'),
+    cacheDir: testCatalogCache(join(tmp, 'catalog')),
   });
   const cp = new ControlPlane({ store, snapshots, transport, blobs, catalog, log, schedule: false });
   await cp.start();

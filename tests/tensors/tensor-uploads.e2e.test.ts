@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type EmbeddedFabric, startEmbeddedFabric, stopEmbeddedFabric } from '../../bench/_embedded-fabric.js';
 import { Fabric, FabricHttpError, Tensor } from '../../client/sdk/index.js';
+import { testCatalogCache } from '../support/catalog-cache.js';
 
 let tmp: string;
 let fabric: EmbeddedFabric | undefined;
@@ -34,7 +35,7 @@ function probe(n: number, seed: number): Tensor {
 before(async () => {
   tmp = mkdtempSync(join(tmpdir(), 'ndif-tensors-e2e-'));
   fabric = await startEmbeddedFabric(join(tmp, 'data'), {
-    NDIF_CATALOG_CACHE: join(tmp, 'catalog'),
+    NDIF_CATALOG_CACHE: testCatalogCache(join(tmp, 'catalog')),
     NDIF_MODELS: 'gpt2-tiny',
     NDIF_AGENT_GPUS: '1x16GiB',
     NDIF_AGENT_RAM: '8GiB',
