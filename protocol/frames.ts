@@ -608,7 +608,8 @@ function checkLength(length: number, maxFrameBytes: number): void {
 /**
  * A frame at least this large is assembled in one buffer of its size as its bytes arrive (each chunk copied in and
  * let go), rather than held as chunks and copied out at the end: a 256 MiB START (a request's uploaded tensors)
- * then takes 256 MiB in a sandbox runner, not twice that.
+ * then takes 256 MiB in a sandbox runner, not twice that. The buffer is made once this many bytes of the frame have
+ * arrived, not on its header: a header alone (a peer's lie, or a corrupted length) commits no memory.
  */
 export const ASSEMBLE_FRAME_BYTES = 1024 * 1024;
 
@@ -631,6 +632,11 @@ export class FrameDecoder<D extends FrameDirection> {
   /** Bytes received but not yet part of a complete frame. */
   get buffered(): number {
     return this.size + (this.pending?.filled ?? 0);
+  }
+
+  /** Bytes of the buffer made for a large frame being assembled (ASSEMBLE_FRAME_BYTES); 0 when there is none. */
+  get reserved(): number {
+    return this.pending?.buf.length ?? 0;
   }
 
   push(chunk: Uint8Array): MessageOf<D>[] {
@@ -668,7 +674,7 @@ export class FrameDecoder<D extends FrameDirection> {
         const length = this.peekLength();
         checkLength(length, this.maxFrameBytes);
         if (this.size < 4 + length) {
-          if (4 + length >= ASSEMBLE_FRAME_BYTES) {
+          if (4 + length >= ASSEMBLE_FRAME_BYTES && this.size >= ASSEMBLE_FRAME_BYTES) {
             const buf = new Uint8Array(4 + length);
             const have = this.size;
             buf.set(this.copyOut(have, true), 0);

@@ -5,6 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import {
+  ASSEMBLE_FRAME_BYTES,
   DEFAULT_MAX_FRAME_BYTES,
   FrameDecoder,
   ProtocolError,
@@ -522,4 +523,19 @@ test('a large frame is assembled as its chunks arrive; a frame after it in the s
     (e: unknown) =>
       e instanceof ProtocolError && e.code === 'FRAME_TRUNCATED' && e.message.includes(`of ${frame.length}`),
   );
+});
+
+test("a large frame's header alone commits no memory: its buffer is made once a MiB of it has arrived", () => {
+  const decoder = new FrameDecoder('agent-to-runner');
+  const header = Buffer.alloc(5);
+  header.writeUInt32LE(512 * 1024 * 1024, 0);
+  header[4] = TAGS['agent-to-runner'].START;
+  assert.deepEqual(decoder.push(header), []);
+  assert.equal(decoder.buffered, 5);
+  assert.equal(decoder.reserved, 0, 'nothing made for a header alone');
+  assert.deepEqual(decoder.push(new Uint8Array(ASSEMBLE_FRAME_BYTES - 6)), []);
+  assert.equal(decoder.reserved, 0, 'nor for less than a MiB of it');
+  assert.deepEqual(decoder.push(new Uint8Array(1)), []);
+  assert.equal(decoder.buffered, ASSEMBLE_FRAME_BYTES);
+  assert.equal(decoder.reserved, 4 + 512 * 1024 * 1024, 'a MiB of it: the frame is assembled in a buffer of its size');
 });
