@@ -11,7 +11,7 @@ import { Sfc32 } from '../../gpu-agent/runtime/generation/sfc32.js';
 function referenceDraw(logits: Float64Array, s: SamplerSettings, rng: Sfc32): number {
   const vocab = logits.length;
   const x = Float64Array.from(logits, (l) => l / s.temperature);
-  const max = x.reduce((m, v) => (v > m ? v : m), -Infinity);
+  const max = x.reduce((m, v) => Math.max(v, m), -Infinity);
   let total = 0;
   for (let v = 0; v < vocab; v++) {
     x[v] = Math.exp(x[v]! - max);

@@ -139,8 +139,8 @@ function byProbability(x: Float64Array, ids: readonly number[] | null): Float64A
   let nan = 0;
   for (let i = 0; i < n; i++) {
     const v = x[ids === null ? i : ids[i]!]!;
-    if (v === v) values[m++] = v;
-    else nan++;
+    if (Number.isNaN(v)) nan++;
+    else values[m++] = v;
   }
   const order = sortDescending(values.subarray(0, m));
   const out = new Float64Array(n);
@@ -195,7 +195,7 @@ function sortDescending(values: Float64Array): Float64Array {
 /** The id at position `at` of the order: among the ids of its probability, in id order, the one of its rank. */
 function tokenAt(x: Float64Array, ids: readonly number[] | null, order: Float64Array, at: number): number {
   const value = order[at]!;
-  const same = (a: number) => a === value || (a !== a && value !== value);
+  const same = (a: number) => a === value || (Number.isNaN(a) && Number.isNaN(value));
   let rank = 0;
   while (at - rank > 0 && same(order[at - rank - 1]!)) rank++;
   const n = ids === null ? x.length : ids.length;
