@@ -110,10 +110,15 @@ test("raw writes of concurrent trusted requests are LOG lines of their own invok
 test("a timer a block leaves behind writes nowhere: not to the agent's streams, not to the next request", async () => {
   reached.length = 0;
   const hm = models[0]!;
+  // The block's timer would write only once the test says its request has ended (a fixed 30 ms delay raced the
+  // request's end on a loaded machine); the agent clears an ended request's timers, so it never does, and the next
+  // request's block runs across a dozen of its periods.
+  const flags = globalThis as { rawtestGo?: boolean };
   const first = await trusted(hm, [
-    "async () => { setTimeout(() => process.stdout.write('rawtest:left behind\\n'), 30); return 1; }",
+    "async () => { const t = setInterval(() => { if (globalThis.rawtestGo) process.stdout.write('rawtest:left behind\\n'); }, 5); return 1; }",
   ]);
   assert.deepEqual(first.logs, []);
+  flags.rawtestGo = true;
   const next = await trusted(hm, [
     "async (m) => { await m.transformer.h[0].output; await new Promise((r) => setTimeout(r, 60)); process.stdout.write('rawtest:next\\n'); }",
   ]);
