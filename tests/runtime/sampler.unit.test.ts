@@ -1,10 +1,11 @@
-// The sampler's draw (gpu-agent/runtime/generation/sampler.ts) orders the candidates with one native sort of their
+// The sampler's draw (gpu-agent/runtime/generation/sampler.ts) orders the candidates by a radix sort of their
 // probabilities; its draws must be exactly those of sorting the token ids by probability with ties by id, as it did
-// before. The reference below is that comparator sort: for random logits (ties, underflow to 0, a tiny vocabulary
-// and GPT-2's), temperatures, top-k and top-p, the same seed gives the same tokens.
+// before. The reference below is that comparator sort (of the same candidates, `candidateIds`): for random logits
+// (ties, underflow to 0, a tiny vocabulary and GPT-2's), temperatures, top-k and top-p, the same seed gives the same
+// tokens.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { RowSampler, type SamplerSettings } from '../../gpu-agent/runtime/generation/sampler.js';
+import { candidateIds, RowSampler, type SamplerSettings } from '../../gpu-agent/runtime/generation/sampler.js';
 import { Sfc32 } from '../../gpu-agent/runtime/generation/sfc32.js';
 
 /** The draw as a comparator sort of the ids (the order the sampler's draws are defined by). */
@@ -19,7 +20,9 @@ function referenceDraw(logits: Float64Array, s: SamplerSettings, rng: Sfc32): nu
   }
   const k = Math.min(s.topK ?? vocab, vocab);
   const p = s.topP ?? 1;
-  let c = head(x, total, k, p).sort((a, b) => x[b]! - x[a]! || a - b);
+  let c = (candidateIds(x, total, k, p) ?? Array.from({ length: vocab }, (_, v) => v)).sort(
+    (a, b) => x[b]! - x[a]! || a - b,
+  );
   c = c.slice(0, k);
   if (p < 1) {
     const inTopK = c.reduce((n, id) => n + x[id]!, 0);
@@ -41,27 +44,6 @@ function referenceDraw(logits: Float64Array, s: SamplerSettings, rng: Sfc32): nu
     if (u < acc) return id;
   }
   return c[c.length - 1]!;
-}
-
-/** The candidates the sampler orders: the tokens above a probability threshold lowered until they hold the top-k and p. */
-function head(w: Float64Array, total: number, k: number, p: number): number[] {
-  const vocab = w.length;
-  if (k >= vocab && p >= 1) return Array.from({ length: vocab }, (_, v) => v);
-  let max = 0;
-  for (let v = 0; v < vocab; v++) if (w[v]! > max) max = w[v]!;
-  for (let threshold = max * 1e-3; ; threshold *= 1e-3) {
-    const out: number[] = [];
-    let mass = 0;
-    for (let v = 0; v < vocab; v++) {
-      if (w[v]! >= threshold) {
-        out.push(v);
-        mass += w[v]!;
-      }
-    }
-    if ((out.length >= k || k >= vocab) && (p >= 1 || mass >= p * total)) return out;
-    if (threshold === 0 || out.length === vocab) return out;
-    if (threshold < Number.MIN_VALUE) threshold = 0;
-  }
 }
 
 function randomLogits(rng: Sfc32, vocab: number, kind: 'spread' | 'ties' | 'extreme'): Float64Array {

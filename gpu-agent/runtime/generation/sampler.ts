@@ -72,7 +72,7 @@ export class RowSampler {
     }
     const k = Math.min(this.s.topK ?? vocab, vocab);
     const p = this.s.topP ?? 1;
-    const head = this.head(x, total, k, p);
+    const head = candidateIds(x, total, k, p);
     const order = byProbability(x, head);
     let n = Math.min(order.length, k);
     if (p < 1) {
@@ -101,28 +101,28 @@ export class RowSampler {
     }
     return tokenAt(x, head, order, at);
   }
+}
 
-  /** Token ids that can be in the top-k / top-p set (a superset, in id order); null: every id. */
-  private head(w: Float64Array, total: number, k: number, p: number): number[] | null {
-    const vocab = w.length;
-    if (k >= vocab && p >= 1) return null;
-    let max = 0;
-    for (let v = 0; v < vocab; v++) if (w[v]! > max) max = w[v]!;
-    for (let threshold = max * 1e-3; ; threshold *= 1e-3) {
-      const out: number[] = [];
-      let mass = 0;
-      for (let v = 0; v < vocab; v++) {
-        if (w[v]! >= threshold) {
-          out.push(v);
-          mass += w[v]!;
-        }
+/** Token ids that can be in the top-k / top-p set (a superset, in id order); null: every id. */
+export function candidateIds(w: Float64Array, total: number, k: number, p: number): number[] | null {
+  const vocab = w.length;
+  if (k >= vocab && p >= 1) return null;
+  let max = 0;
+  for (let v = 0; v < vocab; v++) if (w[v]! > max) max = w[v]!;
+  for (let threshold = max * 1e-3; ; threshold *= 1e-3) {
+    const out: number[] = [];
+    let mass = 0;
+    for (let v = 0; v < vocab; v++) {
+      if (w[v]! >= threshold) {
+        out.push(v);
+        mass += w[v]!;
       }
-      // Every token outside `out` is below every token inside it, so `out` holds the top-k once it has k tokens
-      // (ties at the threshold are all inside), and the nucleus once it holds p of the whole mass.
-      if ((out.length >= k || k >= vocab) && (p >= 1 || mass >= p * total)) return out;
-      if (threshold === 0 || out.length === vocab) return out;
-      if (threshold < Number.MIN_VALUE) threshold = 0;
     }
+    // Every token outside `out` is below every token inside it, so `out` holds the top-k once it has k tokens
+    // (ties at the threshold are all inside), and the nucleus once it holds p of the whole mass.
+    if ((out.length >= k || k >= vocab) && (p >= 1 || mass >= p * total)) return out;
+    if (threshold === 0 || out.length === vocab) return out;
+    if (threshold < Number.MIN_VALUE) threshold = 0;
   }
 }
 
