@@ -24,8 +24,12 @@ import { call, cluster, deploy, evict, scale, slowBlock, QUICK_BLOCK, type Answe
 
 export interface SoakOptions {
   clients: number;
-  /** How long clients, operator and kills run. */
+  /**
+   * How long clients, operator and kills run; longer, up to 3 × activeMs, until the agent was killed `minKills` times
+   * (a loaded machine restarts the agent slowly, and each kill waits for it to come back).
+   */
   activeMs: number;
+  minKills: number;
   /**
    * How long the drain waits, after that, without a request finishing: a request still open then is stuck. A slow
    * machine drains slowly but keeps finishing requests; the drain stops at 5 × drainMs in all.
@@ -42,6 +46,7 @@ export interface SoakOptions {
 export const DEFAULT_SOAK: SoakOptions = {
   clients: 20,
   activeMs: 25_000,
+  minKills: 3,
   drainMs: 12_000,
   killEveryMs: 5_000,
   operatorEveryMs: 1_500,
@@ -219,6 +224,7 @@ export async function runSoak(options: Partial<SoakOptions> = {}): Promise<SoakR
 
     const running = [...labels.map((_, c) => client(c)), operator(), chaos()];
     await sleep(o.activeMs);
+    while (kills < o.minKills && Date.now() - activeStart < 3 * o.activeMs) await sleep(200);
     stopping = true;
     await Promise.all(running);
     const activeMs = Date.now() - activeStart;
