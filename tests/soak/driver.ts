@@ -294,6 +294,7 @@ export async function runSoak(options: Partial<SoakOptions> = {}): Promise<SoakR
       logged_errors: loggedErrors,
       durations: { total_ms: 0, startup_ms: startupMs, active_ms: activeMs, drain_ms: drainMs, check_ms: 0 },
     };
+    const eventsById = new Map(all.map((e) => [e.id, e]));
     for (const s of sent) {
       // Recorded under the id scoped to the client's key (auth on).
       const stream = byStream.get(`request-${s.keyId}:${s.requestId}`);
@@ -328,7 +329,8 @@ export async function runSoak(options: Partial<SoakOptions> = {}): Promise<SoakR
         report.errors_by_type[type] = (report.errors_by_type[type] ?? 0) + 1;
         if (type.length > 0 && (d.message ?? '').length > 0) report.errored_with_reason++;
         else report.errored_without_reason++;
-        if (!(s.throws && type === 'BlockError' && (d.message ?? '').includes(THROWN))) report.unexpected_errors++;
+        const asked = s.throws && type === 'BlockError' && (d.message ?? '').includes(THROWN);
+        if (!asked && !refusedWhileAgentDown(end.data, eventsById)) report.unexpected_errors++;
       }
     }
     report.durations.check_ms = Date.now() - checkStart;
@@ -338,4 +340,19 @@ export async function runSoak(options: Partial<SoakOptions> = {}): Promise<SoakR
     await f?.close();
     if (o.keepDir === undefined) rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * A request failed by a placement refused while no agent was ACTIVE (every candidate excluded as not ACTIVE, or
+ * none): the agent was killed, or slow to come back under load, when an on-demand deploy ran, and the requests
+ * queued before the refusal fail with it (docs/control-plane.md, "Deploy on demand"). An outcome of the soak's
+ * kills, not a fault; a refusal with an ACTIVE agent among its candidates still counts as unexpected.
+ */
+export function refusedWhileAgentDown(failed: unknown, eventsById: Map<string, StoredEvent>): boolean {
+  const f = failed as { errorType?: string; because?: { refs?: { eventId?: string } } | null };
+  if (f.errorType !== 'DeploymentRefused') return false;
+  const refusal = eventsById.get(f.because?.refs?.eventId ?? '');
+  if (refusal?.type !== 'DeploymentRefused') return false;
+  const candidates = (refusal.data as { candidates: Array<{ excluded: string | null }> }).candidates;
+  return candidates.every((c) => c.excluded !== null && / not ACTIVE$/.test(c.excluded));
 }
