@@ -330,7 +330,8 @@ export async function runSoak(options: Partial<SoakOptions> = {}): Promise<SoakR
         if (type.length > 0 && (d.message ?? '').length > 0) report.errored_with_reason++;
         else report.errored_without_reason++;
         const asked = s.throws && type === 'BlockError' && (d.message ?? '').includes(THROWN);
-        if (!asked && !refusedWhileAgentDown(end.data, eventsById)) report.unexpected_errors++;
+        if (!asked && !refusedWhileAgentDown(end.data, eventsById) && !requeuedOutByChaos(end.data, stream))
+          report.unexpected_errors++;
       }
     }
     report.durations.check_ms = Date.now() - checkStart;
@@ -355,4 +356,14 @@ export function refusedWhileAgentDown(failed: unknown, eventsById: Map<string, S
   if (refusal?.type !== 'DeploymentRefused') return false;
   const candidates = (refusal.data as { candidates: Array<{ excluded: string | null }> }).candidates;
   return candidates.every((c) => c.excluded !== null && / not ACTIVE$/.test(c.excluded));
+}
+
+/**
+ * A request failed TooManyAttempts after attempts that the soak's kills and the operator's evictions ended (every
+ * requeue PREEMPTED, AGENT_RESTARTED or AGENT_LOST): the attempt limit doing its job under the soak's chaos.
+ */
+export function requeuedOutByChaos(failed: unknown, stream: readonly StoredEvent[]): boolean {
+  if ((failed as { errorType?: string }).errorType !== 'TooManyAttempts') return false;
+  const reasons = stream.filter((e) => e.type === 'RequestRequeued').map((e) => (e.data as { reason: string }).reason);
+  return reasons.length > 0 && reasons.every((r) => r === 'PREEMPTED' || r === 'AGENT_RESTARTED' || r === 'AGENT_LOST');
 }
